@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Make a debootstrapped root boot as a systemd container node.
+# Usage: customize.sh <rootdir> <suite>
+set -euo pipefail
+root=$1
+suite=$2
+# A fresh machine id on every boot.
+: > "$root/etc/machine-id"
+rm -f "$root/var/lib/dbus/machine-id"
+# systemd-modules-load fails in a container and marks Debian 13 "degraded".
+for unit in systemd-modules-load.service; do
+  mkdir -p "$root/etc/systemd/system/$unit.d"
+  printf '[Unit]\nConditionVirtualization=!container\n' > "$root/etc/systemd/system/$unit.d/10-nodefix-container.conf"
+done
+# Nothing in the lab needs a login prompt on a console.
+ln -sf /dev/null "$root/etc/systemd/system/console-getty.service"
+ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
+# Keep apt lists (apt-get install works at once in a container) but no
+# package cache.
+rm -rf "$root"/var/cache/apt/archives/*.deb
+echo "nodefix-$suite" > "$root/etc/hostname"

@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice; do not import it
+# from other collections.
+"""Shared plumbing for nodefix.k8s modules.
+
+- ``Runner``: argv-list commands with a C locale and ``get_bin_path``; a failing
+  required command ends the module with rc, stdout and stderr.
+- ``make_finding``: the one shape every detector returns.
+- ``atomic_write``: temp file in the target directory, optional backup, then
+  ``atomic_move``.
+- ``version_key``: compare dotted versions.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import tempfile
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+# Directories searched in addition to PATH for node binaries (sbin is often
+# missing from PATH when Ansible connects as a non-login user).
+NODE_BIN_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/bin"]
+
+
+class Runner(object):
+    """Run node commands the same way in every module of the collection."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def bin(self, name, required=False, opt_dirs=None):
+        """Absolute path of ``name`` (or an absolute path given as-is)."""
+        if os.path.isabs(name):
+            if os.access(name, os.X_OK):
+                return name
+            if required:
+                self.module.fail_json(msg="Required binary %s is missing or not executable" % name)
+            return None
+        dirs = list(opt_dirs or []) + NODE_BIN_DIRS
+        return self.module.get_bin_path(name, required=required, opt_dirs=dirs)
+
+    def run(self, argv, check=True, data=None, msg=None):
+        """Run ``argv`` (a list) with a C locale; return (rc, stdout, stderr)."""
+        self.module.run_command_environ_update = dict(C_LOCALE)
+        rc, out, err = self.module.run_command(argv, data=data, check_rc=False)
+        if check and rc != 0:
+            self.module.fail_json(
+                msg=msg or "Command failed: %s" % " ".join(argv),
+                cmd=argv,
+                rc=rc,
+                stdout=out,
+                stderr=err,
+            )
+        return rc, out, err
+
+
+def make_finding(fid, severity, title, evidence=None, remedy=None, fix_role=None, fix_tag=None, subject=None):
+    """Return one finding in the collection's shape.
+
+    ``fid`` is a stable dotted identifier documented in docs/findings.md,
+    ``subject`` optionally names the object the finding is about (a sandbox
+    id, a unit, a cgroup) so that one id can be reported several times.
+    """
+    if severity not in SEVERITIES:
+        raise ValueError("unknown severity %r" % (severity,))
+    return {
+        "id": fid,
+        "severity": severity,
+        "title": title,
+        "subject": subject,
+        "evidence": evidence or {},
+        "remedy": remedy,
+        "fix": {"role": fix_role, "tag": fix_tag},
+    }
+
+
+def finding_from(registry, fid, evidence=None, subject=None, title=None, severity=None):
+    """Build a finding from a registry entry ``registry[fid]``.
+
+    A registry maps finding ids to dicts with ``severity``, ``title``,
+    ``remedy``, ``role`` and ``tag``; each detector module_utils file keeps
+    its own registry (``FINDINGS``) so that docs/findings.md can be checked
+    against the code.
+    """
+    entry = registry[fid]
+    return make_finding(
+        fid,
+        severity or entry["severity"],
+        title or entry["title"],
+        evidence=evidence,
+        remedy=entry.get("remedy"),
+        fix_role=entry.get("role"),
+        fix_tag=entry.get("tag"),
+        subject=subject,
+    )
+
+
+def worst_severity(findings):
+    """The most severe level among ``findings`` (None when there are none)."""
+    levels = [f["severity"] for f in findings]
+    for level in SEVERITIES:
+        if level in levels:
+            return level
+    return None
+
+
+_NUM_RE = re.compile(r"\d+")
+
+
+def version_key(text):
+    """Tuple of the integers in a dotted version (``'1.7.0'`` -> (1, 7, 0))."""
+    return tuple(int(n) for n in _NUM_RE.findall(text or ""))
+
+
+def version_ge(a, b):
+    """True when version ``a`` >= ``b`` (missing trailing parts count as 0)."""
+    ka, kb = list(version_key(a)), list(version_key(b))
+    width = max(len(ka), len(kb))
+    ka += [0] * (width - len(ka))
+    kb += [0] * (width - len(kb))
+    return ka >= kb
+
+
+def read_text(path, default=None):
+    """File contents as text, or ``default`` when it does not exist."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "surrogateescape")
+    except (IOError, OSError):
+        return default
+
+
+def root_path(root, path):
+    """Join an absolute node path under a test root (``/`` on real nodes)."""
+    if not root or root == "/":
+        return path
+    return os.path.join(root, path.lstrip("/"))
+
+
+def file_diff(path, before, after):
+    """The ``diff`` return value for one file (Ansible's before/after form)."""
+    return {
+        "before": before if before is not None else "",
+        "after": after,
+        "before_header": "%s (before)" % path,
+        "after_header": "%s (after)" % path,
+    }
+
+
+def atomic_write(module, path, content, backup=True, mode=None):
+    """Write ``content`` to ``path`` atomically; return the backup path.
+
+    The temp file lives in the target directory so that the final rename is
+    atomic. The original owner, group and mode are kept when the file
+    existed; ``mode`` applies to new files.
+    """
+    directory = os.path.dirname(path) or "."
+    backup_file = None
+    if backup and os.path.exists(path):
+        backup_file = module.backup_local(path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content.encode("utf-8", "surrogateescape"))
+        if os.path.exists(path):
+            st = os.stat(path)
+            os.chmod(tmp, st.st_mode & 0o7777)
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+        elif mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            os.chmod(tmp, 0o644)
+        module.atomic_move(tmp, path, unsafe_writes=False)
+    except Exception:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return backup_file

@@ -1,0 +1,17 @@
+# shellcheck shell=bash
+# Environment shared by every nodefix.k8s script: source it, do not run it.
+# Keeps the user's global Ansible and podman configuration untouched.
+NODEFIX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export NODEFIX_ROOT
+export NODEFIX_VENV="${NODEFIX_VENV:-$NODEFIX_ROOT/.venv}"
+export NODEFIX_CACHE="$NODEFIX_ROOT/.cache"
+export NODEFIX_COLLECTIONS="$NODEFIX_CACHE/collections"
+export CONTAINERS_CONF="$NODEFIX_ROOT/lab/containers.conf"
+export ANSIBLE_COLLECTIONS_PATH="$NODEFIX_COLLECTIONS:$NODEFIX_VENV/lib/python3.11/site-packages"
+export ANSIBLE_CONFIG="$NODEFIX_ROOT/ansible.cfg"
+export ANSIBLE_HOME="$NODEFIX_CACHE/ansible-home"
+export ANSIBLE_LOCAL_TEMP="$NODEFIX_CACHE/ansible-tmp"
+export MOLECULE_GLOB="molecule/*/molecule.yml"
+export PATH="$NODEFIX_VENV/bin:$PATH"
+# The lock that serialises podman-heavy jobs (molecule, lab) on a 2-core machine.
+export NODEFIX_LAB_LOCK="${NODEFIX_LAB_LOCK:-/tmp/nodefix-lab.lock}"

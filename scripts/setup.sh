@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install everything nodefix.k8s needs on a Debian 12 machine (run as root):
+# Debian packages, the pinned Python toolchain in .venv, the project-local
+# collection path, the offline pip bootstrap for ansible-test, and the lab
+# images. Idempotent: each step is skipped when already done.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+cd "$NODEFIX_ROOT"
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# 1. Debian packages -------------------------------------------------------
+APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git make ca-certificates util-linux)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. Python toolchain (rebuilt when requirements/dev.txt changes) ---------
+req_hash=$(sha256sum requirements/dev.txt | cut -c1-16)
+if [ ! -x "$NODEFIX_VENV/bin/python" ] || [ "$(cat "$NODEFIX_VENV/.nodefix-req" 2>/dev/null)" != "$req_hash" ]; then
+  log "python venv ($NODEFIX_VENV)"
+  PY=${NODEFIX_PYTHON:-python3}
+  "$PY" -m venv "$NODEFIX_VENV"
+  "$NODEFIX_VENV/bin/pip" install -q --upgrade pip >/dev/null
+  "$NODEFIX_VENV/bin/pip" install -q -r requirements/dev.txt
+  echo "$req_hash" > "$NODEFIX_VENV/.nodefix-req"
+fi
+
+# 3. The collection, importable as nodefix.k8s (a link, not a copy) -------
+mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP"
+ln -sfn "$NODEFIX_ROOT" "$NODEFIX_COLLECTIONS/ansible_collections/nodefix/k8s"
+
+# 4. ansible-test downloads get-pip.py from a host that is not reachable:
+#    it first looks in its cache, so put an offline stand-in there.
+"$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
+
+# 5. Lab images (cached; rebuilt only when their recipe changes) ----------
+if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
+  bash lab/images/build.sh
+fi

@@ -1,0 +1,360 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""PID space and zombie detector (seed 002 story 1, ../shared/FACTS.md section 5).
+
+One pass over ``/proc``: a single read of ``/proc/<pid>/stat`` per process
+gives its state (field 3), parent (field 4), thread count (field 20) and
+start time (field 22, clock ticks after boot). Only the parents of zombies
+are read further (``cmdline``, ``cgroup``, ``status``), so the cost stays
+linear in the number of processes with a small constant: no subprocess and
+no per-thread reads.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import platform
+import time
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, parse_proc_cgroup
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding_from, read_text, root_path
+
+# PID_MAX_LIMIT on 64-bit kernels (include/linux/threads.h: 4 * 1024 * 1024);
+# 32-bit kernels cannot go past PID_MAX_DEFAULT (32768). FACTS section 5.
+PID_MAX_LIMIT_64 = 4194304
+PID_MAX_LIMIT_32 = 32768
+
+DEFAULTS = {
+    # percent of the effective task limit (min of pid_max and threads-max)
+    "usage_percent": 80,
+    # recommended kernel.pid_max; None: the architecture's limit
+    "pid_max_min": None,
+    # kernel.threads-max below this is reported (110 pods x ~1000 tasks)
+    "threads_max_min": 131072,
+    # zombies one parent must hold, and how old the oldest must be, to be a leaker
+    "zombie_threshold": 10,
+    "zombie_min_age": 60,
+    # parents listed in the facts (the largest first)
+    "max_parents": 50,
+}
+
+_ZOMBIE_ADVICE = ("Make the parent reap its children: run an init as the container's PID 1 "
+                  "(tini, dumb-init, `docker run --init`), or set `shareProcessNamespace: true` in the "
+                  "pod so the pause container (PID 1) reaps orphans; fix or upgrade the parent "
+                  "(e.g. supercronic >= 0.2.33). Restarting the parent releases its zombies at once.")
+
+FINDINGS = {
+    "pids.usage_high": {
+        "severity": "high",
+        "title": "Tasks use most of the node's PID space (kernel.pid_max / kernel.threads-max)",
+        "remedy": ("Find what creates the tasks (zombie leakers, thread leaks); raise kernel.pid_max to "
+                   "4194304 (role nodefix.k8s.pid_limits) and set kubelet podPidsLimit so one pod cannot "
+                   "exhaust the node. New processes fail with 'pthread_create failed: No space left on device' "
+                   "once the limit is reached."),
+        "role": "nodefix.k8s.pid_limits",
+        "tag": "pid_limits",
+    },
+    "pids.pid_max_low": {
+        "severity": "medium",
+        "title": "kernel.pid_max is below the recommended value",
+        "remedy": ("Raise kernel.pid_max persistently (role nodefix.k8s.pid_limits writes a /etc/sysctl.d/ "
+                   "file; 4194304 on 64-bit kernels, systemd >= 243 ships the same in 50-pid-max.conf)."),
+        "role": "nodefix.k8s.pid_limits",
+        "tag": "pid_limits",
+    },
+    "pids.threads_max_low": {
+        "severity": "medium",
+        "title": "kernel.threads-max caps the number of tasks below the recommended value",
+        "remedy": ("kernel.threads-max is sized from RAM at boot; raise it with the pid_limits role "
+                   "(pid_limits_threads_max) if the node really needs more tasks, and set podPidsLimit."),
+        "role": "nodefix.k8s.pid_limits",
+        "tag": "pid_limits",
+    },
+    "pids.zombie_leaker": {
+        "severity": "high",
+        "title": "A process leaks zombie children (it never reaps them)",
+        "remedy": _ZOMBIE_ADVICE,
+        "role": "nodefix.k8s.pid_limits",
+        "tag": "zombies",
+    },
+}
+
+
+def _read_small(path):
+    """Bytes of a small /proc file, or None (one os.open/os.read, no buffering)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_int(path):
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return int(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _btime(proc):
+    for line in (read_text(os.path.join(proc, "stat")) or "").splitlines():
+        if line.startswith("btime "):
+            try:
+                return int(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def _uptime(proc):
+    text = read_text(os.path.join(proc, "uptime"))
+    try:
+        return float(text.split()[0])
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
+def _kernel_threads(proc):
+    """Tasks the kernel counts (4th field of /proc/loadavg: ``running/total``)."""
+    text = read_text(os.path.join(proc, "loadavg"))
+    try:
+        return int(text.split()[3].split("/")[1])
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
+def scan(proc):
+    """One pass over the ``/proc`` directory ``proc``.
+
+    Returns ``(processes, tasks, zombies)``: the number of processes, the
+    number of tasks (sum of their threads) and a dict ``ppid -> [starttime,
+    ...]`` of zombies.
+    """
+    processes = 0
+    tasks = 0
+    zombies = {}
+    try:
+        names = os.listdir(proc)
+        # relative opens from a directory descriptor skip the path walk per file
+        dir_fd = os.open(proc, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return processes, tasks, zombies
+    flags = os.O_RDONLY
+    try:
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                fd = os.open(name + "/stat", flags, dir_fd=dir_fd)
+            except OSError:
+                continue  # the process exited between listdir and open
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            rp = data.rfind(b")")
+            # rest[k] is field k+3 of proc(5): state (3), ppid (4), num_threads (20);
+            # rest[18] keeps fields 21- unsplit (starttime, 22, is needed for zombies only)
+            rest = data[rp + 2:].split(b" ", 18)
+            if rp < 0 or len(rest) < 19:
+                continue
+            processes += 1
+            tasks += int(rest[17])
+            if rest[0] == b"Z":
+                zombies.setdefault(int(rest[1]), []).append(int(rest[18].split(b" ", 2)[1]))
+    finally:
+        os.close(dir_fd)
+    return processes, tasks, zombies
+
+
+def _parse_stat(data):
+    lp, rp = data.find(b"("), data.rfind(b")")
+    rest = data[rp + 2:].split()
+    return {
+        "comm": data[lp + 1:rp].decode("utf-8", "replace"),
+        "state": rest[0].decode("ascii", "replace"),
+        "ppid": int(rest[1]),
+        "threads": int(rest[17]),
+        "starttime": int(rest[19]),
+    }
+
+
+def _cmdline(proc, pid, comm):
+    data = _read_small("%s/%d/cmdline" % (proc, pid)) or b""
+    text = data.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+    return text or "[%s]" % comm
+
+
+def _ns_pid(proc, pid):
+    """PID of ``pid`` inside its own PID namespace (last NSpid value)."""
+    for line in (read_text("%s/%d/status" % (proc, pid)) or "").splitlines():
+        if line.startswith("NSpid:"):
+            values = line.split()[1:]
+            try:
+                return int(values[-1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+_CGROUP_KEYS = ("", "name=systemd", "pids", "memory", "cpu")
+
+
+def owner(cgroup_text):
+    """Cgroup path, systemd unit, pod and container of a process.
+
+    The unified (v2) path is preferred unless a v1 hierarchy places the
+    process in kubepods (hybrid nodes with the cgroupfs driver).
+    """
+    cgroups = parse_proc_cgroup(cgroup_text)
+    chosen, info = None, None
+    for key in _CGROUP_KEYS:
+        path = cgroups.get(key)
+        if not path:
+            continue
+        desc = describe_path(path)
+        if chosen is None or (desc["in_kubepods"] and not info["in_kubepods"]):
+            chosen, info = path, desc
+        if desc["in_kubepods"]:
+            break
+    if chosen is None:
+        chosen, info = None, describe_path(None)
+    unit = None
+    for part in reversed([p for p in (chosen or "").split("/") if p]):
+        if part.endswith((".service", ".scope")):
+            unit = part
+            break
+    return {
+        "cgroup": chosen,
+        "unit": unit,
+        "pod_uid": info["pod_uid"],
+        "container_id": info["container_id"],
+        "runtime": info["runtime"],
+        "qos": info["qos"],
+        "in_kubepods": info["in_kubepods"],
+    }
+
+
+def _default_pid_max_min():
+    machine = platform.machine().lower()
+    if machine.endswith("64") or machine in ("s390x",):
+        return PID_MAX_LIMIT_64
+    return PID_MAX_LIMIT_32
+
+
+def check(module, runner, root="/", **opts):
+    """Task usage against kernel.pid_max/threads-max and zombie leakers.
+
+    ``opts`` override DEFAULTS; ``clk_tck`` (clock ticks a second) and
+    ``now`` (epoch seconds) can be given for tests.
+    """
+    o = dict(DEFAULTS)
+    o.update(dict((k, v) for k, v in opts.items() if v is not None))
+    proc = root_path(root, "/proc")
+    clk_tck = o.get("clk_tck") or os.sysconf("SC_CLK_TCK")
+    now = o.get("now") or time.time()
+    pid_max = _read_int(os.path.join(proc, "sys/kernel/pid_max"))
+    threads_max = _read_int(os.path.join(proc, "sys/kernel/threads-max"))
+    btime = _btime(proc)
+    uptime = _uptime(proc)
+
+    processes, tasks, zombies = scan(proc)
+    kernel_tasks = _kernel_threads(proc)
+    counted = max(tasks, kernel_tasks or 0)
+
+    limits = [(v, n) for v, n in ((pid_max, "kernel.pid_max"), (threads_max, "kernel.threads-max")) if v]
+    limit, limited_by = min(limits) if limits else (None, None)
+    usage = round(100.0 * counted / limit, 2) if limit else None
+
+    findings = []
+    if usage is not None and usage >= o["usage_percent"]:
+        findings.append(finding_from(
+            FINDINGS, "pids.usage_high", subject=limited_by,
+            severity="critical" if usage >= 95 else None,
+            evidence={"tasks": counted, "limit": limit, "limited_by": limited_by,
+                      "usage_percent": usage, "threshold_percent": o["usage_percent"],
+                      "zombies": sum(len(v) for v in zombies.values())}))
+    pid_max_min = o["pid_max_min"] or _default_pid_max_min()
+    if pid_max is not None and pid_max < pid_max_min:
+        findings.append(finding_from(
+            FINDINGS, "pids.pid_max_low", subject="kernel.pid_max",
+            evidence={"pid_max": pid_max, "recommended": pid_max_min}))
+    if threads_max is not None and threads_max < o["threads_max_min"]:
+        findings.append(finding_from(
+            FINDINGS, "pids.threads_max_low", subject="kernel.threads-max",
+            evidence={"threads_max": threads_max, "recommended": o["threads_max_min"],
+                      "pid_max": pid_max}))
+
+    parents = []
+    for ppid, starts in zombies.items():
+        oldest = min(starts)
+        since_boot = oldest / float(clk_tck)
+        if uptime is not None:
+            age = uptime - since_boot
+        elif btime is not None:
+            age = now - (btime + since_boot)
+        else:
+            age = None
+        started = btime + since_boot if btime is not None else None
+        parent = {"pid": ppid, "zombies": len(starts),
+                  "oldest_age_seconds": int(age) if age is not None else None,
+                  "oldest_started": (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
+                                     if started is not None else None)}
+        parents.append(parent)
+    parents.sort(key=lambda p: (-p["zombies"], p["pid"]))
+    for parent in parents[:o["max_parents"]]:
+        pid = parent["pid"]
+        data = _read_small("%s/%d/stat" % (proc, pid))
+        st = _parse_stat(data) if data else {"comm": None, "ppid": None}
+        parent["comm"] = st["comm"]
+        parent["ppid"] = st["ppid"]
+        parent["cmdline"] = _cmdline(proc, pid, st["comm"]) if data else None
+        parent["ns_pid"] = _ns_pid(proc, pid)
+        parent.update(owner(read_text("%s/%d/cgroup" % (proc, pid))))
+        leaker = (parent["zombies"] >= o["zombie_threshold"]
+                  and (parent["oldest_age_seconds"] is None or parent["oldest_age_seconds"] >= o["zombie_min_age"]))
+        parent["leaker"] = leaker
+        if leaker:
+            where = parent["pod_uid"] and "pod %s" % parent["pod_uid"] or parent["unit"] or parent["cgroup"]
+            findings.append(finding_from(
+                FINDINGS, "pids.zombie_leaker",
+                subject="pid %d (%s)%s" % (pid, parent["comm"], " in %s" % where if where else ""),
+                evidence={"pid": pid, "cmdline": parent["cmdline"], "zombies": parent["zombies"],
+                          "oldest_age_seconds": parent["oldest_age_seconds"],
+                          "pid1_of_namespace": parent["ns_pid"] == 1,
+                          "cgroup": parent["cgroup"], "unit": parent["unit"],
+                          "pod_uid": parent["pod_uid"], "container_id": parent["container_id"],
+                          "threshold": o["zombie_threshold"]}))
+
+    return {
+        "processes": processes,
+        "tasks": counted,
+        "tasks_counted": tasks,
+        "tasks_kernel": kernel_tasks,
+        "pid_max": pid_max,
+        "threads_max": threads_max,
+        "limit": limit,
+        "limited_by": limited_by,
+        "usage_percent": usage,
+        "zombies": sum(len(v) for v in zombies.values()),
+        "zombie_parents": parents[:o["max_parents"]],
+        "zombie_parents_total": len(parents),
+        "findings": findings,
+    }

@@ -1,0 +1,250 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: process_health
+short_description: Report PID space usage and zombie-leaking processes from one pass over /proc
+version_added: "0.1.0"
+description:
+  - Read-only. Reads C(/proc/<pid>/stat) once per process (no subprocess, no per-thread reads) and counts the
+    node's tasks (threads) against C(kernel.pid_max) and C(kernel.threads-max); C(/proc/loadavg) gives the
+    kernel's own count, the larger of the two is used.
+  - Groups zombies by their parent and reports, for each parent, its pid, command line, zombie count, the age
+    and start time of its oldest zombie (C(/proc/<pid>/stat) field 22 with C(btime) and the clock tick), its
+    cgroup, systemd unit, and the Kubernetes pod and container it belongs to (containerd, cri-o and docker scope
+    names and pod UIDs of the systemd and cgroupfs drivers).
+  - Returns findings with stable ids (C(pids.usage_high), C(pids.pid_max_low), C(pids.threads_max_low),
+    C(pids.zombie_leaker); see docs/findings.md). The same detector runs inside M(nodefix.k8s.node_audit).
+  - Fast on large nodes; the repository's C(benchmarks/process_health) measures a synthetic C(/proc) with 50,000
+    tasks.
+author:
+  - nodefix.k8s contributors
+options:
+  root:
+    description: Root of the node's filesystem; C(<root>/proc) is read (a fake tree in tests).
+    type: path
+    default: /
+  usage_percent:
+    description: Report C(pids.usage_high) when tasks reach this percentage of the effective limit (the smaller of
+      C(kernel.pid_max) and C(kernel.threads-max)); at 95% and more it is critical.
+    type: int
+    default: 80
+  pid_max_min:
+    description:
+      - Report C(pids.pid_max_low) when C(kernel.pid_max) is below this.
+      - Default is the architecture's limit, V(4194304) on 64-bit kernels and V(32768) on 32-bit ones.
+    type: int
+  threads_max_min:
+    description: Report C(pids.threads_max_low) when C(kernel.threads-max) is below this.
+    type: int
+    default: 131072
+  zombie_threshold:
+    description: Zombies one parent must hold to be reported as a leaker.
+    type: int
+    default: 10
+  zombie_min_age:
+    description: Seconds the parent's oldest zombie must have existed (parents that reap late are not leakers).
+    type: int
+    default: 60
+  max_parents:
+    description: Zombie parents listed in RV(zombie_parents), the largest first.
+    type: int
+    default: 50
+attributes:
+  check_mode:
+    description: Can run in check mode and return the same result.
+    support: full
+    details: Never changes anything.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode).
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    platforms: posix
+    support: full
+    details: Linux only (reads C(/proc)).
+notes:
+  - C(kernel.pid_max) is not namespaced before Linux 6.14; this module only reads it. The role
+    C(nodefix.k8s.pid_limits) raises it persistently.
+  - Inside a container C(/proc) lists only that PID namespace; C(/proc/loadavg) still counts the host's tasks.
+seealso:
+  - module: nodefix.k8s.kernel_check
+  - name: proc(5)
+    description: Fields of C(/proc/<pid>/stat).
+    link: https://man7.org/linux/man-pages/man5/proc.5.html
+"""
+
+EXAMPLES = r"""
+- name: Check PID usage and zombie leakers
+  nodefix.k8s.process_health:
+  register: pids
+
+- name: List the leaking parents and their pods
+  ansible.builtin.debug:
+    msg: "{{ pids.zombie_parents | selectattr('leaker') | map(attribute='cmdline') | list }}"
+
+- name: Stricter thresholds on a cron-heavy node
+  nodefix.k8s.process_health:
+    usage_percent: 50
+    zombie_threshold: 5
+    zombie_min_age: 30
+"""
+
+RETURN = r"""
+processes:
+  description: Processes seen in C(/proc).
+  returned: always
+  type: int
+  sample: 412
+tasks:
+  description: Tasks (threads) on the node, the larger of RV(tasks_counted) and RV(tasks_kernel).
+  returned: always
+  type: int
+  sample: 1520
+tasks_counted:
+  description: Sum of the thread counts (C(/proc/<pid>/stat) field 20) of the processes seen.
+  returned: always
+  type: int
+  sample: 1520
+tasks_kernel:
+  description: The kernel's task count from C(/proc/loadavg) (null when unreadable).
+  returned: always
+  type: int
+  sample: 1518
+pid_max:
+  description: C(kernel.pid_max).
+  returned: always
+  type: int
+  sample: 32768
+threads_max:
+  description: C(kernel.threads-max).
+  returned: always
+  type: int
+  sample: 255782
+limit:
+  description: The effective task limit, the smaller of RV(pid_max) and RV(threads_max).
+  returned: always
+  type: int
+  sample: 32768
+limited_by:
+  description: Which sysctl sets RV(limit).
+  returned: always
+  type: str
+  sample: kernel.pid_max
+usage_percent:
+  description: RV(tasks) as a percentage of RV(limit).
+  returned: always
+  type: float
+  sample: 4.64
+zombies:
+  description: Zombie processes on the node.
+  returned: always
+  type: int
+  sample: 19782
+zombie_parents:
+  description: Parents of zombies, the largest first (at most O(max_parents)).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid: {description: Parent pid., type: int}
+    ppid: {description: The parent's own parent., type: int}
+    comm: {description: Its command name., type: str}
+    cmdline: {description: Its command line (arguments joined by spaces)., type: str}
+    ns_pid: {description: Its pid inside its own PID namespace (1 means it is a container's init)., type: int}
+    zombies: {description: Zombie children it holds., type: int}
+    oldest_age_seconds: {description: Age of its oldest zombie., type: int}
+    oldest_started: {description: Start time of its oldest zombie (UTC, ISO 8601)., type: str}
+    cgroup: {description: Its cgroup path (unified, or the v1 path that places it in kubepods)., type: str}
+    unit: {description: The systemd unit (C(.service) or C(.scope)) of that cgroup., type: str}
+    pod_uid: {description: Kubernetes pod UID from the cgroup path., type: str}
+    container_id: {description: Container id from the cgroup path., type: str}
+    runtime: {description: C(containerd), C(crio) or C(docker)., type: str}
+    qos: {description: Pod QoS class from the cgroup path., type: str}
+    in_kubepods: {description: Whether the cgroup is under kubepods., type: bool}
+    leaker: {description: Whether it passes O(zombie_threshold) and O(zombie_min_age)., type: bool}
+  sample:
+    - pid: 2841
+      ppid: 2811
+      comm: supercronic
+      cmdline: /usr/local/bin/supercronic -json /crontabs/cron
+      ns_pid: 1
+      zombies: 19782
+      oldest_age_seconds: 86400
+      oldest_started: "2026-11-20T06:40:00Z"
+      cgroup: /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1d2c3b4a_0000_4000_8000_00000000beef.slice/cri-containerd-0a1b2c3d4e5f.scope
+      unit: cri-containerd-0a1b2c3d4e5f.scope
+      pod_uid: 1d2c3b4a-0000-4000-8000-00000000beef
+      container_id: 0a1b2c3d4e5f
+      runtime: containerd
+      qos: burstable
+      in_kubepods: true
+      leaker: true
+zombie_parents_total:
+  description: Number of distinct zombie parents (RV(zombie_parents) may be cut at O(max_parents)).
+  returned: always
+  type: int
+  sample: 1
+findings:
+  description: Findings (id, severity, title, subject, evidence, remedy, fix).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - id: pids.zombie_leaker
+      severity: high
+      title: A process leaks zombie children (it never reaps them)
+      subject: pid 2841 (supercronic) in pod 1d2c3b4a-0000-4000-8000-00000000beef
+      evidence: {pid: 2841, zombies: 19782, pid1_of_namespace: true}
+      remedy: Make the parent reap its children ...
+      fix: {role: nodefix.k8s.pid_limits, tag: zombies}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _process
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", default="/"),
+            usage_percent=dict(type="int", default=80),
+            pid_max_min=dict(type="int"),
+            threads_max_min=dict(type="int", default=131072),
+            zombie_threshold=dict(type="int", default=10),
+            zombie_min_age=dict(type="int", default=60),
+            max_parents=dict(type="int", default=50),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    p = module.params
+    for name in ("usage_percent", "threads_max_min", "zombie_threshold", "zombie_min_age", "max_parents"):
+        if p[name] < 0:
+            module.fail_json(msg="%s must not be negative (got %d)" % (name, p[name]))
+    if not os.path.isdir(os.path.join(p["root"], "proc")):
+        module.fail_json(msg="%s has no proc directory" % p["root"])
+    result = _process.check(module, Runner(module), root=p["root"], usage_percent=p["usage_percent"],
+                            pid_max_min=p["pid_max_min"], threads_max_min=p["threads_max_min"],
+                            zombie_threshold=p["zombie_threshold"], zombie_min_age=p["zombie_min_age"],
+                            max_parents=p["max_parents"])
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: runsc_info
+short_description: Report gVisor (runsc) versions, shim config, cgroup driver and live sandbox sizes
+version_added: "0.1.0"
+description:
+  - Read-only check of a node running gVisor under containerd for the two causes of gVisor pods that ignore
+    their memory limit (google/gvisor#9580 and the systemd cgroup driver without C(systemd-cgroup)).
+  - Finds C(runsc) and C(containerd-shim-runsc-v1) and parses C(runsc --version) in every real format
+    (V(release-20231009.0), untagged V(release-20201216.0-72-gbf343394d498), Debian V(0.0~20221219.0)).
+  - Reads containerd's C(config.toml) (schemas 1 to 4), the shim config named by the runsc runtime's
+    C(ConfigPath) and its C([runsc_config]) table, and the node's cgroup driver (kubelet C(cgroupDriver) wins
+    over containerd runc C(SystemdCgroup)).
+  - Inspects every live sandbox in one pass over C(/proc), comparing its C(--total-memory) against the effective memory
+    limit of its cgroup (walking up the tree; cgroup v1 C(memory.limit_in_bytes), v2 C(memory.max)), its pod,
+    and whether its cgroup is inside a C(kubepods) slice.
+  - Returns findings with stable ids (C(gvisor.*), see docs/findings.md). The same detector runs inside
+    M(nodefix.k8s.node_audit).
+author:
+  - nodefix.k8s contributors
+options:
+  root:
+    description: Root of the node's filesystem (a fake tree in tests).
+    type: path
+    default: /
+  runsc_path:
+    description:
+      - The runsc binary to check. Default is the shim config's C(binary_name), else C(runsc) on the PATH and
+        the usual sbin/bin directories.
+    type: path
+  shim_path:
+    description: The containerd shim to look for. Default C(containerd-shim-runsc-v1) on the PATH.
+    type: path
+  containerd_config:
+    description: containerd's configuration file.
+    type: path
+    default: /etc/containerd/config.toml
+  kubelet_configs:
+    description: KubeletConfiguration files searched for C(cgroupDriver), first match wins.
+    type: list
+    elements: path
+    default: [/var/lib/kubelet/config.yaml, /etc/kubernetes/kubelet-config.yaml]
+  kubelet_flag_files:
+    description: Files searched for a C(--cgroup-driver) flag, which beats the configuration file.
+    type: list
+    elements: path
+    default: [/var/lib/kubelet/kubeadm-flags.env, /etc/default/kubelet, /etc/sysconfig/kubelet, /etc/kubernetes/kubelet.env]
+  minimum_release:
+    description: Oldest runsc release accepted; the fix for google/gvisor#9580 is in V(20231106.0).
+    type: str
+    default: "20231106.0"
+  inspect_sandboxes:
+    description: Inspect live sandboxes in C(/proc).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    details: Never changes anything.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - On cgroup v1 the fix for google/gvisor#9580 does not apply; only the live sandbox check proves a node
+    (measured on 0.0~20221219.0 and 0.0~20240729.0).
+seealso:
+  - module: nodefix.k8s.runsc_config
+  - module: nodefix.k8s.containerd_config
+  - name: google/gvisor#9580
+    description: Sandboxes sized to the whole host under cgroup v2.
+    link: https://github.com/google/gvisor/issues/9580
+"""
+
+EXAMPLES = r"""
+- name: Check gVisor on the node
+  nodefix.k8s.runsc_info:
+  register: gvisor
+
+- name: Show sandboxes sized above their pod's limit
+  ansible.builtin.debug:
+    msg: "{{ gvisor.sandboxes | selectattr('oversized') | list }}"
+
+- name: Check a freshly downloaded runsc before installing it
+  nodefix.k8s.runsc_info:
+    runsc_path: /tmp/runsc.new
+    inspect_sandboxes: false
+"""
+
+RETURN = r"""
+runsc:
+  description: The runsc binary and its version.
+  returned: always
+  type: dict
+  sample:
+    path: /usr/bin/runsc
+    installed: true
+    version_output: "runsc version 0.0~20221219.0\nspec: 1.0.2-dev"
+    version: "0.0~20221219.0"
+    release: "20221219.0"
+    untagged: false
+    flavor: debian
+    has_9580_fix: false
+    supports_systemd_cgroup: true
+shim:
+  description: C(containerd-shim-runsc-v1) (C(path) null when missing).
+  returned: always
+  type: dict
+  sample: {path: null, installed: false}
+containerd:
+  description: What containerd's config says about runsc and runc's cgroup driver.
+  returned: always
+  type: dict
+  sample:
+    config_path: /etc/containerd/config.toml
+    exists: true
+    error: null
+    schema_version: 2
+    runc_systemd_cgroup: true
+    runsc_runtimes: [{name: runsc, runtime_type: io.containerd.runsc.v1, type_url: null, config_path: null}]
+shim_config:
+  description: The shim config named by C(ConfigPath) (null when there is none).
+  returned: always
+  type: dict
+  sample:
+    path: /etc/containerd/runsc.toml
+    exists: true
+    valid: true
+    error: null
+    systemd_cgroup: true
+    runsc_config: {systemd-cgroup: "true"}
+    settings: {log_level: debug}
+cgroup_driver:
+  description: The node's cgroup driver, C(systemd) or C(cgroupfs).
+  returned: always
+  type: str
+  sample: systemd
+cgroup_driver_source:
+  description: Where the driver was read.
+  returned: always
+  type: str
+  sample: "/etc/containerd/config.toml (runc SystemdCgroup = true)"
+kubelet_cgroup_driver:
+  description: kubelet's C(cgroupDriver) (null when no kubelet configuration was found).
+  returned: always
+  type: str
+cgroup_layout:
+  description: C(v1), C(hybrid) or C(v2).
+  returned: always
+  type: str
+minimum_release:
+  description: The minimum release checked against.
+  returned: always
+  type: str
+uses_gvisor:
+  description: Whether the node has runsc, a runsc runtime or live sandboxes.
+  returned: always
+  type: bool
+sandboxes:
+  description: Every live runsc sandbox.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - container_id: 7d2c0e8f3b1a9c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5
+      pid: 129
+      total_memory: 25276510208
+      total_host_memory: null
+      runsc_root: /var/run/runsc
+      bundle: /var/lib/nodefix-gvisor-lab/oversized
+      systemd_cgroup: false
+      cgroup: /kubepods/burstable/pod6a1f0c2e-0000-4000-8000-00000000a001/7d2c0e8f3b1a9c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5
+      cgroup_local: /kubepods/burstable/pod6a1f0c2e-0000-4000-8000-00000000a001/7d2c0e8f3b1a9c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5
+      cgroup_found: true
+      memory_limit: 268435456
+      limited_by: /kubepods/burstable/pod6a1f0c2e-0000-4000-8000-00000000a001
+      leaf_limit: null
+      pod_uid: 6a1f0c2e-0000-4000-8000-00000000a001
+      qos: burstable
+      pod_container_id: 7d2c0e8f3b1a9c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5
+      in_kubepods: true
+      kubernetes: true
+      outside_pod_slice: false
+      oversized: true
+      excess_bytes: 25008074752
+oversized_sandboxes:
+  description: Container ids of the sandboxes sized above their effective limit.
+  returned: always
+  type: list
+  elements: str
+pods_to_recreate:
+  description: UIDs of the pods whose sandboxes are oversized or outside their pod slice.
+  returned: always
+  type: list
+  elements: str
+findings:
+  description: Findings (id, severity, title, subject, evidence, remedy, fix).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - id: gvisor.sandbox_oversized
+      severity: critical
+      subject: 7d2c0e8f3b1a9c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5
+      evidence: {total_memory: 25276510208, memory_limit: 268435456, limited_by: /kubepods/burstable/pod6a1f0c2e-0000-4000-8000-00000000a001}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", default="/"),
+            runsc_path=dict(type="path"),
+            shim_path=dict(type="path"),
+            containerd_config=dict(type="path", default=_gvisor.DEFAULT_CONTAINERD_CONFIG),
+            kubelet_configs=dict(type="list", elements="path", default=list(_gvisor.KUBELET_CONFIGS)),
+            kubelet_flag_files=dict(type="list", elements="path", default=list(_gvisor.KUBELET_FLAG_FILES)),
+            minimum_release=dict(type="str", default=_gvisor.FIXED_RELEASE),
+            inspect_sandboxes=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    p = module.params
+    if _gvisor.parse_release(p["minimum_release"]) is None:
+        module.fail_json(msg="minimum_release %r is not a runsc release (expected e.g. 20231106.0)" % p["minimum_release"])
+    if p["runsc_path"] and not os.path.exists(p["runsc_path"]):
+        module.fail_json(msg="runsc_path %s does not exist" % p["runsc_path"])
+    facts = _gvisor.check(
+        module, Runner(module), root=p["root"],
+        runsc_path=p["runsc_path"], shim_path=p["shim_path"], containerd_config=p["containerd_config"],
+        kubelet_configs=p["kubelet_configs"], kubelet_flag_files=p["kubelet_flag_files"],
+        minimum_release=p["minimum_release"], inspect_sandboxes=p["inspect_sandboxes"],
+    )
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,406 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for the gVisor detector: version parsing, configs, live sandboxes (fake /proc and cgroup trees)."""
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor as gv
+from ansible_collections.nodefix.k8s.plugins.module_utils import _common
+
+MIB = 1048576
+HOST_RAM = 25276510208          # what the lab's real runsc printed for an unlimited leaf
+V1_UNLIMITED = "9223372036854771712\n"
+POD_A = "6a1f0c2e-0000-4000-8000-00000000a001"
+POD_B = "6a1f0c2e-0000-4000-8000-00000000b002"
+CID_A = "a" * 64
+CID_B = "b" * 64
+
+
+def sandbox_cmdline(cid, total, root="/var/run/runsc", extra=()):
+    """The real shape measured in the lab (runsc 0.0~20221219.0)."""
+    argv = ["runsc-sandbox", "--root=%s" % root, "--network=none"] + list(extra) + [
+        "boot", "--proc-mount-sync-fd=18", "--bundle=/b/%s" % cid[:4], "--cpu-num", "2",
+        "--total-memory", str(total), "--io-fds=3", "--controller-fd=6", "--spec-fd=7", cid]
+    return "\0".join(argv) + "\0"
+
+
+def gofer_cmdline(cid):
+    return "\0".join(["runsc-gofer", "--root=/var/run/runsc", "gofer", "--bundle", "/b/%s" % cid[:4]]) + "\0"
+
+
+def v1_cgroup(path):
+    return ("12:memory:%s\n4:cpu,cpuacct:%s\n1:name=systemd:%s\n0::%s\n" % (path, path, path, path))
+
+
+def v2_cgroup(path):
+    return "0::%s\n" % path
+
+
+class FakeRunner(object):
+    """Stands in for _common.Runner: fixed binaries and ``--version`` output."""
+
+    def __init__(self, bins=None, version_out=None, rc=0):
+        self.bins = bins or {}
+        self.version_out = version_out
+        self.rc = rc
+        self.calls = []
+
+    def bin(self, name, required=False, opt_dirs=None):
+        return self.bins.get(name, name if name.startswith("/") and name in self.bins.values() else None)
+
+    def run(self, argv, check=True, data=None, msg=None):
+        self.calls.append(argv)
+        return self.rc, self.version_out or "", ""
+
+
+# ------------------------------------------------------------------ versions
+
+@pytest.mark.parametrize("out,release,flavor,untagged,key", [
+    ("runsc version release-20231009.0\nspec: 1.0.2\n", "20231009.0", "upstream", False, [20231009, 0, 0]),
+    ("runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n", "20201216.0", "upstream", True,
+     [20201216, 0, 72]),
+    ("runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n", "20221219.0", "debian", False, [20221219, 0, 0]),
+    ("runsc version 0.0~20240729.0\nspec: 1.1.0\n", "20240729.0", "debian", False, [20240729, 0, 0]),
+    ("runsc version release-20240603.1\n", "20240603.1", "upstream", False, [20240603, 1, 0]),
+])
+def test_parse_runsc_version(out, release, flavor, untagged, key):
+    got = gv.parse_runsc_version(out)
+    assert (got["release"], got["flavor"], got["untagged"], got["key"]) == (release, flavor, untagged, key)
+
+
+def test_parse_untagged_keeps_commit():
+    got = gv.parse_runsc_version("runsc version release-20201216.0-72-gbf343394d498\n")
+    assert got["commit"] == "bf343394d498" and got["commits_after_tag"] == 72
+
+
+@pytest.mark.parametrize("out", ["", "runsc version VERSION_MISSING\n", "something else", "runsc version\n"])
+def test_parse_unknown(out):
+    assert gv.parse_runsc_version(out) is None
+
+
+@pytest.mark.parametrize("version,fixed,systemd", [
+    ("release-20231009.0", False, True),          # the seed's production runsc
+    ("release-20231106.0", True, True),           # first release with PR #9631
+    ("release-20231030.0-40-gdeadbeef0123", False, True),
+    ("release-20231106.0-3-gdeadbeef0123", True, True),
+    ("0.0~20221219.0", False, True),              # Debian 12
+    ("0.0~20240729.0", True, True),               # Debian 13
+    ("release-20220314.0", False, False),
+    ("release-20220321.0", False, True),          # first release with systemd-cgroup (PR #7287)
+    ("release-20201216.0-72-gbf343394d498", False, False),
+])
+def test_thresholds(version, fixed, systemd):
+    parsed = gv.parse_release(version)
+    assert gv.release_ge(parsed, gv.FIXED_RELEASE) is fixed
+    assert gv.release_ge(parsed, gv.SYSTEMD_CGROUP_RELEASE) is systemd
+
+
+# ------------------------------------------------------------------ configs
+
+CTD_V2 = """version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
+  runtime_type = "io.containerd.runsc.v1"
+"""
+
+CTD_V2_FIXED = CTD_V2 + """  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]
+    TypeUrl = "io.containerd.runsc.v1.options"
+    ConfigPath = "/etc/containerd/runsc.toml"
+"""
+
+# containerd 2.x writes literal (single-quoted) strings
+CTD_V3 = """version = 3
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.gvisor]
+  runtime_type = 'io.containerd.runsc.v1'
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.gvisor.options]
+    TypeUrl = 'io.containerd.runsc.v1.options'
+    ConfigPath = '/etc/containerd/gvisor.toml'
+"""
+
+CTD_V1 = """[plugins.cri.containerd.runtimes.runsc]
+  runtime_type = "io.containerd.runsc.v1"
+"""
+
+
+def test_read_containerd_schemas(make_tree):
+    root = make_tree({"/a.toml": CTD_V2_FIXED, "/b.toml": CTD_V3, "/c.toml": CTD_V1, "/d.toml": "version = 9\n",
+                      "/e.toml": "version = [\n"})
+    a = gv.read_containerd(root, "/a.toml")
+    assert a["schema_version"] == 2 and a["runc_systemd_cgroup"] is True
+    assert a["runsc_runtimes"] == [{"name": "runsc", "runtime_type": gv.RUNSC_RUNTIME_TYPE,
+                                    "type_url": gv.RUNSC_TYPE_URL, "config_path": "/etc/containerd/runsc.toml"}]
+    b = gv.read_containerd(root, "/b.toml")
+    assert b["schema_version"] == 3 and b["runc_systemd_cgroup"] is False
+    assert b["runsc_runtimes"][0]["name"] == "gvisor"
+    assert b["runsc_runtimes"][0]["config_path"] == "/etc/containerd/gvisor.toml"
+    c = gv.read_containerd(root, "/c.toml")
+    assert c["schema_version"] == 1 and c["runsc_runtimes"][0]["config_path"] is None
+    assert "unknown containerd config schema version 9" in gv.read_containerd(root, "/d.toml")["error"]
+    assert gv.read_containerd(root, "/e.toml")["error"].startswith("cannot parse /e.toml")
+    assert gv.read_containerd(root, "/missing.toml")["exists"] is False
+
+
+def test_shim_config_quoted_and_unquoted(make_tree):
+    root = make_tree({
+        "/ok.toml": '# comment\nlog_level = "debug"\n[runsc_config]\n  systemd-cgroup = "true"\n',
+        "/bad.toml": "[runsc_config]\n  systemd-cgroup = true\n  debug = \"true\"\n",
+        "/broken.toml": "[runsc_config\n",
+    })
+    ok = gv.read_shim_config(root, "/ok.toml")
+    assert ok["valid"] is True and ok["systemd_cgroup"] is True and ok["settings"] == {"log_level": "debug"}
+    bad = gv.read_shim_config(root, "/bad.toml")
+    assert bad["valid"] is False and "systemd-cgroup = true" in bad["error"] and "debug" not in bad["error"]
+    assert gv.read_shim_config(root, "/broken.toml")["valid"] is False
+
+
+def test_kubelet_driver_flag_beats_file(make_tree):
+    root = make_tree({
+        "/var/lib/kubelet/config.yaml": "apiVersion: kubelet.config.k8s.io/v1beta1\ncgroupDriver: systemd\n",
+        "/etc/default/kubelet": 'KUBELET_EXTRA_ARGS="--cgroup-driver=cgroupfs --v=2"\n',
+    })
+    assert gv.read_kubelet_driver(root) == ("cgroupfs", "/etc/default/kubelet")
+    root2 = make_tree({"/etc/kubernetes/kubelet-config.yaml": "kind: KubeletConfiguration\ncgroupDriver: \"systemd\"\n"})
+    assert gv.read_kubelet_driver(root2, config_paths=["/nope.yaml", "/etc/kubernetes/kubelet-config.yaml"],
+                                  flag_files=["/nope"]) == ("systemd", "/etc/kubernetes/kubelet-config.yaml")
+
+
+# ------------------------------------------------------------------ live sandboxes
+
+def v1_node(extra=None):
+    """Hybrid v1 node like the lab: two real-shaped sandboxes under 256 MiB pod cgroups."""
+    pa = "/kubepods/burstable/pod%s" % POD_A
+    pb = "/kubepods/burstable/pod%s" % POD_B
+    files = {
+        "/sys/fs/cgroup/unified": None,
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes": V1_UNLIMITED,
+        "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes": V1_UNLIMITED,
+        "/sys/fs/cgroup/memory/kubepods/burstable/memory.limit_in_bytes": V1_UNLIMITED,
+        "/sys/fs/cgroup/memory%s/memory.limit_in_bytes" % pa: "268435456\n",
+        "/sys/fs/cgroup/memory%s/%s/memory.limit_in_bytes" % (pa, CID_A): V1_UNLIMITED,
+        "/sys/fs/cgroup/memory%s/memory.limit_in_bytes" % pb: "268435456\n",
+        "/sys/fs/cgroup/memory%s/%s/memory.limit_in_bytes" % (pb, CID_B): "268435456\n",
+        "/proc/1/cmdline": "/sbin/init\0",
+        "/proc/1/cgroup": v1_cgroup("/"),
+        "/proc/128/cmdline": gofer_cmdline(CID_A),
+        "/proc/128/cgroup": v1_cgroup("%s/%s" % (pa, CID_A)),
+        "/proc/129/cmdline": sandbox_cmdline(CID_A, HOST_RAM),
+        "/proc/129/cgroup": v1_cgroup("%s/%s" % (pa, CID_A)),
+        "/proc/201/cmdline": sandbox_cmdline(CID_B, 268435456),
+        "/proc/201/cgroup": v1_cgroup("%s/%s" % (pb, CID_B)),
+        "/proc/self/mountinfo": "",
+    }
+    files.update(extra or {})
+    return files
+
+
+def test_v1_limit_on_pod_cgroup_unlimited_leaf(make_tree):
+    root = make_tree(v1_node())
+    sbs = gv.scan_sandboxes(root)
+    assert [s["container_id"] for s in sbs] == [CID_A, CID_B]
+    a, b = sbs
+    assert a["pid"] == 129 and a["total_memory"] == HOST_RAM
+    assert a["memory_limit"] == 268435456 and a["leaf_limit"] is None
+    assert a["limited_by"] == "/kubepods/burstable/pod%s" % POD_A
+    assert a["oversized"] is True and a["excess_bytes"] == HOST_RAM - 268435456
+    assert a["pod_uid"] == POD_A and a["in_kubepods"] and not a["outside_pod_slice"]
+    assert b["oversized"] is False and b["excess_bytes"] == 0 and b["memory_limit"] == 268435456
+
+
+def test_container_view_strips_mount_root(make_tree):
+    """Privileged podman container on v1: /proc shows host paths, /sys/fs/cgroup/memory is the container's subtree."""
+    libpod = "/libpod_parent/libpod-" + "c" * 64
+    mountinfo = ("240 236 0:32 %s /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory\n"
+                 "237 236 0:29 %s /sys/fs/cgroup/cpu rw,nosuid - cgroup cgroup rw,cpu\n"
+                 "250 236 0:40 / /sys/fs/cgroup/hugetlb rw - cgroup cgroup rw,hugetlb\n" % (libpod, libpod))
+    files = v1_node({"/proc/self/mountinfo": mountinfo,
+                     "/proc/129/cgroup": v1_cgroup("%s/kubepods/burstable/pod%s/%s" % (libpod, POD_A, CID_A))})
+    root = make_tree(files)
+    assert gv.mount_roots(root) == {"memory": libpod, "cpu": libpod, "hugetlb": "/"}
+    a = gv.scan_sandboxes(root)[0]
+    assert a["cgroup_local"] == "/kubepods/burstable/pod%s/%s" % (POD_A, CID_A)
+    assert a["memory_limit"] == 268435456 and a["oversized"] is True and a["pod_uid"] == POD_A
+
+
+def v2_node(sandboxes, files=None):
+    tree = {"/sys/fs/cgroup/cgroup.controllers": "cpu memory pids\n", "/proc/self/mountinfo":
+            "30 24 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n",
+            "/proc/1/cmdline": "/sbin/init\0", "/proc/1/cgroup": v2_cgroup("/init.scope")}
+    for pid, (cid, total, path, root_dir) in sandboxes.items():
+        tree["/proc/%d/cmdline" % pid] = sandbox_cmdline(cid, total, root=root_dir)
+        tree["/proc/%d/cgroup" % pid] = v2_cgroup(path)
+    tree.update(files or {})
+    return tree
+
+
+def systemd_pod_path(uid, cid, qos="burstable"):
+    return ("/kubepods.slice/kubepods-%s.slice/kubepods-%s-pod%s.slice/cri-containerd-%s.scope"
+            % (qos, qos, uid.replace("-", "_"), cid))
+
+
+def test_v2_systemd_slice_limit_on_pod_max_on_leaf(make_tree):
+    path = systemd_pod_path(POD_A, CID_A)
+    pod_slice = path.rsplit("/", 1)[0]
+    root = make_tree(v2_node({4242: (CID_A, 16 * 1024 * MIB, path, "/run/containerd/runsc/k8s.io")}, {
+        "/sys/fs/cgroup/kubepods.slice/memory.max": "max\n",
+        "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/memory.max": "max\n",
+        "/sys/fs/cgroup%s/memory.max" % pod_slice: "536870912\n",
+        "/sys/fs/cgroup%s/memory.max" % path: "max\n",
+    }))
+    (sb,) = gv.scan_sandboxes(root)
+    assert sb["memory_limit"] == 536870912 and sb["limited_by"] == pod_slice and sb["leaf_limit"] is None
+    assert sb["oversized"] and sb["excess_bytes"] == 16 * 1024 * MIB - 536870912
+    assert sb["in_kubepods"] and sb["kubernetes"] and not sb["outside_pod_slice"]
+
+
+def test_v2_sandbox_in_system_slice_is_outside(make_tree):
+    path = "/system.slice/cri-containerd-%s.scope" % CID_A
+    root = make_tree(v2_node({77: (CID_A, HOST_RAM, path, "/run/containerd/runsc/k8s.io")},
+                             {"/sys/fs/cgroup%s/memory.max" % path: "max\n"}))
+    (sb,) = gv.scan_sandboxes(root)
+    assert sb["outside_pod_slice"] is True and sb["oversized"] is False and sb["memory_limit"] is None
+
+
+def test_literal_systemd_path_is_outside_with_pod(make_tree):
+    """What runsc does with a systemd cgroupsPath when it cannot use systemd (measured on v1)."""
+    path = "/kubepods-burstable-pod%s.slice:cri-containerd:%s" % (POD_B.replace("-", "_"), CID_B)
+    root = make_tree(v1_node({"/proc/201/cgroup": v1_cgroup(path), "/proc/201/cmdline": sandbox_cmdline(
+        CID_B, HOST_RAM, root="/run/containerd/runsc/k8s.io"),
+        "/sys/fs/cgroup/memory%s/memory.limit_in_bytes" % path: V1_UNLIMITED}))
+    b = [s for s in gv.scan_sandboxes(root) if s["container_id"] == CID_B][0]
+    assert b["outside_pod_slice"] is True and b["pod_uid"] == POD_B and b["in_kubepods"] is False
+
+
+def test_docker_sandbox_outside_kubepods_is_not_kubernetes(make_tree):
+    path = "/system.slice/docker-%s.scope" % CID_A
+    root = make_tree(v2_node({9: (CID_A, HOST_RAM, path, "/var/run/docker/runtime-runc/moby")}))
+    (sb,) = gv.scan_sandboxes(root)
+    assert sb["kubernetes"] is False and sb["outside_pod_slice"] is False
+
+
+def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
+    files = v1_node()
+    for pid in range(1000, 1300):
+        files["/proc/%d/cmdline" % pid] = "/usr/bin/sleep\0" + "1000\0"
+        files["/proc/%d/cgroup" % pid] = v1_cgroup("/")
+    root = make_tree(files)
+    reads = []
+    real = gv.read_text
+
+    def counting(path, default=None):
+        reads.append(path)
+        return real(path, default)
+
+    monkeypatch.setattr(gv, "read_text", counting)
+    sbs = gv.scan_sandboxes(root)
+    assert len(sbs) == 2
+    cmdlines = [p for p in reads if p.endswith("/cmdline")]
+    cgroups = [p for p in reads if p.endswith("/cgroup")]
+    assert len(cmdlines) == 304 and len(set(cmdlines)) == 304
+    assert sorted(p.split("/")[-2] for p in cgroups) == ["129", "201"]
+
+
+def test_total_host_memory_and_equals_form():
+    argv = ["runsc", "--root=/r", "--systemd-cgroup=true", "boot", "--total-memory=1024", "--total-host-memory=4096",
+            "--bundle=/b", CID_A]
+    sb = gv.sandbox_from_cmdline(argv)
+    assert (sb["total_memory"], sb["total_host_memory"], sb["systemd_cgroup"], sb["container_id"]) == (
+        1024, 4096, True, CID_A)
+    assert gv.sandbox_from_cmdline(["runsc-gofer", "gofer", "--bundle", "/b"]) is None
+    assert gv.sandbox_from_cmdline(["/usr/bin/python3", "boot"]) is None
+
+
+# ------------------------------------------------------------------ check(): findings
+
+def ids(facts):
+    return sorted((f["id"], f["subject"]) for f in facts["findings"])
+
+
+def test_check_lab_node_findings(make_tree):
+    """The lab's broken node: old Debian runsc, systemd driver, no ConfigPath, one oversized sandbox."""
+    files = v1_node({"/etc/containerd/config.toml": CTD_V2})
+    root = make_tree(files)
+    runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n")
+    facts = gv.check(None, runner, root=root)
+    assert ids(facts) == sorted([
+        ("gvisor.runsc_outdated", "/usr/bin/runsc"),
+        ("gvisor.shim_missing", "runsc"),
+        ("gvisor.no_config_path", "runsc"),
+        ("gvisor.systemd_cgroup_needs_v2", "systemd"),
+        ("gvisor.sandbox_oversized", CID_A),
+    ])
+    over = [f for f in facts["findings"] if f["id"] == "gvisor.sandbox_oversized"][0]
+    assert over["evidence"]["total_memory"] == HOST_RAM
+    assert over["evidence"]["memory_limit"] == 268435456 and over["evidence"]["memory_limit_mib"] == 256.0
+    assert over["evidence"]["excess_bytes"] == HOST_RAM - 268435456
+    assert over["severity"] == "critical" and over["fix"]["role"] == "nodefix.k8s.gvisor"
+    assert facts["pods_to_recreate"] == [POD_A] and facts["oversized_sandboxes"] == [CID_A]
+    assert facts["cgroup_driver"] == "systemd" and facts["runsc"]["has_9580_fix"] is False
+    assert runner.calls == [["/usr/bin/runsc", "--version"]]
+
+
+def test_check_correct_v2_node_has_no_findings(make_tree):
+    path = systemd_pod_path(POD_A, CID_A)
+    pod_slice = path.rsplit("/", 1)[0]
+    files = v2_node({4242: (CID_A, 536870912, path, "/run/containerd/runsc/k8s.io")}, {
+        "/sys/fs/cgroup%s/memory.max" % pod_slice: "536870912\n",
+        "/sys/fs/cgroup%s/memory.max" % path: "max\n",
+        "/etc/containerd/config.toml": CTD_V2_FIXED,
+        "/etc/containerd/runsc.toml": '[runsc_config]\n  systemd-cgroup = "true"\n',
+        "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n",
+    })
+    root = make_tree(files)
+    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gv.SHIM_NAME: "/usr/local/bin/" + gv.SHIM_NAME},
+                        "runsc version release-20240603.0\nspec: 1.1.0\n")
+    facts = gv.check(None, runner, root=root)
+    assert facts["findings"] == []
+    assert facts["pods_to_recreate"] == [] and facts["sandboxes"][0]["oversized"] is False
+    assert facts["shim_config"]["systemd_cgroup"] is True
+
+
+def test_check_cgroupfs_node_with_systemd_flag_and_old_runsc(make_tree):
+    files = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
+             "/etc/containerd/config.toml": CTD_V3,
+             "/etc/containerd/gvisor.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'}
+    root = make_tree(files)
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
+                        "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
+    facts = gv.check(None, runner, root=root)
+    assert ids(facts) == sorted([
+        ("gvisor.runsc_outdated", "/usr/bin/runsc"),
+        ("gvisor.systemd_cgroup_on_cgroupfs", "/etc/containerd/gvisor.toml"),
+        ("gvisor.systemd_cgroup_unsupported", "/etc/containerd/gvisor.toml"),
+    ])
+
+
+def test_check_config_invalid_and_missing(make_tree):
+    base = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
+            "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n",
+            "/etc/containerd/config.toml": CTD_V2_FIXED}
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/x/" + gv.SHIM_NAME},
+                        "runsc version release-20240603.0\n")
+    missing = gv.check(None, runner, root=make_tree(base))
+    assert ids(missing) == [("gvisor.config_missing", "/etc/containerd/runsc.toml")]
+    base["/etc/containerd/runsc.toml"] = "[runsc_config]\n  systemd-cgroup = true\n"
+    invalid = gv.check(None, runner, root=make_tree(base))
+    assert ids(invalid) == [("gvisor.config_invalid", "/etc/containerd/runsc.toml")]
+    base["/etc/containerd/runsc.toml"] = '[runsc_config]\n  debug = "true"\n'
+    nosd = gv.check(None, runner, root=make_tree(base))
+    assert ids(nosd) == [("gvisor.systemd_cgroup_missing", "/etc/containerd/runsc.toml")]
+
+
+def test_check_node_without_gvisor_is_quiet(make_tree):
+    root = make_tree({"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/1/cmdline": "/sbin/init\0",
+                      "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n"})
+    facts = gv.check(None, FakeRunner(), root=root)
+    assert facts["findings"] == [] and facts["uses_gvisor"] is False
+
+
+def test_registry_entries_are_well_formed():
+    for fid, entry in gv.FINDINGS.items():
+        assert fid.startswith("gvisor.") and fid == fid.lower()
+        assert entry["severity"] in _common.SEVERITIES
+        assert entry["title"] and entry["remedy"] and entry["role"] == "nodefix.k8s.gvisor" and entry["tag"]

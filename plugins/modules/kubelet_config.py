@@ -1,0 +1,401 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: kubelet_config
+short_description: Ensure KubeletConfiguration fields where the kubelet really reads them, without stale flags winning
+version_added: 0.1.0
+description:
+  - Discovers how the node's kubelet is configured from its systemd unit (C(systemctl cat kubelet)) - C(ExecStart),
+    C(Environment=), C(EnvironmentFile=) (including the optional C(-) prefix) and unit drop-ins - and so finds the
+    kubeadm layout (C(/var/lib/kubelet/config.yaml), C(kubeadm-flags.env), C(/etc/default/kubelet) or
+    C(/etc/sysconfig/kubelet)), the kubespray layout (C(/etc/kubernetes/kubelet-config.yaml),
+    C(/etc/kubernetes/kubelet.env)), C(--config-dir) drop-in directories and flags-only kubelets.
+  - Reports every managed field's effective value and where it comes from. Precedence, lowest to highest - version
+    default, C(--config) file, C(--config-dir) C(*.conf) drop-ins in lexical order, command-line flags.
+  - Ensures the requested fields in the right place - a drop-in owned by this collection when the kubelet runs with
+    C(--config-dir), otherwise the C(--config) file edited in place (comments, key order and untouched keys kept).
+  - Removes (or rewrites) deprecated flags such as C(--kube-api-qps) that would override the requested values, in
+    every environment file and unit file of the kubelet unit, and reports each one.
+  - By default never lowers a rate limit below the requested value, the kubelet version's default (50/100 for the
+    API and event limits since 1.27) or the value currently in effect.
+  - Refuses, before anything is written, input and combinations kubelet rejects - unknown field names, non-numeric or
+    negative values, C(maxParallelImagePulls) greater than 1 while C(serializeImagePulls) stays true,
+    C(maxParallelImagePulls) on a kubelet older than 1.27, unreadable or malformed YAML.
+  - Does not restart kubelet. Use the RV(restart_required) return value, or the C(nodefix.k8s.kubelet) role's
+    safe-restart handler, which restores RV(backups) when the restarted kubelet is not healthy.
+author:
+  - nodefix.k8s contributors
+requirements:
+  - ruamel.yaml on the managed node to edit YAML (Debian/Ubuntu package C(python3-ruamel.yaml)).
+options:
+  settings:
+    description:
+      - KubeletConfiguration fields to ensure, by their config-file names.
+      - Supported - V(kubeAPIQPS), V(kubeAPIBurst), V(eventRecordQPS), V(eventBurst), V(registryPullQPS),
+        V(registryBurst), V(serializeImagePulls), V(maxParallelImagePulls), V(podPidsLimit), V(maxPods),
+        V(evictionHard), V(evictionSoft), V(systemReserved), V(kubeReserved).
+      - Maps (V(evictionHard), V(systemReserved) ...) are merged into the map in effect; when V(evictionHard) was not
+        set anywhere the kubelet defaults are kept for the other signals (a partial map disables them otherwise).
+      - Empty (the default) only reports the configuration.
+    type: dict
+    default: {}
+  allow_lower:
+    description:
+      - Write the requested rate limits even when they are lower than the kubelet version's default or the value
+        currently in effect.
+    type: bool
+    default: false
+  stale_flags:
+    description:
+      - What to do with deprecated command-line flags that set a requested field.
+      - V(remove) deletes them from the env files and unit files they appear in.
+      - V(rewrite) keeps them but sets them to the ensured value.
+    type: str
+    choices: [remove, rewrite]
+    default: remove
+  use_config_dir:
+    description:
+      - When the kubelet runs with C(--config-dir), write a drop-in there instead of editing the C(--config) file
+        (the drop-in survives C(kubeadm upgrade), which rewrites C(/var/lib/kubelet/config.yaml)).
+    type: bool
+    default: true
+  dropin_name:
+    description: File name of the collection's drop-in in the C(--config-dir) directory (must end in C(.conf)).
+    type: str
+    default: 99-nodefix-k8s.conf
+  unit:
+    description: The kubelet's systemd unit.
+    type: str
+    default: kubelet.service
+  kubelet_version:
+    description:
+      - The kubelet version (for example V(1.29.3)); by default read from C(kubelet --version) of the unit's binary.
+    type: str
+  backup:
+    description: Keep a timestamped copy of every file before changing it.
+    type: bool
+    default: true
+  root:
+    description:
+      - Root of the node's file system. Anything other than V(/) reads the unit files from that tree instead of
+        asking systemctl (used by tests).
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change, writes nothing.
+  diff_mode:
+    support: full
+    description: Before and after text of every file that changes.
+  platform:
+    platforms: posix
+    description: Linux nodes with systemd.
+notes:
+  - kOps nodes regenerate their kubelet files at boot (nodeup); the module reports them in RV(kops) and still edits
+    them when asked - change the cluster spec instead.
+  - Real kubelet decodes v1beta1 files leniently and ignores unknown field names; this module rejects them in its
+    input and reports them in existing files.
+seealso:
+  - name: Kubelet configuration file
+    description: Set kubelet parameters via a configuration file.
+    link: https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/
+  - name: Kubelet configuration directory merging
+    description: How drop-ins in C(--config-dir) merge.
+    link: https://kubernetes.io/docs/reference/node/kubelet-config-directory-merging/
+"""
+
+EXAMPLES = r"""
+- name: Report how kubelet is configured
+  nodefix.k8s.kubelet_config:
+  register: kubelet
+
+- name: Raise the API and event limits, pull images in parallel, drop stale flags
+  nodefix.k8s.kubelet_config:
+    settings:
+      kubeAPIQPS: 30        # raised to 50 on a 1.27+ kubelet
+      kubeAPIBurst: 40      # raised to 100 on a 1.27+ kubelet
+      eventRecordQPS: 30
+      eventBurst: 40
+      serializeImagePulls: false
+      maxParallelImagePulls: 5
+  register: kubelet_change
+  notify: "nodefix.k8s : restart kubelet"
+
+- name: Guard rails against node OOM hangs and PID exhaustion
+  nodefix.k8s.kubelet_config:
+    settings:
+      evictionHard:
+        memory.available: 500Mi
+      systemReserved:
+        memory: 512Mi
+      podPidsLimit: 4096
+"""
+
+RETURN = r"""
+layout:
+  description: How the kubelet is deployed - V(kubeadm), V(kubespray), V(kops), V(config-file) or V(flags-only).
+  returned: always
+  type: str
+  sample: kubeadm
+kops:
+  description: Evidence that kOps' nodeup manages this node (empty list when not).
+  returned: always
+  type: list
+  elements: str
+version:
+  description: The kubelet version used for defaults and checks.
+  returned: always
+  type: str
+  sample: 1.29.3
+unit_files:
+  description: The unit file and its drop-ins, in the order systemd reads them.
+  returned: always
+  type: list
+  elements: str
+env_files:
+  description: The C(EnvironmentFile=) entries of the unit.
+  returned: always
+  type: list
+  elements: str
+argv:
+  description: The kubelet command line after environment expansion.
+  returned: always
+  type: list
+  elements: str
+config_path:
+  description: The C(--config) file, if any.
+  returned: always
+  type: str
+  sample: /var/lib/kubelet/config.yaml
+config_dir:
+  description: The C(--config-dir) directory, if any.
+  returned: always
+  type: str
+dropins:
+  description: Drop-in files of C(--config-dir) in merge order.
+  returned: always
+  type: list
+  elements: str
+effective:
+  description:
+    - Every managed field after the change (before it in check mode, what it would be) with its value and source.
+    - C(source) is one of V(default), V(config), V(drop-in), V(flag); C(path), C(flag) and C(variable) say where.
+  returned: always
+  type: dict
+  sample: {"kubeAPIQPS": {"value": 50, "source": "config", "path": "/var/lib/kubelet/config.yaml"}}
+before:
+  description: The same as RV(effective), before the change.
+  returned: always
+  type: dict
+deprecated_flags:
+  description: Deprecated flags found on the kubelet command line (before the change).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"flag": "--kube-api-qps", "field": "kubeAPIQPS", "value": 5, "path": "/etc/default/kubelet", "variable": "KUBELET_EXTRA_ARGS"}]
+flag_edits:
+  description: Every flag removed or rewritten, with the file it was in.
+  returned: always
+  type: list
+  elements: dict
+target:
+  description: The value ensured for each requested field.
+  returned: always
+  type: dict
+  sample: {"kubeAPIQPS": 50, "serializeImagePulls": false}
+target_path:
+  description: The file the fields were written to.
+  returned: when settings were given
+  type: str
+raised:
+  description: Requested values that were raised to the version default or the value in effect.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"field": "kubeAPIQPS", "requested": 30, "written": 50, "reason": "version default"}]
+files:
+  description: Files changed (or that would change), with C(created) and C(unit) (a systemd unit file) flags.
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made, as C(path)/C(backup) pairs, for a rollback.
+  returned: always
+  type: list
+  elements: dict
+created:
+  description: Files created by this run (a rollback deletes them).
+  returned: always
+  type: list
+  elements: str
+daemon_reload_required:
+  description: A systemd unit file changed; run C(systemctl daemon-reload) before restarting kubelet.
+  returned: always
+  type: bool
+restart_required:
+  description: Something kubelet reads at start changed; restart kubelet to apply it.
+  returned: always
+  type: bool
+findings:
+  description: Problems found in the configuration before the change (see docs/kubelet.md for the ids).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    Runner,
+    atomic_write,
+    file_diff,
+    root_path,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            settings=dict(type="dict", default={}),
+            allow_lower=dict(type="bool", default=False),
+            stale_flags=dict(type="str", default="remove", choices=["remove", "rewrite"]),
+            use_config_dir=dict(type="bool", default=True),
+            dropin_name=dict(type="str", default=kl.DEFAULT_DROPIN_NAME),
+            unit=dict(type="str", default=kl.UNIT),
+            kubelet_version=dict(type="str"),
+            backup=dict(type="bool", default=True),
+            root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def _write_all(module, files, root, backup):
+    """Write every planned file; on any error put the old contents back."""
+    done = []
+    backups = []
+    created = []
+    try:
+        for f in files:
+            real = root_path(root, f["path"])
+            if f["created"]:
+                directory = os.path.dirname(real)
+                if not os.path.isdir(directory):
+                    raise kl.KubeletError("drop-in directory %s does not exist" % os.path.dirname(f["path"]))
+            bfile = atomic_write(module, real, f["after"], backup=backup and not f["created"])
+            done.append(f)
+            if f["created"]:
+                created.append(f["path"])
+            if bfile:
+                backups.append({"path": f["path"], "backup": bfile if root in ("/", "", None) else "/" + os.path.relpath(bfile, root)})
+    except Exception as exc:
+        undo_errors = []
+        for f in reversed(done):
+            real = root_path(root, f["path"])
+            try:
+                if f["created"]:
+                    os.unlink(real)
+                else:
+                    atomic_write(module, real, f["before"], backup=False)
+            except Exception as uexc:  # keep undoing the rest
+                undo_errors.append("%s: %s" % (f["path"], uexc))
+        msg = getattr(exc, "msg", None) or str(exc)
+        module.fail_json(msg="writing the kubelet configuration failed, earlier writes were undone: %s" % msg,
+                         undo_errors=undo_errors)
+    return backups, created
+
+
+def main():
+    module = build_module()
+    p = module.params
+    root = p["root"]
+    if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"]:
+        module.fail_json(msg="dropin_name must be a file name ending in .conf (kubelet only reads *.conf drop-ins)")
+    runner = Runner(module)
+    try:
+        settings = kl.validate_settings(p["settings"])
+        node, layers, facts = kl.inspect(module, runner, root, unit=p["unit"], kubelet_version=p["kubelet_version"],
+                                         roundtrip=bool(settings))
+    except kl.KubeletError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    if settings and not kl.HAS_RUAMEL:
+        module.fail_json(msg=missing_required_lib("ruamel.yaml (Debian/Ubuntu: python3-ruamel.yaml)"),
+                         exception=str(kl.RUAMEL_IMPORT_ERROR))
+    if not facts.get("present"):
+        module.fail_json(msg="no systemd unit %s found on this node" % p["unit"])
+
+    result = dict(
+        changed=False,
+        layout=facts["layout"],
+        kops=facts["kops"],
+        version=facts["version"],
+        unit_files=facts["unit_files"],
+        env_files=facts["env_files"],
+        argv=facts["argv"],
+        config_path=facts["config_path"],
+        config_dir=facts["config_dir"],
+        dropins=facts["dropins"],
+        before=facts["effective"],
+        effective=facts["effective"],
+        deprecated_flags=facts["deprecated_flags"],
+        flag_edits=[],
+        target={},
+        raised=[],
+        files=[],
+        backups=[],
+        created=[],
+        daemon_reload_required=False,
+        restart_required=False,
+        findings=facts["findings"],
+    )
+    if facts["kops"]:
+        module.warn("kOps manages this node (%s): nodeup regenerates the kubelet files; change the cluster spec instead"
+                    % ", ".join(facts["kops"]))
+    if not settings:
+        module.exit_json(**result)
+
+    try:
+        planned = kl.plan(node, layers, settings, allow_lower=p["allow_lower"], stale_mode=p["stale_flags"],
+                          dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=root)
+    except kl.KubeletError as exc:
+        module.fail_json(msg=exc.msg, **dict(exc.details, before=facts["effective"]))
+
+    files = planned["files"]
+    result.update(
+        effective=planned["after"],
+        target=planned["targets"],
+        target_path=planned["target_path"],
+        raised=planned["raised"],
+        flag_edits=planned["flag_edits"],
+        files=[{"path": f["path"], "created": f["created"], "unit": f["unit"]} for f in files],
+        changed=bool(files),
+        daemon_reload_required=any(f["unit"] for f in files),
+        restart_required=bool(files),
+    )
+    for r in planned["raised"]:
+        module.warn("%s: requested %s, wrote %s (%s); set allow_lower to force the lower value"
+                    % (r["field"], r["requested"], r["written"], r["reason"]))
+    if module._diff:
+        result["diff"] = [file_diff(f["path"], f["before"], f["after"]) for f in files]
+    if files and not module.check_mode:
+        backups, created = _write_all(module, files, root, p["backup"])
+        result["backups"] = backups
+        result["created"] = created
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for the kubelet_config module (fake node trees under ``root``)."""
+
+import functools
+import hashlib
+import os
+import shutil
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.modules import kubelet_config
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
+LAYOUTS = os.path.join(REPO, "lab", "kubelet-double", "layouts")
+
+PROFILE = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40,
+           "serializeImagePulls": False, "maxParallelImagePulls": 5}
+
+
+def node(tmp_path, layout, binary):
+    root = str(tmp_path / "root")
+    shutil.copytree(os.path.join(LAYOUTS, layout), root, symlinks=True)
+    path = os.path.join(root, binary.lstrip("/"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("#!/bin/sh\nexit 99\n")  # never executed: the command table answers
+    os.chmod(path, 0o755)
+    return root
+
+
+def version_cmd(root, binary, version):
+    return [{"argv": [os.path.join(root, binary.lstrip("/")), "--version"], "out": "Kubernetes v%s\n" % version}]
+
+
+def tree_hashes(root):
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def read(root, path):
+    with open(os.path.join(root, path.lstrip("/"))) as fh:
+        return fh.read()
+
+
+@pytest.fixture
+def run_module(run_module, monkeypatch):
+    """The shared fixture, with its command table bound as a method.
+
+    tests/unit/conftest.py patches AnsibleModule.run_command with a
+    CommandTable *instance*; without a ``__get__`` it is not bound, so its
+    ``__call__(self, module_self, args)`` misses ``args``. Giving the class a
+    descriptor ``__get__`` for the duration of the test fixes that locally.
+    """
+    table_cls = run_module.__globals__["CommandTable"]
+    if not hasattr(table_cls, "__get__"):
+        monkeypatch.setattr(table_cls, "__get__",
+                            lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj), raising=False)
+    return run_module
+
+
+@pytest.fixture
+def kubeadm(tmp_path):
+    return node(tmp_path, "kubeadm", "/usr/bin/kubelet")
+
+
+def test_report_only(run_module, kubeadm):
+    before = tree_hashes(kubeadm)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm}, commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert not failed and not result["changed"]
+    assert result["layout"] == "kubeadm" and result["version"] == "1.29.3"
+    assert result["effective"]["kubeAPIQPS"]["source"] == "flag"
+    assert {f["flag"] for f in result["deprecated_flags"]} >= {"--kube-api-qps", "--event-qps"}
+    assert tree_hashes(kubeadm) == before
+
+
+def test_converge_kubeadm_layout_then_idempotent(run_module, kubeadm):
+    cmds = version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3")
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE}, commands=cmds, diff=True)
+    assert not failed, result.get("msg")
+    assert result["changed"] and result["restart_required"] and not result["daemon_reload_required"]
+    assert result["target"]["kubeAPIQPS"] == 50 and result["target"]["eventBurst"] == 100
+    eff = result["effective"]
+    for field, value in (("kubeAPIQPS", 50), ("kubeAPIBurst", 100), ("eventRecordQPS", 50), ("eventBurst", 100),
+                         ("serializeImagePulls", False), ("maxParallelImagePulls", 5)):
+        assert eff[field] == {"value": value, "source": "config", "path": "/var/lib/kubelet/config.yaml"}
+    assert read(kubeadm, "/etc/default/kubelet") == 'KUBELET_EXTRA_ARGS=""\n'
+    config = read(kubeadm, "/var/lib/kubelet/config.yaml")
+    assert config.startswith("# KubeletConfiguration written by \"kubeadm join\"")
+    assert "# Lowered during the 2019 API server incident; nobody raised it again.\nkubeAPIQPS: 50 # see KUB-112" in config
+    assert {b["path"] for b in result["backups"]} == {"/var/lib/kubelet/config.yaml", "/etc/default/kubelet"}
+    for b in result["backups"]:
+        assert os.path.exists(os.path.join(kubeadm, b["backup"].lstrip("/")))
+    assert {d["before_header"] for d in result["diff"]} == {"/var/lib/kubelet/config.yaml (before)", "/etc/default/kubelet (before)"}
+    again, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE}, commands=list(cmds))
+    assert not failed and not again["changed"] and again["files"] == []
+
+
+def test_check_mode_changes_nothing(run_module, kubeadm):
+    before = tree_hashes(kubeadm)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"), check_mode=True, diff=True)
+    assert not failed and result["changed"]
+    assert result["diff"] and result["backups"] == []
+    assert tree_hashes(kubeadm) == before
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"kubeAPIQPS": "many"}, "expected an integer"),
+    ({"kubeAPIQPS": -5}, "must not be a negative number"),
+    ({"eventRecordQPS": 50, "kubeApiBurst": 100}, "unknown KubeletConfiguration field (did you mean kubeAPIBurst?)"),
+    ({"maxParallelImagePulls": 5}, "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls"),
+])
+def test_bad_input_fails_and_changes_nothing(run_module, kubeadm, settings, message):
+    before = tree_hashes(kubeadm)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": settings},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert failed and message in result["msg"]
+    assert tree_hashes(kubeadm) == before
+
+
+@pytest.mark.parametrize("content,message", [
+    ("kubeAPIQPS: 5\n  bad: indentation\n", "is not valid YAML"),
+    ("kubeAPIQPS: {\n", "is not valid YAML"),
+    (None, "cannot read /var/lib/kubelet/config.yaml"),
+])
+def test_malformed_or_unreadable_yaml_fails_and_changes_nothing(run_module, kubeadm, content, message):
+    path = os.path.join(kubeadm, "var/lib/kubelet/config.yaml")
+    os.remove(path)
+    if content is None:
+        os.mkdir(path)  # unreadable as a file (tests run as root: chmod 000 would not stop a read)
+    else:
+        with open(path, "w") as fh:
+            fh.write(content)
+    before = tree_hashes(kubeadm)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE, "kubelet_version": "1.29.3"})
+    assert failed and message in result["msg"]
+    assert tree_hashes(kubeadm) == before
+
+
+def test_old_kubelet_refuses_parallel_pulls_before_writing(run_module, kubeadm):
+    before = tree_hashes(kubeadm)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.26.15"))
+    assert failed and "needs kubelet 1.27 or later; this kubelet is 1.26.15" in result["msg"]
+    assert tree_hashes(kubeadm) == before
+
+
+def test_kubespray_layout_on_1_26_writes_the_seed_floor(run_module, tmp_path):
+    root = node(tmp_path, "kubespray", "/usr/local/bin/kubelet")
+    settings = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40, "serializeImagePulls": False,
+                "podPidsLimit": 4096, "evictionHard": {"memory.available": "500Mi"}, "systemReserved": {"memory": "512Mi"}}
+    result, failed, _t = run_module(kubelet_config, {"root": root, "settings": settings},
+                                    commands=version_cmd(root, "/usr/local/bin/kubelet", "1.26.15"))
+    assert not failed, result.get("msg")
+    assert result["layout"] == "kubespray"
+    assert result["target"]["kubeAPIQPS"] == 30 and result["raised"] == []
+    env = read(root, "/etc/kubernetes/kubelet.env")
+    assert "--kube-api-qps" not in env and "--kube-api-burst" not in env and "--serialize-image-pulls" not in env
+    assert "--config=/etc/kubernetes/kubelet-config.yaml \\\n" in env
+    cfg = read(root, "/etc/kubernetes/kubelet-config.yaml")
+    assert "clusterDNS:\n  - 169.254.25.10" in cfg  # the file's own list indentation is kept
+    assert "evictionHard:\n  memory.available: 500Mi\n  nodefs.available: 10%" in cfg
+    assert "podPidsLimit: 4096" in cfg and "podPidsLimit: -1" not in cfg
+    eff = result["effective"]
+    assert eff["systemReserved"]["value"] == {"memory": "512Mi"}
+    assert eff["kubeReserved"]["value"] == {"cpu": "200m", "memory": "512Mi"}
+
+
+def test_config_dir_dropin_is_created_and_reported(run_module, tmp_path):
+    root = node(tmp_path, "kubeadm", "/usr/bin/kubelet")
+    with open(os.path.join(root, "var/lib/kubelet/kubeadm-flags.env"), "w") as fh:
+        fh.write('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock '
+                 '--config-dir=/etc/kubernetes/kubelet.conf.d"\n')
+    os.makedirs(os.path.join(root, "etc/kubernetes/kubelet.conf.d"))
+    cfg_before = read(root, "/var/lib/kubelet/config.yaml")
+    result, failed, _t = run_module(kubelet_config, {"root": root, "settings": PROFILE},
+                                    commands=version_cmd(root, "/usr/bin/kubelet", "1.31.0"))
+    assert not failed, result.get("msg")
+    assert result["target_path"] == "/etc/kubernetes/kubelet.conf.d/99-nodefix-k8s.conf"
+    assert result["created"] == ["/etc/kubernetes/kubelet.conf.d/99-nodefix-k8s.conf"]
+    assert read(root, "/var/lib/kubelet/config.yaml") == cfg_before
+    assert result["effective"]["kubeAPIQPS"]["source"] == "drop-in"
+    dropin = read(root, "/etc/kubernetes/kubelet.conf.d/99-nodefix-k8s.conf")
+    assert "apiVersion: kubelet.config.k8s.io/v1beta1" in dropin and "serializeImagePulls: false" in dropin
+
+
+def test_unit_dropin_change_requires_daemon_reload(run_module, kubeadm):
+    with open(os.path.join(kubeadm, "etc/systemd/system/kubelet.service.d/20-extra.conf"), "w") as fh:
+        fh.write("[Service]\nEnvironment=\"KUBELET_EXTRA_ARGS=--kube-api-burst=10\"\n")
+    os.remove(os.path.join(kubeadm, "etc/default/kubelet"))
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": {"kubeAPIBurst": 40}},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert not failed, result.get("msg")
+    assert result["daemon_reload_required"]
+    assert 'Environment="KUBELET_EXTRA_ARGS="' in read(kubeadm, "/etc/systemd/system/kubelet.service.d/20-extra.conf")
+
+
+def test_write_failure_undoes_earlier_writes(run_module, kubeadm, monkeypatch):
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _common
+    real = _common.atomic_write
+    calls = []
+
+    def flaky(module, path, content, backup=True, mode=None):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return real(module, path, content, backup=backup, mode=mode)
+
+    monkeypatch.setattr(kubelet_config, "atomic_write", flaky)
+    before = dict((k, v) for k, v in tree_hashes(kubeadm).items())
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE, "backup": False},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert failed and "earlier writes were undone: disk full" in result["msg"]
+    assert tree_hashes(kubeadm) == before
+
+
+def test_no_unit(run_module, make_tree):
+    root = make_tree({"/etc/hostname": "x\n"})
+    result, failed, _t = run_module(kubelet_config, {"root": root})
+    assert failed and "no systemd unit kubelet.service" in result["msg"]

@@ -26,19 +26,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _process  # noqa: E402
+# the same /proc/<pid>/stat lines the unit tests use
+from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.test_process import stat_line  # noqa: E402
 
 POD = "1d2c3b4a-0000-4000-8000-00000000beef"
 CID = "c0ffee" * 10 + "abcd"
 LEAKER_CGROUP = ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/"
                  "cri-containerd-%s.scope\n" % (POD.replace("-", "_"), CID))
-
-
-def stat_line(pid, comm, state, ppid, threads, start):
-    # 52 fields as in proc(5) on Linux 5.x+; only 3, 4, 20 and 22 matter here
-    fields = [str(pid), "(%s)" % comm, state, str(ppid), str(pid), str(pid), "0", "-1", "4194560",
-              "100", "0", "0", "0", "5", "3", "0", "0", "20", "0", str(threads), "0", str(start),
-              "12345678", "345", "18446744073709551615"] + ["0"] * 27
-    return " ".join(fields) + "\n"
 
 
 def write(path, text):

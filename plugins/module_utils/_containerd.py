@@ -107,6 +107,10 @@ class ContainerdConfigError(Exception):
     """A config.toml that cannot be read, parsed or understood."""
 
 
+class _Skip(Exception):
+    """Internal: leave the config part of check() out."""
+
+
 # --------------------------------------------------------------------------
 # versions
 
@@ -743,6 +747,10 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
     facts["config_path"], facts["config_source"] = path, source
     doc = None
     try:
+        if not HAS_TOMLKIT:
+            facts["config_exists"] = os.path.lexists(root_path(root, path))
+            facts["config_error"] = "tomlkit is not installed on the node (Debian: python3-tomlkit); config not read"
+            raise _Skip()
         text, doc = load_config(root_path(root, path))
         facts["config_exists"] = text is not None
         schema = schema_version(doc, path) if doc is not None else (
@@ -756,6 +764,8 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
         facts["config_error"] = str(exc)
         doc = None
         findings.append(finding_from(FINDINGS, "containerd.config_invalid", subject=path, evidence={"error": str(exc)}))
+    except _Skip:
+        pass
 
     # runc: the BinaryName of runc's options when set, else runc on PATH
     runc_name = runc_binary
@@ -764,6 +774,8 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
             if rt["name"] == "runc" and rt["options"].get("BinaryName"):
                 runc_name = rt["options"]["BinaryName"]
         runc_name = runc_name or "runc"
+        if os.path.isabs(runc_name):
+            runc_name = root_path(root, runc_name)
     runc_path = runner.bin(runc_name)
     if runc_path:
         facts["runc"]["binary"] = runc_path

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Put an offline get-pip stand-in where ansible-test looks for it.
 
@@ -17,13 +17,21 @@ import ansible_test
 STANDIN = '''#!/usr/bin/env python
 # Offline stand-in for get-pip.py written by nodefix.k8s scripts/offline_get_pip.py
 import ensurepip
+import os
 import subprocess
 import sys
 
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 ensurepip.bootstrap(upgrade=True)
+env = dict(os.environ)
+# ansible-test runs this with a filtered environment: the bundled pip then
+# misses the CA bundle of machines behind a TLS-inspecting proxy. Point it at
+# the system bundle (the pip installed next uses the system trust store).
+for bundle in ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"):
+    if "REQUESTS_CA_BUNDLE" not in env and os.path.exists(bundle):
+        env["REQUESTS_CA_BUNDLE"] = bundle
 if args:
-    sys.exit(subprocess.call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check"] + args))
+    sys.exit(subprocess.call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check"] + args, env=env))
 '''
 
 

@@ -37,8 +37,19 @@ fi
 mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP"
 ln -sfn "$NODEFIX_ROOT" "$NODEFIX_COLLECTIONS/ansible_collections/nodefix/k8s"
 
-# 4. ansible-test downloads get-pip.py from a host that is not reachable:
-#    it first looks in its cache, so put an offline stand-in there.
+# 4. ansible-test sanity: a venv with ansible-core and the pinned sanity
+#    requirements (ansible-test's own installs lose the CA settings), and an
+#    offline stand-in for the get-pip.py it would download for the import test.
+sanity_req=("$NODEFIX_VENV"/lib/python3.11/site-packages/ansible_test/_data/requirements/sanity.*.txt)
+sanity_hash=$(cat requirements/dev.txt "${sanity_req[@]}" | sha256sum | cut -c1-16)
+if [ "$(cat "$NODEFIX_CACHE/sanity-venv/.nodefix-req" 2>/dev/null)" != "$sanity_hash" ]; then
+  log "ansible-test sanity venv"
+  rm -rf "$NODEFIX_CACHE/sanity-venv"
+  "$NODEFIX_VENV/bin/python" -m venv "$NODEFIX_CACHE/sanity-venv"
+  core=$(grep -E '^ansible-core==' requirements/dev.txt)
+  "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" $(printf -- '-r %s ' "${sanity_req[@]}")
+  echo "$sanity_hash" > "$NODEFIX_CACHE/sanity-venv/.nodefix-req"
+fi
 "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
 
 # 5. Lab images (cached; rebuilt only when their recipe changes) ----------

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run `ansible-test sanity` on the collection without docker.
+# ansible-test must run from a path ending in ansible_collections/<ns>/<name>
+# and resolves symlinks, so the files git knows about (tracked, plus new files
+# that are not ignored) are copied to .cache/sanity/ansible_collections/nodefix/k8s
+# (a throw-away copy for the test run, refreshed every time).
+# Usage: scripts/sanity.sh [extra ansible-test sanity args, e.g. --test pylint]
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+cd "$NODEFIX_ROOT"
+dest="$NODEFIX_CACHE/sanity/ansible_collections/nodefix/k8s"
+mkdir -p "$dest"
+git ls-files -z --cached --others --exclude-standard | \
+  rsync -a --delete --from0 --files-from=- ./ "$dest/"
+# drop files git still lists but that were deleted in the work tree
+cd "$dest"
+rm -rf tests/output
+git -C "$NODEFIX_ROOT" ls-files -z --deleted | xargs -0 -r rm -f --
+# ansible-test lists files with git when it finds a repository at or above the
+# collection: give the copy its own index so the outer repository (which
+# ignores .cache/) is not the one it finds.
+[ -d .git ] || git init -q .
+git add -A .
+# ansible-test's own requirement installs drop the proxy/CA settings of the
+# environment and fail here; scripts/setup.sh pre-installs the pinned sanity
+# requirements into .cache/sanity-venv and the tests run --local in it.
+export PATH="$NODEFIX_CACHE/sanity-venv/bin:$PATH"
+"$NODEFIX_CACHE/sanity-venv/bin/ansible-test" sanity --local --python 3.11 --color no "$@" || {
+  echo "sanity failed: see docs/DEVELOPING.md, section \"Sanity rules that bite\"" >&2; exit 1; }

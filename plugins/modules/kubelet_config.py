@@ -385,8 +385,8 @@ def main():
         daemon_reload_required=any(f["unit"] for f in files),
         restart_required=bool(files),
     )
-    for r in planned["raised"]:
-        module.warn("%s: requested %s, wrote %s (%s); set allow_lower to force the lower value"
+    for r in planned["raised"] if files else []:
+        module.warn("%s: requested %s, ensured %s (%s); set allow_lower to force the lower value"
                     % (r["field"], r["requested"], r["written"], r["reason"]))
     if module._diff:
         result["diff"] = [file_diff(f["path"], f["before"], f["after"]) for f in files]

@@ -724,7 +724,7 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
         "runtimes": [],
         "runc_systemd_cgroup": None,
         "runc": {"binary": None, "version": None, "version_info": None, "cpu_quota_rounding_bug": None},
-        "socket": {"address": None, "reachable": None, "server_version": None, "error": None},
+        "socket": {"address": None, "reachable": None, "server_version": None, "server_base": None, "error": None},
     }
     binary = runner.bin(containerd_binary)
     if binary:
@@ -804,6 +804,8 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
             parsed = parse_ctr_version(out)
             facts["socket"]["reachable"] = rc == 0 and parsed["server"] is not None
             facts["socket"]["server_version"] = parsed["server"]
+            server = parse_semver(parsed["server"] or "")
+            facts["socket"]["server_base"] = server["base"] if server else None
             if not facts["socket"]["reachable"]:
                 facts["socket"]["error"] = (err or out).strip() or "ctr version rc=%s" % rc
         if facts["socket"]["reachable"] is False:

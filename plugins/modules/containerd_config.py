@@ -27,7 +27,7 @@ description:
     On any error (malformed TOML, unknown schema, unreadable file, failed validation) the file is left untouched.
   - "Does not restart containerd; notify the containerd role's handler C(nodefix.k8s : restart containerd)."
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 requirements:
   - tomlkit (Debian/Ubuntu C(python3-tomlkit)) on the managed node
 options:

@@ -23,7 +23,7 @@ description:
   - Checks that containerd answers on its socket (C(ctr version) reports a server version).
   - Returns findings with stable ids (see C(docs/findings.md)); the same detector runs inside M(nodefix.k8s.node_audit).
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 requirements:
   - tomlkit (Debian/Ubuntu C(python3-tomlkit)) on the managed node to read the config
 options:
@@ -63,6 +63,7 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is no diff.
   platform:
     platforms: posix
     support: full
@@ -149,10 +150,10 @@ runc:
   type: dict
   sample: {"binary": "/usr/sbin/runc", "version": "1.1.5", "cpu_quota_rounding_bug": false}
 socket:
-  description: containerd's gRPC address, whether C(ctr version) got a server answer, the server version, and the error.
+  description: containerd's gRPC address, whether C(ctr version) got a server answer, the server version (raw and as C(X.Y.Z)), and the error.
   returned: always
   type: dict
-  sample: {"address": "/run/containerd/containerd.sock", "reachable": true, "server_version": "1.6.20~ds1", "error": null}
+  sample: {"address": "/run/containerd/containerd.sock", "reachable": true, "server_version": "1.6.20~ds1", "server_base": "1.6.20", "error": null}
 findings:
   description: Findings (ids C(containerd.prerelease), C(containerd.version_below_minimum), C(containerd.socket_unreachable),
     C(containerd.config_invalid), C(runc.cpu_quota_rounding_bug)).

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Set up everything (Debian packages, venv, lab images) and run every test
+# layer of nodefix.k8s in one pytest session:
+#   tests/unit         module and module_utils unit tests (fake /proc, cgroup trees)
+#   tests/integration  collection build + ansible-doc, ansible-test sanity,
+#                      ansible-lint, every molecule scenario, the end-to-end lab
+# Ends with pytest's summary line and the total time.
+# Extra arguments go to pytest (e.g. `-k unit`, `-m "not lab"`).
+set -uo pipefail
+start=$SECONDS
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+. scripts/env.sh
+python -m pytest -p no:cacheprovider -o console_output_style=classic -rfEs "$@"
+rc=$?
+echo "total time: $((SECONDS - start))s"
+exit $rc

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Layer: the collection builds, installs into an empty path and documents itself."""
+
+import glob
+import os
+import re
+
+from conftest import ROOT, assert_ok, run_logged
+
+
+def test_build_install_and_list_modules(tmp_path):
+    rc, out = run_logged("galaxy-build", ["ansible-galaxy", "collection", "build", "--force",
+                                          "--output-path", str(tmp_path), ROOT])
+    assert_ok("galaxy-build", rc, out)
+    with open(os.path.join(ROOT, "galaxy.yml")) as fh:
+        version = re.search(r"^version:\s*(\S+)", fh.read(), re.M).group(1)
+    tarball = tmp_path / ("nodefix-k8s-%s.tar.gz" % version)
+    assert tarball.exists(), out
+    dest = tmp_path / "installed"
+    rc, out = run_logged("galaxy-install", ["ansible-galaxy", "collection", "install", "--no-deps",
+                                            "-p", str(dest), str(tarball)])
+    assert_ok("galaxy-install", rc, out)
+    # Only the freshly installed copy may be visible to ansible-doc.
+    rc, out = run_logged("ansible-doc-list", ["ansible-doc", "-t", "module", "-l", "nodefix.k8s"],
+                         env={"ANSIBLE_COLLECTIONS_PATH": str(dest)})
+    assert_ok("ansible-doc-list", rc, out)
+    modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins/modules/*.py")))
+    assert modules, "no modules in plugins/modules"
+    for name in modules:
+        assert "nodefix.k8s.%s" % name in out, "ansible-doc -l does not list %s:\n%s" % (name, out)
+    # nothing of the development tree leaks into the artifact
+    rc, listing = run_logged("tar-list", ["tar", "-tzf", str(tarball)])
+    assert_ok("tar-list", rc, listing)
+    for banned in (".venv/", ".cache/", "tests/output/", ".git/"):
+        assert banned not in listing, "%s found in the built collection" % banned
+
+
+def test_every_module_renders_in_ansible_doc():
+    modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins/modules/*.py")))
+    rc, out = run_logged("ansible-doc-render", ["ansible-doc", "-t", "module"] + ["nodefix.k8s.%s" % m for m in modules])
+    assert_ok("ansible-doc-render", rc, out)
+    for name in modules:
+        assert "nodefix.k8s.%s" % name in out
+    assert "ERROR" not in out and "[WARNING]" not in out, out[-3000:]

@@ -205,7 +205,7 @@ def test_edit_real_configs_only_needed_lines(name, schema):
     # every comment survives
     assert [ln for ln in before.splitlines() if ln.strip().startswith("#")] == [ln for ln in after.splitlines() if ln.strip().startswith("#")]
     # idempotent
-    again, _, changes2 = c.edit_config(after, RUNSC, True)
+    again, dummy, changes2 = c.edit_config(after, RUNSC, True)
     assert again == after and changes2 == []
     doc = c.parse_config(after)
     assert c.runc_systemd_cgroup(doc, schema) is True
@@ -224,7 +224,7 @@ def test_edit_1_4_13_fills_empty_runc_options():
 
 def test_edit_debian_shipped_config_creates_tables_in_style():
     before = fixture("debian-shipped-config.toml")
-    after, schema, _ = c.edit_config(before, RUNSC, True)
+    after, schema, dummy = c.edit_config(before, RUNSC, True)
     removed, added = changed_lines(before, after)
     assert removed == []
     assert added[0] == '    [plugins."io.containerd.grpc.v1.cri".containerd]'
@@ -237,14 +237,14 @@ def test_edit_debian_shipped_config_creates_tables_in_style():
 
 def test_noop_when_already_right_keeps_text_byte_identical():
     before = fixture("config-default-2.1.9.toml")
-    after, _, changes = c.edit_config(before, {"runc": {"runtime_type": "io.containerd.runc.v2"}}, False)
+    after, dummy, changes = c.edit_config(before, {"runc": {"runtime_type": "io.containerd.runc.v2"}}, False)
     assert after == before and changes == []
 
 
 def test_change_existing_option_in_place():
     text = fixture("config-dump-1.6.20-runsc-systemd.toml")
     spec = {"runsc": {"options": {"ConfigPath": "/etc/containerd/runsc-new.toml"}}}
-    after, _, changes = c.edit_config(text, spec, None)
+    after, dummy, changes = c.edit_config(text, spec, None)
     removed, added = changed_lines(text, after)
     assert [r.strip() for r in removed] == ['ConfigPath = "/etc/containerd/runsc.toml"']
     assert [a.strip() for a in added] == ['ConfigPath = "/etc/containerd/runsc-new.toml"']
@@ -253,7 +253,7 @@ def test_change_existing_option_in_place():
 def test_new_file_needs_schema():
     with pytest.raises(c.ContainerdConfigError, match="no schema version"):
         c.edit_config("", RUNSC, True)
-    text, schema, _ = c.edit_config(None, RUNSC, True, schema=3)
+    text, schema, dummy = c.edit_config(None, RUNSC, True, schema=3)
     doc = c.parse_config(text)
     assert c.schema_version(doc) == 3
     assert "'io.containerd.runsc.v1'" in text
@@ -365,5 +365,5 @@ def test_check_reports_invalid_config(make_tree):
 
 def test_registry_shape():
     for fid, entry in c.FINDINGS.items():
-        assert fid.split(".")[0] in ("containerd", "runc")
+        assert fid.split(".", maxsplit=1)[0] in ("containerd", "runc")
         assert set(entry) >= {"severity", "title", "remedy", "role", "tag"}

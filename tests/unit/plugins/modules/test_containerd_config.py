@@ -98,7 +98,7 @@ def test_check_mode_changes_nothing(run_module, conf, tmp_path):
 def test_validation_rejects_keeps_file(run_module, conf):
     path = conf("config-default-1.7.24.toml")
     digest = sha(path)
-    result, failed, _ = run_module(containerd_config, {"path": path, "runtimes": RUNSC},
+    result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": RUNSC},
                                    commands=[dump_cmd("", rc=1, err="containerd: failed to load TOML: (2, 2): unexpected token")],
                                    bins={"containerd": BIN})
     assert failed and "rejects the edited config" in result["msg"] and "unexpected token" in result["msg"]
@@ -110,7 +110,7 @@ def test_validation_detects_ignored_entries(run_module, conf):
     # a v1 file under containerd 2.x: loads fine, but the CRI plugin ignores plugins.cri
     path = conf("config-v1-handwritten.toml")
     digest = sha(path)
-    result, failed, _ = run_module(containerd_config, {"path": path, "runtimes": RUNSC},
+    result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": RUNSC},
                                    commands=[dump_cmd(fixture("config-default-2.1.9.toml"))], bins={"containerd": BIN})
     assert failed and "does not apply it" in result["msg"]
     assert result["problems"] == ["runtime runsc missing from config dump"]
@@ -140,7 +140,7 @@ def test_bad_input_fails_and_changes_nothing(run_module, tmp_path, content, mess
 def test_unreadable_path(run_module, tmp_path):
     path = tmp_path / "config.toml"
     path.mkdir()
-    result, failed, _ = run_module(containerd_config, {"path": str(path), "runtimes": RUNSC}, bins={"containerd": BIN})
+    result, failed, dummy = run_module(containerd_config, {"path": str(path), "runtimes": RUNSC}, bins={"containerd": BIN})
     assert failed and "cannot read" in result["msg"]
 
 
@@ -155,27 +155,27 @@ def test_unreadable_file_permission(run_module, tmp_path, monkeypatch):
         return real_open(name, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", fake_open)
-    result, failed, _ = run_module(containerd_config, {"path": str(path), "runtimes": RUNSC}, bins={"containerd": BIN})
+    result, failed, dummy = run_module(containerd_config, {"path": str(path), "runtimes": RUNSC}, bins={"containerd": BIN})
     assert failed and "cannot read" in result["msg"] and "Permission denied" in result["msg"]
 
 
 def test_refuses_schema_mismatch(run_module, conf):
     path = conf("config-default-1.6.20.toml")
     digest = sha(path)
-    result, failed, _ = run_module(containerd_config, {"path": path, "runtimes": RUNSC, "schema_version": 3, "validate": False})
+    result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": RUNSC, "schema_version": 3, "validate": False})
     assert failed and "refusing to mix" in result["msg"]
     assert sha(path) == digest
 
 
 def test_missing_binary_with_validation(run_module, conf):
     path = conf("config-default-1.6.20.toml")
-    result, failed, _ = run_module(containerd_config, {"path": path, "runtimes": RUNSC}, bins={})
+    result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": RUNSC}, bins={})
     assert failed and "not found" in result["msg"]
 
 
 def test_new_file_schema_from_binary_version(run_module, tmp_path):
     path = tmp_path / "config.toml"
-    result, failed, _ = run_module(containerd_config, {"path": str(path), "runc_systemd_cgroup": True, "validate": False},
+    result, failed, dummy = run_module(containerd_config, {"path": str(path), "runc_systemd_cgroup": True, "validate": False},
                                    commands=[{"argv": [BIN, "--version"], "out": fixture("containerd-version-2.1.9.txt")}],
                                    bins={"containerd": BIN})
     assert not failed and result["changed"] and result["schema_version"] == 3
@@ -185,20 +185,20 @@ def test_new_file_schema_from_binary_version(run_module, tmp_path):
 
 
 def test_new_file_without_schema_fails(run_module, tmp_path):
-    result, failed, _ = run_module(containerd_config, {"path": str(tmp_path / "config.toml"), "runc_systemd_cgroup": True, "validate": False}, bins={})
+    result, failed, dummy = run_module(containerd_config, {"path": str(tmp_path / "config.toml"), "runc_systemd_cgroup": True, "validate": False}, bins={})
     assert failed and "no schema version" in result["msg"]
     assert not (tmp_path / "config.toml").exists()
 
 
 def test_bad_runtime_spec(run_module, conf):
     path = conf("config-default-1.6.20.toml")
-    result, failed, _ = run_module(containerd_config, {"path": path, "runtimes": {"runsc": "io.containerd.runsc.v1"}, "validate": False})
+    result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": {"runsc": "io.containerd.runsc.v1"}, "validate": False})
     assert failed and "must be a dict" in result["msg"]
-    result, failed, _ = run_module(containerd_config, {"path": path, "runtimes": {"runsc": {"options": ["x"]}}, "validate": False})
+    result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": {"runsc": {"options": ["x"]}}, "validate": False})
     assert failed and "options must be a dict" in result["msg"]
 
 
 def test_bad_argument_type(run_module, conf):
     path = conf("config-default-1.6.20.toml")
-    result, failed, _ = run_module(containerd_config, {"path": path, "schema_version": 7})
+    result, failed, dummy = run_module(containerd_config, {"path": path, "schema_version": 7})
     assert failed and "schema_version" in result["msg"]

@@ -60,7 +60,7 @@ def test_seed_node_release_candidate(run_module, make_tree):
     """Seed 001: the production node ran containerd v1.7.0-rc.1."""
     root = make_tree({"/etc/containerd/config.toml": fixture("config-default-1.7.24.toml"), "/run/containerd/containerd.sock": ""})
     version = "containerd github.com/containerd/containerd v1.7.0-rc.1 8c1ebe0b0a8a1e4f0d8f2f2e6c52d1b4e0a49c60\n"
-    result, failed, _ = run_module(containerd_info, {"root": root},
+    result, failed, dummy = run_module(containerd_info, {"root": root},
                                    commands=cmds(version, fixture("runc-version-1.1.5.txt"), ctr_out("v1.7.0-rc.1")), bins=BINS)
     assert not failed
     assert result["prerelease"] is True and result["version"] == "1.7.0-rc.1"
@@ -72,7 +72,7 @@ def test_seed_node_release_candidate(run_module, make_tree):
 
 def test_debian11_node_below_minimum_and_socket_down(run_module, make_tree):
     root = make_tree({"/etc/containerd/config.toml": fixture("config-default-1.4.13.toml"), "/run/containerd/containerd.sock": ""})
-    result, failed, _ = run_module(containerd_info, {"root": root, "minimum_version": "1.6.0"},
+    result, failed, dummy = run_module(containerd_info, {"root": root, "minimum_version": "1.6.0"},
                                    commands=cmds(fixture("containerd-version-1.4.13.txt"), fixture("runc-version-1.0.0-rc93.txt"),
                                                  ctr_rc=1, ctr_err='ctr: failed to dial "/run/containerd/containerd.sock": context deadline exceeded'),
                                    bins=BINS)
@@ -92,7 +92,7 @@ def test_old_runc_from_binaryname(run_module, make_tree):
         {"argv": ["/usr/bin/containerd", "--version"], "out": fixture("containerd-version-2.1.9.txt")},
         {"argv": [runc, "--version"], "out": "runc version 1.0.0-rc4\ncommit: 3f2f8b84\nspec: 1.0.0\n"},
     ]
-    result, failed, _ = run_module(containerd_info, {"root": root}, commands=commands, bins=BINS)
+    result, failed, dummy = run_module(containerd_info, {"root": root}, commands=commands, bins=BINS)
     assert not failed, result
     assert result["schema_version"] == 3
     assert [f["id"] for f in result["findings"]] == ["runc.cpu_quota_rounding_bug", "containerd.socket_unreachable"]
@@ -108,5 +108,5 @@ def test_not_installed(run_module, make_tree):
 
 
 def test_bad_minimum_version(run_module, make_tree):
-    result, failed, _ = run_module(containerd_info, {"root": make_tree({}), "minimum_version": "latest"}, bins={})
+    result, failed, dummy = run_module(containerd_info, {"root": make_tree({}), "minimum_version": "latest"}, bins={})
     assert failed and "not a version" in result["msg"]

@@ -1,0 +1,940 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice; do not import it
+# from other collections.
+"""Leaked kubelet mount units: find the orphans and stop them (FACTS.md section 4).
+
+kubelet 1.8 - 1.22 ran its mounts through ``systemd-run --description=Kubernetes
+transient mount for <target> --scope -- mount ...`` (mount-utils ``AddSystemdScope``).
+On systemd < 237 (kubernetes#57345, systemd PR #7811) and in kops#5916 the units
+leaked: scopes that stay ``loaded active running`` and ``.mount`` units that stay
+``loaded inactive dead``; at MANAGER_MAX_NAMES (131072) units every new mount fails
+with "Argument list too long".
+
+What this file does, with a CONSTANT number of ``systemctl`` calls however many
+units exist (the seed's cleaner spawns ``systemctl status``, ``cat`` and
+``docker ps`` for every unit):
+
+1. ``systemctl --version`` and ONE ``systemctl list-units --all --plain
+   --no-legend --full``; kubelet transient scopes are recognised by their
+   description and their systemd-run name (``run-r<32 hex>``, ``run-u<N>``,
+   ``run-<PID>``), mount units by their mount point under ``<root dir>/pods``
+   (description, or the unescaped unit name: ``var-lib-kubelet-pods-<uid with
+   \\x2d>-volume\\x2dsubpaths-...mount``). ``systemctl show`` (batched, argv
+   chunked below ARG_MAX) is only asked about the few units whose list line does
+   not settle their path (hashed long names): measured at ~4.5 ms per unit on
+   systemd 252, it would cost more than stopping them.
+2. each unit is attributed to the pod UID that follows ``pods/`` in its path
+   (a UUID, or the 32 hex digits of a static pod); anything else is
+   *unattributable* and never stopped.
+3. the live pods come from the container runtime (``crictl pods -o json`` plus
+   ``crictl ps -a -o json``, or the docker label ``io.kubernetes.pod.uid``), or
+   from a list given by the caller; a failing or unparsable runtime answer ends
+   the run before anything is stopped.
+4. second guard, independent of the runtime: one read of
+   ``/proc/self/mountinfo`` (a pod whose volumes are still mounted under
+   ``pods/<uid>/volumes/`` is still set up by kubelet, e.g. a pod whose sandbox is
+   not created yet) and the pod cgroups of running processes (``/proc/<pid>/cgroup``).
+5. orphans (no live pod, no guard) are stopped in batches (``systemctl stop``),
+   failed ones reset (``systemctl reset-failed <names>``, never a global reset),
+   and, optionally, one ``daemon-reload`` drops dead mount units on systemd < 237.
+
+The file imports nothing from Ansible (only the collection's ``_common`` and
+``_cgroup``, which import nothing from Ansible either), so the role
+``nodefix.k8s.mount_units`` ships this very file to nodes and runs it from a
+systemd timer (``cli()`` at the bottom): one implementation for the module and
+the timer.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    finding_from,
+    read_text,
+    root_path,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, parse_proc_cgroup
+
+# kubelet's mount-utils: "Kubernetes transient mount for <target>"
+SCOPE_DESCRIPTION_PREFIX = "Kubernetes transient mount for "
+# systemd-run's names for a transient scope: run-r<32 hex> (systemd >= 236,
+# random), run-u<N> (a counter, systemd 230 - 235), run-<PID> (older).
+SCOPE_NAME_RE = re.compile(r"^run-(?:r[0-9a-f]{32}|u[0-9]+|[0-9]+)\.scope$")
+# A pod UID: RFC 4122 UUID (API pods) or 32 hex digits (static pods: an md5).
+POD_UID_RE = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
+# systemd PR #7811 (v237) stops the dead .mount units from piling up.
+SYSTEMD_FIX_VERSION = 237
+# systemd's MANAGER_MAX_NAMES: beyond it every transient unit fails.
+SYSTEMD_UNIT_LIMIT = 131072
+DEFAULT_KUBELET_ROOT_DIR = "/var/lib/kubelet"
+DEFAULT_BATCH_SIZE = 1000
+DOCKER_UID_LABEL = "io.kubernetes.pod.uid"
+# docker names kubelet containers k8s_<container>_<pod>_<namespace>_<uid>_<attempt>
+_DOCKER_NAME_RE = re.compile(r"^/?k8s_[^_]+_[^_]+_[^_]+_([0-9a-fA-F-]{32,36})_[0-9]+$")
+ACTIVE_STATES_TO_STOP = ("active", "activating", "deactivating", "reloading", "refreshing")
+POD_SOURCES = ("crictl", "docker", "list")
+
+FINDINGS = {
+    "mount_units.leaked_scopes": {
+        "severity": "medium",
+        "title": "Leaked kubelet transient mount scopes (run-*.scope) of pods that no longer exist",
+        "remedy": "Stop the orphaned scopes with nodefix.k8s.kubelet_mount_units (state=absent) or the role "
+                  "nodefix.k8s.mount_units; schedule it until systemd is upgraded.",
+        "role": "nodefix.k8s.mount_units",
+        "tag": "mount_units",
+    },
+    "mount_units.dead_mount_units": {
+        "severity": "medium",
+        "title": "Mount units under the kubelet pods directory left behind by pods that no longer exist",
+        "remedy": "Stop them (and daemon-reload for units stuck 'inactive dead') with nodefix.k8s.kubelet_mount_units "
+                  "or the role nodefix.k8s.mount_units.",
+        "role": "nodefix.k8s.mount_units",
+        "tag": "mount_units",
+    },
+    "mount_units.systemd_without_fix": {
+        "severity": "medium",
+        "title": "systemd older than 237 leaks the mount units of kubelet (kubernetes#57345, systemd PR #7811)",
+        "remedy": "Upgrade systemd to 237 or later; until then schedule the cleanup (role nodefix.k8s.mount_units "
+                  "with mount_units_schedule_enabled=true).",
+        "role": "nodefix.k8s.mount_units",
+        "tag": "mount_units",
+    },
+    "mount_units.near_unit_limit": {
+        "severity": "high",
+        "title": "systemd holds so many units that new kubelet mounts will soon fail (limit 131072)",
+        "remedy": "Stop the leaked units now (nodefix.k8s.mount_units); at the limit every transient unit fails with "
+                  "'Argument list too long'.",
+        "role": "nodefix.k8s.mount_units",
+        "tag": "mount_units",
+    },
+    "mount_units.runtime_unavailable": {
+        "severity": "low",
+        "title": "kubelet mount units exist but the container runtime could not be asked which pods live",
+        "remedy": "Make crictl (or docker) work on the node, or give the live pods, so that orphans can be told from "
+                  "live pods' units; nothing is stopped without that.",
+        "role": "nodefix.k8s.mount_units",
+        "tag": "mount_units",
+    },
+}
+
+
+class MountUnitsError(Exception):
+    """A condition that must stop the run before anything is changed."""
+
+    def __init__(self, msg, **details):
+        super(MountUnitsError, self).__init__(msg)
+        self.msg = msg
+        self.details = details
+
+
+# --------------------------------------------------------------------------
+# systemd names, outputs and paths
+
+
+def systemd_escape_path(path):
+    """``systemd-escape --path``: the unit name stem of a mount point."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return "-"
+    raw = "/".join(parts).encode("utf-8", "surrogateescape")
+    out = []
+    for i, byte in enumerate(bytearray(raw)):
+        ch = chr(byte)
+        if ch == "/":
+            out.append("-")
+        elif (ch.isalnum() and byte < 128) or ch in ":_" or (ch == "." and i > 0):
+            out.append(ch)
+        else:
+            out.append("\\x%02x" % byte)
+    return "".join(out)
+
+
+_HEX_ESCAPE_RE = re.compile(rb"\\x([0-9a-fA-F]{2})")
+
+
+def unit_name_to_path(name):
+    """Mount point of a mount unit name (``systemd-escape --unescape --path``)."""
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    if stem in ("", "-"):
+        return "/"
+    raw = stem.replace("-", "/").encode("utf-8", "surrogateescape")
+    raw = _HEX_ESCAPE_RE.sub(lambda m: bytes(bytearray([int(m.group(1), 16)])), raw)
+    return "/" + raw.decode("utf-8", "surrogateescape").strip("/")
+
+
+def parse_systemd_version(text):
+    """``systemd 252 (252.39-1~deb12u2)`` -> 252 (None when unparsable)."""
+    m = re.search(r"^systemd (\d+)", text or "", re.M)
+    return int(m.group(1)) if m else None
+
+
+def parse_list_units(text):
+    """Rows of ``systemctl list-units --all --plain --no-legend --full``."""
+    units = []
+    for line in (text or "").splitlines():
+        parts = line.split(None, 4)
+        if parts and parts[0] in (u"\u25cf", "*", u"\u00d7"):
+            parts = line.split(None, 5)[1:]
+        if len(parts) < 4:
+            continue
+        units.append({
+            "unit": parts[0],
+            "load": parts[1],
+            "active": parts[2],
+            "sub": parts[3],
+            "description": parts[4].strip() if len(parts) > 4 else "",
+        })
+    return units
+
+
+def parse_show(text):
+    """Blocks of ``systemctl show -p ... u1 u2 ...`` keyed by ``Id``."""
+    result = {}
+    block = {}
+    for line in (text or "").splitlines() + [""]:
+        if not line.strip():
+            if block.get("Id"):
+                result[block["Id"]] = block
+            block = {}
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            block[key] = value
+    return result
+
+
+_OCTAL_RE = re.compile(r"\\([0-7]{3})")
+
+
+def parse_mountinfo(text):
+    """Mount points of ``/proc/self/mountinfo`` (octal escapes decoded)."""
+    points = []
+    for line in (text or "").splitlines():
+        fields = line.split(" ")
+        if len(fields) < 5:
+            continue
+        points.append(_OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def pods_dirs_for(root, kubelet_root_dir):
+    """The pods directory as kubelet names it and, if different, as the kernel resolves it."""
+    base = posixpath.normpath("/" + (kubelet_root_dir or DEFAULT_KUBELET_ROOT_DIR).strip("/"))
+    dirs = [posixpath.join(base, "pods")]
+    real = os.path.realpath(root_path(root, dirs[0]))
+    if root and root != "/":
+        prefix = os.path.realpath(root)
+        if real.startswith(prefix.rstrip("/") + "/"):
+            real = "/" + real[len(prefix):].lstrip("/")
+        else:
+            real = dirs[0]
+    if real != dirs[0]:
+        dirs.append(real)
+    return dirs
+
+
+def split_pod_path(path, pods_dirs):
+    """Split a kubelet path into ``(uid, rest, reason)``.
+
+    ``uid`` is the lower-case pod UID that follows ``pods/`` and ``rest`` what
+    follows it (``volume-subpaths/cfg/app/0``); without a UID, ``reason`` says
+    why (``outside`` when the path is not under a pods directory at all).
+    Paths with ``.`` or ``..`` components are never attributed: kubelet does
+    not write them and they could point anywhere.
+    """
+    if not path or not path.startswith("/"):
+        return None, None, "not an absolute path"
+    parts = path.split("/")
+    if any(p in (".", "..") for p in parts):
+        return None, None, "path has . or .. components"
+    norm = "/" + "/".join(p for p in parts if p)
+    for pods in pods_dirs:
+        prefix = pods.rstrip("/") + "/"
+        if norm.startswith(prefix):
+            segment, _sep, rest = norm[len(prefix):].partition("/")
+            uid = segment.lower()
+            if POD_UID_RE.match(uid):
+                return uid, rest, None
+            return None, None, "%r after %s is not a pod UID" % (segment, prefix)
+    return None, None, "outside"
+
+
+def pod_of_path(path, pods_dirs):
+    """``(uid, reason)`` of a kubelet path (see ``split_pod_path``)."""
+    uid, _rest, reason = split_pod_path(path, pods_dirs)
+    return uid, reason
+
+
+def chunks(names, max_count=None, max_bytes=None):
+    """Split ``names`` into argv-sized batches (count and byte budget)."""
+    if max_bytes is None:
+        max_bytes = argv_budget()
+    batch, size = [], 0
+    for name in names:
+        cost = len(name.encode("utf-8", "surrogateescape")) + 1 + 8  # string, NUL, argv pointer
+        if batch and ((max_count and len(batch) >= max_count) or size + cost > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(name)
+        size += cost
+    if batch:
+        yield batch
+
+
+def argv_budget():
+    """Bytes of argv one command may use: a quarter of ARG_MAX (the environment shares it), <= 1 MiB."""
+    try:
+        arg_max = os.sysconf("SC_ARG_MAX")
+    except (AttributeError, ValueError, OSError):
+        arg_max = 131072
+    if not arg_max or arg_max < 0:
+        arg_max = 131072
+    return max(16384, min(arg_max // 4, 1 << 20))
+
+
+# --------------------------------------------------------------------------
+# which units are kubelet's and whose pod they belong to
+
+
+def kubelet_units(listed, pods_dirs):
+    """Select kubelet's transient scopes and the mount units under the pods dirs.
+
+    Returns (units, needs_show): ``needs_show`` names mount units whose listed
+    line does not settle their mount point (hashed long names).
+    """
+    units = []
+    needs_show = []
+    for row in listed:
+        name = row["unit"]
+        if name.endswith(".scope"):
+            marker = SCOPE_DESCRIPTION_PREFIX.rstrip()
+            if not row["description"].startswith(marker):
+                continue
+            unit = dict(row, kind="scope", path=row["description"][len(marker):].strip())
+            units.append(unit)
+        elif name.endswith(".mount"):
+            name_path = unit_name_to_path(name)
+            desc = row["description"]
+            desc_path = desc if desc.startswith("/") else None
+            name_uid, name_why = pod_of_path(name_path, pods_dirs)
+            desc_uid, desc_why = pod_of_path(desc_path, pods_dirs) if desc_path else (None, "outside")
+            if name_why == "outside" and desc_why == "outside":
+                continue
+            unit = dict(row, kind="mount", path=desc_path or name_path)
+            if desc_path is None or posixpath.normpath(desc_path) != posixpath.normpath(name_path):
+                # a hashed long name, or a description that is not the mount point
+                needs_show.append(name)
+                unit["path"] = None
+            units.append(unit)
+    return units, needs_show
+
+
+def apply_show(units, shown):
+    """Settle the mount points of units asked with ``systemctl show``."""
+    kept = []
+    for unit in units:
+        if unit["kind"] == "mount" and unit["path"] is None:
+            props = shown.get(unit["unit"])
+            if props is None or props.get("LoadState") == "not-found":
+                continue  # gone since it was listed
+            where = props.get("Where") or ""
+            unit["path"] = where if where.startswith("/") else None
+            if props.get("ActiveState"):
+                unit["active"] = props["ActiveState"]
+                unit["sub"] = props.get("SubState", unit["sub"])
+        kept.append(unit)
+    return kept
+
+
+def attribute(units, pods_dirs):
+    """Set ``pod_uid`` (or ``reason``) on every unit."""
+    for unit in units:
+        uid, why = (None, "mount point unknown") if unit["path"] is None else pod_of_path(unit["path"], pods_dirs)
+        if uid is None and why == "outside":
+            why = "path %s is not under %s" % (unit["path"], " or ".join(pods_dirs))
+        if unit["kind"] == "scope" and uid is not None and not SCOPE_NAME_RE.match(unit["unit"]):
+            uid, why = None, "scope name is not one systemd-run gives (run-r<hex>, run-u<N>, run-<PID>)"
+        unit["pod_uid"] = uid
+        unit["reason"] = why
+    return units
+
+
+def classify(units, live, guards, runtime_known=True):
+    """Decide every unit; a pure function (the property test drives it).
+
+    ``live`` maps pod UIDs to where they were learnt (``crictl``, ``docker``,
+    ``caller``), ``guards`` maps pod UIDs to the second guard's reasons. Sets
+    ``status``: ``unattributable``, ``live``, ``guarded``, ``unverified`` (the
+    runtime could not be asked: ``runtime_known=False``) or ``orphaned``, and
+    for orphans ``action``: ``stop`` (still up), ``reset`` (failed), ``reload``
+    (a mount unit stuck inactive) or None.
+    """
+    for unit in units:
+        uid = unit.get("pod_uid")
+        unit["action"] = None
+        if uid is None:
+            unit["status"] = "unattributable"
+        elif uid in live:
+            unit["status"] = "live"
+            unit["reason"] = "pod known to %s" % live[uid]
+        elif uid in guards:
+            unit["status"] = "guarded"
+            unit["reason"] = ", ".join(sorted(guards[uid]))
+        elif not runtime_known:
+            unit["status"] = "unverified"
+            unit["reason"] = "the runtime could not be asked about pod %s" % uid
+        else:
+            unit["status"] = "orphaned"
+            unit["reason"] = "no live pod %s" % uid
+            if unit["active"] in ACTIVE_STATES_TO_STOP:
+                unit["action"] = "stop"
+            elif unit["active"] == "failed":
+                unit["action"] = "reset"
+            elif unit["kind"] == "mount" and unit["load"] == "loaded":
+                unit["action"] = "reload"
+    return units
+
+
+# --------------------------------------------------------------------------
+# live pods: runtime, caller, and the second guard
+
+
+def _need_bin(runner, name, given):
+    path = runner.bin(given or name)
+    if not path:
+        raise MountUnitsError("%s not found: cannot learn the live pods, nothing stopped (set the path, or pod_source)"
+                              % (given or name))
+    return path
+
+
+def _run_json(runner, argv, what):
+    rc, out, err = runner.run(argv, check=False)
+    if rc != 0:
+        raise MountUnitsError("%s failed (rc=%s): cannot tell live pods from dead ones, nothing stopped" % (what, rc),
+                              cmd=argv, rc=rc, stdout=out, stderr=err)
+    try:
+        data = json.loads(out)
+    except ValueError as exc:
+        raise MountUnitsError("%s printed no JSON (%s): nothing stopped" % (what, exc), cmd=argv, rc=rc, stdout=out,
+                              stderr=err)
+    if not isinstance(data, dict):
+        raise MountUnitsError("%s printed JSON that is not an object: nothing stopped" % what, cmd=argv, stdout=out)
+    return data
+
+
+def crictl_pod_uids(runner, crictl_path=None, runtime_endpoint=None):
+    """Pod UIDs known to a CRI runtime: sandboxes (any state) and container labels."""
+    crictl = _need_bin(runner, "crictl", crictl_path)
+    base = [crictl] + (["--runtime-endpoint", runtime_endpoint] if runtime_endpoint else [])
+    uids = set()
+    pods = _run_json(runner, base + ["pods", "-o", "json"], "crictl pods -o json")
+    items = pods.get("items") or []
+    if not isinstance(items, list):
+        raise MountUnitsError("crictl pods -o json: 'items' is not a list: nothing stopped")
+    for item in items:
+        uid = ((item or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            raise MountUnitsError("crictl listed a pod sandbox without a UID (%s): refusing to guess, nothing stopped"
+                                  % (item or {}).get("id"))
+        uids.add(str(uid).lower())
+    ctrs = _run_json(runner, base + ["ps", "-a", "-o", "json"], "crictl ps -a -o json")
+    containers = ctrs.get("containers") or []
+    if not isinstance(containers, list):
+        raise MountUnitsError("crictl ps -a -o json: 'containers' is not a list: nothing stopped")
+    for ctr in containers:
+        uid = ((ctr or {}).get("labels") or {}).get(DOCKER_UID_LABEL)
+        if uid:
+            uids.add(str(uid).lower())
+    return uids, {"sandboxes": len(items), "containers": len(containers)}
+
+
+def docker_pod_uids(runner, docker_path=None):
+    """Pod UIDs of kubelet's docker containers (label, else the k8s_ name), exited ones included."""
+    docker = _need_bin(runner, "docker", docker_path)
+    argv = [docker, "ps", "-a", "--no-trunc", "--format", '{{.Names}}\t{{.Label "%s"}}' % DOCKER_UID_LABEL]
+    rc, out, err = runner.run(argv, check=False)
+    if rc != 0:
+        raise MountUnitsError("docker ps failed (rc=%s): cannot tell live pods from dead ones, nothing stopped" % rc,
+                              cmd=argv, rc=rc, stdout=out, stderr=err)
+    uids = set()
+    lines = [line for line in out.splitlines() if line.strip()]
+    for line in lines:
+        names, _sep, label = line.partition("\t")
+        label = label.strip()
+        if label:
+            uids.add(label.lower())
+            continue
+        for name in names.split(","):
+            m = _DOCKER_NAME_RE.match(name.strip())
+            if m:
+                uids.add(m.group(1).lower())
+            elif name.strip().startswith("k8s_"):
+                raise MountUnitsError("docker container %s looks like kubelet's but carries no pod UID: refusing "
+                                      "to guess, nothing stopped" % name.strip())
+    return uids, {"containers": len(lines)}
+
+
+def mount_guard(mountinfo_text, pods_dirs):
+    """Pods whose volumes are still mounted under ``pods/<uid>/volumes/``.
+
+    kubelet mounts a pod's volumes before it asks the runtime for the sandbox
+    and unmounts them when it tears the pod down, so such a pod is being set
+    up or still owned by kubelet whatever the runtime says.
+    """
+    held = {}
+    for point in parse_mountinfo(mountinfo_text):
+        uid, rest, _why = split_pod_path(point, pods_dirs)
+        if uid is not None and (rest == "volumes" or rest.startswith("volumes/")):
+            held.setdefault(uid, set()).add("volumes mounted")
+    return held
+
+
+def process_guard(root):
+    """Pods that still have processes (a ``kubepods`` pod cgroup in ``/proc/<pid>/cgroup``)."""
+    held = {}
+    proc = root_path(root, "/proc")
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return held
+    for pid in pids:
+        text = read_text(os.path.join(proc, pid, "cgroup"))
+        if not text or "pod" not in text:
+            continue
+        for path in set(parse_proc_cgroup(text).values()):
+            uid = describe_path(path).get("pod_uid") or _static_pod_uid(path)
+            if uid:
+                held.setdefault(uid.lower(), set()).add("pod processes running")
+    return held
+
+
+# describe_path knows UUID pod UIDs; static pods have 32 hex digits (pod<md5>, kubepods-...-pod<md5>.slice)
+_STATIC_POD_CGROUP_RE = re.compile(r"^(?:kubepods(?:-burstable|-besteffort)?-)?pod([0-9a-f]{32})(?:\.slice)?$")
+
+
+def _static_pod_uid(path):
+    parts = [p for p in (path or "").split("/") if p]
+    if not any(p == "kubepods" or p.startswith("kubepods") for p in parts):
+        return None
+    for part in parts:
+        m = _STATIC_POD_CGROUP_RE.match(part)
+        if m:
+            return m.group(1)
+    return None
+
+
+def pod_dirs(root, pods_dirs):
+    """Pod UIDs that have a directory under the (first) pods dir."""
+    try:
+        names = os.listdir(root_path(root, pods_dirs[0]))
+    except OSError:
+        return set()
+    return set(n.lower() for n in names if POD_UID_RE.match(n.lower()))
+
+
+# --------------------------------------------------------------------------
+# the whole run
+
+
+def normalize_options(opts):
+    o = dict(
+        kubelet_root_dir=DEFAULT_KUBELET_ROOT_DIR,
+        pod_source="crictl",
+        live_pod_uids=[],
+        crictl_path=None,
+        runtime_endpoint=None,
+        docker_path=None,
+        batch_size=DEFAULT_BATCH_SIZE,
+        daemon_reload=False,
+        reset_failed=True,
+        list_limit=100,
+        process_guard=True,
+        systemctl_path=None,
+    )
+    o.update(dict((k, v) for k, v in opts.items() if v is not None))
+    if o["pod_source"] not in POD_SOURCES:
+        raise MountUnitsError("pod_source must be one of %s, got %r" % (", ".join(POD_SOURCES), o["pod_source"]))
+    if int(o["batch_size"]) < 1:
+        raise MountUnitsError("batch_size must be at least 1, got %r" % (o["batch_size"],))
+    bad = [u for u in o["live_pod_uids"] or [] if not POD_UID_RE.match(str(u).strip().lower())]
+    if bad:
+        raise MountUnitsError("live_pod_uids holds values that are not pod UIDs: %s" % ", ".join(str(b) for b in bad[:10]))
+    return o
+
+
+def _systemctl(runner, opts):
+    path = runner.bin(opts.get("systemctl_path") or "systemctl")
+    if not path:
+        raise MountUnitsError("systemctl not found: this node does not run systemd, nothing to do")
+    return path
+
+
+def survey(runner, root="/", runtime_errors="raise", **opts):
+    """List and attribute kubelet's units; learn live pods and guards; classify.
+
+    Read-only. Order matters: units are listed BEFORE the runtime is asked, so
+    a pod that starts in between is either in the runtime's answer or has no
+    unit in the listing. Raises ``MountUnitsError`` when systemd cannot be
+    asked, or (``runtime_errors='raise'``) when kubelet units exist and the
+    live pods cannot be learnt; with ``runtime_errors='record'`` the error is
+    kept in ``runtime['error']`` and those units are ``unverified``.
+    """
+    o = normalize_options(opts)
+    systemctl = _systemctl(runner, o)
+    timings = {}
+    t0 = time.time()
+    rc, out, err = runner.run([systemctl, "--version"], check=False)
+    version = parse_systemd_version(out) if rc == 0 else None
+    argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
+    rc, out, err = runner.run(argv, check=False)
+    if rc != 0:
+        raise MountUnitsError("systemctl list-units failed (rc=%s)" % rc, cmd=argv, rc=rc, stdout=out, stderr=err)
+    listed = parse_list_units(out)
+    pods_dirs = pods_dirs_for(root, o["kubelet_root_dir"])
+    units, needs_show = kubelet_units(listed, pods_dirs)
+    show_calls = 0
+    if needs_show:
+        shown = {}
+        for batch in chunks(needs_show):
+            argv = [systemctl, "show", "-p", "Id,Description,LoadState,ActiveState,SubState,Where"] + batch
+            rc, out, err = runner.run(argv, check=False)
+            show_calls += 1
+            if rc != 0:
+                raise MountUnitsError("systemctl show failed (rc=%s)" % rc, cmd=argv[:5], rc=rc, stdout=out, stderr=err)
+            shown.update(parse_show(out))
+        units = apply_show(units, shown)
+    attribute(units, pods_dirs)
+    timings["list_s"] = round(time.time() - t0, 3)
+
+    live = {}
+    runtime = {"source": o["pod_source"], "queried": False, "pods": 0, "error": None}
+    attributable = [u for u in units if u["pod_uid"]]
+    t1 = time.time()
+    if attributable and o["pod_source"] != "list":
+        try:
+            if o["pod_source"] == "crictl":
+                uids, detail = crictl_pod_uids(runner, o["crictl_path"], o["runtime_endpoint"])
+            else:
+                uids, detail = docker_pod_uids(runner, o["docker_path"])
+        except MountUnitsError as exc:
+            if runtime_errors == "raise":
+                raise
+            runtime["error"] = exc.msg
+        else:
+            runtime.update(detail, queried=True, pods=len(uids))
+            for uid in uids:
+                live[uid] = o["pod_source"]
+    for uid in o["live_pod_uids"] or []:
+        live.setdefault(str(uid).strip().lower(), "caller")
+    guards = {}
+    if attributable:
+        mountinfo = read_text(root_path(root, "/proc/self/mountinfo"), "")
+        for uid, reasons in mount_guard(mountinfo, pods_dirs).items():
+            guards.setdefault(uid, set()).update(reasons)
+        if o["process_guard"]:
+            for uid, reasons in process_guard(root).items():
+                guards.setdefault(uid, set()).update(reasons)
+    timings["pods_s"] = round(time.time() - t1, 3)
+    classify(units, live, guards, runtime_known=runtime["error"] is None)
+    return {
+        "options": o,
+        "systemctl": systemctl,
+        "systemd_version": version,
+        "units_total": len(listed),
+        "pods_dirs": pods_dirs,
+        "units": units,
+        "live": live,
+        "guards": guards,
+        "runtime": runtime,
+        "show_calls": show_calls,
+        "timings": timings,
+    }
+
+
+def _cap(items, limit):
+    items = list(items)
+    return items if not limit or limit <= 0 else items[:limit]
+
+
+def apply(runner, plan):
+    """Stop, reset and reload what ``survey`` decided; returns the record of what was done.
+
+    Orphans are stopped with ``systemctl stop`` in batches of ``batch_size``
+    names (argv kept under ARG_MAX); ONE ``list-units`` afterwards tells
+    which are still up (a failure) and which ended ``failed`` (then reset with
+    ``systemctl reset-failed <those names>``, never a global reset).
+    """
+    o = plan["options"]
+    systemctl = plan["systemctl"]
+    units = plan["units"]
+    to_stop = [u["unit"] for u in units if u["action"] == "stop"]
+    to_reset = [u["unit"] for u in units if u["action"] == "reset"] if o["reset_failed"] else []
+    dead_mounts = [u["unit"] for u in units if u["action"] == "reload"]
+    record = _empty_record()
+    t0 = time.time()
+    for batch in chunks(to_stop, int(o["batch_size"])):
+        argv = [systemctl, "stop"] + batch
+        rc, out, err = runner.run(argv, check=False)
+        record["stop_calls"] += 1
+        if rc != 0:
+            record["errors"].append({"cmd": "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), "rc": rc,
+                                     "stderr": (err or "")[-2000:]})
+    if to_stop:
+        argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
+        rc, out, err = runner.run(argv, check=False)
+        if rc != 0:
+            record["verified"] = False
+            record["errors"].append({"cmd": "systemctl list-units", "rc": rc, "stderr": (err or "")[-2000:]})
+        after = dict((r["unit"], r) for r in parse_list_units(out)) if rc == 0 else {}
+        for name in to_stop:
+            row = after.get(name)
+            if row and row["active"] in ACTIVE_STATES_TO_STOP:
+                record["still_active"].append(name)
+            elif row and row["active"] == "failed" and o["reset_failed"]:
+                record["reset_after_stop"].append(name)
+        still = set(record["still_active"])
+        record["stopped"] = [n for n in to_stop if n not in still]
+    record["stop_s"] = round(time.time() - t0, 3)
+    resets = to_reset + record["reset_after_stop"]
+    for batch in chunks(resets, int(o["batch_size"])):
+        argv = [systemctl, "reset-failed"] + batch
+        rc, out, err = runner.run(argv, check=False)
+        if rc != 0:
+            # a unit that went away in between makes reset-failed complain: not a failure of the cleanup
+            record["errors"].append({"cmd": "systemctl reset-failed (%d units)" % len(batch), "rc": rc,
+                                     "stderr": (err or "")[-2000:], "ignored": True})
+    record["reset"] = to_reset
+    # systemd < 237 leaves the mount units just stopped "inactive dead" too
+    old = plan["systemd_version"] is not None and plan["systemd_version"] < SYSTEMD_FIX_VERSION
+    stopped_mounts = old and any(n.endswith(".mount") for n in record["stopped"])
+    if (dead_mounts or stopped_mounts) and o["daemon_reload"]:
+        argv = [systemctl, "daemon-reload"]
+        rc, out, err = runner.run(argv, check=False)
+        if rc != 0:
+            record["errors"].append({"cmd": "systemctl daemon-reload", "rc": rc, "stderr": (err or "")[-2000:]})
+        else:
+            record["daemon_reload"] = True
+    return record
+
+
+def _empty_record():
+    return {"stop_calls": 0, "stopped": [], "reset": [], "reset_after_stop": [], "daemon_reload": False,
+            "errors": [], "still_active": [], "verified": True}
+
+
+def summarize(plan, record, check_mode=False):
+    """The module's (and the timer's) result from a survey and what was done."""
+    o = plan["options"]
+    limit = o["list_limit"]
+    units = plan["units"]
+    by_status = {}
+    for unit in units:
+        by_status.setdefault(unit["status"], []).append(unit)
+    orphaned = by_status.get("orphaned", [])
+    to_stop = [u["unit"] for u in orphaned if u["action"] == "stop"]
+    to_reset = [u["unit"] for u in orphaned if u["action"] == "reset"] if o["reset_failed"] else []
+    dead_mounts = [u["unit"] for u in orphaned if u["action"] == "reload"]
+    kept = by_status.get("live", []) + by_status.get("guarded", [])
+    version = plan["systemd_version"]
+    if check_mode:
+        changed = bool(to_stop or to_reset or (dead_mounts and o["daemon_reload"]))
+    else:
+        changed = bool(record["stopped"] or record["reset"] or record["reset_after_stop"] or record["daemon_reload"])
+    return {
+        "changed": changed,
+        "systemd": {
+            "version": version,
+            "has_fix": None if version is None else version >= SYSTEMD_FIX_VERSION,
+            "fixed_in": SYSTEMD_FIX_VERSION,
+            "units_total": plan["units_total"],
+            "unit_limit": SYSTEMD_UNIT_LIMIT,
+        },
+        "pods_dirs": plan["pods_dirs"],
+        "runtime": plan["runtime"],
+        "total": len(units),
+        "scopes": sum(1 for u in units if u["kind"] == "scope"),
+        "mounts": sum(1 for u in units if u["kind"] == "mount"),
+        "orphaned": len(orphaned),
+        "to_stop": len(to_stop),
+        "stopped": len(record["stopped"]),
+        "reset_failed": len(record["reset"]) + len(record["reset_after_stop"]),
+        "dead_mount_units": len(dead_mounts),
+        "daemon_reload": record["daemon_reload"],
+        "kept_live": len(kept),
+        "kept_by_runtime": len(by_status.get("live", [])),
+        "kept_by_guard": len(by_status.get("guarded", [])),
+        "unverified": len(by_status.get("unverified", [])),
+        "unattributable": len(by_status.get("unattributable", [])),
+        "still_active": len(record["still_active"]),
+        "stop_calls": record["stop_calls"],
+        "show_calls": plan["show_calls"],
+        "to_stop_units": _cap(sorted(to_stop), limit),
+        "stopped_units": _cap(sorted(record["stopped"]), limit),
+        "dead_mount_unit_names": _cap(sorted(dead_mounts), limit),
+        "kept_units": _cap([{"unit": u["unit"], "pod_uid": u["pod_uid"], "reason": u["reason"]} for u in kept], limit),
+        "unattributable_units": _cap([{"unit": u["unit"], "path": u["path"], "reason": u["reason"]}
+                                      for u in by_status.get("unattributable", [])], limit),
+        "still_active_units": _cap(record["still_active"], limit),
+        "orphaned_pod_uids": _cap(sorted(set(u["pod_uid"] for u in orphaned)), limit),
+        "errors": record["errors"],
+        "timings": dict(plan["timings"], stop_s=record.get("stop_s", 0.0)),
+    }
+
+
+def run(runner, root="/", state="query", check_mode=False, **opts):
+    """Survey, then with ``state='absent'`` (and not in check mode) stop the orphans.
+
+    Raises ``MountUnitsError`` before any change when the survey fails (the
+    runtime cannot be asked, systemd cannot be listed). Units still up after
+    ``systemctl stop`` make ``failed`` true with a message.
+    """
+    if state not in ("absent", "query"):
+        raise MountUnitsError("state must be absent or query, got %r" % (state,))
+    plan = survey(runner, root=root, **opts)
+    dry = check_mode or state == "query"
+    record = _empty_record() if dry else apply(runner, plan)
+    result = summarize(plan, record, check_mode=dry)
+    if state == "query":
+        result["changed"] = False  # a report; check mode of state=absent predicts the change instead
+    result["state"] = state
+    failed = bool(record["still_active"]) or not record["verified"]
+    failed = failed or any(e["cmd"] == "systemctl daemon-reload" for e in record["errors"])
+    result["failed"] = failed
+    if record["still_active"]:
+        result["msg"] = "%d of %d orphaned units are still active after systemctl stop" % (
+            len(record["still_active"]), len(record["stopped"]) + len(record["still_active"]))
+    elif failed:
+        result["msg"] = "; ".join("%s: rc=%s %s" % (e["cmd"], e["rc"], e["stderr"].strip()) for e in record["errors"])
+    return result
+
+
+# --------------------------------------------------------------------------
+# node_audit detector
+
+
+def check(module, runner, root="/", **opts):
+    """Detector for node_audit: facts and findings; never changes anything.
+
+    Options are the module's (``kubelet_root_dir``, ``pod_source`` ...) plus
+    ``near_limit_ratio`` (report ``mount_units.near_unit_limit`` from this
+    share of the 131072 units, default 0.5).
+    """
+    o = dict(opts)
+    near = float(o.pop("near_limit_ratio", None) or 0.5)
+    facts = {"mount_units": None, "findings": []}
+    findings = facts["findings"]
+    try:
+        plan = survey(runner, root=root, runtime_errors="record", **o)
+    except MountUnitsError as exc:
+        facts["mount_units"] = {"error": exc.msg}
+        return facts
+    result = summarize(plan, _empty_record(), check_mode=True)
+    facts["mount_units"] = result
+    if plan["runtime"]["error"]:
+        findings.append(finding_from(FINDINGS, "mount_units.runtime_unavailable", subject=plan["runtime"]["source"],
+                                     evidence={"error": plan["runtime"]["error"], "kubelet_units": result["total"]}))
+    scopes = [u for u in plan["units"] if u["status"] == "orphaned" and u["kind"] == "scope"]
+    mounts = [u for u in plan["units"] if u["status"] == "orphaned" and u["kind"] == "mount"]
+    if scopes:
+        findings.append(finding_from(FINDINGS, "mount_units.leaked_scopes", evidence={
+            "count": len(scopes), "pods": len(set(u["pod_uid"] for u in scopes)),
+            "sample": [u["unit"] for u in scopes[:5]]}))
+    if mounts:
+        findings.append(finding_from(FINDINGS, "mount_units.dead_mount_units", evidence={
+            "count": len(mounts), "inactive_dead": sum(1 for u in mounts if u["action"] == "reload"),
+            "sample": [u["unit"] for u in mounts[:5]]}))
+    version = result["systemd"]["version"]
+    if version is not None and version < SYSTEMD_FIX_VERSION and (result["total"] or pod_dirs(root, plan["pods_dirs"])):
+        findings.append(finding_from(FINDINGS, "mount_units.systemd_without_fix", subject="systemd %s" % version,
+                                     evidence={"version": version, "fixed_in": SYSTEMD_FIX_VERSION,
+                                               "kubelet_units": result["total"]}))
+    total = result["systemd"]["units_total"]
+    if total >= int(SYSTEMD_UNIT_LIMIT * near):
+        findings.append(finding_from(FINDINGS, "mount_units.near_unit_limit",
+                                     severity="critical" if total >= int(SYSTEMD_UNIT_LIMIT * 0.9) else None,
+                                     evidence={"units": total, "limit": SYSTEMD_UNIT_LIMIT,
+                                               "kubelet_units": result["total"]}))
+    return facts
+
+
+# --------------------------------------------------------------------------
+# standalone use (the role's systemd timer): python3 this_file.py --config FILE
+
+
+class SubprocessRunner(object):
+    """The ``Runner`` interface (``bin``, ``run``) without Ansible."""
+
+    DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/bin"]
+
+    def bin(self, name, required=False, opt_dirs=None):
+        if os.path.isabs(name):
+            return name if os.access(name, os.X_OK) else None
+        path = os.pathsep.join([os.environ.get("PATH", "")] + list(opt_dirs or []) + self.DIRS)
+        return shutil.which(name, path=path)
+
+    def run(self, argv, check=True, data=None, msg=None):
+        env = dict(os.environ, LANG="C", LC_ALL="C", LANGUAGE="C")
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out, err = proc.communicate(data.encode("utf-8") if data is not None else None)
+        out = out.decode("utf-8", "surrogateescape")
+        err = err.decode("utf-8", "surrogateescape")
+        if check and proc.returncode != 0:
+            raise MountUnitsError(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=proc.returncode,
+                                  stdout=out, stderr=err)
+        return proc.returncode, out, err
+
+
+CLI_OPTIONS = ("state", "kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path", "runtime_endpoint",
+               "docker_path", "batch_size", "daemon_reload", "reset_failed", "list_limit", "process_guard",
+               "systemctl_path", "root")
+
+
+def cli(argv=None):
+    """``--config FILE`` (JSON with the module's option names) plus ``--check``; prints one JSON line."""
+    import argparse
+    parser = argparse.ArgumentParser(description="Stop the leaked kubelet mount units of dead pods "
+                                                 "(nodefix.k8s.kubelet_mount_units without Ansible).")
+    parser.add_argument("--config", help="JSON file with the options (state, kubelet_root_dir, pod_source, ...)")
+    parser.add_argument("--state", choices=("absent", "query"))
+    parser.add_argument("--check", action="store_true", help="report what would be stopped, change nothing")
+    args = parser.parse_args(argv)
+    opts = {}
+    if args.config:
+        with open(args.config) as fh:
+            opts = json.load(fh)
+        unknown = sorted(set(opts) - set(CLI_OPTIONS))
+        if unknown:
+            print(json.dumps({"failed": True, "msg": "unknown options in %s: %s" % (args.config, ", ".join(unknown))}))
+            return 2
+    if args.state:
+        opts["state"] = args.state
+    state = opts.pop("state", "absent")
+    root = opts.pop("root", "/")
+    try:
+        result = run(SubprocessRunner(), root=root, state=state, check_mode=args.check, **opts)
+    except MountUnitsError as exc:
+        out = dict(exc.details, failed=True, changed=False, msg=exc.msg)
+        print(json.dumps(out, sort_keys=True))
+        return 1
+    print(json.dumps(result, sort_keys=True))
+    return 1 if result.get("failed") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

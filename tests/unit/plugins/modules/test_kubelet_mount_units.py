@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Module tests for kubelet_mount_units: every command it runs, in order."""
+
+import functools
+import json
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units as mu
+from ansible_collections.nodefix.k8s.plugins.modules import kubelet_mount_units
+
+LIVE = "11111111-2222-3333-4444-555555555555"
+DEAD = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+PODS = "/var/lib/kubelet/pods"
+BINS = {"systemctl": "/usr/bin/systemctl", "crictl": "/usr/local/bin/crictl", "docker": "/usr/bin/docker"}
+SC = "/usr/bin/systemctl"
+CRICTL = "/usr/local/bin/crictl"
+
+DEAD_MOUNT = mu.systemd_escape_path("%s/%s/volume-subpaths/cfg/app/0" % (PODS, DEAD)) + ".mount"
+LIVE_MOUNT = mu.systemd_escape_path("%s/%s/volume-subpaths/cfg/app/0" % (PODS, LIVE)) + ".mount"
+LISTING = "\n".join([
+    "run-r%s.scope loaded active running Kubernetes transient mount for %s/%s/volume-subpaths/cfg/app/0"
+    % ("a" * 32, PODS, DEAD),
+    "run-u7.scope loaded active running Kubernetes transient mount for %s/%s/volume-subpaths/cfg/app/0" % (PODS, LIVE),
+    "%s loaded active mounted %s/%s/volume-subpaths/cfg/app/0" % (DEAD_MOUNT, PODS, DEAD),
+    "%s loaded active mounted %s/%s/volume-subpaths/cfg/app/0" % (LIVE_MOUNT, PODS, LIVE),
+    "cron.service loaded active running Regular background program processing daemon",
+]) + "\n"
+AFTER = "\n".join(line for line in LISTING.splitlines() if DEAD not in line) + "\n"
+PODS_JSON = json.dumps({"items": [{"id": "f" * 64, "metadata": {"name": "web-0", "uid": LIVE, "namespace": "default",
+                                                                "attempt": 0}, "state": "SANDBOX_READY"}]})
+PS_JSON = json.dumps({"containers": []})
+
+
+@pytest.fixture
+def run_module(run_module, monkeypatch):
+    """The shared fixture with its CommandTable bound as a method.
+
+    tests/unit/conftest.py patches AnsibleModule.run_command with a CommandTable
+    instance that has no ``__get__``, so it is called without ``module_self``;
+    a descriptor for the duration of the test binds it (same local fix as
+    test_kubelet_config.py).
+    """
+    table_cls = run_module.__globals__["CommandTable"]
+    if not hasattr(table_cls, "__get__"):
+        monkeypatch.setattr(table_cls, "__get__",
+                            lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj),
+                            raising=False)
+    return run_module
+
+
+def survey_commands():
+    return [
+        {"argv": [SC, "--version"], "out": "systemd 252 (252.39-1~deb12u2)\n"},
+        {"argv": [SC, "list-units", "--all", "--plain", "--no-legend", "--full"], "out": LISTING},
+        {"argv": [CRICTL, "pods", "-o", "json"], "out": PODS_JSON},
+        {"argv": [CRICTL, "ps", "-a", "-o", "json"], "out": PS_JSON},
+    ]
+
+
+def test_absent_stops_dead_pod_units_only(run_module, tmp_path):
+    commands = survey_commands() + [
+        {"argv": [SC, "stop", "run-r%s.scope" % ("a" * 32), DEAD_MOUNT]},
+        {"argv": [SC, "list-units", "--all", "--plain", "--no-legend", "--full"], "out": AFTER},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
+                                       commands=commands, bins=BINS, diff=True)
+    assert not failed, result
+    assert result["changed"] is True
+    assert (result["total"], result["orphaned"], result["stopped"], result["kept_live"], result["unattributable"]) == \
+        (4, 2, 2, 2, 0)
+    assert result["stopped_units"] == sorted(["run-r%s.scope" % ("a" * 32), DEAD_MOUNT])
+    assert result["systemd"]["has_fix"] is True and result["systemd"]["version"] == 252
+    assert result["diff"]["before"].count("\n") == 2 and result["diff"]["after"] == ""
+    assert not table.expected
+
+
+def test_check_mode_runs_no_stop(run_module, tmp_path):
+    result, failed, table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
+                                       commands=survey_commands(), bins=BINS, check_mode=True)
+    assert not failed
+    assert result["changed"] is True and result["to_stop"] == 2 and result["stopped"] == 0
+    assert result["to_stop_units"] == sorted(["run-r%s.scope" % ("a" * 32), DEAD_MOUNT])
+    assert all(c[1] != "stop" for c in table.calls)
+
+
+def test_query_is_default_and_changes_nothing(run_module, tmp_path):
+    result, failed, table = run_module(kubelet_mount_units, {"root": str(tmp_path)}, commands=survey_commands(),
+                                       bins=BINS)
+    assert not failed and result["changed"] is False and result["state"] == "query" and result["to_stop"] == 2
+
+
+def test_runtime_failure_fails_before_any_stop(run_module, tmp_path):
+    commands = survey_commands()[:2] + [
+        {"argv": [CRICTL, "pods", "-o", "json"], "rc": 1,
+         "err": 'time="2026-01-01T00:00:00Z" level=fatal msg="listing pod sandboxes: rpc error: code = Unavailable"'},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
+                                       commands=commands, bins=BINS)
+    assert failed and result["changed"] is False
+    assert "nothing stopped" in result["msg"] and result["rc"] == 1 and "Unavailable" in result["stderr"]
+    assert all(c[1] != "stop" for c in table.calls)
+
+
+def test_runtime_endpoint_and_batches(run_module, tmp_path):
+    commands = [
+        {"argv": [SC, "--version"], "out": "systemd 252\n"},
+        {"argv": [SC, "list-units"], "out": LISTING},
+        {"argv": [CRICTL, "--runtime-endpoint", "unix:///run/crio/crio.sock", "pods", "-o", "json"], "out": PODS_JSON},
+        {"argv": [CRICTL, "--runtime-endpoint", "unix:///run/crio/crio.sock", "ps", "-a", "-o", "json"],
+         "out": PS_JSON},
+        {"argv": [SC, "stop", "run-r%s.scope" % ("a" * 32)]},
+        {"argv": [SC, "stop", DEAD_MOUNT]},
+        {"argv": [SC, "list-units"], "out": AFTER},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, {
+        "state": "absent", "root": str(tmp_path), "batch_size": 1,
+        "runtime_endpoint": "unix:///run/crio/crio.sock"}, commands=commands, bins=BINS)
+    assert not failed and result["stop_calls"] == 2 and not table.expected
+
+
+def test_stop_that_leaves_units_up_fails(run_module, tmp_path):
+    commands = survey_commands() + [
+        {"argv": [SC, "stop"], "rc": 1, "err": "Job for %s failed.\n" % DEAD_MOUNT},
+        {"argv": [SC, "list-units"], "out": LISTING},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
+                                       commands=commands, bins=BINS)
+    assert failed and "still active" in result["msg"]
+    assert result["still_active"] == 2
+
+
+def test_list_source_needs_no_runtime(run_module, tmp_path):
+    commands = [
+        {"argv": [SC, "--version"], "out": "systemd 229\n"},
+        {"argv": [SC, "list-units"], "out": LISTING},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, {
+        "state": "query", "root": str(tmp_path), "pod_source": "list", "live_pod_uids": [LIVE, DEAD]},
+        commands=commands, bins={"systemctl": SC})
+    assert not failed and result["orphaned"] == 0 and result["kept_live"] == 4
+    assert result["systemd"]["has_fix"] is False
+
+
+def test_bad_live_uid_is_rejected(run_module, tmp_path):
+    result, failed, table = run_module(kubelet_mount_units, {
+        "root": str(tmp_path), "pod_source": "list", "live_pod_uids": ["web-0"]}, commands=[], bins=BINS)
+    assert failed and "not pod UIDs" in result["msg"] and table.calls == []

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""testinfra checks for the mount_units scenario, on the real units of the lab."""
+
+import json
+
+import pytest
+
+STATE = "/var/lib/nodefix-lab/mount_units"
+TIMER = "nodefix-mount-units"
+NEW_DEAD = "2d7c5e4f-3a61-4c8d-9e0f-b1c2d3e4f5a6"
+NEW_LIVE = "3e8d6f50-4b72-4d9e-8f10-c2d3e4f5a6b7"
+
+
+def expect(host):
+    return json.loads(host.file(STATE + "/expect.json").content_string)
+
+
+def units(host):
+    out = host.check_output("systemctl list-units --all --plain --no-legend --full")
+    return dict((line.split()[0], line.split()[2]) for line in out.splitlines() if line.strip())
+
+
+def test_dead_pods_units_are_gone(host):
+    now = units(host)
+    assert expect(host)["dead"], "the breaker created no dead units"
+    for name in expect(host)["dead"]:
+        assert name not in now
+
+
+@pytest.mark.parametrize("group", ["live", "starting", "unattributable", "unrelated"])
+def test_other_units_untouched(host, group):
+    now = units(host)
+    assert expect(host)[group]
+    for name in expect(host)[group]:
+        assert now.get(name) == "active", name
+
+
+def test_dead_bind_mounts_unmounted_live_ones_kept(host):
+    mountinfo = host.file("/proc/self/mountinfo").content_string
+    spec = json.loads(host.file(STATE + "/spec.json").content_string)
+    for m in spec["mounts"]:
+        mounted = (" %s " % m["target"]) in mountinfo
+        assert mounted == (m["group"] != "dead"), m
+
+
+def test_timer_installed_and_enabled(host):
+    timer = host.service(TIMER + ".timer")
+    assert timer.is_enabled and timer.is_running
+    unit = host.file("/etc/systemd/system/%s.service" % TIMER).content_string
+    assert "--config /etc/nodefix-k8s/mount-units.json" in unit
+    cfg = json.loads(host.file("/etc/nodefix-k8s/mount-units.json").content_string)
+    assert cfg["state"] == "absent" and cfg["pod_source"] == "crictl"
+    shipped = host.file("/usr/local/lib/nodefix-k8s/ansible_collections/nodefix/k8s/plugins/module_utils/"
+                        "_mount_units.py")
+    assert shipped.exists and "def cli(" in shipped.content_string
+
+
+def _leak(host, name, uids):
+    """Leak one more scope + bind mount per pod with the lab's spawner."""
+    spec = {"parallel": 2, "timeout": 120, "scopes": [], "mounts": []}
+    for i, (uid, group) in enumerate(uids):
+        path = "/var/lib/kubelet/pods/%s/volume-subpaths/extra/app/%d" % (uid, i)
+        spec["scopes"].append({"unit": "run-u%d" % (9100 + i + 10 * len(name)), "group": group,
+                               "description": "Kubernetes transient mount for " + path})
+        spec["mounts"].append({"target": path, "fstype": "bind", "source": "%s/src/%s-%d" % (STATE, name, i),
+                               "group": group})
+    host.check_output("printf '%%s' %s > %s/%s.json" % (_q(json.dumps(spec)), STATE, name))
+    host.check_output("python3 %s/spawn.py %s/%s.json %s/%s.expect.json" % (STATE, STATE, name, STATE, name))
+    return json.loads(host.file("%s/%s.expect.json" % (STATE, name)).content_string)
+
+
+def _q(text):
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _set_double(host, **changes):
+    state = json.loads(host.file("/etc/crictl-double/state.json").content_string)
+    state.update(changes)
+    host.check_output("printf '%%s' %s > /etc/crictl-double/state.json" % _q(json.dumps(state)))
+    return state
+
+
+def test_timer_service_runs_the_same_cleanup(host):
+    state = json.loads(host.file("/etc/crictl-double/state.json").content_string)
+    _set_double(host, pods=state["pods"] + [{"uid": NEW_LIVE, "name": "new-live"}])
+    leaked = _leak(host, "svc", [(NEW_DEAD, "dead"), (NEW_LIVE, "live")])
+    cmd = host.run("systemctl start %s.service" % TIMER)
+    assert cmd.rc == 0, cmd.stderr
+    now = units(host)
+    for name in leaked["dead"]:
+        assert name not in now
+    for name in leaked["live"] + expect(host)["live"] + expect(host)["unrelated"]:
+        assert now.get(name) == "active", name
+    log = host.check_output("journalctl -u %s.service -o cat --no-pager" % TIMER)
+    result = json.loads([line for line in log.splitlines() if line.startswith("{")][-1])
+    assert result["stopped"] == 2 and result["failed"] is False
+
+
+def test_timer_service_stops_nothing_when_the_runtime_fails(host):
+    leaked = _leak(host, "down", [(NEW_DEAD, "dead")])
+    _set_double(host, fail=True)
+    try:
+        cmd = host.run("systemctl start %s.service" % TIMER)
+    finally:
+        _set_double(host, fail=False)
+    assert cmd.rc != 0
+    now = units(host)
+    for name in leaked["dead"]:
+        assert now.get(name) == "active", name
+    log = host.check_output("journalctl -u %s.service -o cat --no-pager" % TIMER)
+    assert "crictl pods -o json failed" in log
+    # and once the runtime answers again, the timer's next run cleans them
+    assert host.run("systemctl start %s.service" % TIMER).rc == 0
+    now = units(host)
+    for name in leaked["dead"]:
+        assert name not in now

@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that gather per-host results for the fleet report."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+
+def audit_results(hostvars, hosts, name="nodefix_audit"):
+    """Map each host to its registered result ``name``.
+
+    A host without the variable (unreachable, or failed before the audit)
+    maps to ``{"unreachable": true, "msg": ...}`` so that the report lists it
+    instead of silently dropping it.
+    """
+    if not isinstance(hosts, (list, tuple)):
+        raise AnsibleFilterError("audit_results: hosts must be a list of host names, got %s" % type(hosts).__name__)
+    out = {}
+    for host in hosts:
+        try:
+            hv = hostvars[host]
+        except KeyError:
+            hv = {}
+        value = hv.get(name) if hasattr(hv, "get") else None
+        if value is None or not isinstance(value, dict) or value.get("skipped"):
+            out[host] = {"unreachable": True, "msg": "no %s result for this host (unreachable or failed before it ran)" % name}
+        else:
+            out[host] = value
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"audit_results": audit_results}

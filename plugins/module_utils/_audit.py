@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""Run every detector of the collection in one module invocation.
+
+The detectors are the ``check()`` functions of the per-problem module_utils
+(the same code the per-problem modules run); this file only selects them,
+isolates their failures and merges their findings.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+import traceback
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
+from ansible_collections.nodefix.k8s.plugins.module_utils import _cpu_quota
+from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
+from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
+from ansible_collections.nodefix.k8s.plugins.module_utils import _process
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, finding_from, worst_severity
+
+# name -> module_utils file whose check() runs it; order is report order.
+DETECTORS = (
+    ("containerd", _containerd),
+    ("gvisor", _gvisor),
+    ("kubelet", _kubelet),
+    ("mount_units", _mount_units),
+    ("pids", _process),
+    ("kernel", _kernel),
+    ("cpu_quota", _cpu_quota),
+)
+CHECK_NAMES = tuple(name for name, _dummy in DETECTORS)
+
+FINDINGS = {
+    "audit.check_failed": {
+        "severity": "medium",
+        "title": "A detector could not complete on this node; its problem may be present but unreported",
+        "remedy": "Read the error in the evidence, fix access (become, missing files) and run the audit again.",
+        "role": None,
+        "tag": None,
+    },
+}
+
+
+def registries():
+    """Every finding registry of the collection: {id: entry}."""
+    merged = dict(FINDINGS)
+    for _name, mod in DETECTORS:
+        merged.update(getattr(mod, "FINDINGS", {}))
+    return merged
+
+
+class _DetectorFailed(Exception):
+    def __init__(self, result):
+        super(_DetectorFailed, self).__init__(result.get("msg"))
+        self.result = result
+
+
+def run_checks(module, runner, root="/", checks=None, options=None):
+    """Run the selected detectors; return {checks: {name: facts}, findings, summary}.
+
+    A detector that fails (its own ``fail_json`` or an exception) does not
+    stop the others: it becomes an ``audit.check_failed`` finding.
+    """
+    selected = list(checks or CHECK_NAMES)
+    options = options or {}
+    results = {}
+    findings = []
+    timings = {}
+    real_fail_json = module.fail_json
+
+    def _raise(msg=None, **kwargs):
+        kwargs["msg"] = msg
+        raise _DetectorFailed(kwargs)
+
+    for name, mod in DETECTORS:
+        if name not in selected:
+            continue
+        started = time.time()
+        module.fail_json = _raise
+        try:
+            out = mod.check(module, runner, root=root, **(options.get(name) or {}))
+            out = dict(out)
+            found = out.pop("findings", [])
+            results[name] = out
+        except _DetectorFailed as exc:
+            found = [finding_from(FINDINGS, "audit.check_failed", subject=name,
+                                  evidence=dict((k, v) for k, v in exc.result.items() if v not in (None, "")))]
+            results[name] = {"error": exc.result.get("msg")}
+        except Exception as exc:  # pylint: disable=broad-except
+            found = [finding_from(FINDINGS, "audit.check_failed", subject=name,
+                                  evidence={"msg": "%s: %s" % (type(exc).__name__, exc),
+                                            "traceback": traceback.format_exc().splitlines()[-6:]})]
+            results[name] = {"error": str(exc)}
+        finally:
+            module.fail_json = real_fail_json
+        for f in found:
+            f.setdefault("check", name)
+            f["check"] = name
+        findings.extend(found)
+        timings[name] = round(time.time() - started, 4)
+
+    counts = dict((level, 0) for level in SEVERITIES)
+    for f in findings:
+        counts[f["severity"]] += 1
+    fix_roles = sorted(set(f["fix"]["role"] for f in findings if f.get("fix", {}).get("role")))
+    return {
+        "checks": results,
+        "findings": findings,
+        "summary": {
+            "total": len(findings),
+            "by_severity": counts,
+            "worst": worst_severity(findings),
+            "fix_roles": fix_roles,
+            "ids": sorted(set(f["id"] for f in findings)),
+        },
+        "timings": timings,
+    }

@@ -1,0 +1,327 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""Fleet reports from node_audit results: JSON, Markdown, HTML, JUnit XML.
+
+Pure functions over plain data so they can be unit tested; the
+audit_report module writes their output.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import xml.etree.ElementTree as ET
+from html import escape as _html_escape
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+COLOURS = {
+    "critical": "#b71c1c",
+    "high": "#e65100",
+    "medium": "#f9a825",
+    "low": "#1565c0",
+    "info": "#607d8b",
+    "ok": "#2e7d32",
+    "error": "#6a1b9a",
+}
+
+
+def _esc(value):
+    return _html_escape("" if value is None else str(value), quote=True)
+
+
+def _rank(severity):
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+def _node_state(result):
+    """(status, findings, error) of one host's node_audit result."""
+    if result is None:
+        return "missing", [], "no audit result"
+    if result.get("unreachable"):
+        return "unreachable", [], result.get("msg") or "unreachable"
+    if result.get("failed") and "findings" not in result:
+        return "error", [], result.get("msg") or "audit failed"
+    return "ok", list(result.get("findings") or []), None
+
+
+def _node(host, result, before, remediation):
+    status, findings, error = _node_state(result)
+    findings = sorted(findings, key=lambda f: (_rank(f.get("severity")), f.get("id"), str(f.get("subject"))))
+    node = {
+        "host": host,
+        "status": status,
+        "error": error,
+        "findings": findings,
+        "counts": dict((s, sum(1 for f in findings if f.get("severity") == s)) for s in SEVERITIES),
+        "ids": sorted(set(f["id"] for f in findings)),
+    }
+    if host in before:
+        b_status, b_findings, b_error = _node_state(before[host])
+        b_ids = set(f["id"] for f in b_findings)
+        node["before"] = {"status": b_status, "error": b_error, "ids": sorted(b_ids), "total": len(b_findings)}
+        node["fixed"] = sorted(b_ids - set(node["ids"]))
+        node["new"] = sorted(set(node["ids"]) - b_ids)
+    if host in remediation:
+        rem = dict(remediation[host] or {})
+        if rem.get("unreachable"):
+            rem = {"status": "not run", "msg": rem.get("msg")}
+        node["remediation"] = rem
+    return node
+
+
+def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet audit", generated=None):
+    """Normalise per-host results into the report model.
+
+    ``results``: {host: node_audit result}; ``before``: the same shape from an
+    earlier audit (remediate's before/after); ``remediation``:
+    {host: {"status": "ok"|"failed"|"skipped", "msg": ..., "roles": [...]}}.
+    """
+    before = before or {}
+    remediation = remediation or {}
+    nodes = [_node(host, results[host], before, remediation) for host in sorted(results)]
+    ids = {}
+    for node in nodes:
+        for f in node["findings"]:
+            entry = ids.setdefault(f["id"], {"id": f["id"], "severity": f.get("severity"), "title": f.get("title"),
+                                             "remedy": f.get("remedy"), "fix": f.get("fix") or {}, "hosts": []})
+            if node["host"] not in entry["hosts"]:
+                entry["hosts"].append(node["host"])
+            if _rank(f.get("severity")) < _rank(entry["severity"]):
+                entry["severity"] = f.get("severity")
+    totals = dict((s, sum(n["counts"][s] for n in nodes)) for s in SEVERITIES)
+    return {
+        "title": title,
+        "generated": generated,
+        "nodes": nodes,
+        "finding_ids": sorted(ids.values(), key=lambda e: (_rank(e["severity"]), e["id"])),
+        "totals": {
+            "nodes": len(nodes),
+            "nodes_with_findings": sum(1 for n in nodes if n["findings"]),
+            "nodes_in_error": sum(1 for n in nodes if n["status"] != "ok"),
+            "findings": sum(totals.values()),
+            "by_severity": totals,
+        },
+    }
+
+
+def to_json(model):
+    return json.dumps(model, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def _node_cell(node):
+    """Short text for a node's result: worst severity and count, or its error."""
+    if node["status"] != "ok":
+        return node["status"].upper()
+    if not node["findings"]:
+        return "clean"
+    worst = next(s for s in SEVERITIES if node["counts"][s])
+    return "%d (%s)" % (len(node["findings"]), worst)
+
+
+def table_lines(model):
+    """Plain-text table for the console: one row a node; before/after when known."""
+    has_before = any("before" in n for n in model["nodes"])
+    has_rem = any("remediation" in n for n in model["nodes"])
+    header = ["node"]
+    if has_before:
+        header += ["before", "after", "fixed"]
+    else:
+        header += ["findings", "ids"]
+    if has_rem:
+        header.append("remediation")
+    rows = []
+    for n in model["nodes"]:
+        row = [n["host"]]
+        if has_before:
+            b = n.get("before") or {}
+            row += [str(b.get("total", "-")) if b.get("status", "ok") == "ok" else b.get("status", "-").upper(),
+                    _node_cell(n), ", ".join(n.get("fixed") or []) or "-"]
+        else:
+            row += [_node_cell(n), ", ".join(n["ids"]) or "-"]
+        if has_rem:
+            rem = n.get("remediation") or {}
+            text = rem.get("status", "-")
+            if rem.get("msg") and rem.get("status") == "failed":
+                text += ": " + str(rem["msg"]).splitlines()[0][:120]
+            row.append(text)
+        rows.append(row)
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    fmt = "  ".join("%%-%ds" % w for w in widths)
+    lines = [fmt % tuple(header), fmt % tuple("-" * w for w in widths)]
+    lines += [fmt % tuple(r) for r in rows]
+    return [line.rstrip() for line in lines]
+
+
+def to_markdown(model):
+    t = model["totals"]
+    out = ["# %s" % model["title"], ""]
+    if model.get("generated"):
+        out += ["Generated: %s" % model["generated"], ""]
+    out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s." % (
+        t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
+        ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none"))
+    out += ["", "## Nodes", "", "```"] + table_lines(model) + ["```", ""]
+    if model["finding_ids"]:
+        out += ["## Findings", "", "| id | severity | nodes | fixed by | title |", "|---|---|---|---|---|"]
+        for e in model["finding_ids"]:
+            fix = e["fix"].get("role") or "manual"
+            if e["fix"].get("tag"):
+                fix += " (tag `%s`)" % e["fix"]["tag"]
+            out.append("| `%s` | %s | %s | %s | %s |" % (e["id"], e["severity"], ", ".join(e["hosts"]), fix,
+                                                       (e["title"] or "").replace("|", "\\|")))
+        out.append("")
+    for n in model["nodes"]:
+        out += ["## %s" % n["host"], ""]
+        if n["status"] != "ok":
+            out += ["**%s**: %s" % (n["status"], n["error"]), ""]
+        rem = n.get("remediation")
+        if rem:
+            out += ["Remediation: **%s**%s" % (rem.get("status"), (" - " + str(rem.get("msg"))) if rem.get("msg") else ""), ""]
+        if not n["findings"] and n["status"] == "ok":
+            out += ["No findings.", ""]
+        for f in n["findings"]:
+            subject = " (%s)" % f["subject"] if f.get("subject") else ""
+            out.append("- **%s** `%s`%s: %s" % (f.get("severity"), f["id"], subject, f.get("title")))
+            if f.get("evidence"):
+                out.append("  - evidence: `%s`" % json.dumps(f["evidence"], sort_keys=True, default=str)[:600])
+            if f.get("remedy"):
+                out.append("  - remedy: %s" % f["remedy"])
+        out.append("")
+    return "\n".join(out)
+
+
+def to_html(model):
+    """A self-contained page: nodes x findings matrix coloured by severity."""
+    t = model["totals"]
+    ids = model["finding_ids"]
+    css = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121}
+h1{font-size:22px}table{border-collapse:collapse;margin:12px 0}
+th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top}
+th.rot{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
+td.cell{text-align:center;color:#fff;font-weight:600}
+.sev{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
+.muted{color:#757575}details{margin:6px 0}code{font-size:12px}
+"""
+    for level, colour in COLOURS.items():
+        css += ".s-%s{background:%s}\n" % (level, colour)
+    h = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+         "<title>%s</title><style>%s</style></head><body>" % (_esc(model["title"]), css),
+         "<h1>%s</h1>" % _esc(model["title"])]
+    if model.get("generated"):
+        h.append("<p class=\"muted\">Generated %s</p>" % _esc(model["generated"]))
+    h.append("<p id=\"summary\">%d node(s), %d with findings, %d in error; %d finding(s) " % (
+        t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"]))
+    h.append(" ".join("<span class=\"sev s-%s\">%s %d</span>" % (s, s, t["by_severity"][s]) for s in SEVERITIES))
+    h.append("</p>")
+    # matrix
+    h.append("<table id=\"matrix\"><thead><tr><th>node</th><th>status</th>")
+    h += ["<th class=\"rot\" title=\"%s\">%s</th>" % (_esc(e["title"]), _esc(e["id"])) for e in ids]
+    h.append("</tr></thead><tbody>")
+    for n in model["nodes"]:
+        status_class = "ok" if n["status"] == "ok" and not n["findings"] else ("error" if n["status"] != "ok" else
+                                                                              next(s for s in SEVERITIES if n["counts"][s]))
+        label = _node_cell(n)
+        h.append("<tr><th>%s</th><td class=\"cell s-%s\">%s</td>" % (_esc(n["host"]), status_class, _esc(label)))
+        for e in ids:
+            hits = [f for f in n["findings"] if f["id"] == e["id"]]
+            if hits:
+                sev = hits[0].get("severity")
+                h.append("<td class=\"cell s-%s\" title=\"%s\">%s</td>" % (sev, _esc(sev), len(hits)))
+            else:
+                h.append("<td></td>")
+        h.append("</tr>")
+    h.append("</tbody></table>")
+    # legend of ids
+    if ids:
+        h.append("<h2>Findings</h2><table><thead><tr><th>id</th><th>severity</th><th>title</th><th>fixed by</th>"
+                 "<th>remedy</th></tr></thead><tbody>")
+        for e in ids:
+            fix = e["fix"].get("role") or "manual"
+            if e["fix"].get("tag"):
+                fix += " (tag %s)" % e["fix"]["tag"]
+            h.append("<tr><td><code>%s</code></td><td><span class=\"sev s-%s\">%s</span></td><td>%s</td><td>%s</td>"
+                     "<td>%s</td></tr>" % (_esc(e["id"]), _esc(e["severity"]), _esc(e["severity"]), _esc(e["title"]),
+                                          _esc(fix), _esc(e["remedy"])))
+        h.append("</tbody></table>")
+    # per node details
+    h.append("<h2>Nodes</h2>")
+    for n in model["nodes"]:
+        h.append("<details%s><summary><b>%s</b> - %s</summary>" % (" open" if n["findings"] or n["status"] != "ok" else "",
+                                                                 _esc(n["host"]), _esc(_node_cell(n))))
+        if n["status"] != "ok":
+            h.append("<p><span class=\"sev s-error\">%s</span> %s</p>" % (_esc(n["status"]), _esc(n["error"])))
+        if n.get("before"):
+            h.append("<p>before: %s finding(s); fixed: %s</p>" % (_esc(n["before"].get("total")),
+                                                                  _esc(", ".join(n.get("fixed") or []) or "none")))
+        rem = n.get("remediation")
+        if rem:
+            h.append("<p>remediation: <b>%s</b> %s</p>" % (_esc(rem.get("status")), _esc(rem.get("msg") or "")))
+        if n["findings"]:
+            h.append("<ul>")
+            for f in n["findings"]:
+                h.append("<li><span class=\"sev s-%s\">%s</span> <code>%s</code>%s %s<br><span class=\"muted\">%s</span>"
+                         "<br><code>%s</code></li>" % (
+                             _esc(f.get("severity")), _esc(f.get("severity")), _esc(f["id"]),
+                             (" (%s)" % _esc(f["subject"])) if f.get("subject") else "", _esc(f.get("title")),
+                             _esc(f.get("remedy")), _esc(json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)[:800])))
+            h.append("</ul>")
+        h.append("</details>")
+    h.append("</body></html>")
+    return "\n".join(h) + "\n"
+
+
+def to_junit(model, fail_on="medium"):
+    """JUnit XML: a testsuite per node, a testcase per finding id or check.
+
+    Findings at ``fail_on`` or worse are failures; milder ones are reported
+    as passing test cases with the finding in system-out. A node in error is
+    an error test case.
+    """
+    limit = _rank(fail_on)
+    suites = ET.Element("testsuites", name=model["title"])
+    for n in model["nodes"]:
+        suite = ET.SubElement(suites, "testsuite", name=n["host"])
+        tests = failures = errors = 0
+        if n["status"] != "ok":
+            case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit")
+            err = ET.SubElement(case, "error", message=str(n["error"]), type=n["status"])
+            err.text = str(n["error"])
+            tests += 1
+            errors += 1
+        else:
+            checks = sorted(set(f.get("check") or f["id"].split(".", 1)[0] for f in n["findings"]))
+            case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit completed")
+            tests += 1
+            for f in n["findings"]:
+                tests += 1
+                name = f["id"] + (" [%s]" % f["subject"] if f.get("subject") else "")
+                case = ET.SubElement(suite, "testcase", classname="%s.%s" % (n["host"], f.get("check") or "audit"), name=name)
+                body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"),
+                                                        json.dumps(f.get("evidence") or {}, sort_keys=True, default=str))
+                if _rank(f.get("severity")) <= limit:
+                    fail = ET.SubElement(case, "failure", message="%s: %s" % (f.get("severity"), f.get("title")),
+                                         type=f.get("severity") or "finding")
+                    fail.text = body
+                    failures += 1
+                else:
+                    out = ET.SubElement(case, "system-out")
+                    out.text = body
+            suite.set("checks", ",".join(checks))
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+RENDERERS = {
+    "json": ("report.json", to_json),
+    "markdown": ("report.md", to_markdown),
+    "html": ("report.html", to_html),
+    "junit": ("junit.xml", to_junit),
+}

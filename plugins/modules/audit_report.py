@@ -1,0 +1,165 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: audit_report
+short_description: Write a fleet report from nodefix.k8s node_audit results
+version_added: 0.1.0
+description:
+  - Turns the M(nodefix.k8s.node_audit) results of many nodes into a fleet report on the
+    machine it runs on (normally the controller, with C(delegate_to=localhost) and C(run_once=true)).
+  - Formats are JSON, Markdown, a self-contained HTML page (nodes x findings, coloured by
+    severity) and JUnit XML for CI systems.
+  - With O(before), the report compares two audits (before and after remediation); with
+    O(remediation), it shows each node's remediation outcome.
+author:
+  - nodefix.k8s developers (@nodefix)
+attributes:
+  check_mode:
+    support: full
+    description: In check mode nothing is written; RV(files) says what would change.
+  diff_mode:
+    support: none
+    description: Reports are regenerated as a whole; no diff is returned.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs where the report is wanted, usually the Ansible controller.
+options:
+  results:
+    description:
+      - Node audit results keyed by host name, each the registered result of M(nodefix.k8s.node_audit)
+        (a failed or unreachable result is reported as such).
+    type: dict
+    required: true
+  before:
+    description: Results of an earlier audit in the same shape, for a before/after report.
+    type: dict
+  remediation:
+    description:
+      - Remediation outcome keyed by host, each a dict with C(status) (V(ok), V(failed), V(skipped)),
+        C(msg) and C(roles).
+    type: dict
+  dest:
+    description: Directory to write the report files into; created when missing.
+    type: path
+    required: true
+  formats:
+    description: Report formats to write.
+    type: list
+    elements: str
+    choices: [json, markdown, html, junit]
+    default: [json, markdown, html, junit]
+  title:
+    description: Title of the report.
+    type: str
+    default: nodefix.k8s fleet audit
+  generated:
+    description: Timestamp or other text shown as the time of the report.
+    type: str
+  junit_fail_on:
+    description: Findings at this severity or worse are JUnit failures; milder ones pass with the finding in system-out.
+    type: str
+    default: medium
+    choices: [critical, high, medium, low, info]
+seealso:
+  - module: nodefix.k8s.node_audit
+"""
+
+EXAMPLES = r"""
+- name: Audit every node
+  nodefix.k8s.node_audit:
+  register: nodefix_audit
+
+- name: Write the fleet report on the controller
+  nodefix.k8s.audit_report:
+    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'nodefix_audit'))) }}"
+    dest: "{{ playbook_dir }}/reports"
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+files:
+  description: Path of every report file written, keyed by format.
+  returned: always
+  type: dict
+  sample: {"html": "/tmp/reports/report.html", "json": "/tmp/reports/report.json"}
+table:
+  description: The per-node table as lines of text (for the console).
+  returned: always
+  type: list
+  elements: str
+totals:
+  description: Fleet counts (nodes, nodes with findings, nodes in error, findings by severity).
+  returned: always
+  type: dict
+finding_ids:
+  description: Every finding id found in the fleet with its severity, hosts and fixing role.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, atomic_write, read_text
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import RENDERERS, build_model, table_lines
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            results=dict(type="dict", required=True),
+            before=dict(type="dict"),
+            remediation=dict(type="dict"),
+            dest=dict(type="path", required=True),
+            formats=dict(type="list", elements="str", choices=list(RENDERERS), default=list(RENDERERS)),
+            title=dict(type="str", default="nodefix.k8s fleet audit"),
+            generated=dict(type="str"),
+            junit_fail_on=dict(type="str", default="medium", choices=list(SEVERITIES)),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for host, result in p["results"].items():
+        if not isinstance(result, dict):
+            module.fail_json(msg="results[%s] must be a node_audit result (a dict), got %s" % (host, type(result).__name__))
+    model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
+                        generated=p["generated"])
+    dest = p["dest"]
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        module.fail_json(msg="dest %s exists and is not a directory" % dest)
+    changed = False
+    files = {}
+    rendered = {}
+    for fmt in p["formats"]:
+        name, render = RENDERERS[fmt]
+        content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
+        path = os.path.join(dest, name)
+        files[fmt] = path
+        rendered[path] = content
+        if read_text(path) != content:
+            changed = True
+    if changed and not module.check_mode:
+        if not os.path.isdir(dest):
+            os.makedirs(dest)
+        for path, content in rendered.items():
+            if read_text(path) != content:
+                atomic_write(module, path, content, backup=False, mode=0o644)
+    module.exit_json(changed=changed, files=files, table=table_lines(model), totals=model["totals"],
+                     finding_ids=model["finding_ids"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_audit
+short_description: Run every nodefix.k8s detector on a Kubernetes node in one module call
+version_added: 0.1.0
+description:
+  - Runs the detectors of the collection (containerd, gVisor, kubelet, leaked mount units,
+    PIDs and zombies, kernel, CPU quota) in a single module invocation and returns their
+    findings, each with a stable id, a severity, evidence and the role and tag that fix it.
+  - The detectors are the same code the per-problem modules run
+    (M(nodefix.k8s.containerd_info), M(nodefix.k8s.runsc_info), M(nodefix.k8s.kubelet_config),
+    M(nodefix.k8s.kubelet_mount_units), M(nodefix.k8s.process_health), M(nodefix.k8s.kernel_check),
+    M(nodefix.k8s.cpu_quota_check)).
+  - Read-only. A detector that fails does not stop the others; it is reported as the finding
+    C(audit.check_failed).
+  - Every finding id is documented in C(docs/findings.md) of the collection.
+author:
+  - nodefix.k8s developers (@nodefix)
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same way in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux Kubernetes nodes.
+options:
+  checks:
+    description:
+      - Detectors to run. Default is all of them.
+    type: list
+    elements: str
+    choices: [containerd, gvisor, kubelet, mount_units, pids, kernel, cpu_quota]
+  options:
+    description:
+      - Options per detector, keyed by detector name, passed to that detector
+        (the same names as the per-problem module's options, for example
+        C({"pids": {"zombie_threshold": 10}})).
+    type: dict
+    default: {}
+  root:
+    description:
+      - Root of the node's filesystem. Only tests set this to a fake tree.
+    type: path
+    default: /
+  fail_on:
+    description:
+      - Fail the task when a finding of this severity or worse is present.
+      - V(never) only reports.
+    type: str
+    default: never
+    choices: [never, critical, high, medium, low, info]
+seealso:
+  - module: nodefix.k8s.audit_report
+"""
+
+EXAMPLES = r"""
+- name: Audit the node
+  nodefix.k8s.node_audit:
+  register: audit
+
+- name: Only the gVisor and kubelet detectors, fail on critical findings
+  nodefix.k8s.node_audit:
+    checks: [gvisor, kubelet]
+    fail_on: critical
+
+- name: Tune a detector
+  nodefix.k8s.node_audit:
+    options:
+      pids:
+        zombie_threshold: 20
+"""
+
+RETURN = r"""
+findings:
+  description: Every finding of the selected detectors.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: Stable finding id, documented in docs/findings.md.
+      type: str
+      sample: gvisor.sandbox_oversized
+    check:
+      description: The detector that reported it.
+      type: str
+      sample: gvisor
+    severity:
+      description: One of critical, high, medium, low, info.
+      type: str
+      sample: critical
+    title:
+      description: One line for people.
+      type: str
+    subject:
+      description: What the finding is about when one id can be reported several times (a sandbox, a unit, a cgroup).
+      type: str
+    evidence:
+      description: The values that prove it.
+      type: dict
+    remedy:
+      description: What fixes it.
+      type: str
+    fix:
+      description: The role and tag of this collection that fix it (null when only people can).
+      type: dict
+      sample: {"role": "nodefix.k8s.gvisor", "tag": "gvisor"}
+checks:
+  description: The facts each detector gathered, keyed by detector name.
+  returned: always
+  type: dict
+summary:
+  description: Counts of the findings.
+  returned: always
+  type: dict
+  contains:
+    total:
+      description: Number of findings.
+      type: int
+    by_severity:
+      description: Number of findings per severity.
+      type: dict
+    worst:
+      description: The most severe level found, null when there is none.
+      type: str
+    fix_roles:
+      description: Roles that fix the findings.
+      type: list
+      elements: str
+    ids:
+      description: Distinct finding ids.
+      type: list
+      elements: str
+timings:
+  description: Seconds each detector took.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, run_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, Runner
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            checks=dict(type="list", elements="str", choices=list(CHECK_NAMES)),
+            options=dict(type="dict", default={}),
+            root=dict(type="path", default="/"),
+            fail_on=dict(type="str", default="never", choices=["never"] + list(SEVERITIES)),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    unknown = sorted(set(module.params["options"]) - set(CHECK_NAMES))
+    if unknown:
+        module.fail_json(msg="options names unknown detectors: %s (known: %s)" % (", ".join(unknown), ", ".join(CHECK_NAMES)))
+    result = run_checks(module, Runner(module), root=module.params["root"], checks=module.params["checks"],
+                        options=module.params["options"])
+    result["changed"] = False
+    fail_on = module.params["fail_on"]
+    if fail_on != "never":
+        limit = SEVERITIES.index(fail_on)
+        bad = [f for f in result["findings"] if SEVERITIES.index(f["severity"]) <= limit]
+        if bad:
+            result["msg"] = "%d finding(s) at severity %s or worse: %s" % (
+                len(bad), fail_on, ", ".join(sorted(set(f["id"] for f in bad))))
+            module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

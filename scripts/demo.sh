@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's main command: set everything up, then run the collection's main
+# job on the built-in lab: broken Debian 11/12/13 nodes in local containers,
+# nodefix.k8s.audit -> nodefix.k8s.remediate -> nodefix.k8s.audit, and the
+# before/after table. Extra arguments go to ansible-playbook
+# (e.g. -e nodefix_lab_keep=true to keep the containers afterwards).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+export NODEFIX_REPORT_DIR="${NODEFIX_REPORT_DIR:-$NODEFIX_ROOT/reports}"
+flock "$NODEFIX_LAB_LOCK" ansible-playbook -i lab/inventory/lab.yml lab/site.yml "$@"
+echo
+echo "Reports: $NODEFIX_REPORT_DIR/lab/{before,remediate,after}/report.html (also .md, .json, junit.xml)"

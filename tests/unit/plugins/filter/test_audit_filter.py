@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The audit_results filter keeps hosts without a result in the report."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nodefix.k8s.plugins.filter.audit import FilterModule, audit_results
+
+
+def test_maps_results_and_marks_missing():
+    hostvars = {"a": {"nodefix_audit": {"findings": []}}, "b": {}, "c": {"nodefix_audit": {"skipped": True}}}
+    out = audit_results(hostvars, ["a", "b", "c", "d"])
+    assert out["a"] == {"findings": []}
+    for host in ("b", "c", "d"):
+        assert out[host]["unreachable"] is True
+
+
+def test_hosts_must_be_a_list():
+    with pytest.raises(AnsibleFilterError):
+        audit_results({}, "a")
+
+
+def test_registered_name():
+    assert "audit_results" in FilterModule().filters()

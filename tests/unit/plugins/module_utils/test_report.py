@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Report rendering: model, table, Markdown, HTML, JUnit (parsed by junitparser)."""
+
+import json
+from html.parser import HTMLParser
+
+from junitparser import JUnitXml
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _report
+
+
+class _Cells(HTMLParser):
+    """Counts matrix rows and checks tables are closed."""
+
+    def __init__(self):
+        super().__init__()
+        self.open_tables = 0
+        self.in_matrix = False
+        self.in_body = False
+        self.rows_in_matrix = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.open_tables += 1
+            self.in_matrix = dict(attrs).get("id") == "matrix"
+        elif tag == "tbody":
+            self.in_body = True
+        elif tag == "tr" and self.in_matrix and self.in_body:
+            self.rows_in_matrix += 1
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.open_tables -= 1
+            self.in_matrix = False
+        elif tag == "tbody":
+            self.in_body = False
+
+
+def finding(fid, severity, subject=None, check="gvisor"):
+    return {"id": fid, "severity": severity, "title": "title of " + fid, "subject": subject, "check": check,
+            "evidence": {"total_memory": 25769803776, "limit": 268435456}, "remedy": "do it",
+            "fix": {"role": "nodefix.k8s.gvisor", "tag": "gvisor"}}
+
+
+RESULTS = {
+    "node-b": {"findings": [finding("gvisor.sandbox_oversized", "critical", "sb1"),
+                            finding("pids.zombie_leaker", "medium", "1234", check="pids")]},
+    "node-a": {"findings": []},
+    "node-c": {"unreachable": True, "msg": "ssh: connect timed out"},
+}
+
+
+def test_model_totals_and_order():
+    model = _report.build_model(RESULTS)
+    assert [n["host"] for n in model["nodes"]] == ["node-a", "node-b", "node-c"]
+    assert model["totals"] == {"nodes": 3, "nodes_with_findings": 1, "nodes_in_error": 1, "findings": 2,
+                               "by_severity": {"critical": 1, "high": 0, "medium": 1, "low": 0, "info": 0}}
+    assert [e["id"] for e in model["finding_ids"]] == ["gvisor.sandbox_oversized", "pids.zombie_leaker"]
+    assert model["nodes"][2]["status"] == "unreachable"
+
+
+def test_before_after_and_remediation():
+    before = {"node-a": {"findings": [finding("kubelet.api_qps_low", "high", check="kubelet")]},
+              "node-b": {"findings": [finding("gvisor.sandbox_oversized", "critical", "sb1")]}}
+    rem = {"node-a": {"status": "ok", "roles": ["nodefix.k8s.kubelet"]},
+           "node-b": {"status": "failed", "msg": "restart containerd: rolled back"},
+           "node-c": {"unreachable": True, "msg": "no result"}}
+    model = _report.build_model(RESULTS, before=before, remediation=rem)
+    a, b, c = model["nodes"]
+    assert a["fixed"] == ["kubelet.api_qps_low"] and a["new"] == []
+    assert b["fixed"] == [] and b["new"] == ["pids.zombie_leaker"]
+    assert c["remediation"] == {"status": "not run", "msg": "no result"}
+    lines = _report.table_lines(model)
+    assert lines[0].split() == ["node", "before", "after", "fixed", "remediation"]
+    assert lines[2].split()[:4] == ["node-a", "1", "clean", "kubelet.api_qps_low"]
+    assert "failed: restart containerd: rolled back" in lines[3]
+
+
+def test_markdown_lists_every_finding_and_error():
+    text = _report.to_markdown(_report.build_model(RESULTS))
+    assert "| `gvisor.sandbox_oversized` | critical | node-b | nodefix.k8s.gvisor (tag `gvisor`) |" in text
+    assert "**unreachable**: ssh: connect timed out" in text
+    assert "No findings." in text
+
+
+def test_html_is_self_contained_and_escaped():
+    results = {"n<1>": {"findings": [finding("x.y", "high", "<script>alert(1)</script>")]}}
+    html = _report.to_html(_report.build_model(results))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "http://" not in html and "https://" not in html and "<link" not in html
+    assert 'class="cell s-high"' in html
+    parser = _Cells()
+    parser.feed(html)
+    assert parser.rows_in_matrix == 1 and parser.open_tables == 0
+
+
+def test_junit_parses_and_counts(tmp_path):
+    xml = _report.to_junit(_report.build_model(RESULTS), fail_on="medium")
+    path = tmp_path / "junit.xml"
+    path.write_text(xml)
+    suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
+    assert set(suites) == {"node-a", "node-b", "node-c"}
+    assert (suites["node-b"].tests, suites["node-b"].failures, suites["node-b"].errors) == (3, 2, 0)
+    assert (suites["node-a"].tests, suites["node-a"].failures) == (1, 0)
+    assert suites["node-c"].errors == 1
+
+
+def test_junit_mild_findings_pass(tmp_path):
+    xml = _report.to_junit(_report.build_model(RESULTS), fail_on="critical")
+    path = tmp_path / "j.xml"
+    path.write_text(xml)
+    suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
+    assert suites["node-b"].failures == 1
+
+
+def test_json_round_trips():
+    model = _report.build_model(RESULTS)
+    assert json.loads(_report.to_json(model)) == json.loads(json.dumps(model))

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""audit_report: writes the four formats, idempotent, check mode writes nothing."""
+
+import os
+
+from ansible_collections.nodefix.k8s.plugins.modules import audit_report
+
+RESULTS = {"n1": {"findings": [{"id": "pids.zombie_leaker", "severity": "medium", "title": "zombies", "subject": "42",
+                                "evidence": {"count": 25}, "remedy": "tini", "fix": {"role": None, "tag": None}}]},
+           "n2": {"findings": []}}
+
+
+def test_writes_all_formats_then_is_idempotent(run_module, tmp_path):
+    dest = tmp_path / "out"
+    result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    assert not failed and result["changed"]
+    assert sorted(os.listdir(dest)) == ["junit.xml", "report.html", "report.json", "report.md"]
+    assert result["totals"]["findings"] == 1
+    assert result["table"][2].split()[:2] == ["n1", "1"]
+    again, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    assert not failed and again["changed"] is False
+
+
+def test_check_mode_writes_nothing(run_module, tmp_path):
+    dest = tmp_path / "out"
+    result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)}, check_mode=True)
+    assert not failed and result["changed"] and not dest.exists()
+
+
+def test_bad_result_is_refused(run_module, tmp_path):
+    result, failed, _dummy = run_module(audit_report, {"results": {"n1": "oops"}, "dest": str(tmp_path / "o")})
+    assert failed and "results[n1]" in result["msg"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_dest_must_be_a_directory(run_module, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(f)})
+    assert failed and "not a directory" in result["msg"] and f.read_text() == "x"

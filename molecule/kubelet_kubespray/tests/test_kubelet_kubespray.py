@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""testinfra checks for kubelet_kubespray: kubespray layout on 1.26 and a --config-dir node on 1.31."""
+
+import json
+
+import pytest
+
+
+def configz(host):
+    out = host.check_output("python3 -c \"import urllib.request as u; "
+                            "print(u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:10248/configz').read().decode())\"")
+    return json.loads(out)["kubeletconfig"]
+
+
+def kind(host):
+    return "kubespray" if "kubespray" in host.backend.hostname else "configdir"
+
+
+def test_kubelet_active(host):
+    assert host.check_output("systemctl is-active kubelet") == "active"
+
+
+def test_guard_rails_in_effect(host):
+    kc = configz(host)
+    assert kc["podPidsLimit"] == 4096
+    assert kc["evictionHard"] == {"memory.available": "500Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+                                  "imagefs.available": "15%"}
+    assert kc["systemReserved"] == {"memory": "512Mi"}
+
+
+def test_rate_limits(host):
+    kc = configz(host)
+    if kind(host) == "kubespray":
+        # 1.26: the seed's floor is above the old defaults (5/10) and is written as is
+        assert (kc["kubeAPIQPS"], kc["kubeAPIBurst"], kc["eventRecordQPS"], kc["eventBurst"]) == (30, 40, 30, 40)
+        # no bound for parallel pulls before 1.27: pulls stay serial
+        assert kc["serializeImagePulls"] is True and "maxParallelImagePulls" not in kc
+    else:
+        assert (kc["kubeAPIQPS"], kc["kubeAPIBurst"], kc["eventRecordQPS"], kc["eventBurst"]) == (50, 100, 50, 100)
+        assert kc["serializeImagePulls"] is False and kc["maxParallelImagePulls"] == 5
+    assert (kc["registryPullQPS"], kc["registryBurst"]) == (30, 40)
+
+
+def test_kubespray_files(host):
+    if kind(host) != "kubespray":
+        pytest.skip("kubespray node only")
+    env = host.file("/etc/kubernetes/kubelet.env").content_string
+    assert "--kube-api-qps" not in env and "--kube-api-burst" not in env
+    assert "--config=/etc/kubernetes/kubelet-config.yaml \\\n" in env
+    cfg = host.file("/etc/kubernetes/kubelet-config.yaml").content_string
+    assert "kubeReserved:\n  cpu: 200m\n  memory: 512Mi\n" in cfg
+    assert "clusterDNS:\n  - 169.254.25.10\n" in cfg
+
+
+def test_configdir_dropin_owned_by_the_collection(host):
+    if kind(host) != "configdir":
+        pytest.skip("--config-dir node only")
+    dropin = host.file("/etc/kubernetes/kubelet.conf.d/99-nodefix-k8s.conf")
+    assert dropin.exists
+    assert dropin.content_string.startswith("# Managed by the nodefix.k8s collection")
+    # the kubeadm-managed file keeps its own (overridden) value: kubeadm upgrade may rewrite it freely
+    assert "kubeAPIQPS: 5  # see KUB-112" in host.file("/var/lib/kubelet/config.yaml").content_string
+    assert host.file("/etc/default/kubelet").content_string == 'KUBELET_EXTRA_ARGS=""\n'

@@ -9,6 +9,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 export NODEFIX_REPORT_DIR="${NODEFIX_REPORT_DIR:-$NODEFIX_ROOT/reports}"
-flock "$NODEFIX_LAB_LOCK" ansible-playbook -i lab/inventory/lab.yml lab/site.yml "$@"
+rc=0
+flock "$NODEFIX_LAB_LOCK" ansible-playbook -i lab/inventory/lab.yml lab/site.yml "$@" || rc=$?
+if [ "$rc" != 0 ]; then
+  # never leave sandboxes, cgroups or containers behind on the way out
+  echo "the lab run failed (rc=$rc); cleaning up"
+  flock "$NODEFIX_LAB_LOCK" ansible-playbook -i lab/inventory/lab.yml lab/down.yml "$@" || true
+  exit "$rc"
+fi
 echo
 echo "Reports: $NODEFIX_REPORT_DIR/lab/{before,remediate,after}/report.html (also .md, .json, junit.xml)"

@@ -9,13 +9,12 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$NODEFIX_ROOT"
 dest="$NODEFIX_CACHE/sanity/ansible_collections/nodefix/k8s"
+rm -rf "$dest"
 mkdir -p "$dest"
+# files git still lists but that were deleted in the work tree are skipped
 git ls-files -z --cached --others --exclude-standard | \
-  rsync -a --delete --from0 --files-from=- ./ "$dest/"
-# drop files git still lists but that were deleted in the work tree
+  rsync -a --from0 --ignore-missing-args --files-from=- ./ "$dest/"
 cd "$dest"
-rm -rf tests/output
-git -C "$NODEFIX_ROOT" ls-files -z --deleted | xargs -0 -r rm -f --
 # ansible-test lists files with git when it finds a repository at or above the
 # collection: give the copy its own index so the outer repository (which
 # ignores .cache/) is not the one it finds.

@@ -10,7 +10,7 @@ cd "$NODEFIX_ROOT"
 log() { printf '\n==> %s\n' "$*"; }
 
 # 1. Debian packages -------------------------------------------------------
-APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git make ca-certificates util-linux)
+APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

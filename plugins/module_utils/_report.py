@@ -172,8 +172,8 @@ def to_markdown(model):
             fix = e["fix"].get("role") or "manual"
             if e["fix"].get("tag"):
                 fix += " (tag `%s`)" % e["fix"]["tag"]
-            out.append("| `%s` | %s | %s | %s | %s |" % (e["id"], e["severity"], ", ".join(e["hosts"]), fix,
-                                                       (e["title"] or "").replace("|", "\\|")))
+            title = (e["title"] or "").replace("|", "\\|")
+            out.append("| `%s` | %s | %s | %s | %s |" % (e["id"], e["severity"], ", ".join(e["hosts"]), fix, title))
         out.append("")
     for n in model["nodes"]:
         out += ["## %s" % n["host"], ""]
@@ -224,8 +224,12 @@ td.cell{text-align:center;color:#fff;font-weight:600}
     h += ["<th class=\"rot\" title=\"%s\">%s</th>" % (_esc(e["title"]), _esc(e["id"])) for e in ids]
     h.append("</tr></thead><tbody>")
     for n in model["nodes"]:
-        status_class = "ok" if n["status"] == "ok" and not n["findings"] else ("error" if n["status"] != "ok" else
-                                                                              next(s for s in SEVERITIES if n["counts"][s]))
+        if n["status"] != "ok":
+            status_class = "error"
+        elif not n["findings"]:
+            status_class = "ok"
+        else:
+            status_class = next(s for s in SEVERITIES if n["counts"][s])
         label = _node_cell(n)
         h.append("<tr><th>%s</th><td class=\"cell s-%s\">%s</td>" % (_esc(n["host"]), status_class, _esc(label)))
         for e in ids:
@@ -246,14 +250,14 @@ td.cell{text-align:center;color:#fff;font-weight:600}
             if e["fix"].get("tag"):
                 fix += " (tag %s)" % e["fix"]["tag"]
             h.append("<tr><td><code>%s</code></td><td><span class=\"sev s-%s\">%s</span></td><td>%s</td><td>%s</td>"
-                     "<td>%s</td></tr>" % (_esc(e["id"]), _esc(e["severity"]), _esc(e["severity"]), _esc(e["title"]),
-                                          _esc(fix), _esc(e["remedy"])))
+                     "<td>%s</td></tr>" % (_esc(e["id"]), _esc(e["severity"]), _esc(e["severity"]),
+                                           _esc(e["title"]), _esc(fix), _esc(e["remedy"])))
         h.append("</tbody></table>")
     # per node details
     h.append("<h2>Nodes</h2>")
     for n in model["nodes"]:
-        h.append("<details%s><summary><b>%s</b> - %s</summary>" % (" open" if n["findings"] or n["status"] != "ok" else "",
-                                                                 _esc(n["host"]), _esc(_node_cell(n))))
+        is_open = " open" if n["findings"] or n["status"] != "ok" else ""
+        h.append("<details%s><summary><b>%s</b> - %s</summary>" % (is_open, _esc(n["host"]), _esc(_node_cell(n))))
         if n["status"] != "ok":
             h.append("<p><span class=\"sev s-error\">%s</span> %s</p>" % (_esc(n["status"]), _esc(n["error"])))
         if n.get("before"):
@@ -302,8 +306,8 @@ def to_junit(model, fail_on="medium"):
                 tests += 1
                 name = f["id"] + (" [%s]" % f["subject"] if f.get("subject") else "")
                 case = ET.SubElement(suite, "testcase", classname="%s.%s" % (n["host"], f.get("check") or "audit"), name=name)
-                body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"),
-                                                        json.dumps(f.get("evidence") or {}, sort_keys=True, default=str))
+                evidence = json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)
+                body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"), evidence)
                 if _rank(f.get("severity")) <= limit:
                     fail = ET.SubElement(case, "failure", message="%s: %s" % (f.get("severity"), f.get("title")),
                                          type=f.get("severity") or "finding")

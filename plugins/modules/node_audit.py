@@ -47,8 +47,8 @@ options:
   options:
     description:
       - Options per detector, keyed by detector name, passed to that detector
-        (the same names as the per-problem module's options, for example
-        C({"pids": {"zombie_threshold": 10}})).
+        (the same names as the per-problem module's options).
+      - 'For example C({"pids": {"zombie_threshold": 10}}).'
     type: dict
     default: {}
   root:

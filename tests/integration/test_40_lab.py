@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""End to end on the lab: broken Debian 11/12/13 nodes in containers.
+
+One lab for the whole module (bringing it up costs minutes):
+  up -> fingerprint -> remediate --check -> fingerprint (no byte changed)
+  -> audit -> remediate -> remediate again (changed=0 on every node)
+  -> audit (fixed) -> reports (HTML rendered by headless Chromium, JUnit parsed)
+  -> down (sandboxes, cgroups and containers removed).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from junitparser import JUnitXml
+
+from conftest import ENV, ROOT, assert_ok, run_logged
+
+pytestmark = pytest.mark.lab
+
+INVENTORY = ["-i", os.path.join(ROOT, "lab/inventory/lab.yml")]
+NODES = ["nodefix-lab-debian11", "nodefix-lab-debian12", "nodefix-lab-debian13"]
+# Findings that remediation cannot clear inside this lab, with the reason.
+# gVisor sandboxes started before the fix keep their size until their pod is
+# recreated (issue 9): the gvisor role reports them as pods to recreate.
+RESIDUAL = {"gvisor.sandbox_oversized", "gvisor.sandbox_outside_pod_slice"}
+
+
+def playbook(name, playbook_path, *extra, report_dir=None, check=False, json_out=False):
+    env = {}
+    if report_dir:
+        env["NODEFIX_REPORT_DIR"] = str(report_dir)
+    if json_out:
+        env["ANSIBLE_STDOUT_CALLBACK"] = "json"
+    argv = ["flock", ENV["NODEFIX_LAB_LOCK"], "ansible-playbook"] + INVENTORY + [playbook_path] + list(extra)
+    if check:
+        argv += ["--check", "--diff"]
+    return run_logged(name, argv, env=env, timeout=3600)
+
+
+def recap(output):
+    """{host: {ok, changed, failed, ...}} from a default-callback run."""
+    stats = {}
+    for m in re.finditer(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output, re.M):
+        stats[m.group(1)] = {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)),
+                             "failed": int(m.group(5))}
+    return stats
+
+
+def fingerprint(name):
+    rc, out = playbook(name, os.path.join(ROOT, "lab/fingerprint.yml"), json_out=True)
+    assert_ok(name, rc, out)
+    data = json.loads(out[out.index("{"):])
+    prints = {}
+    for task in data["plays"][0]["tasks"]:
+        if task["task"]["name"] == "Lab | print the fingerprint":
+            for host, res in task["hosts"].items():
+                prints[host] = res["msg"]
+    assert sorted(prints) == NODES
+    return prints
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    reports = tmp_path_factory.mktemp("reports")
+    rc, out = playbook("lab-up", os.path.join(ROOT, "lab/up.yml"))
+    try:
+        assert_ok("lab-up", rc, out)
+        yield reports
+    finally:
+        rc, out = playbook("lab-down", os.path.join(ROOT, "lab/down.yml"))
+        assert_ok("lab-down", rc, out)
+
+
+def test_01_remediate_in_check_mode_changes_no_byte(lab):
+    before = fingerprint("lab-fingerprint-1")
+    rc, out = playbook("lab-remediate-check", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab",
+                       report_dir=lab / "check", check=True)
+    assert_ok("lab-remediate-check", rc, out)
+    after = fingerprint("lab-fingerprint-2")
+    for host in NODES:
+        assert after[host]["files"] == before[host]["files"], "check mode changed files on %s" % host
+        assert after[host]["unit_states"] == before[host]["unit_states"], "check mode changed units on %s" % host
+
+
+def test_02_audit_finds_the_seed_problems(lab):
+    rc, out = playbook("lab-audit-before", "nodefix.k8s.audit", "-e", "nodefix_targets=nodefix_lab", report_dir=lab)
+    assert_ok("lab-audit-before", rc, out)
+    assert len(re.findall(r"TASK \[Run every nodefix.k8s detector in one module call\]", out)) == 1
+    report = json.loads((lab / "audit" / "report.json").read_text())
+    ids = dict((n["host"], set(n["ids"])) for n in report["nodes"])
+    for host in NODES:
+        assert "pids.zombie_leaker" in ids[host], ids[host]
+        assert any(i.startswith("kubelet.") for i in ids[host]), ids[host]
+    assert any(i.startswith("gvisor.") for i in ids["nodefix-lab-debian12"])
+    (lab / "audit-before.json").write_text(json.dumps(report))
+
+
+def test_03_remediate_fixes_and_reports(lab):
+    rc, out = playbook("lab-remediate", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab", report_dir=lab)
+    assert_ok("lab-remediate", rc, out)
+    report = json.loads((lab / "remediate" / "report.json").read_text())
+    for node in report["nodes"]:
+        assert node["remediation"]["status"] == "ok", node
+        assert node["fixed"], "nothing fixed on %s" % node["host"]
+        assert set(node["ids"]) <= RESIDUAL, "%s still has %s" % (node["host"], node["ids"])
+
+
+def test_04_second_remediate_changes_nothing_on_the_nodes(lab):
+    rc, out = playbook("lab-remediate-again", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab", report_dir=lab / "again")
+    assert_ok("lab-remediate-again", rc, out)
+    stats = recap(out)
+    for host in NODES:
+        assert stats[host]["changed"] == 0, "second remediate changed %s: %s" % (host, stats[host])
+
+
+def test_05_audit_after_is_clean_and_reports_render(lab):
+    rc, out = playbook("lab-audit-after", "nodefix.k8s.audit", "-e", "nodefix_targets=nodefix_lab", report_dir=lab / "after")
+    assert_ok("lab-audit-after", rc, out)
+    report = json.loads((lab / "after" / "audit" / "report.json").read_text())
+    for node in report["nodes"]:
+        assert node["status"] == "ok"
+        assert set(node["ids"]) <= RESIDUAL, "%s: %s" % (node["host"], node["ids"])
+    junit = JUnitXml.fromfile(str(lab / "audit" / "junit.xml"))
+    assert sorted(s.name for s in junit) == NODES
+    assert sum(s.failures for s in junit) > 0  # the before audit has failures
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is installed by scripts/setup.sh"
+    html = lab / "audit" / "report.html"
+    png = lab / "report.png"
+    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--user-data-dir=%s" % (lab / "chromium"), "--window-size=1280,900",
+                           "--screenshot=%s" % png, "file://%s" % html], capture_output=True, timeout=120, check=False)
+    assert png.exists() and png.stat().st_size > 10000, proc.stderr.decode()[-2000:]
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--disable-background-networking", "--user-data-dir=%s" % (lab / "chromium2"),
+                          "--dump-dom", "file://%s" % html], capture_output=True, timeout=120, check=False).stdout.decode()
+    for host in NODES:
+        assert host in dom
+    shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-report.png"))

@@ -217,33 +217,35 @@ def _ns_pid(proc, pid):
 _CGROUP_KEYS = ("", "name=systemd", "pids", "memory", "cpu")
 
 
+def _unit_of(path):
+    for part in reversed([p for p in (path or "").split("/") if p]):
+        if part.endswith((".service", ".scope")):
+            return part
+    return None
+
+
 def owner(cgroup_text):
     """Cgroup path, systemd unit, pod and container of a process.
 
-    The unified (v2) path is preferred unless a v1 hierarchy places the
-    process in kubepods (hybrid nodes with the cgroupfs driver).
+    Of the hierarchies listed (unified first, then name=systemd, pids,
+    memory, cpu) the path that places the process in kubepods wins (hybrid
+    nodes with the cgroupfs driver keep kubepods out of the unified tree),
+    then one that names a systemd unit, then the first one.
     """
     cgroups = parse_proc_cgroup(cgroup_text)
-    chosen, info = None, None
+    best, best_score = None, None
     for key in _CGROUP_KEYS:
         path = cgroups.get(key)
         if not path:
             continue
         desc = describe_path(path)
-        if chosen is None or (desc["in_kubepods"] and not info["in_kubepods"]):
-            chosen, info = path, desc
-        if desc["in_kubepods"]:
-            break
-    if chosen is None:
-        chosen, info = None, describe_path(None)
-    unit = None
-    for part in reversed([p for p in (chosen or "").split("/") if p]):
-        if part.endswith((".service", ".scope")):
-            unit = part
-            break
+        score = (desc["in_kubepods"], _unit_of(path) is not None)
+        if best_score is None or score > best_score:
+            best, best_score = (path, desc), score
+    path, info = best if best else (None, describe_path(None))
     return {
-        "cgroup": chosen,
-        "unit": unit,
+        "cgroup": path,
+        "unit": _unit_of(path),
         "pod_uid": info["pod_uid"],
         "container_id": info["container_id"],
         "runtime": info["runtime"],

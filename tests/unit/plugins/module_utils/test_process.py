@@ -243,3 +243,14 @@ def test_registry_shape():
     for fid, entry in _process.FINDINGS.items():
         assert fid.startswith("pids.")
         assert set(entry) == {"severity", "title", "remedy", "role", "tag"}
+
+
+def test_owner_prefers_a_path_naming_the_unit():
+    # hybrid node, podman container: the unified tree stops at the container, name=systemd names the service
+    text = ("1:name=systemd:/libpod_parent/libpod-abc/system.slice/nodefix-zombie-leaker.service\n"
+            "0::/libpod_parent/libpod-abc\n")
+    got = _process.owner(text)
+    assert (got["cgroup"], got["unit"], got["in_kubepods"]) == (
+        "/libpod_parent/libpod-abc/system.slice/nodefix-zombie-leaker.service", "nodefix-zombie-leaker.service", False)
+    assert _process.owner("") == {"cgroup": None, "unit": None, "pod_uid": None, "container_id": None,
+                                  "runtime": None, "qos": None, "in_kubepods": False}

@@ -1,0 +1,459 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Static checks of the AWX configuration as code and the execution environment.
+
+- awx/configure.yml uses only awx.awx modules that exist in the installed
+  collection (FQCN), with option names from each module's documented argument
+  spec and literal values within its choices;
+- the surveys (awx/surveys/*.yml) ask only for variables the playbooks read,
+  with the playbooks' own choices;
+- every variable configure.yml uses is defined and documented;
+- the playbooks and inventory file it points AWX at exist and AWX would list them;
+- execution-environment.yml is a valid ansible-builder v3 definition listing
+  nodefix.k8s, every galaxy.yml dependency, the Python and system dependencies,
+  and `ansible-builder create` turns it into a build context;
+- `ansible-playbook --syntax-check` passes and the preflight tasks run.
+"""
+
+import functools
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AWX = os.path.join(ROOT, "awx")
+CONFIGURE = os.path.join(AWX, "configure.yml")
+
+# AWX's own test for "is this file a playbook" (awx/main/utils/ansible.py).
+AWX_PLAYBOOK_RE = re.compile(r"^\s*?-?\s*?(?:hosts|include|import_playbook):\s*?.*?$")
+SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
+SURVEY_PLAYBOOKS = {
+    "audit.yml": ["playbooks/audit.yml"],
+    "remediate.yml": ["playbooks/remediate.yml"],
+    "workflow.yml": ["playbooks/audit.yml", "playbooks/remediate.yml"],
+}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads Ansible's !unsafe and !vault tags as plain strings."""
+
+
+_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+_Loader.add_constructor("!vault", lambda loader, node: loader.construct_scalar(node))
+
+
+def load(path):
+    with open(path) as fh:
+        return yaml.load(fh, Loader=_Loader)  # nosec - SafeLoader subclass
+
+
+def read(path):
+    with open(path) as fh:
+        return fh.read()
+
+
+@functools.lru_cache(maxsize=None)
+def project_env():
+    out = subprocess.run(["bash", "-c", ". scripts/env.sh && env -0"], cwd=ROOT, capture_output=True, check=True).stdout.decode()
+    return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
+
+
+def run(argv, **kwargs):
+    return subprocess.run(argv, cwd=kwargs.pop("cwd", ROOT), env=project_env(), capture_output=True, text=True,
+                          timeout=kwargs.pop("timeout", 600), check=False, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def task_keywords():
+    from ansible.playbook.block import Block
+    from ansible.playbook.task import Task
+    return frozenset(Task.fattributes) | frozenset(Block.fattributes) | {"block", "rescue", "always", "local_action"}
+
+
+def iter_tasks(tasks):
+    for task in tasks or []:
+        if "block" in task:
+            yield from iter_tasks(task.get("block"))
+            yield from iter_tasks(task.get("rescue"))
+            yield from iter_tasks(task.get("always"))
+        else:
+            yield task
+
+
+def task_action(task):
+    actions = [key for key in task if key not in task_keywords()]
+    assert len(actions) == 1, "task %r: cannot tell its action from %s" % (task.get("name"), actions)
+    return actions[0]
+
+
+@functools.lru_cache(maxsize=None)
+def plays():
+    return load(CONFIGURE)
+
+
+def configure_tasks():
+    return [task for play in plays() for task in iter_tasks(play.get("tasks"))]
+
+
+@functools.lru_cache(maxsize=None)
+def module_docs(plugin_type, names):
+    proc = run(["ansible-doc", "-t", plugin_type, "-j"] + list(names))
+    assert proc.returncode == 0, proc.stderr
+    docs = json.loads(proc.stdout)
+    missing = [name for name in names if name not in docs]
+    assert not missing, "not found by ansible-doc: %s" % missing
+    return docs
+
+
+def option_names(doc):
+    names = set()
+    for name, spec in doc["doc"]["options"].items():
+        names.add(name)
+        names.update(spec.get("aliases") or [])
+    return names
+
+
+def is_template(value):
+    return isinstance(value, str) and "{{" in value
+
+
+def vars_yml():
+    return load(os.path.join(AWX, "vars.yml"))
+
+
+def survey_files():
+    files = sorted(glob.glob(os.path.join(AWX, "surveys", "*.yml")))
+    assert files
+    return files
+
+
+# --- configure.yml: modules and options --------------------------------------
+
+def test_configure_uses_only_fqcn_modules():
+    actions = {task_action(task) for task in configure_tasks()}
+    assert actions, "no tasks found"
+    for action in actions:
+        assert action.startswith(("awx.awx.", "ansible.builtin.")), action
+    assert {"awx.awx.organization", "awx.awx.project", "awx.awx.execution_environment", "awx.awx.inventory",
+            "awx.awx.inventory_source", "awx.awx.credential_type", "awx.awx.credential", "awx.awx.job_template",
+            "awx.awx.workflow_job_template", "awx.awx.workflow_job_template_node"} <= actions
+
+
+def test_awx_module_options_exist_in_the_installed_collection():
+    tasks = [task for task in configure_tasks() if task_action(task).startswith("awx.awx.")]
+    names = tuple(sorted({task_action(task) for task in tasks}))
+    docs = module_docs("module", names)
+    checked = 0
+    for task in tasks:
+        action = task_action(task)
+        doc = docs[action]
+        options = option_names(doc)
+        args = task[action]
+        assert isinstance(args, dict), "%s: arguments must be a mapping" % task["name"]
+        unknown = set(args) - options
+        assert not unknown, "%s (%s): options not in the module's argument spec: %s" % (task["name"], action, sorted(unknown))
+        for name, value in args.items():
+            spec = doc["doc"]["options"].get(name, {})
+            if spec.get("choices") and not is_template(value):
+                assert str(value) in [str(c) for c in spec["choices"]], "%s: %s=%r not in %s" % (task["name"], name, value, spec["choices"])
+            checked += 1
+        required = [name for name, spec in doc["doc"]["options"].items() if spec.get("required")]
+        for name in required:
+            assert name in args, "%s: required option %s missing" % (task["name"], name)
+    assert checked > 50
+
+
+def test_module_defaults_and_lookup_use_real_connection_options():
+    play = plays()[0]
+    assert list(play["module_defaults"]) == ["group/awx.awx.controller"]
+    module_names = ("awx.awx.organization",)
+    connection = option_names(module_docs("module", module_names)["awx.awx.organization"])
+    keys = set(re.findall(r"'([a-z_]+)':", play["vars"]["nodefix_awx_connection"]))
+    assert keys and keys <= connection, keys - connection
+    lookup = option_names(module_docs("lookup", ("awx.awx.controller_api",))["awx.awx.controller_api"])
+    keys = set(re.findall(r"'([a-z_]+)':", play["vars"]["nodefix_awx_lookup_connection"]))
+    assert keys and keys <= lookup, keys - lookup
+    assert "awx.awx.controller_api" in read(CONFIGURE)
+    # every module of the group is really in the collection's action group
+    runtime = load(os.path.join(project_env()["NODEFIX_VENV"], "lib", "python3.11", "site-packages",
+                                "ansible_collections", "awx", "awx", "meta", "runtime.yml"))
+    group = set(runtime["action_groups"]["controller"])
+    for task in configure_tasks():
+        action = task_action(task)
+        if action.startswith("awx.awx."):
+            assert action.split(".")[-1] in group, action
+
+
+def test_secrets_are_never_logged():
+    for task in configure_tasks():
+        action = task_action(task)
+        if action == "awx.awx.credential":
+            assert task.get("no_log") is True, task["name"]
+
+
+def test_job_templates_prompts():
+    templates = {task[task_action(task)]["name"]: task[task_action(task)] for task in configure_tasks()
+                 if task_action(task) == "awx.awx.job_template"}
+    defaults = vars_yml()
+    audit = templates["{{ nodefix_awx_audit_template }}"]
+    remediate = templates["{{ nodefix_awx_remediate_template }}"]
+    assert audit["job_type"] == "run" and audit["survey_enabled"] is True
+    for option in ("ask_tags_on_launch", "ask_limit_on_launch", "ask_job_type_on_launch", "ask_diff_mode_on_launch"):
+        assert remediate[option] is True, option
+    assert remediate["survey_enabled"] is True
+    assert audit["playbook"] == "{{ nodefix_awx_audit_playbook }}"
+    assert defaults["nodefix_awx_audit_playbook"] == "playbooks/audit.yml"
+    assert defaults["nodefix_awx_remediate_playbook"] == "playbooks/remediate.yml"
+    assert "nodefix_awx_kubeconfig_credential" in read(CONFIGURE)
+
+
+def test_kubeconfig_credential_type_injects_the_playbook_variable():
+    play_vars = plays()[0]["vars"]
+    injectors = play_vars["nodefix_awx_kubeconfig_injectors"]
+    field_ids = [field["id"] for field in play_vars["nodefix_awx_kubeconfig_inputs"]["fields"]]
+    assert field_ids == ["kubeconfig"]
+    assert injectors["file"] == {"template.kubeconfig": "{{ kubeconfig }}"}
+    assert injectors["extra_vars"] == {"nodefix_kubeconfig": "{{ tower.filename.kubeconfig }}"}
+    assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "remediate.yml"))
+    # kept away from Ansible's templating (the file is read with !unsafe as str)
+    assert read(CONFIGURE).count("!unsafe") == 3
+
+
+def test_workflow_links_existing_nodes_in_order():
+    nodes = [task["awx.awx.workflow_job_template_node"] for task in configure_tasks()
+             if task_action(task) == "awx.awx.workflow_job_template_node"]
+    created = []
+    for node in nodes:
+        for link in ("success_nodes", "failure_nodes", "always_nodes"):
+            for target in node.get(link, []):
+                assert target in created, "%s links to %s before it exists" % (node["identifier"], target)
+        created.append(node["identifier"])
+    graph = {node["identifier"]: (node["unified_job_template"], node.get("always_nodes", [])) for node in nodes}
+    assert graph == {
+        "audit-after": ("{{ nodefix_awx_audit_template }}", []),
+        "remediate": ("{{ nodefix_awx_remediate_template }}", ["audit-after"]),
+        "audit-before": ("{{ nodefix_awx_audit_template }}", ["remediate"]),
+    }
+
+
+# --- variables -----------------------------------------------------------------
+
+def test_every_variable_used_is_defined_and_documented():
+    defaults = vars_yml()
+    play_vars = set(plays()[0]["vars"])
+    for task in configure_tasks():
+        play_vars.update(task.get("vars") or {})
+    used = set(re.findall(r"\bnodefix_awx_[a-z0-9_]*[a-z0-9]\b", read(CONFIGURE)))
+    undefined = used - set(defaults) - play_vars
+    assert not undefined, "used in configure.yml but not defined in awx/vars.yml: %s" % sorted(undefined)
+    unused = set(defaults) - used
+    assert not unused, "defined in awx/vars.yml but never used: %s" % sorted(unused)
+    lines = read(os.path.join(AWX, "vars.yml")).splitlines()
+    for number, line in enumerate(lines):
+        match = re.match(r"^(nodefix_awx_[a-z0-9_]+):", line)
+        if match:
+            documented = "#" in line or lines[number - 1].lstrip().startswith("#")
+            assert documented, "%s has no comment in awx/vars.yml" % match.group(1)
+    doc = read(os.path.join(ROOT, "docs", "awx.md"))
+    missing = sorted(name for name in defaults if name not in doc)
+    assert not missing, "not in docs/awx.md: %s" % missing
+
+
+# --- surveys -------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", survey_files(), ids=os.path.basename)
+def test_survey_shape(path):
+    survey = load(path)
+    assert set(survey) == {"name", "description", "spec"}
+    variables = [question["variable"] for question in survey["spec"]]
+    assert len(variables) == len(set(variables)), "duplicate survey variables"
+    for question in survey["spec"]:
+        assert question["type"] in SURVEY_TYPES
+        assert question["question_name"] and isinstance(question["required"], bool)
+        if question["type"] in ("multiplechoice", "multiselect"):
+            assert question["choices"] and len(set(question["choices"])) == len(question["choices"])
+        if question["type"] == "multiplechoice":
+            assert question["default"] in question["choices"]
+        if question["type"] == "multiselect":
+            chosen = [c for c in str(question.get("default") or "").split("\n") if c]
+            assert set(chosen) <= set(question["choices"])
+        if question["type"] == "integer":
+            assert question["min"] <= question["default"] <= question["max"]
+        if question["type"] == "text":
+            assert question.get("min", 0) <= len(question["default"]) <= question["max"]
+
+
+@pytest.mark.parametrize("path", survey_files(), ids=os.path.basename)
+def test_survey_variables_are_read_by_the_playbooks(path):
+    playbooks = SURVEY_PLAYBOOKS[os.path.basename(path)]
+    text = "\n".join(read(os.path.join(ROOT, p)) for p in playbooks)
+    for question in load(path)["spec"]:
+        assert re.search(r"\b%s\b" % question["variable"], text), "%s: %s is read by none of %s" % (
+            os.path.basename(path), question["variable"], playbooks)
+        # and each is documented for users of the playbooks
+        assert question["variable"] in read(os.path.join(ROOT, "README.md")) + read(os.path.join(ROOT, "docs", "awx.md"))
+    # each survey belongs to a template or workflow in configure.yml
+    assert "surveys/%s" % os.path.basename(path) in read(os.path.join(AWX, "vars.yml"))
+
+
+def test_survey_choices_match_the_playbooks():
+    checks = module_docs("module", ("nodefix.k8s.node_audit",))["nodefix.k8s.node_audit"]["doc"]["options"]["checks"]["choices"]
+    audit_text = read(os.path.join(ROOT, "playbooks", "audit.yml"))
+    severities = re.search(r"nodefix_severity_at_or_above:\n((?:\s+\w+: \[.*\]\n)+)", audit_text).group(1)
+    severities = re.findall(r"^\s+(\w+):", severities, re.M)
+    for path in survey_files():
+        for question in load(path)["spec"]:
+            if question["variable"] == "nodefix_audit_checks":
+                assert sorted(question["choices"]) == sorted(checks)
+            if question["variable"] == "nodefix_fail_on":
+                assert sorted(question["choices"]) == sorted(severities + ["never"])
+            if question["variable"] == "nodefix_junit_fail_on":
+                assert sorted(question["choices"]) == sorted(severities)
+
+
+# --- what AWX is pointed at ------------------------------------------------------
+
+def test_project_playbooks_and_inventory_are_what_awx_lists():
+    defaults = vars_yml()
+    for key in ("nodefix_awx_audit_playbook", "nodefix_awx_remediate_playbook"):
+        path = os.path.join(ROOT, defaults[key])
+        assert os.path.isfile(path), path
+        assert any(AWX_PLAYBOOK_RE.match(line) for line in read(path).splitlines()), "AWX would not list %s" % path
+    inventory = os.path.join(ROOT, defaults["nodefix_awx_inventory_source_path"])
+    assert os.path.basename(inventory) in ("hosts", "inventory")  # AWX lists these names always
+    proc = run(["ansible-inventory", "-i", inventory, "--list"])
+    assert proc.returncode == 0, proc.stderr
+    groups = json.loads(proc.stdout)
+    assert set(groups["k8s_nodes"]["children"]) == {"k8s_control_plane", "k8s_workers"}
+
+
+def test_syntax_check_and_preflight():
+    proc = run(["ansible-playbook", "--syntax-check", CONFIGURE])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # preflight needs no AWX: it validates the surveys and the names
+    proc = run(["ansible-playbook", CONFIGURE, "--tags", "preflight"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert "ok=3" in proc.stdout and "failed=0" in proc.stdout
+    # a broken survey is refused before anything is sent to AWX
+    bad = {"nodefix_awx_remediate_survey": {"spec": [{"question_name": "q", "variable": "nodefix_serial", "type": "integer",
+                                                     "required": True, "default": 0, "min": 1, "max": 10}]}}
+    proc = run(["ansible-playbook", CONFIGURE, "--tags", "preflight", "-e", json.dumps(bad)])
+    assert proc.returncode != 0 and "nodefix_serial is not a valid AWX survey question" in proc.stdout + proc.stderr
+
+
+# --- execution environment -------------------------------------------------------
+
+def galaxy_yml():
+    return load(os.path.join(ROOT, "galaxy.yml"))
+
+
+def ee():
+    return load(os.path.join(ROOT, "execution-environment.yml"))
+
+
+def pins(path):
+    out = {}
+    for line in read(path).splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, dummy, version = line.partition("==")
+            out[name.lower()] = version
+    return out
+
+
+def test_ee_is_valid_v3_and_lists_every_dependency():
+    ee_schema = pytest.importorskip("ansible_builder.ee_schema")
+    definition = ee()
+    ee_schema.validate_schema(dict(definition))
+    assert definition["version"] == 3
+    assert definition["images"]["base_image"]["name"]
+    deps = definition["dependencies"]
+    collections = {c["name"]: c for c in deps["galaxy"]["collections"]}
+    galaxy = galaxy_yml()
+    tarball = "collections/%s-%s-%s.tar.gz" % (galaxy["namespace"], galaxy["name"], galaxy["version"])
+    assert collections[tarball]["type"] == "file", "nodefix.k8s entry must be this checkout's tarball (galaxy.yml version)"
+    for name, spec in galaxy["dependencies"].items():
+        assert name in collections, "galaxy.yml dependency %s missing from execution-environment.yml" % name
+        assert collections[name]["version"] == spec
+    build_files = {os.path.basename(f["src"]): f["dest"] for f in definition["additional_build_files"]}
+    assert build_files[os.path.basename(tarball)] == os.path.dirname(tarball)
+    # same ansible-core/ansible-runner and Python library pins as the tests use
+    dev = pins(os.path.join(ROOT, "requirements", "dev.txt"))
+    assert deps["ansible_core"]["package_pip"] == "ansible-core==%s" % dev["ansible-core"]
+    assert deps["ansible_runner"]["package_pip"] == "ansible-runner==%s" % dev["ansible-runner"]
+    python = pins(os.path.join(ROOT, deps["python"]))
+    for lib in ("kubernetes", "tomlkit", "ruamel.yaml"):
+        assert python[lib] == dev[lib], lib
+    assert os.path.isfile(os.path.join(ROOT, deps["system"]))
+    # any other EE that includes nodefix.k8s finds the same files by introspection
+    meta = load(os.path.join(ROOT, "meta", "execution-environment.yml"))
+    assert meta["dependencies"] == {"python": deps["python"], "system": deps["system"]}
+    for build_ignored in galaxy.get("build_ignore", []):
+        assert not deps["python"].startswith(build_ignored.rstrip("/*")) and deps["system"] != build_ignored
+
+
+def test_bindep_parses_for_rpm_and_dpkg():
+    depends = pytest.importorskip("bindep.depends")
+    rules = depends.Depends(read(os.path.join(ROOT, "bindep.txt")))
+    rpm = {rule[0] for rule in rules.active_rules(["platform:rpm"])}
+    dpkg = {rule[0] for rule in rules.active_rules(["platform:dpkg"])}
+    assert {"openssh-clients", "git-core", "ca-certificates"} <= rpm
+    assert {"openssh-client", "git", "ca-certificates"} <= dpkg
+
+
+def test_ansible_builder_create_makes_a_build_context(tmp_path):
+    pytest.importorskip("ansible_builder")
+    builder = shutil.which("ansible-builder", path=project_env()["PATH"])
+    if builder is None:
+        pytest.skip("ansible-builder is not installed")
+    definition = ee()
+    # the EE file and the files it names, in their places, plus the collection built from this checkout
+    work = tmp_path / "src"
+    for rel in ("execution-environment.yml", definition["dependencies"]["python"], definition["dependencies"]["system"]):
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(os.path.join(ROOT, rel), work / rel)
+    src = definition["additional_build_files"][0]["src"]
+    proc = run(["ansible-galaxy", "collection", "build", "--force", "--output-path", str((work / src).parent), ROOT])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (work / src).is_file(), "the built tarball is not named as execution-environment.yml expects: %s" % src
+    context = tmp_path / "context"
+    proc = run([builder, "create", "-f", str(work / "execution-environment.yml"), "-c", str(context)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    containerfile = (context / "Containerfile").read_text()
+    assert 'ARG EE_BASE_IMAGE="%s"' % definition["images"]["base_image"]["name"] in containerfile
+    assert "ansible-galaxy collection install" in containerfile
+    assert "ENV ANSIBLE_COLLECTIONS_PATH=" in containerfile
+    build = context / "_build"
+    requirements = yaml.safe_load((build / "requirements.yml").read_text())
+    tarball_entry = [c for c in requirements["collections"] if c.get("type") == "file"][0]
+    assert (build / tarball_entry["name"]).is_file()
+    assert "kubernetes==" in (build / "requirements.txt").read_text()
+    assert "openssh-clients" in (build / "bindep.txt").read_text()
+    # the tarball the image would install is the collection, and installs
+    proc = run(["ansible-galaxy", "collection", "install", "--offline", "--no-deps", "--force", "-p", str(tmp_path / "installed"),
+                tarball_entry["name"]], cwd=str(build))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    installed = tmp_path / "installed" / "ansible_collections" / "nodefix" / "k8s"
+    assert (installed / "playbooks" / "audit.yml").is_file()
+    assert (installed / "meta" / "execution-environment.yml").is_file()
+    assert (installed / "bindep.txt").is_file() and (installed / definition["dependencies"]["python"]).is_file()
+
+
+def test_runner_example_extravars_are_playbook_variables():
+    extravars = load(os.path.join(ROOT, "examples", "runner", "env", "extravars"))
+    text = read(os.path.join(ROOT, "playbooks", "audit.yml")) + read(os.path.join(ROOT, "playbooks", "remediate.yml"))
+    for name in extravars:
+        assert re.search(r"\b%s\b" % name, text), name
+    envvars = load(os.path.join(ROOT, "examples", "runner", "env", "envvars"))
+    assert all(isinstance(value, str) for value in envvars.values()), "envvars values must be strings"
+    assert "ANSIBLE_COLLECTIONS_PATH" in envvars
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -28,7 +28,7 @@ description:
   - Returns findings with stable ids (C(cpu_quota.child_exceeds_parent), C(cpu_quota.not_whole_percent),
     C(runc.cpu_quota_rounding_bug); see docs/findings.md).
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 options:
   root:
     description: Root of the node's filesystem (C(/sys/fs/cgroup)); a fake tree in tests.

@@ -25,7 +25,7 @@ description:
   - Returns findings with stable ids (C(kernel.*), see docs/findings.md). The remedy is a kernel upgrade;
     dropping caches is not one. The same detector runs inside M(nodefix.k8s.node_audit).
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 options:
   root:
     description: Root of the node's filesystem (C(/proc), C(/sys/fs/cgroup)); a fake tree in tests.

@@ -26,7 +26,7 @@ description:
   - Fast on large nodes; the repository's C(benchmarks/process_health) measures a synthetic C(/proc) with 50,000
     tasks.
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 options:
   root:
     description: Root of the node's filesystem; C(<root>/proc) is read (a fake tree in tests).
@@ -155,22 +155,54 @@ zombie_parents:
   type: list
   elements: dict
   contains:
-    pid: {description: Parent pid., type: int}
-    ppid: {description: The parent's own parent., type: int}
-    comm: {description: Its command name., type: str}
-    cmdline: {description: Its command line (arguments joined by spaces)., type: str}
-    ns_pid: {description: Its pid inside its own PID namespace (1 means it is a container's init)., type: int}
-    zombies: {description: Zombie children it holds., type: int}
-    oldest_age_seconds: {description: Age of its oldest zombie., type: int}
-    oldest_started: {description: Start time of its oldest zombie (UTC, ISO 8601)., type: str}
-    cgroup: {description: Its cgroup path (unified, or the v1 path that places it in kubepods)., type: str}
-    unit: {description: The systemd unit (C(.service) or C(.scope)) of that cgroup., type: str}
-    pod_uid: {description: Kubernetes pod UID from the cgroup path., type: str}
-    container_id: {description: Container id from the cgroup path., type: str}
-    runtime: {description: C(containerd), C(crio) or C(docker)., type: str}
-    qos: {description: Pod QoS class from the cgroup path., type: str}
-    in_kubepods: {description: Whether the cgroup is under kubepods., type: bool}
-    leaker: {description: Whether it passes O(zombie_threshold) and O(zombie_min_age)., type: bool}
+    pid:
+      description: "Parent pid."
+      type: int
+    ppid:
+      description: "The parent's own parent."
+      type: int
+    comm:
+      description: "Its command name."
+      type: str
+    cmdline:
+      description: "Its command line (arguments joined by spaces)."
+      type: str
+    ns_pid:
+      description: "Its pid inside its own PID namespace (1 means it is a container's init)."
+      type: int
+    zombies:
+      description: "Zombie children it holds."
+      type: int
+    oldest_age_seconds:
+      description: "Age of its oldest zombie."
+      type: int
+    oldest_started:
+      description: "Start time of its oldest zombie (UTC, ISO 8601)."
+      type: str
+    cgroup:
+      description: "Its cgroup path (unified, or the v1 path that places it in kubepods)."
+      type: str
+    unit:
+      description: "The systemd unit (C(.service) or C(.scope)) of that cgroup."
+      type: str
+    pod_uid:
+      description: "Kubernetes pod UID from the cgroup path."
+      type: str
+    container_id:
+      description: "Container id from the cgroup path."
+      type: str
+    runtime:
+      description: "C(containerd), C(crio) or C(docker)."
+      type: str
+    qos:
+      description: "Pod QoS class from the cgroup path."
+      type: str
+    in_kubepods:
+      description: "Whether the cgroup is under kubepods."
+      type: bool
+    leaker:
+      description: "Whether it passes O(zombie_threshold) and O(zombie_min_age)."
+      type: bool
   sample:
     - pid: 2841
       ppid: 2811

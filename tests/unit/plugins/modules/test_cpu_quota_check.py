@@ -10,7 +10,6 @@ from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.test_cpu_qu
     CID, OK_CTR, POD, SEED_CTR, SEED_V1, v1_tree)
 
 
-
 @pytest.fixture
 def run_module(run_module, monkeypatch):
     """The shared fixture with its CommandTable bound as a method: conftest sets an

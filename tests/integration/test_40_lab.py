@@ -142,3 +142,26 @@ def test_05_audit_after_is_clean_and_reports_render(lab):
     for host in NODES:
         assert host in dom
     shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-report.png"))
+
+
+def test_06_one_node_failing_leaves_the_others_remediated(lab):
+    rc, out = playbook("lab-fault-inject", os.path.join(ROOT, "lab/fault.yml"))
+    assert_ok("lab-fault-inject", rc, out)
+    # all nodes in one batch so that one failure (33%) stays under the limit
+    rc, out = playbook("lab-remediate-fault", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab",
+                       "-e", "nodefix_serial=3", "-e", "nodefix_max_fail_percentage=50", report_dir=lab / "fault")
+    assert rc != 0, "a failed node must make the run fail"
+    stats = recap(out)
+    assert stats["nodefix-lab-debian13"]["failed"] >= 1
+    assert stats["nodefix-lab-debian12"]["failed"] == 0
+    report = json.loads((lab / "fault" / "remediate" / "report.json").read_text())
+    nodes = dict((n["host"], n) for n in report["nodes"])
+    assert nodes["nodefix-lab-debian12"]["remediation"]["status"] == "ok"
+    assert not [i for i in nodes["nodefix-lab-debian12"]["ids"] if i.startswith("kubelet.")]
+    failed = nodes["nodefix-lab-debian13"]["remediation"]
+    assert failed["status"] == "failed" and "kubelet" in failed["msg"].lower(), failed
+    # the faulty node ends with its kubelet running (rolled back)
+    rc, out = run_logged("lab-fault-kubelet-active", ["ansible", "-i", INVENTORY[1], "nodefix-lab-debian13", "-m",
+                                                      "ansible.builtin.command", "-a", "systemctl is-active kubelet"])
+    assert_ok("lab-fault-kubelet-active", rc, out)
+    assert "active" in out.splitlines()[-1]

@@ -394,8 +394,8 @@ def test_ee_is_valid_v3_and_lists_every_dependency():
     # any other EE that includes nodefix.k8s finds the same files by introspection
     meta = load(os.path.join(ROOT, "meta", "execution-environment.yml"))
     assert meta["dependencies"] == {"python": deps["python"], "system": deps["system"]}
-    for build_ignored in galaxy.get("build_ignore", []):
-        assert not deps["python"].startswith(build_ignored.rstrip("/*")) and deps["system"] != build_ignored
+    # both files ship in the built collection (see test_ansible_builder_create_makes_a_build_context)
+    assert deps["python"] == "requirements.txt" and deps["system"] == "bindep.txt"
 
 
 def test_bindep_parses_for_rpm_and_dpkg():
@@ -453,6 +453,126 @@ def test_runner_example_extravars_are_playbook_variables():
     envvars = load(os.path.join(ROOT, "examples", "runner", "env", "envvars"))
     assert all(isinstance(value, str) for value in envvars.values()), "envvars values must be strings"
     assert "ANSIBLE_COLLECTIONS_PATH" in envvars
+
+
+# --- configure.yml against the AWX API test double -----------------------------
+
+SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-real-key-but-secret-3f9a\n-----END OPENSSH PRIVATE KEY-----\n"
+KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: secret-user-7c21}]\n"
+
+
+@pytest.fixture
+def awx_double():
+    import awx_api_double
+    double = awx_api_double.AwxDouble(ROOT)
+    server, url = double.serve()
+    double.base_url = url
+    double.auth = {"nodefix_awx_controller_host": url, "nodefix_awx_controller_username": awx_api_double.USERNAME,
+                   "nodefix_awx_controller_password": awx_api_double.PASSWORD}
+    yield double
+    server.shutdown()
+    server.server_close()
+
+
+def run_configure(tmp_path, extra, name="vars"):
+    path = tmp_path / ("%s.json" % name)
+    path.write_text(json.dumps(extra))
+    proc = run(["ansible-playbook", CONFIGURE, "-e", "@%s" % path])
+    recap = re.search(r"localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", proc.stdout)
+    return proc, recap
+
+
+@pytest.mark.slow
+def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
+    # 1. no machine credential in AWX and no inputs given: refused with a clear message, before any template
+    proc, recap = run_configure(tmp_path, awx_double.auth, "noinputs")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "No Machine credential named 'nodefix nodes' in AWX" in proc.stdout
+    assert not awx_double.find("job_templates")
+    assert [o["name"] for o in awx_double.objects("organizations")] == ["Default", "nodefix"]
+
+    # 2. everything, with the secrets given
+    inputs = {"username": "ansible", "ssh_key_data": SSH_KEY, "become_method": "sudo"}
+    extra = dict(awx_double.auth, nodefix_awx_machine_credential_inputs=inputs, nodefix_awx_kubeconfig=KUBECONFIG)
+    proc, recap = run_configure(tmp_path, extra)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert recap and int(recap.group(2)) >= 9 and recap.group(3) == "0", proc.stdout[-3000:]
+    for secret in ("not-a-real-key-but-secret-3f9a", "secret-user-7c21", awx_double.auth["nodefix_awx_controller_password"]):
+        assert secret not in proc.stdout + proc.stderr, "a secret leaked into the output"
+
+    # 3. the same again: changed=0 and not one write to the API
+    writes = len(awx_double.writes())
+    proc, recap = run_configure(tmp_path, extra)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert recap and recap.group(2) == "0", proc.stdout[-6000:]
+    assert len(awx_double.writes()) == writes, awx_double.writes()[writes:]
+
+    # 4. what AWX holds
+    d = awx_double
+    org = d.one("organizations", name="nodefix")
+    ee = d.one("execution_environments", name="nodefix.k8s EE")
+    assert ee["image"] == vars_yml()["nodefix_awx_ee_image"] and org["default_environment"] == ee["id"]
+    project = d.one("projects", name="nodefix.k8s")
+    assert project["scm_url"] == vars_yml()["nodefix_awx_project_scm_url"] and project["organization"] == org["id"]
+    inventory = d.one("inventories", name="nodefix nodes")
+    source = d.one("inventory_sources", name="nodefix nodes from SCM")
+    assert (source["inventory"], source["source_project"], source["source_path"]) == (inventory["id"], project["id"], "awx/inventory/hosts")
+    machine = d.one("credentials", name="nodefix nodes")
+    assert machine["inputs"]["ssh_key_data"] == SSH_KEY
+    ctype = d.one("credential_types", name="nodefix kubeconfig")
+    # AWX templates reach AWX untouched by Ansible
+    assert ctype["injectors"]["extra_vars"] == {"nodefix_kubeconfig": "{{ tower.filename.kubeconfig }}"}
+    assert ctype["injectors"]["file"] == {"template.kubeconfig": "{{ kubeconfig }}"}
+    kubeconfig = d.one("credentials", name="nodefix kubeconfig")
+    assert kubeconfig["credential_type"] == ctype["id"] and kubeconfig["inputs"] == {"kubeconfig": KUBECONFIG}
+    audit = d.one("job_templates", name="nodefix audit")
+    remediate = d.one("job_templates", name="nodefix remediate")
+    assert audit["playbook"] == "playbooks/audit.yml" and remediate["playbook"] == "playbooks/remediate.yml"
+    assert d.linked("job_templates", audit["id"], "credentials") == [machine["id"]]
+    assert d.linked("job_templates", remediate["id"], "credentials") == [machine["id"], kubeconfig["id"]]
+    assert remediate["ask_tags_on_launch"] and remediate["ask_limit_on_launch"] and remediate["ask_job_type_on_launch"]
+    assert remediate["job_type"] == "run" and remediate["execution_environment"] == ee["id"]
+    assert d.survey("job_templates", audit["id"]) == load(os.path.join(AWX, "surveys", "audit.yml"))
+    assert d.survey("job_templates", remediate["id"]) == load(os.path.join(AWX, "surveys", "remediate.yml"))
+    workflow = d.one("workflow_job_templates", name="nodefix audit, remediate, audit")
+    assert d.survey("workflow_job_templates", workflow["id"]) == load(os.path.join(AWX, "surveys", "workflow.yml"))
+    nodes = {n["identifier"]: n for n in d.find("workflow_job_template_nodes", workflow_job_template=workflow["id"])}
+    assert set(nodes) == {"audit-before", "remediate", "audit-after"}
+    assert nodes["audit-before"]["unified_job_template"] == audit["id"] == nodes["audit-after"]["unified_job_template"]
+    assert nodes["remediate"]["unified_job_template"] == remediate["id"]
+    assert d.linked("workflow_job_template_nodes", nodes["audit-before"]["id"], "always_nodes") == [nodes["remediate"]["id"]]
+    assert d.linked("workflow_job_template_nodes", nodes["remediate"]["id"], "always_nodes") == [nodes["audit-after"]["id"]]
+
+
+@pytest.mark.slow
+def test_configure_with_an_existing_machine_credential_and_an_inventory_repository(tmp_path, awx_double):
+    org = awx_double.create("organizations", {"name": "nodefix"})
+    machine_type = awx_double.one("credential_types", name="Machine")
+    machine = awx_double.create("credentials", {"name": "ops ssh", "credential_type": machine_type["id"], "organization": org["id"],
+                                                "inputs": {"username": "ops", "ssh_key_data": SSH_KEY}})
+    extra = dict(awx_double.auth, nodefix_awx_machine_credential="ops ssh",
+                 nodefix_awx_inventory_scm_url="https://git.example.com/ops/k8s-inventory.git",
+                 nodefix_awx_workflow_enabled=False)
+    proc, recap = run_configure(tmp_path, extra)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    projects = {p["name"]: p for p in awx_double.objects("projects")}
+    assert projects["nodefix inventory"]["scm_url"] == "https://git.example.com/ops/k8s-inventory.git"
+    source = awx_double.one("inventory_sources", name="nodefix nodes from SCM")
+    assert source["source_project"] == projects["nodefix inventory"]["id"]
+    remediate = awx_double.one("job_templates", name="nodefix remediate")
+    assert awx_double.linked("job_templates", remediate["id"], "credentials") == [machine["id"]]  # no kubeconfig given
+    assert awx_double.find("credential_types", name="nodefix kubeconfig")  # the type is always there
+    assert not awx_double.find("workflow_job_templates")
+    assert awx_double.one("credentials", name="ops ssh")["inputs"]["ssh_key_data"] == SSH_KEY  # untouched
+
+
+@pytest.mark.slow
+def test_configure_refuses_bad_credentials(tmp_path, awx_double):
+    extra = dict(awx_double.auth, nodefix_awx_controller_password="wrong")
+    proc, recap = run_configure(tmp_path, extra)
+    assert proc.returncode != 0
+    assert "Failed to get token" in proc.stdout and "401" in proc.stdout
+    assert not awx_double.writes()
 
 
 if __name__ == "__main__":

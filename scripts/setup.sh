@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$NODEFIX_ROOT"
 
 log() { printf '\n==> %s\n' "$*"; }
+# pip on some machines warns about every missing local index directory
+quiet_pip() { grep -v -e "^WARNING: Location '.*' is ignored" -e "^\[notice\]" || true; }
 
 # 1. Debian packages -------------------------------------------------------
 APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium)
@@ -28,8 +30,8 @@ if [ ! -x "$NODEFIX_VENV/bin/python" ] || [ "$(cat "$NODEFIX_VENV/.nodefix-req" 
   log "python venv ($NODEFIX_VENV)"
   PY=${NODEFIX_PYTHON:-python3}
   "$PY" -m venv "$NODEFIX_VENV"
-  "$NODEFIX_VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$NODEFIX_VENV/bin/pip" install -q -r requirements/dev.txt
+  "$NODEFIX_VENV/bin/pip" install -q --upgrade pip 2>&1 | quiet_pip
+  "$NODEFIX_VENV/bin/pip" install -q -r requirements/dev.txt 2>&1 | quiet_pip
   echo "$req_hash" > "$NODEFIX_VENV/.nodefix-req"
 fi
 
@@ -47,7 +49,7 @@ if [ "$(cat "$NODEFIX_CACHE/sanity-venv/.nodefix-req" 2>/dev/null)" != "$sanity_
   rm -rf "$NODEFIX_CACHE/sanity-venv"
   "$NODEFIX_VENV/bin/python" -m venv "$NODEFIX_CACHE/sanity-venv"
   core=$(grep -E '^ansible-core==' requirements/dev.txt)
-  "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" $(printf -- '-r %s ' "${sanity_req[@]}")
+  "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" $(printf -- '-r %s ' "${sanity_req[@]}") 2>&1 | quiet_pip
   echo "$sanity_hash" > "$NODEFIX_CACHE/sanity-venv/.nodefix-req"
 fi
 "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py

@@ -301,6 +301,11 @@ def main():
             del table[key]
 
     after_text = tomlkit.dumps(doc)
+    if before is None:
+        # a new file is always written, even without entries: containerd's ConfigPath must exist
+        changes.append("%s: created" % path)
+        if not after_text.strip():
+            after_text = "# containerd-shim-runsc-v1 configuration (nodefix.k8s.runsc_config)\n"
     if changes and not after_text.endswith("\n"):
         after_text += "\n"
     # the result must read back with quoted strings only

@@ -126,3 +126,13 @@ def test_missing_directory(run_module, tmp_path):
     result, failed, _ = run_module(runsc_config, {"path": str(tmp_path / "no" / "x.toml"),
                                                   "runsc_config": {"debug": "true"}})
     assert failed and "directory" in result["msg"]
+
+
+def test_new_file_is_created_even_without_entries(run_module, tmp_path):
+    """containerd's ConfigPath must point at an existing file on a cgroupfs node too."""
+    path = tmp_path / "runsc.toml"
+    result, failed, _ = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"]})
+    assert not failed and result["changed"] and path.exists()
+    assert tomlkit.parse(path.read_text()).unwrap() == {}
+    again, failed, _ = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"]})
+    assert not failed and not again["changed"]

@@ -25,7 +25,7 @@ description:
     backup; nothing is written when the existing file is malformed or already holds unquoted values in
     C([runsc_config]).
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 requirements:
   - tomlkit (Debian package C(python3-tomlkit)) on the managed node.
 options:
@@ -70,10 +70,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports the change without writing the file.
   diff_mode:
     support: full
+    description: Before/after text of the file.
   platform:
     platforms: posix
+    support: full
+    description: Linux nodes running containerd-shim-runsc-v1.
 seealso:
   - module: nodefix.k8s.runsc_info
   - module: nodefix.k8s.containerd_config

@@ -27,7 +27,7 @@ description:
   - Returns findings with stable ids (C(gvisor.*), see docs/findings.md). The same detector runs inside
     M(nodefix.k8s.node_audit).
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 options:
   root:
     description: Root of the node's filesystem (a fake tree in tests).
@@ -66,11 +66,14 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Never changes anything.
+    description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is no diff.
   platform:
     platforms: posix
+    support: full
+    description: Linux nodes running gVisor (runsc), with or without containerd.
 notes:
   - On cgroup v1 the fix for google/gvisor#9580 does not apply; only the live sandbox check proves a node
     (measured on 0.0~20221219.0 and 0.0~20240729.0).

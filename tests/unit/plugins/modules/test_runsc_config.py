@@ -33,7 +33,7 @@ def cfg(tmp_path):
 
 
 def test_adds_systemd_cgroup_quoted_and_keeps_comments(run_module, cfg):
-    result, failed, _ = run_module(runsc_config, {"path": cfg, "runsc_config": {"systemd-cgroup": True}}, diff=True)
+    result, failed, _table = run_module(runsc_config, {"path": cfg, "runsc_config": {"systemd-cgroup": True}}, diff=True)
     assert not failed and result["changed"]
     text = open(cfg).read()
     assert text.startswith(EXISTING.rstrip("\n"))
@@ -43,14 +43,14 @@ def test_adds_systemd_cgroup_quoted_and_keeps_comments(run_module, cfg):
         "debug": "true", "debug-log": "/var/log/runsc/%ID%/gvisor.%COMMAND%.log", "systemd-cgroup": "true"}
     assert result["changes"] == ['runsc_config.systemd-cgroup: (absent) -> "true"']
     assert result["diff"]["before"] == EXISTING and result["diff"]["after"] == text
-    again, failed, _ = run_module(runsc_config, {"path": cfg, "runsc_config": {"systemd-cgroup": "true"}})
+    again, failed, _table = run_module(runsc_config, {"path": cfg, "runsc_config": {"systemd-cgroup": "true"}})
     assert not failed and not again["changed"]
 
 
 def test_check_mode_changes_nothing(run_module, cfg):
     before = sha(cfg)
-    result, failed, _ = run_module(runsc_config, {"path": cfg, "runsc_config": {"systemd-cgroup": "true"},
-                                                  "settings": {"log_level": "info"}}, check_mode=True, diff=True)
+    result, failed, _table = run_module(runsc_config, {"path": cfg, "runsc_config": {"systemd-cgroup": "true"},
+                                                       "settings": {"log_level": "info"}}, check_mode=True, diff=True)
     assert not failed and result["changed"]
     assert 'log_level = "info"' in result["diff"]["after"]
     assert sha(cfg) == before
@@ -58,8 +58,8 @@ def test_check_mode_changes_nothing(run_module, cfg):
 
 def test_creates_new_file(run_module, tmp_path):
     path = str(tmp_path / "new.toml")
-    result, failed, _ = run_module(runsc_config, {"path": path, "runsc_config": {"systemd-cgroup": "true"},
-                                                  "settings": {"io_uid": "0", "log_level": "info"}})
+    result, failed, _table = run_module(runsc_config, {"path": path, "runsc_config": {"systemd-cgroup": "true"},
+                                                       "settings": {"io_uid": "0", "log_level": "info"}})
     assert not failed and result["changed"]
     data = tomlkit.parse(open(path).read()).unwrap()
     assert data == {"io_uid": 0, "log_level": "info", "runsc_config": {"systemd-cgroup": "true"}}
@@ -69,7 +69,7 @@ def test_creates_new_file(run_module, tmp_path):
 def test_top_level_key_goes_above_tables(run_module, tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('[runsc_config]\n  debug = "true"\n')
-    result, failed, _ = run_module(runsc_config, {"path": str(path), "settings": {"binary_name": "/usr/local/bin/runsc"}})
+    result, failed, _table = run_module(runsc_config, {"path": str(path), "settings": {"binary_name": "/usr/local/bin/runsc"}})
     assert not failed
     data = tomlkit.parse(path.read_text()).unwrap()
     assert data == {"binary_name": "/usr/local/bin/runsc", "runsc_config": {"debug": "true"}}
@@ -78,8 +78,8 @@ def test_top_level_key_goes_above_tables(run_module, tmp_path):
 def test_absent_removes_flag_only(run_module, tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('# c\n[runsc_config]\n  systemd-cgroup = "true"\n  debug = "true"\n')
-    result, failed, _ = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"],
-                                                  "backup": True})
+    result, failed, _table = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"],
+                                                       "backup": True})
     assert not failed and result["changed"]
     assert path.read_text() == '# c\n[runsc_config]\n  debug = "true"\n'
     assert os.path.exists(result["backup_file"])
@@ -88,7 +88,7 @@ def test_absent_removes_flag_only(run_module, tmp_path):
 def test_literal_string_value_is_accepted_unchanged(run_module, tmp_path):
     path = tmp_path / "r.toml"
     path.write_text("[runsc_config]\n  systemd-cgroup = 'true'\n")
-    result, failed, _ = run_module(runsc_config, {"path": str(path), "runsc_config": {"systemd-cgroup": "true"}})
+    result, failed, _table = run_module(runsc_config, {"path": str(path), "runsc_config": {"systemd-cgroup": "true"}})
     assert not failed and not result["changed"]
 
 
@@ -109,30 +109,30 @@ def test_bad_input_fails_and_changes_nothing(run_module, tmp_path, content, args
     path.write_text(content)
     before = sha(str(path))
     payload = dict(args, path=str(path), backup=True)
-    result, failed, _ = run_module(runsc_config, payload)
+    result, failed, _table = run_module(runsc_config, payload)
     assert failed and message in result["msg"]
     assert sha(str(path)) == before
     assert sorted(os.listdir(str(tmp_path))) == ["runsc.toml"]
 
 
 def test_missing_file_without_create(run_module, tmp_path):
-    result, failed, _ = run_module(runsc_config, {"path": str(tmp_path / "x.toml"), "create": False,
-                                                  "runsc_config": {"debug": "true"}})
+    result, failed, _table = run_module(runsc_config, {"path": str(tmp_path / "x.toml"), "create": False,
+                                                       "runsc_config": {"debug": "true"}})
     assert failed and "does not exist" in result["msg"]
     assert not os.path.exists(str(tmp_path / "x.toml"))
 
 
 def test_missing_directory(run_module, tmp_path):
-    result, failed, _ = run_module(runsc_config, {"path": str(tmp_path / "no" / "x.toml"),
-                                                  "runsc_config": {"debug": "true"}})
+    result, failed, _table = run_module(runsc_config, {"path": str(tmp_path / "no" / "x.toml"),
+                                                       "runsc_config": {"debug": "true"}})
     assert failed and "directory" in result["msg"]
 
 
 def test_new_file_is_created_even_without_entries(run_module, tmp_path):
     """containerd's ConfigPath must point at an existing file on a cgroupfs node too."""
     path = tmp_path / "runsc.toml"
-    result, failed, _ = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"]})
+    result, failed, _table = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"]})
     assert not failed and result["changed"] and path.exists()
     assert tomlkit.parse(path.read_text()).unwrap() == {}
-    again, failed, _ = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"]})
+    again, failed, _table = run_module(runsc_config, {"path": str(path), "runsc_config_absent": ["systemd-cgroup"]})
     assert not failed and not again["changed"]

@@ -80,7 +80,7 @@ def test_runsc_path_given_for_a_new_download(run_module, make_tree, tmp_path):
     binary = tmp_path / "runsc.new"
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
-    result, failed, _ = run_module(
+    result, failed, _table = run_module(
         runsc_info, {"root": make_tree({"/proc/1/cmdline": "init\0"}), "runsc_path": str(binary),
                      "inspect_sandboxes": False},
         bins={},
@@ -91,18 +91,18 @@ def test_runsc_path_given_for_a_new_download(run_module, make_tree, tmp_path):
 
 
 def test_missing_runsc_path_is_a_clear_error(run_module, tmp_path):
-    result, failed, _ = run_module(runsc_info, {"runsc_path": str(tmp_path / "nope")})
+    result, failed, _table = run_module(runsc_info, {"runsc_path": str(tmp_path / "nope")})
     assert failed and "does not exist" in result["msg"]
 
 
 def test_bad_minimum_release(run_module):
-    result, failed, _ = run_module(runsc_info, {"minimum_release": "latest"})
+    result, failed, _table = run_module(runsc_info, {"minimum_release": "latest"})
     assert failed and "not a runsc release" in result["msg"]
 
 
 def test_failing_version_command_is_unknown(run_module, make_tree):
     root = make_tree({"/proc/1/cmdline": "init\0", "/sys/fs/cgroup/cgroup.controllers": "memory\n"})
-    result, failed, _ = run_module(
+    result, failed, _table = run_module(
         runsc_info, {"root": root}, bins={"runsc": "/usr/bin/runsc"},
         commands=[{"argv": ["/usr/bin/runsc", "--version"], "rc": 1, "err": "exec format error"}])
     assert not failed

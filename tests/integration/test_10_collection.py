@@ -17,9 +17,11 @@ def test_build_install_and_list_modules(tmp_path):
     tarball = tmp_path / ("nodefix-k8s-%s.tar.gz" % version)
     assert tarball.exists(), out
     dest = tmp_path / "installed"
-    rc, out = run_logged("galaxy-install", ["ansible-galaxy", "collection", "install", "--no-deps",
-                                            "-p", str(dest), str(tarball)])
+    # an empty path: the development link must not satisfy the install
+    rc, out = run_logged("galaxy-install", ["ansible-galaxy", "collection", "install", "--no-deps", "--force",
+                                            "-p", str(dest), str(tarball)], env={"ANSIBLE_COLLECTIONS_PATH": str(dest)})
     assert_ok("galaxy-install", rc, out)
+    assert (dest / "ansible_collections" / "nodefix" / "k8s" / "MANIFEST.json").exists(), out
     # Only the freshly installed copy may be visible to ansible-doc.
     rc, out = run_logged("ansible-doc-list", ["ansible-doc", "-t", "module", "-l", "nodefix.k8s"],
                          env={"ANSIBLE_COLLECTIONS_PATH": str(dest)})

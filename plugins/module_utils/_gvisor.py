@@ -655,5 +655,15 @@ def check(module, runner, root="/", **opts):
         if sb["pod_uid"] and sb["pod_uid"] not in pods:
             pods.append(sb["pod_uid"])
     facts["pods_to_recreate"] = pods
+    facts["tomlkit_available"] = _has_tomlkit()
     facts["findings"] = findings
     return facts
+
+
+def _has_tomlkit():
+    """Whether the config modules (runsc_config, containerd_config) can run on this node."""
+    try:
+        import tomlkit  # noqa: F401 pylint: disable=unused-import
+        return True
+    except ImportError:
+        return False

@@ -196,6 +196,10 @@ sandboxes:
       outside_pod_slice: false
       oversized: true
       excess_bytes: 25008074752
+tomlkit_available:
+  description: Whether the Python library tomlkit (needed by M(nodefix.k8s.runsc_config)) is importable on the node.
+  returned: always
+  type: bool
 oversized_sandboxes:
   description: Container ids of the sandboxes sized above their effective limit.
   returned: always

@@ -33,7 +33,7 @@ description:
   - Does not restart kubelet. Use the RV(restart_required) return value, or the C(nodefix.k8s.kubelet) role's
     safe-restart handler, which restores RV(backups) when the restarted kubelet is not healthy.
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 requirements:
   - ruamel.yaml on the managed node to edit YAML (Debian/Ubuntu package C(python3-ruamel.yaml)).
 options:
@@ -98,6 +98,7 @@ attributes:
     support: full
     description: Before and after text of every file that changes.
   platform:
+    support: full
     platforms: posix
     description: Linux nodes with systemd.
 notes:

@@ -11,9 +11,9 @@ IMAGES = ("debian11", "debian12", "debian13")
 @pytest.mark.lab
 def test_images_exist_with_systemd_and_python():
     for name in IMAGES:
-        rc, out = run_logged("image-" + name, ["podman", "image", "inspect", "--format",
-                                                "{{index .Labels \"nodefix.recipe\"}} {{.Config.Cmd}}",
-                                                "localhost/nodefix-" + name])
+        argv = ["podman", "image", "inspect", "--format", "{{index .Labels \"nodefix.recipe\"}} {{.Config.Cmd}}",
+                "localhost/nodefix-" + name]
+        rc, out = run_logged("image-" + name, argv)
         assert_ok("image-" + name, rc, out)
         assert "/sbin/init" in out
 

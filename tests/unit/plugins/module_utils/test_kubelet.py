@@ -411,3 +411,31 @@ def test_findings_registry_shape():
         assert entry["severity"] in ("critical", "high", "medium", "low", "info")
         assert entry["title"] and entry["remedy"]
         assert set(entry) >= {"severity", "title", "remedy", "role", "tag"}
+
+
+# ---------------------------------------------------------------- read-only fallback
+
+@pytest.mark.parametrize("path", [
+    "kubeadm/var/lib/kubelet/config.yaml",
+    "kubespray/etc/kubernetes/kubelet-config.yaml",
+])
+def test_subset_parser_reads_real_layout_files_like_ruamel(path):
+    from ruamel.yaml import YAML
+    text = open(os.path.join(LAYOUTS, path)).read()
+    assert kl.subset_yaml_load(text) == kl.plain(YAML(typ="safe", pure=True).load(text))
+
+
+@pytest.mark.parametrize("text", ["a: [1\n", "  a: 1\nb: 2\n", "a: |\n  x\n", "a: 1\na: 2\n", "a:\n\t- x\n"])
+def test_subset_parser_rejects_what_it_cannot_read(text):
+    with pytest.raises(kl.YamlError):
+        kl.subset_yaml_load(text)
+
+
+def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
+    monkeypatch.setattr(kl, "HAS_RUAMEL", False)
+    monkeypatch.setattr(kl, "HAS_PYYAML", False)
+    root = layout_tree(tmp_path, "kubespray")
+    result = kl.check(None, None, root, kubelet_version="1.26.15")
+    assert result["kubelet"]["effective"]["eventRecordQPS"] == {"value": 5, "source": "config",
+                                                               "path": "/etc/kubernetes/kubelet-config.yaml"}
+    assert "kubelet.api_qps_low" in [f["id"] for f in result["findings"]]

@@ -45,7 +45,7 @@ def env(tmp_path):
 
 
 def run(args, env, timeout=10):
-    return subprocess.run([sys.executable, DOUBLE] + args, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, DOUBLE] + args, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def write(path, text):

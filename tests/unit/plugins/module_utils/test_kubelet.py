@@ -67,8 +67,10 @@ def test_systemctl_cat_is_split_per_file():
     out = ("# /lib/systemd/system/kubelet.service\n" + KUBEADM_UNIT + "\n"
            "# /etc/systemd/system/kubelet.service.d/10-kubeadm.conf\n" + DROPIN_UNIT)
     files = kl.split_systemctl_cat(out)
-    assert [p for p, _t in files] == ["/lib/systemd/system/kubelet.service",
-                                     "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf"]
+    assert [p for p, _t in files] == [
+        "/lib/systemd/system/kubelet.service",
+        "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
+    ]
     assert "ExecStart=/usr/bin/kubelet $KUBELET_CONFIG_ARGS" in files[1][1]
 
 
@@ -436,6 +438,6 @@ def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
     monkeypatch.setattr(kl, "HAS_PYYAML", False)
     root = layout_tree(tmp_path, "kubespray")
     result = kl.check(None, None, root, kubelet_version="1.26.15")
-    assert result["kubelet"]["effective"]["eventRecordQPS"] == {"value": 5, "source": "config",
-                                                               "path": "/etc/kubernetes/kubelet-config.yaml"}
+    want = {"value": 5, "source": "config", "path": "/etc/kubernetes/kubelet-config.yaml"}
+    assert result["kubelet"]["effective"]["eventRecordQPS"] == want
     assert "kubelet.api_qps_low" in [f["id"] for f in result["findings"]]

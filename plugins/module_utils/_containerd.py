@@ -674,8 +674,14 @@ def dump_has(dump_text, runtimes=None, systemd_cgroup=None):
 # --------------------------------------------------------------------------
 # node inspection
 
-def find_config_path(root="/"):
-    """Config file the running containerd uses (``--config``/``-c``), else the default."""
+def daemon_process(root="/"):
+    """The running containerd: {pid, argv, started (epoch seconds)} or None.
+
+    ``started`` comes from /proc/<pid>/stat (start time in clock ticks after
+    boot) plus /proc/stat ``btime``; the role compares it with the ctime of
+    containerd's files to tell whether the files on disk are the ones the
+    daemon runs with.
+    """
     proc = root_path(root, "/proc")
     try:
         pids = [p for p in os.listdir(proc) if p.isdigit()]
@@ -685,13 +691,35 @@ def find_config_path(root="/"):
         comm = (read_text(os.path.join(proc, pid, "comm"), "") or "").strip()
         if comm != "containerd":
             continue
-        argv = (read_text(os.path.join(proc, pid, "cmdline"), "") or "").split("\0")
-        for i, arg in enumerate(argv):
-            if arg in ("--config", "-c") and i + 1 < len(argv):
-                return argv[i + 1], "cmdline"
-            if arg.startswith("--config="):
-                return arg.split("=", 1)[1], "cmdline"
+        argv = [a for a in (read_text(os.path.join(proc, pid, "cmdline"), "") or "").split("\0") if a]
+        started = None
+        stat = read_text(os.path.join(proc, pid, "stat"), "") or ""
+        btime = None
+        for line in (read_text(os.path.join(proc, "stat"), "") or "").splitlines():
+            if line.startswith("btime "):
+                btime = int(line.split()[1])
+        fields = stat.rsplit(")", 1)[-1].split()
+        if btime is not None and len(fields) > 19:
+            try:
+                ticks = os.sysconf("SC_CLK_TCK")
+            except (ValueError, OSError, AttributeError):
+                ticks = 100
+            started = btime + int(fields[19]) / float(ticks)
+        return {"pid": int(pid), "argv": argv, "started": started}
+    return None
+
+
+def find_config_path(root="/"):
+    """Config file the running containerd uses (``--config``/``-c``), else the default."""
+    daemon = daemon_process(root)
+    if daemon is None:
         return DEFAULT_CONFIG, "default"
+    argv = daemon["argv"]
+    for i, arg in enumerate(argv):
+        if arg in ("--config", "-c") and i + 1 < len(argv):
+            return argv[i + 1], "cmdline"
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1], "cmdline"
     return DEFAULT_CONFIG, "default"
 
 
@@ -725,6 +753,7 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
         "runc_systemd_cgroup": None,
         "runc": {"binary": None, "version": None, "version_info": None, "cpu_quota_rounding_bug": None},
         "socket": {"address": None, "reachable": None, "server_version": None, "server_base": None, "error": None},
+        "daemon": daemon_process(root),
     }
     binary = runner.bin(containerd_binary)
     if binary:

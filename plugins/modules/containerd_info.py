@@ -154,6 +154,11 @@ socket:
   returned: always
   type: dict
   sample: {"address": "/run/containerd/containerd.sock", "reachable": true, "server_version": "1.6.20~ds1", "server_base": "1.6.20", "error": null}
+daemon:
+  description: The running containerd process (pid, argv, start time as epoch seconds), null when none runs.
+  returned: always
+  type: dict
+  sample: {"pid": 812, "argv": ["/usr/bin/containerd"], "started": 1795244277.52}
 findings:
   description: Findings (ids C(containerd.prerelease), C(containerd.version_below_minimum), C(containerd.socket_unreachable),
     C(containerd.config_invalid), C(runc.cpu_quota_rounding_bug)).

@@ -307,6 +307,8 @@ class FakeRunner:
 def node(make_tree, config, cmdline=None):
     files = {"/etc/containerd/config.toml": config, "/run/containerd/containerd.sock": ""}
     if cmdline is not None:
+        files["/proc/stat"] = "cpu  1 2 3\nbtime 1700000000\nprocesses 9\n"
+        files["/proc/812/stat"] = "812 (containerd) S 1 812 812 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 12 0 %d 0 0\n" % (1234 * 100)
         files["/proc/812/comm"] = "containerd\n"
         files["/proc/812/cmdline"] = "\0".join(cmdline) + "\0"
         files["/etc/containerd/custom.toml"] = config
@@ -349,6 +351,7 @@ def test_check_below_minimum_socket_down_and_config_from_cmdline(make_tree):
     })
     facts = c.check(None, runner, root=root, minimum_version="1.6.0")
     assert facts["config_path"] == "/etc/containerd/custom.toml" and facts["config_source"] == "cmdline"
+    assert facts["daemon"]["pid"] == 812 and facts["daemon"]["started"] == 1700000000 + 1234.0 * 100 / os.sysconf("SC_CLK_TCK")
     assert facts["socket"]["address"] == "/run/k8s/containerd.sock"
     ids = sorted(f["id"] for f in facts["findings"])
     assert ids == ["containerd.socket_unreachable", "containerd.version_below_minimum"]

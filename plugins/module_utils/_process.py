@@ -184,16 +184,10 @@ def scan(proc):
     return processes, tasks, zombies
 
 
-def _parse_stat(data):
+def _comm_ppid(data):
+    """Command name (field 2) and parent (field 4) from a stat line."""
     lp, rp = data.find(b"("), data.rfind(b")")
-    rest = data[rp + 2:].split()
-    return {
-        "comm": data[lp + 1:rp].decode("utf-8", "replace"),
-        "state": rest[0].decode("ascii", "replace"),
-        "ppid": int(rest[1]),
-        "threads": int(rest[17]),
-        "starttime": int(rest[19]),
-    }
+    return data[lp + 1:rp].decode("utf-8", "replace"), int(data[rp + 2:].split(None, 2)[1])
 
 
 def _cmdline(proc, pid, comm):
@@ -324,10 +318,8 @@ def check(module, runner, root="/", **opts):
     for parent in parents[:o["max_parents"]]:
         pid = parent["pid"]
         data = _read_small("%s/%d/stat" % (proc, pid))
-        st = _parse_stat(data) if data else {"comm": None, "ppid": None}
-        parent["comm"] = st["comm"]
-        parent["ppid"] = st["ppid"]
-        parent["cmdline"] = _cmdline(proc, pid, st["comm"]) if data else None
+        parent["comm"], parent["ppid"] = _comm_ppid(data) if data else (None, None)
+        parent["cmdline"] = _cmdline(proc, pid, parent["comm"]) if data else None
         parent["ns_pid"] = _ns_pid(proc, pid)
         parent.update(owner(read_text("%s/%d/cgroup" % (proc, pid))))
         leaker = (parent["zombies"] >= o["zombie_threshold"]

@@ -1289,8 +1289,17 @@ FINDINGS = {
     },
 }
 
-LOW_API = (50, 100)
-LOW_EVENT = (50, 100)
+# Seed 002 story 6 raised 5/10 to 30/40; kubelet 1.27 made 50/100 the
+# defaults. A limit is low when it is below the higher of the two for the
+# node's kubelet version (the same floor the kubelet role writes).
+SEED_FLOOR = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}
+
+
+def low_thresholds(version):
+    """((api qps, api burst), (event qps, event burst)) below which limits are low."""
+    d = version_defaults(version)
+    floor = dict((k, max(v, d[k])) for k, v in SEED_FLOOR.items())
+    return (floor["kubeAPIQPS"], floor["kubeAPIBurst"]), (floor["eventRecordQPS"], floor["eventBurst"])
 
 
 def _rank(field, value):
@@ -1332,13 +1341,14 @@ def findings_for(node, config, sources, layers, flags_found, errors):
 
     if node.kops:
         findings.append(finding_from(FINDINGS, "kubelet.kops_managed", evidence={"markers": node.kops}))
+    low_api, low_event = low_thresholds(node.version)
     qps, burst = config.get("kubeAPIQPS"), config.get("kubeAPIBurst")
-    if (_rank("kubeAPIQPS", qps) or 0) < LOW_API[0] or (_rank("kubeAPIBurst", burst) or 0) < LOW_API[1]:
+    if (_rank("kubeAPIQPS", qps) or 0) < low_api[0] or (_rank("kubeAPIBurst", burst) or 0) < low_api[1]:
         findings.append(finding_from(FINDINGS, "kubelet.api_qps_low",
                                      evidence={"kubeAPIQPS": src("kubeAPIQPS"), "kubeAPIBurst": src("kubeAPIBurst"),
                                                "kubelet_version": node.version_text}))
     eq, eb = config.get("eventRecordQPS"), config.get("eventBurst")
-    if _rank("eventRecordQPS", eq) != float("inf") and ((_rank("eventRecordQPS", eq) or 0) < LOW_EVENT[0] or (eb or 0) < LOW_EVENT[1]):
+    if _rank("eventRecordQPS", eq) != float("inf") and ((_rank("eventRecordQPS", eq) or 0) < low_event[0] or (eb or 0) < low_event[1]):
         findings.append(finding_from(FINDINGS, "kubelet.event_qps_low",
                                      evidence={"eventRecordQPS": src("eventRecordQPS"), "eventBurst": src("eventBurst")}))
     if config.get("serializeImagePulls", True):

@@ -441,3 +441,38 @@ def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
     want = {"value": 5, "source": "config", "path": "/etc/kubernetes/kubelet-config.yaml"}
     assert result["kubelet"]["effective"]["eventRecordQPS"] == want
     assert "kubelet.api_qps_low" in [f["id"] for f in result["findings"]]
+
+
+class FakeRunner(object):
+    """Answers ``systemctl cat`` like systemd does (paths of the unit and its drop-ins)."""
+
+    def __init__(self, out, rc=0):
+        self.out, self.rc, self.calls = out, rc, []
+
+    def bin(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/" + name
+
+    def run(self, argv, check=True, data=None, msg=None):
+        self.calls.append(argv)
+        return self.rc, self.out, ""
+
+
+def test_discovery_follows_systemctl_cat(tmp_path):
+    root = layout_tree(tmp_path, "kubeadm")
+    # systemd shows the unit under /usr/lib (merged /usr); the files are read from disk
+    os.makedirs(os.path.join(root, "usr/lib/systemd/system"))
+    shutil.move(os.path.join(root, "lib/systemd/system/kubelet.service"), os.path.join(root, "usr/lib/systemd/system/kubelet.service"))
+    out = ("# /usr/lib/systemd/system/kubelet.service\n[Service]\nExecStart=/usr/bin/kubelet\n\n"
+           "# /etc/systemd/system/kubelet.service.d/10-kubeadm.conf\n[Service]\nExecStart=/stale/copy\n")
+    runner = FakeRunner(out)
+    node = kl.discover(runner, root, use_systemctl=True)
+    assert runner.calls == [["/usr/bin/systemctl", "cat", "--no-pager", "kubelet.service"]]
+    assert [p for p, _t in node.unit_files] == ["/usr/lib/systemd/system/kubelet.service",
+                                               "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf"]
+    assert node.config_path == "/var/lib/kubelet/config.yaml"  # from the file on disk, not the cat text
+
+
+def test_discovery_without_the_unit_in_systemctl_falls_back_to_the_tree(tmp_path):
+    root = layout_tree(tmp_path, "kubespray")
+    node = kl.discover(FakeRunner("", rc=1), root, use_systemctl=True)
+    assert node.layout == "kubespray"

@@ -467,8 +467,10 @@ def test_discovery_follows_systemctl_cat(tmp_path):
     runner = FakeRunner(out)
     node = kl.discover(runner, root, use_systemctl=True)
     assert runner.calls == [["/usr/bin/systemctl", "cat", "--no-pager", "kubelet.service"]]
-    assert [p for p, _t in node.unit_files] == ["/usr/lib/systemd/system/kubelet.service",
-                                               "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf"]
+    assert [p for p, _t in node.unit_files] == [
+        "/usr/lib/systemd/system/kubelet.service",
+        "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
+    ]
     assert node.config_path == "/var/lib/kubelet/config.yaml"  # from the file on disk, not the cat text
 
 

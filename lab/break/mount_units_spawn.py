@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) nodefix.k8s contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -6,7 +5,7 @@
 """Create REAL leaked-looking kubelet units inside a lab container (used by
 lab/break/mount_units.yml and benchmarks/mount_units/).
 
-    mount_units_spawn.py SPEC.json EXPECT.json
+    python3 mount_units_spawn.py SPEC.json EXPECT.json
 
 SPEC: {"scopes": [{"unit": "run-r<32 hex>", "description": "...", "group": "dead"}],
        "mounts": [{"target": "/var/lib/kubelet/pods/<uid>/volume-subpaths/...",
@@ -63,25 +62,45 @@ def mounted():
     return points
 
 
-def spawn_scopes(scopes, parallel, present):
-    """systemd-run --scope ... sleep infinity, ``parallel`` at a time."""
-    pending = [s for s in scopes if present.get(s["unit"] + ".scope") not in ("active",)]
+def in_scope(pid, unit):
+    """True once the process ``pid`` runs in ``unit``'s cgroup (systemd-run moves itself there, then execs)."""
+    try:
+        with open("/proc/%d/cgroup" % pid) as fh:
+            return ("/%s.scope" % unit) in fh.read()
+    except (IOError, OSError):
+        return False
+
+
+def spawn_scopes(scopes, parallel, present, timeout=60):
+    """systemd-run --scope ... sleep infinity, ``parallel`` at a time.
+
+    Completion is seen in /proc/<pid>/cgroup, not in systemd-run's "Running
+    scope as unit" message (systemd 257 no longer prints it when stderr is not
+    a terminal).
+    """
+    pending = [s for s in scopes if present.get(s["unit"] + ".scope") != "active"]
     running = []
     started = 0
     while pending or running:
         while pending and len(running) < parallel:
             s = pending.pop(0)
-            p = subprocess.Popen(["systemd-run", "--scope", "--unit", s["unit"], "--description", s["description"],
-                                  "sleep", "infinity"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, start_new_session=True)
-            running.append((s, p))
-        s, p = running.pop(0)
-        line = p.stderr.readline()   # "Running scope as unit: <name>" comes once the scope exists
-        p.stderr.close()
-        if b"Running scope" not in line:
-            rc = p.wait()
-            raise SystemExit("systemd-run for %s failed (rc=%s): %s" % (s["unit"], rc, line.decode().strip()))
-        started += 1
+            p = subprocess.Popen(["systemd-run", "--quiet", "--scope", "--unit", s["unit"], "--description",
+                                  s["description"], "sleep", "infinity"], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            running.append((s, p, time.time()))
+        still = []
+        for s, p, t0 in running:
+            if in_scope(p.pid, s["unit"]):
+                started += 1
+            elif p.poll() is not None:
+                raise SystemExit("systemd-run for %s failed (rc=%s)" % (s["unit"], p.returncode))
+            elif time.time() - t0 > timeout:
+                raise SystemExit("systemd-run for %s did not start its scope in %d s" % (s["unit"], timeout))
+            else:
+                still.append((s, p, t0))
+        if len(still) == len(running):
+            time.sleep(0.002)
+        running = still
     return started
 
 

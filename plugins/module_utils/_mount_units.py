@@ -920,7 +920,8 @@ def cli(argv=None):
             opts = json.load(fh)
         unknown = sorted(set(opts) - set(CLI_OPTIONS))
         if unknown:
-            print(json.dumps({"failed": True, "msg": "unknown options in %s: %s" % (args.config, ", ".join(unknown))}))
+            sys.stdout.write(json.dumps({"failed": True, "msg": "unknown options in %s: %s"
+                                         % (args.config, ", ".join(unknown))}) + "\n")
             return 2
     if args.state:
         opts["state"] = args.state
@@ -930,11 +931,11 @@ def cli(argv=None):
         result = run(SubprocessRunner(), root=root, state=state, check_mode=args.check, **opts)
     except MountUnitsError as exc:
         out = dict(exc.details, failed=True, changed=False, msg=exc.msg)
-        print(json.dumps(out, sort_keys=True))
+        sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
         return 1
-    print(json.dumps(result, sort_keys=True))
+    sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     return 1 if result.get("failed") else 0
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    raise SystemExit(cli())

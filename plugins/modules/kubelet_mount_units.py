@@ -34,7 +34,7 @@ description:
   - The same logic runs without Ansible from the systemd timer that the role M(nodefix.k8s.mount_units)
     installs, and as a detector inside M(nodefix.k8s.node_audit).
 author:
-  - nodefix.k8s contributors
+  - nodefix.k8s developers (@nodefix)
 options:
   state:
     description:

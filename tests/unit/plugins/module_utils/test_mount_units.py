@@ -18,15 +18,23 @@ DEAD2 = "0b5a3c2d-1e4f-4a6b-8c7d-9e0f1a2b3c4d"
 STATIC = "b3a8a2f4a1d3c0f0e8d3c2b1a0f9e8d7"   # a static pod's UID (md5 hex)
 HEX = "7cb6598194c7094d0c5717f6a2cb6eef"
 
-# Captured from `systemctl list-units --all --plain --no-legend --full` on systemd 252 (lab image).
-REAL_LIST = r"""run-.containerenv.mount                                                                                         loaded    active     mounted   /run/.containerenv
-var-lib-kubelet-pods-11111111\x2d2222\x2d3333\x2d4444\x2d555555555555-volume\x2dsubpaths-cfg\x2dvol-app-0.mount loaded    active     mounted   /var/lib/kubelet/pods/11111111-2222-3333-4444-555555555555/volume-subpaths/cfg-vol/app/0
-var-lib-kubelet-pods-aaaaaaaa\x2dbbbb\x2dcccc\x2ddddd\x2deeeeeeeeeeee-volume\x2dsubpaths-cfg\x2dvol-app-0.mount loaded    active     mounted   /var/lib/kubelet/pods/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/volume-subpaths/cfg-vol/app/0
-run-r01931977525b4c678ab1818dfa27713c.scope                                                                     loaded    active     running   Kubernetes transient mount for /var/lib/kubelet/pods/11111111-2222-3333-4444-555555555555/volume-subpaths/x/y/1
-run-r7cb6598194c7094d0c5717f6a2cb6eef.scope                                                                     loaded    active     running   Kubernetes transient mount for /var/lib/kubelet/pods/11111111-2222-3333-4444-555555555555/volume-subpaths/cfg-vol/app/0
-run-rea3be5665e08391fccf95e0ae3b4c9cc.scope                                                                     loaded    active     running   Kubernetes transient mount for /var/lib/kubelet/pods/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee/volume-subpaths/cfg-vol/app/0
-home.mount                                                                                                      not-found inactive   dead      home.mount
-"""
+# Captured from `systemctl list-units --all --plain --no-legend --full` on systemd 252 (lab image):
+# the same rows and column widths, rebuilt so that the lines fit the project's line length.
+_REAL_ROWS = [
+    ("run-.containerenv.mount", "loaded", "active", "mounted", "/run/.containerenv"),
+    (r"var-lib-kubelet-pods-11111111\x2d2222\x2d3333\x2d4444\x2d555555555555-volume\x2dsubpaths-cfg\x2dvol-app-0.mount",
+     "loaded", "active", "mounted", "/var/lib/kubelet/pods/%s/volume-subpaths/cfg-vol/app/0" % LIVE),
+    (r"var-lib-kubelet-pods-aaaaaaaa\x2dbbbb\x2dcccc\x2ddddd\x2deeeeeeeeeeee-volume\x2dsubpaths-cfg\x2dvol-app-0.mount",
+     "loaded", "active", "mounted", "/var/lib/kubelet/pods/%s/volume-subpaths/cfg-vol/app/0" % DEAD),
+    ("run-r01931977525b4c678ab1818dfa27713c.scope", "loaded", "active", "running",
+     "Kubernetes transient mount for /var/lib/kubelet/pods/%s/volume-subpaths/x/y/1" % LIVE),
+    ("run-r7cb6598194c7094d0c5717f6a2cb6eef.scope", "loaded", "active", "running",
+     "Kubernetes transient mount for /var/lib/kubelet/pods/%s/volume-subpaths/cfg-vol/app/0" % LIVE),
+    ("run-rea3be5665e08391fccf95e0ae3b4c9cc.scope", "loaded", "active", "running",
+     "Kubernetes transient mount for /var/lib/kubelet/pods/%s/volume-subpaths/cfg-vol/app/0" % DEAD),
+    ("home.mount", "not-found", "inactive", "dead", "home.mount"),
+]
+REAL_LIST = "".join("%-111s %-9s %-10s %-9s %s\n" % row for row in _REAL_ROWS)
 
 
 # --- names, escaping, parsers -------------------------------------------------
@@ -126,7 +134,7 @@ def test_pods_dirs_follow_a_symlinked_root_dir(tmp_path):
     root = tmp_path / "root"
     (root / "data" / "kubelet" / "pods").mkdir(parents=True)
     (root / "var" / "lib").mkdir(parents=True)
-    os.symlink("/data/kubelet" if False else str(root / "data" / "kubelet"), str(root / "var" / "lib" / "kubelet"))
+    os.symlink(str(root / "data" / "kubelet"), str(root / "var" / "lib" / "kubelet"))
     assert mu.pods_dirs_for(str(root), "/var/lib/kubelet") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
     assert mu.pods_dirs_for(str(root), "/var/lib/kubelet/") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
     assert mu.pods_dirs_for(str(tmp_path / "none"), "/var/lib/kubelet") == ["/var/lib/kubelet/pods"]
@@ -497,7 +505,9 @@ def test_standalone_cli_runs_without_ansible(tmp_path):
     (fake / "systemctl").write_text(FAKE_SYSTEMCTL)
     (fake / "systemctl").chmod(0o755)
     crictl = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "lab", "crictl-double", "crictl")
-    shutil.copy(crictl, str(fake / "crictl"))
+    with open(crictl) as fh:   # the tree keeps the double without a shebang; installers add one
+        (fake / "crictl").write_text("#!%s\n%s" % (sys.executable, fh.read()))
+    (fake / "crictl").chmod(0o755)
     (fake / "state.json").write_text(json.dumps({"pods": [{"uid": LIVE}]}))
     lines = ["run-u1.scope loaded active running Kubernetes transient mount for %s" % subpath(DEAD),
              "run-u2.scope loaded active running Kubernetes transient mount for %s" % subpath(LIVE),
@@ -512,7 +522,7 @@ def test_standalone_cli_runs_without_ansible(tmp_path):
             "assert 'ansible' not in sys.modules and not any(m.startswith('ansible.') for m in sys.modules); "
             "sys.exit(cli(['--config', %r]))" % (lib, str(cfg)))
     # -S: no site-packages, so Ansible cannot be imported even by accident; -E: ignore PYTHON* variables
-    proc = subprocess.run([sys.executable, "-S", "-E", "-c", code], env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-S", "-E", "-c", code], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     result = json.loads(proc.stdout)
     assert result["stopped_units"] == ["run-u1.scope"] and result["systemd"]["has_fix"] is False
@@ -520,7 +530,7 @@ def test_standalone_cli_runs_without_ansible(tmp_path):
     # runtime down: exit 1, nothing stopped
     (fake / "state.json").write_text(json.dumps({"pods": [{"uid": LIVE}], "fail": True}))
     (fake / "units").write_text("\n".join(lines) + "\n")
-    proc = subprocess.run([sys.executable, "-S", "-E", "-c", code], env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-S", "-E", "-c", code], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["failed"] is True
     assert "run-u1.scope" in (fake / "units").read_text()

@@ -99,8 +99,8 @@ def test_validation_rejects_keeps_file(run_module, conf):
     path = conf("config-default-1.7.24.toml")
     digest = sha(path)
     result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": RUNSC},
-                                   commands=[dump_cmd("", rc=1, err="containerd: failed to load TOML: (2, 2): unexpected token")],
-                                   bins={"containerd": BIN})
+                                       commands=[dump_cmd("", rc=1, err="containerd: failed to load TOML: (2, 2): unexpected token")],
+                                       bins={"containerd": BIN})
     assert failed and "rejects the edited config" in result["msg"] and "unexpected token" in result["msg"]
     assert sha(path) == digest
     assert os.listdir(os.path.dirname(path)) == ["config.toml"]
@@ -111,7 +111,7 @@ def test_validation_detects_ignored_entries(run_module, conf):
     path = conf("config-v1-handwritten.toml")
     digest = sha(path)
     result, failed, dummy = run_module(containerd_config, {"path": path, "runtimes": RUNSC},
-                                   commands=[dump_cmd(fixture("config-default-2.1.9.toml"))], bins={"containerd": BIN})
+                                       commands=[dump_cmd(fixture("config-default-2.1.9.toml"))], bins={"containerd": BIN})
     assert failed and "does not apply it" in result["msg"]
     assert result["problems"] == ["runtime runsc missing from config dump"]
     assert sha(path) == digest
@@ -176,8 +176,8 @@ def test_missing_binary_with_validation(run_module, conf):
 def test_new_file_schema_from_binary_version(run_module, tmp_path):
     path = tmp_path / "config.toml"
     result, failed, dummy = run_module(containerd_config, {"path": str(path), "runc_systemd_cgroup": True, "validate": False},
-                                   commands=[{"argv": [BIN, "--version"], "out": fixture("containerd-version-2.1.9.txt")}],
-                                   bins={"containerd": BIN})
+                                       commands=[{"argv": [BIN, "--version"], "out": fixture("containerd-version-2.1.9.txt")}],
+                                       bins={"containerd": BIN})
     assert not failed and result["changed"] and result["schema_version"] == 3
     text = path.read_text()
     assert text.startswith("version = 3\n") and "SystemdCgroup = true" in text

@@ -61,7 +61,7 @@ def test_seed_node_release_candidate(run_module, make_tree):
     root = make_tree({"/etc/containerd/config.toml": fixture("config-default-1.7.24.toml"), "/run/containerd/containerd.sock": ""})
     version = "containerd github.com/containerd/containerd v1.7.0-rc.1 8c1ebe0b0a8a1e4f0d8f2f2e6c52d1b4e0a49c60\n"
     result, failed, dummy = run_module(containerd_info, {"root": root},
-                                   commands=cmds(version, fixture("runc-version-1.1.5.txt"), ctr_out("v1.7.0-rc.1")), bins=BINS)
+                                       commands=cmds(version, fixture("runc-version-1.1.5.txt"), ctr_out("v1.7.0-rc.1")), bins=BINS)
     assert not failed
     assert result["prerelease"] is True and result["version"] == "1.7.0-rc.1"
     (finding,) = result["findings"]
@@ -73,9 +73,9 @@ def test_seed_node_release_candidate(run_module, make_tree):
 def test_debian11_node_below_minimum_and_socket_down(run_module, make_tree):
     root = make_tree({"/etc/containerd/config.toml": fixture("config-default-1.4.13.toml"), "/run/containerd/containerd.sock": ""})
     result, failed, dummy = run_module(containerd_info, {"root": root, "minimum_version": "1.6.0"},
-                                   commands=cmds(fixture("containerd-version-1.4.13.txt"), fixture("runc-version-1.0.0-rc93.txt"),
-                                                 ctr_rc=1, ctr_err='ctr: failed to dial "/run/containerd/containerd.sock": context deadline exceeded'),
-                                   bins=BINS)
+                                       commands=cmds(fixture("containerd-version-1.4.13.txt"), fixture("runc-version-1.0.0-rc93.txt"),
+                                                     ctr_rc=1, ctr_err='ctr: failed to dial "/run/containerd/containerd.sock": context deadline exceeded'),
+                                       bins=BINS)
     assert not failed
     ids = sorted(f["id"] for f in result["findings"])
     assert ids == ["containerd.socket_unreachable", "containerd.version_below_minimum"]

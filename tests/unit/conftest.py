@@ -86,7 +86,10 @@ def run_module(monkeypatch):
 
         monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
         monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-        monkeypatch.setattr(basic.AnsibleModule, "run_command", table)
+        def run_command(module_self, args, **kwargs):
+            return table(module_self, args, **kwargs)
+
+        monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
         if bins is not None:
             def get_bin_path(self, arg, required=False, opt_dirs=None):
                 path = bins.get(arg)

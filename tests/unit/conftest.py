@@ -86,6 +86,7 @@ def run_module(monkeypatch):
 
         monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
         monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+
         def run_command(module_self, args, **kwargs):
             return table(module_self, args, **kwargs)
 

@@ -54,7 +54,13 @@ if [ "$(cat "$NODEFIX_CACHE/sanity-venv/.nodefix-req" 2>/dev/null)" != "$sanity_
 fi
 "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
 
-# 5. Lab images (cached; rebuilt only when their recipe changes) ----------
+# 5. Real containerd/runc packages of Debian 11/12/13/sid, unpacked under
+#    lab/cache/containerd (cached): unit tests run the real binaries and the
+#    containerd scenario builds its release-archive mirror from them.
+log "real containerd and runc packages (lab/cache/containerd)"
+bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
+
+# 6. Lab images (cached; rebuilt only when their recipe changes) ----------
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
   bash lab/images/build.sh
 fi

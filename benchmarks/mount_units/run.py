@@ -246,8 +246,8 @@ def main():
         results["systemd"] = pexec(args.name, "systemctl", "--version").stdout.decode().splitlines()[0]
         for rnd, method in enumerate(args.methods.split(","), 1):
             expect, created = leak(args.name, args.n, args.live, rnd, args.parallel)
-            print("[%s] leaked %d dead + %d live scopes in %.1f s" % (method, len(expect["dead"]),
-                                                                       len(expect["live"]), created), flush=True)
+            print("[%s] leaked %d dead + %d live scopes in %.1f s" % (method, len(expect["dead"]), len(expect["live"]), created),
+                  flush=True)
             if method == "seed":
                 r = run_seed(args.name, expect, args.n, args.seed_limit)
             elif method == "raw":

@@ -5,7 +5,6 @@ containerd's ``config dump`` is replayed from recorded real outputs
 (config-dump-*.toml); test_containerd_real.py runs the real binaries.
 """
 
-import functools
 import hashlib
 import os
 import shutil
@@ -23,16 +22,6 @@ RUNSC = {
     }
 }
 
-
-@pytest.fixture
-def run_module(run_module, monkeypatch):
-    """The shared fixture with its CommandTable bound as a method (the
-    conftest patches run_command with an instance that has no ``__get__``)."""
-    table_cls = run_module.__globals__["CommandTable"]
-    if not hasattr(table_cls, "__get__"):
-        monkeypatch.setattr(table_cls, "__get__",
-                            lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj), raising=False)
-    return run_module
 
 
 def fixture(name):

@@ -1,25 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for nodefix.k8s.containerd_info (fake node trees, recorded real outputs)."""
 
-import functools
 import os
 
-import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import containerd_info
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "containerd")
 BINS = {"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "runc": "/usr/sbin/runc"}
 
-
-@pytest.fixture
-def run_module(run_module, monkeypatch):
-    """The shared fixture with its CommandTable bound as a method."""
-    table_cls = run_module.__globals__["CommandTable"]
-    if not hasattr(table_cls, "__get__"):
-        monkeypatch.setattr(table_cls, "__get__",
-                            lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj), raising=False)
-    return run_module
 
 
 def fixture(name):

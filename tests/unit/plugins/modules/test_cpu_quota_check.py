@@ -1,24 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """nodefix.k8s.cpu_quota_check over the seed's cgroup tree, with runc --version from a command table."""
 
-import functools
 
-import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import cpu_quota_check
 from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.test_cpu_quota import (
     CID, OK_CTR, POD, SEED_CTR, SEED_V1, v1_tree)
 
-
-@pytest.fixture
-def run_module(run_module, monkeypatch):
-    """The shared fixture with its CommandTable bound as a method: conftest sets an
-    instance without ``__get__`` as AnsibleModule.run_command (to be fixed there)."""
-    table_cls = run_module.__globals__["CommandTable"]
-    if not hasattr(table_cls, "__get__"):
-        monkeypatch.setattr(table_cls, "__get__", lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj),
-                            raising=False)
-    return run_module
 
 
 RUNC_RC4 = "runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n"

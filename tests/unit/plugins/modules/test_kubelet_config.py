@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for the kubelet_config module (fake node trees under ``root``)."""
 
-import functools
 import hashlib
 import os
 import shutil
@@ -47,21 +46,6 @@ def read(root, path):
     with open(os.path.join(root, path.lstrip("/"))) as fh:
         return fh.read()
 
-
-@pytest.fixture
-def run_module(run_module, monkeypatch):
-    """The shared fixture, with its command table bound as a method.
-
-    tests/unit/conftest.py patches AnsibleModule.run_command with a
-    CommandTable *instance*; without a ``__get__`` it is not bound, so its
-    ``__call__(self, module_self, args)`` misses ``args``. Giving the class a
-    descriptor ``__get__`` for the duration of the test fixes that locally.
-    """
-    table_cls = run_module.__globals__["CommandTable"]
-    if not hasattr(table_cls, "__get__"):
-        monkeypatch.setattr(table_cls, "__get__",
-                            lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj), raising=False)
-    return run_module
 
 
 @pytest.fixture

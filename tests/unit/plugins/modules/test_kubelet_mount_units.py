@@ -1,10 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Module tests for kubelet_mount_units: every command it runs, in order."""
 
-import functools
 import json
 
-import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units as mu
 from ansible_collections.nodefix.k8s.plugins.modules import kubelet_mount_units
@@ -31,22 +29,6 @@ PODS_JSON = json.dumps({"items": [{"id": "f" * 64, "metadata": {"name": "web-0",
                                                                 "attempt": 0}, "state": "SANDBOX_READY"}]})
 PS_JSON = json.dumps({"containers": []})
 
-
-@pytest.fixture
-def run_module(run_module, monkeypatch):
-    """The shared fixture with its CommandTable bound as a method.
-
-    tests/unit/conftest.py patches AnsibleModule.run_command with a CommandTable
-    instance that has no ``__get__``, so it is called without ``module_self``;
-    a descriptor for the duration of the test binds it (same local fix as
-    test_kubelet_config.py).
-    """
-    table_cls = run_module.__globals__["CommandTable"]
-    if not hasattr(table_cls, "__get__"):
-        monkeypatch.setattr(table_cls, "__get__",
-                            lambda self, obj, cls=None: self if obj is None else functools.partial(self, obj),
-                            raising=False)
-    return run_module
 
 
 def survey_commands():

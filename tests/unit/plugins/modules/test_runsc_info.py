@@ -1,9 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for nodefix.k8s.runsc_info: main() against fake node trees and a command table."""
 
-import sys
 
-import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import runsc_info
 
@@ -20,20 +18,6 @@ CTD = """version = 2
   runtime_type = "io.containerd.runsc.v1"
 """
 
-
-@pytest.fixture(autouse=True)
-def _bound_command_table(monkeypatch):
-    """conftest's CommandTable is set as a class attribute but is not a descriptor, so
-    ``module.run_command(argv)`` reaches it without the module: accept both call forms."""
-    table_cls = sys.modules["conftest"].CommandTable
-    orig = table_cls.__call__
-
-    def call(self, *args, **kwargs):
-        if len(args) == 1:
-            args = (None,) + args
-        return orig(self, *args, **kwargs)
-
-    monkeypatch.setattr(table_cls, "__call__", call)
 
 
 def cmdline(cid, total):

@@ -23,7 +23,6 @@ RUNSC = {
 }
 
 
-
 def fixture(name):
     with open(os.path.join(FIX, name)) as fh:
         return fh.read()

@@ -10,7 +10,6 @@ FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 BINS = {"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "runc": "/usr/sbin/runc"}
 
 
-
 def fixture(name):
     with open(os.path.join(FIX, name)) as fh:
         return fh.read()

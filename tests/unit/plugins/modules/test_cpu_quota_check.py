@@ -2,11 +2,9 @@
 """nodefix.k8s.cpu_quota_check over the seed's cgroup tree, with runc --version from a command table."""
 
 
-
 from ansible_collections.nodefix.k8s.plugins.modules import cpu_quota_check
 from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.test_cpu_quota import (
     CID, OK_CTR, POD, SEED_CTR, SEED_V1, v1_tree)
-
 
 
 RUNC_RC4 = "runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n"

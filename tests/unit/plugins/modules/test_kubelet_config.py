@@ -47,7 +47,6 @@ def read(root, path):
         return fh.read()
 
 
-
 @pytest.fixture
 def kubeadm(tmp_path):
     return node(tmp_path, "kubeadm", "/usr/bin/kubelet")

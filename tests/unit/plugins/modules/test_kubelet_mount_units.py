@@ -30,7 +30,6 @@ PODS_JSON = json.dumps({"items": [{"id": "f" * 64, "metadata": {"name": "web-0",
 PS_JSON = json.dumps({"containers": []})
 
 
-
 def survey_commands():
     return [
         {"argv": [SC, "--version"], "out": "systemd 252 (252.39-1~deb12u2)\n"},

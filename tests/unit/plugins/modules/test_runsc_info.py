@@ -2,7 +2,6 @@
 """Unit tests for nodefix.k8s.runsc_info: main() against fake node trees and a command table."""
 
 
-
 from ansible_collections.nodefix.k8s.plugins.modules import runsc_info
 
 POD = "6a1f0c2e-0000-4000-8000-00000000a001"
@@ -17,7 +16,6 @@ CTD = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
   runtime_type = "io.containerd.runsc.v1"
 """
-
 
 
 def cmdline(cid, total):

@@ -103,7 +103,6 @@ def run_checks(module, runner, root="/", checks=None, options=None):
         finally:
             module.fail_json = real_fail_json
         for f in found:
-            f.setdefault("check", name)
             f["check"] = name
         findings.extend(found)
         timings[name] = round(time.time() - started, 4)

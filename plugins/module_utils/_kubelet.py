@@ -1228,14 +1228,16 @@ FINDINGS = {
     "kubelet.api_qps_low": {
         "severity": "medium",
         "title": "kubelet talks to the API server with low rate limits (kubeAPIQPS/kubeAPIBurst)",
-        "remedy": "raise kubeAPIQPS/kubeAPIBurst to at least 50/100 (the 1.27+ defaults) in the kubelet config; "
+        "remedy": "raise kubeAPIQPS/kubeAPIBurst to at least the seed's 30/40, and never below the kubelet version's defaults "
+                  "(50/100 since 1.27), in the kubelet config; "
                   "pods stay Pending/ContainerCreating while kubelet waits for its client rate limiter",
         "role": ROLE, "tag": "kubelet_profile",
     },
     "kubelet.event_qps_low": {
         "severity": "low",
         "title": "kubelet event rate limits (eventRecordQPS/eventBurst) are low and drop events",
-        "remedy": "raise eventRecordQPS/eventBurst to at least 50/100 (the 1.27+ defaults)",
+        "remedy": "raise eventRecordQPS/eventBurst to at least the seed's 30/40, and never below the kubelet version's "
+                  "defaults (50/100 since 1.27)",
         "role": ROLE, "tag": "kubelet_profile",
     },
     "kubelet.serialized_image_pulls": {

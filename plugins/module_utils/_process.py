@@ -69,6 +69,16 @@ FINDINGS = {
         "role": "nodefix.k8s.pid_limits",
         "tag": "pid_limits",
     },
+    "pids.pid_max_persisted_low": {
+        "severity": "medium",
+        "title": "The kernel.pid_max the next boot applies (sysctl.d) is below the recommended value",
+        "remedy": ("A sysctl.d file persists a low kernel.pid_max: the node falls back to it at the next boot "
+                   "whatever the live value is now. The role nodefix.k8s.pid_limits writes the recommended value "
+                   "to its own file; a file sorting after it that sets a lower value must be removed by hand "
+                   "(the evidence lists every file that sets the key, in the order they apply)."),
+        "role": "nodefix.k8s.pid_limits",
+        "tag": "pid_limits",
+    },
     "pids.threads_max_low": {
         "severity": "medium",
         "title": "kernel.threads-max caps the number of tasks below the recommended value",
@@ -248,6 +258,79 @@ def owner(cgroup_text):
     }
 
 
+# Where systemd-sysctl (and procps `sysctl --system`) read *.conf, highest
+# priority first: a file name found in an earlier directory masks the same
+# name in later ones; the surviving files apply in file-name order and a later
+# assignment of a key wins. procps reads /etc/sysctl.conf last (Debian links
+# it as /etc/sysctl.d/99-sysctl.conf, which is then read once).
+SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d")
+SYSCTL_CONF = "/etc/sysctl.conf"
+
+
+def sysctl_key(key):
+    """Normalise a sysctl key (``kernel/pid_max`` or ``-kernel.pid_max``) to dotted form."""
+    key = key.strip().lstrip("-").strip()
+    slash, dot = key.find("/"), key.find(".")
+    if slash != -1 and (dot == -1 or slash < dot):
+        key = key.replace("/", "\0").replace(".", "/").replace("\0", ".")
+    return key
+
+
+def sysctl_files(root="/", extra=None):
+    """The sysctl configuration files in the order they apply (paths as seen on the node).
+
+    ``extra`` (a node path) is placed where it would sort if it existed, so a
+    caller can ask which files would override a file it is about to write.
+    """
+    chosen = {}
+    for directory in SYSCTL_DIRS:
+        try:
+            names = os.listdir(root_path(root, directory))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".conf") and name not in chosen:
+                chosen[name] = directory + "/" + name
+    if extra and os.path.basename(extra) not in chosen:
+        chosen[os.path.basename(extra)] = extra
+    ordered = [chosen[name] for name in sorted(chosen)]
+    seen = set(os.path.realpath(root_path(root, path)) for path in ordered)
+    if os.path.realpath(root_path(root, SYSCTL_CONF)) not in seen:
+        ordered.append(SYSCTL_CONF)
+    return ordered
+
+
+def persisted_sysctl(root, key, extra=None):
+    """What the next boot sets ``key`` to, and every file that sets it.
+
+    Returns ``{"value": <str or None>, "source": <path or None>,
+    "assignments": [{"path", "value"}, ...]}`` (assignments in the order they
+    apply; the last one wins). Unreadable files are skipped.
+    """
+    key = sysctl_key(key)
+    assignments = []
+    for path in sysctl_files(root, extra):
+        text = read_text(root_path(root, path))
+        if text is None:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line[0] in "#;" or "=" not in line:
+                continue
+            name, value = line.split("=", 1)
+            if sysctl_key(name) == key:
+                assignments.append({"path": path, "value": value.strip()})
+    last = assignments[-1] if assignments else {}
+    return {"value": last.get("value"), "source": last.get("path"), "assignments": assignments}
+
+
+def _as_int(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def _default_pid_max_min():
     machine = platform.machine().lower()
     if machine.endswith("64") or machine in ("s390x",):
@@ -267,6 +350,13 @@ def check(module, runner, root="/", **opts):
     clk_tck = o.get("clk_tck") or os.sysconf("SC_CLK_TCK")
     now = o.get("now") or time.time()
     pid_max = _read_int(os.path.join(proc, "sys/kernel/pid_max"))
+    persisted = persisted_sysctl(root, "kernel.pid_max", extra=o.get("sysctl_file"))
+    persisted["value"] = _as_int(persisted["value"])
+    if o.get("sysctl_file"):
+        order = sysctl_files(root, o["sysctl_file"])
+        mine = order.index(o["sysctl_file"]) if o["sysctl_file"] in order else -1
+        persisted["overridden_by"] = [a for a in persisted["assignments"]
+                                      if a["path"] != o["sysctl_file"] and order.index(a["path"]) > mine]
     threads_max = _read_int(os.path.join(proc, "sys/kernel/threads-max"))
     btime = _btime(proc)
     uptime = _uptime(proc)
@@ -292,6 +382,11 @@ def check(module, runner, root="/", **opts):
         findings.append(finding_from(
             FINDINGS, "pids.pid_max_low", subject="kernel.pid_max",
             evidence={"pid_max": pid_max, "recommended": pid_max_min}))
+    if persisted["value"] is not None and persisted["value"] < pid_max_min:
+        findings.append(finding_from(
+            FINDINGS, "pids.pid_max_persisted_low", subject=persisted["source"],
+            evidence={"persisted": persisted["value"], "source": persisted["source"],
+                      "assignments": persisted["assignments"], "live": pid_max, "recommended": pid_max_min}))
     if threads_max is not None and threads_max < o["threads_max_min"]:
         findings.append(finding_from(
             FINDINGS, "pids.threads_max_low", subject="kernel.threads-max",
@@ -343,6 +438,7 @@ def check(module, runner, root="/", **opts):
         "tasks_counted": tasks,
         "tasks_kernel": kernel_tasks,
         "pid_max": pid_max,
+        "pid_max_persisted": persisted,
         "threads_max": threads_max,
         "limit": limit,
         "limited_by": limited_by,

@@ -21,8 +21,12 @@ description:
     and start time of its oldest zombie (C(/proc/<pid>/stat) field 22 with C(btime) and the clock tick), its
     cgroup, systemd unit, and the Kubernetes pod and container it belongs to (containerd, cri-o and docker scope
     names and pod UIDs of the systemd and cgroupfs drivers).
-  - Returns findings with stable ids (C(pids.usage_high), C(pids.pid_max_low), C(pids.threads_max_low),
-    C(pids.zombie_leaker); see docs/findings.md). The same detector runs inside M(nodefix.k8s.node_audit).
+  - Reads the sysctl configuration the next boot applies (C(/etc/sysctl.d), C(/run/sysctl.d),
+    C(/usr/local/lib/sysctl.d), C(/usr/lib/sysctl.d), C(/lib/sysctl.d) in systemd-sysctl's order, then
+    C(/etc/sysctl.conf)) and reports a persisted C(kernel.pid_max) below the recommended value even when the live
+    value is fine.
+  - Returns findings with stable ids (C(pids.usage_high), C(pids.pid_max_low), C(pids.pid_max_persisted_low),
+    C(pids.threads_max_low), C(pids.zombie_leaker); see docs/findings.md). The same detector runs inside M(nodefix.k8s.node_audit).
   - Fast on large nodes; the repository's C(benchmarks/process_health) measures a synthetic C(/proc) with 50,000
     tasks.
 author:
@@ -39,9 +43,17 @@ options:
     default: 80
   pid_max_min:
     description:
-      - Report C(pids.pid_max_low) when C(kernel.pid_max) is below this.
+      - Report C(pids.pid_max_low) when C(kernel.pid_max) is below this, and C(pids.pid_max_persisted_low) when the
+        value persisted in sysctl configuration is.
       - Default is the architecture's limit, V(4194304) on 64-bit kernels and V(32768) on 32-bit ones.
     type: int
+  sysctl_file:
+    description:
+      - A sysctl.d file a fix writes (or is about to write) C(kernel.pid_max) to, for example the role
+        C(nodefix.k8s.pid_limits)'s C(/etc/sysctl.d/60-nodefix-pid-max.conf).
+      - When set, RV(pid_max_persisted.overridden_by) lists the assignments in files that apply after it and so
+        would override what it holds. The file does not have to exist.
+    type: path
   threads_max_min:
     description: Report C(pids.threads_max_low) when C(kernel.threads-max) is below this.
     type: int
@@ -124,6 +136,31 @@ pid_max:
   returned: always
   type: int
   sample: 32768
+pid_max_persisted:
+  description: The C(kernel.pid_max) the sysctl configuration sets at the next boot.
+  returned: always
+  type: dict
+  contains:
+    value:
+      description: "The value that applies last (null when no file sets the key)."
+      type: int
+    source:
+      description: "The file it comes from."
+      type: str
+    assignments:
+      description: "Every assignment of the key, in the order they apply (the last wins); items have C(path) and C(value)."
+      type: list
+      elements: dict
+    overridden_by:
+      description: "Assignments in files applied after O(sysctl_file) (returned only when O(sysctl_file) is set)."
+      type: list
+      elements: dict
+  sample:
+    value: 32768
+    source: /etc/sysctl.d/60-nodefix-pid-max.conf
+    assignments:
+      - {path: /usr/lib/sysctl.d/50-pid-max.conf, value: "4194304"}
+      - {path: /etc/sysctl.d/60-nodefix-pid-max.conf, value: "32768"}
 threads_max:
   description: C(kernel.threads-max).
   returned: always
@@ -255,6 +292,7 @@ def build_module():
             usage_percent=dict(type="int", default=80),
             pid_max_min=dict(type="int"),
             threads_max_min=dict(type="int", default=131072),
+            sysctl_file=dict(type="path"),
             zombie_threshold=dict(type="int", default=10),
             zombie_min_age=dict(type="int", default=60),
             max_parents=dict(type="int", default=50),
@@ -269,12 +307,14 @@ def main():
     for name in ("usage_percent", "threads_max_min", "zombie_threshold", "zombie_min_age", "max_parents"):
         if p[name] < 0:
             module.fail_json(msg="%s must not be negative (got %d)" % (name, p[name]))
+    if p["sysctl_file"] and not (p["sysctl_file"].startswith("/") and p["sysctl_file"].endswith(".conf")):
+        module.fail_json(msg="sysctl_file must be an absolute path ending in .conf (got %s)" % p["sysctl_file"])
     if not os.path.isdir(os.path.join(p["root"], "proc")):
         module.fail_json(msg="%s has no proc directory" % p["root"])
     result = _process.check(module, Runner(module), root=p["root"], usage_percent=p["usage_percent"],
                             pid_max_min=p["pid_max_min"], threads_max_min=p["threads_max_min"],
                             zombie_threshold=p["zombie_threshold"], zombie_min_age=p["zombie_min_age"],
-                            max_parents=p["max_parents"])
+                            max_parents=p["max_parents"], sysctl_file=p["sysctl_file"])
     module.exit_json(changed=False, **result)
 
 

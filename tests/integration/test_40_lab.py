@@ -105,6 +105,8 @@ def test_02_audit_finds_the_seed_problems(lab):
     ids = dict((n["host"], set(n["ids"])) for n in report["nodes"])
     for host in NODES:
         assert "pids.zombie_leaker" in ids[host], ids[host]
+        # lab/break/pids.yml persists a stale 32768 (the live value is the host's)
+        assert "pids.pid_max_persisted_low" in ids[host], ids[host]
         assert any(i.startswith("kubelet.") for i in ids[host]), ids[host]
     assert any(i.startswith("gvisor.") for i in ids["nodefix-lab-debian12"])
     (lab / "audit-before.json").write_text(json.dumps(report))

@@ -254,3 +254,88 @@ def test_owner_prefers_a_path_naming_the_unit():
         "/libpod_parent/libpod-abc/system.slice/nodefix-zombie-leaker.service", "nodefix-zombie-leaker.service", False)
     assert _process.owner("") == {"cgroup": None, "unit": None, "pod_uid": None, "container_id": None,
                                   "runtime": None, "qos": None, "in_kubepods": False}
+
+
+# --- persisted kernel.pid_max (sysctl.d) -------------------------------------
+
+def test_persisted_pid_max_low_even_when_live_is_high(make_tree):
+    # the node runs with 4194304 now, but 60-nodefix-pid-max.conf (applied after
+    # systemd's 50-pid-max.conf) brings it back to 32768 at the next boot
+    root = fake_proc(make_tree, [{"pid": 1, "comm": "systemd"}], pid_max=4194304, extra={
+        "/usr/lib/sysctl.d/50-pid-max.conf": "# systemd\nkernel.pid_max = 4194304\n",
+        "/etc/sysctl.d/60-nodefix-pid-max.conf": "kernel.pid_max=32768\n",
+    })
+    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304)
+    assert [f["id"] for f in got["findings"]] == ["pids.pid_max_persisted_low"]
+    f = got["findings"][0]
+    assert f["subject"] == "/etc/sysctl.d/60-nodefix-pid-max.conf"
+    assert f["evidence"] == {"persisted": 32768, "source": "/etc/sysctl.d/60-nodefix-pid-max.conf", "live": 4194304,
+                             "recommended": 4194304, "assignments": [
+                                 {"path": "/usr/lib/sysctl.d/50-pid-max.conf", "value": "4194304"},
+                                 {"path": "/etc/sysctl.d/60-nodefix-pid-max.conf", "value": "32768"}]}
+    assert f["fix"] == {"role": "nodefix.k8s.pid_limits", "tag": "pid_limits"}
+
+
+def test_persisted_pid_max_fine_when_the_last_file_is_high(make_tree):
+    root = fake_proc(make_tree, [{"pid": 1, "comm": "systemd"}], extra={
+        "/etc/sysctl.d/10-old.conf": "kernel.pid_max = 32768\n",
+        "/etc/sysctl.d/60-nodefix-pid-max.conf": "kernel.pid_max = 4194304\n",
+    })
+    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304)
+    assert got["findings"] == []
+    assert got["pid_max_persisted"]["value"] == 4194304
+    assert got["pid_max_persisted"]["source"] == "/etc/sysctl.d/60-nodefix-pid-max.conf"
+
+
+def test_no_sysctl_files_no_persisted_value(make_tree):
+    got = _process.check(None, None, root=fake_proc(make_tree, [{"pid": 1}]), clk_tck=CLK)
+    assert got["pid_max_persisted"] == {"value": None, "source": None, "assignments": []}
+    assert got["findings"] == []
+
+
+def test_sysctl_order_masking_key_forms_and_sysctl_conf(make_tree):
+    root = make_tree({
+        # same name in /etc masks /usr/lib; the /usr/lib copy is never read
+        "/usr/lib/sysctl.d/50-pid-max.conf": "kernel.pid_max = 1000\n",
+        "/etc/sysctl.d/50-pid-max.conf": "; masked by the admin\n",
+        # slash form and the ignore-failure prefix
+        "/run/sysctl.d/70-run.conf": "-kernel/pid_max = 65536\nkernel.threads-max=1\n",
+        "/usr/local/lib/sysctl.d/80-local.conf": "# kernel.pid_max = 1\nnot a key line\n",
+        "/etc/sysctl.conf": "kernel.pid_max=99999\n",
+        "/etc/sysctl.d/README": "kernel.pid_max = 7\n",   # not *.conf: ignored
+    })
+    got = _process.persisted_sysctl(root, "kernel.pid_max")
+    assert got["assignments"] == [{"path": "/run/sysctl.d/70-run.conf", "value": "65536"},
+                                  {"path": "/etc/sysctl.conf", "value": "99999"}]
+    assert (got["value"], got["source"]) == ("99999", "/etc/sysctl.conf")
+    assert _process.sysctl_files(root) == ["/etc/sysctl.d/50-pid-max.conf", "/run/sysctl.d/70-run.conf",
+                                           "/usr/local/lib/sysctl.d/80-local.conf", "/etc/sysctl.conf"]
+
+
+def test_sysctl_conf_linked_from_sysctl_d_is_read_once(make_tree):
+    root = make_tree({"/etc/sysctl.conf": "kernel.pid_max = 40000\n", "/etc/sysctl.d": None})
+    os.symlink("../sysctl.conf", os.path.join(root, "etc/sysctl.d/99-sysctl.conf"))
+    got = _process.persisted_sysctl(root, "kernel/pid_max")
+    assert got["assignments"] == [{"path": "/etc/sysctl.d/99-sysctl.conf", "value": "40000"}]
+
+
+def test_sysctl_key_forms():
+    assert _process.sysctl_key(" -kernel/pid_max ") == "kernel.pid_max"
+    assert _process.sysctl_key("net.ipv4.conf.eth0/1.rp_filter") == "net.ipv4.conf.eth0/1.rp_filter"
+    assert _process.sysctl_key("net/ipv4/conf/eth0.1/rp_filter") == "net.ipv4.conf.eth0/1.rp_filter"
+
+
+def test_sysctl_file_reports_what_would_override_it(make_tree):
+    # the role writes 60-nodefix-pid-max.conf (not there yet); 90-vendor.conf
+    # applies after it and keeps the node low: that is what the role must refuse
+    root = fake_proc(make_tree, [{"pid": 1}], extra={
+        "/usr/lib/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n",
+        "/etc/sysctl.d/90-vendor.conf": "kernel.pid_max = 65536\n",
+    })
+    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304,
+                         sysctl_file="/etc/sysctl.d/60-nodefix-pid-max.conf")
+    assert got["pid_max_persisted"]["overridden_by"] == [{"path": "/etc/sysctl.d/90-vendor.conf", "value": "65536"}]
+    # sorting after the vendor file, the same file would win
+    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304,
+                         sysctl_file="/etc/sysctl.d/99-nodefix-pid-max.conf")
+    assert got["pid_max_persisted"]["overridden_by"] == []

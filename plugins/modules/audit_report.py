@@ -22,17 +22,17 @@ description:
     O(remediation), it shows each node's remediation outcome.
 author:
   - nodefix.k8s developers (@nodefix)
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
 attributes:
   check_mode:
     support: full
-    description: In check mode nothing is written; RV(files) says what would change.
+    details: In check mode nothing is written; RV(files) says what would change.
   diff_mode:
     support: none
-    description: Reports are regenerated as a whole; no diff is returned.
+    details: Reports are regenerated as a whole; no diff is returned.
   platform:
-    support: full
-    platforms: posix
-    description: Runs where the report is wanted, usually the Ansible controller.
+    details: Runs where the report is wanted, usually the Ansible controller.
 options:
   results:
     description:

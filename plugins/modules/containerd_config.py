@@ -71,17 +71,16 @@ options:
     description: Keep a timestamped copy of the original file next to it when it changes.
     type: bool
     default: true
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
 attributes:
   check_mode:
-    support: full
-    description: Reports the change (and validates it) without writing the file.
+    details: Reports the change (and validates it) without writing the file.
   diff_mode:
-    support: full
-    description: Before/after of the file.
+    details: Before/after of the file.
   platform:
-    platforms: posix
-    support: full
-    description: Linux nodes running containerd.
+    details: Linux nodes running containerd.
 seealso:
   - module: nodefix.k8s.containerd_info
   - module: nodefix.k8s.runsc_config

@@ -27,10 +27,6 @@ author:
 requirements:
   - tomlkit (Debian/Ubuntu C(python3-tomlkit)) on the managed node to read the config
 options:
-  root:
-    description: Root of the node's filesystem (C(/proc) and the config are read below it; tests use a fake tree).
-    type: path
-    default: /
   minimum_version:
     description: Versions of containerd below this are reported as C(containerd.version_below_minimum). Empty disables the check.
     type: str
@@ -57,17 +53,13 @@ options:
     description: ctr's C(--timeout) for the socket check (a Go duration).
     type: str
     default: 5s
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.read_only
+  - nodefix.k8s.root
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
   platform:
-    platforms: posix
-    support: full
-    description: Linux nodes.
+    details: Linux nodes.
 seealso:
   - module: nodefix.k8s.containerd_config
 """

@@ -30,10 +30,6 @@ description:
 author:
   - nodefix.k8s developers (@nodefix)
 options:
-  root:
-    description: Root of the node's filesystem (C(/sys/fs/cgroup)); a fake tree in tests.
-    type: path
-    default: /
   check_runc:
     description: Run C(runc --version) and report a runc without the rounding fix.
     type: bool
@@ -42,18 +38,12 @@ options:
     description: The runc binary (a name searched on the PATH and the sbin/bin directories, or an absolute path).
     type: str
     default: runc
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.read_only
+  - nodefix.k8s.root
 attributes:
-  check_mode:
-    description: Can run in check mode and return the same result.
-    support: full
-    details: Never changes anything.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode).
-    support: none
   platform:
-    description: Target OS/families that can be operated against.
-    platforms: posix
-    support: full
     details: Linux only.
 seealso:
   - module: nodefix.k8s.kernel_check

@@ -27,10 +27,6 @@ description:
 author:
   - nodefix.k8s developers (@nodefix)
 options:
-  root:
-    description: Root of the node's filesystem (C(/proc), C(/sys/fs/cgroup)); a fake tree in tests.
-    type: path
-    default: /
   release:
     description: Kernel release to judge instead of C(/proc/sys/kernel/osrelease) (for example the release a node
       will boot into).
@@ -44,18 +40,12 @@ options:
       milliseconds or more (about 10 ms on a healthy node, 1.2 s on the seed's sick one).
     type: int
     default: 200
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.read_only
+  - nodefix.k8s.root
 attributes:
-  check_mode:
-    description: Can run in check mode and return the same result.
-    support: full
-    details: Never changes anything.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode).
-    support: none
   platform:
-    description: Target OS/families that can be operated against.
-    platforms: posix
-    support: full
     details: Linux only.
 notes:
   - Inside a container with its own cgroup namespace, C(/proc/cgroups) still counts the host's cgroups while

@@ -90,17 +90,16 @@ options:
         asking systemctl (used by tests).
     type: path
     default: /
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
 attributes:
   check_mode:
-    support: full
-    description: Reports what would change, writes nothing.
+    details: Reports what would change, writes nothing.
   diff_mode:
-    support: full
-    description: Before and after text of every file that changes.
+    details: Before and after text of every file that changes.
   platform:
-    support: full
-    platforms: posix
-    description: Linux nodes with systemd.
+    details: Linux nodes with systemd.
 notes:
   - kOps nodes regenerate their kubelet files at boot (nodeup); the module reports them in RV(kops) and still edits
     them when asked - change the cluster spec instead.

@@ -91,23 +91,16 @@ options:
     description: Cap of every returned list of units (V(0) returns them all).
     type: int
     default: 100
-  root:
-    description: Root of the node's filesystem for C(/proc) and the pods directory (a fake tree in tests).
-    type: path
-    default: /
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
+  - nodefix.k8s.root
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
-    support: full
     details: Reports in RV(to_stop_units) exactly which units it would stop; stops nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode).
-    support: full
     details: The orphaned units to stop, before and after.
   platform:
-    description: Target OS/families that can be operated against.
-    platforms: posix
-    support: full
     details: Linux nodes running systemd.
 notes:
   - Units are listed before the runtime is asked, so a pod started in between is either known to the runtime or

@@ -26,17 +26,13 @@ description:
   - Every finding id is documented in C(docs/findings.md) of the collection.
 author:
   - nodefix.k8s developers (@nodefix)
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.read_only
+  - nodefix.k8s.root
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
   platform:
-    support: full
-    platforms: posix
-    description: Linux Kubernetes nodes.
+    details: Linux Kubernetes nodes.
 options:
   checks:
     description:
@@ -51,11 +47,6 @@ options:
       - 'For example C({"pids": {"zombie_threshold": 10}}).'
     type: dict
     default: {}
-  root:
-    description:
-      - Root of the node's filesystem. Only tests set this to a fake tree.
-    type: path
-    default: /
   fail_on:
     description:
       - Fail the task when a finding of this severity or worse is present.

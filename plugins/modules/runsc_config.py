@@ -67,17 +67,16 @@ options:
     description: Mode of a newly created file (an existing file keeps its owner and mode).
     type: raw
     default: "0644"
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
 attributes:
   check_mode:
-    support: full
-    description: Reports the change without writing the file.
+    details: Reports the change without writing the file.
   diff_mode:
-    support: full
-    description: Before/after text of the file.
+    details: Before/after text of the file.
   platform:
-    platforms: posix
-    support: full
-    description: Linux nodes running containerd-shim-runsc-v1.
+    details: Linux nodes running containerd-shim-runsc-v1.
 seealso:
   - module: nodefix.k8s.runsc_info
   - module: nodefix.k8s.containerd_config

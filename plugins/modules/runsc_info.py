@@ -29,10 +29,6 @@ description:
 author:
   - nodefix.k8s developers (@nodefix)
 options:
-  root:
-    description: Root of the node's filesystem (a fake tree in tests).
-    type: path
-    default: /
   runsc_path:
     description:
       - The runsc binary to check. Default is the shim config's C(binary_name), else C(runsc) on the PATH and
@@ -63,17 +59,13 @@ options:
     description: Inspect live sandboxes in C(/proc).
     type: bool
     default: true
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.read_only
+  - nodefix.k8s.root
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
   platform:
-    platforms: posix
-    support: full
-    description: Linux nodes running gVisor (runsc), with or without containerd.
+    details: Linux nodes running gVisor (runsc), with or without containerd.
 notes:
   - On cgroup v1 the fix for google/gvisor#9580 does not apply; only the live sandbox check proves a node
     (measured on 0.0~20221219.0 and 0.0~20240729.0).

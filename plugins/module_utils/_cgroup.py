@@ -13,6 +13,15 @@ Path formats (../shared/FACTS.md section 7):
   kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope``
   (docker: ``docker-<id>.scope``, cri-o: ``crio-<id>.scope``)
 - cgroupfs driver: ``/kubepods/burstable/pod<uid>/<id>``
+
+A pod UID is an RFC 4122 UUID (pods from the API server) or, for a static
+pod, 32 hex digits without dashes: the md5 kubelet computes from the manifest
+(its mirror pod in the API has another UID; the cgroups, the pod directory and
+the runtime's labels keep this one). Both forms appear in both driver layouts.
+
+Inside a container without its own cgroup namespace (podman/libpod parents)
+``/proc/<pid>/cgroup`` shows host paths while ``/sys/fs/cgroup`` is the
+container's subtree: ``mount_roots`` and ``local_path`` translate.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,11 +39,27 @@ CGROUP_BASE = "/sys/fs/cgroup"
 # (9223372036854771712 on 4 KiB pages); anything this large is unlimited.
 V1_UNLIMITED_FLOOR = 1 << 60
 
-_UID = r"[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}"
+# A pod UID as it appears in a pod cgroup's name: a UUID with "-" (cgroupfs) or
+# "_" (systemd uses "-" for slice nesting, so kubelet escapes the UUID's), or a
+# static pod's 32 hex digits (no dashes, the same in both drivers).
+_UID = (r"(?:[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}"
+        r"|[0-9a-fA-F]{32})")
+# A pod UID as kubelet and the runtimes write it (lower case): RFC 4122 UUID
+# (API pods) or 32 hex digits (static pods: an md5).
+POD_UID_RE = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
 _SYSTEMD_POD_RE = re.compile(r"^kubepods(?:-(burstable|besteffort))?-pod(" + _UID + r")\.slice$")
 _CGROUPFS_POD_RE = re.compile(r"^pod(" + _UID + r")$")
 _SCOPE_RE = re.compile(r"^(cri-containerd|docker|crio|crio-conmon|containerd)-([0-9a-f]{12,64})\.scope$")
 _BARE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def is_pod_uid(text):
+    """Whether ``text`` is a pod UID: a dashed UUID or a static pod's 32 hex digits.
+
+    Lower case only, as kubelet writes them (pod directories, runtime labels);
+    callers lower-case input from elsewhere first.
+    """
+    return bool(text) and POD_UID_RE.match(text) is not None
 
 
 def parse_proc_cgroup(text):
@@ -101,7 +126,8 @@ def path_for(cgroups, mode, controller):
 def describe_path(path):
     """What a cgroup path tells about Kubernetes ownership.
 
-    Returns a dict: ``pod_uid`` (dashed form), ``container_id``,
+    Returns a dict: ``pod_uid`` (a UUID in dashed form, or a static pod's
+    32 hex digits as they are), ``container_id``,
     ``runtime`` (``containerd``, ``docker``, ``crio`` or None), ``qos``
     (``guaranteed``/``burstable``/``besteffort``), ``driver``
     (``systemd``/``cgroupfs``) and ``in_kubepods`` (bool).
@@ -145,6 +171,54 @@ def describe_path(path):
         if _BARE_ID_RE.match(part) and info["pod_uid"]:
             info["container_id"] = part
     return info
+
+
+def mount_roots(root="/"):
+    """{controller: mount root} of the cgroup mounts this process sees.
+
+    Reads ``/proc/self/mountinfo`` below ``root``. Inside a container without a
+    cgroup namespace (podman's ``/libpod_parent/libpod-<id>``) ``/proc/<pid>/cgroup``
+    shows host paths while ``/sys/fs/cgroup/<c>`` is the container's own
+    subtree, mounted from that host path (field 4 of mountinfo, the mount
+    root). v1 mounts are keyed by each controller of the hierarchy
+    (``cpu,cpuacct`` gives ``cpu`` and ``cpuacct``; named hierarchies
+    ``name=systemd``), the v2 mount by ``""``; the first mount of a hierarchy wins.
+    """
+    text = read_text(root_path(root, "/proc/self/mountinfo")) or ""
+    roots = {}
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 3:
+            continue
+        fstype, mount_root = rfields[0], fields[3]
+        if fstype == "cgroup2":
+            roots.setdefault("", mount_root)
+        elif fstype == "cgroup":
+            for opt in rfields[2].split(","):
+                if opt in ("rw", "ro") or opt.startswith("relatime") or "=" in opt and not opt.startswith("name="):
+                    continue
+                roots.setdefault(opt, mount_root)
+    return roots
+
+
+def local_path(roots, controller, path):
+    """A ``/proc/<pid>/cgroup`` path made relative to the mount this process sees.
+
+    ``roots`` comes from ``mount_roots``; ``controller`` is the v1 controller
+    (``memory``) or ``""`` for v2. A path outside the mount root, or any path
+    when the mount root is ``/`` (the normal case on a node), is returned as it is.
+    """
+    base = roots.get(controller)
+    if not path or not base or base == "/":
+        return path
+    if path == base:
+        return "/"
+    if path.startswith(base.rstrip("/") + "/"):
+        return path[len(base.rstrip("/")):]
+    return path
 
 
 def _read_int_file(path):

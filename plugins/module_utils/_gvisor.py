@@ -363,46 +363,6 @@ def _toml_repr(value):
 # ---------------------------------------------------------------- live sandboxes
 
 
-def mount_roots(root="/"):
-    """{controller: mount root} of the cgroup mounts this process sees.
-
-    Inside a container without a cgroup namespace ``/proc/<pid>/cgroup`` shows
-    host paths (``/libpod_parent/libpod-<id>/...``) while ``/sys/fs/cgroup/<c>``
-    is the container's own subtree: strip the mount root to find the directory.
-    The v2 mount is keyed ``""``.
-    """
-    text = read_text(root_path(root, "/proc/self/mountinfo")) or ""
-    roots = {}
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        fields, rfields = left.split(), right.split()
-        if len(fields) < 5 or len(rfields) < 3:
-            continue
-        fstype, mount_root = rfields[0], fields[3]
-        if fstype == "cgroup2":
-            roots.setdefault("", mount_root)
-        elif fstype == "cgroup":
-            for opt in rfields[2].split(","):
-                if opt in ("rw", "ro") or opt.startswith("relatime") or "=" in opt and not opt.startswith("name="):
-                    continue
-                roots.setdefault(opt, mount_root)
-    return roots
-
-
-def local_path(roots, controller, path):
-    """A /proc cgroup path made relative to the mount this process sees."""
-    base = roots.get(controller)
-    if not path or not base or base == "/":
-        return path
-    if path == base:
-        return "/"
-    if path.startswith(base.rstrip("/") + "/"):
-        return path[len(base.rstrip("/")):]
-    return path
-
-
 def _flag(argv, name):
     """Value of a Go flag (``--name=v``, ``-name=v``, ``--name v``) in argv."""
     for i, arg in enumerate(argv):
@@ -475,7 +435,7 @@ def scan_sandboxes(root="/", mode=None):
     """
     mode = mode or _cgroup.layout(root)
     controller = "" if mode == "v2" else "memory"
-    roots = mount_roots(root)
+    roots = _cgroup.mount_roots(root)
     proc = root_path(root, "/proc")
     sandboxes = []
     seen = set()
@@ -499,7 +459,7 @@ def scan_sandboxes(root="/", mode=None):
         proc_path = _cgroup.path_for(cgroups, mode, controller)
         if proc_path is None and mode != "v2":
             proc_path = cgroups.get("")
-        cg_path = local_path(roots, controller, proc_path)
+        cg_path = _cgroup.local_path(roots, controller, proc_path)
         limit = _cgroup.memory_limit(root, mode, cg_path)
         desc = _pod_of(proc_path)
         k8s = bool((sb["runsc_root"] or "").find("k8s.io") >= 0 or desc["runtime"] == "containerd"

@@ -68,15 +68,13 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     read_text,
     root_path,
 )
-from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, parse_proc_cgroup
+from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, is_pod_uid, parse_proc_cgroup
 
 # kubelet's mount-utils: "Kubernetes transient mount for <target>"
 SCOPE_DESCRIPTION_PREFIX = "Kubernetes transient mount for "
 # systemd-run's names for a transient scope: run-r<32 hex> (systemd >= 236,
 # random), run-u<N> (a counter, systemd 230 - 235), run-<PID> (older).
 SCOPE_NAME_RE = re.compile(r"^run-(?:r[0-9a-f]{32}|u[0-9]+|[0-9]+)\.scope$")
-# A pod UID: RFC 4122 UUID (API pods) or 32 hex digits (static pods: an md5).
-POD_UID_RE = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
 # systemd PR #7811 (v237) stops the dead .mount units from piling up.
 SYSTEMD_FIX_VERSION = 237
 # systemd's MANAGER_MAX_NAMES: beyond it every transient unit fails.
@@ -268,7 +266,7 @@ def split_pod_path(path, pods_dirs):
         if norm.startswith(prefix):
             segment, _sep, rest = norm[len(prefix):].partition("/")
             uid = segment.lower()
-            if POD_UID_RE.match(uid):
+            if is_pod_uid(uid):
                 return uid, rest, None
             return None, None, "%r after %s is not a pod UID" % (segment, prefix)
     return None, None, "outside"
@@ -505,7 +503,11 @@ def mount_guard(mountinfo_text, pods_dirs):
 
 
 def process_guard(root):
-    """Pods that still have processes (a ``kubepods`` pod cgroup in ``/proc/<pid>/cgroup``)."""
+    """Pods that still have processes (a ``kubepods`` pod cgroup in ``/proc/<pid>/cgroup``).
+
+    ``_cgroup.describe_path`` names the pod in both driver layouts, static pods
+    (32 hex digits) included.
+    """
     held = {}
     proc = root_path(root, "/proc")
     try:
@@ -517,25 +519,10 @@ def process_guard(root):
         if not text or "pod" not in text:
             continue
         for path in set(parse_proc_cgroup(text).values()):
-            uid = describe_path(path).get("pod_uid") or _static_pod_uid(path)
+            uid = describe_path(path).get("pod_uid")
             if uid:
                 held.setdefault(uid.lower(), set()).add("pod processes running")
     return held
-
-
-# describe_path knows UUID pod UIDs; static pods have 32 hex digits (pod<md5>, kubepods-...-pod<md5>.slice)
-_STATIC_POD_CGROUP_RE = re.compile(r"^(?:kubepods(?:-burstable|-besteffort)?-)?pod([0-9a-f]{32})(?:\.slice)?$")
-
-
-def _static_pod_uid(path):
-    parts = [p for p in (path or "").split("/") if p]
-    if not any(p == "kubepods" or p.startswith("kubepods") for p in parts):
-        return None
-    for part in parts:
-        m = _STATIC_POD_CGROUP_RE.match(part)
-        if m:
-            return m.group(1)
-    return None
 
 
 def pod_dirs(root, pods_dirs):
@@ -544,7 +531,7 @@ def pod_dirs(root, pods_dirs):
         names = os.listdir(root_path(root, pods_dirs[0]))
     except OSError:
         return set()
-    return set(n.lower() for n in names if POD_UID_RE.match(n.lower()))
+    return set(n.lower() for n in names if is_pod_uid(n.lower()))
 
 
 # --------------------------------------------------------------------------
@@ -571,7 +558,7 @@ def normalize_options(opts):
         raise MountUnitsError("pod_source must be one of %s, got %r" % (", ".join(POD_SOURCES), o["pod_source"]))
     if int(o["batch_size"]) < 1:
         raise MountUnitsError("batch_size must be at least 1, got %r" % (o["batch_size"],))
-    bad = [u for u in o["live_pod_uids"] or [] if not POD_UID_RE.match(str(u).strip().lower())]
+    bad = [u for u in o["live_pod_uids"] or [] if not is_pod_uid(str(u).strip().lower())]
     if bad:
         raise MountUnitsError("live_pod_uids holds values that are not pod UIDs: %s" % ", ".join(str(b) for b in bad[:10]))
     return o

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for the private cgroup helpers (fake /sys/fs/cgroup trees)."""
 
+import pytest
+
 from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup as cg
 
 POD = "db841b6d-ca29-11e7-9644-02306c0cdc4b"
@@ -94,3 +96,114 @@ def test_cpu_quota_v1_v2(make_tree):
                        "/sys/fs/cgroup/y/cpu.max": "50000 100000\n"})
     assert cg.cpu_quota(root2, "v2", "/x") == (None, 100000)
     assert cg.cpu_quota(root2, "v2", "/y") == (50000, 100000)
+
+
+# --- pod UIDs: UUIDs and static pods (32 hex digits) ---------------------------
+
+STATIC = "b3a8a2f4a1d3c0f0e8d3c2b1a0f9e8d7"   # a static pod's UID: kubelet's md5 of the manifest
+
+
+@pytest.mark.parametrize("text, expected", [
+    (POD, True),
+    (STATIC, True),
+    (POD.upper(), False),            # callers lower-case first
+    (POD_SYSTEMD, False),            # the systemd slice form is not a UID
+    (STATIC[:-1], False),
+    (STATIC + "0", False),
+    ("g" * 32, False),
+    ("", False),
+    (None, False),
+])
+def test_is_pod_uid(text, expected):
+    assert cg.is_pod_uid(text) is expected
+
+
+@pytest.mark.parametrize("path, qos", [
+    ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope"
+     % (STATIC, CID), "burstable"),
+    ("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/cri-containerd-%s.scope"
+     % (STATIC, CID), "besteffort"),
+    ("/kubepods.slice/kubepods-pod%s.slice/cri-containerd-%s.scope" % (STATIC, CID), "guaranteed"),
+])
+def test_describe_static_pod_systemd(path, qos):
+    info = cg.describe_path(path)
+    assert info == {"pod_uid": STATIC, "container_id": CID, "runtime": "containerd", "qos": qos,
+                    "driver": "systemd", "in_kubepods": True}
+
+
+@pytest.mark.parametrize("path, qos", [
+    ("/kubepods/burstable/pod%s/%s" % (STATIC, CID), "burstable"),
+    ("/kubepods/besteffort/pod%s/%s" % (STATIC, CID), "besteffort"),
+    ("/kubepods/pod%s/%s" % (STATIC, CID), "guaranteed"),
+])
+def test_describe_static_pod_cgroupfs(path, qos):
+    info = cg.describe_path(path)
+    assert info == {"pod_uid": STATIC, "container_id": CID, "runtime": None, "qos": qos,
+                    "driver": "cgroupfs", "in_kubepods": True}
+
+
+def test_describe_static_pod_pod_level_and_under_a_container_parent():
+    """The pod cgroup itself, and a node seen from inside a podman container (host path prefix)."""
+    assert cg.describe_path("/kubepods/burstable/pod%s" % STATIC)["pod_uid"] == STATIC
+    info = cg.describe_path("/libpod_parent/libpod-%s/kubepods/besteffort/pod%s/%s" % ("c" * 64, STATIC, CID))
+    assert (info["pod_uid"], info["qos"], info["container_id"]) == (STATIC, "besteffort", CID)
+
+
+@pytest.mark.parametrize("path", [
+    "/system.slice/pod%s" % STATIC,                                   # pod<hex> outside kubepods
+    "/kubepods/burstable/pod%s" % STATIC[:-1],                        # 31 hex digits
+    "/kubepods/burstable/pod%s0" % STATIC,                            # 33 hex digits
+    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s" % STATIC,   # no .slice
+])
+def test_describe_rejects_near_static_uids(path):
+    assert cg.describe_path(path)["pod_uid"] is None
+
+
+# --- mount roots: a container's view of the host's cgroup paths ----------------
+
+LIBPOD = "/libpod_parent/libpod-" + "c" * 64
+
+# /proc/self/mountinfo of a privileged podman container on a v1 node (shape from the lab), plus
+# lines that are not cgroup mounts or are malformed.
+V1_MOUNTINFO = (
+    "220 219 0:50 / / rw,relatime - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n"
+    "236 220 0:31 / /sys/fs/cgroup ro,nosuid,nodev,noexec - tmpfs tmpfs ro,mode=755\n"
+    "237 236 0:29 {p} /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+    "238 236 0:30 {p} /sys/fs/cgroup/systemd rw,nosuid - cgroup cgroup rw,xattr,name=systemd\n"
+    "240 236 0:32 {p} /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,memory\n"
+    "241 236 0:33 /other /sys/fs/cgroup/memory2 rw - cgroup cgroup rw,memory\n"
+    "250 236 0:40 / /sys/fs/cgroup/hugetlb rw - cgroup cgroup rw,hugetlb\n"
+    "251 236 0:41 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw,nsdelegate\n"
+    "252 236 0:42 / /sys/fs/cgroup/broken rw cgroup cgroup rw,pids\n"
+    "253 236 0:43 / - cgroup\n"
+).format(p=LIBPOD)
+
+
+def test_mount_roots_v1_container(make_tree):
+    root = make_tree({"/proc/self/mountinfo": V1_MOUNTINFO})
+    roots = cg.mount_roots(root)
+    wanted = {"cpu": LIBPOD, "cpuacct": LIBPOD, "name=systemd": LIBPOD, "memory": LIBPOD, "hugetlb": "/", "": "/"}
+    assert dict((k, roots.get(k)) for k in wanted) == wanted     # first memory mount wins
+    assert "pids" not in roots and "rw" not in roots and "mode=755" not in roots
+
+
+def test_mount_roots_v2_container_and_missing_file(make_tree, tmp_path):
+    root = make_tree({"/proc/self/mountinfo":
+                      "30 24 0:26 %s /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n" % LIBPOD})
+    assert cg.mount_roots(root) == {"": LIBPOD}
+    assert cg.mount_roots(str(tmp_path / "nothing")) == {}
+
+
+@pytest.mark.parametrize("controller, path, expected", [
+    ("memory", LIBPOD + "/kubepods/burstable/pod%s/%s" % (STATIC, CID), "/kubepods/burstable/pod%s/%s" % (STATIC, CID)),
+    ("memory", LIBPOD, "/"),
+    ("memory", LIBPOD + "x/kubepods", LIBPOD + "x/kubepods"),      # a sibling, not below the mount root
+    ("memory", "/elsewhere/kubepods", "/elsewhere/kubepods"),
+    ("hugetlb", "/kubepods/pod%s" % STATIC, "/kubepods/pod%s" % STATIC),   # mount root / (a node)
+    ("pids", "/kubepods", "/kubepods"),                            # controller not mounted
+    ("memory", None, None),
+    ("memory", "", ""),
+])
+def test_local_path_strips_the_mount_root(controller, path, expected):
+    roots = {"memory": LIBPOD, "hugetlb": "/"}
+    assert cg.local_path(roots, controller, path) == expected

@@ -4,13 +4,14 @@
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor as gv
-from ansible_collections.nodefix.k8s.plugins.module_utils import _common
+from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup, _common
 
 MIB = 1048576
 HOST_RAM = 25276510208          # what the lab's real runsc printed for an unlimited leaf
 V1_UNLIMITED = "9223372036854771712\n"
 POD_A = "6a1f0c2e-0000-4000-8000-00000000a001"
 POD_B = "6a1f0c2e-0000-4000-8000-00000000b002"
+STATIC = "b3a8a2f4a1d3c0f0e8d3c2b1a0f9e8d7"   # a static pod's UID (md5 hex)
 CID_A = "a" * 64
 CID_B = "b" * 64
 
@@ -219,10 +220,29 @@ def test_container_view_strips_mount_root(make_tree):
     files = v1_node({"/proc/self/mountinfo": mountinfo,
                      "/proc/129/cgroup": v1_cgroup("%s/kubepods/burstable/pod%s/%s" % (libpod, POD_A, CID_A))})
     root = make_tree(files)
-    assert gv.mount_roots(root) == {"memory": libpod, "cpu": libpod, "hugetlb": "/"}
+    assert _cgroup.mount_roots(root) == {"memory": libpod, "cpu": libpod, "hugetlb": "/"}
     a = gv.scan_sandboxes(root)[0]
     assert a["cgroup_local"] == "/kubepods/burstable/pod%s/%s" % (POD_A, CID_A)
     assert a["memory_limit"] == 268435456 and a["oversized"] is True and a["pod_uid"] == POD_A
+
+
+def test_container_view_v2_strips_mount_root_of_a_static_pod(make_tree):
+    """v2 seen from a podman container: the cgroup2 mount root is stripped; a static pod's UID is named."""
+    libpod = "/libpod_parent/libpod-" + "d" * 64
+    pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice" % STATIC
+    leaf = pod + "/cri-containerd-%s.scope" % CID_A
+    root = make_tree({
+        "/sys/fs/cgroup/cgroup.controllers": "cpu memory pids\n",
+        "/proc/self/mountinfo": "30 24 0:26 %s /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n" % libpod,
+        "/proc/7/cmdline": sandbox_cmdline(CID_A, HOST_RAM, root="/run/containerd/runsc/k8s.io"),
+        "/proc/7/cgroup": v2_cgroup(libpod + leaf),
+        "/sys/fs/cgroup%s/memory.max" % pod: "268435456\n",
+        "/sys/fs/cgroup%s/memory.max" % leaf: "max\n",
+    })
+    (sb,) = gv.scan_sandboxes(root)
+    assert sb["cgroup"] == libpod + leaf and sb["cgroup_local"] == leaf and sb["cgroup_found"]
+    assert sb["memory_limit"] == 268435456 and sb["limited_by"] == pod and sb["oversized"] is True
+    assert (sb["pod_uid"], sb["qos"], sb["in_kubepods"], sb["outside_pod_slice"]) == (STATIC, "burstable", True, False)
 
 
 def v2_node(sandboxes, files=None):

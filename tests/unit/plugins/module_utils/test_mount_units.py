@@ -16,6 +16,7 @@ LIVE = "11111111-2222-3333-4444-555555555555"
 DEAD = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
 DEAD2 = "0b5a3c2d-1e4f-4a6b-8c7d-9e0f1a2b3c4d"
 STATIC = "b3a8a2f4a1d3c0f0e8d3c2b1a0f9e8d7"   # a static pod's UID (md5 hex)
+STATIC2 = "5e0f3c9a7d2b4e6f8a1c3e5d7b9f0a2c"  # another static pod (systemd driver, Guaranteed)
 HEX = "7cb6598194c7094d0c5717f6a2cb6eef"
 
 # Captured from `systemctl list-units --all --plain --no-legend --full` on systemd 252 (lab image):
@@ -347,17 +348,20 @@ def test_process_guard_keeps_a_pod_with_running_processes(make_tree):
         "/proc/200/cgroup": ("12:memory:/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/"
                              "cri-containerd-%s.scope\n0::/\n" % (DEAD2.replace("-", "_"), "a" * 64)),
         "/proc/300/cgroup": "0::/kubepods/besteffort/pod%s/%s\n" % (STATIC, "b" * 64),
+        "/proc/400/cgroup": "0::/kubepods.slice/kubepods-pod%s.slice/cri-containerd-%s.scope\n" % (STATIC2, "c" * 64),
         "/proc/self/mountinfo": "",
     }
     root = make_tree(files)
     units = [scope("run-u1.scope", subpath(DEAD2)), scope("run-u2.scope", subpath(STATIC)),
-             scope("run-u3.scope", subpath(DEAD))]
+             scope("run-u3.scope", subpath(DEAD)), scope("run-u4.scope", subpath(STATIC2))]
+    assert mu.process_guard(root) == {DEAD2: {"pod processes running"}, STATIC: {"pod processes running"},
+                                      STATIC2: {"pod processes running"}}
     node = FakeNode(units)
     result = mu.run(node, root=root, state="absent")
     assert result["stopped_units"] == ["run-u3.scope"]
     assert {k["reason"] for k in result["kept_units"]} == {"pod processes running"}
     node2 = FakeNode(units)
-    assert mu.run(node2, root=root, state="absent", process_guard=False)["stopped"] == 3
+    assert mu.run(node2, root=root, state="absent", process_guard=False)["stopped"] == 4
 
 
 # --- apply: batches, failed units, reload ---------------------------------------

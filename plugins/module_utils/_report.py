@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+import fnmatch
 import json
 import xml.etree.ElementTree as ET
 from html import escape as _html_escape
@@ -27,7 +29,63 @@ COLOURS = {
     "info": "#607d8b",
     "ok": "#2e7d32",
     "error": "#6a1b9a",
+    "waived": "#9e9e9e",
 }
+
+WAIVER_KEYS = ("id", "reason", "hosts", "subject", "expires")
+
+
+class WaiverError(ValueError):
+    pass
+
+
+def check_waivers(waivers, today=None):
+    """Validate waivers; return (active, expired).
+
+    A waiver is ``{"id": <finding id or glob>, "reason": <text>, "hosts":
+    [<host globs>], "subject": <glob>, "expires": "YYYY-MM-DD"}``; ``id`` and
+    ``reason`` are required. A waiver past its ``expires`` date no longer
+    applies (its findings count again) and is returned in ``expired``.
+    Raises WaiverError on bad input.
+    """
+    today = today or datetime.date.today()
+    active, expired = [], []
+    for i, w in enumerate(waivers or []):
+        if not isinstance(w, dict):
+            raise WaiverError("waivers[%d] must be a dict, got %s" % (i, type(w).__name__))
+        unknown = sorted(set(w) - set(WAIVER_KEYS))
+        if unknown:
+            raise WaiverError("waivers[%d] has unknown key(s) %s (known: %s)" % (i, ", ".join(unknown), ", ".join(WAIVER_KEYS)))
+        for key in ("id", "reason"):
+            if not isinstance(w.get(key), str) or not w[key].strip():
+                raise WaiverError("waivers[%d] needs a non-empty %s" % (i, key))
+        hosts = w.get("hosts") or ["*"]
+        if isinstance(hosts, str):
+            hosts = [hosts]
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise WaiverError("waivers[%d].hosts must be a list of host names or globs" % i)
+        norm = {"id": w["id"].strip(), "reason": w["reason"].strip(), "hosts": hosts,
+                "subject": w.get("subject") or "*", "expires": None}
+        if w.get("expires"):
+            try:
+                until = datetime.datetime.strptime(str(w["expires"]), "%Y-%m-%d").date()
+            except ValueError:
+                raise WaiverError("waivers[%d].expires must be a date YYYY-MM-DD, got %r" % (i, w["expires"]))
+            norm["expires"] = until.isoformat()
+            if until < today:
+                expired.append(norm)
+                continue
+        active.append(norm)
+    return active, expired
+
+
+def _waiver_for(waivers, host, finding):
+    for w in waivers:
+        if (any(fnmatch.fnmatchcase(host, h) for h in w["hosts"])
+                and fnmatch.fnmatchcase(finding.get("id") or "", w["id"])
+                and fnmatch.fnmatchcase(str(finding.get("subject") or ""), w["subject"])):
+            return w
+    return None
 
 
 def _esc(value):
@@ -49,22 +107,31 @@ def _node_state(result):
     return "ok", list(result.get("findings") or []), None
 
 
-def _node(host, result, before, remediation):
+def _node(host, result, before, remediation, waivers=()):
     status, findings, error = _node_state(result)
     findings = sorted(findings, key=lambda f: (_rank(f.get("severity")), f.get("id"), str(f.get("subject"))))
+    open_findings, waived = [], []
+    for f in findings:
+        w = _waiver_for(waivers, host, f)
+        if w:
+            waived.append(dict(f, waiver={"reason": w["reason"], "expires": w["expires"], "id": w["id"]}))
+        else:
+            open_findings.append(f)
     node = {
         "host": host,
         "status": status,
         "error": error,
-        "findings": findings,
-        "counts": dict((s, sum(1 for f in findings if f.get("severity") == s)) for s in SEVERITIES),
-        "ids": sorted(set(f["id"] for f in findings)),
+        "findings": open_findings,
+        "counts": dict((s, sum(1 for f in open_findings if f.get("severity") == s)) for s in SEVERITIES),
+        "ids": sorted(set(f["id"] for f in open_findings)),
+        "waived": waived,
+        "waived_ids": sorted(set(f["id"] for f in waived)),
     }
     if host in before:
         b_status, b_findings, b_error = _node_state(before[host])
         b_ids = set(f["id"] for f in b_findings)
         node["before"] = {"status": b_status, "error": b_error, "ids": sorted(b_ids), "total": len(b_findings)}
-        node["fixed"] = sorted(b_ids - set(node["ids"]))
+        node["fixed"] = sorted(b_ids - set(node["ids"]) - set(node["waived_ids"]))
         node["new"] = sorted(set(node["ids"]) - b_ids)
     if host in remediation:
         rem = dict(remediation[host] or {})
@@ -74,16 +141,20 @@ def _node(host, result, before, remediation):
     return node
 
 
-def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet audit", generated=None):
+def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet audit", generated=None,
+                waivers=None, today=None):
     """Normalise per-host results into the report model.
 
     ``results``: {host: node_audit result}; ``before``: the same shape from an
     earlier audit (remediate's before/after); ``remediation``:
-    {host: {"status": "ok"|"failed"|"skipped", "msg": ..., "roles": [...]}}.
+    {host: {"status": "ok"|"failed"|"skipped", "msg": ..., "roles": [...]}};
+    ``waivers``: see check_waivers (waived findings are listed apart and do
+    not count as findings). Raises WaiverError on a bad waiver.
     """
     before = before or {}
     remediation = remediation or {}
-    nodes = [_node(host, results[host], before, remediation) for host in sorted(results)]
+    active, expired = check_waivers(waivers, today)
+    nodes = [_node(host, results[host], before, remediation, active) for host in sorted(results)]
     ids = {}
     for node in nodes:
         for f in node["findings"]:
@@ -105,7 +176,9 @@ def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet
             "nodes_in_error": sum(1 for n in nodes if n["status"] != "ok"),
             "findings": sum(totals.values()),
             "by_severity": totals,
+            "waived": sum(len(n["waived"]) for n in nodes),
         },
+        "waivers_expired": expired,
     }
 
 
@@ -118,7 +191,7 @@ def _node_cell(node):
     if node["status"] != "ok":
         return node["status"].upper()
     if not node["findings"]:
-        return "clean"
+        return "clean (%d waived)" % len(node["waived"]) if node.get("waived") else "clean"
     worst = next(s for s in SEVERITIES if node["counts"][s])
     return "%d (%s)" % (len(node["findings"]), worst)
 
@@ -162,9 +235,13 @@ def to_markdown(model):
     out = ["# %s" % model["title"], ""]
     if model.get("generated"):
         out += ["Generated: %s" % model["generated"], ""]
-    out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s." % (
+    out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s%s." % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
-        ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none"))
+        ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
+        "; %d waived" % t["waived"] if t.get("waived") else ""))
+    for w in model.get("waivers_expired") or []:
+        out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
+            w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
     out += ["", "## Nodes", "", "```"] + table_lines(model) + ["```", ""]
     if model["finding_ids"]:
         out += ["## Findings", "", "| id | severity | nodes | fixed by | title |", "|---|---|---|---|---|"]
@@ -191,6 +268,11 @@ def to_markdown(model):
                 out.append("  - evidence: `%s`" % json.dumps(f["evidence"], sort_keys=True, default=str)[:600])
             if f.get("remedy"):
                 out.append("  - remedy: %s" % f["remedy"])
+        for f in n.get("waived") or []:
+            subject = " (%s)" % f["subject"] if f.get("subject") else ""
+            until = ", until %s" % f["waiver"]["expires"] if f["waiver"].get("expires") else ""
+            out.append("- waived %s `%s`%s: %s" % (f.get("severity"), f["id"], subject, f.get("title")))
+            out.append("  - waiver%s: %s" % (until, f["waiver"]["reason"]))
         out.append("")
     return "\n".join(out)
 
@@ -218,7 +300,13 @@ td.cell{text-align:center;color:#fff;font-weight:600}
     h.append("<p id=\"summary\">%d node(s), %d with findings, %d in error; %d finding(s) " % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"]))
     h.append(" ".join("<span class=\"sev s-%s\">%s %d</span>" % (s, s, t["by_severity"][s]) for s in SEVERITIES))
+    if t.get("waived"):
+        h.append("<span class=\"sev s-waived\">waived %d</span>" % t["waived"])
     h.append("</p>")
+    for w in model.get("waivers_expired") or []:
+        h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
+                 "(its findings count again)</p>"
+                 % (_esc(w["id"]), _esc(", ".join(w["hosts"])), _esc(w["expires"]), _esc(w["reason"])))
     # matrix
     h.append("<table id=\"matrix\"><thead><tr><th>node</th><th>status</th>")
     h += ["<th class=\"rot\" title=\"%s\">%s</th>" % (_esc(e["title"]), _esc(e["id"])) for e in ids]
@@ -275,6 +363,15 @@ td.cell{text-align:center;color:#fff;font-weight:600}
                              (" (%s)" % _esc(f["subject"])) if f.get("subject") else "", _esc(f.get("title")),
                              _esc(f.get("remedy")), _esc(json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)[:800])))
             h.append("</ul>")
+        if n.get("waived"):
+            h.append("<p class=\"muted\">waived:</p><ul class=\"waived\">")
+            for f in n["waived"]:
+                until = " (until %s)" % f["waiver"]["expires"] if f["waiver"].get("expires") else ""
+                h.append("<li><span class=\"sev s-waived\">waived</span> <code>%s</code>%s %s<br>"
+                         "<span class=\"muted\">%s%s</span></li>" % (
+                             _esc(f["id"]), (" (%s)" % _esc(f["subject"])) if f.get("subject") else "",
+                             _esc(f.get("title")), _esc(f["waiver"]["reason"]), _esc(until)))
+            h.append("</ul>")
         h.append("</details>")
     h.append("</body></html>")
     return "\n".join(h) + "\n"
@@ -284,14 +381,15 @@ def to_junit(model, fail_on="medium"):
     """JUnit XML: a testsuite per node, a testcase per finding id or check.
 
     Findings at ``fail_on`` or worse are failures; milder ones are reported
-    as passing test cases with the finding in system-out. A node in error is
-    an error test case.
+    as passing test cases with the finding in system-out; waived findings are
+    skipped test cases whose message is the waiver's reason. A node in error
+    is an error test case.
     """
     limit = _rank(fail_on)
     suites = ET.Element("testsuites", name=model["title"])
     for n in model["nodes"]:
         suite = ET.SubElement(suites, "testsuite", name=n["host"])
-        tests = failures = errors = 0
+        tests = failures = errors = skipped = 0
         if n["status"] != "ok":
             case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit")
             err = ET.SubElement(case, "error", message=str(n["error"]), type=n["status"])
@@ -316,10 +414,17 @@ def to_junit(model, fail_on="medium"):
                 else:
                     out = ET.SubElement(case, "system-out")
                     out.text = body
+            for f in n.get("waived") or []:
+                tests += 1
+                skipped += 1
+                name = f["id"] + (" [%s]" % f["subject"] if f.get("subject") else "")
+                case = ET.SubElement(suite, "testcase", classname="%s.%s" % (n["host"], f.get("check") or "audit"), name=name)
+                ET.SubElement(case, "skipped", message="waived: %s" % f["waiver"]["reason"])
             suite.set("checks", ",".join(checks))
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
+        suite.set("skipped", str(skipped))
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 

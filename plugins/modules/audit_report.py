@@ -70,6 +70,36 @@ options:
     type: str
     default: medium
     choices: [critical, high, medium, low, info]
+  waivers:
+    description:
+      - Findings accepted on purpose. A finding that matches a waiver is listed apart with the waiver's reason
+        (in every format; a skipped test case in JUnit) and does not count in RV(totals), RV(finding_ids) or the
+        JUnit failures.
+      - A waiver past its O(waivers[].expires) date no longer applies; it is listed in RV(waivers_expired) and
+        shown in the reports.
+      - A malformed waiver fails the module before anything is written.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      id:
+        description: Finding id, or a shell-style glob such as V(gvisor.*).
+        type: str
+        required: true
+      reason:
+        description: Why the finding is accepted (shown beside it in the reports).
+        type: str
+        required: true
+      hosts:
+        description: Host names or globs the waiver applies to (default every host).
+        type: list
+        elements: str
+      subject:
+        description: Glob on the finding's subject (default any).
+        type: str
+      expires:
+        description: Last day the waiver applies, V(YYYY-MM-DD).
+        type: str
 seealso:
   - module: nodefix.k8s.node_audit
 """
@@ -83,6 +113,18 @@ EXAMPLES = r"""
   nodefix.k8s.audit_report:
     results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'nodefix_audit'))) }}"
     dest: "{{ playbook_dir }}/reports"
+  delegate_to: localhost
+  run_once: true
+
+- name: The same, accepting a known leaker on the batch nodes until the image is fixed
+  nodefix.k8s.audit_report:
+    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'nodefix_audit'))) }}"
+    dest: "{{ playbook_dir }}/reports"
+    waivers:
+      - id: pids.zombie_leaker
+        hosts: ["batch-*"]
+        reason: vendor cron image reaps nothing; OPS-1234 tracks the tini rollout
+        expires: "2027-01-31"
   delegate_to: localhost
   run_once: true
 """
@@ -99,9 +141,18 @@ table:
   type: list
   elements: str
 totals:
-  description: Fleet counts (nodes, nodes with findings, nodes in error, findings by severity).
+  description: Fleet counts (nodes, nodes with findings, nodes in error, findings by severity, waived findings).
   returned: always
   type: dict
+  sample: {"nodes": 3, "nodes_with_findings": 1, "nodes_in_error": 0, "findings": 2, "waived": 1,
+           "by_severity": {"critical": 0, "high": 1, "medium": 1, "low": 0, "info": 0}}
+waivers_expired:
+  description: Waivers past their expiry date (their findings count again).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"id": "pids.zombie_leaker", "hosts": ["batch-*"], "subject": "*", "reason": "OPS-1234",
+            "expires": "2027-01-31"}]
 finding_ids:
   description: Every finding id found in the fleet with its severity, hosts and fixing role.
   returned: always
@@ -114,7 +165,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, atomic_write, read_text
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import RENDERERS, build_model, table_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import RENDERERS, WaiverError, build_model, table_lines
 
 
 def main():
@@ -128,6 +179,13 @@ def main():
             title=dict(type="str", default="nodefix.k8s fleet audit"),
             generated=dict(type="str"),
             junit_fail_on=dict(type="str", default="medium", choices=list(SEVERITIES)),
+            waivers=dict(type="list", elements="dict", default=[], options=dict(
+                id=dict(type="str", required=True),
+                reason=dict(type="str", required=True),
+                hosts=dict(type="list", elements="str"),
+                subject=dict(type="str"),
+                expires=dict(type="str"),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -135,8 +193,12 @@ def main():
     for host, result in p["results"].items():
         if not isinstance(result, dict):
             module.fail_json(msg="results[%s] must be a node_audit result (a dict), got %s" % (host, type(result).__name__))
-    model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
-                        generated=p["generated"])
+    waivers = [dict((k, v) for k, v in w.items() if v is not None) for w in p["waivers"]]
+    try:
+        model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
+                            generated=p["generated"], waivers=waivers)
+    except WaiverError as err:
+        module.fail_json(msg="bad waiver: %s; nothing was written" % err)
     dest = p["dest"]
     if os.path.exists(dest) and not os.path.isdir(dest):
         module.fail_json(msg="dest %s exists and is not a directory" % dest)
@@ -157,8 +219,11 @@ def main():
         for path, content in rendered.items():
             if read_text(path) != content:
                 atomic_write(module, path, content, backup=False, mode=0o644)
+    for w in model["waivers_expired"]:
+        module.warn("waiver for %s on %s expired on %s: its findings count again" % (
+            w["id"], ", ".join(w["hosts"]), w["expires"]))
     module.exit_json(changed=changed, files=files, table=table_lines(model), totals=model["totals"],
-                     finding_ids=model["finding_ids"])
+                     finding_ids=model["finding_ids"], waivers_expired=model["waivers_expired"])
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ def test_model_totals_and_order():
     model = _report.build_model(RESULTS)
     assert [n["host"] for n in model["nodes"]] == ["node-a", "node-b", "node-c"]
     assert model["totals"] == {"nodes": 3, "nodes_with_findings": 1, "nodes_in_error": 1, "findings": 2,
-                               "by_severity": {"critical": 1, "high": 0, "medium": 1, "low": 0, "info": 0}}
+                               "by_severity": {"critical": 1, "high": 0, "medium": 1, "low": 0, "info": 0},
+                               "waived": 0}
     assert [e["id"] for e in model["finding_ids"]] == ["gvisor.sandbox_oversized", "pids.zombie_leaker"]
     assert model["nodes"][2]["status"] == "unreachable"
 
@@ -116,3 +117,78 @@ def test_junit_mild_findings_pass(tmp_path):
 def test_json_round_trips():
     model = _report.build_model(RESULTS)
     assert json.loads(_report.to_json(model)) == json.loads(json.dumps(model))
+
+
+# --- waivers ------------------------------------------------------------------
+
+import datetime  # noqa: E402
+
+import pytest  # noqa: E402
+
+TODAY = datetime.date(2026, 11, 21)
+WAIVERS = [
+    {"id": "pids.zombie_leaker", "hosts": ["node-b"], "reason": "vendor cron image, ticket OPS-1"},
+    {"id": "gvisor.*", "subject": "sb9*", "reason": "never matches sb1"},
+]
+
+
+def test_waived_findings_are_listed_apart_and_do_not_count():
+    model = _report.build_model(RESULTS, waivers=WAIVERS, today=TODAY)
+    b = model["nodes"][1]
+    assert b["ids"] == ["gvisor.sandbox_oversized"]
+    assert b["waived_ids"] == ["pids.zombie_leaker"]
+    assert b["waived"][0]["waiver"] == {"reason": "vendor cron image, ticket OPS-1", "expires": None,
+                                        "id": "pids.zombie_leaker"}
+    assert model["totals"]["findings"] == 1 and model["totals"]["waived"] == 1
+    assert [e["id"] for e in model["finding_ids"]] == ["gvisor.sandbox_oversized"]
+
+
+def test_only_waived_findings_make_a_clean_node_and_are_not_fixed():
+    results = {"n": {"findings": [finding("pids.zombie_leaker", "high", "1234", check="pids")]}}
+    before = {"n": {"findings": [finding("pids.zombie_leaker", "high", "1234", check="pids"),
+                                 finding("pids.pid_max_low", "medium", check="pids")]}}
+    model = _report.build_model(results, before=before, waivers=[{"id": "pids.zombie_leaker", "reason": "r"}],
+                                today=TODAY)
+    n = model["nodes"][0]
+    assert n["findings"] == [] and n["fixed"] == ["pids.pid_max_low"]
+    assert _report.table_lines(model)[2].split()[:5] == ["n", "2", "clean", "(1", "waived)"]
+    md = _report.to_markdown(model)
+    assert "- waived high `pids.zombie_leaker` (1234)" in md and "  - waiver: r" in md
+    html = _report.to_html(model)
+    assert 'class="cell s-ok">clean (1 waived)<' in html and "s-waived" in html
+
+
+def test_expired_waiver_no_longer_applies_and_is_reported():
+    waivers = [{"id": "pids.zombie_leaker", "reason": "until the image is fixed", "expires": "2026-11-20"}]
+    model = _report.build_model(RESULTS, waivers=waivers, today=TODAY)
+    assert model["nodes"][1]["ids"] == ["gvisor.sandbox_oversized", "pids.zombie_leaker"]
+    assert model["waivers_expired"][0]["expires"] == "2026-11-20"
+    assert "**Expired waiver**" in _report.to_markdown(model)
+    assert "expired waiver" in _report.to_html(model)
+    # on its last day it still applies
+    model = _report.build_model(RESULTS, waivers=waivers, today=datetime.date(2026, 11, 20))
+    assert model["nodes"][1]["waived_ids"] == ["pids.zombie_leaker"]
+
+
+def test_junit_waived_findings_are_skipped(tmp_path):
+    path = tmp_path / "w.xml"
+    path.write_text(_report.to_junit(_report.build_model(RESULTS, waivers=WAIVERS, today=TODAY), fail_on="medium"))
+    suite = {s.name: s for s in JUnitXml.fromfile(str(path))}["node-b"]
+    assert (suite.tests, suite.failures, suite.skipped) == (3, 1, 1)
+    skipped = [c for c in suite if c.result and c.result[0]._tag == "skipped"]
+    assert skipped[0].result[0].message == "waived: vendor cron image, ticket OPS-1"
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ({"id": "x"}, "needs a non-empty reason"),
+    ({"reason": "r"}, "needs a non-empty id"),
+    ({"id": "x", "reason": " "}, "needs a non-empty reason"),
+    ({"id": "x", "reason": "r", "expires": "21.11.2026"}, "must be a date YYYY-MM-DD"),
+    ({"id": "x", "reason": "r", "host": "n"}, "unknown key(s) host"),
+    ({"id": "x", "reason": "r", "hosts": [1]}, "list of host names"),
+    ("pids.zombie_leaker", "must be a dict"),
+])
+def test_bad_waivers_are_refused(bad, msg):
+    with pytest.raises(_report.WaiverError) as err:
+        _report.check_waivers([bad], TODAY)
+    assert msg in str(err.value)

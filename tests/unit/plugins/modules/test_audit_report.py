@@ -38,3 +38,27 @@ def test_dest_must_be_a_directory(run_module, tmp_path):
     f.write_text("x")
     result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(f)})
     assert failed and "not a directory" in result["msg"] and f.read_text() == "x"
+
+
+def test_waivers_move_findings_apart(run_module, tmp_path):
+    dest = tmp_path / "out"
+    waivers = [{"id": "pids.*", "hosts": ["n1"], "reason": "planted in the lab", "expires": "2999-12-31"},
+               {"id": "kubelet.*", "reason": "expired", "expires": "2000-01-01"}]
+    result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest), "waivers": waivers})
+    assert not failed, result
+    assert result["totals"]["findings"] == 0 and result["totals"]["waived"] == 1
+    assert result["finding_ids"] == []
+    assert [w["id"] for w in result["waivers_expired"]] == ["kubelet.*"]
+    assert "planted in the lab" in (dest / "report.md").read_text()
+    assert 'skipped message="waived: planted in the lab"' in (dest / "junit.xml").read_text()
+
+
+def test_bad_waiver_fails_and_writes_nothing(run_module, tmp_path):
+    dest = tmp_path / "out"
+    result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest), "waivers": [
+        {"id": "pids.zombie_leaker", "reason": "r", "expires": "next week"}]})
+    assert failed and "bad waiver" in result["msg"] and "YYYY-MM-DD" in result["msg"]
+    assert not dest.exists()
+    result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest), "waivers": [
+        {"id": "pids.zombie_leaker"}]})
+    assert failed and "reason" in result["msg"] and not dest.exists()

@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""kube-apiserver TEST DOUBLE for cordon/drain/uncordon (no Debian package ships one).
+
+Run on the controller:
+
+    python3 lab/apiserver-double/apiserver.py --state STATE.json [--port 0] [--port-file F]
+
+It serves plain HTTP on 127.0.0.1 the part of the Kubernetes v1 API that
+``kubernetes.core.k8s_drain`` (through the official Python client) uses, in
+the real server's JSON shapes:
+
+- discovery: ``GET /version``, ``/api``, ``/api/v1``, ``/apis``;
+- ``GET /api/v1/nodes/<name>``, ``PATCH`` of it (merge / strategic merge of
+  ``spec.unschedulable``: cordon and uncordon);
+- ``GET /api/v1/pods?fieldSelector=spec.nodeName=<node>`` (and
+  ``/api/v1/namespaces/<ns>/pods``), ``GET`` of one pod;
+- ``POST /api/v1/namespaces/<ns>/pods/<name>/eviction``: 201 and the pod is
+  gone, or, for a pod marked ``"pdb": true``, 429 ``TooManyRequests`` with
+  the disruption-budget cause, exactly as the eviction API refuses a pod
+  whose PodDisruptionBudget allows no disruption;
+- ``DELETE`` of a pod (drain with ``disable_eviction``).
+
+Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
+404 as well. State (a JSON file, rewritten after every change, so a test can
+read it):
+
+    {"nodes": {"node-a": {"unschedulable": false}},
+     "pods": [{"namespace": "default", "name": "web-1", "node": "node-a",
+               "owner": "ReplicaSet" | "DaemonSet" | null, "pdb": false,
+               "emptydir": false, "mirror": false, "phase": "Running"}],
+     "log": [{"method": "PATCH", "path": "/api/v1/nodes/node-a",
+              "body": {"spec": {"unschedulable": true}}}, ...]}
+
+``log`` records every mutating request in order. This is NOT an API
+server: no authentication, no watch, no other resources.
+"""
+
+import argparse
+import json
+import os
+import re
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+LOCK = threading.Lock()
+VERSION = {"major": "1", "minor": "29", "gitVersion": "v1.29.3", "gitCommit": "6813625b7cd706db5bc7388921be03071e1a492d",
+           "gitTreeState": "clean", "buildDate": "2024-03-14T23:58:36Z", "goVersion": "go1.21.8", "compiler": "gc",
+           "platform": "linux/amd64"}
+RESOURCES = [
+    {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["no"]},
+    {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["po"]},
+    {"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy", "version": "v1",
+     "kind": "Eviction", "verbs": ["create"]},
+]
+
+
+def status(code, reason, message, details=None):
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return code, body
+
+
+class State(object):
+    def __init__(self, path):
+        self.path = path
+        with open(path) as fh:
+            self.data = json.load(fh)
+        self.data.setdefault("nodes", {})
+        self.data.setdefault("pods", [])
+        self.data.setdefault("log", [])
+        for pod in self.data["pods"]:
+            pod.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["namespace"], pod["name"]))))
+        self.save()
+
+    def save(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(self.data, fh, indent=1, sort_keys=True)
+        os.rename(tmp, self.path)
+
+    def node(self, name):
+        spec = self.data["nodes"].get(name)
+        if spec is None:
+            return None
+        return {"kind": "Node", "apiVersion": "v1",
+                "metadata": {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
+                             "resourceVersion": str(len(self.data["log"]) + 1),
+                             "labels": {"kubernetes.io/hostname": name}},
+                "spec": {"unschedulable": True} if spec.get("unschedulable") else {},
+                "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                           "nodeInfo": {"architecture": "amd64", "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, "boot/" + name)),
+                                        "containerRuntimeVersion": "containerd://1.7.24",
+                                        "kernelVersion": "6.1.0-28-amd64", "kubeProxyVersion": VERSION["gitVersion"],
+                                        "kubeletVersion": VERSION["gitVersion"],
+                                        "machineID": uuid.uuid5(uuid.NAMESPACE_URL, "machine/" + name).hex,
+                                        "operatingSystem": "linux", "osImage": "Debian GNU/Linux 12 (bookworm)",
+                                        "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_URL, "system/" + name))}}}
+
+    def pod(self, p):
+        meta = {"name": p["name"], "namespace": p["namespace"], "uid": p["uid"]}
+        if p.get("owner"):
+            meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": p["name"].rsplit("-", 1)[0],
+                                        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + p["name"])),
+                                        "controller": True, "blockOwnerDeletion": True}]
+        if p.get("mirror"):
+            meta["annotations"] = {"kubernetes.io/config.mirror": "mirror"}
+        spec = {"nodeName": p["node"], "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
+        if p.get("emptydir"):
+            spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+        return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec,
+                "status": {"phase": p.get("phase", "Running")}}
+
+    def find_pod(self, namespace, name):
+        for p in self.data["pods"]:
+            if p["namespace"] == namespace and p["name"] == name:
+                return p
+        return None
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "nodefix-apiserver-double/1"
+    state = None
+
+    def log_message(self, fmt, *args):  # quiet; the state file has the log
+        return
+
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if not length:
+            return None
+        try:
+            return json.loads(self.rfile.read(length).decode() or "null")
+        except ValueError:
+            return None
+
+    def _route(self, method):
+        url = urlparse(self.path)
+        path, query = url.path.rstrip("/"), parse_qs(url.query)
+        st = self.state
+        with LOCK:
+            if method == "GET" and path == "/version":
+                return 200, VERSION
+            if method == "GET" and path == "/api":
+                return 200, {"kind": "APIVersions", "versions": ["v1"],
+                             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+            if method == "GET" and path == "/api/v1":
+                return 200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": RESOURCES}
+            if method == "GET" and path == "/apis":
+                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+            m = re.match(r"^/api/v1/nodes/([^/]+)$", path)
+            if m:
+                name = m.group(1)
+                if st.node(name) is None:
+                    return status(404, "NotFound", 'nodes "%s" not found' % name, {"name": name, "kind": "nodes"})
+                if method == "GET":
+                    return 200, st.node(name)
+                if method == "PATCH":
+                    body = self._body() or {}
+                    value = ((body.get("spec") or {}).get("unschedulable"))
+                    st.data["nodes"][name]["unschedulable"] = bool(value)
+                    st.data["log"].append({"method": "PATCH", "path": path, "body": body})
+                    st.save()
+                    return 200, st.node(name)
+            if method == "GET" and (path == "/api/v1/pods" or re.match(r"^/api/v1/namespaces/[^/]+/pods$", path)):
+                ns = path.split("/")[4] if path.startswith("/api/v1/namespaces/") else None
+                selector = (query.get("fieldSelector") or [""])[0]
+                node = selector.split("=", 1)[1] if selector.startswith("spec.nodeName=") else None
+                items = [st.pod(p) for p in st.data["pods"]
+                         if (ns is None or p["namespace"] == ns) and (node is None or p["node"] == node)]
+                return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
+            m = re.match(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)(/eviction)?$", path)
+            if m:
+                ns, name, eviction = m.groups()
+                p = st.find_pod(ns, name)
+                if p is None:
+                    return status(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"})
+                if method == "GET" and not eviction:
+                    return 200, st.pod(p)
+                if (method == "POST" and eviction) or (method == "DELETE" and not eviction):
+                    self._body()
+                    if eviction and p.get("pdb"):
+                        st.data["log"].append({"method": method, "path": path, "refused": "DisruptionBudget"})
+                        st.save()
+                        return status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's "
+                                      "disruption budget.", {"causes": [{"reason": "DisruptionBudget", "message":
+                                                                         "The disruption budget %s-pdb needs 1 healthy "
+                                                                         "pods and has 1 currently" % name}]})
+                    st.data["pods"].remove(p)
+                    st.data["log"].append({"method": method, "path": path})
+                    st.save()
+                    if eviction:
+                        return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                     "code": 201}
+                    return 200, st.pod(p)
+        return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
+
+    def _handle(self, method):
+        code, body = self._route(method)
+        self._send(code, body)
+
+    def do_GET(self):
+        self._handle("GET")
+
+    def do_PATCH(self):
+        self._handle("PATCH")
+
+    def do_POST(self):
+        self._handle("POST")
+
+    def do_DELETE(self):
+        self._handle("DELETE")
+
+
+def kubeconfig(port, user="nodefix-lab"):
+    """A kubeconfig (YAML is a superset of JSON) for the double on ``port``."""
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "double",
+        "clusters": [{"name": "double", "cluster": {"server": "http://127.0.0.1:%d" % port}}],
+        "users": [{"name": user, "user": {"token": "not-checked"}}],
+        "contexts": [{"name": "double", "context": {"cluster": "double", "user": user}}],
+    }, indent=1) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description="kube-apiserver test double (cordon/drain/uncordon)")
+    ap.add_argument("--state", required=True, help="JSON state file (read, then rewritten on every change)")
+    ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free one)")
+    ap.add_argument("--port-file", help="write the port here once listening")
+    ap.add_argument("--kubeconfig", help="write a kubeconfig for the double here once listening")
+    args = ap.parse_args()
+    Handler.state = State(args.state)
+    httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    port = httpd.server_address[1]
+    if args.kubeconfig:
+        with open(args.kubeconfig, "w") as fh:
+            fh.write(kubeconfig(port))
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w") as fh:
+            fh.write("%d\n" % port)
+        os.rename(args.port_file + ".tmp", args.port_file)
+    httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

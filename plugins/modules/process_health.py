@@ -31,11 +31,11 @@ description:
     tasks.
 author:
   - nodefix.k8s developers (@nodefix)
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.read_only
+  - nodefix.k8s.root
 options:
-  root:
-    description: Root of the node's filesystem; C(<root>/proc) is read (a fake tree in tests).
-    type: path
-    default: /
   usage_percent:
     description: Report C(pids.usage_high) when tasks reach this percentage of the effective limit (the smaller of
       C(kernel.pid_max) and C(kernel.threads-max)); at 95% and more it is critical.
@@ -71,18 +71,8 @@ options:
     type: int
     default: 50
 attributes:
-  check_mode:
-    description: Can run in check mode and return the same result.
-    support: full
-    details: Never changes anything.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode).
-    support: none
   platform:
-    description: Target OS/families that can be operated against.
-    platforms: posix
-    support: full
-    details: Linux only (reads C(/proc)).
+    details: Linux only (reads C(<root>/proc) and the sysctl configuration under O(root)).
 notes:
   - C(kernel.pid_max) is not namespaced before Linux 6.14; this module only reads it. The role
     C(nodefix.k8s.pid_limits) raises it persistently.

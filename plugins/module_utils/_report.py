@@ -219,7 +219,7 @@ def table_lines(model):
         if has_rem:
             rem = n.get("remediation") or {}
             text = rem.get("status", "-")
-            if rem.get("msg") and rem.get("status") == "failed":
+            if rem.get("msg") and rem.get("status") in ("failed", "skipped"):
                 text += ": " + str(rem["msg"]).splitlines()[0][:120]
             row.append(text)
         rows.append(row)

@@ -279,20 +279,24 @@ def sysctl_key(key):
 def sysctl_files(root="/", extra=None):
     """The sysctl configuration files in the order they apply (paths as seen on the node).
 
-    ``extra`` (a node path) is placed where it would sort if it existed, so a
-    caller can ask which files would override a file it is about to write.
+    ``extra`` (a node path) is counted as if it existed, so a caller can ask
+    which files would override a file it is about to write; like any other
+    file it is masked by a same-named file in a directory of higher priority.
     """
+    extra_dir, extra_name = os.path.split(extra) if extra else (None, None)
     chosen = {}
     for directory in SYSCTL_DIRS:
         try:
             names = os.listdir(root_path(root, directory))
         except OSError:
-            continue
+            names = []
+        if directory == extra_dir:
+            names = list(names) + [extra_name]
         for name in names:
             if name.endswith(".conf") and name not in chosen:
                 chosen[name] = directory + "/" + name
-    if extra and os.path.basename(extra) not in chosen:
-        chosen[os.path.basename(extra)] = extra
+    if extra and extra_dir not in SYSCTL_DIRS and extra_name not in chosen:
+        chosen[extra_name] = extra
     ordered = [chosen[name] for name in sorted(chosen)]
     seen = set(os.path.realpath(root_path(root, path)) for path in ordered)
     if os.path.realpath(root_path(root, SYSCTL_CONF)) not in seen:
@@ -305,11 +309,14 @@ def persisted_sysctl(root, key, extra=None):
 
     Returns ``{"value": <str or None>, "source": <path or None>,
     "assignments": [{"path", "value"}, ...]}`` (assignments in the order they
-    apply; the last one wins). Unreadable files are skipped.
+    apply; the last one wins). Unreadable files are skipped. With ``extra``
+    (see sysctl_files), ``overridden_by`` lists the assignments in files that
+    apply after it (all of them when it is masked).
     """
     key = sysctl_key(key)
+    files = sysctl_files(root, extra)
     assignments = []
-    for path in sysctl_files(root, extra):
+    for path in files:
         text = read_text(root_path(root, path))
         if text is None:
             continue
@@ -321,7 +328,12 @@ def persisted_sysctl(root, key, extra=None):
             if sysctl_key(name) == key:
                 assignments.append({"path": path, "value": value.strip()})
     last = assignments[-1] if assignments else {}
-    return {"value": last.get("value"), "source": last.get("path"), "assignments": assignments}
+    result = {"value": last.get("value"), "source": last.get("path"), "assignments": assignments}
+    if extra:
+        position = dict((path, i) for i, path in enumerate(files))
+        mine = position.get(extra, -1)
+        result["overridden_by"] = [a for a in assignments if a["path"] != extra and position[a["path"]] > mine]
+    return result
 
 
 def _as_int(text):
@@ -352,11 +364,6 @@ def check(module, runner, root="/", **opts):
     pid_max = _read_int(os.path.join(proc, "sys/kernel/pid_max"))
     persisted = persisted_sysctl(root, "kernel.pid_max", extra=o.get("sysctl_file"))
     persisted["value"] = _as_int(persisted["value"])
-    if o.get("sysctl_file"):
-        order = sysctl_files(root, o["sysctl_file"])
-        mine = order.index(o["sysctl_file"]) if o["sysctl_file"] in order else -1
-        persisted["overridden_by"] = [a for a in persisted["assignments"]
-                                      if a["path"] != o["sysctl_file"] and order.index(a["path"]) > mine]
     threads_max = _read_int(os.path.join(proc, "sys/kernel/threads-max"))
     btime = _btime(proc)
     uptime = _uptime(proc)

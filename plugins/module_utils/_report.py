@@ -377,6 +377,12 @@ td.cell{text-align:center;color:#fff;font-weight:600}
     return "\n".join(h) + "\n"
 
 
+def _finding_case(suite, host, finding):
+    """The JUnit test case of one finding: ``<host>.<check>`` / ``<id> [<subject>]``."""
+    name = finding["id"] + (" [%s]" % finding["subject"] if finding.get("subject") else "")
+    return ET.SubElement(suite, "testcase", classname="%s.%s" % (host, finding.get("check") or "audit"), name=name)
+
+
 def to_junit(model, fail_on="medium"):
     """JUnit XML: a testsuite per node, a testcase per finding id or check.
 
@@ -402,8 +408,7 @@ def to_junit(model, fail_on="medium"):
             tests += 1
             for f in n["findings"]:
                 tests += 1
-                name = f["id"] + (" [%s]" % f["subject"] if f.get("subject") else "")
-                case = ET.SubElement(suite, "testcase", classname="%s.%s" % (n["host"], f.get("check") or "audit"), name=name)
+                case = _finding_case(suite, n["host"], f)
                 evidence = json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)
                 body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"), evidence)
                 if _rank(f.get("severity")) <= limit:
@@ -417,8 +422,7 @@ def to_junit(model, fail_on="medium"):
             for f in n.get("waived") or []:
                 tests += 1
                 skipped += 1
-                name = f["id"] + (" [%s]" % f["subject"] if f.get("subject") else "")
-                case = ET.SubElement(suite, "testcase", classname="%s.%s" % (n["host"], f.get("check") or "audit"), name=name)
+                case = _finding_case(suite, n["host"], f)
                 ET.SubElement(case, "skipped", message="waived: %s" % f["waiver"]["reason"])
             suite.set("checks", ",".join(checks))
         suite.set("tests", str(tests))

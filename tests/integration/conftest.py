@@ -6,9 +6,11 @@ Each layer runs as a subprocess with the project's environment
 tail is shown when it fails.
 """
 
+import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -59,9 +61,6 @@ class ApiServerDouble(object):
     kube-apiserver: no Debian package ships one). ``state()`` reads its state file."""
 
     def __init__(self, workdir, nodes, pods):
-        import json
-        import time
-
         self.state_path = os.path.join(str(workdir), "apiserver-state.json")
         self.kubeconfig = os.path.join(str(workdir), "kubeconfig")
         port_file = os.path.join(str(workdir), "apiserver.port")
@@ -81,8 +80,6 @@ class ApiServerDouble(object):
             raise RuntimeError("the apiserver double did not start")
 
     def state(self):
-        import json
-
         with open(self.state_path) as fh:
             return json.load(fh)
 

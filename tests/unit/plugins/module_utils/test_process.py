@@ -339,3 +339,18 @@ def test_sysctl_file_reports_what_would_override_it(make_tree):
     got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304,
                          sysctl_file="/etc/sysctl.d/99-nodefix-pid-max.conf")
     assert got["pid_max_persisted"]["overridden_by"] == []
+
+
+def test_sysctl_file_masked_by_a_higher_priority_dir_is_overridden_by_everything(make_tree):
+    # /run/sysctl.d/60-x.conf would be masked by /etc/sysctl.d/60-x.conf, so
+    # writing it changes nothing: every assignment (the /etc one too) wins over it
+    root = make_tree({"/etc/sysctl.d/60-x.conf": "kernel.pid_max = 65536\n",
+                      "/usr/lib/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n"})
+    got = _process.persisted_sysctl(root, "kernel.pid_max", extra="/run/sysctl.d/60-x.conf")
+    assert got["overridden_by"] == got["assignments"] == [
+        {"path": "/usr/lib/sysctl.d/50-pid-max.conf", "value": "4194304"},
+        {"path": "/etc/sysctl.d/60-x.conf", "value": "65536"}]
+    # the same name in /etc masks a /usr/lib file: only later names override it
+    got = _process.persisted_sysctl(root, "kernel.pid_max", extra="/etc/sysctl.d/50-pid-max.conf")
+    assert _process.sysctl_files(root, "/etc/sysctl.d/50-pid-max.conf")[0] == "/etc/sysctl.d/50-pid-max.conf"
+    assert got["overridden_by"] == [{"path": "/etc/sysctl.d/60-x.conf", "value": "65536"}]

@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import os
 import re
 
@@ -622,21 +623,158 @@ def edit_config(text, runtimes=None, systemd_cgroup=None, schema=None, path="con
     style = _Style(text)
     if not text.strip():
         style.literal = schema >= 3
+    expected = expected_plain(_plain(doc), schema, runtimes, systemd_cgroup)
     changes = []
-    for name, spec in sorted((runtimes or {}).items()):
-        if set_runtime(doc, schema, name, spec, style):
-            changes.append(runtime_path(schema, name))
-    if systemd_cgroup is not None:
-        if set_runc_systemd_cgroup(doc, schema, systemd_cgroup, style):
-            changes.append(runtime_path(schema, "runc") + ".options.SystemdCgroup")
-    new_text = tomlkit.dumps(doc)
+    try:
+        for name, spec in sorted((runtimes or {}).items()):
+            if set_runtime(doc, schema, name, spec, style):
+                changes.append(runtime_path(schema, name))
+        if systemd_cgroup is not None:
+            if set_runc_systemd_cgroup(doc, schema, systemd_cgroup, style):
+                changes.append(runtime_path(schema, "runc") + ".options.SystemdCgroup")
+        new_text = tomlkit.dumps(doc)
+    except ContainerdConfigError:
+        raise
+    except Exception as exc:  # tomlkit refuses some layouts (inline tables holding tables, ...)
+        raise ContainerdConfigError("%s cannot be edited safely (%s: %s); edit it by hand, nothing was changed"
+                                    % (path, type(exc).__name__, exc))
     if new_text == text:
-        changes = []
-    else:
-        # the result must parse and keep the schema
-        check = parse_config(new_text, path)
-        schema_version(check, path)
+        return new_text, schema, []
+    # re-read what would be written: the wanted values, and nothing else changed
+    check = parse_config(new_text, path)
+    schema_version(check, path)
+    got = _plain(check)
+    if got != expected:
+        raise ContainerdConfigError(
+            "%s uses a layout this module cannot edit safely (dotted keys or inline tables around the runtimes "
+            "table?): the edit would change %s; convert those keys to [table] form or edit by hand, nothing was "
+            "changed" % (path, ", ".join(plain_differences(expected, got)) or "the document"))
     return new_text, schema, changes
+
+
+def expected_plain(before, schema, runtimes, systemd_cgroup):
+    """The plain document ``edit_config`` must produce: ``before`` plus the wanted keys."""
+    doc = copy.deepcopy(before)
+
+    def runtime(name):
+        node = doc
+        for key in RUNTIMES_PATH[schema] + (name,):
+            if not isinstance(node.get(key, {}), dict):
+                raise ContainerdConfigError("%s is not a table in the config" % key)
+            node = node.setdefault(key, {})
+        return node
+
+    for name, spec in (runtimes or {}).items():
+        entry = runtime(name)
+        spec = dict(spec or {})
+        options = spec.pop("options", None) or {}
+        for key, value in spec.items():
+            if value is not None:
+                entry[key] = value
+        if options:
+            if not isinstance(entry.get("options", {}), dict):
+                raise ContainerdConfigError("runtime %s: options is not a table in the config" % name)
+            entry.setdefault("options", {}).update(options)
+    if systemd_cgroup is not None:
+        node = doc
+        for key in RUNTIMES_PATH[schema]:
+            node = node.get(key) if isinstance(node, dict) else None
+        had_runc = isinstance(node, dict) and "runc" in node
+        entry = runtime("runc")
+        if not had_runc:
+            entry["runtime_type"] = "io.containerd.runc.v2"
+        if not isinstance(entry.get("options", {}), dict):
+            raise ContainerdConfigError("runtime runc: options is not a table in the config")
+        entry.setdefault("options", {})["SystemdCgroup"] = bool(systemd_cgroup)
+    return doc
+
+
+def plain_differences(a, b, prefix=""):
+    """Dotted keys whose values differ between plain documents ``a`` and ``b``."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return [prefix or "(root)"] if a != b else []
+    out = []
+    for key in sorted(set(a) | set(b), key=str):
+        sub = "%s.%s" % (prefix, _key_repr(str(key))) if prefix else _key_repr(str(key))
+        if key not in a or key not in b:
+            out.append(sub)
+        else:
+            out.extend(plain_differences(a[key], b[key], sub))
+    return out
+
+
+RUNTIME_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+UINT32_OPTIONS = ("IoUid", "IoGid")
+
+
+def _check_value(where, value):
+    if value is None:
+        raise ContainerdConfigError("%s is null; give a value or leave the key out" % where)
+    if isinstance(value, float):
+        raise ContainerdConfigError("%s: floating point values are not used by containerd runtimes" % where)
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not INT64[0] <= value <= INT64[1]:
+            raise ContainerdConfigError("%s = %d does not fit a 64-bit integer" % (where, value))
+        return
+    if isinstance(value, str):
+        if "\n" in value or "\r" in value or "\0" in value:
+            raise ContainerdConfigError("%s contains a newline or NUL character" % where)
+        return
+    if isinstance(value, list):
+        for idx, item in enumerate(value):
+            if not isinstance(item, str) or isinstance(item, bool):
+                raise ContainerdConfigError("%s[%d] must be a string, got %r" % (where, idx, item))
+            _check_value("%s[%d]" % (where, idx), item)
+        return
+    raise ContainerdConfigError("%s must be a string, integer, boolean or list of strings, got %s"
+                                % (where, type(value).__name__))
+
+
+def check_runtime_specs(runtimes):
+    """Refuse runtime names, keys and values containerd's TOML tables would not take."""
+    if not isinstance(runtimes, dict):
+        raise ContainerdConfigError("runtimes must be a dict keyed by runtime name, got %s" % type(runtimes).__name__)
+    for name, spec in runtimes.items():
+        if not isinstance(name, str) or not RUNTIME_NAME_RE.match(name):
+            raise ContainerdConfigError("runtime name %r is not valid: use letters, digits, '.', '_' and '-' "
+                                        "(at most 63, starting with a letter or digit)" % (name,))
+        if not isinstance(spec, dict):
+            raise ContainerdConfigError("runtimes.%s must be a dict (runtime_type, options), got %r" % (name, spec))
+        options = spec.get("options")
+        if options is not None and not isinstance(options, dict):
+            raise ContainerdConfigError("runtimes.%s.options must be a dict, got %r" % (name, options))
+        for key, value in spec.items():
+            if key == "options":
+                continue
+            if not isinstance(key, str) or not OPTION_KEY_RE.match(key):
+                raise ContainerdConfigError("runtimes.%s: key %r is not a valid containerd runtime key" % (name, key))
+            if isinstance(value, dict):
+                raise ContainerdConfigError("runtimes.%s.%s must be a scalar or a list, not a table" % (name, key))
+            if value is not None:
+                _check_value("runtimes.%s.%s" % (name, key), value)
+        if key_runtime_type_bad(spec.get("runtime_type")):
+            raise ContainerdConfigError("runtimes.%s.runtime_type %r is not a runtime type like io.containerd.runc.v2"
+                                        % (name, spec.get("runtime_type")))
+        for key, value in (options or {}).items():
+            if not isinstance(key, str) or not OPTION_KEY_RE.match(key):
+                raise ContainerdConfigError("runtimes.%s.options: key %r is not a valid option name" % (name, key))
+            where = "runtimes.%s.options.%s" % (name, key)
+            if isinstance(value, dict):
+                raise ContainerdConfigError("%s must be a scalar or a list, not a table" % where)
+            _check_value(where, value)
+            if key in UINT32_OPTIONS and (isinstance(value, bool) or not isinstance(value, int)
+                                          or not 0 <= value <= 2 ** 32 - 1):
+                raise ContainerdConfigError("%s must be an integer between 0 and 4294967295, got %r" % (where, value))
+
+
+def key_runtime_type_bad(value):
+    if value is None:
+        return False
+    return not isinstance(value, str) or not re.match(r"^[A-Za-z0-9_.-]+$", value)
 
 
 def dump_has(dump_text, runtimes=None, systemd_cgroup=None):

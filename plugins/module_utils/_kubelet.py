@@ -33,6 +33,8 @@ import json
 import os
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kflags
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     finding_from,
     root_path,
@@ -911,15 +913,22 @@ def merge_patch(target, patch):
 # Discovery
 # ---------------------------------------------------------------------------
 
-def _read(root, path):
-    rp = root_path(root, path)
-    if not os.path.exists(rp):
-        return None
+def _read(root, path, overlay=None):
+    """Text of node file ``path`` (None when absent), confined to ``root``.
+
+    ``overlay`` ({node path: text}) stands for files about to be written, so
+    that a planned change is re-read by the same parser before any write.
+    """
+    if overlay and path in overlay:
+        return overlay[path]
+    joined = None
     try:
-        with open(rp, "rb") as fh:
-            return fh.read().decode("utf-8", "surrogateescape")
-    except (IOError, OSError) as exc:
-        raise KubeletError("cannot read %s: %s" % (path, exc), path=path)
+        joined = _fileio.node_path(root, path)
+        real = _fileio.resolve_target(root, joined, what="kubelet file")
+        return _fileio.read_utf8(real, what="kubelet file")
+    except _fileio.FileSafetyError as exc:
+        msg = exc.msg.replace(joined, path) if joined and joined != path else exc.msg
+        raise KubeletError(msg, path=path)
 
 
 def kops_markers(root, unit_texts):
@@ -958,10 +967,16 @@ class Node(object):
         self.version_text = None
 
 
-def discover(runner, root="/", unit=UNIT, use_systemctl=None):
-    """Read the unit and its environment; return a Node (no config parsing yet)."""
+def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit_paths=None):
+    """Read the unit and its environment; return a Node (no config parsing yet).
+
+    ``unit_paths`` re-reads the unit from these files (a planned change,
+    with ``overlay``) instead of asking systemd again.
+    """
     node = Node()
     paths = None
+    if unit_paths is not None:
+        use_systemctl = False
     systemctl = None
     if use_systemctl is None:
         use_systemctl = root in (None, "", "/")
@@ -973,12 +988,12 @@ def discover(runner, root="/", unit=UNIT, use_systemctl=None):
             cat_files = split_systemctl_cat(out)
             node.unit_files = []
             for path, content in cat_files:
-                text = _read(root, path)
+                text = _read(root, path, overlay)
                 node.unit_files.append((path, text if text is not None else content))
             paths = [p for p, _t in node.unit_files]
     if paths is None:
-        for path in unit_paths_from_tree(root, unit):
-            node.unit_files.append((path, _read(root, path) or ""))
+        for path in unit_paths_from_tree(root, unit) if unit_paths is None else unit_paths:
+            node.unit_files.append((path, _read(root, path, overlay) or ""))
     if not node.unit_files:
         return node
 
@@ -1013,7 +1028,7 @@ def discover(runner, root="/", unit=UNIT, use_systemctl=None):
     # Environment= first, then EnvironmentFile= override (systemd.exec(5)).
     defs = list(env_assign)
     for fpath, optional in env_files:
-        text = _read(root, fpath)
+        text = _read(root, fpath, overlay)
         if text is None:
             if not optional:
                 raise KubeletError("EnvironmentFile %s of %s does not exist (kubelet would not start)" % (fpath, unit))
@@ -1111,7 +1126,13 @@ class Layer(object):
 def dropin_files(root, config_dir):
     """``*.conf`` under ``config_dir`` in the lexical walk order kubelet uses."""
     out = []
-    base = root_path(root, config_dir)
+    try:
+        base = _fileio.node_path(root, config_dir)
+    except _fileio.FileSafetyError as exc:
+        raise KubeletError("--config-dir: %s" % exc.msg, path=config_dir)
+    if not _fileio.inside(root, os.path.realpath(base)):
+        raise KubeletError("--config-dir %s resolves to %s, outside the node root %s; refusing to read or write it"
+                           % (config_dir, os.path.realpath(base), root), path=config_dir)
     if not os.path.isdir(base):
         return out
 
@@ -1128,16 +1149,20 @@ def dropin_files(root, config_dir):
     return out
 
 
-def load_layers(node, root="/", roundtrip=True):
+def load_layers(node, root="/", roundtrip=True, overlay=None):
     layers = []
     if node.config_path:
-        text = _read(root, node.config_path)
+        text = _read(root, node.config_path, overlay)
         if text is None:
             raise KubeletError("kubelet --config file %s does not exist" % node.config_path, path=node.config_path)
         layers.append(Layer(node.config_path, "config", text, load_yaml(text, node.config_path, roundtrip)))
     if node.config_dir:
-        for path in dropin_files(root, node.config_dir):
-            text = _read(root, path)
+        paths = dropin_files(root, node.config_dir)
+        for path in sorted(overlay or {}):
+            if path.startswith(node.config_dir.rstrip("/") + "/") and path.endswith(".conf") and path not in paths:
+                paths.append(path)
+        for path in sorted(paths, key=lambda x: x.split("/")):  # kubelet's lexical walk order
+            text = _read(root, path, overlay)
             layers.append(Layer(path, "drop-in", text, load_yaml(text, path, roundtrip)))
     return layers
 
@@ -1433,59 +1458,6 @@ def check(module, runner, root="/", **opts):
 # Planning changes
 # ---------------------------------------------------------------------------
 
-def _flag_regex(name, kind):
-    value = r"(?:\"[^\"]*\"|'[^']*'|[^\s\"'\\]+)"
-    if kind == "bool":
-        return re.compile(r"(?<![\w-])--?%s(?:=%s)?(?![\w-])" % (re.escape(name), value))
-    return re.compile(r"(?<![\w-])--?%s(?:=|\s+)%s" % (re.escape(name), value))
-
-
-def edit_flags_text(text, names, mode, targets, is_unit):
-    """Remove (or rewrite) ``--name`` flags in an env file or unit file.
-
-    Only values of assignments (env files) or Environment=/ExecStart= lines
-    (unit files) are touched; comments stay. Returns (new_text, edits).
-    """
-    lines = text.split("\n")
-    edits = []
-    out_lines = list(lines)
-    for start, end, _joined in logical_lines(text):
-        first = lines[start].lstrip()
-        if not first or first.startswith(("#", ";")):
-            continue
-        if is_unit and not re.match(r"^(Environment|ExecStart)\s*=", first):
-            continue
-        for idx in range(start, end + 1):
-            line = out_lines[idx]
-            for name in names:
-                field, kind = FLAG_FIELDS[name]
-                rx = _flag_regex(name, kind)
-                while True:
-                    m = rx.search(line)
-                    if not m:
-                        break
-                    if mode == "rewrite" and field in targets:
-                        repl = "--%s=%s" % (name, format_flag_value(kind, targets[field]))
-                        if repl == m.group(0):
-                            break
-                        line = line[:m.start()] + repl + line[m.end():]
-                        edits.append({"flag": "--" + name, "action": "rewrite", "old": m.group(0), "new": repl})
-                        break
-                    a, b = m.start(), m.end()
-                    # take the whitespace after the token, else the one before
-                    tail = re.match(r"[ \t]+", line[b:])
-                    if tail:
-                        b += tail.end()
-                    else:
-                        head = re.search(r"[ \t]+$", line[:a])
-                        if head:
-                            a = head.start()
-                    edits.append({"flag": "--" + name, "action": "remove", "old": m.group(0)})
-                    line = line[:a] + line[b:]
-            out_lines[idx] = line
-    return "\n".join(out_lines), edits
-
-
 def _target_for(field, requested, current, default, allow_lower):
     spec = SUPPORTED[field]
     if spec["type"] == "map":
@@ -1531,6 +1503,65 @@ def _set_in(data, field, value, fresh_map=False):
         data[field] = value
         return True
     return False
+
+
+def _ensure_header_keys(data):
+    """A KubeletConfiguration file (or drop-in) kubelet accepts starts with apiVersion and kind."""
+    if "kind" not in data:
+        data.insert(0, "kind", KIND) if hasattr(data, "insert") else data.setdefault("kind", KIND)
+    if "apiVersion" not in data:
+        data.insert(0, "apiVersion", API_VERSION) if hasattr(data, "insert") else data.setdefault("apiVersion", API_VERSION)
+
+
+def _edit_stale_flags(node, root, targets, stale_mode):
+    """Remove (or rewrite) deprecated flags for ``targets`` in every env and unit file of the kubelet."""
+    names = sorted(set(FIELD_FLAGS[f] for f in targets if f in FIELD_FLAGS))
+    rewrite = None
+    if stale_mode == "rewrite":
+        rewrite = dict((FIELD_FLAGS[f], format_flag_value(FLAG_FIELDS[FIELD_FLAGS[f]][1], v))
+                       for f, v in targets.items() if f in FIELD_FLAGS)
+    sources = [(path, _read(root, path), False) for path, _optional in node.env_files]
+    sources += [(path, text, True) for path, text in node.unit_files]
+    changes, flag_edits = {}, []
+    for path, text, is_unit in sources:
+        if text is None or not names:
+            continue
+        try:
+            new, edits = kflags.edit_text(text, is_unit, names, BOOL_FLAGS, rewrite)
+        except kflags.FlagEditError as exc:
+            raise KubeletError("%s: %s; nothing was written" % (path, exc), path=path)
+        if edits:
+            changes[path] = (text, new)
+            for e in edits:
+                e["path"] = path
+                if is_unit:
+                    e["unit_file"] = True
+            flag_edits.extend(edits)
+    return changes, flag_edits
+
+
+def reread(node, root="/", overlay=None):
+    """Effective configuration read back from the node files (``overlay``: texts about to be written)."""
+    again = discover(None, root, use_systemctl=False, overlay=overlay, unit_paths=[p for p, _t in node.unit_files])
+    again.version, again.version_text = node.version, node.version_text
+    layers = load_layers(again, root, roundtrip=False, overlay=overlay)
+    config, _merged, sources, flag_errors = effective(again, layers)
+    if flag_errors:
+        raise KubeletError("the edited kubelet command line cannot be parsed: " + "; ".join(flag_errors))
+    return config, sources
+
+
+def missing_targets(config, targets):
+    """Fields of ``targets`` that ``config`` does not hold."""
+    mismatch = []
+    for field, value in targets.items():
+        got = config.get(field)
+        if SUPPORTED[field]["type"] == "map":
+            if any((got or {}).get(k) != v for k, v in value.items()):
+                mismatch.append(field)
+        elif got != value:
+            mismatch.append(field)
+    return mismatch
 
 
 def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_name=DEFAULT_DROPIN_NAME,
@@ -1608,55 +1639,10 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
                 if field in layer.data and _set_in(layer.data, field, value):
                     modified.add(layer.path)
 
-    # deprecated flags: remove (or rewrite) them in every env file and unit file of the kubelet
-    names = sorted(set(FIELD_FLAGS[f] for f in targets if f in FIELD_FLAGS))
-    flag_edits = []
-    env_changes = {}
-    for path, optional in node.env_files:
-        text = _read(root, path)
-        if text is None:
-            continue
-        new, edits = edit_flags_text(text, names, stale_mode, targets, is_unit=False)
-        if edits:
-            env_changes[path] = (text, new)
-            for e in edits:
-                e["path"] = path
-            flag_edits.extend(edits)
-    for path, text in node.unit_files:
-        new, edits = edit_flags_text(text, names, stale_mode, targets, is_unit=True)
-        if edits:
-            env_changes[path] = (text, new)
-            for e in edits:
-                e["path"] = path
-                e["unit_file"] = True
-            flag_edits.extend(edits)
-
-    # simulate: re-discover the flags as they will be, merge, validate
-    new_flags = []
-    for f in node.flags:
-        spec = FLAG_FIELDS.get(f["name"])
-        if spec and spec[0] in targets:
-            if stale_mode == "rewrite":
-                nf = dict(f)
-                nf["value"] = format_flag_value(spec[1], targets[spec[0]])
-                new_flags.append(nf)
-            continue
-        new_flags.append(f)
-    after_cfg, merged_after, sources_after, _e = effective(node, layers, flags=new_flags)
-    errors = kubelet_errors(after_cfg, node.version)
-    if errors:
-        raise KubeletError("refusing to write a configuration kubelet rejects: " + "; ".join(errors), errors=errors)
-    mismatch = []
-    for field, value in targets.items():
-        got = after_cfg.get(field)
-        if SUPPORTED[field]["type"] == "map":
-            if any((got or {}).get(k) != v for k, v in value.items()):
-                mismatch.append(field)
-        elif got != value:
-            mismatch.append(field)
-    if mismatch:
-        raise KubeletError("after the change these fields would still be overridden: %s" % ", ".join(mismatch),
-                           effective=report(after_cfg, sources_after, mismatch))
+    for layer in layers:
+        if layer.path in modified:
+            _ensure_header_keys(layer.data)
+    env_changes, flag_edits = _edit_stale_flags(node, root, targets, stale_mode)
 
     files = []
     for layer in layers:
@@ -1671,6 +1657,17 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
         if old != new:
             files.append({"path": path, "before": old, "after": new, "created": False,
                           "unit": any(path == p for p, _t in node.unit_files)})
+
+    # re-read the texts about to be written with the same parsers as discovery
+    after_cfg, sources_after = reread(node, root, overlay=dict((f["path"], f["after"]) for f in files))
+    errors = kubelet_errors(after_cfg, node.version)
+    if errors:
+        raise KubeletError("refusing to write a configuration kubelet rejects: " + "; ".join(errors), errors=errors)
+    mismatch = missing_targets(after_cfg, targets)
+    if mismatch:
+        raise KubeletError("after the change these fields would still not have the wanted value (another file or "
+                           "flag overrides them, or a flag this module cannot edit safely): %s; nothing was written"
+                           % ", ".join(mismatch), effective=report(after_cfg, sources_after, mismatch))
     return {
         "targets": targets,
         "raised": raised,

@@ -141,6 +141,54 @@ def _node(host, result, before, remediation, waivers=()):
     return node
 
 
+class ReportInputError(ValueError):
+    """A node_audit result (or before/remediation entry) of the wrong shape."""
+
+
+def check_results(results, what="results"):
+    """Refuse results that are not node_audit results, naming host, index and key."""
+    if results is None:
+        return
+    if not isinstance(results, dict):
+        raise ReportInputError("%s must be a dict keyed by host, got %s" % (what, type(results).__name__))
+    for host, result in results.items():
+        if result is None:
+            continue
+        if not isinstance(result, dict):
+            raise ReportInputError("%s[%s] must be a node_audit result (a dict), got %s"
+                                   % (what, host, type(result).__name__))
+        findings = result.get("findings")
+        if findings is None:
+            continue
+        if not isinstance(findings, list):
+            raise ReportInputError("%s[%s].findings must be a list, got %s" % (what, host, type(findings).__name__))
+        for idx, f in enumerate(findings):
+            where = "%s[%s].findings[%d]" % (what, host, idx)
+            if not isinstance(f, dict):
+                raise ReportInputError("%s must be a dict, got %s" % (where, type(f).__name__))
+            if not isinstance(f.get("id"), str) or not f.get("id"):
+                raise ReportInputError("%s has no id (a non-empty string)" % where)
+            if f.get("severity") not in SEVERITIES:
+                raise ReportInputError("%s (%s) has unknown severity %r (known: %s)"
+                                       % (where, f["id"], f.get("severity"), ", ".join(SEVERITIES)))
+            for key in ("title", "remedy"):
+                if f.get(key) is not None and not isinstance(f.get(key), str):
+                    raise ReportInputError("%s (%s).%s must be a string" % (where, f["id"], key))
+            if f.get("subject") is not None and not isinstance(f.get("subject"), (str, int)):
+                raise ReportInputError("%s (%s).subject must be a string" % (where, f["id"]))
+
+
+def check_remediation(remediation):
+    if remediation is None:
+        return
+    if not isinstance(remediation, dict):
+        raise ReportInputError("remediation must be a dict keyed by host, got %s" % type(remediation).__name__)
+    for host, rem in remediation.items():
+        if rem is not None and not isinstance(rem, dict):
+            raise ReportInputError("remediation[%s] must be a dict (status, msg, roles), got %s"
+                                   % (host, type(rem).__name__))
+
+
 def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet audit", generated=None,
                 waivers=None, today=None):
     """Normalise per-host results into the report model.

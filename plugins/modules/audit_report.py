@@ -164,8 +164,39 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, atomic_write, read_text
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import RENDERERS, WaiverError, build_model, table_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
+    RENDERERS,
+    ReportInputError,
+    WaiverError,
+    build_model,
+    check_remediation,
+    check_results,
+    table_lines,
+)
+
+
+def plan_files(module, p, model):
+    """(changed, {format: path}, [(real path, content)]) of the report files; fails on an unsafe dest."""
+    dest = p["dest"]
+    if os.path.lexists(dest) and not os.path.isdir(dest):
+        module.fail_json(msg="dest %s exists and is not a directory; nothing was written" % dest)
+    files = {}
+    writes = []
+    for fmt in p["formats"]:
+        name, render = RENDERERS[fmt]
+        content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
+        path = os.path.join(dest, name)
+        files[fmt] = path
+        try:
+            real = _fileio.resolve_target("/", path, what="report file")
+            current = _fileio.read_utf8(real, max_bytes=64 * _fileio.MAX_CONFIG_BYTES, what="report file")
+        except _fileio.FileSafetyError as exc:
+            module.fail_json(msg="%s; nothing was written" % exc.msg)
+        if current != content:
+            writes.append((real, content))
+    return bool(writes), files, writes
 
 
 def main():
@@ -190,35 +221,25 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    for host, result in p["results"].items():
-        if not isinstance(result, dict):
-            module.fail_json(msg="results[%s] must be a node_audit result (a dict), got %s" % (host, type(result).__name__))
     waivers = [dict((k, v) for k, v in w.items() if v is not None) for w in p["waivers"]]
     try:
+        check_results(p["results"])
+        check_results(p["before"], "before")
+        check_remediation(p["remediation"])
         model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
                             generated=p["generated"], waivers=waivers)
+    except ReportInputError as err:
+        module.fail_json(msg="bad input: %s; nothing was written" % err)
     except WaiverError as err:
         module.fail_json(msg="bad waiver: %s; nothing was written" % err)
-    dest = p["dest"]
-    if os.path.exists(dest) and not os.path.isdir(dest):
-        module.fail_json(msg="dest %s exists and is not a directory" % dest)
-    changed = False
-    files = {}
-    rendered = {}
-    for fmt in p["formats"]:
-        name, render = RENDERERS[fmt]
-        content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
-        path = os.path.join(dest, name)
-        files[fmt] = path
-        rendered[path] = content
-        if read_text(path) != content:
-            changed = True
-    if changed and not module.check_mode:
-        if not os.path.isdir(dest):
-            os.makedirs(dest)
-        for path, content in rendered.items():
-            if read_text(path) != content:
-                atomic_write(module, path, content, backup=False, mode=0o644)
+    changed, files, writes = plan_files(module, p, model)
+    if writes and not module.check_mode:
+        try:
+            if not os.path.isdir(p["dest"]):
+                os.makedirs(p["dest"])
+            _fileio.write_files(module, writes, backup=False, mode=0o644)
+        except (OSError, _fileio.FileSafetyError) as exc:
+            module.fail_json(msg="cannot write the report: %s" % (getattr(exc, "msg", None) or exc))
     for w in model["waivers_expired"]:
         module.warn("waiver for %s on %s expired on %s: its findings count again" % (
             w["id"], ", ".join(w["hosts"]), w["expires"]))

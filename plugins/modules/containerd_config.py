@@ -23,8 +23,14 @@ description:
     the wanted value are not rewritten, so the diff holds only the lines the change needs.
   - Optionally validates the result with the node's own containerd (C(containerd --config <candidate> config dump))
     and checks that the dump really contains the wanted entries before the file is replaced.
-  - Writes atomically (temporary file in the same directory, then rename) with an optional backup.
-    On any error (malformed TOML, unknown schema, unreadable file, failed validation) the file is left untouched.
+  - Writes atomically (temporary file in the same directory, then rename) with an optional backup; backups are
+    pruned to the newest O(keep_backups). A symlinked config is edited through the link (the link stays, its
+    target changes); a dangling link, a non-UTF-8 file or a file over 1 MiB is refused.
+  - The edited text is parsed again before it is written and must equal the old document plus the wanted keys;
+    a layout the editor cannot change safely (dotted keys or inline tables around the runtimes table) is refused
+    with the keys it would have changed.
+  - On any error (malformed TOML, unknown schema, bad runtime names or values, unreadable file, failed
+    validation) the file is left untouched.
   - "Does not restart containerd; notify the containerd role's handler C(nodefix.k8s : restart containerd)."
 author:
   - nodefix.k8s developers (@nodefix)
@@ -35,9 +41,15 @@ options:
     description: containerd's config file.
     type: path
     default: /etc/containerd/config.toml
+  keep_backups:
+    description: Backups of the file kept after a write (older ones are deleted); V(0) keeps none.
+    type: int
+    default: 3
   runtimes:
     description:
       - Runtimes to ensure in the CRI plugin's C(runtimes) table, keyed by runtime name.
+      - Names are letters, digits, C(.), C(_) and C(-) (at most 63). Values are strings (no newline), integers,
+        booleans or lists of strings; C(IoUid)/C(IoGid) options are within 0..4294967295. Anything else is refused.
       - Each value is a dict with C(runtime_type) and an optional C(options) dict (the runtime's C(.options)
         table, for example C(TypeUrl) and C(ConfigPath) for runsc, or C(SystemdCgroup) for runc); other keys
         (for example C(pod_annotations)) are set on the runtime table itself.
@@ -136,6 +148,11 @@ backup_file:
   returned: when changed and O(backup=true) and the file existed
   type: str
   sample: /etc/containerd/config.toml.12345.2026-01-01@00:00:00~
+real_path:
+  description: The file really read and written when O(path) is a symlink.
+  returned: when O(path) is a symlink
+  type: str
+  sample: /srv/config/containerd.toml
 runtimes:
   description: Runtimes registered in the resulting file.
   returned: always
@@ -159,7 +176,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, atomic_write, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
 
 
@@ -172,22 +190,12 @@ def argument_spec():
         validate=dict(type="bool", default=True),
         containerd_binary=dict(type="str", default="containerd"),
         backup=dict(type="bool", default=True),
+        keep_backups=dict(type="int", default=_fileio.DEFAULT_KEEP_BACKUPS),
     )
 
 
 def build_module():
     return AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-
-
-def check_runtimes(module, runtimes):
-    for name, spec in runtimes.items():
-        if not isinstance(spec, dict):
-            module.fail_json(msg="runtimes.%s must be a dict (runtime_type, options), got %r" % (name, spec))
-        if "options" in spec and spec["options"] is not None and not isinstance(spec["options"], dict):
-            module.fail_json(msg="runtimes.%s.options must be a dict, got %r" % (name, spec["options"]))
-        for key, value in list(spec.items()) + list((spec.get("options") or {}).items()):
-            if isinstance(value, float):
-                module.fail_json(msg="runtimes.%s.%s: floating point values are not used by containerd runtimes" % (name, key))
 
 
 def validate_candidate(module, runner, binary, path, content, runtimes, systemd_cgroup):
@@ -221,16 +229,21 @@ def main():
     path = params["path"]
     runtimes = params["runtimes"] or {}
     systemd_cgroup = params["runc_systemd_cgroup"]
-    check_runtimes(module, runtimes)
     runner = Runner(module)
 
     result = dict(changed=False, path=path, changes=[], validated=False)
-    if os.path.isdir(path):
-        module.fail_json(msg="cannot read %s: it is a directory" % path, **result)
     try:
-        before, _doc = ctrd.load_config(path)
-    except ctrd.ContainerdConfigError as exc:
+        ctrd.check_runtime_specs(runtimes)
+        if params["keep_backups"] < 0:
+            raise ctrd.ContainerdConfigError("keep_backups must be 0 or more, got %d" % params["keep_backups"])
+        real = _fileio.resolve_target("/", path, what="containerd config")
+        before = _fileio.read_utf8(real, what="containerd config")
+        if before is not None:
+            ctrd.parse_config(before, path)
+    except (ctrd.ContainerdConfigError, _fileio.FileSafetyError) as exc:
         module.fail_json(msg=str(exc), **result)
+    if real != path:
+        result["real_path"] = real
 
     binary = None
     if params["validate"] or ((before is None or not before.strip()) and params["schema_version"] is None):
@@ -261,18 +274,22 @@ def main():
     if after == (before or "") and before is not None:
         module.exit_json(**result)
 
-    if not os.path.isdir(os.path.dirname(path) or "."):
+    if not os.path.isdir(os.path.dirname(real) or "."):
         module.fail_json(msg="directory of %s does not exist" % path, **result)
     if params["validate"]:
-        result["validation_warnings"] = validate_candidate(module, runner, binary, path, after, runtimes, systemd_cgroup)
+        result["validation_warnings"] = validate_candidate(module, runner, binary, real, after, runtimes, systemd_cgroup)
         result["validated"] = True
     result["changed"] = True
     if module._diff:
         result["diff"] = file_diff(path, before, after)
     if not module.check_mode:
-        backup_file = atomic_write(module, path, after, backup=params["backup"], mode=0o644)
-        if backup_file:
-            result["backup_file"] = backup_file
+        try:
+            backups = _fileio.write_files(module, [(real, after)], backup=params["backup"],
+                                          keep_backups=params["keep_backups"], mode=0o644)
+        except _fileio.FileSafetyError as exc:
+            module.fail_json(msg=str(exc), **result)
+        if backups.get(real):
+            result["backup_file"] = backups[real]
     module.exit_json(**result)
 
 

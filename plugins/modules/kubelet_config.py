@@ -257,12 +257,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    Runner,
-    atomic_write,
-    file_diff,
-    root_path,
-)
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
 
 
@@ -277,52 +273,49 @@ def build_module():
             unit=dict(type="str", default=kl.UNIT),
             kubelet_version=dict(type="str"),
             backup=dict(type="bool", default=True),
+            keep_backups=dict(type="int", default=_fileio.DEFAULT_KEEP_BACKUPS),
             root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
     )
 
 
-def _write_all(module, files, root, backup):
-    """Write every planned file; on any error put the old contents back."""
-    done = []
-    backups = []
-    created = []
+def _write_all(module, files, root, backup, keep_backups):
+    """Write every planned file all-or-nothing (through symlinks); return (backups, created)."""
+    changes = []
     try:
         for f in files:
-            real = root_path(root, f["path"])
-            if f["created"]:
-                directory = os.path.dirname(real)
-                if not os.path.isdir(directory):
-                    raise kl.KubeletError("drop-in directory %s does not exist" % os.path.dirname(f["path"]))
-            bfile = atomic_write(module, real, f["after"], backup=backup and not f["created"])
-            done.append(f)
-            if f["created"]:
-                created.append(f["path"])
-            if bfile:
-                backups.append({"path": f["path"], "backup": bfile if root in ("/", "", None) else "/" + os.path.relpath(bfile, root)})
-    except Exception as exc:
-        undo_errors = []
-        for f in reversed(done):
-            real = root_path(root, f["path"])
-            try:
-                if f["created"]:
-                    os.unlink(real)
-                else:
-                    atomic_write(module, real, f["before"], backup=False)
-            except Exception as uexc:  # keep undoing the rest
-                undo_errors.append("%s: %s" % (f["path"], uexc))
-        msg = getattr(exc, "msg", None) or str(exc)
-        module.fail_json(msg="writing the kubelet configuration failed, earlier writes were undone: %s" % msg,
-                         undo_errors=undo_errors)
-    return backups, created
+            real = _fileio.resolve_target(root, _fileio.node_path(root, f["path"]), what="kubelet file")
+            if f["created"] and not os.path.isdir(os.path.dirname(real)):
+                raise kl.KubeletError("drop-in directory %s does not exist" % os.path.dirname(f["path"]))
+            changes.append((real, f["after"]))
+        written = _fileio.write_files(module, changes, backup=backup, keep_backups=keep_backups)
+    except (kl.KubeletError, _fileio.FileSafetyError) as exc:
+        module.fail_json(msg="writing the kubelet configuration failed: %s" % exc.msg)
+    backups = []
+    for f, (real, _text) in zip(files, changes):
+        bfile = written.get(real)
+        if bfile:
+            backups.append({"path": f["path"], "backup": bfile if root in ("/", "", None) else "/" + os.path.relpath(bfile, root)})
+    return backups, [f["path"] for f in files if f["created"]], changes
+
+
+def _undo(module, files, changes):
+    """Put back what _write_all wrote (the re-read after the write disagreed)."""
+    restore = [(real, f["before"]) for f, (real, _t) in zip(files, changes) if not f["created"]]
+    _fileio.write_files(module, restore, backup=False)
+    for f, (real, _t) in zip(files, changes):
+        if f["created"] and os.path.exists(real):
+            os.unlink(real)
 
 
 def main():
     module = build_module()
     p = module.params
     root = p["root"]
-    if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"]:
+    if p["keep_backups"] < 0:
+        module.fail_json(msg="keep_backups must be 0 or more, got %d" % p["keep_backups"])
+    if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"] or p["dropin_name"].startswith("."):
         module.fail_json(msg="dropin_name must be a file name ending in .conf (kubelet only reads *.conf drop-ins)")
     runner = Runner(module)
     try:
@@ -391,9 +384,20 @@ def main():
     if module._diff:
         result["diff"] = [file_diff(f["path"], f["before"], f["after"]) for f in files]
     if files and not module.check_mode:
-        backups, created = _write_all(module, files, root, p["backup"])
+        backups, created, changes = _write_all(module, files, root, p["backup"], p["keep_backups"])
         result["backups"] = backups
         result["created"] = created
+        # the after-state reported is read back from the files as written
+        try:
+            config, sources = kl.reread(node, root)
+            missing = kl.missing_targets(config, planned["targets"])
+        except kl.KubeletError as exc:
+            config, missing = None, ["(unreadable: %s)" % exc.msg]
+        if missing:
+            _undo(module, files, changes)
+            module.fail_json(msg="the files as written do not give %s; the change was undone" % ", ".join(missing),
+                             before=facts["effective"])
+        result["effective"] = kl.report(config, sources)
     module.exit_json(**result)
 
 

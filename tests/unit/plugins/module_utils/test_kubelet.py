@@ -386,7 +386,7 @@ def test_check_reports_unreadable_config_as_a_finding(tmp_path):
     os.mkdir(os.path.join(root, "var/lib/kubelet/config.yaml"))
     result = kl.check(None, None, root, kubelet_version="1.29.3")
     assert [f["id"] for f in result["findings"]] == ["kubelet.config_unreadable"]
-    assert "cannot read" in result["kubelet"]["error"]
+    assert "is a directory" in result["kubelet"]["error"]
 
 
 def test_check_without_kubelet_unit(make_tree):

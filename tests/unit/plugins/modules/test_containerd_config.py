@@ -129,7 +129,7 @@ def test_unreadable_path(run_module, tmp_path):
     path = tmp_path / "config.toml"
     path.mkdir()
     result, failed, dummy = run_module(containerd_config, {"path": str(path), "runtimes": RUNSC}, bins={"containerd": BIN})
-    assert failed and "cannot read" in result["msg"]
+    assert failed and "is a directory" in result["msg"]
 
 
 def test_unreadable_file_permission(run_module, tmp_path, monkeypatch):

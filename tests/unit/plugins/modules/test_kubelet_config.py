@@ -110,7 +110,7 @@ def test_bad_input_fails_and_changes_nothing(run_module, kubeadm, settings, mess
 @pytest.mark.parametrize("content,message", [
     ("kubeAPIQPS: 5\n  bad: indentation\n", "is not valid YAML"),
     ("kubeAPIQPS: {\n", "is not valid YAML"),
-    (None, "cannot read /var/lib/kubelet/config.yaml"),
+    (None, "/var/lib/kubelet/config.yaml is a directory"),
 ])
 def test_malformed_or_unreadable_yaml_fails_and_changes_nothing(run_module, kubeadm, content, message):
     path = os.path.join(kubeadm, "var/lib/kubelet/config.yaml")
@@ -185,21 +185,22 @@ def test_unit_dropin_change_requires_daemon_reload(run_module, kubeadm):
 
 
 def test_write_failure_undoes_earlier_writes(run_module, kubeadm, monkeypatch):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _common
-    real = _common.atomic_write
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+    real = _fileio._write_one
     calls = []
 
-    def flaky(module, path, content, backup=True, mode=None):
+    def flaky(module, path, data, mode):
         calls.append(path)
         if len(calls) == 2:
             raise OSError("disk full")
-        return real(module, path, content, backup=backup, mode=mode)
+        return real(module, path, data, mode)
 
-    monkeypatch.setattr(kubelet_config, "atomic_write", flaky)
+    monkeypatch.setattr(_fileio, "_write_one", flaky)
     before = dict((k, v) for k, v in tree_hashes(kubeadm).items())
     result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE, "backup": False},
                                     commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
-    assert failed and "earlier writes were undone: disk full" in result["msg"]
+    assert failed and "disk full; every file already written was restored" in result["msg"]
+    assert len(calls) == 3  # first file, the failing second one, the restore of the first
     assert tree_hashes(kubeadm) == before
 
 

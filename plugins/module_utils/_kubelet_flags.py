@@ -1,0 +1,343 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice; do not import it
+# from other collections.
+"""Removing or rewriting kubelet flags in unit files and EnvironmentFiles.
+
+Flags are found the way systemd and the shell read them, not with a regex
+over raw text: a unit file's ``ExecStart=`` and ``Environment=`` values are
+split into words after line continuations (``\\`` + newline) are joined,
+quotes and backslash escapes are honoured (systemd.syntax(7),
+systemd.service(5) "Command lines"), and an EnvironmentFile's assignments
+are read with its own quoting rules (systemd.exec(5) ``EnvironmentFile=``);
+the words of a variable's value are what ``$VAR`` expands to. Every word
+keeps the span of raw text it came from, so an edit removes exactly the
+characters of the flag (and of its value word, even on the next line) and
+never touches another flag: ``--node-labels=note=--kube-api-qps=7`` is one
+word and stays intact.
+
+The caller re-reads the edited text with the discovery parser
+(``_kubelet.discover``) and refuses the change when the result is not what
+was asked, so a layout this editor does not understand can never be
+reported as fixed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+_SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/<=@+%-]*$")
+
+
+class FlagEditError(Exception):
+    """The edit cannot be made safely; nothing is written."""
+
+
+def _words(text, posmap, unit_specifiers=False, continuation_space=True):
+    """Split ``text`` into shell-like words; each word -> (value, raw_start, raw_end).
+
+    ``posmap[i]`` is the raw offset of ``text[i]``; a word's raw span covers
+    its quotes. ``\\`` + newline outside quotes separates words in unit files
+    (``continuation_space``) and is dropped in env files.
+    """
+    words = []
+    cur = []
+    start = None
+    quote = None
+    i, n = 0, len(text)
+
+    def close(end):
+        words.append(("".join(cur), posmap[start], posmap[end - 1] + 1))
+
+    while i < n:
+        c = text[i]
+        if unit_specifiers and c == "%" and i + 1 < n and text[i + 1] == "%":
+            if start is None:
+                start = i
+            cur.append("%")
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = None
+            elif c == "\\" and quote == '"' and i + 1 < n:
+                i += 1
+                if text[i] != "\n":
+                    cur.append(text[i])
+            else:
+                cur.append(c)
+        elif c in "\"'":
+            quote = c
+            if start is None:
+                start = i
+        elif c == "\\" and i + 1 < n:
+            if text[i + 1] == "\n" and continuation_space:
+                if start is not None:
+                    close(i)
+                    cur, start = [], None
+                i += 2
+                continue
+            if start is None:
+                start = i
+            i += 1
+            if text[i] != "\n":
+                cur.append(text[i])
+        elif c.isspace():
+            if start is not None:
+                close(i)
+                cur, start = [], None
+        else:
+            if start is None:
+                start = i
+            cur.append(c)
+        i += 1
+    if start is not None:
+        close(n)
+    return words
+
+
+def _logical_spans(text):
+    """(raw_start, raw_end) of each logical line: physical lines joined by a trailing backslash."""
+    spans = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        end = n if end < 0 else end
+        first = text[pos:end].lstrip()
+        while (end < n and text[pos:end].endswith("\\") and not first.startswith(("#", ";"))):
+            nxt = text.find("\n", end + 1)
+            end = n if nxt < 0 else nxt
+        spans.append((pos, end))
+        pos = end + 1
+    return spans
+
+
+def unit_flag_words(text):
+    """Flag-level words of a unit file's ``ExecStart=`` and ``Environment=`` lines.
+
+    Returns a list of groups; each group is a list of (word, raw_start, raw_end)
+    that systemd hands to the process in order (one ExecStart command line, or
+    the value of one Environment= variable).
+    """
+    groups = []
+    section = None
+    for a, b in _logical_spans(text):
+        line = text[a:b]
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1]
+            continue
+        m = re.match(r"^\s*(Environment|ExecStart)\s*=\s*", line)
+        if section != "Service" or not m:
+            continue
+        body_start = a + m.end()
+        body = text[body_start:b]
+        words = _words(body, [body_start + k for k in range(len(body))], unit_specifiers=True)
+        if m.group(1) == "ExecStart":
+            groups.append(words)
+            continue
+        for word, ws, we in words:
+            if "=" not in word:
+                continue
+            groups.append(_value_words(text, word, ws, we, word.index("=") + 1))
+    return groups
+
+
+def _value_words(text, word, ws, we, value_at):
+    """Second-level words of an assignment word ``NAME=VALUE`` spanning raw [ws, we)."""
+    # map the unquoted characters of the word back to raw offsets
+    posmap = []
+    i = ws
+    quote = None
+    while i < we and len(posmap) < len(word):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = None
+                i += 1
+                continue
+            if c == "\\" and quote == '"':
+                i += 1
+        elif c in "\"'":
+            quote = c
+            i += 1
+            continue
+        elif c == "\\":
+            i += 1
+        elif c == "%" and text[i:i + 2] == "%%":
+            posmap.append(i)
+            i += 2
+            continue
+        posmap.append(i)
+        i += 1
+    if len(posmap) != len(word):
+        raise FlagEditError("cannot map the value of %r back to the file text" % word[:value_at - 1])
+    value = word[value_at:]
+    return _words(value, posmap[value_at:])
+
+
+def env_flag_words(text):
+    """Flag-level words of every assignment of an EnvironmentFile (systemd.exec(5) syntax)."""
+    groups = []
+    i, n = 0, len(text)
+    name_re = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    while i < n:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i >= n:
+            break
+        if text[i] in "#;":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        m = name_re.match(text, i)
+        k = m.end() if m else i
+        while k < n and text[k] in " \t":
+            k += 1
+        if not m or k >= n or text[k] != "=":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        i = k + 1
+        while i < n and text[i] in " \t":
+            i += 1
+        value, posmap = [], []
+        quote = None
+        while i < n:
+            c = text[i]
+            if quote == "'":
+                if c == "'":
+                    quote = None
+                else:
+                    value.append(c)
+                    posmap.append(i)
+            elif quote == '"':
+                if c == '"':
+                    quote = None
+                elif c == "\\" and i + 1 < n:
+                    i += 1
+                    if text[i] != "\n":
+                        value.append(text[i])
+                        posmap.append(i)
+                else:
+                    value.append(c)
+                    posmap.append(i)
+            else:
+                if c == "\n":
+                    break
+                if c in "\"'":
+                    quote = c
+                elif c == "\\" and i + 1 < n:
+                    i += 1
+                    if text[i] != "\n":
+                        value.append(text[i])
+                        posmap.append(i)
+                else:
+                    value.append(c)
+                    posmap.append(i)
+            i += 1
+        groups.append(_words("".join(value), posmap, continuation_space=False))
+    return groups
+
+
+def find_flags(groups, names, bool_flags):
+    """Occurrences of ``--name`` among the words: [{name, spans, value}] (spans: raw ranges to remove)."""
+    found = []
+    for words in groups:
+        k = 0
+        while k < len(words):
+            word, ws, we = words[k]
+            if not word.startswith("-") or word in ("-", "--"):
+                k += 1
+                continue
+            body = word.lstrip("-")
+            name = body.split("=", 1)[0]
+            if name in names:
+                if "=" in body:
+                    found.append({"name": name, "spans": [(ws, we)], "value": body.split("=", 1)[1]})
+                elif name in bool_flags or k + 1 >= len(words):
+                    found.append({"name": name, "spans": [(ws, we)], "value": "true" if name in bool_flags else ""})
+                else:
+                    nxt = words[k + 1]
+                    found.append({"name": name, "spans": [(ws, we), (nxt[1], nxt[2])], "value": nxt[0]})
+                    k += 1
+            elif "=" not in body and name not in bool_flags and k + 1 < len(words):
+                k += 1  # a value-taking flag: its next word is its value, never a flag
+            k += 1
+    return found
+
+
+def _remove_span(text, a, b):
+    """Remove raw [a, b) and the blanks after it (else before it); keep continuations."""
+    end = b
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    start = a
+    if end == b:
+        while start > 0 and text[start - 1] in " \t":
+            start -= 1
+    return text[:start] + text[end:]
+
+
+def _tidy_continuations(text):
+    """Drop physical lines an edit left as blanks plus a trailing backslash."""
+    lines = text.split("\n")
+    out = []
+    for idx, line in enumerate(lines):
+        if line.strip() == "\\" and idx > 0 and out and out[-1].rstrip().endswith("\\"):
+            continue
+        out.append(line)
+    # a continued line followed by a now-empty last line: end the logical line there
+    for idx in range(len(out) - 1):
+        if out[idx].rstrip().endswith("\\") and not out[idx].lstrip().startswith(("#", ";")) and out[idx + 1].strip() == "":
+            out[idx] = re.sub(r"[ \t]*\\[ \t]*$", "", out[idx])
+    return "\n".join(out)
+
+
+def format_safe(value, in_unit):
+    """The text of a rewritten value, refusing characters that would need quoting."""
+    if not _SAFE_VALUE_RE.match(value):
+        raise FlagEditError("value %r needs quoting; refusing to rewrite the flag (use stale_flags=remove)" % value)
+    return value.replace("%", "%%") if in_unit else value
+
+
+def edit_text(text, is_unit, names, bool_flags, rewrite=None):
+    """Remove every ``--name`` in ``names`` (or rewrite it to ``--name=<rewrite[name]>``).
+
+    Returns (new_text, edits). ``rewrite``: {flag name: formatted value}.
+    """
+    groups = unit_flag_words(text) if is_unit else env_flag_words(text)
+    occurrences = find_flags(groups, set(names), bool_flags)
+    edits = []
+    ops = []
+    for occ in occurrences:
+        old = " ".join(text[a:b] for a, b in occ["spans"])
+        if rewrite and occ["name"] in rewrite:
+            new = "--%s=%s" % (occ["name"], format_safe(rewrite[occ["name"]], is_unit))
+            if len(occ["spans"]) == 1 and text[occ["spans"][0][0]:occ["spans"][0][1]] == new:
+                continue
+            ops.append(("replace", occ["spans"][0], new))
+            for span in occ["spans"][1:]:
+                ops.append(("remove", span, None))
+            edits.append({"flag": "--" + occ["name"], "action": "rewrite", "old": old, "new": new})
+        else:
+            for span in occ["spans"]:
+                ops.append(("remove", span, None))
+            edits.append({"flag": "--" + occ["name"], "action": "remove", "old": old})
+    for op, (a, b), new in sorted(ops, key=lambda o: o[1][0], reverse=True):
+        if op == "replace":
+            text = text[:a] + new + text[b:]
+        else:
+            text = _remove_span(text, a, b)
+    if edits:
+        text = _tidy_continuations(text)
+    return text, edits

@@ -115,7 +115,7 @@ FINDINGS = {
     },
 }
 
-_RELEASE_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
+_RELEASE_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?([A-Za-z0-9._+~-]*)$")
 # Ubuntu: 5.15.0-91-generic, 4.4.0-1069-aws, 6.8.0-1015-aws, 5.4.0-1103-azure
 _UBUNTU_RE = re.compile(r"^-(\d+)-(generic|lowlatency|aws|azure|gcp|gke|gkeop|oracle|kvm|ibm|raspi|nvidia|"
                         r"oem|virtual|generic-pae|generic-lpae|hwe)(?:-[\w.]+)?$")

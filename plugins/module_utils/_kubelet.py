@@ -313,7 +313,10 @@ def validate_settings(settings):
                     errors.append("%s: %d must be %d or greater" % (name, num, spec["min"]))
                 continue
             if num > 2 ** 31 - 1 and name != "podPidsLimit":
-                errors.append("%s: %d does not fit in int32" % (name, num))
+                errors.append("%s: %d does not fit in int32 (kubelet's type for this field)" % (name, num))
+                continue
+            if num > 2 ** 63 - 1:
+                errors.append("%s: %d does not fit in int64 (kubelet's type for this field)" % (name, num))
                 continue
             out[name] = num
         elif kind == "bool":
@@ -342,6 +345,9 @@ def validate_settings(settings):
                     continue
                 if sval.startswith("-"):
                     errors.append("%s.%s: %r must not be negative" % (name, key, val))
+                    continue
+                if sval.endswith("%") and float(sval[:-1]) > 100:
+                    errors.append("%s.%s: %r is more than 100%%" % (name, key, val))
                     continue
                 clean[key] = sval
             out[name] = clean
@@ -473,7 +479,8 @@ def parse_unit(text, path):
         if section != "Service" or "=" not in stripped:
             continue
         key, value = stripped.split("=", 1)
-        entries.append((key.strip(), value.strip(), path))
+        # "%%" is a literal "%" in unit files (systemd.unit(5) "Specifiers")
+        entries.append((key.strip(), value.strip().replace("%%", "%"), path))
     return entries
 
 
@@ -580,6 +587,20 @@ def parse_flags(args):
         else:
             name, value, raw = body, "", [word]
         out.append({"name": name, "value": value, "origin": origin, "raw": raw})
+        i += 1
+    return out
+
+
+def positional_words(args):
+    """Words that are neither flags nor flag values (kubelet refuses to start with any)."""
+    out = []
+    i = 0
+    while i < len(args):
+        word = args[i][0]
+        if not word.startswith("-") or word in ("-", "--"):
+            out.append(word)
+        elif "=" not in word and word.lstrip("-") not in BOOL_FLAGS:
+            i += 1
         i += 1
     return out
 
@@ -958,6 +979,7 @@ class Node(object):
         self.exec_start = []        # raw words
         self.argv = []              # [(word, origin)]
         self.flags = []
+        self.positional = []
         self.binary = None
         self.config_path = None
         self.config_dir = None
@@ -1070,6 +1092,7 @@ def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit
             break
     start = words.index(node.binary) + 1 if node.binary in words else 1
     node.flags = parse_flags(argv[start:])
+    node.positional = positional_words(argv[start:])
     for f in node.flags:
         if f["name"] == "config":
             node.config_path = f["value"]
@@ -1544,6 +1567,10 @@ def reread(node, root="/", overlay=None):
     """Effective configuration read back from the node files (``overlay``: texts about to be written)."""
     again = discover(None, root, use_systemctl=False, overlay=overlay, unit_paths=[p for p, _t in node.unit_files])
     again.version, again.version_text = node.version, node.version_text
+    stray = len(again.positional) - len(node.positional)
+    if stray > 0:
+        raise KubeletError("the edited kubelet command line would hold %d stray word(s) (%s) that kubelet refuses; "
+                           "nothing was written" % (stray, " ".join(again.positional[-stray:])))
     layers = load_layers(again, root, roundtrip=False, overlay=overlay)
     config, _merged, sources, flag_errors = effective(again, layers)
     if flag_errors:

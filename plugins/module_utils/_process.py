@@ -185,10 +185,15 @@ def scan(proc):
             rest = data[rp + 2:].split(b" ", 18)
             if rp < 0 or len(rest) < 19:
                 continue
+            try:
+                threads = int(rest[17])
+                zombie = (int(rest[1]), int(rest[18].split(b" ", 2)[1])) if rest[0] == b"Z" else None
+            except (ValueError, IndexError):
+                continue  # not a proc(5) stat line: nothing to count
             processes += 1
-            tasks += int(rest[17])
-            if rest[0] == b"Z":
-                zombies.setdefault(int(rest[1]), []).append(int(rest[18].split(b" ", 2)[1]))
+            tasks += threads
+            if zombie:
+                zombies.setdefault(zombie[0], []).append(zombie[1])
     finally:
         os.close(dir_fd)
     return processes, tasks, zombies
@@ -197,7 +202,11 @@ def scan(proc):
 def _comm_ppid(data):
     """Command name (field 2) and parent (field 4) from a stat line."""
     lp, rp = data.find(b"("), data.rfind(b")")
-    return data[lp + 1:rp].decode("utf-8", "replace"), int(data[rp + 2:].split(None, 2)[1])
+    comm = data[lp + 1:rp].decode("utf-8", "replace") if 0 <= lp < rp else None
+    try:
+        return comm, int(data[rp + 2:].split(None, 2)[1])
+    except (ValueError, IndexError):
+        return comm, None
 
 
 def _cmdline(proc, pid, comm):

@@ -30,6 +30,15 @@ description:
   - Refuses, before anything is written, input and combinations kubelet rejects - unknown field names, non-numeric or
     negative values, C(maxParallelImagePulls) greater than 1 while C(serializeImagePulls) stays true,
     C(maxParallelImagePulls) on a kubelet older than 1.27, unreadable or malformed YAML.
+  - Flags are found the way systemd and the shell read them - line continuations, quotes, backslash escapes,
+    C($VAR) expansion of C(Environment=) and C(EnvironmentFile=) values - and an edit removes exactly the words of
+    the flag (and of its value, even on the next line), never part of another flag's value.
+  - Before writing, the planned texts are parsed again by the same reader that discovered the kubelet; after
+    writing, the files are read back and RV(effective) is computed from them. A change whose read-back does not hold
+    the requested values is refused before the write or undone after it.
+  - Files are written through symlinks (the link stays, its target changes), all-or-nothing, keeping mode and
+    owner; backups are pruned to the newest O(keep_backups). A path from the node's files that resolves outside
+    O(root), a dangling symlink, a non-UTF-8 file or one over 1 MiB is refused with a message naming it.
   - Does not restart kubelet. Use the RV(restart_required) return value, or the C(nodefix.k8s.kubelet) role's
     safe-restart handler, which restores RV(backups) when the restarted kubelet is not healthy.
 author:
@@ -84,6 +93,10 @@ options:
     description: Keep a timestamped copy of every file before changing it.
     type: bool
     default: true
+  keep_backups:
+    description: Backups kept per file after a write (older ones are deleted); V(0) keeps none.
+    type: int
+    default: 3
   root:
     description:
       - Root of the node's file system. Anything other than V(/) reads the unit files from that tree instead of
@@ -188,7 +201,8 @@ dropins:
   elements: str
 effective:
   description:
-    - Every managed field after the change (before it in check mode, what it would be) with its value and source.
+    - Every managed field after the change with its value and source, read back from the files as written (in check
+      mode, read from the texts that would be written).
     - C(source) is one of V(default), V(config), V(drop-in), V(flag); C(path), C(flag) and C(variable) say where.
   returned: always
   type: dict

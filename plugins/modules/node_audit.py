@@ -165,6 +165,10 @@ def main():
     unknown = sorted(set(module.params["options"]) - set(CHECK_NAMES))
     if unknown:
         module.fail_json(msg="options names unknown detectors: %s (known: %s)" % (", ".join(unknown), ", ".join(CHECK_NAMES)))
+    for name, value in module.params["options"].items():
+        if not isinstance(value, dict):
+            module.fail_json(msg="options.%s must be a dict of that detector's options, got %s %r"
+                                 % (name, type(value).__name__, value))
     result = run_checks(module, Runner(module), root=module.params["root"], checks=module.params["checks"],
                         options=module.params["options"])
     result["changed"] = False

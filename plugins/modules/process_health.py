@@ -297,6 +297,10 @@ def main():
     for name in ("usage_percent", "threads_max_min", "zombie_threshold", "zombie_min_age", "max_parents"):
         if p[name] < 0:
             module.fail_json(msg="%s must not be negative (got %d)" % (name, p[name]))
+    # the kernel accepts pid_max between 301 and PID_MAX_LIMIT (4194304 on 64-bit): kernel/pid.c
+    if p["pid_max_min"] is not None and not 301 <= p["pid_max_min"] <= 4194304:
+        module.fail_json(msg="pid_max_min must be between 301 and 4194304, the range the kernel accepts for "
+                             "kernel.pid_max (got %d)" % p["pid_max_min"])
     if p["sysctl_file"] and not (p["sysctl_file"].startswith("/") and p["sysctl_file"].endswith(".conf")):
         module.fail_json(msg="sysctl_file must be an absolute path ending in .conf (got %s)" % p["sysctl_file"])
     if not os.path.isdir(os.path.join(p["root"], "proc")):

@@ -25,7 +25,7 @@ description:
     backup (pruned to the newest O(keep_backups)); nothing is written when the existing file is malformed, is not
     UTF-8, is over 1 MiB, or already holds unquoted values in C([runsc_config]).
   - A symlinked file is edited through the link (the link stays, its target changes); a dangling link is refused.
-  - Keys and values are checked against what the shim and runsc accept before anything is written:
+  - Keys and values are checked against what the shim and runsc accept before anything is written;
     C([runsc_config]) keys are runsc flag names (letters, digits, C(-), C(_), C(.)), values scalars without
     newlines; C(io_uid)/C(io_gid) within 0..4294967295. The edited text is parsed again and must hold exactly the
     wanted change.

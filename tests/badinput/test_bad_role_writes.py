@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Every file a role writes with copy/template is written through a symlink, never over it.
+
+A node file that is a symlink (config management often links /etc/containerd/config.toml or a
+kubelet flags file into a managed tree) must keep its link: ``follow: true`` makes copy/template
+write the link's target, as the collection's own modules do (module_utils/_fileio.py).
+"""
+
+import glob
+import os
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WRITERS = ("ansible.builtin.copy", "ansible.builtin.template")
+
+
+def tasks(node):
+    if isinstance(node, list):
+        for item in node:
+            yield from tasks(item)
+    elif isinstance(node, dict):
+        if any(k in node for k in WRITERS):
+            yield node
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+            if key in node:
+                yield from tasks(node[key])
+
+
+FILES = sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")) +
+               glob.glob(os.path.join(ROOT, "roles", "*", "handlers", "*.yml")) +
+               glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
+
+
+def writer_tasks():
+    out = []
+    for path in FILES:
+        with open(path) as fh:
+            for task in tasks(yaml.safe_load(fh)):
+                out.append((os.path.relpath(path, ROOT), task))
+    return out
+
+
+WRITER_TASKS = writer_tasks()
+
+
+def test_the_scan_finds_the_writers():
+    assert len(WRITER_TASKS) >= 15
+
+
+@pytest.mark.parametrize("rel,task", WRITER_TASKS, ids=["%s:%s" % (r, t.get("name")) for r, t in WRITER_TASKS])
+def test_copy_and_template_follow_symlinks(rel, task):
+    module = [k for k in WRITERS if k in task][0]
+    assert task[module].get("follow") is True, "%s: task %r writes without follow: true" % (rel, task.get("name"))

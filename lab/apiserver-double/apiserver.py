@@ -20,7 +20,11 @@ the real server's JSON shapes:
 - ``POST /api/v1/namespaces/<ns>/pods/<name>/eviction``: 201 and the pod is
   gone, or, for a pod marked ``"pdb": true``, 429 ``TooManyRequests`` with
   the disruption-budget cause, exactly as the eviction API refuses a pod
-  whose PodDisruptionBudget allows no disruption;
+  whose PodDisruptionBudget allows no disruption; a ``deleteOptions``
+  UID precondition that does not match is a 409 ``Conflict``; a pod marked
+  ``"replace": true`` gets a replacement (its controller's work: same labels,
+  new name and UID, Ready) once evicted;
+- ``labelSelector`` (equality terms ``k=v,k2=v2``) on pod lists;
 - ``DELETE`` of a pod (drain with ``disable_eviction``).
 
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
@@ -30,7 +34,8 @@ read it):
     {"nodes": {"node-a": {"unschedulable": false}},
      "pods": [{"namespace": "default", "name": "web-1", "node": "node-a",
                "owner": "ReplicaSet" | "DaemonSet" | null, "pdb": false,
-               "emptydir": false, "mirror": false, "phase": "Running"}],
+               "emptydir": false, "mirror": false, "phase": "Running",
+               "labels": {"app": "web"}, "replace": false}],
      "log": [{"method": "PATCH", "path": "/api/v1/nodes/node-a",
               "body": {"spec": {"unschedulable": true}}}, ...]}
 
@@ -106,7 +111,7 @@ class State(object):
                                         "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_URL, "system/" + name))}}}
 
     def pod(self, p):
-        meta = {"name": p["name"], "namespace": p["namespace"], "uid": p["uid"]}
+        meta = {"name": p["name"], "namespace": p["namespace"], "uid": p["uid"], "labels": dict(p.get("labels") or {})}
         if p.get("owner"):
             meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": p["name"].rsplit("-", 1)[0],
                                         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + p["name"])),
@@ -117,7 +122,15 @@ class State(object):
         if p.get("emptydir"):
             spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
         return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec,
-                "status": {"phase": p.get("phase", "Running")}}
+                "status": {"phase": p.get("phase", "Running"),
+                           "conditions": [{"type": "Ready", "status": "True"}]}}
+
+    def replacement(self, p):
+        """What the pod's controller creates after an eviction: same labels, new name and UID."""
+        n = sum(1 for q in self.data["pods"] if q.get("replaces")) + 1
+        new = dict(p, name="%s-r%d" % (p["name"], n), replaces=p["uid"], replace=False)
+        new["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (new["namespace"], new["name"])))
+        return new
 
     def find_pod(self, namespace, name):
         for p in self.data["pods"]:
@@ -182,8 +195,10 @@ class Handler(BaseHTTPRequestHandler):
                 ns = path.split("/")[4] if path.startswith("/api/v1/namespaces/") else None
                 selector = (query.get("fieldSelector") or [""])[0]
                 node = selector.split("=", 1)[1] if selector.startswith("spec.nodeName=") else None
+                labels = dict(term.split("=", 1) for term in (query.get("labelSelector") or [""])[0].split(",") if "=" in term)
                 items = [st.pod(p) for p in st.data["pods"]
-                         if (ns is None or p["namespace"] == ns) and (node is None or p["node"] == node)]
+                         if (ns is None or p["namespace"] == ns) and (node is None or p["node"] == node)
+                         and all((p.get("labels") or {}).get(k) == v for k, v in labels.items())]
                 return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
             m = re.match(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)(/eviction)?$", path)
             if m:
@@ -194,7 +209,13 @@ class Handler(BaseHTTPRequestHandler):
                 if method == "GET" and not eviction:
                     return 200, st.pod(p)
                 if (method == "POST" and eviction) or (method == "DELETE" and not eviction):
-                    self._body()
+                    body = self._body() or {}
+                    want_uid = ((body.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+                    if eviction and want_uid and want_uid != p["uid"]:
+                        st.data["log"].append({"method": method, "path": path, "refused": "Conflict"})
+                        st.save()
+                        return status(409, "Conflict", "Precondition failed: UID in precondition: %s, UID in object "
+                                      "meta: %s" % (want_uid, p["uid"]))
                     if eviction and p.get("pdb"):
                         st.data["log"].append({"method": method, "path": path, "refused": "DisruptionBudget"})
                         st.save()
@@ -203,6 +224,8 @@ class Handler(BaseHTTPRequestHandler):
                                                                          "The disruption budget %s-pdb needs 1 healthy "
                                                                          "pods and has 1 currently" % name}]})
                     st.data["pods"].remove(p)
+                    if p.get("replace"):
+                        st.data["pods"].append(st.replacement(p))
                     st.data["log"].append({"method": method, "path": path})
                     st.save()
                     if eviction:

@@ -65,7 +65,9 @@ class ApiServerDouble(object):
         self.kubeconfig = os.path.join(str(workdir), "kubeconfig")
         port_file = os.path.join(str(workdir), "apiserver.port")
         with open(self.state_path, "w") as fh:
-            json.dump({"nodes": dict((n, {"unschedulable": False}) for n in nodes), "pods": pods}, fh)
+            # nodes: names (schedulable) or {name: {"unschedulable": bool}}
+            states = nodes if isinstance(nodes, dict) else dict((n, {"unschedulable": False}) for n in nodes)
+            json.dump({"nodes": states, "pods": pods}, fh)
         self.proc = subprocess.Popen([sys.executable,
                                       os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py"),
                                       "--state", self.state_path, "--port-file", port_file,

@@ -53,3 +53,34 @@ def test_the_scan_finds_the_writers():
 def test_copy_and_template_follow_symlinks(rel, task):
     module = [k for k in WRITERS if k in task][0]
     assert task[module].get("follow") is True, "%s: task %r writes without follow: true" % (rel, task.get("name"))
+
+
+def pod_listings():
+    out = []
+    for path in FILES:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+        stack = [doc]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, dict):
+                info = node.get("kubernetes.core.k8s_info")
+                if isinstance(info, dict) and info.get("kind") == "Pod":
+                    out.append((os.path.relpath(path, ROOT), node))
+                stack.extend(v for k, v in node.items() if k in ("block", "rescue", "always", "tasks"))
+    return out
+
+
+POD_LISTINGS = pod_listings()
+
+
+def test_the_scan_finds_the_pod_listings():
+    assert len(POD_LISTINGS) >= 2
+
+
+@pytest.mark.parametrize("rel,task", POD_LISTINGS, ids=["%s:%s" % (r, t.get("name")) for r, t in POD_LISTINGS])
+def test_pod_listings_are_not_logged(rel, task):
+    """Pod specs carry environment values; AWX keeps every task result in its job events."""
+    assert task.get("no_log") is True, "%s: %r registers full pods without no_log" % (rel, task.get("name"))

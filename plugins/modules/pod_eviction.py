@@ -1,0 +1,218 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: pod_eviction
+short_description: Evict exactly one pod through the Kubernetes Eviction API
+version_added: "0.1.0"
+description:
+  - Evicts the one pod named by O(namespace) and O(name) with a C(policy/v1) Eviction
+    (C(POST /api/v1/namespaces/<namespace>/pods/<name>/eviction)), so PodDisruptionBudgets are honoured. Nothing
+    else is touched - no other pod with the same labels, and the node is not cordoned.
+  - With O(uid), the eviction carries a UID precondition, so a replacement that reuses the name (a StatefulSet
+    pod) is never evicted by mistake; a pod whose UID differs is reported as already replaced.
+  - An eviction refused with 429 (a PodDisruptionBudget that allows no disruption now) is retried every
+    O(wait_sleep) seconds until O(wait_timeout), then the module fails naming the pod and the budget's message.
+  - Runs where the kubeconfig is (usually the controller, with C(delegate_to)); needs the C(kubernetes) Python
+    client, as the kubernetes.core collection does.
+author:
+  - nodefix.k8s developers (@nodefix)
+requirements:
+  - kubernetes (the official Kubernetes Python client) >= 12.0
+options:
+  name:
+    description: Name of the pod.
+    type: str
+    required: true
+  namespace:
+    description: Namespace of the pod.
+    type: str
+    required: true
+  uid:
+    description: UID the pod must have; the eviction is refused by the API server when the pod was replaced.
+    type: str
+  kubeconfig:
+    description: Path of a kubeconfig; without it the client's default (C(KUBECONFIG), C(~/.kube/config)) is used.
+    type: path
+  context:
+    description: Context of the kubeconfig to use (default, its current context).
+    type: str
+  grace_period_seconds:
+    description: Termination grace period for the evicted pod (default, the pod's own).
+    type: int
+  wait_timeout:
+    description: Seconds to keep retrying an eviction a PodDisruptionBudget refuses (V(0), try once).
+    type: int
+    default: 120
+  wait_sleep:
+    description: Seconds between two attempts.
+    type: int
+    default: 5
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads the pod and reports whether it would be evicted; sends no eviction.
+  diff_mode:
+    support: none
+    details: An eviction has no before/after text.
+  platform:
+    details: Any host with the Kubernetes Python client and access to the API server.
+seealso:
+  - name: API-initiated eviction
+    description: The Eviction API, PodDisruptionBudgets and the 429 answer.
+    link: https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/
+  - module: kubernetes.core.k8s_drain
+"""
+
+EXAMPLES = r"""
+- name: Evict the pod whose gVisor sandbox must be recreated
+  nodefix.k8s.pod_eviction:
+    kubeconfig: ~/.kube/config
+    namespace: shop
+    name: cart-7d4b9-abcde
+    uid: 0d6a5c38-5a4b-4a39-9d1e-2f0c8e6b7a11
+    wait_timeout: 300
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+result:
+  description: V(evicted), V(would evict) (check mode), V(gone) (no such pod any more) or V(replaced) (a pod with
+    that name but another UID).
+  returned: always
+  type: str
+  sample: evicted
+pod:
+  description: The pod as read before the eviction.
+  returned: when the pod existed
+  type: dict
+  sample: {"namespace": "shop", "name": "cart-7d4b9-abcde", "uid": "0d6a5c38-5a4b-4a39-9d1e-2f0c8e6b7a11",
+           "node": "node-a"}
+attempts:
+  description: Eviction requests sent (more than one when a PodDisruptionBudget refused the first ones).
+  returned: always
+  type: int
+  sample: 1
+"""
+
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+K8S_IMP_ERR = None
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.client.rest import ApiException
+    HAS_K8S = True
+except ImportError:
+    HAS_K8S = False
+    K8S_IMP_ERR = traceback.format_exc()
+
+
+def _api(module):
+    try:
+        api_client = k8s_config.new_client_from_config(
+            config_file=module.params["kubeconfig"], context=module.params["context"])
+    except Exception as exc:  # the client raises ConfigException, IOError, yaml errors...
+        module.fail_json(msg="cannot load the kubeconfig %s: %s" % (module.params["kubeconfig"] or "(default)", exc))
+    return k8s_client.CoreV1Api(api_client)
+
+
+def _reason(exc):
+    """The API server's message (and a PodDisruptionBudget cause) from an ApiException."""
+    import json
+    try:
+        body = json.loads(exc.body or "{}")
+    except ValueError:
+        return (exc.reason or "").strip()
+    causes = [c.get("message") for c in (body.get("details") or {}).get("causes") or [] if c.get("message")]
+    return "; ".join([body.get("message") or exc.reason or ""] + causes)
+
+
+def _read(module, api, ns, name):
+    try:
+        return api.read_namespaced_pod(name, ns)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        module.fail_json(msg="cannot read pod %s/%s: %s %s" % (ns, name, exc.status, _reason(exc)), status=exc.status)
+
+
+def _evict(module, api, ns, name, uid):
+    p = module.params
+    body = k8s_client.V1Eviction(
+        metadata=k8s_client.V1ObjectMeta(name=name, namespace=ns),
+        delete_options=k8s_client.V1DeleteOptions(
+            grace_period_seconds=p["grace_period_seconds"],
+            preconditions=k8s_client.V1Preconditions(uid=uid) if uid else None))
+    deadline = time.time() + max(0, p["wait_timeout"])
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            api.create_namespaced_pod_eviction(name, ns, body)
+            return "evicted", attempts
+        except ApiException as exc:
+            if exc.status == 404:
+                return "gone", attempts
+            if exc.status == 409 and uid:
+                return "replaced", attempts
+            if exc.status == 429 and time.time() + p["wait_sleep"] <= deadline:
+                time.sleep(max(1, p["wait_sleep"]))
+                continue
+            what = ("refused by a PodDisruptionBudget" if exc.status == 429 else "failed")
+            module.fail_json(msg="eviction of pod %s/%s %s after %d attempt(s): %s %s"
+                                 % (ns, name, what, attempts, exc.status, _reason(exc)),
+                             status=exc.status, attempts=attempts)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            namespace=dict(type="str", required=True),
+            uid=dict(type="str"),
+            kubeconfig=dict(type="path"),
+            context=dict(type="str"),
+            grace_period_seconds=dict(type="int"),
+            wait_timeout=dict(type="int", default=120),
+            wait_sleep=dict(type="int", default=5),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_K8S:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMP_ERR)
+    p = module.params
+    ns, name, uid = p["namespace"], p["name"], p["uid"]
+    for key in ("name", "namespace"):
+        if not p[key] or "/" in p[key]:
+            module.fail_json(msg="%s %r is not a Kubernetes object name" % (key, p[key]))
+    if p["wait_timeout"] < 0 or p["wait_sleep"] < 0:
+        module.fail_json(msg="wait_timeout and wait_sleep must not be negative")
+    api = _api(module)
+    pod = _read(module, api, ns, name)
+    if pod is None:
+        module.exit_json(changed=False, result="gone", attempts=0)
+    info = {"namespace": ns, "name": name, "uid": pod.metadata.uid, "node": pod.spec.node_name if pod.spec else None}
+    if uid and pod.metadata.uid != uid:
+        module.exit_json(changed=False, result="replaced", pod=info, attempts=0)
+    if module.check_mode:
+        module.exit_json(changed=True, result="would evict", pod=info, attempts=0)
+    result, attempts = _evict(module, api, ns, name, uid or pod.metadata.uid)
+    module.exit_json(changed=result == "evicted", result=result, pod=info, attempts=attempts)
+
+
+if __name__ == "__main__":
+    main()

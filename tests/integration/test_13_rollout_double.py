@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""playbooks/remediate.yml's rollout against lab/apiserver-double (a TEST DOUBLE of kube-apiserver:
+no Debian package ships one), with the real kubernetes.core modules on the controller.
+
+The "node" is the controller itself over a local connection, audited read-only with only the
+kernel detector and a pretended old kernel release (``nodefix_audit_options``), so the one fix role
+is nodefix.k8s.kernel, which only reads and reports: nothing on the test machine changes. A
+negative kernel threshold makes that role fail, which is the failure path.
+"""
+
+import json
+import os
+
+import pytest
+
+from conftest import ROOT, run_logged
+
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+PODS = [
+    {"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet"},
+    {"namespace": "kube-system", "name": "proxy-a", "node": "node-a", "owner": "DaemonSet"},
+]
+PDB_POD = {"namespace": "default", "name": "db-0", "node": "node-a", "owner": "StatefulSet", "pdb": True}
+
+
+def remediate(tmp_path, name, double=None, extra=None, hosts=("node-a",), check=False):
+    host_vars = {
+        "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
+        "nodefix_audit_checks": ["kernel"],
+        "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}},
+        "nodefix_report_dir": str(tmp_path / "reports"), "nodefix_drain_timeout": 20,
+    }
+    if double is not None:
+        host_vars["nodefix_kubeconfig"] = double.kubeconfig
+    host_vars.update(extra or {})
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": dict((h, host_vars) for h in hosts)}}))
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory),
+            os.path.join(ROOT, "playbooks", "remediate.yml")] + (["--check"] if check else [])
+    return run_logged("rollout-double-%s" % name, argv, timeout=600)
+
+
+def patches(double):
+    return [e["body"]["spec"]["unschedulable"] for e in double.state()["log"] if e["method"] == "PATCH"]
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failed-remediation"])
+def test_node_uncordoned_before_is_drained_and_given_back(apiserver_double, tmp_path, fail):
+    double = apiserver_double(["node-a"], list(PODS))
+    rc, out = remediate(tmp_path, "uncordoned-%s" % fail, double,
+                        {"kernel_dying_memcgs_threshold": -1} if fail else None)
+    assert (rc != 0) == fail, out[-3000:]
+    st = double.state()
+    assert st["nodes"]["node-a"]["unschedulable"] is False
+    assert patches(double) == [True, False]  # cordoned by the drain, uncordoned after
+    assert [p["name"] for p in st["pods"]] == ["proxy-a"]  # drained (the DaemonSet pod stays)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failed-remediation"])
+def test_node_cordoned_before_stays_cordoned(apiserver_double, tmp_path, fail):
+    double = apiserver_double({"node-a": {"unschedulable": True}}, list(PODS))
+    rc, out = remediate(tmp_path, "cordoned-%s" % fail, double,
+                        {"kernel_dying_memcgs_threshold": -1} if fail else None)
+    assert (rc != 0) == fail, out[-3000:]
+    assert double.state()["nodes"]["node-a"]["unschedulable"] is True
+    assert False not in patches(double)  # never an uncordon
+    assert "was cordoned before this run" in out
+
+
+@pytest.mark.parametrize("cordoned", [False, True], ids=["was-schedulable", "was-cordoned"])
+def test_failed_drain_restores_exactly_the_state_before(apiserver_double, tmp_path, cordoned):
+    double = apiserver_double({"node-a": {"unschedulable": cordoned}}, list(PODS) + [PDB_POD])
+    rc, out = remediate(tmp_path, "drainfail-%s" % cordoned, double)
+    assert rc == 0, out[-3000:]  # a node that cannot be drained is left alone, the rollout goes on
+    assert "could not be drained" in out or "drain failed" in out
+    assert double.state()["nodes"]["node-a"]["unschedulable"] is cordoned
+
+
+def test_without_kubeconfig_it_says_so_once(tmp_path):
+    rc, out = remediate(tmp_path, "nodrain", None, hosts=("node-a", "node-b"))
+    assert rc == 0, out[-3000:]
+    assert out.count("WITHOUT draining their pods") == 1 and "node-a, node-b" in out
+
+
+def test_require_drain_refuses_to_restart_an_undrained_node(tmp_path):
+    """A fake old runc makes the audit ask for the containerd role (it restarts containerd): refused.
+
+    Run in check mode as a second guard: even a broken refusal could not change the test machine.
+    """
+    fake = tmp_path / "bin" / "runc"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "runc version 1.0.0-rc4"\necho "spec: 1.0.0"\n')
+    fake.chmod(0o755)
+    extra = {"nodefix_audit_checks": ["cpu_quota"], "nodefix_audit_options": {"cpu_quota": {"runc_binary": str(fake)}},
+             "nodefix_require_drain": True}
+    rc, out = remediate(tmp_path, "require-drain", None, extra, check=True)
+    assert rc != 0, out[-3000:]
+    assert "refused: nodefix_require_drain is true and this node was not drained" in out
+    assert "nodefix.k8s.containerd :" not in out  # not one task of the containerd role ran
+
+
+# ---- gVisor: evict exactly the pod whose sandbox is oversized -----------------------------------------
+
+TWINS = [
+    {"namespace": "shop", "name": "cart-a", "node": "node-a", "owner": "ReplicaSet", "labels": {"app": "cart"},
+     "replace": True},
+    {"namespace": "shop", "name": "cart-b", "node": "node-a", "owner": "ReplicaSet", "labels": {"app": "cart"}},
+    {"namespace": "shop", "name": "cart-c", "node": "node-b", "owner": "ReplicaSet", "labels": {"app": "cart"}},
+]
+
+
+def evict(tmp_path, double, uids, check=False, name="run"):
+    results = tmp_path / "evictions.json"
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
+            "-e", "ansible_python_interpreter=%s" % PY,
+            "-e", json.dumps({"gvisor_pods_to_recreate": uids, "gvisor_kubeconfig": double.kubeconfig,
+                              "gvisor_node_name": "node-a", "results_file": str(results)}),
+            os.path.join(ROOT, "tests", "integration", "playbooks", "gvisor_evict.yml")] + (["--check"] if check else [])
+    rc, out = run_logged("gvisor-evict-%s" % name, argv, timeout=600)
+    return rc, out, (json.loads(results.read_text()) if results.exists() else None)
+
+
+def uid_of(double, name):
+    return [p["uid"] for p in double.state()["pods"] if p["name"] == name][0]
+
+
+def test_only_the_named_pod_is_evicted_and_the_node_is_not_cordoned(apiserver_double, tmp_path):
+    double = apiserver_double(["node-a", "node-b"], [dict(p) for p in TWINS])
+    target = uid_of(double, "cart-a")
+    rc, out, results = evict(tmp_path, double, [target], name=target[:8])
+    assert rc == 0, out[-3000:]
+    st = double.state()
+    names = sorted(p["name"] for p in st["pods"])
+    assert names == ["cart-a-r1", "cart-b", "cart-c"]  # cart-b has the same labels on the same node: kept
+    assert [e["path"] for e in st["log"] if e["method"] == "POST"] == ["/api/v1/namespaces/shop/pods/cart-a/eviction"]
+    assert not [e for e in st["log"] if e["method"] == "PATCH"]  # never cordoned
+    assert results == [{"uid": target, "pod": "shop/cart-a", "result": "evicted, replacement Ready"}]
+    assert "cart-b" not in out and '"env"' not in out  # pod listings are not logged
+
+
+def test_check_mode_evicts_nothing(apiserver_double, tmp_path):
+    double = apiserver_double(["node-a", "node-b"], [dict(p) for p in TWINS])
+    rc, out, results = evict(tmp_path, double, [uid_of(double, "cart-a")], check=True)
+    assert rc == 0, out[-3000:]
+    assert not [e for e in double.state()["log"] if e["method"] in ("POST", "PATCH", "DELETE")]
+
+
+def test_pdb_refusal_is_reported_and_the_pod_stays(apiserver_double, tmp_path):
+    pods = [dict(p) for p in TWINS]
+    pods[0]["pdb"] = True
+    double = apiserver_double(["node-a", "node-b"], pods)
+    target = uid_of(double, "cart-a")
+    rc, out, results = evict(tmp_path, double, [target], name=target[:8])
+    assert rc == 0, out[-3000:]  # reported per pod, the run goes on
+    assert results[0]["result"] == "failed" and "PodDisruptionBudget" in results[0]["reason"]
+    assert "cart-a" in [p["name"] for p in double.state()["pods"]]
+    assert len([e for e in double.state()["log"] if e.get("refused") == "DisruptionBudget"]) >= 2  # retried
+
+
+def test_a_replaced_pod_is_not_evicted_again(apiserver_double, tmp_path):
+    """The UID precondition: a pod of that name but another UID is left alone."""
+    double = apiserver_double(["node-a", "node-b"], [dict(p) for p in TWINS])
+    rc, out, results = evict(tmp_path, double, ["0d6a5c38-0000-4000-8000-000000000000"])
+    assert rc == 0, out[-3000:]
+    assert results[0]["result"] == "skipped" and "no pod with this uid" in results[0]["reason"]
+    assert not [e for e in double.state()["log"] if e["method"] == "POST"]

@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Hostile mirrors against the download paths of the gvisor and containerd roles.
+
+The roles' own task files run on the controller (local connection) against two local mirrors in
+this process: plain HTTP, and HTTPS with a CA made for the test by openssl. Install paths point into
+the test's directory. The "runsc" the mirror serves is a TEST DOUBLE (a shell script that prints a
+runsc version and records every run), so the test can tell whether a download was ever executed.
+"""
+
+import hashlib
+import http.server
+import json
+import os
+import ssl
+import subprocess
+import threading
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+PLAYBOOK = os.path.join(ROOT, "tests", "badinput", "playbooks", "download.yml")
+RELEASE = "20240729.0"
+OLD_RUNSC = "#!/bin/sh\necho 'runsc version release-20221219.0'\n"
+
+
+class Mirror(object):
+    """A directory served over HTTP or HTTPS on 127.0.0.1; ``requests`` lists the paths asked for."""
+
+    def __init__(self, directory, tls=None):
+        self.requests = []
+        mirror = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **kw):
+                super().__init__(*a, directory=str(directory), **kw)
+
+            def log_message(self, *args):
+                mirror.requests.append(self.path)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def make_ca(d):
+    def ssl_cmd(*argv):
+        subprocess.run(["openssl"] + list(argv), check=True, capture_output=True)
+    ssl_cmd("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
+            "-keyout", str(d / "ca.key"), "-out", str(d / "ca.crt"))
+    ssl_cmd("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", str(d / "server.key"), "-out", str(d / "server.csr"))
+    (d / "ext").write_text("subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n")
+    ssl_cmd("x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"),
+            "-CAcreateserial", "-days", "2", "-extfile", str(d / "ext"), "-out", str(d / "server.crt"))
+    return str(d / "server.crt"), str(d / "server.key"), str(d / "ca.crt")
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    return make_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def site(tmp_path, tls):
+    """A gVisor release tree, a node directory with the old runsc, and both mirrors."""
+    marker = tmp_path / "executed"
+    runsc = ("#!/bin/sh\necho run >> %s\necho 'runsc version release-%s'\necho 'spec: 1.1.0-rc.1'\n"
+             % (marker, RELEASE)).encode()
+    arch = tmp_path / "mirror" / "release" / RELEASE / "x86_64"
+    arch.mkdir(parents=True)
+    (arch / "runsc").write_bytes(runsc)
+    (arch / "runsc.sha512").write_text("%s  runsc\n" % hashlib.sha512(runsc).hexdigest())
+    node = tmp_path / "node"
+    (node / "bin").mkdir(parents=True)
+    (node / "bin" / "runsc").write_text(OLD_RUNSC)
+    (node / "bin" / "runsc").chmod(0o755)
+    plain, secure = Mirror(tmp_path / "mirror"), Mirror(tmp_path / "mirror", tls[:2])
+    yield {"tmp": tmp_path, "arch": arch, "node": node, "marker": marker, "runsc": runsc, "http": plain,
+           "https": secure, "ca": tls[2], "sha512": hashlib.sha512(runsc).hexdigest()}
+    plain.stop()
+    secure.stop()
+
+
+def gvisor(site, mirror, **extra):
+    evars = {"role_under_test": "gvisor", "ansible_python_interpreter": PY,
+             "gvisor_info": {"runsc": {"version": "20221219.0", "path": str(site["node"] / "bin" / "runsc")}},
+             "gvisor_runsc_install_path": str(site["node"] / "bin" / "runsc"), "gvisor_install_shim": False,
+             "gvisor_arch": "x86_64", "gvisor_manage_dependencies": False, "gvisor_release": RELEASE,
+             "gvisor_containerd_config_path": str(site["tmp"] / "no-containerd.toml"),
+             "gvisor_mirror_base_url": site[mirror].url + "/release", "gvisor_mirror_ca_path": site["ca"]}
+    evars.update(extra)
+    return play(site, evars)
+
+
+def play(site, evars):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), LC_ALL="C.UTF-8")
+    proc = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", json.dumps(evars), PLAYBOOK], env=env, capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def node_files(site):
+    out = {}
+    for dirpath, _dirs, files in os.walk(str(site["node"])):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, str(site["node"]))] = (hashlib.sha256(fh.read()).hexdigest(), os.stat(p).st_mode)
+    return out
+
+
+def refused(site, rc, out, words, requests=None):
+    assert rc != 0, out[-3000:]
+    for word in words:
+        assert word in out, "%r not in output:\n%s" % (word, out[-3000:])
+    assert not site["marker"].exists(), "a download was executed before its checksum passed"
+    assert (site["node"] / "bin" / "runsc").read_text() == OLD_RUNSC
+    if requests is not None:
+        assert site["http"].requests + site["https"].requests == requests
+
+
+def test_plain_http_is_refused_before_any_download(site):
+    rc, out = gvisor(site, "http")
+    refused(site, rc, out, ["is plain HTTP", "nothing was downloaded"], requests=[])
+
+
+def test_plain_http_checksum_is_no_verification(site):
+    rc, out = gvisor(site, "http", gvisor_allow_insecure_mirror=True)
+    refused(site, rc, out, ["proves nothing", "pin", "runsc in gvisor_checksums"], requests=[])
+
+
+def test_plain_http_with_a_pinned_checksum_installs(site):
+    rc, out = gvisor(site, "http", gvisor_allow_insecure_mirror=True, gvisor_checksums={"runsc": site["sha512"]})
+    assert rc == 0, out[-3000:]
+    assert (site["node"] / "bin" / "runsc").read_bytes() == site["runsc"]
+    assert "/release/%s/x86_64/runsc.sha512" % RELEASE not in site["http"].requests  # the pin is the authority
+
+
+def test_https_mirror_installs_after_the_checksum(site):
+    rc, out = gvisor(site, "https")
+    assert rc == 0, out[-3000:]
+    assert (site["node"] / "bin" / "runsc").read_bytes() == site["runsc"]
+    assert site["marker"].exists()  # run (version check) only after the checksum passed
+
+
+def test_wrong_published_checksum_is_refused(site):
+    (site["arch"] / "runsc.sha512").write_text("%s  runsc\n" % ("0" * 128))
+    rc, out = gvisor(site, "https")
+    refused(site, rc, out, ["Checksum mismatch", "runsc.sha512 on the mirror", "Nothing was replaced"])
+
+
+def test_wrong_pinned_checksum_is_refused(site):
+    rc, out = gvisor(site, "https", gvisor_checksums={"runsc": "ab" * 64})
+    refused(site, rc, out, ["Checksum mismatch", "gvisor_checksums (pinned)", "Nothing was replaced"])
+
+
+def test_missing_checksum_file_is_refused(site):
+    (site["arch"] / "runsc.sha512").unlink()
+    rc, out = gvisor(site, "https")
+    refused(site, rc, out, ["runsc.sha512", "404"])
+
+
+def test_untrusted_certificate_is_refused(site):
+    rc, out = gvisor(site, "https", gvisor_mirror_ca_path="")
+    refused(site, rc, out, ["CERTIFICATE_VERIFY_FAILED"])
+
+
+@pytest.mark.parametrize("release", ["9.9.9/../../etc/cron.d", "20240729.0/../../x", "2024", "latest; rm -rf /"])
+def test_release_names_are_validated_before_a_url_is_built(site, release):
+    rc, out = gvisor(site, "https", gvisor_release=release)
+    refused(site, rc, out, ["is not a gVisor release", "nothing was downloaded"], requests=[])
+
+
+def test_pinned_checksum_must_be_sha512_hex(site):
+    rc, out = gvisor(site, "https", gvisor_checksums={"runsc": "md5:abc"})
+    refused(site, rc, out, ["sha512 hex digests"], requests=[])
+
+
+def test_ftp_scheme_is_refused(site):
+    rc, out = gvisor(site, "https", gvisor_mirror_base_url="ftp://127.0.0.1/release")
+    refused(site, rc, out, ["must be an https:// URL"], requests=[])
+
+
+# ---- containerd's release archive -----------------------------------------------------------------
+
+def containerd(site, mirror, **extra):
+    evars = {"role_under_test": "containerd", "ansible_python_interpreter": PY,
+             "containerd_target_version": "1.7.24", "containerd_archive_arch": "amd64",
+             "containerd_archive_base_url": site[mirror].url, "containerd_archive_ca_path": site["ca"],
+             "containerd_state_dir": str(site["node"] / "state"),
+             "containerd_archive_install_dir": str(site["node"] / "bin"),
+             "containerd_dropin": str(site["node"] / "dropin" / "10-nodefix-binary.conf")}
+    evars.update(extra)
+    return play(site, evars)
+
+
+@pytest.mark.parametrize("extra,words", [
+    ({}, ["is plain HTTP", "nothing was downloaded"]),
+    ({"containerd_allow_insecure_mirror": True}, ["proves nothing", "pin containerd_archive_checksum"]),
+])
+def test_containerd_plain_http_is_refused(site, extra, words):
+    rc, out = containerd(site, "http", **extra)
+    refused(site, rc, out, words, requests=[])
+
+
+@pytest.mark.parametrize("version", ["9.9.9/../../etc/cron.d", "1.7", "v1.7.24", "1.7.24 "])
+def test_containerd_version_is_validated(site, version):
+    rc, out = containerd(site, "https", containerd_target_version=version)
+    refused(site, rc, out, ["is not a containerd version", "nothing was downloaded"], requests=[])
+
+
+def test_containerd_stale_extraction_is_never_installed(site):
+    """An earlier run left bin/containerd in the release directory; the archive's checksum is wrong."""
+    stale = site["node"] / "state" / "releases" / "1.7.24" / "bin"
+    stale.mkdir(parents=True)
+    (stale / "containerd").write_text("#!/bin/sh\necho stale, unverified\n")
+    (site["tmp"] / "mirror" / "v1.7.24").mkdir()
+    (site["tmp"] / "mirror" / "v1.7.24" / "containerd-1.7.24-linux-amd64.tar.gz").write_bytes(b"not an archive")
+    before = node_files(site)
+    rc, out = containerd(site, "https", containerd_archive_checksum="0" * 64)
+    assert rc != 0 and "checksum" in out.lower(), out[-3000:]
+    after = node_files(site)
+    assert not os.path.exists(str(site["node"] / "bin" / "containerd"))
+    assert dict((k, v) for k, v in after.items() if k.startswith("bin/")) == \
+        dict((k, v) for k, v in before.items() if k.startswith("bin/"))

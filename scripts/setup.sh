@@ -12,7 +12,7 @@ log() { printf '\n==> %s\n' "$*"; }
 quiet_pip() { grep -v -e "^WARNING: Location '.*' is ignored" -e "^\[notice\]" || true; }
 
 # 1. Debian packages -------------------------------------------------------
-APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium)
+APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

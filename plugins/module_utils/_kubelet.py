@@ -485,65 +485,8 @@ def parse_unit(text, path):
 
 
 def parse_env_file(text):
-    """systemd EnvironmentFile= syntax -> list of (name, value)."""
-    result = []
-    text = text or ""
-    i, n = 0, len(text)
-    while i < n:
-        # skip blank space and comments
-        while i < n and text[i] in " \t\r\n":
-            i += 1
-        if i >= n:
-            break
-        if text[i] in "#;":
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").match(text, i)
-        j = m.end() if m else i
-        k = j
-        while k < n and text[k] in " \t":
-            k += 1
-        if not m or k >= n or text[k] != "=":
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        name = m.group(0)
-        i = k + 1
-        while i < n and text[i] in " \t":
-            i += 1
-        value = []
-        quote = None
-        while i < n:
-            c = text[i]
-            if quote == "'":
-                if c == "'":
-                    quote = None
-                else:
-                    value.append(c)
-            elif quote == '"':
-                if c == '"':
-                    quote = None
-                elif c == "\\" and i + 1 < n:
-                    i += 1
-                    if text[i] != "\n":
-                        value.append(text[i])
-                else:
-                    value.append(c)
-            else:
-                if c == "\n":
-                    break
-                if c in "\"'":
-                    quote = c
-                elif c == "\\" and i + 1 < n:
-                    i += 1
-                    if text[i] != "\n":
-                        value.append(text[i])
-                else:
-                    value.append(c)
-            i += 1
-        result.append((name, "".join(value).rstrip() if quote is None else "".join(value)))
-    return result
+    """systemd EnvironmentFile= syntax -> list of (name, value) (the reader is _kubelet_flags.env_assignments)."""
+    return [(name, value) for name, value, _posmap in kflags.env_assignments(text)]
 
 
 def parse_exec_start(value):

@@ -185,10 +185,15 @@ def _value_words(text, word, ws, we, value_at):
     return _words(value, posmap[value_at:])
 
 
-def env_flag_words(text):
-    """Flag-level words of every assignment of an EnvironmentFile (systemd.exec(5) syntax)."""
-    groups = []
-    i, n = 0, len(text)
+def env_assignments(text):
+    """Assignments of an EnvironmentFile (systemd.exec(5) syntax): [(name, value, posmap)].
+
+    ``posmap[i]`` is the raw offset of ``value[i]``. Quotes, backslash escapes
+    and ``\\`` + newline continuations are honoured; trailing blanks of an
+    unquoted value are dropped. The one reader of this syntax in the collection.
+    """
+    out = []
+    i, n = 0, len(text or "")
     name_re = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
     while i < n:
         while i < n and text[i] in " \t\r\n":
@@ -210,43 +215,59 @@ def env_flag_words(text):
         i = k + 1
         while i < n and text[i] in " \t":
             i += 1
-        value, posmap = [], []
-        quote = None
-        while i < n:
-            c = text[i]
-            if quote == "'":
-                if c == "'":
-                    quote = None
-                else:
-                    value.append(c)
-                    posmap.append(i)
-            elif quote == '"':
-                if c == '"':
-                    quote = None
-                elif c == "\\" and i + 1 < n:
-                    i += 1
-                    if text[i] != "\n":
-                        value.append(text[i])
-                        posmap.append(i)
-                else:
-                    value.append(c)
+        value, posmap, i, quote = _env_value(text, i)
+        if quote is None:
+            while value and value[-1] in " \t\r":
+                value.pop()
+                posmap.pop()
+        out.append((m.group(0), "".join(value), posmap))
+    return out
+
+
+def _env_value(text, i):
+    """Characters (and their raw offsets) of one assignment's value from offset ``i``."""
+    n = len(text)
+    value, posmap = [], []
+    quote = None
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            if c == "'":
+                quote = None
+            else:
+                value.append(c)
+                posmap.append(i)
+        elif quote == '"':
+            if c == '"':
+                quote = None
+            elif c == "\\" and i + 1 < n:
+                i += 1
+                if text[i] != "\n":
+                    value.append(text[i])
                     posmap.append(i)
             else:
-                if c == "\n":
-                    break
-                if c in "\"'":
-                    quote = c
-                elif c == "\\" and i + 1 < n:
-                    i += 1
-                    if text[i] != "\n":
-                        value.append(text[i])
-                        posmap.append(i)
-                else:
-                    value.append(c)
+                value.append(c)
+                posmap.append(i)
+        else:
+            if c == "\n":
+                break
+            if c in "\"'":
+                quote = c
+            elif c == "\\" and i + 1 < n:
+                i += 1
+                if text[i] != "\n":
+                    value.append(text[i])
                     posmap.append(i)
-            i += 1
-        groups.append(_words("".join(value), posmap, continuation_space=False))
-    return groups
+            else:
+                value.append(c)
+                posmap.append(i)
+        i += 1
+    return value, posmap, i, quote
+
+
+def env_flag_words(text):
+    """Flag-level words of every assignment of an EnvironmentFile."""
+    return [_words(value, posmap, continuation_space=False) for _name, value, posmap in env_assignments(text)]
 
 
 def find_flags(groups, names, bool_flags):

@@ -36,6 +36,7 @@ def remediate(tmp_path, name, double=None, extra=None, hosts=("node-a",), check=
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"hosts": dict((h, host_vars) for h in hosts)}}))
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory),
+            "-e", "nodefix_report_dir=%s" % (tmp_path / "reports"),  # the report play runs on localhost
             os.path.join(ROOT, "playbooks", "remediate.yml")] + (["--check"] if check else [])
     return run_logged("rollout-double-%s" % name, argv, timeout=600)
 

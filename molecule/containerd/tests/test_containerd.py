@@ -35,10 +35,13 @@ def test_archive_layout_and_previous_binaries_kept(host):
     assert host.file("/usr/local/bin/containerd").mode == 0o755
     dropin = host.file("/etc/systemd/system/containerd.service.d/10-nodefix-binary.conf")
     assert "ExecStart=/usr/local/bin/containerd" in dropin.content_string
-    # the previous package binary is untouched, the archive verified and kept
+    # the previous package binary is untouched
     assert "1.6.20" in host.check_output("/usr/bin/containerd --version")
-    ver = EXPECTED[name(host)]
-    assert host.file("/var/lib/nodefix/containerd/releases/%s/containerd-%s-linux-amd64.tar.gz" % (ver, ver)).exists
+    # prepare planted an unverified releases/<ver>/bin/containerd: the verified archive's binary was installed
+    assert "stale-unverified" not in host.check_output("/usr/local/bin/containerd --version")
+    assert host.file("/usr/local/bin/containerd").size > 1000000
+    # the download and its extraction lived in a temporary directory that is gone
+    assert host.check_output("find /tmp -maxdepth 1 -name '*.nodefix-containerd'") == ""
 
 
 def test_package_pinned(host):

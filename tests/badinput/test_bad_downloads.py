@@ -104,7 +104,7 @@ def play(site, evars):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), LC_ALL="C.UTF-8")
     proc = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           "-e", json.dumps(evars), PLAYBOOK], env=env, capture_output=True, text=True, timeout=300)
+                           "-e", json.dumps(evars), PLAYBOOK], env=env, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 

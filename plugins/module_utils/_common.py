@@ -42,10 +42,10 @@ class Runner(object):
     def bin(self, name, required=False, opt_dirs=None):
         """Absolute path of ``name`` (or an absolute path given as-is)."""
         if os.path.isabs(name):
-            if os.access(name, os.X_OK):
+            if os.path.isfile(name) and os.access(name, os.X_OK):
                 return name
             if required:
-                self.module.fail_json(msg="Required binary %s is missing or not executable" % name)
+                self.module.fail_json(msg="Required binary %s is missing, not a file or not executable" % name)
             return None
         dirs = list(opt_dirs or []) + NODE_BIN_DIRS
         return self.module.get_bin_path(name, required=required, opt_dirs=dirs)

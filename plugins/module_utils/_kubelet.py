@@ -1066,7 +1066,7 @@ def read_version(runner, node, root="/", override=None):
     if not binary or runner is None:
         return
     path = root_path(root, binary) if os.path.isabs(binary) else runner.bin(binary)
-    if not path or not os.access(path, os.X_OK):
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
         return
     rc, out, err = runner.run([path, "--version"], check=False)
     if rc == 0:

@@ -870,7 +870,7 @@ class SubprocessRunner(object):
 
     def bin(self, name, required=False, opt_dirs=None):
         if os.path.isabs(name):
-            return name if os.access(name, os.X_OK) else None
+            return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
         path = os.pathsep.join([os.environ.get("PATH", "")] + list(opt_dirs or []) + self.DIRS)
         return shutil.which(name, path=path)
 

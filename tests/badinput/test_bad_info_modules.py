@@ -51,14 +51,20 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("module,args", CASES, ids=["%s-%d" % (m.__name__.rsplit(".", 1)[-1], i)
-                                                     for i, (m, _a) in enumerate(CASES)])
+IDS = ["%s-%d" % (m.__name__.rsplit(".", 1)[-1], i) for i, (m, _a) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize("module,args", CASES, ids=IDS)
 def test_no_traceback_and_nothing_changes(run_module, make_tree, module, args):
     root = make_tree(FILES)
     with open(os.path.join(root, "etc/containerd/binary.toml"), "wb") as fh:
         fh.write(b"\xff\xfe\x00 not toml \x00")
-    args = dict((k, [x.format(root=root) for x in v] if isinstance(v, list) else
-                 (v.format(root=root) if isinstance(v, str) else v)) for k, v in args.items())
+    def fill(value):
+        if isinstance(value, list):
+            return [x.format(root=root) for x in value]
+        return value.format(root=root) if isinstance(value, str) else value
+
+    args = dict((k, fill(v)) for k, v in args.items())
     args["root"] = root
     before = snapshot(root)
     result, failed, _t = run_module(module, args, bins={})

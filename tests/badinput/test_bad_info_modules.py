@@ -59,6 +59,7 @@ def test_no_traceback_and_nothing_changes(run_module, make_tree, module, args):
     root = make_tree(FILES)
     with open(os.path.join(root, "etc/containerd/binary.toml"), "wb") as fh:
         fh.write(b"\xff\xfe\x00 not toml \x00")
+
     def fill(value):
         if isinstance(value, list):
             return [x.format(root=root) for x in value]

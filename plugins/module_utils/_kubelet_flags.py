@@ -225,42 +225,30 @@ def env_assignments(text):
 
 
 def _env_value(text, i):
-    """Characters (and their raw offsets) of one assignment's value from offset ``i``."""
+    """Characters (and their raw offsets) of one assignment's value from offset ``i``.
+
+    A backslash escapes the next character outside single quotes (a backslash +
+    newline continues the value); an unquoted newline ends it.
+    """
     n = len(text)
     value, posmap = [], []
     quote = None
     while i < n:
         c = text[i]
-        if quote == "'":
-            if c == "'":
-                quote = None
-            else:
-                value.append(c)
+        if c == "\\" and quote != "'" and i + 1 < n:
+            i += 1
+            if text[i] != "\n":
+                value.append(text[i])
                 posmap.append(i)
-        elif quote == '"':
-            if c == '"':
-                quote = None
-            elif c == "\\" and i + 1 < n:
-                i += 1
-                if text[i] != "\n":
-                    value.append(text[i])
-                    posmap.append(i)
-            else:
-                value.append(c)
-                posmap.append(i)
+        elif c == quote:
+            quote = None
+        elif quote is None and c in "\"'":
+            quote = c
+        elif quote is None and c == "\n":
+            break
         else:
-            if c == "\n":
-                break
-            if c in "\"'":
-                quote = c
-            elif c == "\\" and i + 1 < n:
-                i += 1
-                if text[i] != "\n":
-                    value.append(text[i])
-                    posmap.append(i)
-            else:
-                value.append(c)
-                posmap.append(i)
+            value.append(c)
+            posmap.append(i)
         i += 1
     return value, posmap, i, quote
 

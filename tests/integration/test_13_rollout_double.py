@@ -165,3 +165,36 @@ def test_a_replaced_pod_is_not_evicted_again(apiserver_double, tmp_path):
     assert rc == 0, out[-3000:]
     assert results[0]["result"] == "skipped" and "no pod with this uid" in results[0]["reason"]
     assert not [e for e in double.state()["log"] if e["method"] == "POST"]
+
+
+# ---- pod_eviction alone against the double --------------------------------------------------------
+
+def pod_eviction(tmp_path, double, name, namespace, uid=None, timeout=0):
+    args = {"kubeconfig": double.kubeconfig, "name": name, "namespace": namespace, "wait_timeout": timeout,
+            "wait_sleep": 1}
+    if uid:
+        args["uid"] = uid
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-c", "local", "-e",
+            "ansible_python_interpreter=%s" % PY, "-m", "nodefix.k8s.pod_eviction", "-a", json.dumps(args)]
+    return run_logged("pod-eviction-%s-%s" % (namespace, name), argv, timeout=300)
+
+
+@pytest.mark.parametrize("name,namespace", [("cart-z", "shop"), ("cart-a", "other")], ids=["no-such-pod", "wrong-namespace"])
+def test_pod_eviction_of_a_missing_pod_touches_nothing(apiserver_double, tmp_path, name, namespace):
+    double = apiserver_double(["node-a", "node-b"], [dict(p) for p in TWINS])
+    rc, out = pod_eviction(tmp_path, double, name, namespace)
+    assert rc == 0 and "result: gone" in out and "changed: false" in out, out[-3000:]
+    st = double.state()
+    assert len(st["pods"]) == 3 and not [e for e in st["log"] if e["method"] in ("POST", "PATCH", "DELETE")]
+
+
+def test_pod_eviction_refused_until_the_timeout_fails_naming_the_pod(apiserver_double, tmp_path):
+    pods = [dict(p) for p in TWINS]
+    pods[0]["pdb"] = True
+    double = apiserver_double(["node-a", "node-b"], pods)
+    rc, out = pod_eviction(tmp_path, double, "cart-a", "shop", timeout=3)
+    assert rc != 0 and "eviction of pod shop/cart-a refused by a PodDisruptionBudget" in out, out[-3000:]
+    st = double.state()
+    assert len(st["pods"]) == 3
+    assert len([e for e in st["log"] if e.get("refused") == "DisruptionBudget"]) >= 2  # retried
+    assert not [e for e in st["log"] if e["method"] == "PATCH"]

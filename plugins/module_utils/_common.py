@@ -11,8 +11,7 @@
 - ``Runner``: argv-list commands with a C locale and ``get_bin_path``; a failing
   required command ends the module with rc, stdout and stderr.
 - ``make_finding``: the one shape every detector returns.
-- ``atomic_write``: temp file in the target directory, optional backup, then
-  ``atomic_move``.
+- Writing node files: see ``_fileio.py`` (symlinks followed, all-or-nothing, pruned backups).
 - ``version_key``: compare dotted versions.
 """
 
@@ -22,7 +21,6 @@ __metaclass__ = type
 
 import os
 import re
-import tempfile
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
 
@@ -156,37 +154,3 @@ def file_diff(path, before, after):
         "before_header": "%s (before)" % path,
         "after_header": "%s (after)" % path,
     }
-
-
-def atomic_write(module, path, content, backup=True, mode=None):
-    """Write ``content`` to ``path`` atomically; return the backup path.
-
-    The temp file lives in the target directory so that the final rename is
-    atomic. The original owner, group and mode are kept when the file
-    existed; ``mode`` applies to new files.
-    """
-    directory = os.path.dirname(path) or "."
-    backup_file = None
-    if backup and os.path.exists(path):
-        backup_file = module.backup_local(path)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content.encode("utf-8", "surrogateescape"))
-        if os.path.exists(path):
-            st = os.stat(path)
-            os.chmod(tmp, st.st_mode & 0o7777)
-            try:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            except OSError:
-                pass
-        elif mode is not None:
-            os.chmod(tmp, mode)
-        else:
-            os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path, unsafe_writes=False)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return backup_file

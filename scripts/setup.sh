@@ -12,7 +12,8 @@ log() { printf '\n==> %s\n' "$*"; }
 quiet_pip() { grep -v -e "^WARNING: Location '.*' is ignored" -e "^\[notice\]" || true; }
 
 # 1. Debian packages -------------------------------------------------------
-APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl)
+APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl
+              qemu-system-x86 qemu-utils e2fsprogs openssh-client)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -60,7 +61,10 @@ fi
 log "real containerd and runc packages (lab/cache/containerd)"
 bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
 
-# 6. Lab images (cached; rebuilt only when their recipe changes) ----------
+# 6. Lab images (cached; rebuilt only when their recipe changes): the three
+#    container nodes and the cgroup v2 VM node (a podman image holding the
+#    VM's disk, kernel and initramfs) ----------------------------------------
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
   bash lab/images/build.sh
+  bash lab/vm/build.sh
 fi

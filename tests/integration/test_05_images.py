@@ -25,3 +25,17 @@ def test_unchanged_recipe_does_not_rebuild():
     for name in IMAGES:
         assert "image localhost/nodefix-%s is up to date" % name in out, out
     assert "building" not in out
+
+
+@pytest.mark.lab
+def test_vm_image_is_cached_and_holds_disk_kernel_and_initramfs():
+    rc, out = run_logged("images-vm-rebuild", ["bash", "lab/vm/build.sh"])
+    assert_ok("images-vm-rebuild", rc, out)
+    assert "image localhost/nodefix-vm-debian12 is up to date" in out, out
+    assert "building" not in out
+    rc, out = run_logged("image-vm", ["podman", "image", "inspect", "--format",
+                                      "{{index .Labels \"nodefix.recipe\"}} {{index .Labels \"nodefix.kind\"}}",
+                                      "localhost/nodefix-vm-debian12"])
+    assert_ok("image-vm", rc, out)
+    recipe, kind = out.split()[-2:]
+    assert kind == "qemu-vm" and len(recipe) == 16

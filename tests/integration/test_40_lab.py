@@ -1,14 +1,21 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""End to end on the lab: broken Debian 11/12/13 nodes in containers.
+"""End to end on the lab: broken Debian 11/12/13 nodes in containers (the
+host's cgroups, hybrid v1 here) and a Debian 12 QEMU VM on pure cgroup v2
+(nodefix-lab-v2) whose gVisor sandboxes ignore their pod's memory limit.
 
 One lab for the whole module (bringing it up costs minutes):
   up -> fingerprint -> remediate --check -> fingerprint (no byte changed)
-  -> audit -> remediate -> remediate again (changed=0 on every node)
+  -> audit (and the VM's sandboxes read from /proc: sized to the VM's RAM)
+  -> remediate -> the lab recreates the listed pod sandboxes (standing in for
+     the kubelet) and /proc shows them sized to the pod limit, in the pod slice
+  -> remediate again (changed=0 on every node)
   -> audit (fixed) -> reports (HTML rendered by headless Chromium, JUnit parsed)
-  -> fault injection: rolling remediate with cordon/drain against the
-     kube-apiserver double, one drain refused by a PodDisruptionBudget, one
-     node failing mid-remediation (rolled back, uncordoned)
-  -> down (sandboxes, cgroups and containers removed).
+  -> every detector on the VM checked against what the node has (v2 truth)
+  -> fault injection on the container nodes: rolling remediate with
+     cordon/drain against the kube-apiserver double, one drain refused by a
+     PodDisruptionBudget, one node failing mid-remediation (rolled back,
+     uncordoned)
+  -> down (sandboxes, cgroups and containers removed, the VM stopped).
 """
 
 import json
@@ -17,7 +24,10 @@ import re
 import shutil
 import subprocess
 
+import base64
+
 import pytest
+import yaml
 from junitparser import JUnitXml
 
 from conftest import ENV, ROOT, assert_ok, run_logged
@@ -25,24 +35,77 @@ from conftest import ENV, ROOT, assert_ok, run_logged
 pytestmark = pytest.mark.lab
 
 INVENTORY = ["-i", os.path.join(ROOT, "lab/inventory/lab.yml")]
-NODES = ["nodefix-lab-debian11", "nodefix-lab-debian12", "nodefix-lab-debian13"]
-# What this machine cannot clear, waived in lab/inventory/lab.yml with the
-# reason (nodefix_waivers): the report lists them apart and they do not count.
-# Nothing else may remain after remediate.
+CONTAINERS = ["nodefix-lab-debian11", "nodefix-lab-debian12", "nodefix-lab-debian13"]
+VM = "nodefix-lab-v2"
+NODES = CONTAINERS + [VM]
+POD_LIMIT = 268435456
+# What the lab plants but must not fix, waived in lab/inventory/lab.yml with
+# the reason (nodefix_waivers): the report lists them apart and they do not
+# count. Nothing else may remain after remediate.
 RESIDUAL = {
-    # the lab host is cgroup v1/hybrid: runsc's systemd driver needs v2, and
-    # on v1 runsc sizes even a recreated sandbox from its leaf cgroup
-    "gvisor.sandbox_oversized",
-    "gvisor.systemd_cgroup_needs_v2",
     # a program that never reaps its children is fixed by people (tini,
     # shareProcessNamespace); pid_limits reports it with that advice
     "pids.zombie_leaker",
 }
+# Units an SSH login adds on the VM between two fingerprints (not remediation)
+LOGIN_UNITS = re.compile(r"^(session-\d+\.scope|user@\d+\.service|user-\d+\.slice|user-runtime-dir@\d+\.service)\s")
 
 
-def assert_clean_but_waived(node):
-    """No open finding; what is waived is in RESIDUAL and carries its reason."""
-    assert node["ids"] == [], "%s still has %s" % (node["host"], node["ids"])
+def vm_pods():
+    """The VM's gVisor pods as lab/inventory/lab.yml defines them."""
+    with open(os.path.join(ROOT, "lab/inventory/lab.yml")) as fh:
+        inv = yaml.safe_load(fh)
+    host = inv["all"]["children"]["nodefix_lab"]["children"]["nodefix_lab_vms"]["hosts"][VM]
+    return host["gvisor_break_v2_sandboxes"]
+
+
+def vm_shell(name, script):
+    """Run a shell script on the VM as root over SSH (lab/vm/vm.sh ssh)."""
+    rc, out = run_logged(name, ["bash", os.path.join(ROOT, "lab/vm/vm.sh"), "ssh", VM, script], timeout=300)
+    assert_ok(name, rc, out)
+    return out
+
+
+def argv_total_memory(argv):
+    """runsc's --total-memory in either form: 0.0~20221219.0 writes two argv
+    tokens (--total-memory 2060419072), 0.0~20240729.0 one (--total-memory=268435456)."""
+    for i, arg in enumerate(argv):
+        if arg == "--total-memory" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if arg.startswith("--total-memory="):
+            return int(arg.split("=", 1)[1])
+    return None
+
+
+def live_sandboxes(name):
+    """Every runsc sandbox on the VM read straight from /proc and the cgroup
+    files (not through the collection): argv, --total-memory, its cgroup and
+    the parent (pod slice) memory.max, plus the VM's MemTotal in bytes."""
+    out = vm_shell(name, r"""
+        echo "memtotal $(awk '/^MemTotal:/{print $2 * 1024}' /proc/meminfo)"
+        for p in $(pgrep -f '^runsc-sandbox '); do
+          cg=$(sed -n 's/^0:://p' /proc/$p/cgroup)
+          echo "sandbox $p $(base64 -w0 /proc/$p/cmdline) $cg $(cat /sys/fs/cgroup$(dirname $cg)/memory.max)"
+        done""")
+    found, memtotal = [], None
+    for line in out.splitlines():
+        parts = line.split()
+        if parts[:1] == ["memtotal"]:
+            memtotal = int(parts[1])
+        elif parts[:1] == ["sandbox"]:
+            argv = [a for a in base64.b64decode(parts[2]).decode().split("\0") if a]
+            found.append({"pid": int(parts[1]), "argv": argv, "id": argv[-1], "total_memory": argv_total_memory(argv),
+                          "cgroup": parts[3], "parent_memory_max": parts[4]})
+    return memtotal, found
+
+
+def pod_slice(pod_uid):
+    return "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice" % pod_uid.replace("-", "_")
+
+
+def assert_clean_but_waived(node, still_open=()):
+    """No open finding (but still_open); what is waived is in RESIDUAL and carries its reason."""
+    assert sorted(set(node["ids"])) == sorted(still_open), "%s still has %s" % (node["host"], node["ids"])
     assert set(node["waived_ids"]) <= RESIDUAL, "%s: unexpected waivers %s" % (node["host"], node["waived_ids"])
     assert all(f["waiver"]["reason"] for f in node["waived"])
 
@@ -77,6 +140,7 @@ def fingerprint(name):
         if task["task"]["name"] == "Lab | print the fingerprint":
             for host, res in task["hosts"].items():
                 prints[host] = res["msg"]
+                prints[host]["unit_states"] = [u for u in res["msg"]["unit_states"] if not LOGIN_UNITS.match(u)]
     assert sorted(prints) == NODES
     return prints
 
@@ -111,13 +175,42 @@ def test_02_audit_finds_the_seed_problems(lab):
     report = json.loads((lab / "audit" / "report.json").read_text())
     # waived findings are found all the same, and listed apart
     ids = dict((n["host"], set(n["ids"]) | set(n["waived_ids"])) for n in report["nodes"])
-    for host in NODES:
+    for host in CONTAINERS:
         assert "pids.zombie_leaker" in ids[host], ids[host]
         # lab/break/pids.yml persists a stale 32768 (the live value is the host's)
         assert "pids.pid_max_persisted_low" in ids[host], ids[host]
+    for host in NODES:
         assert any(i.startswith("kubelet.") for i in ids[host]), ids[host]
-    assert any(i.startswith("gvisor.") for i in ids["nodefix-lab-debian12"])
+    # gVisor is planted on the cgroup v2 VM only: nothing on the v1 nodes needs a waiver
+    for host in CONTAINERS:
+        assert not [i for i in ids[host] if i.startswith("gvisor.")], ids[host]
+    assert {"gvisor.runsc_outdated", "gvisor.no_config_path", "gvisor.sandbox_oversized"} <= ids[VM], ids[VM]
+    assert "gvisor.systemd_cgroup_needs_v2" not in ids[VM]
     (lab / "audit-before.json").write_text(json.dumps(report))
+
+
+def test_02b_vm_sandboxes_are_sized_to_the_whole_vm(lab):
+    # Read from /proc, not from the collection: Debian 12's runsc sized both
+    # sandboxes (one per cgroup driver) to the VM's RAM under a 256 MiB pod slice.
+    memtotal, sandboxes = live_sandboxes("lab-vm-sandboxes-before")
+    pods = vm_pods()
+    assert sorted(sb["id"] for sb in sandboxes) == sorted(p["container_id"] for p in pods), sandboxes
+    for pod in pods:
+        sb = [s for s in sandboxes if s["id"] == pod["container_id"]][0]
+        assert sb["total_memory"] == memtotal > POD_LIMIT, sb
+        assert sb["parent_memory_max"] == str(POD_LIMIT), sb
+        assert sb["cgroup"].startswith(pod_slice(pod["pod_uid"]) + "/"), sb
+        assert ("--systemd-cgroup" in sb["argv"]) == (pod["driver"] == "systemd"), sb["argv"]
+    # the 2022 build writes the value as a separate argv token
+    assert any("--total-memory" in sb["argv"] for sb in sandboxes)
+    # and the audit reported both numbers for each
+    report = json.loads((lab / "audit-before.json").read_text())
+    vm = [n for n in report["nodes"] if n["host"] == VM][0]
+    oversized = dict((f["subject"], f["evidence"]) for f in vm["findings"] if f["id"] == "gvisor.sandbox_oversized")
+    for pod in pods:
+        assert oversized[pod["container_id"]]["total_memory"] == memtotal, oversized
+        assert oversized[pod["container_id"]]["memory_limit"] == POD_LIMIT, oversized
+        assert oversized[pod["container_id"]]["limited_by"] == pod_slice(pod["pod_uid"]), oversized
 
 
 def test_03_remediate_fixes_and_reports(lab):
@@ -127,7 +220,31 @@ def test_03_remediate_fixes_and_reports(lab):
     for node in report["nodes"]:
         assert node["remediation"]["status"] == "ok", node
         assert node["fixed"], "nothing fixed on %s" % node["host"]
-        assert_clean_but_waived(node)
+        # fixing runsc changes new sandboxes only: the running ones stay
+        # oversized until their pods are recreated, and remediate says which
+        assert_clean_but_waived(node, ["gvisor.sandbox_oversized"] if node["host"] == VM else [])
+    vm = [n for n in report["nodes"] if n["host"] == VM][0]
+    assert {"gvisor.runsc_outdated", "gvisor.no_config_path"} <= set(vm["fixed"]), vm["fixed"]
+    for pod in vm_pods():
+        assert "pods to recreate (uid): " in out and pod["pod_uid"] in out
+
+
+def test_03b_recreated_sandboxes_fit_their_pod(lab):
+    # the lab stands in for the kubelet: new sandboxes with the runsc and the
+    # flags the shim config now gives
+    rc, out = playbook("lab-gvisor-recreate", os.path.join(ROOT, "lab/gvisor_recreate.yml"))
+    assert_ok("lab-gvisor-recreate", rc, out)
+    memtotal, sandboxes = live_sandboxes("lab-vm-sandboxes-after")
+    pods = vm_pods()
+    assert sorted(sb["id"] for sb in sandboxes) == sorted(p["container_id_after"] for p in pods), sandboxes
+    for pod in pods:
+        sb = [s for s in sandboxes if s["id"] == pod["container_id_after"]][0]
+        assert sb["total_memory"] == POD_LIMIT < memtotal, sb
+        # the 2024 build writes --total-memory=VALUE, and the shim config gave --systemd-cgroup=true
+        assert "--total-memory=%d" % POD_LIMIT in sb["argv"], sb["argv"]
+        assert "--systemd-cgroup=true" in sb["argv"], sb["argv"]
+        assert sb["cgroup"] == "%s/cri-containerd-%s.scope" % (pod_slice(pod["pod_uid"]), pod["container_id_after"]), sb
+        assert sb["parent_memory_max"] == str(POD_LIMIT), sb
 
 
 def test_04_second_remediate_changes_nothing_on_the_nodes(lab):
@@ -168,24 +285,74 @@ def test_05_audit_after_is_clean_and_reports_render(lab):
     shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-report.png"))
 
 
+def test_05b_every_detector_tells_the_v2_truth_on_the_vm(lab):
+    # One node_audit call on the VM, then the same facts read by hand right
+    # after: cgroup v2 paths and files (cpu.max, memory.max, cgroup.stat,
+    # PSI), no v1 assumption anywhere, and no finding left.
+    rc, out = run_logged("lab-vm-node-audit", ["ansible", "-i", INVENTORY[1], VM, "-m", "nodefix.k8s.node_audit"],
+                         env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"})
+    assert_ok("lab-vm-node-audit", rc, out)
+    result = json.loads(out[out.index("{"):])["plays"][0]["tasks"][0]["hosts"][VM]
+    checks = result["checks"]
+    live = dict(line.split(" ", 1) for line in vm_shell("lab-vm-truth", r"""
+        echo "fstype $(stat -fc %T /sys/fs/cgroup)"
+        echo "v1_memory $(test -e /sys/fs/cgroup/memory && echo yes || echo no)"
+        echo "dying $(awk '/^nr_dying_descendants/{print $2}' /sys/fs/cgroup/cgroup.stat)"
+        echo "psi $(cat /proc/pressure/memory >/dev/null 2>&1 && echo available || echo missing)"
+        echo "pid_max $(cat /proc/sys/kernel/pid_max)"
+        echo "threads_max $(cat /proc/sys/kernel/threads-max)"
+        echo "systemd $(systemctl --version | awk 'NR==1{print $2}')"
+        echo "kernel $(uname -r)"
+        echo "cpu_limited $(for f in $(find /sys/fs/cgroup -name cpu.max); do read q p < $f; [ "$q" != max ] && echo $f; done | wc -l)"
+        """).splitlines() if " " in line)
+    assert live["fstype"] == "cgroup2fs" and live["v1_memory"] == "no", live
+    for name in ("gvisor", "kernel", "cpu_quota"):
+        assert checks[name]["cgroup_layout"] == "v2", (name, checks[name]["cgroup_layout"])
+    # kernel: dying memcgs from the root's cgroup.stat, memory.stat at the v2 path, PSI
+    assert checks["kernel"]["dying_memcgs"]["method"] == "cgroup.stat"
+    assert abs(checks["kernel"]["dying_memcgs"]["count"] - int(live["dying"])) <= 5, (checks["kernel"], live)
+    assert checks["kernel"]["memory_stat_path"] == "/sys/fs/cgroup/memory.stat"
+    assert checks["kernel"]["psi"] == live["psi"] == "available"
+    assert checks["kernel"]["release"] == live["kernel"]
+    # cpu_quota: cpu.max (the pod slices carry CPUQuota) and not cpu.cfs_quota_us
+    assert checks["cpu_quota"]["cpu_hierarchy"] == "/sys/fs/cgroup"
+    assert checks["cpu_quota"]["limited_cgroups"] == int(live["cpu_limited"]) > 0, (checks["cpu_quota"], live)
+    # gvisor: systemd driver from the kubelet, sandboxes in their pod slices sized to memory.max
+    assert checks["gvisor"]["cgroup_driver"] == "systemd"
+    memtotal, sandboxes = live_sandboxes("lab-vm-truth-sandboxes")
+    seen = dict((sb["container_id"], sb) for sb in checks["gvisor"]["sandboxes"])
+    assert sorted(seen) == sorted(sb["id"] for sb in sandboxes)
+    for sb in sandboxes:
+        assert seen[sb["id"]]["total_memory"] == sb["total_memory"] == POD_LIMIT
+        assert seen[sb["id"]]["memory_limit"] == int(sb["parent_memory_max"]) == POD_LIMIT
+        assert seen[sb["id"]]["cgroup"] == sb["cgroup"] and seen[sb["id"]]["in_kubepods"]
+    # pids and systemd
+    assert checks["pids"]["pid_max"] == int(live["pid_max"])
+    assert checks["pids"]["threads_max"] == int(live["threads_max"])
+    assert checks["mount_units"]["mount_units"]["systemd"]["version"] == int(live["systemd"])
+    # no false positive from a v1 assumption: the fixed VM has no finding at all
+    assert result["findings"] == [], result["findings"]
+
+
 def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double):
     # Cordon/drain/uncordon against lab/apiserver-double (a TEST DOUBLE of
     # kube-apiserver on the controller; the real kubernetes.core.k8s_drain and
     # Python client talk to it): every node runs a ReplicaSet pod and a
     # DaemonSet pod; debian11's extra pod is protected by a PodDisruptionBudget
     # (the eviction API answers 429), so its drain fails.
+    # the container nodes only (the VM's path is the same code, 3x slower)
     pods = []
-    for host in NODES:
+    for host in CONTAINERS:
         pods.append({"namespace": "default", "name": "web-%s" % host[-2:], "node": host, "owner": "ReplicaSet"})
         pods.append({"namespace": "kube-system", "name": "proxy-%s" % host[-2:], "node": host, "owner": "DaemonSet"})
     pods.append({"namespace": "default", "name": "db-0", "node": "nodefix-lab-debian11", "owner": "StatefulSet",
                  "pdb": True})
-    api = apiserver_double(NODES, pods)
+    api = apiserver_double(CONTAINERS, pods)
     rc, out = playbook("lab-fault-inject", os.path.join(ROOT, "lab/fault.yml"),
-                       "-e", "nodefix_lab_fault_targets=%s" % ",".join(NODES))
+                       "-e", "nodefix_lab_fault_targets=%s" % ",".join(CONTAINERS))
     assert_ok("lab-fault-inject", rc, out)
     # all nodes in one batch so that one failure (33%) stays under the limit
-    rc, out = playbook("lab-remediate-fault", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab",
+    rc, out = playbook("lab-remediate-fault", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab_containers",
                        "-e", "nodefix_serial=3", "-e", "nodefix_max_fail_percentage=50",
                        "-e", "nodefix_kubeconfig=%s" % api.kubeconfig, "-e", "nodefix_drain_timeout=30",
                        report_dir=lab / "fault")
@@ -213,11 +380,11 @@ def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double)
     # failed one included; evictions only where the drain went through
     st = api.state()
     assert all(not n["unschedulable"] for n in st["nodes"].values()), st["nodes"]
-    for host in NODES:
+    for host in CONTAINERS:
         patches = [e["body"]["spec"]["unschedulable"] for e in st["log"]
                    if e["method"] == "PATCH" and e["path"].endswith("/" + host)]
         assert patches[0] is True and patches[-1] is False, (host, patches)
     left = sorted(p["name"] for p in st["pods"])
     # web-11 was evicted before the budget stopped debian11's drain
-    assert left == sorted(["db-0"] + ["proxy-%s" % h[-2:] for h in NODES]), left
+    assert left == sorted(["db-0"] + ["proxy-%s" % h[-2:] for h in CONTAINERS]), left
     assert any(e.get("refused") == "DisruptionBudget" for e in st["log"])

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Start and stop the lab's QEMU VM nodes (image: lab/vm/build.sh).
+#
+#   vm.sh start NAME PORT [MEMORY_MIB]   boot NAME with SSH forwarded to 127.0.0.1:PORT,
+#                                        wait until root can log in, print one JSON line
+#   vm.sh stop NAME                      stop the QEMU process of NAME's pid file (nothing else)
+#   vm.sh ssh NAME [command...]          root shell on NAME (debugging)
+#
+# Everything lives under $NODEFIX_CACHE/lab-vm (the project's .cache): the image's
+# files unpacked once per recipe, and per VM a run directory with a throw-away qcow2
+# overlay, the pid file, the serial console log and the lab's SSH key for this boot
+# (passed to the guest through QEMU's fw_cfg; the image holds no key).
+#
+# Acceleration (NODEFIX_VM_ACCEL=auto|kvm|tcg, default auto): KVM when /dev/kvm is
+# usable and boots the guest to SSH within NODEFIX_VM_KVM_SECONDS (60); otherwise
+# QEMU's software emulation (TCG). A /dev/kvm backed by PVM ("kvm_pvm" module,
+# nested_pvm) only boots kernels built as PVM guests: a stock Debian kernel hangs
+# there with no message, so auto goes straight to TCG on such hosts.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/env.sh"
+
+IMAGE=localhost/nodefix-vm-debian12
+BASE=$NODEFIX_CACHE/lab-vm
+WAIT=${NODEFIX_VM_WAIT_SECONDS:-400}
+cmd=${1:-}; name=${2:-}
+[ -n "$cmd" ] && [ -n "$name" ] || { sed -n '3,8p' "$0" >&2; exit 2; }
+[[ $name =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || { echo "bad VM name: $name" >&2; exit 2; }
+run=$BASE/run/$name
+pidf=$run/qemu.pid
+
+ssh_argv() {
+  SSH=(ssh -i "$run/id_ed25519" -p "$(cat "$run/port")" -o StrictHostKeyChecking=no
+       -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5 -o BatchMode=yes root@127.0.0.1)
+}
+
+# The pid in NAME's pid file, only if it is still this VM's QEMU.
+our_pid() {
+  [ -f "$pidf" ] || return 1
+  local pid; pid=$(cat "$pidf")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-pidfile $pidf " || return 1
+  echo "$pid"
+}
+
+stop_vm() {
+  local pid
+  if pid=$(our_pid); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    echo "{\"name\": \"$name\", \"stopped_pid\": $pid}"
+  else
+    echo "{\"name\": \"$name\", \"stopped_pid\": null}"
+  fi
+  rm -rf --one-file-system "$run"
+}
+
+unpack_image() {
+  local recipe; recipe=$(podman image inspect --format '{{index .Labels "nodefix.recipe"}}' "$IMAGE" 2>/dev/null) \
+    || { echo "no image $IMAGE: run lab/vm/build.sh (scripts/setup.sh does)" >&2; exit 1; }
+  img=$BASE/image/$recipe
+  if [ ! -f "$img/recipe" ]; then
+    local mnt; mnt=$(podman image mount "$IMAGE")
+    rm -rf "$BASE/image"; mkdir -p "$img.tmp"
+    cp "$mnt/disk.qcow2" "$mnt/vmlinuz" "$mnt/initrd" "$mnt/recipe" "$img.tmp/"
+    podman image unmount "$IMAGE" >/dev/null
+    mv "$img.tmp" "$img"
+  fi
+}
+
+launch() { # $1 = kvm|tcg
+  local acc
+  if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu max); fi
+  rm -f "$pidf"; : > "$run/serial.log"
+  qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
+  qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
+    -name "nodefix-$name" -display none -no-reboot -daemonize -pidfile "$pidf" \
+    -serial "file:$run/serial.log" \
+    -kernel "$img/vmlinuz" -initrd "$img/initrd" \
+    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet" \
+    -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe" \
+    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
+    -device virtio-rng-pci \
+    -fw_cfg "name=opt/org.nodefix/authorized_keys,file=$run/id_ed25519.pub"
+}
+
+wait_ssh() { # $1 = seconds
+  ssh_argv
+  local deadline=$((SECONDS + $1))
+  while [ $SECONDS -lt $deadline ]; do
+    "${SSH[@]}" true 2>/dev/null && return 0
+    our_pid >/dev/null || return 1
+    sleep 1
+  done
+  return 1
+}
+
+case $cmd in
+  stop) stop_vm ;;
+  ssh) ssh_argv; shift 2; exec "${SSH[@]}" "$@" ;;
+  start)
+    port=${3:-}; mem=${4:-2048}
+    [[ $port =~ ^[0-9]+$ ]] || { echo "start needs a port" >&2; exit 2; }
+    command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 missing (scripts/setup.sh installs it)" >&2; exit 1; }
+    stop_vm >/dev/null
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "127.0.0.1:$port is in use: pick another nodefix_lab_vm_port" >&2; exit 1
+    fi
+    unpack_image
+    mkdir -p "$run"; echo "$port" > "$run/port"
+    ssh-keygen -q -t ed25519 -N '' -C "nodefix-lab-$name" -f "$run/id_ed25519"
+    accel=${NODEFIX_VM_ACCEL:-auto}; why=requested
+    if [ "$accel" = auto ]; then
+      if [ -d /sys/module/kvm_pvm ]; then accel=tcg; why="/dev/kvm is PVM (kvm_pvm): stock kernels do not boot on it"
+      elif [ -r /dev/kvm ] && [ -w /dev/kvm ]; then accel=kvm; why="/dev/kvm usable"
+      else accel=tcg; why="no usable /dev/kvm"; fi
+    fi
+    t0=$SECONDS
+    launch "$accel"
+    if ! wait_ssh "$([ "$accel" = kvm ] && echo "${NODEFIX_VM_KVM_SECONDS:-60}" || echo "$WAIT")"; then
+      if [ "$accel" = kvm ] && [ "${NODEFIX_VM_ACCEL:-auto}" = auto ]; then
+        stop_vm >/dev/null; mkdir -p "$run"; echo "$port" > "$run/port"
+        ssh-keygen -q -t ed25519 -N '' -C "nodefix-lab-$name" -f "$run/id_ed25519"
+        accel=tcg; why="KVM did not boot the guest to SSH in ${NODEFIX_VM_KVM_SECONDS:-60} s"
+        launch tcg
+        wait_ssh "$WAIT" || { tail -20 "$run/serial.log" >&2; stop_vm >/dev/null; echo "VM $name: no SSH" >&2; exit 1; }
+      else
+        tail -20 "$run/serial.log" >&2; stop_vm >/dev/null; echo "VM $name: no SSH after boot" >&2; exit 1
+      fi
+    fi
+    printf '{"name": "%s", "pid": %s, "port": %s, "accel": "%s", "accel_reason": "%s", "boot_seconds": %s, "key": "%s"}\n' \
+      "$name" "$(cat "$pidf")" "$port" "$accel" "$why" "$((SECONDS - t0))" "$run/id_ed25519"
+    ;;
+  *) echo "unknown command $cmd" >&2; exit 2 ;;
+esac

@@ -99,6 +99,19 @@ def live_sandboxes(name):
     return memtotal, found
 
 
+def processes_mentioning(text):
+    """PIDs whose command line contains text (QEMU names its run directory)."""
+    found = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                if text.encode() in fh.read():
+                    found.append(int(pid))
+        except (IOError, OSError, ValueError):
+            continue
+    return found
+
+
 def pod_slice(pod_uid):
     return "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice" % pod_uid.replace("-", "_")
 
@@ -155,6 +168,10 @@ def lab(tmp_path_factory):
     finally:
         rc, out = playbook("lab-down", os.path.join(ROOT, "lab/down.yml"))
         assert_ok("lab-down", rc, out)
+        # the VM and its processes are gone, whatever happened before
+        run_dir = os.path.join(ROOT, ".cache", "lab-vm", "run", VM)
+        assert not os.path.exists(run_dir), run_dir
+        assert not processes_mentioning(run_dir), processes_mentioning(run_dir)
 
 
 def test_01_remediate_in_check_mode_changes_no_byte(lab):

@@ -12,8 +12,8 @@ For each method a fresh set of N REAL leaked scopes of dead pods (systemd-run
 plus --live scopes of live pods (registered in the crictl test double) is
 created with lab/break/mount_units_spawn.py, then removed by:
 
-  seed     the seed's per-unit cleaner (seed_cleaner.sh: systemctl status +
-           cat + crictl pods + systemctl stop per unit); --seed-limit K runs
+  per_unit a per-unit cleaner script (per_unit_cleaner.sh: systemctl status +
+           cat + crictl pods + systemctl stop per unit); --per-unit-limit K runs
            it on K units only and extrapolates linearly to N (said so in the
            output)
   raw      ONE batched `systemctl stop <the N dead names>` (the names given,
@@ -83,7 +83,7 @@ def install(name):
         fh.write("#!/usr/bin/python3\n" + src.read())
     put(name, fh.name, "/usr/local/bin/crictl", "0755")
     os.unlink(fh.name)
-    put(name, os.path.join(HERE, "seed_cleaner.sh"), LAB + "/seed_cleaner.sh", "0755")
+    put(name, os.path.join(HERE, "per_unit_cleaner.sh"), LAB + "/per_unit_cleaner.sh", "0755")
     mu = "/opt/nodefix/ansible_collections/nodefix/k8s/plugins/module_utils/"
     for f in ("_common.py", "_cgroup.py", "_mount_units.py"):
         put(name, os.path.join(ROOT, "plugins", "module_utils", f), mu + f)
@@ -171,9 +171,9 @@ def clear_dead(name, expect):
         pexec(name, "python3", LAB + "/rawstop.py", LAB + "/left.txt", timeout=3600)
 
 
-def run_seed(name, expect, n, limit):
+def run_per_unit(name, expect, n, limit):
     t = time.time()
-    out = pexec(name, "bash", LAB + "/seed_cleaner.sh", str(limit or 0), timeout=7 * 3600).stdout.decode().strip()
+    out = pexec(name, "bash", LAB + "/per_unit_cleaner.sh", str(limit or 0), timeout=7 * 3600).stdout.decode().strip()
     secs = time.time() - t
     left = verify(name, expect, partial=bool(limit))
     done = n - left
@@ -236,8 +236,8 @@ def main():
     ap.add_argument("--live", type=int, default=40, help="units of live pods that must survive (default 40)")
     ap.add_argument("--image", default="localhost/nodefix-debian12")
     ap.add_argument("--name", default="nodefix-bench-mount-units")
-    ap.add_argument("--methods", default="raw,module,cli,seed")
-    ap.add_argument("--seed-limit", type=int, default=0, help="run the seed cleaner on this many units and "
+    ap.add_argument("--methods", default="raw,module,cli,per_unit")
+    ap.add_argument("--per-unit-limit", type=int, default=0, help="run the per-unit cleaner on this many units and "
                     "extrapolate to N (0: all)")
     ap.add_argument("--batch-size", type=int, default=1000)
     ap.add_argument("--parallel", type=int, default=6, help="systemd-run processes in flight while leaking")
@@ -256,8 +256,8 @@ def main():
             print("[%s] leaked %d dead + %d live scopes in %.1f s" % (method, len(expect["dead"]), len(expect["live"]), created),
                   flush=True)
             cpu0 = pid1_cpu(args.name)
-            if method == "seed":
-                r = run_seed(args.name, expect, args.n, args.seed_limit)
+            if method == "per_unit":
+                r = run_per_unit(args.name, expect, args.n, args.per_unit_limit)
             elif method == "raw":
                 r = run_raw(args.name, expect)
             elif method == "module":
@@ -277,17 +277,17 @@ def main():
             sh(["podman", "rm", "-f", "-t", "5", args.name], check=False)
     m = results["methods"]
     ratios = {}
-    if "seed" in m and "module" in m:
-        ratios["seed_over_module"] = round(m["seed"]["seconds"] / m["module"]["seconds"], 1)
-    if "seed" in m and "cli" in m:
-        ratios["seed_over_cli"] = round(m["seed"]["seconds"] / m["cli"]["seconds"], 1)
+    if "per_unit" in m and "module" in m:
+        ratios["per_unit_over_module"] = round(m["per_unit"]["seconds"] / m["module"]["seconds"], 1)
+    if "per_unit" in m and "cli" in m:
+        ratios["per_unit_over_cli"] = round(m["per_unit"]["seconds"] / m["cli"]["seconds"], 1)
     if "raw" in m and "module" in m:
         ratios["module_over_raw"] = round(m["module"]["seconds"] / m["raw"]["seconds"], 2)
     if "raw" in m and "cli" in m:
         ratios["cli_over_raw"] = round(m["cli"]["seconds"] / m["raw"]["seconds"], 2)
     results["ratios"] = ratios
     print("\nN=%d dead scopes (+%d live), %s" % (args.n, args.live, results.get("systemd")))
-    for k in ("seed", "raw", "module", "cli"):
+    for k in ("per_unit", "raw", "module", "cli"):
         if k in m:
             note = " (extrapolated from %d units: %.1f s measured)" % (m[k]["units"], m[k]["seconds_measured"]) \
                 if m[k].get("sampled") else ""

@@ -7,7 +7,7 @@
 """cgroup helpers shared by the detectors (v1, v2 and hybrid layouts).
 
 Every function takes ``root`` (``/`` on a node, a fake tree in unit tests).
-Path formats (../shared/FACTS.md section 7):
+Path formats (kubelet's cgroup naming, kubernetes pkg/kubelet/cm; containerd CRI):
 
 - systemd driver: ``/kubepods.slice/kubepods-burstable.slice/
   kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope``

@@ -7,8 +7,8 @@
 # (leading underscore). Its API may change without notice.
 """containerd and runc: versions, config schemas, runtimes, findings.
 
-Formats parsed here (../shared/FACTS.md sections 1, 2, 6 and 7; the real
-outputs are kept as fixtures in tests/unit/fixtures/containerd/):
+Formats parsed here (the real outputs of Debian's containerd 1.4-2.1 and runc
+packages are kept as fixtures in tests/unit/fixtures/containerd/):
 
 - ``containerd --version``
   Debian:   ``containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3``
@@ -52,7 +52,8 @@ DEFAULT_CONFIG = "/etc/containerd/config.toml"
 DEFAULT_ADDRESS = "/run/containerd/containerd.sock"
 KNOWN_SCHEMAS = (1, 2, 3, 4)
 
-# CRI plugin path of the ``runtimes`` table per schema version (FACTS.md section 1).
+# CRI plugin path of the ``runtimes`` table per schema version (containerd
+# docs/cri/config.md for versions 1-2, docs/PLUGINS.md and the 2.0 config for 3).
 RUNTIMES_PATH = {
     1: ("plugins", "cri", "containerd", "runtimes"),
     2: ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes"),
@@ -61,7 +62,7 @@ RUNTIMES_PATH = {
 }
 
 # runc PR #1651 (rounds systemd CPUQuota up to 10 ms) first shipped in v1.0.0-rc5
-# (FACTS.md section 2).
+# (opencontainers/runc release notes).
 RUNC_QUOTA_FIX = "1.0.0-rc5"
 DEFAULT_MINIMUM_VERSION = "1.6.0"
 

@@ -5,7 +5,7 @@
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore). Its API may change without notice.
-"""CPU quota detector: runc + systemd CPUQuota EINVAL (seed 000, FACTS section 2).
+"""CPU quota detector: runc + systemd CPUQuota EINVAL (opencontainers/runc#1651).
 
 With the systemd cgroup driver systemd stored a pod slice's CPU quota as a
 whole percent, truncating: a 2953m limit became 295000 us on the pod slice

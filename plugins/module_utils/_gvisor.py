@@ -7,7 +7,7 @@
 # (leading underscore). Its API may change without notice.
 """gVisor (runsc) detector: sandboxes that ignore their pod's memory limit.
 
-Sources (../shared/FACTS.md section 1):
+Sources:
 
 - google/gvisor#9580, fixed by PR #9631, first in release-20231106.0: under
   cgroup v2 older runsc read ``memory.max``/``cpu.max`` of the leaf cgroup
@@ -23,9 +23,12 @@ Sources (../shared/FACTS.md section 1):
   becomes ``--key=value`` on runsc's command line.
 - Live sandboxes: the ``runsc-sandbox`` process (``runsc ... boot ... <id>``)
   carries ``--total-memory <bytes>``; compare with the effective memory limit of
-  its cgroup found by walking up the tree. Measured in the lab (cgroup v1): a
-  leaf without a limit under a 256 MiB parent starts with the host's RAM, with
-  0.0~20221219.0 and 0.0~20240729.0 alike, so only the live check proves a node.
+  its cgroup found by walking up the tree. Measured in the lab: on cgroup v2
+  (the VM node) a sandbox without a limit of its own in a 256 MiB pod slice
+  starts with the VM's RAM under 0.0~20221219.0 (``--total-memory 2060419072``)
+  and with 268435456 under 0.0~20240729.0 (``--total-memory=268435456``); on
+  cgroup v1 both builds size such a sandbox to the host's RAM, so only the live
+  check proves a node.
 
 ``check()`` reads the node once (one ``runsc --version``, one pass over
 ``/proc``) and never changes anything.
@@ -53,7 +56,7 @@ DEFAULT_SHIM_CONFIG = "/etc/containerd/runsc.toml"
 SHIM_NAME = "containerd-shim-runsc-v1"
 
 # KubeletConfiguration files (kubeadm, kubespray) and the env files that carry
-# deprecated flags (FACTS section 3); flags beat the file.
+# deprecated flags; flags beat the file.
 KUBELET_CONFIGS = ["/var/lib/kubelet/config.yaml", "/etc/kubernetes/kubelet-config.yaml"]
 KUBELET_FLAG_FILES = ["/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet",
                       "/etc/kubernetes/kubelet.env"]
@@ -152,7 +155,7 @@ FINDINGS = {
     },
 }
 
-# runsc version output (FACTS section 1):
+# runsc version output (upstream release builds, git builds and Debian packages):
 #   runsc version release-20231009.0            (tagged upstream)
 #   runsc version release-20201216.0-72-gbf343394d498   (untagged build)
 #   runsc version 0.0~20221219.0                (Debian package)

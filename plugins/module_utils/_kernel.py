@@ -5,7 +5,7 @@
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore). Its API may change without notice.
-"""Kernel and cgroup health detector (seed 002 stories 2 and 5, FACTS section 5).
+"""Kernel and cgroup health detector: dying memcgs, OOM hangs, PSI.
 
 - the kernel release, distro suffixes included, against the upstream fixes
   (4.6 OOM reaper, 4.16 memory.stat with many dying memcgs, 4.20 PSI,
@@ -18,7 +18,7 @@
 - whether PSI (``/proc/pressure``) is available.
 
 The remedy is a kernel upgrade. ``echo 3 > /proc/sys/vm/drop_caches`` is
-not one: it can stall the node for minutes (seed 002 story 2) and the dying
+not one: it can stall a node for minutes (it reclaims every cache at once) and the dying
 cgroups come back with the next cron jobs.
 """
 
@@ -36,7 +36,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding
 
 DEFAULTS = {
     "dying_memcgs_threshold": 1000,
-    # a healthy node reads the root memory.stat in ~10 ms; the seed's sick one in 1.2 s
+    # a healthy node reads the root memory.stat in ~10 ms; a node with ~100k dying
+    # memcgs took 1.2 s in a reported incident
     "memory_stat_slow_ms": 200,
 }
 
@@ -44,7 +45,7 @@ _UPGRADE = ("Upgrade the kernel (distribution kernel >= 5.4 LTS; 5.15, 6.1 or ne
             "Dropping caches (echo 3 > /proc/sys/vm/drop_caches) is NOT a remedy: it can hang the node "
             "and does not stop new dying cgroups.")
 
-# (version, finding id, what the version fixed). FACTS section 5.
+# (version, finding id, what the version fixed): upstream commits, see docs/pids_kernel.md.
 FIXES = (
     ((4, 6), "kernel.no_oom_reaper", "OOM reaper: an OOM victim that cannot exit no longer hangs the node"),
     ((4, 16), "kernel.memcg_stat_unfixed",

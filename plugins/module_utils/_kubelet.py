@@ -15,7 +15,7 @@ deprecated flag. That covers kubeadm (10-kubeadm.conf, kubeadm-flags.env,
 (/etc/kubernetes/kubelet.env + kubelet-config.yaml), drop-in directories and
 flags-only nodes without guessing.
 
-Precedence, lowest to highest (../shared/FACTS.md section 3; kubernetes
+Precedence, lowest to highest (kubernetes
 cmd/kubelet/app/server.go ``mergeKubeletConfigurations``): version defaults
 < ``--config`` file < ``--config-dir`` ``*.conf`` drop-ins in lexical order
 (RFC 7386 JSON merge patch: maps merge key by key, lists are replaced) <
@@ -1219,7 +1219,7 @@ FINDINGS = {
     "kubelet.api_qps_low": {
         "severity": "medium",
         "title": "kubelet talks to the API server with low rate limits (kubeAPIQPS/kubeAPIBurst)",
-        "remedy": "raise kubeAPIQPS/kubeAPIBurst to at least the seed's 30/40, and never below the kubelet version's defaults "
+        "remedy": "raise kubeAPIQPS/kubeAPIBurst to at least 30/40, and never below the kubelet version's defaults "
                   "(50/100 since 1.27), in the kubelet config; "
                   "pods stay Pending/ContainerCreating while kubelet waits for its client rate limiter",
         "role": ROLE, "tag": "kubelet_profile",
@@ -1227,7 +1227,7 @@ FINDINGS = {
     "kubelet.event_qps_low": {
         "severity": "low",
         "title": "kubelet event rate limits (eventRecordQPS/eventBurst) are low and drop events",
-        "remedy": "raise eventRecordQPS/eventBurst to at least the seed's 30/40, and never below the kubelet version's "
+        "remedy": "raise eventRecordQPS/eventBurst to at least 30/40, and never below the kubelet version's "
                   "defaults (50/100 since 1.27)",
         "role": ROLE, "tag": "kubelet_profile",
     },
@@ -1282,16 +1282,18 @@ FINDINGS = {
     },
 }
 
-# Seed 002 story 6 raised 5/10 to 30/40; kubelet 1.27 made 50/100 the
-# defaults. A limit is low when it is below the higher of the two for the
-# node's kubelet version (the same floor the kubelet role writes).
-SEED_FLOOR = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}
+# Busy nodes outgrow the pre-1.27 defaults of 5/10 (kubernetes#80647: pods
+# wait for kubelet's client rate limiter); 30/40 is the floor this collection
+# applies, and kubelet 1.27 made 50/100 the defaults. A limit is low when it is
+# below the higher of the two for the node's kubelet version (the same floor
+# the kubelet role writes).
+RATE_LIMIT_FLOOR = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}
 
 
 def low_thresholds(version):
     """((api qps, api burst), (event qps, event burst)) below which limits are low."""
     d = version_defaults(version)
-    floor = dict((k, max(v, d[k])) for k, v in SEED_FLOOR.items())
+    floor = dict((k, max(v, d[k])) for k, v in RATE_LIMIT_FLOOR.items())
     return (floor["kubeAPIQPS"], floor["kubeAPIBurst"]), (floor["eventRecordQPS"], floor["eventBurst"])
 
 

@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore). Its API may change without notice; do not import it
 # from other collections.
-"""Leaked kubelet mount units: find the orphans and stop them (FACTS.md section 4).
+"""Leaked kubelet mount units: find the orphans and stop them (kubernetes#57345, kops#5916).
 
 kubelet 1.8 - 1.22 ran its mounts through ``systemd-run --description=Kubernetes
 transient mount for <target> --scope -- mount ...`` (mount-utils ``AddSystemdScope``).
@@ -16,8 +16,8 @@ leaked: scopes that stay ``loaded active running`` and ``.mount`` units that sta
 with "Argument list too long".
 
 What this file does, with a CONSTANT number of ``systemctl`` calls however many
-units exist (the seed's cleaner spawns ``systemctl status``, ``cat`` and
-``docker ps`` for every unit):
+units exist (a per-unit cleaner script spawns ``systemctl status``, ``cat``
+and ``docker ps`` for every unit):
 
 1. ``systemctl --version`` and ONE ``systemctl list-units --all --plain
    --no-legend --full``; kubelet transient scopes are recognised by their

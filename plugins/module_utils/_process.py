@@ -5,7 +5,7 @@
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore). Its API may change without notice.
-"""PID space and zombie detector (seed 002 story 1, ../shared/FACTS.md section 5).
+"""PID space and zombie detector (kernel.pid_max, kernel.threads-max, zombie leakers).
 
 One pass over ``/proc``: a single read of ``/proc/<pid>/stat`` per process
 gives its state (field 3), parent (field 4), thread count (field 20) and
@@ -27,7 +27,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describ
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding_from, read_text, root_path
 
 # PID_MAX_LIMIT on 64-bit kernels (include/linux/threads.h: 4 * 1024 * 1024);
-# 32-bit kernels cannot go past PID_MAX_DEFAULT (32768). FACTS section 5.
+# 32-bit kernels cannot go past PID_MAX_DEFAULT (32768).
 PID_MAX_LIMIT_64 = 4194304
 PID_MAX_LIMIT_32 = 32768
 

@@ -37,7 +37,7 @@ options:
     default: 1000
   memory_stat_slow_ms:
     description: Report C(kernel.slow_memory_stat) when one read of the root C(memory.stat) takes this many
-      milliseconds or more (about 10 ms on a healthy node, 1.2 s on the seed's sick one).
+      milliseconds or more (about 10 ms on a healthy node, 1.2 s on one with ~100k dying memcgs).
     type: int
     default: 200
 extends_documentation_fragment:

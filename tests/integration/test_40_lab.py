@@ -185,7 +185,7 @@ def test_01_remediate_in_check_mode_changes_no_byte(lab):
         assert after[host]["unit_states"] == before[host]["unit_states"], "check mode changed units on %s" % host
 
 
-def test_02_audit_finds_the_seed_problems(lab):
+def test_02_audit_finds_the_planted_problems(lab):
     rc, out = playbook("lab-audit-before", "nodefix.k8s.audit", "-e", "nodefix_targets=nodefix_lab", report_dir=lab)
     assert_ok("lab-audit-before", rc, out)
     assert len(re.findall(r"TASK \[Run every nodefix.k8s detector in one module call\]", out)) == 1

@@ -31,7 +31,7 @@ def test_guard_rails_in_effect(host):
 def test_rate_limits(host):
     kc = configz(host)
     if kind(host) == "kubespray":
-        # 1.26: the seed's floor is above the old defaults (5/10) and is written as is
+        # 1.26: the floor is above the old defaults (5/10) and is written as is
         assert (kc["kubeAPIQPS"], kc["kubeAPIBurst"], kc["eventRecordQPS"], kc["eventBurst"]) == (30, 40, 30, 40)
         # no bound for parallel pulls before 1.27: pulls stay serial
         assert kc["serializeImagePulls"] is True and "maxParallelImagePulls" not in kc

@@ -1,19 +1,19 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for _cpu_quota: fake cpu hierarchies of v1, v2 and hybrid nodes (seed 000)."""
+"""Unit tests for _cpu_quota: fake cpu hierarchies of v1, v2 and hybrid nodes (runc#1651 incident)."""
 
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _cpu_quota
 
-# seed 000: pod db841b6d..., docker container b686057013a3..., limit 2953m
+# the incident: pod db841b6d..., docker container b686057013a3..., limit 2953m
 POD = "db841b6d-ca29-11e7-9644-02306c0cdc4b"
 POD_S = POD.replace("-", "_")
 CID = "b686057013a37c4764b7ecac27e9434164946af5e551075ffb6b7a898f475621"
 POD2 = "309b7de5-cf69-11e7-ac2f-0edc8525bec4"
 CID2 = "5dd8abc95c12c31eada976843fd3387ea073ccf603fedc3c69c856e4b857b71c"
 BURSTABLE = "/kubepods.slice/kubepods-burstable.slice"
-SEED_POD = BURSTABLE + "/kubepods-burstable-pod%s.slice" % POD_S
-SEED_CTR = SEED_POD + "/docker-%s.scope" % CID
+INCIDENT_POD = BURSTABLE + "/kubepods-burstable-pod%s.slice" % POD_S
+INCIDENT_CTR = INCIDENT_POD + "/docker-%s.scope" % CID
 OK_POD = BURSTABLE + "/kubepods-burstable-pod%s.slice" % POD2.replace("-", "_")
 OK_CTR = OK_POD + "/docker-%s.scope" % CID2
 
@@ -38,12 +38,12 @@ def v2_tree(make_tree, cgroups):
     return make_tree(files)
 
 
-SEED_V1 = {
+INCIDENT_V1 = {
     "/": (-1, 100000),
     "/kubepods.slice": (400000, 100000),       # node allocatable: 4 CPUs
     BURSTABLE: (-1, 100000),
-    SEED_POD: (295000, 100000),                # systemd truncated 295.3% to 295%
-    SEED_CTR: (295300, 100000),                # what runc writes for 2953m
+    INCIDENT_POD: (295000, 100000),                # systemd truncated 295.3% to 295%
+    INCIDENT_CTR: (295300, 100000),                # what runc writes for 2953m
     OK_POD: (15000, 100000),
     OK_CTR: (14700, 100000),                   # 147m: under its pod, but not a whole percent
     "/system.slice": (-1, 100000),
@@ -51,24 +51,24 @@ SEED_V1 = {
 }
 
 
-def test_seed_295300_under_295000_v1_systemd(make_tree):
-    root = v1_tree(make_tree, SEED_V1)
+def test_incident_295300_under_295000_v1_systemd(make_tree):
+    root = v1_tree(make_tree, INCIDENT_V1)
     got = _cpu_quota.check(None, None, root=root, check_runc=False)
     assert (got["cgroup_layout"], got["cpu_hierarchy"], got["limited_cgroups"]) == ("v1", "/sys/fs/cgroup/cpu,cpuacct", 5)
     assert got["violations"] == [{
-        "path": SEED_CTR, "quota": 295300, "period": 100000, "cpus": 2.953,
-        "parent": SEED_POD, "parent_quota": 295000, "parent_period": 100000, "parent_cpus": 2.95,
+        "path": INCIDENT_CTR, "quota": 295300, "period": 100000, "cpus": 2.953,
+        "parent": INCIDENT_POD, "parent_quota": 295000, "parent_period": 100000, "parent_cpus": 2.95,
         "pod_uid": POD, "container_id": CID, "runtime": "docker", "driver": "systemd", "parent_pod_uid": POD}]
     assert got["not_whole_percent"] == [
         {"path": OK_CTR, "quota": 14700, "period": 100000, "percent": 14.7, "systemd_truncates_to": 14000,
          "pod_uid": POD2, "container_id": CID2, "runtime": "docker", "driver": "systemd"},
-        {"path": SEED_CTR, "quota": 295300, "period": 100000, "percent": 295.3, "systemd_truncates_to": 295000,
+        {"path": INCIDENT_CTR, "quota": 295300, "period": 100000, "percent": 295.3, "systemd_truncates_to": 295000,
          "pod_uid": POD, "container_id": CID, "runtime": "docker", "driver": "systemd"},
     ]
     assert [(f["id"], f["severity"], f["subject"]) for f in got["findings"]] == [
         ("cpu_quota.not_whole_percent", "medium", OK_CTR),
-        ("cpu_quota.child_exceeds_parent", "high", SEED_CTR),
-        ("cpu_quota.not_whole_percent", "medium", SEED_CTR),
+        ("cpu_quota.child_exceeds_parent", "high", INCIDENT_CTR),
+        ("cpu_quota.not_whole_percent", "medium", INCIDENT_CTR),
     ]
     exceeds = got["findings"][1]
     assert exceeds["evidence"]["effect"] == "write refused (EINVAL)" and exceeds["evidence"]["layout"] == "v1"
@@ -126,10 +126,10 @@ def test_v2_systemd_51m(make_tree):
 
 
 def test_hybrid_reads_the_v1_cpu_hierarchy(make_tree):
-    root = v1_tree(make_tree, SEED_V1, extra={"/sys/fs/cgroup/unified/cgroup.procs": "1\n"})
+    root = v1_tree(make_tree, INCIDENT_V1, extra={"/sys/fs/cgroup/unified/cgroup.procs": "1\n"})
     got = _cpu_quota.check(None, None, root=root, check_runc=False)
     assert got["cgroup_layout"] == "hybrid"
-    assert [v["path"] for v in got["violations"]] == [SEED_CTR]
+    assert [v["path"] for v in got["violations"]] == [INCIDENT_CTR]
 
 
 def test_no_cpu_controller(tmp_path):

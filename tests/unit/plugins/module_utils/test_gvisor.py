@@ -79,7 +79,7 @@ def test_parse_unknown(out):
 
 
 @pytest.mark.parametrize("version,fixed,systemd", [
-    ("release-20231009.0", False, True),          # the seed's production runsc
+    ("release-20231009.0", False, True),          # a production runsc from before the fix
     ("release-20231106.0", True, True),           # first release with PR #9631
     ("release-20231030.0-40-gdeadbeef0123", False, True),
     ("release-20231106.0-3-gdeadbeef0123", True, True),

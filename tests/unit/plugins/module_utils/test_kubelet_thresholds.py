@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The kubelet detector's "low limit" threshold follows the kubelet version
-and matches the floor the kubelet role writes (seed 30/40, 1.27+ 50/100)."""
+and matches the floor the kubelet role writes (30/40, 1.27+ 50/100)."""
 
 import pytest
 
@@ -18,5 +18,5 @@ def test_low_thresholds(version, api, event):
 
 
 def test_role_floor_is_the_detector_floor():
-    # roles/kubelet/defaults/main.yml writes the seed's 30/40 as its floor
-    assert _kubelet.SEED_FLOOR == {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}
+    # roles/kubelet/defaults/main.yml writes 30/40 as its floor
+    assert _kubelet.RATE_LIMIT_FLOOR == {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}

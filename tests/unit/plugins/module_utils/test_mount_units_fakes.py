@@ -4,7 +4,7 @@
 ``FakeNode`` implements the ``Runner`` interface (``bin``, ``run``) and answers
 ``systemctl --version|list-units|show|stop|reset-failed|daemon-reload``,
 ``crictl pods|ps -o json`` and ``docker ps -a --format`` in the real output
-formats (captured from systemd 252 on the lab image and FACTS.md section 7).
+formats (captured from systemd 252 on the lab image).
 ``systemctl stop`` really changes the fake state, so a test can check what
 is left afterwards. Every call is recorded in ``calls``.
 """

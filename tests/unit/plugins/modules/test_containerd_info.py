@@ -44,8 +44,8 @@ def test_debian12_node_is_healthy(run_module, make_tree):
     assert result["findings"] == []
 
 
-def test_seed_node_release_candidate(run_module, make_tree):
-    """Seed 001: the production node ran containerd v1.7.0-rc.1."""
+def test_release_candidate_node(run_module, make_tree):
+    """A production node found running containerd v1.7.0-rc.1."""
     root = make_tree({"/etc/containerd/config.toml": fixture("config-default-1.7.24.toml"), "/run/containerd/containerd.sock": ""})
     version = "containerd github.com/containerd/containerd v1.7.0-rc.1 8c1ebe0b0a8a1e4f0d8f2f2e6c52d1b4e0a49c60\n"
     result, failed, dummy = run_module(containerd_info, {"root": root},

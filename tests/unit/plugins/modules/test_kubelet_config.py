@@ -134,7 +134,7 @@ def test_old_kubelet_refuses_parallel_pulls_before_writing(run_module, kubeadm):
     assert tree_hashes(kubeadm) == before
 
 
-def test_kubespray_layout_on_1_26_writes_the_seed_floor(run_module, tmp_path):
+def test_kubespray_layout_on_1_26_writes_the_floor(run_module, tmp_path):
     root = node(tmp_path, "kubespray", "/usr/local/bin/kubelet")
     settings = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40, "serializeImagePulls": False,
                 "podPidsLimit": 4096, "evictionHard": {"memory.available": "500Mi"}, "systemReserved": {"memory": "512Mi"}}

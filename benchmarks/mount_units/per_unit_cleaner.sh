@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The per-unit cleaner of seed 002 story 3 ("systemd-slices-cleaner"),
-# reproduced for the benchmark. Per unit it spawns, like the seed:
+# A per-unit cleaner of leaked kubelet mount scopes of the kind operators run
+# for this leak ("systemd-slices-cleaner" scripts), reproduced for the
+# benchmark. Per unit it spawns, like the original:
 #   systemctl status <unit>  -> where the unit's description lives
 #   cat <that file>          -> the pod UID (5th word of the description, 6th path field)
 #   <runtime> ps | grep -c   -> is the pod still there
@@ -9,11 +10,11 @@
 # Two faithful adaptations, nothing else changed:
 # - systemd >= 236 writes a transient unit as one file
 #   (Loaded: loaded (/run/systemd/transient/<unit>; transient)) instead of the
-#   Drop-In directory with 50-Description.conf that the seed's systemd had;
+#   Drop-In directory with 50-Description.conf that older systemd wrote;
 #   the Drop-In form is still read when present;
 # - `docker ps` is replaced by `crictl pods -o json` (no docker on the lab
 #   node; crictl's table has no pod UID, its JSON has), one call per unit as
-#   the seed did. The seed's random sleep (to spread load) is left out.
+#   the original did. Its random sleep (to spread load) is left out.
 # Optional $1: stop after this many units (to sample the per-unit cost).
 limit=${1:-0}
 stoppedCount=0
@@ -31,7 +32,7 @@ for unit in $(systemctl list-units | grep subpath | grep "run-" | awk '{print $1
     UnitFile=$(echo "$status" | grep 'Loaded:' | sed 's/.*(\([^;]*\);.*/\1/')
     PodUid=$(cat ${UnitFile} | grep '^Description=' | awk '{print $5}' | cut -d/ -f6)
   fi
-  # checking pod status (seed: docker ps | grep -c)
+  # checking pod status (originally: docker ps | grep -c)
   checkFlag=$(crictl pods -o json | grep -c ${PodUid})
   if [[ ${checkFlag} -eq 0 ]]; then
     systemctl stop $unit

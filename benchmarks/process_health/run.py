@@ -104,7 +104,7 @@ def main():
         result = None
         for dummy in range(args.repeat):
             t0, c0 = time.perf_counter(), time.process_time()
-            result = _process.check(None, None, root=base, clk_tck=100)
+            result = _process.check(None, root=base, clk_tck=100)
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
         leakers = [(f["evidence"]["pid"], f["evidence"]["zombies"]) for f in result["findings"]

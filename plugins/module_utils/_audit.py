@@ -25,7 +25,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
 from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
 from ansible_collections.nodefix.k8s.plugins.module_utils import _process
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, finding_from, worst_severity
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    SEVERITIES,
+    NodefixError,
+    finding_from,
+    worst_severity,
+)
 
 # name -> module_utils file whose check() runs it; order is report order.
 DETECTORS = (
@@ -58,50 +63,41 @@ def registries():
     return merged
 
 
-class _DetectorFailed(Exception):
-    def __init__(self, result):
-        super(_DetectorFailed, self).__init__(result.get("msg"))
-        self.result = result
+def detector(name):
+    """The module_utils file of detector ``name``."""
+    return dict(DETECTORS)[name]
 
 
-def run_checks(module, runner, root="/", checks=None, options=None):
+def run_checks(runner, root="/", checks=None, options=None):
     """Run the selected detectors; return {checks: {name: facts}, findings, summary}.
 
-    A detector that fails (its own ``fail_json`` or an exception) does not
-    stop the others: it becomes an ``audit.check_failed`` finding.
+    ``options`` ({detector: {option: value}}) must already be validated
+    (``_options.validate``). A detector that fails (a ``NodefixError`` such as
+    a required command failing, or any exception) does not stop the others:
+    it becomes an ``audit.check_failed`` finding.
     """
     selected = list(checks or CHECK_NAMES)
     options = options or {}
     results = {}
     findings = []
     timings = {}
-    real_fail_json = module.fail_json
-
-    def _raise(msg=None, **kwargs):
-        kwargs["msg"] = msg
-        raise _DetectorFailed(kwargs)
-
     for name, mod in DETECTORS:
         if name not in selected:
             continue
         started = time.time()
-        module.fail_json = _raise
         try:
-            out = mod.check(module, runner, root=root, **(options.get(name) or {}))
-            out = dict(out)
+            out = dict(mod.check(runner, root=root, **(options.get(name) or {})))
             found = out.pop("findings", [])
             results[name] = out
-        except _DetectorFailed as exc:
-            found = [finding_from(FINDINGS, "audit.check_failed", subject=name,
-                                  evidence=dict((k, v) for k, v in exc.result.items() if v not in (None, "")))]
-            results[name] = {"error": exc.result.get("msg")}
+        except NodefixError as exc:
+            evidence = dict((k, v) for k, v in exc.fail_kwargs().items() if v not in (None, ""))
+            found = [finding_from(FINDINGS, "audit.check_failed", subject=name, evidence=evidence)]
+            results[name] = {"error": exc.msg}
         except Exception as exc:  # pylint: disable=broad-except
             found = [finding_from(FINDINGS, "audit.check_failed", subject=name,
                                   evidence={"msg": "%s: %s" % (type(exc).__name__, exc),
                                             "traceback": traceback.format_exc().splitlines()[-6:]})]
             results[name] = {"error": str(exc)}
-        finally:
-            module.fail_json = real_fail_json
         for f in found:
             f["check"] = name
         findings.extend(found)

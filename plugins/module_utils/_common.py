@@ -9,7 +9,9 @@
 """Shared plumbing for nodefix.k8s modules.
 
 - ``Runner``: argv-list commands with a C locale and ``get_bin_path``; a failing
-  required command ends the module with rc, stdout and stderr.
+  required command raises ``CommandError`` (rc, stdout, stderr), which the
+  module turns into ``fail_json`` and ``node_audit`` into ``audit.check_failed``.
+- ``NodefixError``: the one typed error of the collection's module_utils.
 - ``make_finding``: the one shape every detector returns.
 - Writing node files: see ``_fileio.py`` (symlinks followed, all-or-nothing, pruned backups).
 - ``version_key``: compare dotted versions.
@@ -31,6 +33,26 @@ SEVERITIES = ("critical", "high", "medium", "low", "info")
 NODE_BIN_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/bin"]
 
 
+class NodefixError(Exception):
+    """A problem a module reports with ``fail_json(msg=..., **details)``; nothing was changed
+    unless the message says so. ``details`` are extra result keys (``path``, ``rc`` ...)."""
+
+    def __init__(self, msg, **details):
+        super(NodefixError, self).__init__(msg)
+        self.msg = msg
+        self.details = details
+
+    def fail_kwargs(self):
+        """The keyword arguments for ``module.fail_json``."""
+        out = dict(self.details)
+        out["msg"] = self.msg
+        return out
+
+
+class CommandError(NodefixError):
+    """A node command that had to succeed did not: ``cmd``, ``rc``, ``stdout``, ``stderr``."""
+
+
 class Runner(object):
     """Run node commands the same way in every module of the collection."""
 
@@ -43,23 +65,20 @@ class Runner(object):
             if os.path.isfile(name) and os.access(name, os.X_OK):
                 return name
             if required:
-                self.module.fail_json(msg="Required binary %s is missing, not a file or not executable" % name)
+                raise NodefixError("Required binary %s is missing, not a file or not executable" % name)
             return None
         dirs = list(opt_dirs or []) + NODE_BIN_DIRS
-        return self.module.get_bin_path(name, required=required, opt_dirs=dirs)
+        path = self.module.get_bin_path(name, required=False, opt_dirs=dirs)
+        if path is None and required:
+            raise NodefixError("Required binary %s was not found in PATH or %s" % (name, ", ".join(dirs)))
+        return path
 
     def run(self, argv, check=True, data=None, msg=None):
         """Run ``argv`` (a list) with a C locale; return (rc, stdout, stderr)."""
         self.module.run_command_environ_update = dict(C_LOCALE)
         rc, out, err = self.module.run_command(argv, data=data, check_rc=False)
         if check and rc != 0:
-            self.module.fail_json(
-                msg=msg or "Command failed: %s" % " ".join(argv),
-                cmd=argv,
-                rc=rc,
-                stdout=out,
-                stderr=err,
-            )
+            raise CommandError(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
         return rc, out, err
 
 

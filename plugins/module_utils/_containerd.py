@@ -868,7 +868,65 @@ def grpc_address(doc):
     return value or DEFAULT_ADDRESS
 
 
-def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_binary="containerd",
+def runc_state(runner, root="/", runc_binary=None, runtimes=()):
+    """The one reader of runc: path, version and whether it has the CPU quota rounding bug.
+
+    ``runc_binary`` wins; else the ``BinaryName`` of containerd's runc runtime
+    (``runtimes`` as ``list_runtimes`` gives them); else ``runc`` on the PATH.
+    Values are None when unknown.
+    """
+    state = {"binary": None, "version": None, "version_info": None, "cpu_quota_rounding_bug": None}
+    name = runc_binary
+    if not name:
+        for rt in runtimes:
+            if rt["name"] == "runc" and rt["options"].get("BinaryName"):
+                name = rt["options"]["BinaryName"]
+        name = name or "runc"
+        if os.path.isabs(name):
+            name = root_path(root, name)
+    path = runner.bin(name) if runner is not None else None
+    if not path:
+        return state
+    state["binary"] = path
+    rc, out, _err = runner.run([path, "--version"], check=False)
+    info = parse_runc_version(out) if rc == 0 else None
+    if info is not None:
+        state["version"] = info["version"]
+        state["version_info"] = info
+        state["cpu_quota_rounding_bug"] = info["key"] < parse_semver(RUNC_QUOTA_FIX)["key"]
+    return state
+
+
+def runc_findings(state, **evidence):
+    """``runc.cpu_quota_rounding_bug`` for a ``runc_state``: the only place that finding is made."""
+    if not state["cpu_quota_rounding_bug"]:
+        return []
+    found = {"version": state["version"], "fixed_in": RUNC_QUOTA_FIX}
+    found.update(evidence)
+    return [finding_from(FINDINGS, "runc.cpu_quota_rounding_bug", subject=state["binary"], evidence=found)]
+
+
+# The detector's options (an Ansible argument spec): containerd_info's
+# argument_spec and node_audit's options.containerd, checked by _options.
+OPTIONS = {
+    "minimum_version": {"type": "str", "default": DEFAULT_MINIMUM_VERSION},
+    "config_path": {"type": "path"},
+    "containerd_binary": {"type": "str", "default": "containerd"},
+    "ctr_binary": {"type": "str", "default": "ctr"},
+    "runc_binary": {"type": "str"},
+    "check_socket": {"type": "bool", "default": True},
+    "timeout": {"type": "str", "default": "5s"},
+}
+
+
+def option_errors(p):
+    """What the spec cannot say about the options (typed ``p``): one message per problem."""
+    if p.get("minimum_version") and parse_semver(p["minimum_version"]) is None:
+        return ["minimum_version %r is not a version (X.Y[.Z][-rc.N])" % p["minimum_version"]]
+    return []
+
+
+def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_binary="containerd",
           ctr_binary="ctr", runc_binary=None, config_path=None, check_socket=True, timeout="5s", **_opts):
     """containerd/runc detector used by containerd_info and node_audit.
 
@@ -936,27 +994,8 @@ def check(module, runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, con
         pass
 
     # runc: the BinaryName of runc's options when set, else runc on PATH
-    runc_name = runc_binary
-    if not runc_name:
-        for rt in facts["runtimes"]:
-            if rt["name"] == "runc" and rt["options"].get("BinaryName"):
-                runc_name = rt["options"]["BinaryName"]
-        runc_name = runc_name or "runc"
-        if os.path.isabs(runc_name):
-            runc_name = root_path(root, runc_name)
-    runc_path = runner.bin(runc_name)
-    if runc_path:
-        facts["runc"]["binary"] = runc_path
-        rc, out, err = runner.run([runc_path, "--version"], check=False)
-        rinfo = parse_runc_version(out) if rc == 0 else None
-        if rinfo is not None:
-            facts["runc"]["version"] = rinfo["version"]
-            facts["runc"]["version_info"] = rinfo
-            bug = rinfo["key"] < parse_semver(RUNC_QUOTA_FIX)["key"]
-            facts["runc"]["cpu_quota_rounding_bug"] = bug
-            if bug:
-                findings.append(finding_from(FINDINGS, "runc.cpu_quota_rounding_bug", subject=runc_path, evidence={
-                    "version": rinfo["version"], "fixed_in": RUNC_QUOTA_FIX}))
+    facts["runc"] = runc_state(runner, root, runc_binary, facts["runtimes"])
+    findings.extend(runc_findings(facts["runc"]))
 
     address = grpc_address(doc)
     facts["socket"]["address"] = address

@@ -112,22 +112,15 @@ def _names(path):
             "driver": info["driver"]}
 
 
-def runc_state(module, runner, runc_binary="runc"):
-    """runc's path, version and whether it has the rounding bug (None when unknown)."""
-    state = {"binary": None, "version": None, "cpu_quota_rounding_bug": None}
-    path = runner.bin(runc_binary) if runner is not None else None
-    if not path:
-        return state
-    state["binary"] = path
-    rc, out, _err = runner.run([path, "--version"], check=False)
-    info = _containerd.parse_runc_version(out) if rc == 0 else None
-    if info is not None:
-        state["version"] = info["version"]
-        state["cpu_quota_rounding_bug"] = _containerd.runc_has_quota_bug(info["version"])
-    return state
+# The detector's options (an Ansible argument spec): cpu_quota_check's
+# argument_spec and node_audit's options.cpu_quota, checked by _options.
+OPTIONS = {
+    "check_runc": {"type": "bool", "default": True},
+    "runc_binary": {"type": "str", "default": "runc"},
+}
 
 
-def check(module, runner, root="/", check_runc=True, runc_binary="runc", **_opts):
+def check(runner, root="/", check_runc=True, runc_binary="runc", **_opts):
     """Quota violations, not-whole-percent limits under systemd, runc version."""
     mode = _cgroup.layout(root)
     findings = []
@@ -161,14 +154,13 @@ def check(module, runner, root="/", check_runc=True, runc_binary="runc", **_opts
             findings.append(finding_from(FINDINGS, "cpu_quota.not_whole_percent", subject=cg["path"],
                                          evidence=item))
 
+    # runc is read by the containerd detector's reader; the finding
+    # runc.cpu_quota_rounding_bug is the containerd detector's (one owner):
+    # cpu_quota_check adds it for its own callers, node_audit gets it once.
     runc = {"binary": None, "version": None, "cpu_quota_rounding_bug": None}
     if check_runc:
-        runc = runc_state(module, runner, runc_binary)
-        if runc["cpu_quota_rounding_bug"]:
-            findings.append(finding_from(
-                _containerd.FINDINGS, "runc.cpu_quota_rounding_bug", subject=runc["binary"],
-                evidence={"version": runc["version"], "fixed_in": _containerd.RUNC_QUOTA_FIX,
-                          "systemd_driver_limits": len(not_whole) > 0}))
+        state = _containerd.runc_state(runner, root, runc_binary)
+        runc = dict((k, state[k]) for k in runc)
     hier = _cgroup.controller_dir(root, mode, "cpu")
     return {
         "cgroup_layout": mode,

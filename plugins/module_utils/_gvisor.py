@@ -42,7 +42,7 @@ import os
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding_from, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
 
 # First release with the #9580 fix (google/gvisor PR #9631).
 FIXED_RELEASE = "20231106.0"
@@ -504,12 +504,47 @@ def runsc_version(runner, path):
     return (parse_runsc_version(text) if rc == 0 else None), text.strip()
 
 
-def check(module, runner, root="/", **opts):
+# The detector's options (an Ansible argument spec): runsc_info's
+# argument_spec and node_audit's options.gvisor, checked by _options.
+OPTIONS = {
+    "runsc_path": {"type": "path"},
+    "shim_path": {"type": "path"},
+    "containerd_config": {"type": "path", "default": DEFAULT_CONTAINERD_CONFIG},
+    "kubelet_configs": {"type": "list", "elements": "path", "default": list(KUBELET_CONFIGS)},
+    "kubelet_flag_files": {"type": "list", "elements": "path", "default": list(KUBELET_FLAG_FILES)},
+    "minimum_release": {"type": "str", "default": FIXED_RELEASE},
+    "inspect_sandboxes": {"type": "bool", "default": True},
+}
+
+
+def option_errors(p):
+    """What the spec cannot say about the options (typed ``p``): one message per problem."""
+    if p.get("minimum_release") and parse_release(p["minimum_release"]) is None:
+        return ["minimum_release %r is not a runsc release (expected e.g. 20231106.0)" % p["minimum_release"]]
+    return []
+
+
+def explicit_runsc(path):
+    """An explicitly given runsc must be an executable regular file: raise NodefixError otherwise.
+
+    A binary fresh from a download is usually mode 0644, and checking it
+    silently as "not installed" would hide exactly the mistake to fix.
+    """
+    if not os.path.lexists(path):
+        raise NodefixError("runsc_path %s does not exist" % path, path=path)
+    if not os.path.isfile(path):
+        raise NodefixError("runsc_path %s is not a regular file" % path, path=path)
+    if not os.access(path, os.X_OK):
+        mode = os.stat(path).st_mode & 0o7777
+        raise NodefixError("runsc_path %s is not executable (mode %04o); a freshly downloaded binary usually is "
+                           "0644: chmod 0755 it before checking it" % (path, mode), path=path, mode="%04o" % mode)
+
+
+def check(runner, root="/", **opts):
     """Read-only gVisor check; returns facts plus ``findings``.
 
-    Options: ``runsc_path``, ``shim_path``, ``containerd_config``,
-    ``kubelet_configs``, ``kubelet_flag_files``, ``minimum_release``,
-    ``inspect_sandboxes`` (default true), ``cgroup_layout`` (tests).
+    Options: see OPTIONS; ``cgroup_layout`` (tests). An explicit
+    ``runsc_path`` that is missing or not executable raises NodefixError.
     """
     minimum = opts.get("minimum_release") or FIXED_RELEASE
     findings = []
@@ -538,6 +573,8 @@ def check(module, runner, root="/", **opts):
     shim_cfg_path = runtime["config_path"] if runtime and runtime["config_path"] else None
     shim = read_shim_config(root, shim_cfg_path) if shim_cfg_path else None
     facts["shim_config"] = shim
+    if opts.get("runsc_path"):
+        explicit_runsc(opts["runsc_path"])
     runsc_name = opts.get("runsc_path") or (shim or {}).get("settings", {}).get("binary_name") or "runsc"
     runsc_path = runner.bin(runsc_name)
     shim_bin = runner.bin(opts.get("shim_path") or SHIM_NAME)

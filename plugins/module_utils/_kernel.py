@@ -264,17 +264,62 @@ def time_memory_stat(root, mode, clock=time.time):
     return None, None
 
 
-def check(module, runner, root="/", release=None, **opts):
+# The detector's options (an Ansible argument spec): kernel_check's
+# argument_spec and node_audit's options.kernel, checked by _options.
+OPTIONS = {
+    "release": {"type": "str"},
+    "dying_memcgs_threshold": {"type": "int", "default": DEFAULTS["dying_memcgs_threshold"]},
+    "memory_stat_slow_ms": {"type": "int", "default": DEFAULTS["memory_stat_slow_ms"]},
+}
+
+
+def option_errors(p):
+    """What the spec cannot say about the options (typed ``p``): one message per problem."""
+    errors = ["%s must not be negative (got %d)" % (name, p[name])
+              for name in ("dying_memcgs_threshold", "memory_stat_slow_ms") if p.get(name) is not None and p[name] < 0]
+    if p.get("release") is not None and parse_release(p["release"]) is None:
+        errors.append("release %r is not a kernel release (expected e.g. 5.15.0-91-generic)" % p["release"])
+    return errors
+
+
+def release_findings(info, running, psi):
+    """Findings of the release judged (``info``); ``psi`` is the live state, used only
+    when the release judged is the ``running`` one (another kernel's PSI is judged
+    from its version and the known backports alone)."""
+    findings = []
+    if info is None:
+        return findings
+    backported = _backports(info)
+    for fid, needed, note in missing_fixes(info):
+        if fid == "kernel.no_psi" and running and psi == "available":
+            continue  # a distribution backport we do not know about
+        findings.append(finding_from(FINDINGS, fid, subject=info["release"],
+                                     evidence={"release": info["release"], "version": info["version"],
+                                               "distro": info["distro"], "fixed_in": needed, "fix": note}))
+    if running and psi != "available" and not any(f["id"] == "kernel.no_psi" for f in findings):
+        findings.append(finding_from(FINDINGS, "kernel.no_psi", subject=info["release"],
+                                     evidence={"release": info["release"], "psi": psi,
+                                               "backport": backported.get("kernel.no_psi"),
+                                               "fix": "boot with psi=1"}))
+    return findings
+
+
+def check(runner, root="/", release=None, **opts):
     """Kernel release, cgroup layout, dying memcgs, memory.stat time, PSI.
 
-    ``release`` overrides ``/proc/sys/kernel/osrelease``; ``clock`` (a
-    callable returning seconds) can be given for tests.
+    ``release`` judges that kernel instead of the running one
+    (``/proc/sys/kernel/osrelease``), e.g. the one a node will boot into: its
+    fixes and PSI come from its version and known backports; the live
+    measurements (dying memcgs, memory.stat, ``/proc/pressure``) stay the
+    running kernel's. ``clock`` (a callable returning seconds) is for tests.
     """
     o = dict(DEFAULTS)
     o.update(dict((k, v) for k, v in opts.items() if v is not None and k != "clock"))
     clock = opts.get("clock") or time.time
+    running_release = (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None
     if release is None:
-        release = (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None
+        release = running_release
+    running = release == running_release
     info = parse_release(release)
     mode = _cgroup.layout(root)
     findings = []
@@ -283,17 +328,7 @@ def check(module, runner, root="/", release=None, **opts):
                                      evidence={"release": release}))
     psi = psi_state(root)
     backported = _backports(info)
-    for fid, needed, note in missing_fixes(info):
-        if fid == "kernel.no_psi" and psi == "available":
-            continue  # a distribution backport we do not know about
-        findings.append(finding_from(FINDINGS, fid, subject=info["release"],
-                                     evidence={"release": info["release"], "version": info["version"],
-                                               "distro": info["distro"], "fixed_in": needed, "fix": note}))
-    if psi != "available" and not any(f["id"] == "kernel.no_psi" for f in findings):
-        findings.append(finding_from(FINDINGS, "kernel.no_psi", subject=release,
-                                     evidence={"release": release, "psi": psi,
-                                               "backport": backported.get("kernel.no_psi"),
-                                               "fix": "boot with psi=1"}))
+    findings.extend(release_findings(info, running, psi))
 
     dying = dying_memcgs(root, mode)
     elapsed, stat_path = time_memory_stat(root, mode, clock=clock)
@@ -313,6 +348,8 @@ def check(module, runner, root="/", release=None, **opts):
                       "dying_memcgs": dying["count"], "release": release}))
     return {
         "release": release,
+        "running_release": running_release,
+        "judged_running_kernel": running,
         "kernel": info,
         "cgroup_layout": mode,
         "psi": psi,

@@ -36,6 +36,7 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kflags
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    NodefixError,
     finding_from,
     root_path,
 )
@@ -231,13 +232,8 @@ def parse_kubelet_version(text):
     return parts, "%d.%d.%d" % parts
 
 
-class KubeletError(Exception):
+class KubeletError(NodefixError):
     """A problem the module reports with fail_json (no file was changed)."""
-
-    def __init__(self, msg, **details):
-        super(KubeletError, self).__init__(msg)
-        self.msg = msg
-        self.details = details
 
 
 # ---------------------------------------------------------------------------
@@ -1379,7 +1375,7 @@ def findings_for(node, config, sources, layers, flags_found, errors):
     return findings
 
 
-def inspect(module, runner, root="/", unit=UNIT, kubelet_version=None, roundtrip=False):
+def inspect(runner, root="/", unit=UNIT, kubelet_version=None, roundtrip=False):
     """Discover, load and merge; return (node, layers, facts dict)."""
     node = discover(runner, root, unit)
     if not node.unit_files:
@@ -1410,10 +1406,18 @@ def inspect(module, runner, root="/", unit=UNIT, kubelet_version=None, roundtrip
     return node, layers, facts
 
 
-def check(module, runner, root="/", **opts):
+# The detector's options (an Ansible argument spec): part of kubelet_config's
+# argument_spec and node_audit's options.kubelet, checked by _options.
+OPTIONS = {
+    "unit": {"type": "str", "default": UNIT},
+    "kubelet_version": {"type": "str"},
+}
+
+
+def check(runner, root="/", **opts):
     """Detector for node_audit: kubelet facts plus ``findings``."""
     try:
-        _node, _layers, facts = inspect(module, runner, root, unit=opts.get("unit") or UNIT,
+        _node, _layers, facts = inspect(runner, root, unit=opts.get("unit") or UNIT,
                                         kubelet_version=opts.get("kubelet_version"), roundtrip=False)
     except KubeletError as exc:
         facts = {"present": True, "error": exc.msg,

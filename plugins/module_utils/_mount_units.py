@@ -64,6 +64,7 @@ import sys
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    NodefixError,
     finding_from,
     read_text,
     root_path,
@@ -131,13 +132,8 @@ FINDINGS = {
 }
 
 
-class MountUnitsError(Exception):
+class MountUnitsError(NodefixError):
     """A condition that must stop the run before anything is changed."""
-
-    def __init__(self, msg, **details):
-        super(MountUnitsError, self).__init__(msg)
-        self.msg = msg
-        self.details = details
 
 
 # --------------------------------------------------------------------------
@@ -814,12 +810,40 @@ def run(runner, root="/", state="query", check_mode=False, **opts):
 # node_audit detector
 
 
-def check(module, runner, root="/", **opts):
+# How the units are surveyed (an Ansible argument spec): kubelet_mount_units'
+# argument_spec shares it; the detector (node_audit's options.mount_units)
+# adds near_limit_ratio. Both are checked by Ansible's validator (_options).
+SURVEY_OPTIONS = {
+    "kubelet_root_dir": {"type": "path", "default": DEFAULT_KUBELET_ROOT_DIR},
+    "pod_source": {"type": "str", "default": "crictl", "choices": list(POD_SOURCES)},
+    "live_pod_uids": {"type": "list", "elements": "str", "default": []},
+    "crictl_path": {"type": "path"},
+    "runtime_endpoint": {"type": "str"},
+    "docker_path": {"type": "path"},
+    "list_limit": {"type": "int", "default": 100},
+}
+OPTIONS = dict(SURVEY_OPTIONS, near_limit_ratio={"type": "float", "default": 0.5})
+
+
+def option_errors(p):
+    """What the spec cannot say about the detector's options (typed ``p``)."""
+    errors = []
+    ratio = p.get("near_limit_ratio")
+    if ratio is not None and not 0 < ratio <= 1:
+        errors.append("near_limit_ratio must be above 0 and at most 1 (a share of systemd's %d units), got %s"
+                      % (SYSTEMD_UNIT_LIMIT, ratio))
+    try:
+        normalize_options(dict((k, v) for k, v in p.items() if k in SURVEY_OPTIONS))
+    except MountUnitsError as exc:
+        errors.append(exc.msg)
+    return errors
+
+
+def check(runner, root="/", **opts):
     """Detector for node_audit: facts and findings; never changes anything.
 
-    Options are the module's (``kubelet_root_dir``, ``pod_source`` ...) plus
-    ``near_limit_ratio`` (report ``mount_units.near_unit_limit`` from this
-    share of the 131072 units, default 0.5).
+    Options: OPTIONS (the survey's plus ``near_limit_ratio``: report
+    ``mount_units.near_unit_limit`` from this share of the 131072 units).
     """
     o = dict(opts)
     near = float(o.pop("near_limit_ratio", None) or 0.5)

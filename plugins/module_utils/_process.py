@@ -359,7 +359,35 @@ def _default_pid_max_min():
     return PID_MAX_LIMIT_32
 
 
-def check(module, runner, root="/", **opts):
+# The detector's options (an Ansible argument spec): process_health's
+# argument_spec and node_audit's options.pids, checked by _options.
+OPTIONS = {
+    "usage_percent": {"type": "int", "default": DEFAULTS["usage_percent"]},
+    "pid_max_min": {"type": "int"},
+    "threads_max_min": {"type": "int", "default": DEFAULTS["threads_max_min"]},
+    "sysctl_file": {"type": "path"},
+    "zombie_threshold": {"type": "int", "default": DEFAULTS["zombie_threshold"]},
+    "zombie_min_age": {"type": "int", "default": DEFAULTS["zombie_min_age"]},
+    "max_parents": {"type": "int", "default": DEFAULTS["max_parents"]},
+}
+
+
+def option_errors(p):
+    """What the spec cannot say about the options (typed ``p``): one message per problem."""
+    errors = []
+    for name in ("usage_percent", "threads_max_min", "zombie_threshold", "zombie_min_age", "max_parents"):
+        if p.get(name) is not None and p[name] < 0:
+            errors.append("%s must not be negative (got %d)" % (name, p[name]))
+    # the kernel accepts pid_max between 301 and PID_MAX_LIMIT (4194304 on 64-bit): kernel/pid.c
+    if p.get("pid_max_min") is not None and not 301 <= p["pid_max_min"] <= 4194304:
+        errors.append("pid_max_min must be between 301 and 4194304, the range the kernel accepts for "
+                      "kernel.pid_max (got %d)" % p["pid_max_min"])
+    if p.get("sysctl_file") and not (p["sysctl_file"].startswith("/") and p["sysctl_file"].endswith(".conf")):
+        errors.append("sysctl_file must be an absolute path ending in .conf (got %s)" % p["sysctl_file"])
+    return errors
+
+
+def check(runner, root="/", **opts):
     """Task usage against kernel.pid_max/threads-max and zombie leakers.
 
     ``opts`` override DEFAULTS; ``clk_tck`` (clock ticks a second) and

@@ -176,7 +176,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
 
@@ -253,7 +253,10 @@ def main():
 
     schema = params["schema_version"]
     if (before is None or not before.strip()) and schema is None and binary:
-        rc, out, err = runner.run([binary, "--version"])
+        try:
+            rc, out, err = runner.run([binary, "--version"])
+        except NodefixError as exc:
+            module.fail_json(**dict(result, **exc.fail_kwargs()))
         info = ctrd.parse_containerd_version(out)
         if info is None:
             module.fail_json(msg="cannot parse `%s --version` output: %r" % (binary, out), **result)

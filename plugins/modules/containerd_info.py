@@ -161,21 +161,13 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
+from ansible_collections.nodefix.k8s.plugins.module_utils import _options
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
 
 
 def argument_spec():
-    return dict(
-        root=dict(type="path", default="/"),
-        minimum_version=dict(type="str", default=ctrd.DEFAULT_MINIMUM_VERSION),
-        config_path=dict(type="path"),
-        containerd_binary=dict(type="str", default="containerd"),
-        ctr_binary=dict(type="str", default="ctr"),
-        runc_binary=dict(type="str"),
-        check_socket=dict(type="bool", default=True),
-        timeout=dict(type="str", default="5s"),
-    )
+    return _options.module_spec(ctrd)
 
 
 def build_module():
@@ -185,20 +177,13 @@ def build_module():
 def main():
     module = build_module()
     params = module.params
-    if params["minimum_version"] and ctrd.parse_semver(params["minimum_version"]) is None:
-        module.fail_json(msg="minimum_version %r is not a version (X.Y[.Z][-rc.N])" % params["minimum_version"])
-    facts = ctrd.check(
-        module,
-        Runner(module),
-        root=params["root"],
-        minimum_version=params["minimum_version"],
-        containerd_binary=params["containerd_binary"],
-        ctr_binary=params["ctr_binary"],
-        runc_binary=params["runc_binary"],
-        config_path=params["config_path"],
-        check_socket=params["check_socket"],
-        timeout=params["timeout"],
-    )
+    errors = _options.value_errors(ctrd, params)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    try:
+        facts = ctrd.check(Runner(module), root=params["root"], **dict((k, params[k]) for k in ctrd.OPTIONS))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=False, **facts)
 
 

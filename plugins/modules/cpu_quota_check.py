@@ -27,6 +27,8 @@ description:
   - Reports runc older than v1.0.0-rc5 (opencontainers/runc PR #1651, which rounds up to 10 ms).
   - Returns findings with stable ids (C(cpu_quota.child_exceeds_parent), C(cpu_quota.not_whole_percent),
     C(runc.cpu_quota_rounding_bug); see docs/findings.md).
+  - C(runc.cpu_quota_rounding_bug) belongs to the containerd detector (it reads runc for both); this module adds it
+    to its own result, M(nodefix.k8s.node_audit) reports it once, from its C(containerd) check.
 author:
   - nodefix.k8s developers (@nodefix)
 options:
@@ -129,17 +131,13 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _cpu_quota
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd, _cpu_quota, _options
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", default="/"),
-            check_runc=dict(type="bool", default=True),
-            runc_binary=dict(type="str", default="runc"),
-        ),
+        argument_spec=_options.module_spec(_cpu_quota),
         supports_check_mode=True,
     )
 
@@ -147,8 +145,13 @@ def build_module():
 def main():
     module = build_module()
     p = module.params
-    result = _cpu_quota.check(module, Runner(module), root=p["root"], check_runc=p["check_runc"],
-                              runc_binary=p["runc_binary"])
+    try:
+        result = _cpu_quota.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in _cpu_quota.OPTIONS))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    # the containerd detector owns runc.cpu_quota_rounding_bug (node_audit reports it once, from there)
+    result["findings"].extend(_containerd.runc_findings(result["runc"],
+                                                        systemd_driver_limits=len(result["not_whole_percent"]) > 0))
     module.exit_json(changed=False, **result)
 
 

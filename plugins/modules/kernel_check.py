@@ -28,8 +28,12 @@ author:
   - nodefix.k8s developers (@nodefix)
 options:
   release:
-    description: Kernel release to judge instead of C(/proc/sys/kernel/osrelease) (for example the release a node
-      will boot into).
+    description:
+      - Kernel release to judge instead of C(/proc/sys/kernel/osrelease) (for example the release a node
+        will boot into).
+      - The missing fixes, PSI included, are then judged from that release's version and the known distribution
+        backports; the live C(/proc/pressure) of the running kernel is used only when the release judged is the
+        running one. Dying memory cgroups and the C(memory.stat) time are always the running kernel's.
     type: str
   dying_memcgs_threshold:
     description: Report C(kernel.dying_memcgs) from this many dying memory cgroups.
@@ -78,6 +82,16 @@ release:
   returned: always
   type: str
   sample: 4.18.0-513.el8.x86_64
+running_release:
+  description: The running kernel's release (C(/proc/sys/kernel/osrelease)), null when unreadable.
+  returned: always
+  type: str
+  sample: 6.1.0-27-amd64
+judged_running_kernel:
+  description: Whether the release judged is the running kernel (then PSI is judged from C(/proc/pressure)).
+  returned: always
+  type: bool
+  sample: true
 kernel:
   description: The parsed release (null when it is not a kernel release).
   returned: always
@@ -139,18 +153,13 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel, _options
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", default="/"),
-            release=dict(type="str"),
-            dying_memcgs_threshold=dict(type="int", default=1000),
-            memory_stat_slow_ms=dict(type="int", default=200),
-        ),
+        argument_spec=_options.module_spec(_kernel),
         supports_check_mode=True,
     )
 
@@ -158,14 +167,13 @@ def build_module():
 def main():
     module = build_module()
     p = module.params
-    for name in ("dying_memcgs_threshold", "memory_stat_slow_ms"):
-        if p[name] < 0:
-            module.fail_json(msg="%s must not be negative (got %d)" % (name, p[name]))
-    if p["release"] is not None and _kernel.parse_release(p["release"]) is None:
-        module.fail_json(msg="release %r is not a kernel release (expected e.g. 5.15.0-91-generic)" % p["release"])
-    result = _kernel.check(module, Runner(module), root=p["root"], release=p["release"],
-                           dying_memcgs_threshold=p["dying_memcgs_threshold"],
-                           memory_stat_slow_ms=p["memory_stat_slow_ms"])
+    errors = _options.value_errors(_kernel, p)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    try:
+        result = _kernel.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in _kernel.OPTIONS))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=False, **result)
 
 

@@ -273,22 +273,22 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils import _options
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
+        # unit and kubelet_version are the kubelet detector's options (node_audit's options.kubelet)
+        argument_spec=_options.module_spec(
+            kl,
             settings=dict(type="dict", default={}),
             allow_lower=dict(type="bool", default=False),
             stale_flags=dict(type="str", default="remove", choices=["remove", "rewrite"]),
             use_config_dir=dict(type="bool", default=True),
             dropin_name=dict(type="str", default=kl.DEFAULT_DROPIN_NAME),
-            unit=dict(type="str", default=kl.UNIT),
-            kubelet_version=dict(type="str"),
             backup=dict(type="bool", default=True),
             keep_backups=dict(type="int", default=_fileio.DEFAULT_KEEP_BACKUPS),
-            root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
     )
@@ -334,7 +334,7 @@ def main():
     runner = Runner(module)
     try:
         settings = kl.validate_settings(p["settings"])
-        node, layers, facts = kl.inspect(module, runner, root, unit=p["unit"], kubelet_version=p["kubelet_version"],
+        node, layers, facts = kl.inspect(runner, root, unit=p["unit"], kubelet_version=p["kubelet_version"],
                                          roundtrip=bool(settings))
     except kl.KubeletError as exc:
         module.fail_json(msg=exc.msg, **exc.details)

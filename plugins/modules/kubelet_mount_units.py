@@ -302,6 +302,8 @@ timings:
   sample: {list_s: 0.31, pods_s: 0.12, stop_s: 41.7}
 """
 
+import copy
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
@@ -310,19 +312,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
 
 def build_module():
     return AnsibleModule(
+        # kubelet_root_dir ... list_limit: the survey options node_audit's options.mount_units shares
         argument_spec=dict(
+            copy.deepcopy(_mount_units.SURVEY_OPTIONS),
             state=dict(type="str", default="query", choices=["absent", "query"]),
-            kubelet_root_dir=dict(type="path", default="/var/lib/kubelet"),
-            pod_source=dict(type="str", default="crictl", choices=list(_mount_units.POD_SOURCES)),
-            live_pod_uids=dict(type="list", elements="str", default=[]),
-            crictl_path=dict(type="path"),
-            runtime_endpoint=dict(type="str"),
-            docker_path=dict(type="path"),
             batch_size=dict(type="int", default=1000),
             daemon_reload=dict(type="bool", default=False),
             reset_failed=dict(type="bool", default=True),
             process_guard=dict(type="bool", default=True),
-            list_limit=dict(type="int", default=100),
             root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,

@@ -43,7 +43,14 @@ options:
   options:
     description:
       - Options per detector, keyed by detector name, passed to that detector
-        (the same names as the per-problem module's options).
+        (the same names, types and defaults as the per-problem module's options).
+      - Validated before any detector runs, against the same spec as the per-problem module
+        (C(containerd) - M(nodefix.k8s.containerd_info), C(gvisor) - M(nodefix.k8s.runsc_info),
+        C(kubelet) - O(nodefix.k8s.kubelet_config#module:unit) and O(nodefix.k8s.kubelet_config#module:kubelet_version),
+        C(mount_units) - the query options of M(nodefix.k8s.kubelet_mount_units) plus C(near_limit_ratio),
+        C(pids) - M(nodefix.k8s.process_health), C(kernel) - M(nodefix.k8s.kernel_check),
+        C(cpu_quota) - M(nodefix.k8s.cpu_quota_check)). An unknown key, a wrong type or a bad value fails
+        the task with a message naming the detector and the key; nothing is checked then.
       - 'For example C({"pids": {"zombie_threshold": 10}}).'
     type: dict
     default: {}
@@ -144,8 +151,9 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, run_checks
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils import _options
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, detector, run_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, NodefixError, Runner
 
 
 def build_module():
@@ -165,12 +173,15 @@ def main():
     unknown = sorted(set(module.params["options"]) - set(CHECK_NAMES))
     if unknown:
         module.fail_json(msg="options names unknown detectors: %s (known: %s)" % (", ".join(unknown), ", ".join(CHECK_NAMES)))
-    for name, value in module.params["options"].items():
-        if not isinstance(value, dict):
-            module.fail_json(msg="options.%s must be a dict of that detector's options, got %s %r"
-                                 % (name, type(value).__name__, value))
-    result = run_checks(module, Runner(module), root=module.params["root"], checks=module.params["checks"],
-                        options=module.params["options"])
+    options, problems = {}, []
+    for name in sorted(module.params["options"]):
+        try:
+            options[name] = _options.validate(name, detector(name), module.params["options"][name])
+        except NodefixError as exc:
+            problems.append(exc.msg)
+    if problems:
+        module.fail_json(msg="; ".join(problems) + "; nothing was checked")
+    result = run_checks(Runner(module), root=module.params["root"], checks=module.params["checks"], options=options)
     result["changed"] = False
     fail_on = module.params["fail_on"]
     if fail_on != "never":

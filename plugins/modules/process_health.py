@@ -271,22 +271,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _process
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils import _options, _process
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", default="/"),
-            usage_percent=dict(type="int", default=80),
-            pid_max_min=dict(type="int"),
-            threads_max_min=dict(type="int", default=131072),
-            sysctl_file=dict(type="path"),
-            zombie_threshold=dict(type="int", default=10),
-            zombie_min_age=dict(type="int", default=60),
-            max_parents=dict(type="int", default=50),
-        ),
+        argument_spec=_options.module_spec(_process),
         supports_check_mode=True,
     )
 
@@ -294,21 +285,15 @@ def build_module():
 def main():
     module = build_module()
     p = module.params
-    for name in ("usage_percent", "threads_max_min", "zombie_threshold", "zombie_min_age", "max_parents"):
-        if p[name] < 0:
-            module.fail_json(msg="%s must not be negative (got %d)" % (name, p[name]))
-    # the kernel accepts pid_max between 301 and PID_MAX_LIMIT (4194304 on 64-bit): kernel/pid.c
-    if p["pid_max_min"] is not None and not 301 <= p["pid_max_min"] <= 4194304:
-        module.fail_json(msg="pid_max_min must be between 301 and 4194304, the range the kernel accepts for "
-                             "kernel.pid_max (got %d)" % p["pid_max_min"])
-    if p["sysctl_file"] and not (p["sysctl_file"].startswith("/") and p["sysctl_file"].endswith(".conf")):
-        module.fail_json(msg="sysctl_file must be an absolute path ending in .conf (got %s)" % p["sysctl_file"])
+    errors = _options.value_errors(_process, p)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
     if not os.path.isdir(os.path.join(p["root"], "proc")):
         module.fail_json(msg="%s has no proc directory" % p["root"])
-    result = _process.check(module, Runner(module), root=p["root"], usage_percent=p["usage_percent"],
-                            pid_max_min=p["pid_max_min"], threads_max_min=p["threads_max_min"],
-                            zombie_threshold=p["zombie_threshold"], zombie_min_age=p["zombie_min_age"],
-                            max_parents=p["max_parents"], sysctl_file=p["sysctl_file"])
+    try:
+        result = _process.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in _process.OPTIONS))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=False, **result)
 
 

@@ -33,6 +33,8 @@ options:
     description:
       - The runsc binary to check. Default is the shim config's C(binary_name), else C(runsc) on the PATH and
         the usual sbin/bin directories.
+      - When given, it must be an executable regular file; a missing, non-regular or non-executable file fails
+        the task naming the problem (a freshly downloaded binary is usually mode 0644).
     type: path
   shim_path:
     description: The containerd shim to look for. Default C(containerd-shim-runsc-v1) on the PATH.
@@ -214,26 +216,15 @@ findings:
       evidence: {total_memory: 25276510208, memory_limit: 268435456, limited_by: /kubepods/burstable/pod6a1f0c2e-0000-4000-8000-00000000a001}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor, _options
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", default="/"),
-            runsc_path=dict(type="path"),
-            shim_path=dict(type="path"),
-            containerd_config=dict(type="path", default=_gvisor.DEFAULT_CONTAINERD_CONFIG),
-            kubelet_configs=dict(type="list", elements="path", default=list(_gvisor.KUBELET_CONFIGS)),
-            kubelet_flag_files=dict(type="list", elements="path", default=list(_gvisor.KUBELET_FLAG_FILES)),
-            minimum_release=dict(type="str", default=_gvisor.FIXED_RELEASE),
-            inspect_sandboxes=dict(type="bool", default=True),
-        ),
+        argument_spec=_options.module_spec(_gvisor),
         supports_check_mode=True,
     )
 
@@ -241,16 +232,13 @@ def build_module():
 def main():
     module = build_module()
     p = module.params
-    if _gvisor.parse_release(p["minimum_release"]) is None:
-        module.fail_json(msg="minimum_release %r is not a runsc release (expected e.g. 20231106.0)" % p["minimum_release"])
-    if p["runsc_path"] and not os.path.exists(p["runsc_path"]):
-        module.fail_json(msg="runsc_path %s does not exist" % p["runsc_path"])
-    facts = _gvisor.check(
-        module, Runner(module), root=p["root"],
-        runsc_path=p["runsc_path"], shim_path=p["shim_path"], containerd_config=p["containerd_config"],
-        kubelet_configs=p["kubelet_configs"], kubelet_flag_files=p["kubelet_flag_files"],
-        minimum_release=p["minimum_release"], inspect_sandboxes=p["inspect_sandboxes"],
-    )
+    errors = _options.value_errors(_gvisor, p)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    try:
+        facts = _gvisor.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in _gvisor.OPTIONS))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=False, **facts)
 
 

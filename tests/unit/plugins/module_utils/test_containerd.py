@@ -322,7 +322,7 @@ def test_check_prerelease_and_old_runc(make_tree):
         ("runc", "--version"): (0, "runc version 1.0.0-rc4\ncommit: 3f2f8b84\nspec: 1.0.0\n", ""),
         ("ctr", "version"): (0, "Client:\n  Version:  v1.7.0-rc.1\n\nServer:\n  Version:  v1.7.0-rc.1\n", ""),
     })
-    facts = c.check(None, runner, root=root)
+    facts = c.check(runner, root=root)
     ids = sorted(f["id"] for f in facts["findings"])
     assert ids == ["containerd.prerelease", "runc.cpu_quota_rounding_bug"]
     assert facts["prerelease"] is True and facts["version"] == "1.7.0-rc.1"
@@ -338,7 +338,7 @@ def test_check_healthy_node_has_no_findings(make_tree):
         ("runc", "--version"): (0, fixture("runc-version-1.1.5.txt"), ""),
         ("ctr", "version"): (0, "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n", ""),
     })
-    facts = c.check(None, runner, root=root)
+    facts = c.check(runner, root=root)
     assert facts["findings"] == []
     assert facts["runc"]["cpu_quota_rounding_bug"] is False
 
@@ -349,7 +349,7 @@ def test_check_below_minimum_socket_down_and_config_from_cmdline(make_tree):
     runner = FakeRunner({"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr"}, {
         ("containerd", "--version"): (0, fixture("containerd-version-1.4.13.txt"), ""),
     })
-    facts = c.check(None, runner, root=root, minimum_version="1.6.0")
+    facts = c.check(runner, root=root, minimum_version="1.6.0")
     assert facts["config_path"] == "/etc/containerd/custom.toml" and facts["config_source"] == "cmdline"
     assert facts["daemon"]["pid"] == 812 and facts["daemon"]["started"] == 1700000000 + 1234.0 * 100 / os.sysconf("SC_CLK_TCK")
     assert facts["socket"]["address"] == "/run/k8s/containerd.sock"
@@ -360,7 +360,7 @@ def test_check_below_minimum_socket_down_and_config_from_cmdline(make_tree):
 def test_check_reports_invalid_config(make_tree):
     root = node(make_tree, "version = 7\n")
     runner = FakeRunner({}, {})
-    facts = c.check(None, runner, root=root)
+    facts = c.check(runner, root=root)
     assert facts["installed"] is False
     assert [f["id"] for f in facts["findings"]] == ["containerd.config_invalid"]
     assert "unknown config schema version 7" in facts["config_error"]

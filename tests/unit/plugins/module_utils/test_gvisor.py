@@ -344,7 +344,7 @@ def test_check_lab_node_findings(make_tree):
     files = v1_node({"/etc/containerd/config.toml": CTD_V2})
     root = make_tree(files)
     runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n")
-    facts = gv.check(None, runner, root=root)
+    facts = gv.check(runner, root=root)
     assert ids(facts) == sorted([
         ("gvisor.runsc_outdated", "/usr/bin/runsc"),
         ("gvisor.shim_missing", "runsc"),
@@ -375,7 +375,7 @@ def test_check_correct_v2_node_has_no_findings(make_tree):
     root = make_tree(files)
     runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gv.SHIM_NAME: "/usr/local/bin/" + gv.SHIM_NAME},
                         "runsc version release-20240603.0\nspec: 1.1.0\n")
-    facts = gv.check(None, runner, root=root)
+    facts = gv.check(runner, root=root)
     assert facts["findings"] == []
     assert facts["pods_to_recreate"] == [] and facts["sandboxes"][0]["oversized"] is False
     assert facts["shim_config"]["systemd_cgroup"] is True
@@ -388,7 +388,7 @@ def test_check_cgroupfs_node_with_systemd_flag_and_old_runsc(make_tree):
     root = make_tree(files)
     runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
                         "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
-    facts = gv.check(None, runner, root=root)
+    facts = gv.check(runner, root=root)
     assert ids(facts) == sorted([
         ("gvisor.runsc_outdated", "/usr/bin/runsc"),
         ("gvisor.systemd_cgroup_on_cgroupfs", "/etc/containerd/gvisor.toml"),
@@ -402,20 +402,20 @@ def test_check_config_invalid_and_missing(make_tree):
             "/etc/containerd/config.toml": CTD_V2_FIXED}
     runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/x/" + gv.SHIM_NAME},
                         "runsc version release-20240603.0\n")
-    missing = gv.check(None, runner, root=make_tree(base))
+    missing = gv.check(runner, root=make_tree(base))
     assert ids(missing) == [("gvisor.config_missing", "/etc/containerd/runsc.toml")]
     base["/etc/containerd/runsc.toml"] = "[runsc_config]\n  systemd-cgroup = true\n"
-    invalid = gv.check(None, runner, root=make_tree(base))
+    invalid = gv.check(runner, root=make_tree(base))
     assert ids(invalid) == [("gvisor.config_invalid", "/etc/containerd/runsc.toml")]
     base["/etc/containerd/runsc.toml"] = '[runsc_config]\n  debug = "true"\n'
-    nosd = gv.check(None, runner, root=make_tree(base))
+    nosd = gv.check(runner, root=make_tree(base))
     assert ids(nosd) == [("gvisor.systemd_cgroup_missing", "/etc/containerd/runsc.toml")]
 
 
 def test_check_node_without_gvisor_is_quiet(make_tree):
     root = make_tree({"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/1/cmdline": "/sbin/init\0",
                       "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n"})
-    facts = gv.check(None, FakeRunner(), root=root)
+    facts = gv.check(FakeRunner(), root=root)
     assert facts["findings"] == [] and facts["uses_gvisor"] is False
 
 

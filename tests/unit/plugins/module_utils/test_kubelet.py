@@ -36,7 +36,7 @@ def layout_tree(tmp_path, name):
 
 
 def inspect(root, version="1.29.3", roundtrip=True):
-    return kl.inspect(None, None, root, kubelet_version=version, roundtrip=roundtrip)
+    return kl.inspect(None, root, kubelet_version=version, roundtrip=roundtrip)
 
 
 # ---------------------------------------------------------------- parsing
@@ -384,14 +384,14 @@ def test_check_reports_unreadable_config_as_a_finding(tmp_path):
     root = layout_tree(tmp_path, "kubeadm")
     os.remove(os.path.join(root, "var/lib/kubelet/config.yaml"))
     os.mkdir(os.path.join(root, "var/lib/kubelet/config.yaml"))
-    result = kl.check(None, None, root, kubelet_version="1.29.3")
+    result = kl.check(None, root, kubelet_version="1.29.3")
     assert [f["id"] for f in result["findings"]] == ["kubelet.config_unreadable"]
     assert "is a directory" in result["kubelet"]["error"]
 
 
 def test_check_without_kubelet_unit(make_tree):
     root = make_tree({"/etc/hostname": "x\n"})
-    assert kl.check(None, None, root) == {"kubelet": {"present": False, "unit": "kubelet.service"}, "findings": []}
+    assert kl.check(None, root) == {"kubelet": {"present": False, "unit": "kubelet.service"}, "findings": []}
 
 
 def test_check_unknown_field_and_invalid_config(make_tree):
@@ -400,7 +400,7 @@ def test_check_unknown_field_and_invalid_config(make_tree):
         "/c.yaml": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeApiQps: 50\n"
                    "maxParallelImagePulls: 4\npodPidsLimit: 4096\n",
     })
-    result = kl.check(None, None, root, kubelet_version="1.30.0")
+    result = kl.check(None, root, kubelet_version="1.30.0")
     by_id = dict((f["id"], f) for f in result["findings"])
     assert by_id["kubelet.unknown_field"]["evidence"]["fields"][0]["field"] == "kubeApiQps"
     assert "maxParallelImagePulls cannot be larger than 1" in by_id["kubelet.invalid_config"]["evidence"]["errors"][0]
@@ -437,7 +437,7 @@ def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
     monkeypatch.setattr(kl, "HAS_RUAMEL", False)
     monkeypatch.setattr(kl, "HAS_PYYAML", False)
     root = layout_tree(tmp_path, "kubespray")
-    result = kl.check(None, None, root, kubelet_version="1.26.15")
+    result = kl.check(None, root, kubelet_version="1.26.15")
     want = {"value": 5, "source": "config", "path": "/etc/kubernetes/kubelet-config.yaml"}
     assert result["kubelet"]["effective"]["eventRecordQPS"] == want
     assert "kubelet.api_qps_low" in [f["id"] for f in result["findings"]]

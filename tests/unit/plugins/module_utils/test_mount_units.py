@@ -438,7 +438,7 @@ def test_check_reports_leaks_and_old_systemd(tmp_path):
     units = [scope("run-u1.scope", subpath(DEAD)), mount(subpath(DEAD2), active="inactive", sub="dead"),
              scope("run-u2.scope", subpath(LIVE))]
     node = FakeNode(units, pods=[{"uid": LIVE}], version=232)
-    facts = mu.check(None, node, root=str(tmp_path), process_guard=False)
+    facts = mu.check(node, root=str(tmp_path), process_guard=False)
     assert _ids(facts) == ["mount_units.dead_mount_units", "mount_units.leaked_scopes",
                            "mount_units.systemd_without_fix"]
     assert facts["mount_units"]["orphaned"] == 2 and node.count("stop") == 0
@@ -448,28 +448,28 @@ def test_check_reports_leaks_and_old_systemd(tmp_path):
 
 def test_check_healthy_node(tmp_path):
     node = FakeNode([scope("run-u2.scope", subpath(LIVE))], pods=[{"uid": LIVE}])
-    facts = mu.check(None, node, root=str(tmp_path), process_guard=False)
+    facts = mu.check(node, root=str(tmp_path), process_guard=False)
     assert facts["findings"] == [] and facts["mount_units"]["kept_live"] == 1
 
 
 def test_check_runtime_unavailable_judges_nothing(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], missing=["crictl"])
-    facts = mu.check(None, node, root=str(tmp_path), process_guard=False)
+    facts = mu.check(node, root=str(tmp_path), process_guard=False)
     assert _ids(facts) == ["mount_units.runtime_unavailable"]
     assert facts["mount_units"]["unverified"] == 1 and facts["mount_units"]["orphaned"] == 0
 
 
 def test_check_near_unit_limit(tmp_path):
     node = FakeNode([other("x%d.service" % i, "x") for i in range(70000)])
-    facts = mu.check(None, node, root=str(tmp_path))
+    facts = mu.check(node, root=str(tmp_path))
     assert _ids(facts) == ["mount_units.near_unit_limit"]
     assert facts["findings"][0]["severity"] == "high"
     node = FakeNode([other("x%d.service" % i, "x") for i in range(120000)])
-    assert mu.check(None, node, root=str(tmp_path))["findings"][0]["severity"] == "critical"
+    assert mu.check(node, root=str(tmp_path))["findings"][0]["severity"] == "critical"
 
 
 def test_check_without_systemd(tmp_path):
-    facts = mu.check(None, FakeNode(missing=["systemctl"]), root=str(tmp_path))
+    facts = mu.check(FakeNode(missing=["systemctl"]), root=str(tmp_path))
     assert facts["findings"] == [] and "systemctl not found" in facts["mount_units"]["error"]
 
 

@@ -108,7 +108,7 @@ def test_v2_zombies_grouped_by_parent_with_pod(make_tree):
     procs += zombies(700, 4000, 3, start=20000, comm="sh")
     procs += zombies(800, 5000, 15, start=95000, comm="cc1")
     root = fake_proc(make_tree, procs)
-    got = _process.check(None, None, root=root, clk_tck=CLK)
+    got = _process.check(None, root=root, clk_tck=CLK)
     assert (got["processes"], got["tasks"], got["zombies"], got["zombie_parents_total"]) == (34, 42, 30, 3)
     pod_cgroup = V2_POD_CGROUP[3:].strip()
     assert got["zombie_parents"] == [
@@ -139,10 +139,10 @@ def test_thresholds_are_options(make_tree):
     procs = [{"pid": 700, "comm": "python3", "cmdline": ["python3", "/opt/leak.py"], "cgroup": SERVICE_CGROUP}]
     procs += zombies(700, 4000, 3, start=20000, comm="sh")
     root = fake_proc(make_tree, procs)
-    got = _process.check(None, None, root=root, clk_tck=CLK, zombie_threshold=3, zombie_min_age=800)
+    got = _process.check(None, root=root, clk_tck=CLK, zombie_threshold=3, zombie_min_age=800)
     assert [(f["id"], f["subject"]) for f in got["findings"]] == [
         ("pids.zombie_leaker", "pid 700 (python3) in nodefix-zombie-leaker.service")]
-    got = _process.check(None, None, root=root, clk_tck=CLK, zombie_threshold=3, zombie_min_age=801)
+    got = _process.check(None, root=root, clk_tck=CLK, zombie_threshold=3, zombie_min_age=801)
     assert got["findings"] == []
     assert got["zombie_parents"][0]["leaker"] is False
 
@@ -152,7 +152,7 @@ def test_v1_cgroupfs_parent_pod_and_container(make_tree):
               "cgroup": V1_CGROUPFS_CGROUP, "nspid": 1}]
     procs += zombies(4100, 5000, 25, start=100)
     root = fake_proc(make_tree, procs, extra={"/sys/fs/cgroup/memory": None})
-    got = _process.check(None, None, root=root, clk_tck=CLK)
+    got = _process.check(None, root=root, clk_tck=CLK)
     cg = "/kubepods/besteffort/pod%s/%s" % (POD2, CID2)
     assert got["zombie_parents"] == [
         _parent(4100, 25, 999, "2025-11-21T04:40:01Z", "bash", 4090, "/bin/bash /entry.sh", 1, cg, None,
@@ -164,7 +164,7 @@ def test_hybrid_cgroupfs_prefers_v1_kubepods_path(make_tree):
     procs = [{"pid": 4100, "comm": "bash", "cmdline": ["/bin/bash"], "cgroup": HYBRID_CGROUPFS_CGROUP}]
     procs += zombies(4100, 5000, 10, start=100)
     root = fake_proc(make_tree, procs, extra={"/sys/fs/cgroup/unified": None})
-    parent = _process.check(None, None, root=root, clk_tck=CLK)["zombie_parents"][0]
+    parent = _process.check(None, root=root, clk_tck=CLK)["zombie_parents"][0]
     assert (parent["cgroup"], parent["pod_uid"], parent["container_id"], parent["qos"], parent["leaker"]) == (
         "/kubepods/besteffort/pod%s/%s" % (POD2, CID2), POD2, CID2, "besteffort", True)
 
@@ -174,7 +174,7 @@ def test_hybrid_systemd_docker(make_tree):
               "cgroup": HYBRID_SYSTEMD_CGROUP}]
     procs += zombies(9, 100, 19782 // 1000, start=100)
     root = fake_proc(make_tree, procs)
-    parent = _process.check(None, None, root=root, clk_tck=CLK)["zombie_parents"][0]
+    parent = _process.check(None, root=root, clk_tck=CLK)["zombie_parents"][0]
     assert (parent["zombies"], parent["pod_uid"], parent["container_id"], parent["runtime"], parent["qos"],
             parent["unit"]) == (19, POD, CID, "docker", "guaranteed", "docker-%s.scope" % CID)
 
@@ -183,7 +183,7 @@ def test_usage_against_pid_max_with_threads(make_tree):
     # 3 processes with 9000 threads each plus one: 27001 tasks of 32768 = 82.4 %
     procs = [{"pid": p, "comm": "java", "threads": 9000} for p in (10, 11, 12)] + [{"pid": 1, "comm": "init"}]
     root = fake_proc(make_tree, procs, pid_max=32768)
-    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304)
+    got = _process.check(None, root=root, clk_tck=CLK, pid_max_min=4194304)
     assert (got["tasks"], got["limit"], got["limited_by"], got["usage_percent"]) == (27001, 32768, "kernel.pid_max", 82.4)
     assert [(f["id"], f["severity"]) for f in got["findings"]] == [("pids.usage_high", "high"), ("pids.pid_max_low", "medium")]
     assert got["findings"][0]["evidence"] == {"tasks": 27001, "limit": 32768, "limited_by": "kernel.pid_max",
@@ -195,7 +195,7 @@ def test_kernel_count_from_loadavg_and_threads_max_limit(make_tree):
     # /proc shows one namespace only; loadavg counts all of the kernel's tasks
     procs = [{"pid": 1, "comm": "init"}]
     root = fake_proc(make_tree, procs, threads_max=40000, loadavg=39000)
-    got = _process.check(None, None, root=root, clk_tck=CLK, threads_max_min=131072)
+    got = _process.check(None, root=root, clk_tck=CLK, threads_max_min=131072)
     assert (got["tasks_counted"], got["tasks_kernel"], got["tasks"]) == (1, 39000, 39000)
     assert (got["limit"], got["limited_by"]) == (40000, "kernel.threads-max")
     assert [(f["id"], f["severity"], f["subject"]) for f in got["findings"]] == [
@@ -208,7 +208,7 @@ def test_comm_with_spaces_and_parentheses_and_vanished_process(make_tree):
     procs += zombies(50, 60, 10, start=0, comm="a) Z 9 (b")
     # a process that exited between listdir and read leaves an empty directory
     root = fake_proc(make_tree, procs, extra={"/proc/77": None, "/proc/net": None})
-    got = _process.check(None, None, root=root, clk_tck=CLK)
+    got = _process.check(None, root=root, clk_tck=CLK)
     assert (got["processes"], got["zombies"]) == (11, 10)
     parent = got["zombie_parents"][0]
     assert (parent["pid"], parent["comm"], parent["cmdline"], parent["cgroup"], parent["unit"]) == (
@@ -221,7 +221,7 @@ def test_max_parents_cuts_the_list_not_the_total(make_tree):
         procs.append({"pid": 100 + i, "comm": "p%d" % i})
         procs += zombies(100 + i, 1000 + 100 * i, i + 1, start=0)
     root = fake_proc(make_tree, procs)
-    got = _process.check(None, None, root=root, clk_tck=CLK, max_parents=2)
+    got = _process.check(None, root=root, clk_tck=CLK, max_parents=2)
     assert [p["pid"] for p in got["zombie_parents"]] == [104, 103]
     assert (got["zombie_parents_total"], got["zombies"]) == (5, 15)
 
@@ -230,12 +230,12 @@ def test_without_uptime_age_comes_from_btime_and_now(make_tree):
     procs = [{"pid": 5, "comm": "x"}] + zombies(5, 10, 1, start=500)
     root = fake_proc(make_tree, procs)
     os.unlink(os.path.join(root, "proc/uptime"))
-    got = _process.check(None, None, root=root, clk_tck=CLK, now=BTIME + 65)
+    got = _process.check(None, root=root, clk_tck=CLK, now=BTIME + 65)
     assert got["zombie_parents"][0]["oldest_age_seconds"] == 60
 
 
 def test_empty_root_gives_no_numbers(tmp_path):
-    got = _process.check(None, None, root=str(tmp_path))
+    got = _process.check(None, root=str(tmp_path))
     assert (got["processes"], got["tasks"], got["pid_max"], got["usage_percent"], got["findings"]) == (0, 0, None, None, [])
 
 
@@ -265,7 +265,7 @@ def test_persisted_pid_max_low_even_when_live_is_high(make_tree):
         "/usr/lib/sysctl.d/50-pid-max.conf": "# systemd\nkernel.pid_max = 4194304\n",
         "/etc/sysctl.d/60-nodefix-pid-max.conf": "kernel.pid_max=32768\n",
     })
-    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304)
+    got = _process.check(None, root=root, clk_tck=CLK, pid_max_min=4194304)
     assert [f["id"] for f in got["findings"]] == ["pids.pid_max_persisted_low"]
     f = got["findings"][0]
     assert f["subject"] == "/etc/sysctl.d/60-nodefix-pid-max.conf"
@@ -281,14 +281,14 @@ def test_persisted_pid_max_fine_when_the_last_file_is_high(make_tree):
         "/etc/sysctl.d/10-old.conf": "kernel.pid_max = 32768\n",
         "/etc/sysctl.d/60-nodefix-pid-max.conf": "kernel.pid_max = 4194304\n",
     })
-    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304)
+    got = _process.check(None, root=root, clk_tck=CLK, pid_max_min=4194304)
     assert got["findings"] == []
     assert got["pid_max_persisted"]["value"] == 4194304
     assert got["pid_max_persisted"]["source"] == "/etc/sysctl.d/60-nodefix-pid-max.conf"
 
 
 def test_no_sysctl_files_no_persisted_value(make_tree):
-    got = _process.check(None, None, root=fake_proc(make_tree, [{"pid": 1}]), clk_tck=CLK)
+    got = _process.check(None, root=fake_proc(make_tree, [{"pid": 1}]), clk_tck=CLK)
     assert got["pid_max_persisted"] == {"value": None, "source": None, "assignments": []}
     assert got["findings"] == []
 
@@ -332,11 +332,11 @@ def test_sysctl_file_reports_what_would_override_it(make_tree):
         "/usr/lib/sysctl.d/50-pid-max.conf": "kernel.pid_max = 4194304\n",
         "/etc/sysctl.d/90-vendor.conf": "kernel.pid_max = 65536\n",
     })
-    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304,
+    got = _process.check(None, root=root, clk_tck=CLK, pid_max_min=4194304,
                          sysctl_file="/etc/sysctl.d/60-nodefix-pid-max.conf")
     assert got["pid_max_persisted"]["overridden_by"] == [{"path": "/etc/sysctl.d/90-vendor.conf", "value": "65536"}]
     # sorting after the vendor file, the same file would win
-    got = _process.check(None, None, root=root, clk_tck=CLK, pid_max_min=4194304,
+    got = _process.check(None, root=root, clk_tck=CLK, pid_max_min=4194304,
                          sysctl_file="/etc/sysctl.d/99-nodefix-pid-max.conf")
     assert got["pid_max_persisted"]["overridden_by"] == []
 

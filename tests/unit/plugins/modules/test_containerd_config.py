@@ -172,6 +172,17 @@ def test_new_file_schema_from_binary_version(run_module, tmp_path):
     assert oct(os.stat(str(path)).st_mode & 0o777) == "0o644"
 
 
+def test_failing_version_command_is_reported_with_rc_and_output(run_module, tmp_path):
+    # Runner raises CommandError; the module turns it into fail_json with rc, stdout, stderr
+    path = tmp_path / "config.toml"
+    result, failed, dummy = run_module(containerd_config, {"path": str(path), "runc_systemd_cgroup": True, "validate": False},
+                                       commands=[{"argv": [BIN, "--version"], "rc": 126, "err": "exec format error"}],
+                                       bins={"containerd": BIN})
+    assert failed and result["rc"] == 126 and result["stderr"] == "exec format error"
+    assert result["cmd"] == [BIN, "--version"] and "Command failed" in result["msg"]
+    assert not path.exists()
+
+
 def test_new_file_without_schema_fails(run_module, tmp_path):
     result, failed, dummy = run_module(containerd_config, {"path": str(tmp_path / "config.toml"), "runc_systemd_cgroup": True, "validate": False}, bins={})
     assert failed and "no schema version" in result["msg"]

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """node_audit: every detector in one call, failures isolated, fail_on policy."""
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _options, _process
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import CommandError
 from ansible_collections.nodefix.k8s.plugins.modules import node_audit
 
 
@@ -9,11 +12,11 @@ def fake_detectors(monkeypatch, behaviours):
     """Replace each detector's check() by a fake; record the calls."""
     calls = []
     for name, mod in _audit.DETECTORS:
-        def check(module, runner, root="/", _name=name, **opts):
+        def check(runner, root="/", _name=name, **opts):
             calls.append((_name, root, opts))
             behaviour = behaviours.get(_name, "clean")
-            if behaviour == "fail_json":
-                module.fail_json(msg="cannot read %s" % _name, rc=2, stderr="permission denied")
+            if behaviour == "command_error":
+                raise CommandError("cannot read %s" % _name, rc=2, stderr="permission denied")
             if behaviour == "raise":
                 raise RuntimeError("boom in " + _name)
             if behaviour == "clean":
@@ -43,12 +46,16 @@ def test_selection_and_options(run_module, monkeypatch):
     result, failed, _dummy = run_module(node_audit, {"checks": ["pids", "gvisor"], "options": {"pids": {"zombie_threshold": 3}}})
     assert not failed
     assert [c[0] for c in calls] == ["gvisor", "pids"]
-    assert calls[1][2] == {"zombie_threshold": 3}
+    # validated against the detector's spec: the given value, every other option at its default
+    assert calls[1][2] == dict(_options.validate("pids", _process, {}), zombie_threshold=3)
+    assert calls[1][2]["usage_percent"] == 80
+    # a detector without options runs with none
+    assert calls[0][2] == {}
     assert set(result["checks"]) == {"gvisor", "pids"}
 
 
 def test_failing_detector_is_isolated(run_module, monkeypatch):
-    fake_detectors(monkeypatch, {"kubelet": "fail_json", "kernel": "raise", "gvisor": [critical("gvisor.runsc_outdated")]})
+    fake_detectors(monkeypatch, {"kubelet": "command_error", "kernel": "raise", "gvisor": [critical("gvisor.runsc_outdated")]})
     result, failed, _dummy = run_module(node_audit, {})
     assert not failed
     ids = [(f["id"], f["subject"]) for f in result["findings"]]
@@ -76,6 +83,62 @@ def test_unknown_option_name_is_refused(run_module, monkeypatch):
     assert failed and "gvisr" in result["msg"] and calls == []
 
 
+@pytest.mark.parametrize("options, words", [
+    ({"pids": {"zombie_treshold": 3}}, ["options.pids.zombie_treshold", "not an option of the pids detector",
+                                        "zombie_threshold"]),
+    ({"pids": {"zombie_threshold": "many"}}, ["options.pids", "zombie_threshold", "int"]),
+    ({"pids": {"zombie_threshold": -1}}, ["options.pids.zombie_threshold must not be negative"]),
+    ({"kernel": {"release": "banana"}}, ["options.kernel.release", "not a kernel release"]),
+    ({"gvisor": {"minimum_release": "soon"}}, ["options.gvisor.minimum_release", "not a runsc release"]),
+    ({"gvisor": {"inspect_sandboxes": "maybe"}}, ["options.gvisor", "inspect_sandboxes", "bool"]),
+    ({"containerd": {"minimum_version": "x.y"}}, ["options.containerd.minimum_version", "not a version"]),
+    ({"mount_units": {"pod_source": "guess"}}, ["options.mount_units", "pod_source", "crictl"]),
+    ({"mount_units": {"near_limit_ratio": 3}}, ["options.mount_units.near_limit_ratio"]),
+    ({"mount_units": {"live_pod_uids": ["nope"]}}, ["options.mount_units.live_pod_uids", "not pod UIDs"]),
+    ({"kubelet": {"config": "/etc/kubelet.yaml"}}, ["options.kubelet.config", "known: kubelet_version, unit"]),
+    ({"cpu_quota": {"check_runc": "yes please"}}, ["options.cpu_quota", "check_runc"]),
+    ({"pids": 3}, ["options.pids must be a dict"]),
+])
+def test_bad_detector_options_fail_before_any_check(run_module, monkeypatch, options, words):
+    calls = fake_detectors(monkeypatch, {})
+    result, failed, _dummy = run_module(node_audit, {"options": options})
+    assert failed and calls == [], result
+    for word in words:
+        assert word in result["msg"], result["msg"]
+    assert result["msg"].endswith("nothing was checked")
+
+
+def test_every_problem_is_named_at_once(run_module, monkeypatch):
+    fake_detectors(monkeypatch, {})
+    result, failed, _dummy = run_module(node_audit, {"options": {"pids": {"x": 1, "max_parents": -2},
+                                                                 "kernel": {"y": 2}}})
+    assert failed
+    assert "options.pids.x" in result["msg"] and "options.kernel.y" in result["msg"]
+
+
+def test_detector_specs_are_the_modules_specs():
+    """node_audit's options.<name> and the per-problem module take the same spec."""
+    from ansible_collections.nodefix.k8s.plugins.modules import (
+        containerd_info, cpu_quota_check, kernel_check, kubelet_config, kubelet_mount_units, process_health,
+        runsc_info)
+    from ansible_collections.nodefix.k8s.plugins.module_utils import (
+        _containerd, _cpu_quota, _gvisor, _kernel, _kubelet, _mount_units)
+    for module, mod in ((containerd_info, _containerd), (cpu_quota_check, _cpu_quota), (kernel_check, _kernel),
+                        (process_health, _process), (runsc_info, _gvisor)):
+        # the module's argument_spec is root plus the detector's spec, and its docs list them
+        spec = module.build_module.__code__.co_names
+        assert "module_spec" in spec or "argument_spec" in spec, module.__name__
+        assert set(mod.OPTIONS) == set(_doc_options(module)), module.__name__
+    assert set(_kubelet.OPTIONS) <= set(_doc_options(kubelet_config))
+    assert set(_mount_units.SURVEY_OPTIONS) <= set(_doc_options(kubelet_mount_units))
+    assert set(_mount_units.OPTIONS) - set(_mount_units.SURVEY_OPTIONS) == {"near_limit_ratio"}
+
+
+def _doc_options(module):
+    import yaml
+    return yaml.safe_load(module.DOCUMENTATION)["options"]
+
+
 def test_real_detectors_on_an_empty_node(run_module, tmp_path):
     """The real detectors against an empty root: nothing installed, no crash."""
     result, failed, _dummy = run_module(node_audit, {"root": str(tmp_path), "checks": ["kernel", "cpu_quota"]},
@@ -83,3 +146,17 @@ def test_real_detectors_on_an_empty_node(run_module, tmp_path):
     assert not failed
     assert set(result["checks"]) == {"kernel", "cpu_quota"}
     assert not [f for f in result["findings"] if f["id"] == "audit.check_failed"], result["findings"]
+
+
+def test_old_runc_is_reported_once(run_module, tmp_path):
+    """The real containerd and cpu_quota detectors both read runc; only the
+    containerd detector owns runc.cpu_quota_rounding_bug, so it counts once."""
+    result, failed, table = run_module(
+        node_audit, {"root": str(tmp_path), "checks": ["containerd", "cpu_quota"]},
+        bins={"runc": "/usr/sbin/runc"},
+        commands=[{"argv": ["/usr/sbin/runc", "--version"], "out": "runc version 1.0.0-rc4\nspec: 1.0.0\n"}] * 2)
+    assert not failed
+    runc = [f for f in result["findings"] if f["id"] == "runc.cpu_quota_rounding_bug"]
+    assert len(runc) == 1 and runc[0]["check"] == "containerd", result["findings"]
+    assert result["checks"]["cpu_quota"]["runc"]["cpu_quota_rounding_bug"] is True
+    assert table.calls.count(["/usr/sbin/runc", "--version"]) == 2

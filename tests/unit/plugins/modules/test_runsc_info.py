@@ -77,6 +77,22 @@ def test_missing_runsc_path_is_a_clear_error(run_module, tmp_path):
     assert failed and "does not exist" in result["msg"]
 
 
+def test_non_executable_runsc_path_is_a_clear_error(run_module, tmp_path):
+    # a binary fresh from a download is mode 0644: say so instead of "not installed"
+    binary = tmp_path / "runsc.new"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o644)
+    result, failed, table = run_module(runsc_info, {"runsc_path": str(binary), "inspect_sandboxes": False}, bins={})
+    assert failed, result
+    assert "not executable (mode 0644)" in result["msg"] and "chmod 0755" in result["msg"]
+    assert result["path"] == str(binary) and table.calls == []
+
+
+def test_directory_as_runsc_path_is_a_clear_error(run_module, tmp_path):
+    result, failed, _table = run_module(runsc_info, {"runsc_path": str(tmp_path), "inspect_sandboxes": False}, bins={})
+    assert failed and "is not a regular file" in result["msg"]
+
+
 def test_bad_minimum_release(run_module):
     result, failed, _table = run_module(runsc_info, {"minimum_release": "latest"})
     assert failed and "not a runsc release" in result["msg"]

@@ -109,10 +109,6 @@ class ContainerdConfigError(Exception):
     """A config.toml that cannot be read, parsed or understood."""
 
 
-class _Skip(Exception):
-    """Internal: leave the config part of check() out."""
-
-
 # --------------------------------------------------------------------------
 # versions
 
@@ -273,6 +269,56 @@ def load_config(path):
     except UnicodeDecodeError as exc:
         raise ContainerdConfigError("%s is not UTF-8 text: %s" % (path, exc))
     return text, parse_config(text, path)
+
+
+def parse_plain(text, path="config.toml"):
+    """Read-only parse into plain dicts: tomlkit when installed (the editor's parser),
+    else Python's tomllib (3.11+), so a node without python3-tomlkit is still read."""
+    if HAS_TOMLKIT:
+        return _plain(parse_config(text, path))
+    try:
+        import tomllib  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        require_tomlkit()
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ContainerdConfigError("%s is not valid TOML: %s" % (path, exc))
+
+
+def read_runtimes(root, path):
+    """The one reader of containerd's runtimes: what the config at node path ``path`` registers.
+
+    Returns ``exists``, ``error`` (None, or why the file could not be read or
+    understood), ``schema_version``, ``runtimes`` (as ``list_runtimes``) and
+    ``runc_systemd_cgroup``, and ``grpc_address``. Never raises for a bad file.
+    """
+    info = {"config_path": path, "exists": False, "error": None, "schema_version": None, "runtimes": [],
+            "runc_systemd_cgroup": None, "grpc_address": DEFAULT_ADDRESS}
+    local = root_path(root, path)
+    info["exists"] = os.path.lexists(local)
+    if not info["exists"]:
+        return info
+    try:
+        if not os.path.isfile(local):
+            raise ContainerdConfigError("%s is not a regular file" % path)
+        try:
+            with open(local, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        except (IOError, OSError) as exc:
+            raise ContainerdConfigError("cannot read %s: %s" % (path, exc))
+        except UnicodeDecodeError as exc:
+            raise ContainerdConfigError("%s is not UTF-8 text: %s" % (path, exc))
+        doc = parse_plain(text, path)
+        schema = schema_version(doc, path)
+    except ContainerdConfigError as exc:
+        info["error"] = str(exc)
+        return info
+    info["schema_version"] = schema
+    info["runtimes"] = list_runtimes(doc, schema)
+    info["runc_systemd_cgroup"] = runc_systemd_cgroup(doc, schema)
+    info["grpc_address"] = grpc_address(doc)
+    return info
 
 
 def schema_version(doc, path="config.toml"):
@@ -971,33 +1017,23 @@ def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_
 
     path, source = (config_path, "option") if config_path else find_config_path(root)
     facts["config_path"], facts["config_source"] = path, source
-    doc = None
-    try:
-        if not HAS_TOMLKIT:
-            facts["config_exists"] = os.path.lexists(root_path(root, path))
-            facts["config_error"] = "tomlkit is not installed on the node (Debian: python3-tomlkit); config not read"
-            raise _Skip()
-        text, doc = load_config(root_path(root, path))
-        facts["config_exists"] = text is not None
-        schema = schema_version(doc, path) if doc is not None else (
-            schema_for_containerd(facts["version"]) if facts["version"] else None)
-        facts["schema_version"] = schema
-        if schema is not None and doc is not None:
-            facts["runtimes"] = list_runtimes(doc, schema)
-            facts["runc_systemd_cgroup"] = runc_systemd_cgroup(doc, schema)
-    except ContainerdConfigError as exc:
-        facts["config_exists"] = os.path.lexists(root_path(root, path))
-        facts["config_error"] = str(exc)
-        doc = None
-        findings.append(finding_from(FINDINGS, "containerd.config_invalid", subject=path, evidence={"error": str(exc)}))
-    except _Skip:
-        pass
+    ctd = read_runtimes(root, path)
+    facts["config_exists"] = ctd["exists"]
+    facts["config_error"] = ctd["error"]
+    facts["runtimes"] = ctd["runtimes"]
+    facts["runc_systemd_cgroup"] = ctd["runc_systemd_cgroup"]
+    # no file: the schema this containerd writes by default
+    facts["schema_version"] = ctd["schema_version"] if ctd["exists"] else (
+        schema_for_containerd(facts["version"]) if facts["version"] else None)
+    if ctd["error"]:
+        findings.append(finding_from(FINDINGS, "containerd.config_invalid", subject=path,
+                                     evidence={"error": ctd["error"]}))
 
     # runc: the BinaryName of runc's options when set, else runc on PATH
     facts["runc"] = runc_state(runner, root, runc_binary, facts["runtimes"])
     findings.extend(runc_findings(facts["runc"]))
 
-    address = grpc_address(doc)
+    address = ctd["grpc_address"]
     facts["socket"]["address"] = address
     if check_socket and facts["installed"]:
         ctr = runner.bin(ctr_binary)

@@ -42,6 +42,8 @@ import os
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup
+from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
 
 # First release with the #9580 fix (google/gvisor PR #9631).
@@ -54,16 +56,6 @@ RUNSC_TYPE_URL = "io.containerd.runsc.v1.options"
 DEFAULT_CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 DEFAULT_SHIM_CONFIG = "/etc/containerd/runsc.toml"
 SHIM_NAME = "containerd-shim-runsc-v1"
-
-# KubeletConfiguration files (kubeadm, kubespray) and the env files that carry
-# deprecated flags; flags beat the file.
-KUBELET_CONFIGS = ["/var/lib/kubelet/config.yaml", "/etc/kubernetes/kubelet-config.yaml"]
-KUBELET_FLAG_FILES = ["/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet",
-                      "/etc/kubernetes/kubelet.env"]
-
-# CRI plugin table holding ``containerd.runtimes`` per config schema version.
-CRI_PLUGIN = {1: "cri", 2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime",
-              4: "io.containerd.cri.v1.runtime"}
 
 FINDINGS = {
     "gvisor.runsc_outdated": {
@@ -222,105 +214,46 @@ def release_ge(parsed, minimum):
 
 
 def load_toml(text):
-    """Parse TOML text into plain dicts; raise ValueError with the parser's message."""
+    """Parse TOML text into plain dicts (containerd's reader: tomlkit, else tomllib); ValueError on bad TOML."""
     try:
-        import tomllib  # Python >= 3.11
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(str(exc))
-    except ImportError:
-        pass
-    try:
-        import tomlkit
-    except ImportError:
-        raise ValueError("no TOML parser available on the node (Python < 3.11 needs python3-tomlkit)")
-    try:
-        return tomlkit.parse(text).unwrap()
-    except Exception as exc:  # tomlkit raises several ParseError subclasses
+        return _containerd.parse_plain(text)
+    except _containerd.ContainerdConfigError as exc:
         raise ValueError(str(exc))
 
 
-def _dig(data, *keys):
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
-def containerd_runtimes(cfg):
-    """(schema version, runtimes dict) of a parsed containerd config."""
-    version = cfg.get("version", 1)
-    try:
-        version = int(version)
-    except (TypeError, ValueError):
-        version = None
-    plugin = CRI_PLUGIN.get(version)
-    runtimes = _dig(cfg, "plugins", plugin, "containerd", "runtimes") if plugin else None
-    return version, runtimes if isinstance(runtimes, dict) else {}
-
-
 def read_containerd(root, config_path):
-    """What containerd's config says about runsc and runc's cgroup driver."""
-    info = {
-        "config_path": config_path,
-        "exists": False,
-        "error": None,
-        "schema_version": None,
-        "runsc_runtimes": [],
-        "runc_systemd_cgroup": None,
-    }
-    text = read_text(root_path(root, config_path))
-    if text is None:
-        return info
-    info["exists"] = True
-    try:
-        cfg = load_toml(text)
-    except ValueError as exc:
-        info["error"] = "cannot parse %s: %s" % (config_path, exc)
-        return info
-    version, runtimes = containerd_runtimes(cfg)
-    info["schema_version"] = version
-    if version not in CRI_PLUGIN:
-        info["error"] = "unknown containerd config schema version %r in %s" % (cfg.get("version"), config_path)
-        return info
-    for name in sorted(runtimes):
-        rt = runtimes[name]
-        if not isinstance(rt, dict):
-            continue
-        options = rt.get("options") if isinstance(rt.get("options"), dict) else {}
-        if rt.get("runtime_type") == RUNSC_RUNTIME_TYPE or name == "runsc":
+    """What containerd's config says about runsc and runc's cgroup driver.
+
+    Read by the containerd detector's reader (``_containerd.read_runtimes``):
+    schemas 1 to 4, tomlkit or tomllib; this only picks the runsc runtimes.
+    """
+    ctd = _containerd.read_runtimes(root, config_path)
+    info = dict((k, ctd[k]) for k in ("config_path", "exists", "error", "schema_version", "runc_systemd_cgroup"))
+    info["runsc_runtimes"] = []
+    for rt in ctd["runtimes"]:
+        if rt["runtime_type"] == RUNSC_RUNTIME_TYPE or rt["name"] == "runsc":
             info["runsc_runtimes"].append({
-                "name": name,
-                "runtime_type": rt.get("runtime_type"),
-                "type_url": options.get("TypeUrl"),
-                "config_path": options.get("ConfigPath"),
+                "name": rt["name"],
+                "runtime_type": rt["runtime_type"],
+                "type_url": rt["options"].get("TypeUrl"),
+                "config_path": rt["options"].get("ConfigPath"),
             })
-        if name == "runc" and "SystemdCgroup" in options:
-            info["runc_systemd_cgroup"] = bool(options.get("SystemdCgroup"))
     return info
 
 
-_DRIVER_YAML_RE = re.compile(r"^cgroupDriver:\s*[\"']?([A-Za-z]+)", re.M)
-_DRIVER_FLAG_RE = re.compile(r"--cgroup-driver[= ]\"?([A-Za-z]+)")
-
-
-def read_kubelet_driver(root, config_paths=None, flag_files=None):
-    """(driver, source) from kubelet's config files and flags; (None, None) when unknown."""
-    driver, source = None, None
-    for path in config_paths or KUBELET_CONFIGS:
-        text = read_text(root_path(root, path))
-        m = _DRIVER_YAML_RE.search(text or "")
-        if m:
-            driver, source = m.group(1).lower(), path
-            break
-    for path in flag_files or KUBELET_FLAG_FILES:
-        text = read_text(root_path(root, path))
-        m = _DRIVER_FLAG_RE.search(text or "")
-        if m:  # a flag beats the file
-            driver, source = m.group(1).lower(), path
-    return driver, source
+def node_cgroup_driver(runner, root, ctd, kubelet_unit=_kubelet.UNIT):
+    """(driver, source, kubelet facts): the kubelet's effective cgroupDriver (flags >
+    drop-ins > --config file, read by the kubelet detector's reader), else
+    containerd's runc ``SystemdCgroup``, else the kubelet's default cgroupfs."""
+    kube = _kubelet.cgroup_driver(runner, root, kubelet_unit)
+    if kube["driver"]:
+        where = kube["flag"] or kube["path"] or "-"
+        return kube["driver"], "kubelet %s %s" % (kube["source"], where), kube
+    if ctd["runc_systemd_cgroup"]:
+        return "systemd", "%s (runc SystemdCgroup = true)" % ctd["config_path"], kube
+    if ctd["runc_systemd_cgroup"] is False:
+        return "cgroupfs", "%s (runc SystemdCgroup = false)" % ctd["config_path"], kube
+    return "cgroupfs", "default (no kubelet cgroupDriver, no runc SystemdCgroup)", kube
 
 
 def read_shim_config(root, path):
@@ -510,8 +443,7 @@ OPTIONS = {
     "runsc_path": {"type": "path"},
     "shim_path": {"type": "path"},
     "containerd_config": {"type": "path", "default": DEFAULT_CONTAINERD_CONFIG},
-    "kubelet_configs": {"type": "list", "elements": "path", "default": list(KUBELET_CONFIGS)},
-    "kubelet_flag_files": {"type": "list", "elements": "path", "default": list(KUBELET_FLAG_FILES)},
+    "kubelet_unit": {"type": "str", "default": _kubelet.UNIT},
     "minimum_release": {"type": "str", "default": FIXED_RELEASE},
     "inspect_sandboxes": {"type": "bool", "default": True},
 }
@@ -519,9 +451,10 @@ OPTIONS = {
 
 def option_errors(p):
     """What the spec cannot say about the options (typed ``p``): one message per problem."""
+    errors = _kubelet.unit_name_errors(p.get("kubelet_unit"), "kubelet_unit")
     if p.get("minimum_release") and parse_release(p["minimum_release"]) is None:
-        return ["minimum_release %r is not a runsc release (expected e.g. 20231106.0)" % p["minimum_release"]]
-    return []
+        errors.append("minimum_release %r is not a runsc release (expected e.g. 20231106.0)" % p["minimum_release"])
+    return errors
 
 
 def explicit_runsc(path):
@@ -546,6 +479,8 @@ def check(runner, root="/", **opts):
     Options: see OPTIONS; ``cgroup_layout`` (tests). An explicit
     ``runsc_path`` that is missing or not executable raises NodefixError.
     """
+    if opts.get("runsc_path"):
+        explicit_runsc(opts["runsc_path"])
     minimum = opts.get("minimum_release") or FIXED_RELEASE
     findings = []
     facts = {"minimum_release": minimum}
@@ -554,16 +489,9 @@ def check(runner, root="/", **opts):
     facts["containerd"] = ctd
     runtime = ctd["runsc_runtimes"][0] if ctd["runsc_runtimes"] else None
 
-    kube_driver, kube_source = read_kubelet_driver(root, opts.get("kubelet_configs"), opts.get("kubelet_flag_files"))
-    facts["kubelet_cgroup_driver"] = kube_driver
-    if kube_driver:
-        driver, source = kube_driver, kube_source
-    elif ctd["runc_systemd_cgroup"]:
-        driver, source = "systemd", "%s (runc SystemdCgroup = true)" % ctd["config_path"]
-    else:
-        driver = "cgroupfs"
-        source = ("%s (runc SystemdCgroup = false)" % ctd["config_path"] if ctd["runc_systemd_cgroup"] is False
-                  else "default (no kubelet cgroupDriver, no runc SystemdCgroup)")
+    driver, source, kube = node_cgroup_driver(runner, root, ctd, opts.get("kubelet_unit") or _kubelet.UNIT)
+    facts["kubelet_cgroup_driver"] = kube["driver"]
+    facts["kubelet_error"] = kube["error"]
     facts["cgroup_driver"] = driver
     facts["cgroup_driver_source"] = source
     mode = opts.get("cgroup_layout") or _cgroup.layout(root)
@@ -573,8 +501,6 @@ def check(runner, root="/", **opts):
     shim_cfg_path = runtime["config_path"] if runtime and runtime["config_path"] else None
     shim = read_shim_config(root, shim_cfg_path) if shim_cfg_path else None
     facts["shim_config"] = shim
-    if opts.get("runsc_path"):
-        explicit_runsc(opts["runsc_path"])
     runsc_name = opts.get("runsc_path") or (shim or {}).get("settings", {}).get("binary_name") or "runsc"
     runsc_path = runner.bin(runsc_name)
     shim_bin = runner.bin(opts.get("shim_path") or SHIM_NAME)

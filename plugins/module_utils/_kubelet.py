@@ -1173,6 +1173,35 @@ def effective(node, layers, flags=None):
     return result, merged, sources, errors
 
 
+def cgroup_driver(runner, root="/", unit=UNIT):
+    """The kubelet's effective ``cgroupDriver`` (flags > drop-ins > --config file): the one reader.
+
+    Returns ``driver`` (None when the kubelet does not set it or is not
+    found), ``source`` (flag, drop-in or config), ``path`` and ``flag`` where
+    it is set, and ``error`` when the kubelet's files cannot be read. No
+    kubelet process is started.
+    """
+    out = {"driver": None, "source": None, "path": None, "flag": None, "error": None, "unit_found": False}
+    node = discover(runner, root, unit)
+    if not node.unit_files:
+        return out
+    out["unit_found"] = True
+    try:
+        layers = load_layers(node, root, roundtrip=False)
+        config, merged, sources, errors = effective(node, layers)
+    except KubeletError as exc:
+        out["error"] = exc.msg
+        return out
+    bad = [e for e in errors if "--cgroup-driver" in e]
+    if bad:
+        out["error"] = "; ".join(bad)
+    if "cgroupDriver" in merged and isinstance(config.get("cgroupDriver"), str):
+        src = sources.get("cgroupDriver", {})
+        out.update(driver=config["cgroupDriver"].lower(), source=src.get("source"), path=src.get("path"),
+                   flag=src.get("flag"))
+    return out
+
+
 def report(config, sources, fields=None):
     """{field: {value, source, path, flag, variable}} for the interesting fields."""
     out = {}
@@ -1412,6 +1441,24 @@ OPTIONS = {
     "unit": {"type": "str", "default": UNIT},
     "kubelet_version": {"type": "str"},
 }
+
+
+_UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.service$")
+
+
+def unit_name_errors(name, key="unit"):
+    """A systemd service name (no path): the unit is looked up by name in systemd's directories."""
+    if name is not None and (not _UNIT_NAME_RE.match(name) or name.startswith(".")):
+        return ["%s %r is not a systemd service name (like kubelet.service)" % (key, name)]
+    return []
+
+
+def option_errors(p):
+    """What the spec cannot say about the options (typed ``p``): one message per problem."""
+    errors = unit_name_errors(p.get("unit"))
+    if p.get("kubelet_version") and parse_kubelet_version("Kubernetes v%s" % p["kubelet_version"].lstrip("v"))[0] is None:
+        errors.append("kubelet_version %r is not a version like 1.29.3" % p["kubelet_version"])
+    return errors
 
 
 def check(runner, root="/", **opts):

@@ -327,6 +327,9 @@ def main():
     module = build_module()
     p = module.params
     root = p["root"]
+    errors = _options.value_errors(kl, p)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
     if p["keep_backups"] < 0:
         module.fail_json(msg="keep_backups must be 0 or more, got %d" % p["keep_backups"])
     if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"] or p["dropin_name"].startswith("."):

@@ -18,9 +18,10 @@ description:
     their memory limit (google/gvisor#9580 and the systemd cgroup driver without C(systemd-cgroup)).
   - Finds C(runsc) and C(containerd-shim-runsc-v1) and parses C(runsc --version) in every real format
     (V(release-20231009.0), untagged V(release-20201216.0-72-gbf343394d498), Debian V(0.0~20221219.0)).
-  - Reads containerd's C(config.toml) (schemas 1 to 4), the shim config named by the runsc runtime's
-    C(ConfigPath) and its C([runsc_config]) table, and the node's cgroup driver (kubelet C(cgroupDriver) wins
-    over containerd runc C(SystemdCgroup)).
+  - Reads containerd's C(config.toml) (schemas 1 to 4, with the reader of M(nodefix.k8s.containerd_info)), the
+    shim config named by the runsc runtime's C(ConfigPath) and its C([runsc_config]) table, and the node's cgroup
+    driver (the kubelet's effective C(cgroupDriver), as M(nodefix.k8s.kubelet_config) computes it, wins over
+    containerd runc C(SystemdCgroup)).
   - Inspects every live sandbox in one pass over C(/proc), comparing its C(--total-memory) against the effective memory
     limit of its cgroup (walking up the tree; cgroup v1 C(memory.limit_in_bytes), v2 C(memory.max)), its pod,
     and whether its cgroup is inside a C(kubepods) slice.
@@ -43,16 +44,13 @@ options:
     description: containerd's configuration file.
     type: path
     default: /etc/containerd/config.toml
-  kubelet_configs:
-    description: KubeletConfiguration files searched for C(cgroupDriver), first match wins.
-    type: list
-    elements: path
-    default: [/var/lib/kubelet/config.yaml, /etc/kubernetes/kubelet-config.yaml]
-  kubelet_flag_files:
-    description: Files searched for a C(--cgroup-driver) flag, which beats the configuration file.
-    type: list
-    elements: path
-    default: [/var/lib/kubelet/kubeadm-flags.env, /etc/default/kubelet, /etc/sysconfig/kubelet, /etc/kubernetes/kubelet.env]
+  kubelet_unit:
+    description:
+      - The kubelet's systemd unit. The node's cgroup driver is the kubelet's effective C(cgroupDriver), read the way
+        M(nodefix.k8s.kubelet_config) reads it (flags from the unit and its environment files > C(--config-dir)
+        drop-ins > the C(--config) file), else containerd's runc C(SystemdCgroup), else C(cgroupfs).
+    type: str
+    default: kubelet.service
   minimum_release:
     description: Oldest runsc release accepted; the fix for google/gvisor#9580 is in V(20231106.0).
     type: str
@@ -146,9 +144,13 @@ cgroup_driver_source:
   description: Where the driver was read.
   returned: always
   type: str
-  sample: "/etc/containerd/config.toml (runc SystemdCgroup = true)"
+  sample: "kubelet config /var/lib/kubelet/config.yaml"
 kubelet_cgroup_driver:
-  description: kubelet's C(cgroupDriver) (null when no kubelet configuration was found).
+  description: The kubelet's effective C(cgroupDriver) (null when the kubelet does not set it or has no unit).
+  returned: always
+  type: str
+kubelet_error:
+  description: Why the kubelet's configuration could not be read (null when it could or there is no kubelet).
   returned: always
   type: str
 cgroup_layout:

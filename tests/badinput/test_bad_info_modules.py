@@ -24,6 +24,8 @@ FILES = {
     "/var/lib/kubelet/config.yaml": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
     "/proc/self/mountinfo": "25 1 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
     "/sys/fs/cgroup/cgroup.controllers": "cpu memory pids\n",
+    # a kubelet whose --config is the binary file below
+    "/etc/systemd/system/binary.service": "[Service]\nExecStart=/usr/bin/kubelet --config=/etc/containerd/binary.toml\n",
 }
 
 CASES = [
@@ -36,8 +38,9 @@ CASES = [
     (runsc_info, {"runsc_path": "{root}/etc/containerd/runsc.toml"}),
     (runsc_info, {"containerd_config": "{root}/etc/containerd/binary.toml"}),
     (runsc_info, {"minimum_release": "tomorrow"}),
-    (runsc_info, {"kubelet_configs": ["{root}/etc/containerd/binary.toml", "{root}/nonexistent.yaml"]}),
-    (runsc_info, {"kubelet_flag_files": ["{root}/etc"]}),
+    (runsc_info, {"kubelet_unit": "../../../etc/passwd"}),
+    (runsc_info, {"kubelet_unit": "binary.service"}),
+    (runsc_info, {"kubelet_unit": ["kubelet.service", "x"]}),
     (kubelet_mount_units, {"state": "absent", "batch_size": 0}),
     (kubelet_mount_units, {"state": "absent", "batch_size": -5}),
     (kubelet_mount_units, {"state": "melted"}),

@@ -140,8 +140,8 @@ def test_read_containerd_schemas(make_tree):
     assert b["runsc_runtimes"][0]["config_path"] == "/etc/containerd/gvisor.toml"
     c = gv.read_containerd(root, "/c.toml")
     assert c["schema_version"] == 1 and c["runsc_runtimes"][0]["config_path"] is None
-    assert "unknown containerd config schema version 9" in gv.read_containerd(root, "/d.toml")["error"]
-    assert gv.read_containerd(root, "/e.toml")["error"].startswith("cannot parse /e.toml")
+    assert "unknown config schema version 9" in gv.read_containerd(root, "/d.toml")["error"]
+    assert gv.read_containerd(root, "/e.toml")["error"].startswith("/e.toml is not valid TOML")
     assert gv.read_containerd(root, "/missing.toml")["exists"] is False
 
 
@@ -158,15 +158,74 @@ def test_shim_config_quoted_and_unquoted(make_tree):
     assert gv.read_shim_config(root, "/broken.toml")["valid"] is False
 
 
-def test_kubelet_driver_flag_beats_file(make_tree):
-    root = make_tree({
-        "/var/lib/kubelet/config.yaml": "apiVersion: kubelet.config.k8s.io/v1beta1\ncgroupDriver: systemd\n",
-        "/etc/default/kubelet": 'KUBELET_EXTRA_ARGS="--cgroup-driver=cgroupfs --v=2"\n',
-    })
-    assert gv.read_kubelet_driver(root) == ("cgroupfs", "/etc/default/kubelet")
-    root2 = make_tree({"/etc/kubernetes/kubelet-config.yaml": "kind: KubeletConfiguration\ncgroupDriver: \"systemd\"\n"})
-    assert gv.read_kubelet_driver(root2, config_paths=["/nope.yaml", "/etc/kubernetes/kubelet-config.yaml"],
-                                  flag_files=["/nope"]) == ("systemd", "/etc/kubernetes/kubelet-config.yaml")
+def kubelet_files(config_text=None, args="", dropins=None, env=None):
+    """A kubeadm-shaped kubelet: unit, its 10-kubeadm.conf drop-in, kubeadm-flags.env, config, --config-dir drop-ins."""
+    files = {
+        "/usr/lib/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/bin/kubelet\n",
+        "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": (
+            "[Service]\nEnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env\nExecStart=\n"
+            "ExecStart=/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml%s $KUBELET_KUBEADM_ARGS\n"
+            % (" --config-dir=/etc/kubernetes/kubelet.conf.d" if dropins is not None else "")),
+        "/var/lib/kubelet/kubeadm-flags.env": 'KUBELET_KUBEADM_ARGS="%s"\n' % args,
+        "/var/lib/kubelet/config.yaml": config_text if config_text is not None else (
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"),
+    }
+    for name, text in (dropins or {}).items():
+        files["/etc/kubernetes/kubelet.conf.d/" + name] = text
+    files.update(env or {})
+    return files
+
+
+KCFG = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: %s\n"
+
+
+def test_cgroup_driver_is_the_kubelets_effective_configuration(make_tree):
+    """One reader (the kubelet detector's): flags > --config-dir drop-ins > --config file."""
+    ctd = {"config_path": "/etc/containerd/config.toml", "runc_systemd_cgroup": None}
+    only_file = make_tree(kubelet_files(KCFG % "systemd"))
+    assert gv.node_cgroup_driver(None, only_file, ctd)[:2] == (
+        "systemd", "kubelet config /var/lib/kubelet/config.yaml")
+    dropin = make_tree(kubelet_files(KCFG % "systemd", dropins={"50-driver.conf": KCFG % "cgroupfs"}))
+    assert gv.node_cgroup_driver(None, dropin, ctd)[:2] == (
+        "cgroupfs", "kubelet drop-in /etc/kubernetes/kubelet.conf.d/50-driver.conf")
+    flag = make_tree(kubelet_files(KCFG % "systemd", args="--cgroup-driver=cgroupfs --v=2",
+                                   dropins={"50-driver.conf": KCFG % "systemd"}))
+    assert gv.node_cgroup_driver(None, flag, ctd)[:2] == ("cgroupfs", "kubelet flag --cgroup-driver")
+
+
+def test_cgroup_driver_falls_back_to_runc_then_default(make_tree):
+    # a kubelet that does not set cgroupDriver, and no kubelet at all
+    for root in (make_tree(kubelet_files()), make_tree({"/etc/hostname": "n\n"})):
+        on = {"config_path": "/c.toml", "runc_systemd_cgroup": True}
+        off = {"config_path": "/c.toml", "runc_systemd_cgroup": False}
+        unset = {"config_path": "/c.toml", "runc_systemd_cgroup": None}
+        assert gv.node_cgroup_driver(None, root, on)[:2] == ("systemd", "/c.toml (runc SystemdCgroup = true)")
+        assert gv.node_cgroup_driver(None, root, off)[:2] == ("cgroupfs", "/c.toml (runc SystemdCgroup = false)")
+        assert gv.node_cgroup_driver(None, root, unset)[0] == "cgroupfs"
+
+
+def test_kubelet_driver_beats_runc_option_in_check(make_tree):
+    # the shim-config decision: a kubelet flag saying cgroupfs wins over runc SystemdCgroup = true,
+    # so no systemd-cgroup is wanted (the old regex reader missed kubeadm-flags.env drop-in layouts)
+    files = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
+             "/etc/containerd/config.toml": CTD_V2_FIXED,
+             "/etc/containerd/runsc.toml": '[runsc_config]\n  debug = "true"\n'}
+    files.update(kubelet_files(KCFG % "systemd", dropins={"10-driver.conf": KCFG % "cgroupfs"}))
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
+                        "runsc version release-20240603.0\n")
+    facts = gv.check(runner, root=make_tree(files))
+    assert facts["cgroup_driver"] == "cgroupfs" and facts["kubelet_cgroup_driver"] == "cgroupfs"
+    assert facts["cgroup_driver_source"] == "kubelet drop-in /etc/kubernetes/kubelet.conf.d/10-driver.conf"
+    assert ids(facts) == []
+
+
+def test_containerd_read_without_tomlkit(make_tree, monkeypatch):
+    """The reader still reads a node without python3-tomlkit (Python's tomllib)."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
+    monkeypatch.setattr(_containerd, "HAS_TOMLKIT", False)
+    a = gv.read_containerd(make_tree({"/a.toml": CTD_V2_FIXED}), "/a.toml")
+    assert a["error"] is None and a["runc_systemd_cgroup"] is True
+    assert a["runsc_runtimes"][0]["config_path"] == "/etc/containerd/runsc.toml"
 
 
 # ------------------------------------------------------------------ live sandboxes

@@ -98,6 +98,9 @@ def test_unknown_option_name_is_refused(run_module, monkeypatch):
     ({"kubelet": {"config": "/etc/kubelet.yaml"}}, ["options.kubelet.config", "known: kubelet_version, unit"]),
     ({"cpu_quota": {"check_runc": "yes please"}}, ["options.cpu_quota", "check_runc"]),
     ({"pids": 3}, ["options.pids must be a dict"]),
+    ({"kubelet": {"unit": "../../etc/passwd"}}, ["options.kubelet.unit", "not a systemd service name"]),
+    ({"kubelet": {"kubelet_version": "latest"}}, ["options.kubelet.kubelet_version", "not a version"]),
+    ({"gvisor": {"kubelet_unit": "kubelet"}}, ["options.gvisor.kubelet_unit", "not a systemd service name"]),
 ])
 def test_bad_detector_options_fail_before_any_check(run_module, monkeypatch, options, words):
     calls = fake_detectors(monkeypatch, {})

@@ -2,13 +2,15 @@
 # Copyright (c) nodefix.k8s contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters that gather per-host results for the fleet report."""
+"""Filters for the fleet report: per-host results, and the severity ladder for roles."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import findings_at_or_above as _at_or_above
 
 
 def audit_results(hostvars, hosts, name="nodefix_audit"):
@@ -34,6 +36,16 @@ def audit_results(hostvars, hosts, name="nodefix_audit"):
     return out
 
 
+def findings_at_or_above(findings, threshold, ignore=None):
+    """The findings at ``threshold`` or worse (``_common.at_or_above``), without the ids in ``ignore``."""
+    if not isinstance(findings, (list, tuple)):
+        raise AnsibleFilterError("findings_at_or_above: expected a list of findings, got %s" % type(findings).__name__)
+    try:
+        return _at_or_above([f for f in findings if isinstance(f, dict)], threshold, tuple(ignore or ()))
+    except ValueError as exc:
+        raise AnsibleFilterError("findings_at_or_above: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"audit_results": audit_results}
+        return {"audit_results": audit_results, "findings_at_or_above": findings_at_or_above}

@@ -123,6 +123,26 @@ def finding_from(registry, fid, evidence=None, subject=None, title=None, severit
     )
 
 
+def at_or_above(threshold):
+    """The severities at ``threshold`` or worse; () for ``never``/``none``/None.
+
+    The one severity ladder of the collection: node_audit's and
+    audit_report's ``fail_on``, the JUnit report and the
+    ``nodefix.k8s.findings_at_or_above`` filter (roles) all use it.
+    """
+    if threshold in (None, "never", "none"):
+        return ()
+    if threshold not in SEVERITIES:
+        raise ValueError("severity %r is not one of %s (or never)" % (threshold, ", ".join(SEVERITIES)))
+    return SEVERITIES[:SEVERITIES.index(threshold) + 1]
+
+
+def findings_at_or_above(findings, threshold, ignore=()):
+    """The findings at ``threshold`` or worse, leaving out the ids in ``ignore``."""
+    levels = at_or_above(threshold)
+    return [f for f in findings if f.get("severity") in levels and f.get("id") not in ignore]
+
+
 def worst_severity(findings):
     """The most severe level among ``findings`` (None when there are none)."""
     levels = [f["severity"] for f in findings]

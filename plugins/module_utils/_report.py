@@ -20,7 +20,7 @@ import json
 import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
-SEVERITIES = ("critical", "high", "medium", "low", "info")
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, at_or_above, findings_at_or_above
 COLOURS = {
     "critical": "#b71c1c",
     "high": "#e65100",
@@ -228,6 +228,28 @@ def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet
         },
         "waivers_expired": expired,
     }
+
+
+def policy(model, fail_on="never"):
+    """The fail policy over the open (not waived) findings of every node.
+
+    ``failed`` is true when a finding is at ``fail_on`` or worse, or when a
+    node could not be audited (its findings are unknown) and a policy is set.
+    """
+    failing = [{"host": n["host"], "id": f["id"], "severity": f.get("severity"), "subject": f.get("subject")}
+               for n in model["nodes"] for f in findings_at_or_above(n["findings"], fail_on)]
+    unaudited = [n["host"] for n in model["nodes"] if n["status"] != "ok"] if fail_on != "never" else []
+    msg = None
+    if failing or unaudited:
+        parts = []
+        if failing:
+            parts.append("%d finding(s) at %s or worse: %s" % (
+                len(failing), fail_on, ", ".join(sorted(set("%s on %s" % (f["id"], f["host"]) for f in failing)))))
+        if unaudited:
+            parts.append("not audited: %s" % ", ".join(unaudited))
+        msg = "; ".join(parts)
+    return {"fail_on": fail_on, "failed": bool(failing or unaudited), "failing": failing, "unaudited": unaudited,
+            "msg": msg}
 
 
 def to_json(model):
@@ -439,7 +461,7 @@ def to_junit(model, fail_on="medium"):
     skipped test cases whose message is the waiver's reason. A node in error
     is an error test case.
     """
-    limit = _rank(fail_on)
+    failing = at_or_above(fail_on)
     suites = ET.Element("testsuites", name=model["title"])
     for n in model["nodes"]:
         suite = ET.SubElement(suites, "testsuite", name=n["host"])
@@ -459,7 +481,7 @@ def to_junit(model, fail_on="medium"):
                 case = _finding_case(suite, n["host"], f)
                 evidence = json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)
                 body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"), evidence)
-                if _rank(f.get("severity")) <= limit:
+                if f.get("severity") in failing:
                     fail = ET.SubElement(case, "failure", message="%s: %s" % (f.get("severity"), f.get("title")),
                                          type=f.get("severity") or "finding")
                     fail.text = body

@@ -70,6 +70,15 @@ options:
     type: str
     default: medium
     choices: [critical, high, medium, low, info]
+  fail_on:
+    description:
+      - The fleet's fail policy, computed here once for every playbook (the reports are written first).
+      - RV(policy.failed) is true when an open (not waived) finding is at this severity or worse, or a node could not
+        be audited; V(never) only reports. The module itself does not fail, so the table is still shown; the
+        playbook fails on RV(policy.failed).
+    type: str
+    default: never
+    choices: [never, critical, high, medium, low, info]
   waivers:
     description:
       - Findings accepted on purpose. A finding that matches a waiver is listed apart with the waiver's reason
@@ -146,6 +155,31 @@ totals:
   type: dict
   sample: {"nodes": 3, "nodes_with_findings": 1, "nodes_in_error": 0, "findings": 2, "waived": 1,
            "by_severity": {"critical": 0, "high": 1, "medium": 1, "low": 0, "info": 0}}
+policy:
+  description: The result of O(fail_on) over the open findings.
+  returned: always
+  type: dict
+  contains:
+    fail_on:
+      description: The threshold applied.
+      type: str
+    failed:
+      description: Whether the fleet fails the policy.
+      type: bool
+    failing:
+      description: The open findings at the threshold or worse (host, id, severity, subject).
+      type: list
+      elements: dict
+    unaudited:
+      description: Hosts that could not be audited (they fail any policy but V(never)).
+      type: list
+      elements: str
+    msg:
+      description: One line saying why the policy fails (null when it does not).
+      type: str
+  sample: {"fail_on": "high", "failed": true, "unaudited": [],
+           "failing": [{"host": "node-1", "id": "gvisor.runsc_outdated", "severity": "high", "subject": "/usr/bin/runsc"}],
+           "msg": "1 finding(s) at high or worse: gvisor.runsc_outdated on node-1"}
 waivers_expired:
   description: Waivers past their expiry date (their findings count again).
   returned: always
@@ -173,6 +207,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     build_model,
     check_remediation,
     check_results,
+    policy,
     table_lines,
 )
 
@@ -210,6 +245,7 @@ def main():
             title=dict(type="str", default="nodefix.k8s fleet audit"),
             generated=dict(type="str"),
             junit_fail_on=dict(type="str", default="medium", choices=list(SEVERITIES)),
+            fail_on=dict(type="str", default="never", choices=["never"] + list(SEVERITIES)),
             waivers=dict(type="list", elements="dict", default=[], options=dict(
                 id=dict(type="str", required=True),
                 reason=dict(type="str", required=True),
@@ -244,7 +280,8 @@ def main():
         module.warn("waiver for %s on %s expired on %s: its findings count again" % (
             w["id"], ", ".join(w["hosts"]), w["expires"]))
     module.exit_json(changed=changed, files=files, table=table_lines(model), totals=model["totals"],
-                     finding_ids=model["finding_ids"], waivers_expired=model["waivers_expired"])
+                     finding_ids=model["finding_ids"], waivers_expired=model["waivers_expired"],
+                     policy=policy(model, p["fail_on"]))
 
 
 if __name__ == "__main__":

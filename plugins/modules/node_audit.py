@@ -153,7 +153,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _options
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, detector, run_checks
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, NodefixError, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    SEVERITIES,
+    NodefixError,
+    Runner,
+    findings_at_or_above,
+)
 
 
 def build_module():
@@ -185,8 +190,7 @@ def main():
     result["changed"] = False
     fail_on = module.params["fail_on"]
     if fail_on != "never":
-        limit = SEVERITIES.index(fail_on)
-        bad = [f for f in result["findings"] if SEVERITIES.index(f["severity"]) <= limit]
+        bad = findings_at_or_above(result["findings"], fail_on)
         if bad:
             result["msg"] = "%d finding(s) at severity %s or worse: %s" % (
                 len(bad), fail_on, ", ".join(sorted(set(f["id"] for f in bad))))

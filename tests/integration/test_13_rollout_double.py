@@ -92,7 +92,9 @@ def test_require_drain_refuses_to_restart_an_undrained_node(tmp_path):
     fake.parent.mkdir()
     fake.write_text('#!/bin/sh\necho "runc version 1.0.0-rc4"\necho "spec: 1.0.0"\n')
     fake.chmod(0o755)
-    extra = {"nodefix_audit_checks": ["cpu_quota"], "nodefix_audit_options": {"cpu_quota": {"runc_binary": str(fake)}},
+    # the containerd detector owns runc.cpu_quota_rounding_bug (fixed by the containerd role)
+    extra = {"nodefix_audit_checks": ["containerd"],
+             "nodefix_audit_options": {"containerd": {"runc_binary": str(fake), "check_socket": False}},
              "nodefix_require_drain": True}
     rc, out = remediate(tmp_path, "require-drain", None, extra, check=True)
     assert rc != 0, out[-3000:]

@@ -22,3 +22,18 @@ def test_hosts_must_be_a_list():
 
 def test_registered_name():
     assert "audit_results" in FilterModule().filters()
+
+
+def test_findings_at_or_above_is_the_collections_ladder():
+    from ansible_collections.nodefix.k8s.plugins.filter.audit import findings_at_or_above
+    found = [{"id": "pids.zombie_leaker", "severity": "high"}, {"id": "kernel.no_psi", "severity": "medium"},
+             {"id": "kernel.no_oom_reaper", "severity": "high"}, "not a finding"]
+    assert [f["id"] for f in findings_at_or_above(found, "high")] == ["pids.zombie_leaker", "kernel.no_oom_reaper"]
+    assert [f["id"] for f in findings_at_or_above(found, "medium", ["pids.zombie_leaker"])] == [
+        "kernel.no_psi", "kernel.no_oom_reaper"]
+    assert findings_at_or_above(found, "none") == []
+    with pytest.raises(AnsibleFilterError, match="severe"):
+        findings_at_or_above(found, "severe")
+    with pytest.raises(AnsibleFilterError, match="list"):
+        findings_at_or_above({"id": "x"}, "high")
+    assert "findings_at_or_above" in FilterModule().filters()

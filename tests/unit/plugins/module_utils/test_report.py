@@ -192,3 +192,52 @@ def test_bad_waivers_are_refused(bad, msg):
     with pytest.raises(_report.WaiverError) as err:
         _report.check_waivers([bad], TODAY)
     assert msg in str(err.value)
+
+
+# ---------------------------------------------------------------- fail policy (the one severity ladder)
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _common  # noqa: E402
+
+
+def test_severity_ladder():
+    assert _common.at_or_above("critical") == ("critical",)
+    assert _common.at_or_above("medium") == ("critical", "high", "medium")
+    assert _common.at_or_above("info") == _common.SEVERITIES
+    assert _common.at_or_above("never") == () and _common.at_or_above("none") == ()
+    with pytest.raises(ValueError):
+        _common.at_or_above("severe")
+    found = [finding("a.x", "high"), finding("b.y", "low"), finding("c.z", "critical")]
+    assert [f["id"] for f in _common.findings_at_or_above(found, "high")] == ["a.x", "c.z"]
+    assert [f["id"] for f in _common.findings_at_or_above(found, "high", ignore=("c.z",))] == ["a.x"]
+
+
+@pytest.mark.parametrize("fail_on, failed, failing", [
+    ("never", False, []),
+    ("critical", True, [("node-b", "gvisor.sandbox_oversized")]),
+    ("medium", True, [("node-b", "gvisor.sandbox_oversized")]),  # the medium one is waived
+    ("info", True, [("node-b", "gvisor.sandbox_oversized")]),
+])
+def test_policy_counts_open_findings_and_unaudited_nodes(fail_on, failed, failing):
+    model = _report.build_model(RESULTS, waivers=WAIVERS, today=TODAY)
+    got = _report.policy(model, fail_on)
+    assert got["failed"] is failed
+    assert [(f["host"], f["id"]) for f in got["failing"]] == failing
+    # node-c could not be audited: it fails any policy but never
+    assert got["unaudited"] == ([] if fail_on == "never" else ["node-c"])
+    if failed:
+        assert "not audited: node-c" in got["msg"] and "gvisor.sandbox_oversized on node-b" in got["msg"]
+    else:
+        assert got["msg"] is None
+
+
+def test_policy_on_a_clean_fleet_passes():
+    model = _report.build_model({"node-a": {"findings": [finding("pids.zombie_leaker", "low", "1", check="pids")]}})
+    assert _report.policy(model, "medium")["failed"] is False
+    assert _report.policy(model, "low")["failed"] is True
+
+
+def test_junit_uses_the_same_ladder(tmp_path):
+    model = _report.build_model(RESULTS)
+    for fail_on, failures in (("critical", 1), ("medium", 2), ("info", 2)):
+        xml = JUnitXml.fromstring(_report.to_junit(model, fail_on))
+        assert sum(s.failures for s in xml) == failures

@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The report play both playbooks import (playbooks/report.yml) and its fail policy.
+
+Real runs of nodefix.k8s.audit against this machine over a local connection,
+read-only, with only the kernel detector judging a pretended 4.4 release
+(``nodefix_audit_options``), so the findings are known (kernel.no_oom_reaper
+is high) and nothing on the test machine changes.
+"""
+
+import json
+import os
+
+import pytest
+
+from conftest import ROOT, run_logged
+
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+
+
+def audit(tmp_path, name, fail_on=None, waivers=None, playbook="audit.yml"):
+    host_vars = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
+                 "nodefix_audit_checks": ["kernel"],
+                 "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}}}
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"node-a": host_vars}}}))
+    extra = {"nodefix_report_dir": str(tmp_path / "reports"), "nodefix_waivers": waivers or []}
+    if fail_on:
+        extra["nodefix_fail_on"] = fail_on
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
+            os.path.join(ROOT, "playbooks", playbook)]
+    return run_logged("report-policy-%s" % name, argv, timeout=600)
+
+
+@pytest.mark.parametrize("fail_on, fails", [(None, False), ("critical", False), ("high", True), ("info", True)])
+def test_audit_fails_exactly_at_the_threshold(tmp_path, fail_on, fails):
+    rc, out = audit(tmp_path, "audit-%s" % fail_on, fail_on)
+    assert (rc != 0) == fails, out[-3000:]
+    # the report is written and the table shown before the verdict
+    report = json.loads((tmp_path / "reports" / "audit" / "report.json").read_text())
+    ids = report["nodes"][0]["ids"]
+    assert "kernel.no_oom_reaper" in ids and "kernel.no_psi" in ids
+    assert "node-a" in out and "reports: " in out
+    if fails:
+        assert "finding(s) at %s or worse" % fail_on in out and "kernel.no_oom_reaper on node-a" in out
+
+
+def test_waived_findings_do_not_fail_the_policy(tmp_path):
+    waivers = [{"id": "kernel.*", "reason": "kernel upgrade planned, ticket OPS-2"}]
+    rc, out = audit(tmp_path, "waived", "info", waivers)
+    assert rc == 0, out[-3000:]

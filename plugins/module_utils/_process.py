@@ -45,10 +45,24 @@ DEFAULTS = {
     "max_parents": 50,
 }
 
+# The zombie advice, written once: the finding's remedy, and per parent
+# (``zombie_advice``) in the facts and the finding's evidence, which the
+# roles print as they are.
 _ZOMBIE_ADVICE = ("Make the parent reap its children: run an init as the container's PID 1 "
                   "(tini, dumb-init, `docker run --init`), or set `shareProcessNamespace: true` in the "
                   "pod so the pause container (PID 1) reaps orphans; fix or upgrade the parent "
                   "(e.g. supercronic >= 0.2.33). Restarting the parent releases its zombies at once.")
+_ZOMBIE_ADVICE_INIT = ("It is PID 1 of its container: run an init as the entrypoint (tini, dumb-init, "
+                       "`docker run --init`) or set `shareProcessNamespace: true` so the pause container reaps.")
+_ZOMBIE_ADVICE_OTHER = ("It is not an init and never waits for its children: start it under tini, or set "
+                        "`shareProcessNamespace: true` in the pod so the pause container (PID 1) reaps orphans; "
+                        "fix or upgrade it (e.g. supercronic >= 0.2.33).")
+
+
+def zombie_advice(ns_pid):
+    """What to do about one zombie parent, by whether it is PID 1 of its PID namespace."""
+    return "%s Restarting it releases its zombies at once." % (
+        _ZOMBIE_ADVICE_INIT if ns_pid == 1 else _ZOMBIE_ADVICE_OTHER)
 
 FINDINGS = {
     "pids.usage_high": {
@@ -464,6 +478,7 @@ def check(runner, root="/", **opts):
         leaker = (parent["zombies"] >= o["zombie_threshold"]
                   and (parent["oldest_age_seconds"] is None or parent["oldest_age_seconds"] >= o["zombie_min_age"]))
         parent["leaker"] = leaker
+        parent["advice"] = zombie_advice(parent["ns_pid"])
         if leaker:
             where = parent["pod_uid"] and "pod %s" % parent["pod_uid"] or parent["unit"] or parent["cgroup"]
             findings.append(finding_from(
@@ -471,7 +486,7 @@ def check(runner, root="/", **opts):
                 subject="pid %d (%s)%s" % (pid, parent["comm"], " in %s" % where if where else ""),
                 evidence={"pid": pid, "cmdline": parent["cmdline"], "zombies": parent["zombies"],
                           "oldest_age_seconds": parent["oldest_age_seconds"],
-                          "pid1_of_namespace": parent["ns_pid"] == 1,
+                          "pid1_of_namespace": parent["ns_pid"] == 1, "advice": parent["advice"],
                           "cgroup": parent["cgroup"], "unit": parent["unit"],
                           "pod_uid": parent["pod_uid"], "container_id": parent["container_id"],
                           "threshold": o["zombie_threshold"]}))

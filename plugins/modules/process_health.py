@@ -230,6 +230,9 @@ zombie_parents:
     leaker:
       description: "Whether it passes O(zombie_threshold) and O(zombie_min_age)."
       type: bool
+    advice:
+      description: "What to do about this parent (an init as PID 1 of its container, or a parent that never waits)."
+      type: str
   sample:
     - pid: 2841
       ppid: 2811
@@ -247,6 +250,7 @@ zombie_parents:
       qos: burstable
       in_kubepods: true
       leaker: true
+      advice: "It is not an init and never waits for its children: start it under tini, ... Restarting it releases its zombies at once."
 zombie_parents_total:
   description: Number of distinct zombie parents (RV(zombie_parents) may be cut at O(max_parents)).
   returned: always

@@ -33,10 +33,11 @@ CONFIGURE = os.path.join(AWX, "configure.yml")
 # AWX's own test for "is this file a playbook" (awx/main/utils/ansible.py).
 AWX_PLAYBOOK_RE = re.compile(r"^\s*?-?\s*?(?:hosts|include|import_playbook):\s*?.*?$")
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
+# both playbooks import the report play (playbooks/report.yml)
 SURVEY_PLAYBOOKS = {
-    "audit.yml": ["playbooks/audit.yml"],
-    "remediate.yml": ["playbooks/remediate.yml"],
-    "workflow.yml": ["playbooks/audit.yml", "playbooks/remediate.yml"],
+    "audit.yml": ["playbooks/audit.yml", "playbooks/report.yml"],
+    "remediate.yml": ["playbooks/remediate.yml", "playbooks/report.yml"],
+    "workflow.yml": ["playbooks/audit.yml", "playbooks/remediate.yml", "playbooks/report.yml"],
 }
 
 
@@ -303,10 +304,12 @@ def test_survey_variables_are_read_by_the_playbooks(path):
 
 
 def test_survey_choices_match_the_playbooks():
-    checks = module_docs("module", ("nodefix.k8s.node_audit",))["nodefix.k8s.node_audit"]["doc"]["options"]["checks"]["choices"]
-    audit_text = read(os.path.join(ROOT, "playbooks", "audit.yml"))
-    severities = re.search(r"nodefix_severity_at_or_above:\n((?:\s+\w+: \[.*\]\n)+)", audit_text).group(1)
-    severities = re.findall(r"^\s+(\w+):", severities, re.M)
+    docs = module_docs("module", ("nodefix.k8s.node_audit", "nodefix.k8s.audit_report"))
+    checks = docs["nodefix.k8s.node_audit"]["doc"]["options"]["checks"]["choices"]
+    # the playbooks hand nodefix_fail_on and nodefix_junit_fail_on to audit_report, which owns the ladder
+    report_options = docs["nodefix.k8s.audit_report"]["doc"]["options"]
+    severities = [s for s in report_options["fail_on"]["choices"] if s != "never"]
+    assert report_options["junit_fail_on"]["choices"] == severities
     for path in survey_files():
         for question in load(path)["spec"]:
             if question["variable"] == "nodefix_audit_checks":

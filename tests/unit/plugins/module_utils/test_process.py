@@ -88,7 +88,7 @@ def _parent(pid, zombies, age, started, comm, ppid, cmdline, ns_pid, cgroup, uni
     return {"pid": pid, "zombies": zombies, "oldest_age_seconds": age, "oldest_started": started, "comm": comm,
             "ppid": ppid, "cmdline": cmdline, "ns_pid": ns_pid, "cgroup": cgroup, "unit": unit, "pod_uid": pod_uid,
             "container_id": container_id, "runtime": runtime, "qos": qos, "in_kubepods": pod_uid is not None,
-            "leaker": leaker}
+            "leaker": leaker, "advice": _process.zombie_advice(ns_pid)}
 
 
 def test_v2_zombies_grouped_by_parent_with_pod(make_tree):
@@ -128,7 +128,9 @@ def test_v2_zombies_grouped_by_parent_with_pod(make_tree):
     assert f["evidence"] == {"pid": 2841, "cmdline": "/usr/local/bin/supercronic -json /crontabs/cron",
                              "zombies": 12, "oldest_age_seconds": 900, "pid1_of_namespace": True,
                              "cgroup": pod_cgroup, "unit": "cri-containerd-%s.scope" % CID, "pod_uid": POD,
-                             "container_id": CID, "threshold": 10}
+                             "container_id": CID, "threshold": 10,
+                             "advice": _process.zombie_advice(1)}
+    assert f["evidence"]["advice"].startswith("It is PID 1 of its container")
     assert "tini" in f["remedy"] and "shareProcessNamespace" in f["remedy"]
     assert f["fix"] == {"role": "nodefix.k8s.pid_limits", "tag": "zombies"}
     # the healthy PID space gives no other finding
@@ -354,3 +356,11 @@ def test_sysctl_file_masked_by_a_higher_priority_dir_is_overridden_by_everything
     got = _process.persisted_sysctl(root, "kernel.pid_max", extra="/etc/sysctl.d/50-pid-max.conf")
     assert _process.sysctl_files(root, "/etc/sysctl.d/50-pid-max.conf")[0] == "/etc/sysctl.d/50-pid-max.conf"
     assert got["overridden_by"] == [{"path": "/etc/sysctl.d/60-x.conf", "value": "65536"}]
+
+
+def test_zombie_advice_is_written_once_and_depends_on_pid1():
+    init = _process.zombie_advice(1)
+    other = _process.zombie_advice(4711)
+    assert init.startswith("It is PID 1 of its container") and "tini" in init
+    assert other.startswith("It is not an init") and "supercronic >= 0.2.33" in other
+    assert init.endswith("Restarting it releases its zombies at once.")

@@ -59,6 +59,21 @@ options:
     description: Inspect live sandboxes in C(/proc).
     type: bool
     default: true
+  runtime_name:
+    description: The containerd runtime name the remedy registers runsc under (RV(plan.containerd)).
+    type: str
+    default: runsc
+  shim_config_path:
+    description: The shim config the remedy writes when containerd names none yet (RV(plan.shim_config)).
+    type: path
+    default: /etc/containerd/runsc.toml
+  systemd_cgroup:
+    description:
+      - V(auto) plans C(systemd-cgroup = "true") exactly on a systemd-driver node (removed otherwise);
+        V(never) plans it removed.
+    type: str
+    default: auto
+    choices: [auto, never]
 extends_documentation_fragment:
   - nodefix.k8s.attributes
   - nodefix.k8s.attributes.read_only
@@ -206,6 +221,49 @@ pods_to_recreate:
   returned: always
   type: list
   elements: str
+plan:
+  description:
+    - The remedy for what was found, as concrete parameters; the role M(nodefix.k8s.gvisor) only sequences these
+      steps and containerd's safe restart, it decides nothing again.
+  returned: always
+  type: dict
+  contains:
+    planned_for:
+      description: The options the plan was made with (runtime_name, shim_config_path, systemd_cgroup,
+        minimum_release, containerd_config); the role plans again when its variables differ.
+      type: dict
+    active:
+      description: Whether gVisor is used on the node (runsc, a runsc runtime or a live sandbox).
+      type: bool
+    runsc:
+      description: C(action) (V(none), V(upgrade), V(install)), C(reason), C(version), C(path) and C(minimum).
+      type: dict
+    shim_config:
+      description: C(path) to write, C(systemd_cgroup) (set it or remove it), C(reason), C(supported_now),
+        C(needs_upgrade_first) (the runsc installed is older than release-20220321.0) and C(cgroup_v1).
+      type: dict
+    containerd:
+      description: C(config_path), C(present), the C(runtime) name, the C(entry) to register (C(runtime_type),
+        C(options.TypeUrl), C(options.ConfigPath)), C(register) (it differs from what is registered) and
+        C(restart_needed).
+      type: dict
+    recreate:
+      description: C(pods) (UIDs) and C(sandboxes) (container ids) to recreate.
+      type: dict
+  sample:
+    planned_for: {runtime_name: runsc, shim_config_path: /etc/containerd/runsc.toml, systemd_cgroup: auto,
+                  minimum_release: "20231106.0", containerd_config: /etc/containerd/config.toml}
+    active: true
+    runsc: {action: upgrade, reason: "runsc 0.0~20221219.0 is older than 20231106.0 (google/gvisor#9580)",
+            version: "0.0~20221219.0", path: /usr/bin/runsc, minimum: "20231106.0"}
+    shim_config: {path: /etc/containerd/runsc.toml, systemd_cgroup: true, supported_now: true,
+                  needs_upgrade_first: false, cgroup_v1: false,
+                  reason: "the node uses the systemd cgroup driver (kubelet config /var/lib/kubelet/config.yaml)"}
+    containerd: {config_path: /etc/containerd/config.toml, present: true, runtime: runsc, register: true,
+                 restart_needed: true,
+                 entry: {runtime_type: io.containerd.runsc.v1,
+                         options: {TypeUrl: io.containerd.runsc.v1.options, ConfigPath: /etc/containerd/runsc.toml}}}
+    recreate: {pods: [6a1f0c2e-0000-4000-8000-00000000a001], sandboxes: [7d2c0e8f3b1a]}
 findings:
   description: Findings (id, severity, title, subject, evidence, remedy, fix).
   returned: always

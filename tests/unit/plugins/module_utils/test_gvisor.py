@@ -483,3 +483,73 @@ def test_registry_entries_are_well_formed():
         assert fid.startswith("gvisor.") and fid == fid.lower()
         assert entry["severity"] in _common.SEVERITIES
         assert entry["title"] and entry["remedy"] and entry["role"] == "nodefix.k8s.gvisor" and entry["tag"]
+
+
+# ------------------------------------------------------------------ the plan: the finding's remedy as parameters
+
+def test_plan_of_the_lab_node(make_tree):
+    """Old runsc, systemd driver (runc SystemdCgroup), runsc registered without ConfigPath: upgrade, write
+    systemd-cgroup into the default shim config, register it (containerd restart), recreate the pod."""
+    runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n")
+    p = gv.check(runner, root=make_tree(v1_node({"/etc/containerd/config.toml": CTD_V2})))["plan"]
+    assert p["active"] is True
+    assert p["runsc"] == {"action": "upgrade", "version": "0.0~20221219.0", "path": "/usr/bin/runsc",
+                          "minimum": gv.FIXED_RELEASE,
+                          "reason": "runsc 0.0~20221219.0 is older than 20231106.0 (google/gvisor#9580)"}
+    assert p["shim_config"]["path"] == gv.DEFAULT_SHIM_CONFIG and p["shim_config"]["systemd_cgroup"] is True
+    assert p["shim_config"]["supported_now"] is True and p["shim_config"]["needs_upgrade_first"] is False
+    assert p["shim_config"]["cgroup_v1"] is True and "systemd cgroup driver" in p["shim_config"]["reason"]
+    assert p["containerd"]["register"] is True and p["containerd"]["restart_needed"] is True
+    assert p["containerd"]["entry"] == {"runtime_type": "io.containerd.runsc.v1", "options": {
+        "TypeUrl": "io.containerd.runsc.v1.options", "ConfigPath": "/etc/containerd/runsc.toml"}}
+    assert p["recreate"] == {"pods": [POD_A], "sandboxes": [CID_A]}
+    assert p["planned_for"]["runtime_name"] == "runsc" and p["planned_for"]["systemd_cgroup"] == "auto"
+
+
+def test_plan_of_a_fixed_node_changes_nothing(make_tree):
+    path = systemd_pod_path(POD_A, CID_A)
+    files = v2_node({4242: (CID_A, 536870912, path, "/run/containerd/runsc/k8s.io")}, {
+        "/sys/fs/cgroup%s/memory.max" % path.rsplit("/", 1)[0]: "536870912\n",
+        "/sys/fs/cgroup%s/memory.max" % path: "max\n",
+        "/etc/containerd/config.toml": CTD_V2_FIXED,
+        "/etc/containerd/runsc.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'})
+    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gv.SHIM_NAME: "/usr/local/bin/" + gv.SHIM_NAME},
+                        "runsc version release-20240603.0\nspec: 1.1.0\n")
+    p = gv.check(runner, root=make_tree(files))["plan"]
+    assert p["runsc"]["action"] == "none" and p["containerd"]["register"] is False
+    assert p["shim_config"]["systemd_cgroup"] is True and p["shim_config"]["cgroup_v1"] is False
+    assert p["recreate"] == {"pods": [], "sandboxes": []}
+
+
+def test_plan_keeps_the_registered_config_path_and_removes_the_flag_on_cgroupfs(make_tree):
+    files = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
+             "/etc/containerd/config.toml": CTD_V3,
+             "/etc/containerd/gvisor.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'}
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
+                        "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
+    facts = gv.check(runner, root=make_tree(files), runtime_name="gvisor")
+    p = facts["plan"]
+    assert p["shim_config"]["path"] == "/etc/containerd/gvisor.toml"
+    assert p["shim_config"]["systemd_cgroup"] is False and "cgroupfs" in p["shim_config"]["reason"]
+    # registered with the right TypeUrl and ConfigPath already: no containerd restart
+    assert p["containerd"]["register"] is False
+    # under another runtime name it is not registered yet
+    other = gv.check(runner, root=make_tree(files))["plan"]
+    assert other["containerd"]["register"] is True and other["containerd"]["runtime"] == "runsc"
+
+
+def test_plan_old_runsc_on_systemd_needs_the_upgrade_first_and_never_wins(make_tree):
+    files = v1_node({"/etc/containerd/config.toml": CTD_V2})
+    runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version release-20201216.0\n")
+    p = gv.check(runner, root=make_tree(files))["plan"]
+    assert p["shim_config"]["systemd_cgroup"] is True and p["shim_config"]["needs_upgrade_first"] is True
+    never = gv.check(runner, root=make_tree(files), systemd_cgroup="never")["plan"]
+    assert never["shim_config"]["systemd_cgroup"] is False and never["shim_config"]["needs_upgrade_first"] is False
+    assert never["shim_config"]["reason"].startswith("systemd_cgroup=never")
+
+
+def test_plan_without_runsc_is_an_install(make_tree):
+    root = make_tree({"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
+                      "/etc/containerd/config.toml": CTD_V2})
+    p = gv.check(FakeRunner(), root=root)["plan"]
+    assert p["runsc"]["action"] == "install" and p["active"] is True  # the runsc runtime is registered

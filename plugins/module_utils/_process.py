@@ -64,6 +64,7 @@ def zombie_advice(ns_pid):
     return "%s Restarting it releases its zombies at once." % (
         _ZOMBIE_ADVICE_INIT if ns_pid == 1 else _ZOMBIE_ADVICE_OTHER)
 
+
 FINDINGS = {
     "pids.usage_high": {
         "severity": "high",

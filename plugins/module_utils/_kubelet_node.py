@@ -1,0 +1,410 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""Discovering a node's kubelet (unit, flags, version, --config, --config-dir) and merging its
+configuration layers into the effective configuration, flags > drop-ins > file (one job of the
+kubelet detector, see ``_kubelet``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import (
+    FLAG_FIELDS,
+    KubeletError,
+    parse_kubelet_version,
+    SUPPORTED,
+    UNIT,
+    UNIT_DIRS,
+    version_defaults,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_unit import (
+    flag_value,
+    parse_env_file,
+    parse_exec_start,
+    parse_flags,
+    parse_unit,
+    positional_words,
+    split_systemctl_cat,
+    split_words,
+    unit_paths_from_tree,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_yaml import (
+    load_yaml,
+    merge_patch,
+    plain,
+)
+
+# ---------------------------------------------------------------------------
+# Discovery
+# ---------------------------------------------------------------------------
+
+
+def _read(root, path, overlay=None):
+    """Text of node file ``path`` (None when absent), confined to ``root``.
+
+    ``overlay`` ({node path: text}) stands for files about to be written, so
+    that a planned change is re-read by the same parser before any write.
+    """
+    if overlay and path in overlay:
+        return overlay[path]
+    joined = None
+    try:
+        joined = _fileio.node_path(root, path)
+        real = _fileio.resolve_target(root, joined, what="kubelet file")
+        return _fileio.read_utf8(real, what="kubelet file")
+    except _fileio.FileSafetyError as exc:
+        msg = exc.msg.replace(joined, path) if joined and joined != path else exc.msg
+        raise KubeletError(msg, path=path)
+
+
+def kops_markers(root, unit_texts):
+    """Evidence that kOps' nodeup owns this node (it regenerates kubelet files)."""
+    found = []
+    for p in ("/opt/kops", "/var/cache/kubernetes-install", "/etc/kubernetes/kops-controller"):
+        if os.path.exists(root_path(root, p)):
+            found.append(p)
+    for d in UNIT_DIRS:
+        p = os.path.join(d, "kops-configuration.service")
+        if os.path.exists(root_path(root, p)):
+            found.append(p)
+    for path, text in unit_texts:
+        if "kops" in (text or "").lower():
+            found.append(path)
+    return sorted(set(found))
+
+
+class Node(object):
+    """Everything discovered about one kubelet."""
+
+    def __init__(self):
+        self.unit_files = []        # [(path, text)]
+        self.env = {}               # name -> {"value", "path", "kind": envfile|unit}
+        self.env_defs = []          # every definition: {"name","value","path","kind"}
+        self.env_files = []         # [(path, optional)]
+        self.exec_start = []        # raw words
+        self.argv = []              # [(word, origin)]
+        self.flags = []
+        self.positional = []
+        self.binary = None
+        self.config_path = None
+        self.config_dir = None
+        self.layout = None
+        self.kops = []
+        self.version = None
+        self.version_text = None
+
+
+def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit_paths=None):
+    """Read the unit and its environment; return a Node (no config parsing yet).
+
+    ``unit_paths`` re-reads the unit from these files (a planned change,
+    with ``overlay``) instead of asking systemd again.
+    """
+    node = Node()
+    paths = None
+    if unit_paths is not None:
+        use_systemctl = False
+    systemctl = None
+    if use_systemctl is None:
+        use_systemctl = root in (None, "", "/")
+    if use_systemctl and runner is not None:
+        systemctl = runner.bin("systemctl")
+    if systemctl:
+        rc, out, _err = runner.run([systemctl, "cat", "--no-pager", unit], check=False)
+        if rc == 0 and out.strip():
+            cat_files = split_systemctl_cat(out)
+            node.unit_files = []
+            for path, content in cat_files:
+                text = _read(root, path, overlay)
+                node.unit_files.append((path, text if text is not None else content))
+            paths = [p for p, _t in node.unit_files]
+    if paths is None:
+        for path in unit_paths_from_tree(root, unit) if unit_paths is None else unit_paths:
+            node.unit_files.append((path, _read(root, path, overlay) or ""))
+    if not node.unit_files:
+        return node
+
+    entries = []
+    for path, text in node.unit_files:
+        entries.extend(parse_unit(text, path))
+
+    env_assign = []   # Environment=
+    env_files = []
+    exec_starts = []
+    for key, value, path in entries:
+        if key == "Environment":
+            if value == "":
+                env_assign = []
+                continue
+            for word in split_words(value):
+                if "=" in word:
+                    name, val = word.split("=", 1)
+                    env_assign.append({"name": name, "value": val, "path": path, "kind": "unit"})
+        elif key == "EnvironmentFile":
+            if value == "":
+                env_files = []
+                continue
+            optional = value.startswith("-")
+            env_files.append((value.lstrip("-"), optional))
+        elif key == "ExecStart":
+            if value == "":
+                exec_starts = []
+            else:
+                exec_starts.append((value, path))
+    node.env_files = env_files
+    # Environment= first, then EnvironmentFile= override (systemd.exec(5)).
+    defs = list(env_assign)
+    for fpath, optional in env_files:
+        text = _read(root, fpath, overlay)
+        if text is None:
+            if not optional:
+                raise KubeletError("EnvironmentFile %s of %s does not exist (kubelet would not start)" % (fpath, unit))
+            continue
+        for name, val in parse_env_file(text):
+            defs.append({"name": name, "value": val, "path": fpath, "kind": "envfile"})
+    node.env_defs = defs
+    for d in defs:
+        node.env[d["name"]] = d
+    if not exec_starts:
+        raise KubeletError("%s has no ExecStart= line" % unit)
+    value, epath = exec_starts[-1]
+    node.exec_start = parse_exec_start(value)
+
+    argv = []
+    for idx, word in enumerate(node.exec_start):
+        origin_lit = {"kind": "execstart", "path": epath}
+        m = re.match(r"^\$([A-Za-z_][A-Za-z0-9_]*)$", word)
+        if m:
+            d = node.env.get(m.group(1))
+            if d is not None:
+                for w in split_words(d["value"]):
+                    argv.append((w, {"kind": d["kind"], "path": d["path"], "variable": d["name"]}))
+            continue
+
+        def _sub(mm):
+            d = node.env.get(mm.group(1))
+            return d["value"] if d else ""
+        expanded = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", _sub, word)
+        words = split_words(expanded)
+        argv.append((words[0] if words else "", origin_lit))
+    node.argv = argv
+    # the binary: first word, or the first one named like kubelet (wrappers)
+    words = [w for w, _o in argv]
+    node.binary = words[0] if words else None
+    for w in words:
+        if os.path.basename(w).startswith("kubelet") or os.path.basename(w) == "hyperkube":
+            node.binary = w
+            break
+    start = words.index(node.binary) + 1 if node.binary in words else 1
+    node.flags = parse_flags(argv[start:])
+    node.positional = positional_words(argv[start:])
+    for f in node.flags:
+        if f["name"] == "config":
+            node.config_path = f["value"]
+        elif f["name"] == "config-dir":
+            node.config_dir = f["value"] or None
+    node.kops = kops_markers(root, node.unit_files)
+    env_paths = [p for p, _o in env_files]
+    if node.kops:
+        node.layout = "kops"
+    elif any(p.endswith("/kubelet.env") for p in env_paths) or node.config_path == "/etc/kubernetes/kubelet-config.yaml":
+        node.layout = "kubespray"
+    elif any(p.endswith("kubeadm-flags.env") for p in env_paths) or any(p.endswith("10-kubeadm.conf") for p, _t in node.unit_files):
+        node.layout = "kubeadm"
+    elif node.config_path:
+        node.layout = "config-file"
+    else:
+        node.layout = "flags-only"
+    return node
+
+
+def read_version(runner, node, root="/", override=None):
+    if override:
+        node.version, node.version_text = parse_kubelet_version("Kubernetes v%s" % str(override).lstrip("v"))
+        if node.version is None:
+            raise KubeletError("kubelet_version %r is not a version like 1.29.3" % override)
+        return
+    binary = node.binary
+    if not binary or runner is None:
+        return
+    path = root_path(root, binary) if os.path.isabs(binary) else runner.bin(binary)
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return
+    rc, out, err = runner.run([path, "--version"], check=False)
+    if rc == 0:
+        node.version, node.version_text = parse_kubelet_version(out)
+
+
+# ---------------------------------------------------------------------------
+# Config layers and the effective configuration
+# ---------------------------------------------------------------------------
+
+class Layer(object):
+    """One configuration file: the main --config file or a drop-in."""
+
+    def __init__(self, path, kind, text, data, exists=True):
+        self.path = path
+        self.kind = kind          # config | drop-in
+        self.text = text
+        self.data = data          # ruamel CommentedMap (or dict)
+        self.exists = exists
+        self.new_text = text
+
+
+def dropin_files(root, config_dir):
+    """``*.conf`` under ``config_dir`` in the lexical walk order kubelet uses."""
+    out = []
+    try:
+        base = _fileio.node_path(root, config_dir)
+    except _fileio.FileSafetyError as exc:
+        raise KubeletError("--config-dir: %s" % exc.msg, path=config_dir)
+    if not _fileio.inside(root, os.path.realpath(base)):
+        raise KubeletError("--config-dir %s resolves to %s, outside the node root %s; refusing to read or write it"
+                           % (config_dir, os.path.realpath(base), root), path=config_dir)
+    if not os.path.isdir(base):
+        return out
+
+    def walk(rel):
+        full = os.path.join(base, rel) if rel else base
+        for name in sorted(os.listdir(full)):
+            sub = os.path.join(rel, name) if rel else name
+            fp = os.path.join(base, sub)
+            if os.path.isdir(fp):
+                walk(sub)
+            elif name.endswith(".conf"):
+                out.append(os.path.join(config_dir, sub))
+    walk("")
+    return out
+
+
+def load_layers(node, root="/", roundtrip=True, overlay=None):
+    layers = []
+    if node.config_path:
+        text = _read(root, node.config_path, overlay)
+        if text is None:
+            raise KubeletError("kubelet --config file %s does not exist" % node.config_path, path=node.config_path)
+        layers.append(Layer(node.config_path, "config", text, load_yaml(text, node.config_path, roundtrip)))
+    if node.config_dir:
+        paths = dropin_files(root, node.config_dir)
+        for path in sorted(overlay or {}):
+            if path.startswith(node.config_dir.rstrip("/") + "/") and path.endswith(".conf") and path not in paths:
+                paths.append(path)
+        for path in sorted(paths, key=lambda x: x.split("/")):  # kubelet's lexical walk order
+            text = _read(root, path, overlay)
+            layers.append(Layer(path, "drop-in", text, load_yaml(text, path, roundtrip)))
+    return layers
+
+
+def effective(node, layers, flags=None):
+    """Merge defaults < config < drop-ins < flags; return (config, sources, errors)."""
+    defaults = version_defaults(node.version)
+    merged = {}
+    sources = {}
+    for layer in layers:
+        data = plain(layer.data)
+        data.pop("apiVersion", None)
+        data.pop("kind", None)
+        if layer.kind == "config":
+            merged = data
+        else:
+            merged = merge_patch(merged, data)
+        for key in data:
+            sources[key] = {"source": layer.kind, "path": layer.path}
+    errors = []
+    seen_map_flags = set()
+    for f in (node.flags if flags is None else flags):
+        spec = FLAG_FIELDS.get(f["name"])
+        if spec is None:
+            continue
+        field, kind = spec
+        try:
+            value = flag_value(kind, f["value"])
+        except ValueError as exc:
+            errors.append("invalid value %r for flag --%s: %s" % (f["value"], f["name"], exc))
+            continue
+        if kind.startswith("map") and field in seen_map_flags:
+            merged[field] = dict(merged.get(field) or {}, **value)
+        else:
+            merged[field] = value
+        seen_map_flags.add(field)
+        origin = f["origin"]
+        sources[field] = {"source": "flag", "flag": "--" + f["name"], "path": origin.get("path"),
+                          "variable": origin.get("variable")}
+    result = {}
+    for key, value in defaults.items():
+        result[key] = value
+    result.update(merged)
+    for key in defaults:
+        sources.setdefault(key, {"source": "default", "path": None})
+    return result, merged, sources, errors
+
+
+def cgroup_driver(runner, root="/", unit=UNIT):
+    """The kubelet's effective ``cgroupDriver`` (flags > drop-ins > --config file): the one reader.
+
+    Returns ``driver`` (None when the kubelet does not set it or is not
+    found), ``source`` (flag, drop-in or config), ``path`` and ``flag`` where
+    it is set, and ``error`` when the kubelet's files cannot be read. No
+    kubelet process is started.
+    """
+    out = {"driver": None, "source": None, "path": None, "flag": None, "error": None, "unit_found": False}
+    node = discover(runner, root, unit)
+    if not node.unit_files:
+        return out
+    out["unit_found"] = True
+    try:
+        layers = load_layers(node, root, roundtrip=False)
+        config, merged, sources, errors = effective(node, layers)
+    except KubeletError as exc:
+        out["error"] = exc.msg
+        return out
+    bad = [e for e in errors if "--cgroup-driver" in e]
+    if bad:
+        out["error"] = "; ".join(bad)
+    if "cgroupDriver" in merged and isinstance(config.get("cgroupDriver"), str):
+        src = sources.get("cgroupDriver", {})
+        out.update(driver=config["cgroupDriver"].lower(), source=src.get("source"), path=src.get("path"),
+                   flag=src.get("flag"))
+    return out
+
+
+def report(config, sources, fields=None):
+    """{field: {value, source, path, flag, variable}} for the interesting fields."""
+    out = {}
+    for key in (fields or sorted(set(list(SUPPORTED.keys())))):
+        src = dict(sources.get(key, {"source": "default", "path": None}))
+        src["value"] = config.get(key)
+        out[key] = src
+    return out
+
+
+def kubelet_errors(config, version):
+    """The checks kubelet itself runs on these fields (pkg/kubelet/apis/config/validation)."""
+    errs = []
+    for field, flag in (("eventBurst", "event-burst"), ("eventRecordQPS", "event-qps"), ("kubeAPIBurst", "kube-api-burst"),
+                        ("kubeAPIQPS", "kube-api-qps"), ("registryBurst", "registry-burst"), ("registryPullQPS", "registry-qps"),
+                        ("maxPods", "max-pods")):
+        v = config.get(field)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            errs.append("invalid configuration: %s (--%s) %s must not be a negative number" % (field, flag, v))
+    mpp = config.get("maxParallelImagePulls")
+    if mpp is not None:
+        if isinstance(mpp, int) and mpp < 1:
+            errs.append("invalid configuration: maxParallelImagePulls %s must be a positive number" % mpp)
+        if config.get("serializeImagePulls", True) and isinstance(mpp, int) and mpp > 1:
+            errs.append("invalid configuration: maxParallelImagePulls cannot be larger than 1 unless "
+                        "SerializeImagePulls (--serialize-image-pulls) is set to false")
+    pids = config.get("podPidsLimit")
+    if isinstance(pids, int) and pids < -1:
+        errs.append("invalid configuration: podPidsLimit %s must be -1 (unlimited) or greater" % pids)
+    return errs

@@ -1,0 +1,312 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""The kubelet's KubeletConfiguration knowledge: fields, the deprecated flags that set them,
+version defaults, and the validation of requested settings (one job of the kubelet detector,
+see ``_kubelet``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+
+UNIT = "kubelet.service"
+API_VERSION = "kubelet.config.k8s.io/v1beta1"
+KIND = "KubeletConfiguration"
+DEFAULT_DROPIN_NAME = "99-nodefix-k8s.conf"
+
+# systemd unit search path, highest priority first (systemd.unit(5)).
+UNIT_DIRS = [
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+]
+
+
+# ---------------------------------------------------------------------------
+# KubeletConfiguration knowledge
+# ---------------------------------------------------------------------------
+
+# Top-level fields of kubelet.config.k8s.io/v1beta1 KubeletConfiguration
+# (k8s.io/kubelet/config/v1beta1/types.go, up to 1.35). Used to spot typos.
+KNOWN_FIELDS = frozenset("""
+apiVersion kind enableServer staticPodPath podLogsDir syncFrequency fileCheckFrequency
+httpCheckFrequency staticPodURL staticPodURLHeader address port readOnlyPort tlsCertFile
+tlsPrivateKeyFile tlsCipherSuites tlsMinVersion rotateCertificates serverTLSBootstrap
+authentication authorization registryPullQPS registryBurst imagePullCredentialsVerificationPolicy
+preloadedImagesVerificationAllowlist eventRecordQPS eventBurst enableDebuggingHandlers
+enableContentionProfiling healthzPort healthzBindAddress oomScoreAdj clusterDomain clusterDNS
+streamingConnectionIdleTimeout nodeStatusUpdateFrequency nodeStatusReportFrequency
+nodeLeaseDurationSeconds imageMinimumGCAge imageMaximumGCAge imageGCHighThresholdPercent
+imageGCLowThresholdPercent volumeStatsAggPeriod kubeletCgroups systemCgroups cgroupRoot
+cgroupsPerQOS cgroupDriver cpuManagerPolicy singleProcessOOMKill cpuManagerPolicyOptions
+cpuManagerReconcilePeriod memoryManagerPolicy topologyManagerPolicy topologyManagerScope
+topologyManagerPolicyOptions qosReserved runtimeRequestTimeout hairpinMode maxPods podCIDR
+podPidsLimit resolvConf runOnce cpuCFSQuota cpuCFSQuotaPeriod nodeStatusMaxImages maxOpenFiles
+contentType kubeAPIQPS kubeAPIBurst serializeImagePulls maxParallelImagePulls evictionHard
+evictionSoft evictionSoftGracePeriod evictionPressureTransitionPeriod evictionMaxPodGracePeriod
+evictionMinimumReclaim mergeDefaultEvictionSettings podsPerCore enableControllerAttachDetach
+protectKernelDefaults makeIPTablesUtilChains iptablesMasqueradeBit iptablesDropBit featureGates
+failSwapOn memorySwap containerLogMaxSize containerLogMaxFiles containerLogMaxWorkers
+containerLogMonitorInterval configMapAndSecretChangeDetectionStrategy systemReserved kubeReserved
+reservedSystemCPUs showHiddenMetricsForVersion systemReservedCgroup kubeReservedCgroup
+enforceNodeAllocatable allowedUnsafeSysctls volumePluginDir providerID kernelMemcgNotification
+logging enableSystemLogHandler enableSystemLogQuery shutdownGracePeriod
+shutdownGracePeriodCriticalPods shutdownGracePeriodByPodPriority crashLoopBackOff reservedMemory
+enableProfilingHandler enableDebugFlagsHandler seccompDefault memoryThrottlingFactor
+registerWithTaints registerNode tracing localStorageCapacityIsolation containerRuntimeEndpoint
+imageServiceEndpoint failCgroupV1 userNamespaces
+""".split())
+
+EVICTION_SIGNALS = frozenset([
+    "memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+    "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree", "pid.available",
+    "allocatableMemory.available",
+])
+RESERVED_RESOURCES = frozenset(["cpu", "memory", "ephemeral-storage", "pid"])
+
+# Fields this collection can ensure. ``floor``: a rate limit the module never
+# lowers (requested value, version default and current value are floors);
+# ``zero``: what 0 means for that field.
+SUPPORTED = {
+    "kubeAPIQPS": {"type": "int", "min": 0, "flag": "kube-api-qps", "floor": True, "zero": "client-default"},
+    "kubeAPIBurst": {"type": "int", "min": 0, "flag": "kube-api-burst", "floor": True},
+    "eventRecordQPS": {"type": "int", "min": 0, "flag": "event-qps", "floor": True, "zero": "unlimited"},
+    "eventBurst": {"type": "int", "min": 0, "flag": "event-burst", "floor": True},
+    "registryPullQPS": {"type": "int", "min": 0, "flag": "registry-qps", "floor": True, "zero": "unlimited"},
+    "registryBurst": {"type": "int", "min": 0, "flag": "registry-burst", "floor": True},
+    "serializeImagePulls": {"type": "bool", "flag": "serialize-image-pulls"},
+    "maxParallelImagePulls": {"type": "int", "min": 1, "nullable": True, "since": (1, 27)},
+    "podPidsLimit": {"type": "int", "min": -1, "flag": "pod-max-pids"},
+    "maxPods": {"type": "int", "min": 0, "flag": "max-pods"},
+    "evictionHard": {"type": "map", "keys": EVICTION_SIGNALS, "flag": "eviction-hard"},
+    "evictionSoft": {"type": "map", "keys": EVICTION_SIGNALS, "flag": "eviction-soft"},
+    "systemReserved": {"type": "map", "keys": RESERVED_RESOURCES, "flag": "system-reserved"},
+    "kubeReserved": {"type": "map", "keys": RESERVED_RESOURCES, "flag": "kube-reserved"},
+}
+
+# Deprecated kubelet flags that set a KubeletConfiguration field
+# (kubernetes cmd/kubelet/app/options/options.go AddKubeletConfigFlags).
+# value kinds: int, bool, str, list (comma separated), map< (k<v,...), map= (k=v,...)
+FLAG_FIELDS = {
+    "kube-api-qps": ("kubeAPIQPS", "int"),
+    "kube-api-burst": ("kubeAPIBurst", "int"),
+    "event-qps": ("eventRecordQPS", "int"),
+    "event-burst": ("eventBurst", "int"),
+    "registry-qps": ("registryPullQPS", "int"),
+    "registry-burst": ("registryBurst", "int"),
+    "serialize-image-pulls": ("serializeImagePulls", "bool"),
+    "pod-max-pids": ("podPidsLimit", "int"),
+    "max-pods": ("maxPods", "int"),
+    "eviction-hard": ("evictionHard", "map<"),
+    "eviction-soft": ("evictionSoft", "map<"),
+    "system-reserved": ("systemReserved", "map="),
+    "kube-reserved": ("kubeReserved", "map="),
+    "cgroup-driver": ("cgroupDriver", "str"),
+    "container-runtime-endpoint": ("containerRuntimeEndpoint", "str"),
+    "healthz-port": ("healthzPort", "int"),
+    "healthz-bind-address": ("healthzBindAddress", "str"),
+    "fail-swap-on": ("failSwapOn", "bool"),
+    "cluster-dns": ("clusterDNS", "list"),
+    "cluster-domain": ("clusterDomain", "str"),
+    "resolv-conf": ("resolvConf", "str"),
+    "rotate-certificates": ("rotateCertificates", "bool"),
+    "max-open-files": ("maxOpenFiles", "int"),
+    "read-only-port": ("readOnlyPort", "int"),
+    "port": ("port", "int"),
+    "address": ("address", "str"),
+    "cgroup-root": ("cgroupRoot", "str"),
+    "cgroups-per-qos": ("cgroupsPerQOS", "bool"),
+    "image-gc-high-threshold": ("imageGCHighThresholdPercent", "int"),
+    "image-gc-low-threshold": ("imageGCLowThresholdPercent", "int"),
+    "runtime-request-timeout": ("runtimeRequestTimeout", "str"),
+    "feature-gates": ("featureGates", "map="),
+    "pods-per-core": ("podsPerCore", "int"),
+    "protect-kernel-defaults": ("protectKernelDefaults", "bool"),
+    "provider-id": ("providerID", "str"),
+}
+BOOL_FLAGS = frozenset(k for k, v in FLAG_FIELDS.items() if v[1] == "bool") | frozenset(
+    ["register-node", "logtostderr", "alsologtostderr", "exit-on-lock-contention", "help", "version"])
+FIELD_FLAGS = dict((v[0], k) for k, v in FLAG_FIELDS.items())
+
+DEFAULT_EVICTION_HARD = {
+    "memory.available": "100Mi",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%",
+}
+
+# The API and event limits that changed in 1.27 (kubernetes PR #116121).
+NEW_DEFAULTS_SINCE = (1, 27)
+
+
+def version_defaults(version):
+    """KubeletConfiguration v1beta1 defaults for a kubelet ``version`` tuple.
+
+    An unknown version gets the 1.27+ defaults: the higher floors, so that a
+    caller never writes a value below what a current kubelet uses.
+    """
+    new = version is None or tuple(version[:2]) >= NEW_DEFAULTS_SINCE
+    return {
+        "kubeAPIQPS": 50 if new else 5,
+        "kubeAPIBurst": 100 if new else 10,
+        "eventRecordQPS": 50 if new else 5,
+        "eventBurst": 100 if new else 10,
+        "registryPullQPS": 5,
+        "registryBurst": 10,
+        "serializeImagePulls": True,
+        "maxParallelImagePulls": None,
+        "podPidsLimit": -1,
+        "maxPods": 110,
+        "evictionHard": dict(DEFAULT_EVICTION_HARD),
+        "evictionSoft": {},
+        "systemReserved": {},
+        "kubeReserved": {},
+        "healthzPort": 10248,
+        "healthzBindAddress": "127.0.0.1",
+    }
+
+
+_KVER_RE = re.compile(r"Kubernetes\s+v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_kubelet_version(text):
+    """``Kubernetes v1.29.3`` -> ((1, 29, 3), "1.29.3"); (None, None) when unparsable."""
+    m = _KVER_RE.search(text or "")
+    if not m:
+        m2 = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+        if not m2:
+            return None, None
+        m = m2
+    parts = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    return parts, "%d.%d.%d" % parts
+
+
+class KubeletError(NodefixError):
+    """A problem the module reports with fail_json (no file was changed)."""
+
+
+# ---------------------------------------------------------------------------
+# Values: validation of requested settings
+# ---------------------------------------------------------------------------
+
+_QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$")
+_PERCENT_RE = re.compile(r"^[0-9]+(\.[0-9]+)?%$")
+
+
+def _to_int(name, value, errors):
+    if isinstance(value, bool):
+        errors.append("%s: expected an integer, got a boolean (%r)" % (name, value))
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.match(r"^\s*-?\d+\s*$", value):
+        return int(value.strip())
+    errors.append("%s: expected an integer, got %r" % (name, value))
+    return None
+
+
+def _to_bool(name, value, errors):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    errors.append("%s: expected a boolean, got %r" % (name, value))
+    return None
+
+
+def _suggest(name, choices):
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    if not close:
+        lowered = dict((c.lower(), c) for c in choices)
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return " (did you mean %s?)" % close[0] if close else ""
+
+
+def validate_settings(settings):
+    """Normalise requested fields; raise KubeletError listing every problem."""
+    errors = []
+    out = {}
+    for name, value in (settings or {}).items():
+        spec = SUPPORTED.get(name)
+        if spec is None:
+            if name in KNOWN_FIELDS:
+                errors.append("%s: a KubeletConfiguration field this module does not manage; supported: %s"
+                              % (name, ", ".join(sorted(SUPPORTED))))
+            else:
+                errors.append("%s: unknown KubeletConfiguration field%s" % (name, _suggest(name, SUPPORTED.keys())))
+            continue
+        if value is None:
+            if spec.get("nullable"):
+                out[name] = None
+                continue
+            errors.append("%s: a value is required" % name)
+            continue
+        kind = spec["type"]
+        if kind == "int":
+            num = _to_int(name, value, errors)
+            if num is None:
+                continue
+            if num < spec["min"]:
+                if spec["min"] == 0:
+                    errors.append("%s: %d must not be a negative number" % (name, num))
+                elif spec["min"] == 1:
+                    errors.append("%s: %d must be a positive number" % (name, num))
+                else:
+                    errors.append("%s: %d must be %d or greater" % (name, num, spec["min"]))
+                continue
+            if num > 2 ** 31 - 1 and name != "podPidsLimit":
+                errors.append("%s: %d does not fit in int32 (kubelet's type for this field)" % (name, num))
+                continue
+            if num > 2 ** 63 - 1:
+                errors.append("%s: %d does not fit in int64 (kubelet's type for this field)" % (name, num))
+                continue
+            out[name] = num
+        elif kind == "bool":
+            b = _to_bool(name, value, errors)
+            if b is not None:
+                out[name] = b
+        elif kind == "map":
+            if not isinstance(value, dict):
+                errors.append("%s: expected a mapping, got %r" % (name, value))
+                continue
+            clean = {}
+            for key, val in value.items():
+                if key not in spec["keys"]:
+                    errors.append("%s: unknown key %r%s" % (name, key, _suggest(str(key), spec["keys"])))
+                    continue
+                sval = str(val).strip() if not isinstance(val, bool) else None
+                if sval is None or not sval:
+                    errors.append("%s.%s: expected a quantity, got %r" % (name, key, val))
+                    continue
+                if name.startswith("eviction"):
+                    ok = _PERCENT_RE.match(sval) or _QUANTITY_RE.match(sval)
+                else:
+                    ok = _QUANTITY_RE.match(sval)
+                if not ok:
+                    errors.append("%s.%s: %r is not a valid quantity" % (name, key, val))
+                    continue
+                if sval.startswith("-"):
+                    errors.append("%s.%s: %r must not be negative" % (name, key, val))
+                    continue
+                if sval.endswith("%") and float(sval[:-1]) > 100:
+                    errors.append("%s.%s: %r is more than 100%%" % (name, key, val))
+                    continue
+                clean[key] = sval
+            out[name] = clean
+    if errors:
+        raise KubeletError("invalid settings: " + "; ".join(errors), errors=errors)
+    return out

@@ -1,0 +1,328 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""Reading and writing KubeletConfiguration YAML: ruamel.yaml (round trip), PyYAML, or a
+read-only subset reader when neither is on the node; JSON merge patch (one job of the kubelet
+detector, see ``_kubelet``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import io
+import json
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import (
+    KIND,
+    KubeletError,
+)
+
+try:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    HAS_RUAMEL = True
+    RUAMEL_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - depends on the node
+    HAS_RUAMEL = False
+    RUAMEL_IMPORT_ERROR = exc
+    YAML = None
+    CommentedMap = dict
+
+try:
+    import yaml as pyyaml
+    HAS_PYYAML = True
+except ImportError:  # pragma: no cover - depends on the node
+    pyyaml = None
+    HAS_PYYAML = False
+
+# ---------------------------------------------------------------------------
+# YAML
+# ---------------------------------------------------------------------------
+
+
+def _rt_yaml(text=None):
+    yml = YAML(typ="rt")
+    yml.preserve_quotes = True
+    yml.width = 4096
+    offset = 0
+    if text:
+        # keep the file's sequence style: "key:\n- a" (kubeadm) or "key:\n  - a"
+        prev_indent = None
+        for line in text.splitlines():
+            stripped = line.lstrip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            ind = len(line) - len(stripped)
+            if stripped.startswith("- ") and prev_indent is not None:
+                offset = max(0, ind - prev_indent)
+                break
+            if stripped.endswith(":"):
+                prev_indent = ind
+            else:
+                prev_indent = None
+    yml.indent(mapping=2, sequence=offset + 2, offset=offset)
+    return yml
+
+
+# Read-only fallback when neither ruamel.yaml nor PyYAML is on the node
+# (node_audit must still work there): the YAML subset KubeletConfiguration
+# files use - block mappings and sequences, flow {} / [], plain and quoted
+# scalars, comments. The same parser is in lab/kubelet-double/kubelet.
+
+class YamlError(Exception):
+    """Input outside the YAML subset, or malformed."""
+
+
+def _strip_comment(line):
+    quote = None
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i]
+    return line
+
+
+def _split_key(content, lineno):
+    quote = None
+    for i, c in enumerate(content):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "\"'" and i == 0:
+            quote = c
+        elif c == ":" and (i + 1 == len(content) or content[i + 1] in " \t"):
+            return _scalar(content[:i].strip(), lineno), content[i + 1:].strip()
+    return None, None
+
+
+def _split_flow(text):
+    parts, depth, quote, cur = [], 0, None, []
+    for c in text:
+        if quote:
+            cur.append(c)
+            if c == quote:
+                quote = None
+            continue
+        if c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(c)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _scalar(text, lineno):
+    t = text.strip()
+    if t.startswith(("|", ">", "&", "*", "!")):
+        raise YamlError("line %d: unsupported YAML construct %r" % (lineno, t[:10]))
+    if t.startswith("{"):
+        if not t.endswith("}"):
+            raise YamlError("line %d: unterminated flow mapping" % lineno)
+        out = {}
+        for part in _split_flow(t[1:-1]):
+            k, v = _split_key(part, lineno)
+            if k is None:
+                raise YamlError("line %d: bad flow mapping entry %r" % (lineno, part))
+            out[k] = _scalar(v, lineno)
+        return out
+    if t.startswith("["):
+        if not t.endswith("]"):
+            raise YamlError("line %d: unterminated flow sequence" % lineno)
+        return [_scalar(p, lineno) for p in _split_flow(t[1:-1])]
+    if t.startswith('"'):
+        if len(t) < 2 or not t.endswith('"'):
+            raise YamlError("line %d: unterminated double-quoted string" % lineno)
+        try:
+            return json.loads(t)
+        except ValueError:
+            raise YamlError("line %d: bad double-quoted string" % lineno)
+    if t.startswith("'"):
+        if len(t) < 2 or not t.endswith("'"):
+            raise YamlError("line %d: unterminated single-quoted string" % lineno)
+        return t[1:-1].replace("''", "'")
+    if t in ("", "~", "null", "Null", "NULL"):
+        return None
+    if t in ("true", "True", "TRUE"):
+        return True
+    if t in ("false", "False", "FALSE"):
+        return False
+    if re.match(r"^[-+]?[0-9]+$", t):
+        return int(t)
+    if re.match(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$", t):
+        return float(t)
+    if t.startswith(("]", "}", "`", "@")) or ": " in t:
+        raise YamlError("line %d: cannot parse %r" % (lineno, t))
+    return t
+
+
+def subset_yaml_load(text):
+    """A YAML subset: block mappings/sequences, flow {}/[], plain/quoted scalars, comments."""
+    lines = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        if raw.strip() in ("---",) and not lines:
+            continue
+        body = _strip_comment(raw).rstrip()
+        if not body.strip():
+            continue
+        lead = body[:len(body) - len(body.lstrip())]
+        if "\t" in lead:
+            raise YamlError("line %d: found a tab character used for indentation" % no)
+        lines.append([len(lead), body.strip(), no])
+    if not lines:
+        return None
+    if lines[0][1].startswith(("{", "[")) and len(lines) == 1:
+        return _scalar(lines[0][1], lines[0][2])
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise YamlError("invalid JSON: %s" % exc)
+    pos = [0]
+
+    def is_item(content):
+        return content == "-" or content.startswith("- ")
+
+    def node(indent):
+        if pos[0] >= len(lines):
+            return None
+        ind, content, _no = lines[pos[0]]
+        if ind < indent:
+            return None
+        if is_item(content):
+            return seq(ind)
+        return mapping(ind)
+
+    def mapping(ind):
+        out = {}
+        while pos[0] < len(lines):
+            cur_ind, content, no = lines[pos[0]]
+            if cur_ind < ind:
+                break
+            if cur_ind > ind:
+                raise YamlError("line %d: bad indentation of a mapping entry" % no)
+            if is_item(content):
+                break
+            key, rest = _split_key(content, no)
+            if key is None:
+                raise YamlError("line %d: could not find expected ':'" % no)
+            if key in out:
+                raise YamlError("line %d: mapping key %r already defined" % (no, key))
+            pos[0] += 1
+            if rest == "":
+                if pos[0] < len(lines) and lines[pos[0]][0] > ind:
+                    out[key] = node(lines[pos[0]][0])
+                elif pos[0] < len(lines) and lines[pos[0]][0] == ind and is_item(lines[pos[0]][1]):
+                    out[key] = seq(ind)
+                else:
+                    out[key] = None
+            else:
+                out[key] = _scalar(rest, no)
+        return out
+
+    def seq(ind):
+        out = []
+        while pos[0] < len(lines):
+            cur_ind, content, no = lines[pos[0]]
+            if cur_ind != ind or not is_item(content):
+                if cur_ind > ind:
+                    raise YamlError("line %d: bad indentation of a sequence entry" % no)
+                break
+            item = content[1:].strip()
+            if item == "":
+                pos[0] += 1
+                out.append(node(ind + 1))
+                continue
+            key, _rest = _split_key(item, no)
+            if key is not None and not item.startswith(("\"", "'", "{", "[")):
+                # "- key: value" starts a mapping whose column is the item's
+                lines[pos[0]] = [cur_ind + (len(content) - len(item)), item, no]
+                out.append(mapping(lines[pos[0]][0]))
+                continue
+            pos[0] += 1
+            out.append(_scalar(item, no))
+        return out
+
+    result = node(0)
+    if pos[0] < len(lines):
+        raise YamlError("line %d: unexpected content %r" % (lines[pos[0]][2], lines[pos[0]][1]))
+    return result
+
+
+def load_yaml(text, path, roundtrip=True):
+    """Parse a KubeletConfiguration document; raise KubeletError on malformed input."""
+    if roundtrip and not HAS_RUAMEL:
+        raise KubeletError("the Python library ruamel.yaml is required on the node to edit %s "
+                           "(Debian/Ubuntu: python3-ruamel.yaml)" % path)
+    try:
+        if HAS_RUAMEL:
+            data = _rt_yaml(text).load(text) if roundtrip else YAML(typ="safe", pure=True).load(text)
+        elif HAS_PYYAML:
+            data = pyyaml.safe_load(text)
+        else:
+            data = subset_yaml_load(text)
+    except KubeletError:
+        raise
+    except Exception as exc:  # ruamel/pyyaml raise many error types
+        raise KubeletError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " ")), path=path)
+    if data is None:
+        data = CommentedMap() if roundtrip and HAS_RUAMEL else {}
+    if not isinstance(data, dict):
+        raise KubeletError("%s: expected a KubeletConfiguration mapping, got %s" % (path, type(data).__name__), path=path)
+    kind = data.get("kind")
+    if kind is not None and kind != KIND:
+        raise KubeletError("%s: kind is %r, expected %s" % (path, kind, KIND), path=path)
+    return data
+
+
+def dump_yaml(data, original_text):
+    buf = io.StringIO()
+    _rt_yaml(original_text).dump(data, buf)
+    return buf.getvalue()
+
+
+def plain(value):
+    """Convert ruamel containers to plain Python types."""
+    if isinstance(value, dict):
+        return dict((str(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (what kubelet uses for drop-ins)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            result[key] = merge_patch(result.get(key), value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result

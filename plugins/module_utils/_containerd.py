@@ -972,6 +972,8 @@ def option_errors(p):
     return []
 
 
+# Long on purpose (~85 lines): one straight read of containerd, its config, runc and the socket, in the
+# order the facts depend on each other.
 def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_binary="containerd",
           ctr_binary="ctr", runc_binary=None, config_path=None, check_socket=True, timeout="5s", **_opts):
     """containerd/runc detector used by containerd_info and node_audit.

@@ -428,6 +428,8 @@ def missing_targets(config, targets):
     return mismatch
 
 
+# Long on purpose (~115 lines): one pass that computes every target, the layer it goes to and the flag
+# edits, then proves the result by re-merging; splitting it would pass a dozen locals around.
 def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_name=DEFAULT_DROPIN_NAME,
          use_config_dir=True, root="/"):
     """Compute the new texts of every file; raise KubeletError before any write."""

@@ -104,6 +104,8 @@ class Node(object):
         self.version_text = None
 
 
+# Long on purpose (~120 lines): systemd's own order (unit, drop-ins, Environment=, EnvironmentFile=,
+# ExecStart=) read in one pass, as systemd applies it.
 def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit_paths=None):
     """Read the unit and its environment; return a Node (no config parsing yet).
 

@@ -173,6 +173,7 @@ def _scalar(text, lineno):
     return t
 
 
+# Long on purpose (~90 lines): a small indentation parser's state machine reads best as one loop.
 def subset_yaml_load(text):
     """A YAML subset: block mappings/sequences, flow {}/[], plain/quoted scalars, comments."""
     lines = []

@@ -402,6 +402,7 @@ def option_errors(p):
     return errors
 
 
+# Long on purpose (~105 lines): one pass over /proc; the findings are stated next to the numbers they compare.
 def check(runner, root="/", **opts):
     """Task usage against kernel.pid_max/threads-max and zombie leakers.
 

@@ -347,6 +347,7 @@ def to_markdown(model):
     return "\n".join(out)
 
 
+# Long on purpose (~100 lines): the HTML page top to bottom, in the order it renders.
 def to_html(model):
     """A self-contained page: nodes x findings matrix coloured by severity."""
     t = model["totals"]

@@ -323,6 +323,8 @@ def _undo(module, files, changes):
             os.unlink(real)
 
 
+# Long on purpose (~95 lines): the module's steps in order (validate, inspect, plan, diff, write, re-read,
+# undo).
 def main():
     module = build_module()
     p = module.params

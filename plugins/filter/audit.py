@@ -2,7 +2,7 @@
 # Copyright (c) nodefix.k8s contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters for the fleet report: per-host results, and the severity ladder for roles."""
+"""Filters for the fleet report (per-host results), the severity ladder for roles, and the NPD monitor config."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import findings_at_or_above as _at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config as _monitor_config
 
 
 def audit_results(hostvars, hosts, name="nodefix_audit"):
@@ -46,6 +47,15 @@ def findings_at_or_above(findings, threshold, ignore=None):
         raise AnsibleFilterError("findings_at_or_above: %s" % exc)
 
 
+def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout="5s", source="nodefix-k8s"):
+    """node-problem-detector's custom plugin monitor config for the nodefix.k8s plugin (``_npd.monitor_config``)."""
+    for name, value in (("invoke_interval", invoke_interval), ("timeout", timeout)):
+        if not isinstance(value, str) or not value[:-1].isdigit() or not value.endswith("s") or int(value[:-1]) < 1:
+            raise AnsibleFilterError("npd_monitor_config: %s must be whole seconds like '5s', got %r" % (name, value))
+    return _monitor_config(plugin_path, config_path, invoke_interval=invoke_interval, timeout=timeout, source=source)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"audit_results": audit_results, "findings_at_or_above": findings_at_or_above}
+        return {"audit_results": audit_results, "findings_at_or_above": findings_at_or_above,
+                "npd_monitor_config": npd_monitor_config}

@@ -23,6 +23,8 @@ __metaclass__ = type
 
 import os
 import re
+import shutil
+import subprocess
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
 
@@ -80,6 +82,35 @@ class Runner(object):
         if check and rc != 0:
             raise CommandError(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
         return rc, out, err
+
+
+class SubprocessRunner(object):
+    """The ``Runner`` interface (``bin``, ``run``) without Ansible, for the node-side entry points
+    (the mount-units timer, the node-problem-detector plugin)."""
+
+    error = CommandError
+
+    def bin(self, name, required=False, opt_dirs=None):
+        if os.path.isabs(name):
+            found = name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+        else:
+            path = os.pathsep.join([os.environ.get("PATH", "")] + list(opt_dirs or []) + NODE_BIN_DIRS)
+            found = shutil.which(name, path=path)
+        if found is None and required:
+            raise self.error("Required binary %s was not found (PATH, %s)" % (name, ", ".join(NODE_BIN_DIRS)))
+        return found
+
+    def run(self, argv, check=True, data=None, msg=None):
+        env = dict(os.environ, **C_LOCALE)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out, err = proc.communicate(data.encode("utf-8") if data is not None else None)
+        out = out.decode("utf-8", "surrogateescape")
+        err = err.decode("utf-8", "surrogateescape")
+        if check and proc.returncode != 0:
+            raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=proc.returncode,
+                             stdout=out, stderr=err)
+        return proc.returncode, out, err
 
 
 def make_finding(fid, severity, title, evidence=None, remedy=None, fix_role=None, fix_tag=None, subject=None):

@@ -29,6 +29,7 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_durable
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kflags
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import (  # noqa: F401 pylint: disable=unused-import
@@ -147,6 +148,9 @@ FINDINGS = {
         "role": None, "tag": None,
     },
 }
+# kubelet.fix_not_durable is made by _kubelet_durable (its owner); listed here so the kubelet detector's
+# registry documents every kubelet id (docs/findings.md).
+FINDINGS.update(_kubelet_durable.FINDINGS)
 
 # Busy nodes outgrow the pre-1.27 defaults of 5/10 (kubernetes#80647: pods
 # wait for kubelet's client rate limiter); 30/40 is the floor this collection

@@ -305,6 +305,25 @@ def _tidy_continuations(text):
         if line.strip() == "\\" and idx > 0 and out and out[-1].rstrip().endswith("\\"):
             continue
         out.append(line)
+    # an assignment whose first line is now only the opening quote and a backslash
+    # (KUBELET_ARGS="\ after its first flag was removed): pull the next line up
+    joined = []
+    for line in out:
+        if joined and re.match(r"""^[ \t]*[A-Za-z_][A-Za-z0-9_]*=["']?[ \t]*\\[ \t]*$""", joined[-1]):
+            joined[-1] = re.sub(r"[ \t]*\\[ \t]*$", "", joined[-1]) + line.lstrip(" \t")
+            continue
+        joined.append(line)
+    out = joined
+    # a continued line followed by a line that is now only the closing quote
+    # (its last flag was removed): close the value on the continued line
+    closed = []
+    for line in out:
+        if closed and line.strip() in ('"', "'") and re.search(r"\\[ \t]*$", closed[-1]) \
+                and not closed[-1].lstrip().startswith(("#", ";")):
+            closed[-1] = re.sub(r"[ \t]*\\[ \t]*$", "", closed[-1]) + line.strip()
+            continue
+        closed.append(line)
+    out = closed
     # a continued line followed by a now-empty last line: end the logical line there
     for idx in range(len(out) - 1):
         if out[idx].rstrip().endswith("\\") and not out[idx].lstrip().startswith(("#", ";")) and out[idx + 1].strip() == "":

@@ -294,9 +294,85 @@ def load_yaml(text, path, roundtrip=True):
 
 
 def dump_yaml(data, original_text):
+    """``data`` as YAML text, leaving every top-level entry whose value did not change byte for byte as it
+    was in ``original_text`` (ruamel.yaml's round trip would rewrite ``True`` as ``true``, re-indent maps and
+    respace flow lists and comments); only the changed entries come from ruamel.yaml."""
     buf = io.StringIO()
     _rt_yaml(original_text).dump(data, buf)
-    return buf.getvalue()
+    dumped = buf.getvalue()
+    if not original_text:
+        return dumped
+    return keep_untouched(original_text, dumped, data)
+
+
+_TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"\-][^:#]*?|-[^\s-][^:#]*?))\s*:(?:\s|$)""")
+
+
+def _segments(text):
+    """(head, [(key, text)], tail) of a block mapping document: each entry with the comment and blank lines
+    before it and its indented continuation lines; None when the text is not a plain top-level block mapping."""
+    head, entries, pending = [], [], []
+    for line in text.splitlines(True):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            pending.append(line)
+            continue
+        if line[0] in " \t" or stripped.startswith("- "):
+            if not entries:
+                return None
+            entries[-1][1].extend(pending + [line])
+            pending = []
+            continue
+        if stripped in ("---", "..."):
+            if entries:
+                return None  # a second document
+            head.extend(pending + [line])
+            pending = []
+            continue
+        m = _TOP_KEY.match(line)
+        if not m:
+            return None
+        key = next(g for g in m.groups() if g is not None).strip()
+        entries.append((key, pending + [line]))
+        pending = []
+    if not entries:
+        return None
+    return "".join(head), [(k, "".join(lines)) for k, lines in entries], "".join(pending)
+
+
+def keep_untouched(original_text, dumped, data):
+    """Merge: unchanged top-level entries from ``original_text``, changed and new ones from ``dumped``.
+
+    Checked by parsing the result: when it does not give ``data`` (or either text is not a plain block
+    mapping), the full ruamel.yaml dump is returned instead.
+    """
+    orig, new = _segments(original_text), _segments(dumped)
+    if orig is None or new is None:
+        return dumped
+    try:
+        before = plain(_rt_yaml(original_text).load(original_text))
+    except Exception:  # pylint: disable=broad-except
+        return dumped
+    wanted = plain(data)
+    orig_entries = dict(orig[1])
+    if len(orig_entries) != len(orig[1]) or not isinstance(before, dict):
+        return dumped  # a duplicate key: let ruamel.yaml's text stand
+    out = [orig[0]]
+    for key, text in new[1]:
+        if key in orig_entries and key in before and key in wanted and before[key] == wanted[key]:
+            out.append(orig_entries[key])
+        else:
+            out.append(text)
+    if out[-1] and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    out.append(orig[2])
+    merged = "".join(out)
+    try:
+        if plain(_rt_yaml(merged).load(merged)) != wanted:
+            return dumped
+    except Exception:  # pylint: disable=broad-except
+        return dumped
+    return merged
 
 
 def plain(value):

@@ -58,8 +58,6 @@ import json
 import os
 import posixpath
 import re
-import shutil
-import subprocess
 import sys
 import time
 
@@ -69,6 +67,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     read_text,
     root_path,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils import _common
 from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, is_pod_uid, parse_proc_cgroup
 
 # kubelet's mount-utils: "Kubernetes transient mount for <target>"
@@ -887,28 +886,10 @@ def check(runner, root="/", **opts):
 # standalone use (the role's systemd timer): python3 this_file.py --config FILE
 
 
-class SubprocessRunner(object):
-    """The ``Runner`` interface (``bin``, ``run``) without Ansible."""
+class SubprocessRunner(_common.SubprocessRunner):
+    """The ``Runner`` interface without Ansible; a failed command is a ``MountUnitsError``."""
 
-    DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/bin"]
-
-    def bin(self, name, required=False, opt_dirs=None):
-        if os.path.isabs(name):
-            return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
-        path = os.pathsep.join([os.environ.get("PATH", "")] + list(opt_dirs or []) + self.DIRS)
-        return shutil.which(name, path=path)
-
-    def run(self, argv, check=True, data=None, msg=None):
-        env = dict(os.environ, LANG="C", LC_ALL="C", LANGUAGE="C")
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        out, err = proc.communicate(data.encode("utf-8") if data is not None else None)
-        out = out.decode("utf-8", "surrogateescape")
-        err = err.decode("utf-8", "surrogateescape")
-        if check and proc.returncode != 0:
-            raise MountUnitsError(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=proc.returncode,
-                                  stdout=out, stderr=err)
-        return proc.returncode, out, err
+    error = MountUnitsError
 
 
 CLI_OPTIONS = ("state", "kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path", "runtime_endpoint",

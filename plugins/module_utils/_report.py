@@ -17,10 +17,13 @@ __metaclass__ = type
 import datetime
 import fnmatch
 import json
+import textwrap
+import time
 import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, at_or_above, findings_at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks, fleet_textfile
 COLOURS = {
     "critical": "#b71c1c",
     "high": "#e65100",
@@ -79,7 +82,8 @@ def check_waivers(waivers, today=None):
     return active, expired
 
 
-def _waiver_for(waivers, host, finding):
+def waiver_for(waivers, host, finding):
+    """The first active waiver (from ``check_waivers``) that matches ``finding`` on ``host``, else None."""
     for w in waivers:
         if (any(fnmatch.fnmatchcase(host, h) for h in w["hosts"])
                 and fnmatch.fnmatchcase(finding.get("id") or "", w["id"])
@@ -112,7 +116,7 @@ def _node(host, result, before, remediation, waivers=()):
     findings = sorted(findings, key=lambda f: (_rank(f.get("severity")), f.get("id"), str(f.get("subject"))))
     open_findings, waived = [], []
     for f in findings:
-        w = _waiver_for(waivers, host, f)
+        w = waiver_for(waivers, host, f)
         if w:
             waived.append(dict(f, waiver={"reason": w["reason"], "expires": w["expires"], "id": w["id"]}))
         else:
@@ -126,6 +130,7 @@ def _node(host, result, before, remediation, waivers=()):
         "ids": sorted(set(f["id"] for f in open_findings)),
         "waived": waived,
         "waived_ids": sorted(set(f["id"] for f in waived)),
+        "checks_failed": failed_checks(result) if status == "ok" else {},
     }
     if host in before:
         b_status, b_findings, b_error = _node_state(before[host])
@@ -133,12 +138,67 @@ def _node(host, result, before, remediation, waivers=()):
         node["before"] = {"status": b_status, "error": b_error, "ids": sorted(b_ids), "total": len(b_findings)}
         node["fixed"] = sorted(b_ids - set(node["ids"]) - set(node["waived_ids"]))
         node["new"] = sorted(set(node["ids"]) - b_ids)
+        node["still_open"] = sorted(set(node["ids"]) & b_ids)
+        node["changes"] = changes((before[host] or {}).get("checks"), (result or {}).get("checks"))
+        node["pods_to_recreate"] = list(_dig((result or {}).get("checks"), "gvisor.plan.recreate.pods") or [])
     if host in remediation:
         rem = dict(remediation[host] or {})
         if rem.get("unreachable"):
             rem = {"status": "not run", "msg": rem.get("msg")}
         node["remediation"] = rem
     return node
+
+
+# What a remediation changed, read from the facts of the audits before and after it (node_audit's
+# ``checks``): (label, detector, dotted path). A value that differs is listed as before -> after.
+CHANGE_FACTS = [
+    ("containerd", "containerd", "version"),
+    ("containerd restarted (start time)", "containerd", "daemon.started"),
+    ("runc", "containerd", "runc.version"),
+    ("runsc", "gvisor", "runsc.version"),
+    ("runsc.toml systemd-cgroup", "gvisor", "shim_config.systemd_cgroup"),
+    ("runsc runtimes in containerd", "gvisor", "containerd.runsc_runtimes"),
+    ("kubelet flags deprecated by its config file", "kubelet", "kubelet.deprecated_flags"),
+    ("leaked kubelet scopes", "mount_units", "mount_units.scopes"),
+    ("dead mount units", "mount_units", "mount_units.dead_mount_units"),
+    ("orphaned pods with units", "mount_units", "mount_units.orphaned"),
+    ("kernel.pid_max", "pids", "pid_max"),
+    ("kernel.pid_max persisted", "pids", "pid_max_persisted.value"),
+    ("zombies", "pids", "zombies"),
+]
+
+
+def _dig(facts, dotted):
+    for key in dotted.split("."):
+        if not isinstance(facts, dict) or key not in facts:
+            return None
+        facts = facts[key]
+    return facts
+
+
+def _short(value):
+    if isinstance(value, list):
+        return "%d item(s)" % len(value) if len(json.dumps(value, default=str)) > 60 else json.dumps(value, default=str)
+    if isinstance(value, float) and value > 1e9:
+        return datetime.datetime.fromtimestamp(value, datetime.timezone.utc).strftime("%H:%M:%S UTC")
+    return str(value)
+
+
+def changes(before_checks, after_checks):
+    """[{what, before, after}] of the facts a remediation changed (CHANGE_FACTS, and every kubelet
+    setting's effective value), read from the two audits' ``checks``; nothing when a side is missing."""
+    before_checks, after_checks = before_checks or {}, after_checks or {}
+    specs = list(CHANGE_FACTS)
+    fields = set((_dig(before_checks.get("kubelet"), "kubelet.effective") or {})) | set(
+        (_dig(after_checks.get("kubelet"), "kubelet.effective") or {}))
+    specs += [("kubelet %s" % f, "kubelet", "kubelet.effective.%s.value" % f) for f in sorted(fields)]
+    out = []
+    for label, check, path in specs:
+        b, a = _dig(before_checks.get(check), path), _dig(after_checks.get(check), path)
+        if b is None or a is None or b == a:
+            continue
+        out.append({"what": label, "before": _short(b), "after": _short(a)})
+    return out
 
 
 class ReportInputError(ValueError):
@@ -266,38 +326,76 @@ def _node_cell(node):
     return "%d (%s)" % (len(node["findings"]), worst)
 
 
-def table_lines(model):
-    """Plain-text table for the console: one row a node; before/after when known."""
+# The console is often 80-120 columns: one line per node with counts, the ids below it, wrapped.
+TABLE_WIDTH = 100
+
+
+def _wrap(label, items, width):
+    """``  label: a, b, c`` wrapped to ``width`` with the continuation lines indented."""
+    if not items:
+        return []
+    return textwrap.wrap(", ".join(items), width=width, initial_indent="  %s: " % label,
+                         subsequent_indent=" " * (len(label) + 4), break_on_hyphens=False, break_long_words=True)
+
+
+def _rem_text(node):
+    rem = node.get("remediation") or {}
+    text = rem.get("status", "-")
+    if rem.get("seconds") is not None:
+        text += " %ss" % rem["seconds"]
+    return text
+
+
+def table_lines(model, width=TABLE_WIDTH):
+    """Plain-text table for the console, no line longer than ``width``.
+
+    One row a node with counts (before/after/fixed/new when a before-audit is
+    known, the remediation status and time), then the ids below it, wrapped.
+    """
+    width = max(int(width or TABLE_WIDTH), 60)
     has_before = any("before" in n for n in model["nodes"])
     has_rem = any("remediation" in n for n in model["nodes"])
-    header = ["node"]
-    if has_before:
-        header += ["before", "after", "fixed"]
-    else:
-        header += ["findings", "ids"]
-    if has_rem:
-        header.append("remediation")
+    header = ["node"] + (["before", "after", "fixed", "new"] if has_before else ["findings", "worst"])
+    header += ["waived"] + (["remediation"] if has_rem else [])
     rows = []
     for n in model["nodes"]:
-        row = [n["host"]]
         if has_before:
             b = n.get("before") or {}
-            row += [str(b.get("total", "-")) if b.get("status", "ok") == "ok" else b.get("status", "-").upper(),
-                    _node_cell(n), ", ".join(n.get("fixed") or []) or "-"]
+            row = [str(b.get("total", "-")) if b.get("status", "ok") == "ok" else b.get("status", "-").upper(),
+                   _node_cell(n).split(" (")[0], str(len(n.get("fixed") or [])), str(len(n.get("new") or []))]
         else:
-            row += [_node_cell(n), ", ".join(n["ids"]) or "-"]
-        if has_rem:
-            rem = n.get("remediation") or {}
-            text = rem.get("status", "-")
-            if rem.get("msg") and rem.get("status") in ("failed", "skipped"):
-                text += ": " + str(rem["msg"]).splitlines()[0][:120]
-            row.append(text)
-        rows.append(row)
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    fmt = "  ".join("%%-%ds" % w for w in widths)
-    lines = [fmt % tuple(header), fmt % tuple("-" * w for w in widths)]
-    lines += [fmt % tuple(r) for r in rows]
-    return [line.rstrip() for line in lines]
+            worst = next((s for s in SEVERITIES if n["counts"][s]), "-")
+            row = [str(len(n["findings"])) if n["status"] == "ok" else n["status"].upper(), worst]
+        rows.append([n["host"]] + row + [str(len(n.get("waived") or []))] + ([_rem_text(n)] if has_rem else []))
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(1, len(header))]
+    # the node column takes what is left, at least 12 characters (longer names are cut with "~")
+    node_w = max(12, min(max(len(r[0]) for r in [header] + rows), width - sum(w + 2 for w in widths)))
+    widths = [node_w] + widths
+
+    def fmt(row):
+        cells = [row[0] if len(row[0]) <= node_w else row[0][:node_w - 1] + "~"] + row[1:]
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()[:width]
+
+    lines = [fmt(header), fmt(["-" * w for w in widths])]
+    for n, row in zip(model["nodes"], rows):
+        lines.append(fmt(row))
+        if n["status"] != "ok":
+            lines += _wrap("error", [str(n.get("error") or n["status"]).splitlines()[0]], width)
+        if has_before:
+            lines += _wrap("fixed", n.get("fixed") or [], width)
+            lines += _wrap("open", n.get("still_open") or [], width)
+            lines += _wrap("new", n.get("new") or [], width)
+        else:
+            lines += _wrap("ids", n["ids"], width)
+        lines += _wrap("waived", n.get("waived_ids") or [], width)
+        lines += _wrap("changed", ["%s %s -> %s" % (c["what"], c["before"], c["after"]) for c in n.get("changes") or []],
+                       width)
+        lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
+        rem = n.get("remediation") or {}
+        if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
+            msg = str(rem["msg"]).splitlines()[0]
+            lines += _wrap(rem["status"], [msg if len(msg) <= 300 else msg[:297] + "..."], width)
+    return lines
 
 
 def to_markdown(model):
@@ -328,7 +426,17 @@ def to_markdown(model):
             out += ["**%s**: %s" % (n["status"], n["error"]), ""]
         rem = n.get("remediation")
         if rem:
-            out += ["Remediation: **%s**%s" % (rem.get("status"), (" - " + str(rem.get("msg"))) if rem.get("msg") else ""), ""]
+            out += ["Remediation: **%s**%s%s" % (rem.get("status"), (" in %ss" % rem["seconds"]) if rem.get("seconds") else "",
+                                                 (" - " + str(rem.get("msg"))) if rem.get("msg") else ""), ""]
+        if n.get("before"):
+            out += ["Before: %s finding(s); fixed: %s; still open: %s; new: %s" % (
+                n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
+                ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none"), ""]
+            for c in n.get("changes") or []:
+                out.append("- changed: %s %s -> %s" % (c["what"], c["before"], c["after"]))
+            if n.get("pods_to_recreate"):
+                out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
+            out.append("")
         if not n["findings"] and n["status"] == "ok":
             out += ["No findings.", ""]
         for f in n["findings"]:
@@ -347,6 +455,41 @@ def to_markdown(model):
     return "\n".join(out)
 
 
+def _id_list(ids, css):
+    if not ids:
+        return "<span class=\"muted\">-</span>"
+    return "<br>".join("<code class=\"%s\">%s</code>" % (css, _esc(i)) for i in ids)
+
+
+def _html_before_after(model):
+    """What a remediation did, node by node: before -> after, fixed, still open, new, waived, status and time."""
+    h = ["<h2>Before and after</h2>",
+         "<table id=\"before-after\"><thead><tr><th>node</th><th>before</th><th>after</th><th>fixed</th>"
+         "<th>still open</th><th>new</th><th>waived</th><th>what changed</th><th>remediation</th></tr></thead><tbody>"]
+    for n in model["nodes"]:
+        b = n.get("before") or {}
+        rem = n.get("remediation") or {}
+        status = rem.get("status", "-")
+        if rem.get("seconds") is not None:
+            status += " in %ss" % rem["seconds"]
+        css = {"ok": "s-ok", "failed": "s-error"}.get(rem.get("status"), "s-info")
+        changed = ["%s: %s &rarr; %s" % (_esc(c["what"]), _esc(c["before"]), _esc(c["after"]))
+                   for c in n.get("changes") or []]
+        if n.get("pods_to_recreate"):
+            changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
+        h.append("<tr><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                 "<td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
+                     _esc(n["host"]), _esc(b.get("total", "-") if b.get("status", "ok") == "ok" else b.get("status")),
+                     _esc(_node_cell(n)), _id_list(n.get("fixed"), "fixed"), _id_list(n.get("still_open"), "open"),
+                     _id_list(n.get("new"), "new"), _id_list(n.get("waived_ids"), "waived"),
+                     "<br>".join(changed) or "<span class=\"muted\">-</span>", css, _esc(status),
+                     _esc(rem.get("msg") or ""),
+                     ("<br><span class=\"muted\">roles: %s</span>" % _esc(", ".join(rem["roles"])))
+                     if rem.get("roles") else ""))
+    h.append("</tbody></table>")
+    return h
+
+
 # Long on purpose (~100 lines): the HTML page top to bottom, in the order it renders.
 def to_html(model):
     """A self-contained page: nodes x findings matrix coloured by severity."""
@@ -360,6 +503,7 @@ th.rot{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
 td.cell{text-align:center;color:#fff;font-weight:600}
 .sev{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
 .muted{color:#757575}details{margin:6px 0}code{font-size:12px}
+code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{color:#757575}
 """
     for level, colour in COLOURS.items():
         css += ".s-%s{background:%s}\n" % (level, colour)
@@ -378,6 +522,8 @@ td.cell{text-align:center;color:#fff;font-weight:600}
         h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
                  "(its findings count again)</p>"
                  % (_esc(w["id"]), _esc(", ".join(w["hosts"])), _esc(w["expires"]), _esc(w["reason"])))
+    if any("before" in n for n in model["nodes"]):
+        h += _html_before_after(model)
     # matrix
     h.append("<table id=\"matrix\"><thead><tr><th>node</th><th>status</th>")
     h += ["<th class=\"rot\" title=\"%s\">%s</th>" % (_esc(e["title"]), _esc(e["id"])) for e in ids]
@@ -508,4 +654,5 @@ RENDERERS = {
     "markdown": ("report.md", to_markdown),
     "html": ("report.html", to_html),
     "junit": ("junit.xml", to_junit),
+    "prometheus": ("nodefix.prom", lambda model: fleet_textfile(model, time.time())),
 }

@@ -17,7 +17,8 @@ description:
   - Turns the M(nodefix.k8s.node_audit) results of many nodes into a fleet report on the
     machine it runs on (normally the controller, with C(delegate_to=localhost) and C(run_once=true)).
   - Formats are JSON, Markdown, a self-contained HTML page (nodes x findings, coloured by
-    severity) and JUnit XML for CI systems.
+    severity), JUnit XML for CI systems and the Prometheus text format (C(nodefix.prom), for
+    node_exporter's textfile collector on the machine that runs the report, or any tool that reads it).
   - With O(before), the report compares two audits (before and after remediation); with
     O(remediation), it shows each node's remediation outcome.
 author:
@@ -56,10 +57,15 @@ options:
     description: Report formats to write.
     type: list
     elements: str
-    choices: [json, markdown, html, junit]
-    default: [json, markdown, html, junit]
+    choices: [json, markdown, html, junit, prometheus]
+    default: [json, markdown, html, junit, prometheus]
   title:
-    description: Title of the report.
+    description:
+      - Title of the report.
+      - 'The V(prometheus) format carries the series of M(nodefix.k8s.node_audit)''s O(nodefix.k8s.node_audit#module:textfile)
+        with a C(node) label, plus C(nodefix_node_audited{node}) (0 when the node could not be audited) and
+        C(nodefix_finding_waived{node,check,id,severity,subject}) - a waived finding is left out of C(nodefix_finding)
+        (a waiver is a decision not to alert) and listed there. A new timestamp alone does not make the task changed.'
     type: str
     default: nodefix.k8s fleet audit
   generated:
@@ -70,6 +76,13 @@ options:
     type: str
     default: medium
     choices: [critical, high, medium, low, info]
+  table_width:
+    description:
+      - Width of RV(table) in characters (the console's width; the report play passes C(COLUMNS) when set).
+      - One line per node with counts, then the finding ids below it, wrapped to this width; node names longer
+        than the space left are cut with C(~). At least 60.
+    type: int
+    default: 100
   fail_on:
     description:
       - The fleet's fail policy, computed here once for every playbook (the reports are written first).
@@ -143,9 +156,15 @@ files:
   description: Path of every report file written, keyed by format.
   returned: always
   type: dict
-  sample: {"html": "/tmp/reports/report.html", "json": "/tmp/reports/report.json"}
+  sample: {"html": "/tmp/reports/report.html", "json": "/tmp/reports/report.json", "prometheus": "/tmp/reports/nodefix.prom"}
 table:
-  description: The per-node table as lines of text (for the console).
+  description:
+    - The per-node table as lines of text for the console, none longer than O(table_width) - one line per node
+      (audit - findings, worst severity, waived; remediate - before, after, fixed, new, waived, remediation status
+      and seconds), the ids below it (C(ids), or C(fixed), C(open), C(new), and C(waived)).
+  sample: ["node     before  after  fixed  new  waived  remediation", "-------  ------  -----  -----  ---  ------  -----------",
+           "node-1   3       clean  3      0    0       ok 41.2s", "  fixed: gvisor.runsc_outdated, gvisor.sandbox_oversized,",
+           "         kubelet.api_qps_low"]
   returned: always
   type: list
   elements: str
@@ -200,6 +219,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import same_but_timestamp
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     RENDERERS,
     ReportInputError,
@@ -219,6 +239,7 @@ def plan_files(module, p, model):
         module.fail_json(msg="dest %s exists and is not a directory; nothing was written" % dest)
     files = {}
     writes = []
+    changed = False
     for fmt in p["formats"]:
         name, render = RENDERERS[fmt]
         content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
@@ -231,7 +252,9 @@ def plan_files(module, p, model):
             module.fail_json(msg="%s; nothing was written" % exc.msg)
         if current != content:
             writes.append((real, content))
-    return bool(writes), files, writes
+            # the Prometheus file is refreshed on every run; a new timestamp alone is not a change
+            changed = changed or not (fmt == "prometheus" and same_but_timestamp(current, content))
+    return changed, files, writes
 
 
 def main():
@@ -246,6 +269,7 @@ def main():
             generated=dict(type="str"),
             junit_fail_on=dict(type="str", default="medium", choices=list(SEVERITIES)),
             fail_on=dict(type="str", default="never", choices=["never"] + list(SEVERITIES)),
+            table_width=dict(type="int", default=100),
             waivers=dict(type="list", elements="dict", default=[], options=dict(
                 id=dict(type="str", required=True),
                 reason=dict(type="str", required=True),
@@ -257,6 +281,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["table_width"] < 60:
+        module.fail_json(msg="table_width must be at least 60, got %d; nothing was written" % p["table_width"])
     waivers = [dict((k, v) for k, v in w.items() if v is not None) for w in p["waivers"]]
     try:
         check_results(p["results"])
@@ -279,7 +305,7 @@ def main():
     for w in model["waivers_expired"]:
         module.warn("waiver for %s on %s expired on %s: its findings count again" % (
             w["id"], ", ".join(w["hosts"]), w["expires"]))
-    module.exit_json(changed=changed, files=files, table=table_lines(model), totals=model["totals"],
+    module.exit_json(changed=changed, files=files, table=table_lines(model, p["table_width"]), totals=model["totals"],
                      finding_ids=model["finding_ids"], waivers_expired=model["waivers_expired"],
                      policy=policy(model, p["fail_on"]))
 

@@ -261,10 +261,42 @@ restart_required:
   returned: always
   type: bool
 findings:
-  description: Problems found in the configuration before the change (see docs/kubelet.md for the ids).
+  description:
+    - Problems found in the configuration before the change (see docs/kubelet.md for the ids).
+    - With O(settings), also C(kubelet.fix_not_durable) when a wanted setting lives in a file the node's cluster
+      tool rewrites (RV(durability)).
   returned: always
   type: list
   elements: dict
+durability:
+  description:
+    - Whether each setting of O(settings) survives the next run of the tool that manages the node's kubelet files,
+      and where to make it durable when it does not. C(kubeadm upgrade node) rewrites C(/var/lib/kubelet/config.yaml)
+      from the C(kube-system/kubelet-config) ConfigMap and C(kubeadm-flags.env) from the kubeadm configuration; the
+      next kubespray run re-templates C(/etc/kubernetes/kubelet-config.yaml) and C(kubelet.env) from inventory
+      variables (named per setting); kOps' nodeup rewrites everything from C(spec.kubelet). A drop-in in
+      C(--config-dir) survives all three.
+  returned: when O(settings) is given and the plan could be made
+  type: dict
+  contains:
+    manager:
+      description: V(kubeadm), V(kubespray), V(kops), or null when no known tool manages the files.
+      type: str
+    durable:
+      description: Every setting and flag removal survives.
+      type: bool
+    settings:
+      description: Per wanted setting - C(field), C(value), C(path) it comes from, C(durable), C(durable_in).
+      type: list
+      elements: dict
+    flags:
+      description: Per stale flag removed or rewritten - the edit, C(durable), C(durable_in).
+      type: list
+      elements: dict
+  sample: {"manager": "kubespray", "durable": false, "flags": [],
+           "settings": [{"field": "kubeAPIQPS", "value": 50, "path": "/etc/kubernetes/kubelet-config.yaml",
+                         "durable": false,
+                         "durable_in": "the kubespray inventory variable kubelet_config_extra_args: {kubeAPIQPS: 50}"}]}
 """
 
 import os
@@ -275,6 +307,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner,
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _options
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_durable as kd
 
 
 def build_module():
@@ -397,6 +430,9 @@ def main():
         daemon_reload_required=any(f["unit"] for f in files),
         restart_required=bool(files),
     )
+    # will the fix survive the tool that manages the node (kubeadm, kubespray, kOps)?
+    result["durability"] = kd.durability(facts["layout"], planned["targets"], planned["after"], planned["flag_edits"])
+    result["findings"] = facts["findings"] + kd.findings(result["durability"])
     for r in planned["raised"] if files else []:
         module.warn("%s: requested %s, ensured %s (%s); set allow_lower to force the lower value"
                     % (r["field"], r["requested"], r["written"], r["reason"]))

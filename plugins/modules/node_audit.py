@@ -21,16 +21,22 @@ description:
     (M(nodefix.k8s.containerd_info), M(nodefix.k8s.runsc_info), M(nodefix.k8s.kubelet_config),
     M(nodefix.k8s.kubelet_mount_units), M(nodefix.k8s.process_health), M(nodefix.k8s.kernel_check),
     M(nodefix.k8s.cpu_quota_check)).
-  - Read-only. A detector that fails does not stop the others; it is reported as the finding
-    C(audit.check_failed).
+  - Read-only, except that with O(textfile) it writes the findings in the Prometheus text format
+    for node_exporter's textfile collector. A detector that fails does not stop the others; it is
+    reported as the finding C(audit.check_failed).
   - Every finding id is documented in C(docs/findings.md) of the collection.
 author:
   - nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:
   - nodefix.k8s.attributes
-  - nodefix.k8s.attributes.read_only
   - nodefix.k8s.root
 attributes:
+  check_mode:
+    support: full
+    details: The detectors run the same way; O(textfile) is not written (RV(textfile.changed) says whether it would be).
+  diff_mode:
+    support: none
+    details: The detectors change nothing; O(textfile) is generated as a whole, so there is no diff.
   platform:
     details: Linux Kubernetes nodes.
 options:
@@ -61,6 +67,21 @@ options:
     type: str
     default: never
     choices: [never, critical, high, medium, low, info]
+  textfile:
+    description:
+      - Write the node's findings to this file in the Prometheus text exposition format, for
+        node_exporter's textfile collector (U(https://github.com/prometheus/node_exporter#textfile-collector)),
+        for example C(/var/lib/prometheus/node-exporter/nodefix.prom) (Debian's prometheus-node-exporter
+        reads that directory).
+      - Series, all gauges - C(nodefix_finding{check,id,severity,subject}) 1 per open finding (gone when fixed);
+        C(nodefix_findings{severity}) the count per severity (0 included); C(nodefix_audit_check_failed{check})
+        1 when a detector could not run; C(nodefix_audit_timestamp_seconds) when the audit ran. Waivers are a fleet
+        decision and are applied in M(nodefix.k8s.audit_report)'s C(prometheus) format, not here.
+      - The name must end in C(.prom) and its directory must exist. Written atomically (a temporary file in the
+        same directory whose name does not end in C(.prom), then a rename), through a symlink, mode 0644 for a new
+        file, no backup. The timestamp is refreshed on every run; the task is changed only when the findings differ
+        from the file's, so repeated audits stay C(changed=false).
+    type: path
 seealso:
   - module: nodefix.k8s.audit_report
 """
@@ -74,6 +95,10 @@ EXAMPLES = r"""
   nodefix.k8s.node_audit:
     checks: [gvisor, kubelet]
     fail_on: critical
+
+- name: Audit and publish the findings to node_exporter's textfile collector
+  nodefix.k8s.node_audit:
+    textfile: /var/lib/prometheus/node-exporter/nodefix.prom
 
 - name: Tune a detector
   nodefix.k8s.node_audit:
@@ -147,11 +172,39 @@ timings:
   description: Seconds each detector took.
   returned: always
   type: dict
+textfile:
+  description: What happened to O(textfile).
+  returned: when O(textfile) is set
+  type: dict
+  contains:
+    path:
+      description: The file written (through symlinks).
+      type: str
+      sample: /var/lib/prometheus/node-exporter/nodefix.prom
+    changed:
+      description: Whether the findings in the file changed (the timestamp alone does not count).
+      type: bool
+    written:
+      description: Whether the file was written (false in check mode).
+      type: bool
+    series:
+      description: Number of C(nodefix_finding) series (open findings, one per id and subject).
+      type: int
 """
+
+import os
+import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _options
+from ansible_collections.nodefix.k8s.plugins.module_utils import _options, _prometheus
+from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
+    FileSafetyError,
+    node_path,
+    read_utf8,
+    resolve_target,
+)
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, detector, run_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     SEVERITIES,
@@ -168,9 +221,49 @@ def build_module():
             options=dict(type="dict", default={}),
             root=dict(type="path", default="/"),
             fail_on=dict(type="str", default="never", choices=["never"] + list(SEVERITIES)),
+            textfile=dict(type="path"),
         ),
         supports_check_mode=True,
     )
+
+
+def textfile_target(root, path):
+    """The real file behind ``textfile``: a ``.prom`` name in an existing directory."""
+    if not path.endswith(".prom"):
+        raise FileSafetyError("textfile %s must end in .prom (node_exporter's textfile collector reads only "
+                              "*.prom files)" % path, path)
+    real = resolve_target(root, node_path(root, path), what="textfile")
+    if not os.path.isdir(os.path.dirname(real)):
+        raise FileSafetyError("textfile directory %s does not exist (is node_exporter's textfile collector set up? "
+                              "create it or point textfile elsewhere)" % os.path.dirname(real), path)
+    return real
+
+
+def write_textfile(module, real, result):
+    """Render and (not in check mode) write the textfile atomically; changed when the findings differ."""
+    text = _prometheus.node_textfile(result, time.time())
+    try:
+        old = read_utf8(real, what="textfile")
+    except FileSafetyError:
+        old = None  # unreadable or not text: rewritten as a whole
+    changed = not _prometheus.same_but_timestamp(old, text)
+    info = {"path": real, "changed": changed, "written": False,
+            "series": sum(1 for line in text.splitlines() if line.startswith("nodefix_finding{"))}
+    if module.check_mode:
+        return info
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(real), suffix=".tmp", dir=os.path.dirname(real))
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        mode = os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o644
+        os.chmod(tmp, mode)
+        module.atomic_move(tmp, real, unsafe_writes=False)
+        os.chmod(real, mode)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    info["written"] = True
+    return info
 
 
 def main():
@@ -184,10 +277,23 @@ def main():
             options[name] = _options.validate(name, detector(name), module.params["options"][name])
         except NodefixError as exc:
             problems.append(exc.msg)
+    textfile = None
+    if module.params["textfile"] is not None:
+        try:
+            textfile = textfile_target(module.params["root"], module.params["textfile"])
+        except FileSafetyError as exc:
+            problems.append(str(exc))
     if problems:
         module.fail_json(msg="; ".join(problems) + "; nothing was checked")
     result = run_checks(Runner(module), root=module.params["root"], checks=module.params["checks"], options=options)
     result["changed"] = False
+    if textfile:
+        try:
+            result["textfile"] = write_textfile(module, textfile, result)
+        except (FileSafetyError, OSError) as exc:
+            module.fail_json(msg="textfile %s: %s (the audit ran; its findings are in this result)" % (textfile, exc),
+                             **result)
+        result["changed"] = result["textfile"]["changed"]
     fail_on = module.params["fail_on"]
     if fail_on != "never":
         bad = findings_at_or_above(result["findings"], fail_on)

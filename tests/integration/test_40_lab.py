@@ -122,6 +122,50 @@ def processes_mentioning(text):
     return found
 
 
+# what node-problem-detector runs (roles/npd defaults) and how the lab configures it
+NPD_PLUGIN = "/usr/local/lib/nodefix-npd/nodefix-npd"
+NPD_CONFIG = "/etc/nodefix/npd.json"
+NPD_CONDITIONS = {
+    "GVisorMemoryLimitIgnored": ["gvisor"], "KubeletMountUnitsLeaking": ["mount_units"], "PIDPressureRisk": ["pids"],
+    "KubeletConfigRisk": ["kubelet"], "ContainerRuntimeRisk": ["containerd", "cpu_quota"], "KernelRisk": ["kernel"],
+}
+NPD_TIMEOUT_MS = 5000  # node-problem-detector's default plugin timeout (pkg/custompluginmonitor/types/config.go)
+
+
+def npd_plugin_runs(name):
+    """Run the installed plugin for every condition on every node, as node-problem-detector
+    does (exec the path with the rule's args), timed on the node: {host: {condition: (rc, ms, message)}}."""
+    script = "".join(
+        's=$(date +%%s%%N); m=$(%s --config %s --condition %s); rc=$?; e=$(date +%%s%%N); '
+        'echo "npd %s $rc $(( (e - s) / 1000000 )) $m"\n' % (NPD_PLUGIN, NPD_CONFIG, c, c) for c in sorted(NPD_CONDITIONS))
+    found = {}
+    for host in NODES:
+        if host == VM:
+            out = vm_shell("%s-%s" % (name, host), script)
+        else:
+            rc, out = run_logged("%s-%s" % (name, host), ["podman", "exec", host, "sh", "-c", script], timeout=300)
+            assert_ok("%s-%s" % (name, host), rc, out)
+        runs = {}
+        for line in out.splitlines():
+            parts = line.split(" ", 4)
+            if parts[0] == "npd" and len(parts) >= 4:
+                runs[parts[1]] = (int(parts[2]), int(parts[3]), parts[4] if len(parts) > 4 else "")
+        assert sorted(runs) == sorted(NPD_CONDITIONS), (host, out)
+        found[host] = runs
+    return found
+
+
+def npd_expected(report_node, threshold=("critical", "high", "medium")):
+    """The exit code each condition must give, from an audit report's node: a condition is
+    raised by its detectors' open findings at medium or worse (the waived ones are RESIDUAL)."""
+    expected = {}
+    for cond, checks in NPD_CONDITIONS.items():
+        hits = [f for f in report_node["findings"] if f.get("check") in checks and f["severity"] in threshold]
+        expected[cond] = 1 if hits else 0
+    assert set(report_node["waived_ids"]) <= RESIDUAL
+    return expected
+
+
 def pod_slice(pod_uid):
     return "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice" % pod_uid.replace("-", "_")
 
@@ -214,6 +258,25 @@ def test_02_audit_finds_the_planted_problems(lab):
     assert {"gvisor.runsc_outdated", "gvisor.no_config_path", "gvisor.sandbox_oversized"} <= ids[VM], ids[VM]
     assert "gvisor.systemd_cgroup_needs_v2" not in ids[VM]
     (lab / "audit-before.json").write_text(json.dumps(report))
+
+
+def test_02c_npd_plugin_reports_the_broken_nodes(lab):
+    # install the node-problem-detector plugin (role nodefix.k8s.npd), then exec it as NPD does
+    rc, out = playbook("lab-npd-install", "nodefix.k8s.npd", "-e", "nodefix_targets=nodefix_lab")
+    assert_ok("lab-npd-install", rc, out)
+    report = json.loads((lab / "audit-before.json").read_text())
+    runs = npd_plugin_runs("lab-npd-before")
+    for node in report["nodes"]:
+        got = dict((cond, run[0]) for cond, run in runs[node["host"]].items())
+        assert got == npd_expected(node), (node["host"], runs[node["host"]])
+        for cond, (code, ms, message) in runs[node["host"]].items():
+            assert ms < NPD_TIMEOUT_MS, (node["host"], cond, ms)
+            assert 0 < len(message) <= 80, (node["host"], cond, message)
+    # the broken VM raises the headline condition, naming the finding
+    code, _ms, message = runs[VM]["GVisorMemoryLimitIgnored"]
+    assert code == 1 and "gvisor." in message, runs[VM]
+    # every node is broken somewhere
+    assert all(any(r[0] == 1 for r in runs[h].values()) for h in NODES), runs
 
 
 def test_02b_vm_sandboxes_are_sized_to_the_whole_vm(lab):
@@ -311,6 +374,47 @@ def test_05_audit_after_is_clean_and_reports_render(lab):
     for host in NODES:
         assert host in dom
     shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-report.png"))
+
+
+def test_05a_npd_plugin_is_ok_on_every_fixed_node(lab):
+    runs = npd_plugin_runs("lab-npd-after")
+    for host in NODES:
+        assert dict((c, r[0]) for c, r in runs[host].items()) == dict((c, 0) for c in NPD_CONDITIONS), (host, runs[host])
+        assert all(r[1] < NPD_TIMEOUT_MS for r in runs[host].values()), (host, runs[host])
+    timings = dict((h, max(r[1] for r in runs[h].values())) for h in NODES)
+    print("slowest condition per node (ms): %s" % timings)
+
+
+def test_05c_remediation_report_tells_before_and_after(lab):
+    # the remediation report against the two audits around it: every fixed id was
+    # there before and is gone after; the HTML shows it per node
+    before = dict((n["host"], n) for n in json.loads((lab / "audit-before.json").read_text())["nodes"])
+    rem = json.loads((lab / "remediate" / "report.json").read_text())
+    for node in rem["nodes"]:
+        b = before[node["host"]]
+        before_ids = set(b["ids"]) | set(b["waived_ids"])
+        assert node["fixed"] and set(node["fixed"]) <= before_ids, node
+        assert not set(node["fixed"]) & (set(node["ids"]) | set(node["waived_ids"])), node
+        assert set(node["still_open"]) <= before_ids and not node["new"], node
+        assert node["remediation"]["status"] == "ok" and node["remediation"]["seconds"] > 0, node
+    # what changed, read from the facts of the audits around the fixes
+    for node in rem["nodes"]:
+        what = dict((c["what"], c) for c in node["changes"])
+        assert what, "no change read on %s" % node["host"]
+        if node["host"] == VM:
+            assert what["runsc"]["after"] == "0.0~20240729.0", what
+            assert sorted(node["pods_to_recreate"]) == sorted(p["pod_uid"] for p in vm_pods()), node
+    html = (lab / "remediate" / "report.html").read_text()
+    assert 'id="before-after"' in html
+    for node in rem["nodes"]:
+        for fid in node["fixed"]:
+            assert '<code class="fixed">%s</code>' % fid in html
+    # the fleet's Prometheus file parses and has one series per open finding
+    from prometheus_client.parser import text_string_to_metric_families
+    fams = dict((f.name, f.samples) for f in text_string_to_metric_families((lab / "remediate" / "nodefix.prom").read_text()))
+    series = fams.get("nodefix_finding", [])
+    assert len(series) == len(set((n["host"], f["id"], f.get("subject") or "") for n in rem["nodes"] for f in n["findings"]))
+    assert sorted(s.labels["node"] for s in fams["nodefix_node_audited"]) == NODES
 
 
 def test_05b_every_detector_tells_the_v2_truth_on_the_vm(lab):

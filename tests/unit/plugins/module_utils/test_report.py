@@ -4,6 +4,7 @@
 import json
 from html.parser import HTMLParser
 
+import pytest
 from junitparser import JUnitXml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _report
@@ -72,9 +73,14 @@ def test_before_after_and_remediation():
     assert b["fixed"] == [] and b["new"] == ["pids.zombie_leaker"]
     assert c["remediation"] == {"status": "not run", "msg": "no result"}
     lines = _report.table_lines(model)
-    assert lines[0].split() == ["node", "before", "after", "fixed", "remediation"]
-    assert lines[2].split()[:4] == ["node-a", "1", "clean", "kubelet.api_qps_low"]
-    assert "failed: restart containerd: rolled back" in lines[3]
+    assert lines[0].split() == ["node", "before", "after", "fixed", "new", "waived", "remediation"]
+    assert lines[2].split() == ["node-a", "1", "clean", "1", "0", "0", "ok"]
+    assert lines[3] == "  fixed: kubelet.api_qps_low"
+    node_b = lines.index([line for line in lines if line.startswith("node-b")][0])
+    row = lines[node_b].split()
+    assert row[:2] == ["node-b", "1"] and row[3:] == ["0", "1", "0", "failed"]
+    assert lines[node_b + 1:node_b + 3] == ["  open: gvisor.sandbox_oversized", "  new: pids.zombie_leaker"]
+    assert "  failed: restart containerd: rolled back" in lines
 
 
 def test_markdown_lists_every_finding_and_error():
@@ -151,7 +157,9 @@ def test_only_waived_findings_make_a_clean_node_and_are_not_fixed():
                                 today=TODAY)
     n = model["nodes"][0]
     assert n["findings"] == [] and n["fixed"] == ["pids.pid_max_low"]
-    assert _report.table_lines(model)[2].split()[:5] == ["n", "2", "clean", "(1", "waived)"]
+    lines = _report.table_lines(model)
+    assert lines[2].split() == ["n", "2", "clean", "1", "0", "1"]
+    assert lines[3:] == ["  fixed: pids.pid_max_low", "  waived: pids.zombie_leaker"]
     md = _report.to_markdown(model)
     assert "- waived high `pids.zombie_leaker` (1234)" in md and "  - waiver: r" in md
     html = _report.to_html(model)
@@ -241,3 +249,81 @@ def test_junit_uses_the_same_ladder(tmp_path):
     for fail_on, failures in (("critical", 1), ("medium", 2), ("info", 2)):
         xml = JUnitXml.fromstring(_report.to_junit(model, fail_on))
         assert sum(s.failures for s in xml) == failures
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 132])
+def test_console_table_fits_the_terminal_and_keeps_every_id(width):
+    ids = ["gvisor.sandbox_oversized", "gvisor.runsc_outdated", "kubelet.api_qps_low", "pids.zombie_leaker"]
+    ids += ["mount_units.leaked_scope_%02d" % i for i in range(30)]
+    results = {"nodefix-lab-debian12": {"findings": [finding(i, "high") for i in ids[:3]]},
+               "a-very-long-node-name-" + "x" * 90: {"unreachable": True, "msg": "ssh: connect timed out " * 10},
+               "node-v2": {"findings": []}}
+    before = {"node-v2": {"findings": [finding(i, "low") for i in ids]},
+              "nodefix-lab-debian12": {"findings": []}}
+    rem = {"node-v2": {"status": "ok", "seconds": 73.4}, "nodefix-lab-debian12": {"status": "failed", "msg": "x " * 400}}
+    for model in (_report.build_model(results), _report.build_model(results, before=before, remediation=rem)):
+        lines = _report.table_lines(model, width)
+        assert max(len(line) for line in lines) <= width, "\n".join(lines)
+        rows = [line for line in lines if not line.startswith(" ")]
+        # one line per node (+ header and rule), the ids below them
+        assert len(rows) == 2 + len(results)
+        text = " ".join(line.strip() for line in lines)
+        for fid in (ids if "before" in model["nodes"][0] else ids[:3]):
+            assert fid in text
+    rows = _report.table_lines(_report.build_model(results, before=before, remediation=rem))
+    assert [line for line in rows if line.startswith("node-v2")][0].endswith("ok 73.4s")
+
+
+def test_remediation_html_tells_before_and_after_per_node():
+    before = {"node-a": {"findings": [finding("kubelet.api_qps_low", "high", check="kubelet"),
+                                      finding("gvisor.runsc_outdated", "high")]},
+              "node-b": {"findings": [finding("gvisor.sandbox_oversized", "critical", "sb1")]}}
+    after = {"node-a": {"findings": [finding("gvisor.runsc_outdated", "high")]},
+             "node-b": {"findings": [finding("pids.zombie_leaker", "medium", "9", check="pids")]}}
+    rem = {"node-a": {"status": "ok", "roles": ["nodefix.k8s.kubelet", "nodefix.k8s.gvisor"], "seconds": 41.5},
+           "node-b": {"status": "failed", "msg": "restart containerd: rolled back", "roles": [], "seconds": 9}}
+    model = _report.build_model(after, before=before, remediation=rem)
+    a, b = model["nodes"]
+    assert (a["fixed"], a["still_open"], a["new"]) == (["kubelet.api_qps_low"], ["gvisor.runsc_outdated"], [])
+    assert (b["fixed"], b["still_open"], b["new"]) == (["gvisor.sandbox_oversized"], [], ["pids.zombie_leaker"])
+    html = _report.to_html(model)
+    section = html[html.index('<table id="before-after">'):]
+    section = section[:section.index("</table>")]
+    rows = section.split("<tr>")[2:]
+    assert len(rows) == 2
+    assert '<code class="fixed">kubelet.api_qps_low</code>' in rows[0]
+    assert '<code class="open">gvisor.runsc_outdated</code>' in rows[0]
+    assert "ok in 41.5s" in rows[0] and "nodefix.k8s.kubelet, nodefix.k8s.gvisor" in rows[0]
+    assert '<code class="new">pids.zombie_leaker</code>' in rows[1]
+    assert "failed in 9s" in rows[1] and "restart containerd: rolled back" in rows[1]
+    # an audit (no before) has no such section
+    assert 'id="before-after"' not in _report.to_html(_report.build_model(after))
+
+
+def test_what_changed_is_read_from_the_two_audits_facts():
+    before_checks = {"gvisor": {"runsc": {"version": "0.0~20221219.0"}, "shim_config": {"systemd_cgroup": False}},
+                     "kubelet": {"kubelet": {"effective": {"kubeAPIQPS": {"value": 5}, "maxPods": {"value": 110}}}},
+                     "containerd": {"version": "1.6.20", "daemon": {"started": 1795400000.0}},
+                     "mount_units": {"mount_units": {"scopes": 120}}}
+    after_checks = {"gvisor": {"runsc": {"version": "0.0~20240729.0"}, "shim_config": {"systemd_cgroup": True},
+                               "plan": {"recreate": {"pods": ["uid-1"]}}},
+                    "kubelet": {"kubelet": {"effective": {"kubeAPIQPS": {"value": 50}, "maxPods": {"value": 110}}}},
+                    "containerd": {"version": "1.6.20", "daemon": {"started": 1795403897.6}},
+                    "mount_units": {"mount_units": {"scopes": 0}}}
+    before = {"n": {"checks": before_checks, "findings": [finding("gvisor.runsc_outdated", "high")]}}
+    after = {"n": {"checks": after_checks, "findings": []}}
+    model = _report.build_model(after, before=before, remediation={"n": {"status": "ok", "seconds": 12.5}})
+    n = model["nodes"][0]
+    got = dict((c["what"], (c["before"], c["after"])) for c in n["changes"])
+    assert got["runsc"] == ("0.0~20221219.0", "0.0~20240729.0")
+    assert got["runsc.toml systemd-cgroup"] == ("False", "True")
+    assert got["kubelet kubeAPIQPS"] == ("5", "50")
+    assert got["leaked kubelet scopes"] == ("120", "0")
+    assert got["containerd restarted (start time)"] == ("02:13:20 UTC", "03:18:17 UTC")
+    # unchanged facts are not listed
+    assert "containerd" not in got and "kubelet maxPods" not in got
+    assert n["pods_to_recreate"] == ["uid-1"]
+    text = " ".join(" ".join(_report.table_lines(model)).split())
+    assert "runsc 0.0~20221219.0 -> 0.0~20240729.0" in text and "pods to recreate: uid-1" in text
+    assert "runsc: 0.0~20221219.0 &rarr; 0.0~20240729.0" in _report.to_html(model)
+    assert "- changed: kubelet kubeAPIQPS 5 -> 50" in _report.to_markdown(model)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""audit_report: writes the four formats, idempotent, check mode writes nothing."""
+"""audit_report: writes the five formats, idempotent, check mode writes nothing."""
 
 import os
 
@@ -14,11 +14,18 @@ def test_writes_all_formats_then_is_idempotent(run_module, tmp_path):
     dest = tmp_path / "out"
     result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
     assert not failed and result["changed"]
-    assert sorted(os.listdir(dest)) == ["junit.xml", "report.html", "report.json", "report.md"]
+    assert sorted(os.listdir(dest)) == ["junit.xml", "nodefix.prom", "report.html", "report.json", "report.md"]
     assert result["totals"]["findings"] == 1
     assert result["table"][2].split()[:2] == ["n1", "1"]
+    prom = (dest / "nodefix.prom").read_text()
     again, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    # the Prometheus file got a fresh timestamp: written, but not a change
     assert not failed and again["changed"] is False
+    assert "nodefix_audit_timestamp_seconds" in (dest / "nodefix.prom").read_text()
+    assert 'nodefix_finding{check="",id="pids.zombie_leaker",node="n1",severity="medium",subject="42"} 1' in prom
+    fixed = {"n1": {"findings": []}, "n2": {"findings": []}}
+    third, failed, _dummy = run_module(audit_report, {"results": fixed, "dest": str(dest)})
+    assert not failed and third["changed"] is True and "nodefix_finding{" not in (dest / "nodefix.prom").read_text()
 
 
 def test_check_mode_writes_nothing(run_module, tmp_path):

@@ -82,6 +82,18 @@ def test_converge_kubeadm_layout_then_idempotent(run_module, kubeadm):
     assert {d["before_header"] for d in result["diff"]} == {"/var/lib/kubelet/config.yaml (before)", "/etc/default/kubelet (before)"}
     again, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE}, commands=list(cmds))
     assert not failed and not again["changed"] and again["files"] == []
+    # config.yaml is kubeadm's: the fix is gone at the next "kubeadm upgrade node" unless the ConfigMap has it,
+    # and the finding says so on every run (the second one too)
+    for res in (result, again):
+        dur = res["durability"]
+        assert dur["manager"] == "kubeadm" and dur["durable"] is False
+        qps = [x for x in dur["settings"] if x["field"] == "kubeAPIQPS"][0]
+        assert qps["path"] == "/var/lib/kubelet/config.yaml" and qps["durable"] is False
+        assert "kubelet-config ConfigMap in kube-system" in qps["durable_in"]
+        lost = [f for f in res["findings"] if f["id"] == "kubelet.fix_not_durable"]
+        assert len(lost) == 1 and lost[0]["severity"] == "low" and "kubeAPIQPS" in lost[0]["evidence"]["settings"]
+    # the stale flags were removed from /etc/default/kubelet, which kubeadm never writes: durable
+    assert result["durability"]["flags"] and all(f["durable"] for f in result["durability"]["flags"])
 
 
 def test_check_mode_changes_nothing(run_module, kubeadm):
@@ -153,6 +165,14 @@ def test_kubespray_layout_on_1_26_writes_the_floor(run_module, tmp_path):
     eff = result["effective"]
     assert eff["systemReserved"]["value"] == {"memory": "512Mi"}
     assert eff["kubeReserved"]["value"] == {"cpu": "200m", "memory": "512Mi"}
+    # the next kubespray run re-templates both files: the report names the inventory variables
+    dur = result["durability"]
+    assert dur["manager"] == "kubespray" and not dur["durable"]
+    where = dict((x["field"], x["durable_in"]) for x in dur["settings"])
+    assert where["podPidsLimit"] == "the kubespray inventory variable kubelet_pod_pids_limit (podPidsLimit: 4096)"
+    assert where["kubeAPIQPS"] == "the kubespray inventory variable kubelet_config_extra_args: {kubeAPIQPS: 30}"
+    assert where["evictionHard"].startswith("the kubespray inventory variable eviction_hard ")
+    assert all(not f["durable"] and "kubelet_custom_flags" in f["durable_in"] for f in dur["flags"])
 
 
 def test_config_dir_dropin_is_created_and_reported(run_module, tmp_path):
@@ -171,6 +191,10 @@ def test_config_dir_dropin_is_created_and_reported(run_module, tmp_path):
     assert result["effective"]["kubeAPIQPS"]["source"] == "drop-in"
     dropin = read(root, "/etc/kubernetes/kubelet.conf.d/99-nodefix-k8s.conf")
     assert "apiVersion: kubelet.config.k8s.io/v1beta1" in dropin and "serializeImagePulls: false" in dropin
+    # kubeadm rewrites config.yaml, never the drop-in directory: this fix is durable
+    assert result["durability"]["manager"] == "kubeadm"
+    assert all(x["durable"] for x in result["durability"]["settings"])
+    assert not [f for f in result["findings"] if f["id"] == "kubelet.fix_not_durable"]
 
 
 def test_unit_dropin_change_requires_daemon_reload(run_module, kubeadm):

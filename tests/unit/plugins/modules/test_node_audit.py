@@ -163,3 +163,71 @@ def test_old_runc_is_reported_once(run_module, tmp_path):
     assert len(runc) == 1 and runc[0]["check"] == "containerd", result["findings"]
     assert result["checks"]["cpu_quota"]["runc"]["cpu_quota_rounding_bug"] is True
     assert table.calls.count(["/usr/sbin/runc", "--version"]) == 2
+
+
+# ---------------------------------------------------------------- textfile (Prometheus)
+
+def test_textfile_written_atomically_then_unchanged_until_findings_change(run_module, monkeypatch, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+    (tmp_path / "textfile").mkdir()
+    dest = tmp_path / "textfile" / "nodefix.prom"
+    fake_detectors(monkeypatch, {"gvisor": [critical("gvisor.runsc_outdated")]})
+    args = {"root": str(tmp_path), "textfile": "/textfile/nodefix.prom"}
+
+    result, failed, _dummy = run_module(node_audit, args, check_mode=True)
+    assert not failed and result["changed"] is True
+    assert result["textfile"]["written"] is False and not dest.exists()
+
+    result, failed, _dummy = run_module(node_audit, args)
+    assert not failed and result["changed"] is True and result["textfile"]["written"] is True
+    assert result["textfile"]["series"] == 1
+    assert oct(dest.stat().st_mode & 0o777) == "0o644"
+    fams = dict((f.name, f.samples) for f in text_string_to_metric_families(dest.read_text()))
+    assert [s.labels["id"] for s in fams["nodefix_finding"]] == ["gvisor.runsc_outdated"]
+    # no temporary file left behind for the collector to read
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["nodefix.prom"]
+
+    # same findings: the timestamp is refreshed, the run is not a change
+    first = dest.read_text()
+    result, failed, _dummy = run_module(node_audit, args)
+    assert not failed and result["changed"] is False and result["textfile"]["written"] is True
+
+    def stamp(text):
+        return float([line for line in text.splitlines() if line.startswith("nodefix_audit_timestamp_seconds ")][0].split()[1])
+    assert stamp(dest.read_text()) >= stamp(first)
+    assert [line for line in dest.read_text().splitlines() if "timestamp_seconds " not in line] == \
+        [line for line in first.splitlines() if "timestamp_seconds " not in line]
+
+    # the finding is fixed: a change, and the series is gone
+    fake_detectors(monkeypatch, {})
+    result, failed, _dummy = run_module(node_audit, args)
+    assert not failed and result["changed"] is True
+    assert "nodefix_finding{" not in dest.read_text()
+
+
+def test_textfile_through_a_symlink_keeps_the_link_and_mode(run_module, monkeypatch, tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "collector").mkdir()
+    target = tmp_path / "real" / "nodefix.prom"
+    target.write_text("# old\n")
+    target.chmod(0o640)
+    (tmp_path / "collector" / "nodefix.prom").symlink_to(target)
+    fake_detectors(monkeypatch, {})
+    result, failed, _dummy = run_module(node_audit, {"root": str(tmp_path), "textfile": "/collector/nodefix.prom"})
+    assert not failed and result["textfile"]["path"] == str(target)
+    assert (tmp_path / "collector" / "nodefix.prom").is_symlink()
+    assert "nodefix_findings{" in target.read_text() and oct(target.stat().st_mode & 0o777) == "0o640"
+
+
+@pytest.mark.parametrize("path,needle", [
+    ("/textfile/nodefix.txt", "must end in .prom"),
+    ("/missing/nodefix.prom", "directory"),
+    ("textfile/nodefix.prom", "not absolute"),
+])
+def test_bad_textfile_is_refused_before_any_check(run_module, monkeypatch, tmp_path, path, needle):
+    (tmp_path / "textfile").mkdir()
+    calls = fake_detectors(monkeypatch, {})
+    result, failed, _dummy = run_module(node_audit, {"root": str(tmp_path), "textfile": path})
+    assert failed and needle in result["msg"] and "nothing was checked" in result["msg"]
+    assert calls == []
+    assert list((tmp_path / "textfile").iterdir()) == []

@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Findings in the Prometheus text exposition format, for node_exporter's textfile collector.
+
+node_exporter reads every ``*.prom`` file of its ``--collector.textfile.directory``
+(https://github.com/prometheus/node_exporter#textfile-collector) on each scrape;
+a file must be written atomically (a temporary file in the same directory, then a
+rename), which ``node_audit`` does. The format is
+https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format.
+
+Series (all gauges):
+
+- ``nodefix_finding{check,id,severity,subject}`` 1 for every open finding; the
+  series disappears when the finding is fixed (alert on its presence).
+- ``nodefix_findings{severity}``: open findings per severity (0 included, so
+  a clean node is visible as such).
+- ``nodefix_audit_check_failed{check}``: 1 when a detector could not run (its
+  findings are unknown), 0 when it ran.
+- ``nodefix_audit_timestamp_seconds``: when the audit ran (alert when stale).
+
+The fleet file (``audit_report`` format ``prometheus``) carries the same series
+with a ``node`` label, waived findings as ``nodefix_finding_waived`` (not as
+``nodefix_finding``: a waiver is a decision not to alert), and
+``nodefix_node_audited{node}`` (0 when a node could not be audited).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
+
+TIMESTAMP = "nodefix_audit_timestamp_seconds"
+
+HELP = {
+    "nodefix_finding": "An open nodefix.k8s finding (1); the series goes away when the finding is fixed.",
+    "nodefix_finding_waived": "A nodefix.k8s finding that a waiver keeps out of nodefix_finding (1).",
+    "nodefix_findings": "Open nodefix.k8s findings per severity.",
+    "nodefix_audit_check_failed": "1 when a nodefix.k8s detector could not run (its findings are unknown), else 0.",
+    "nodefix_node_audited": "1 when the node was audited, 0 when it could not be (unreachable or failed).",
+    TIMESTAMP: "When the nodefix.k8s audit ran (Unix time).",
+}
+
+# A label value is bounded so one odd subject cannot bloat every scrape.
+MAX_LABEL = 200
+
+
+def escape(value):
+    """A label value as the text format wants it (backslash, double quote and newline escaped)."""
+    text = "" if value is None else str(value)
+    if len(text) > MAX_LABEL:
+        text = text[:MAX_LABEL - 3] + "..."
+    return text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def _series(name, labels, value):
+    if labels:
+        inner = ",".join('%s="%s"' % (k, escape(v)) for k, v in sorted(labels.items()))
+        return "%s{%s} %s" % (name, inner, value)
+    return "%s %s" % (name, value)
+
+
+def _number(value):
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+class _Text(object):
+    """Collects series by metric so each metric's HELP/TYPE comes once, before its samples."""
+
+    def __init__(self):
+        self.metrics = {}
+        self.order = []
+
+    def add(self, name, labels, value):
+        if name not in self.metrics:
+            self.metrics[name] = {}
+            self.order.append(name)
+        key = tuple(sorted((labels or {}).items()))
+        # the format forbids two samples with one label set (e.g. an id reported twice without a subject)
+        self.metrics[name].setdefault(key, _number(value))
+
+    def render(self):
+        out = []
+        for name in self.order:
+            out.append("# HELP %s %s" % (name, HELP[name]))
+            out.append("# TYPE %s gauge" % name)
+            for key, value in self.metrics[name].items():
+                out.append(_series(name, dict(key), value))
+        return "\n".join(out) + "\n"
+
+
+def _finding_labels(finding, extra=None):
+    labels = {"id": finding.get("id"), "severity": finding.get("severity"),
+              "check": finding.get("check") or "", "subject": finding.get("subject") or ""}
+    labels.update(extra or {})
+    return labels
+
+
+def failed_checks(result):
+    """{check: 0|1} for the detectors of one node_audit result."""
+    checks = dict((name, 0) for name in (result.get("checks") or {}))
+    for f in result.get("findings") or []:
+        if f.get("id") == "audit.check_failed" and f.get("subject"):
+            checks[f["subject"]] = 1
+    return checks
+
+
+def _node_series(text, findings, checks_failed, extra=None):
+    for f in findings:
+        text.add("nodefix_finding", _finding_labels(f, extra), 1)
+    for level in SEVERITIES:
+        labels = dict(extra or {}, severity=level)
+        text.add("nodefix_findings", labels, sum(1 for f in findings if f.get("severity") == level))
+    for name in sorted(checks_failed):
+        text.add("nodefix_audit_check_failed", dict(extra or {}, check=name), checks_failed[name])
+
+
+def node_textfile(result, timestamp):
+    """The textfile of one node from its node_audit result (findings, checks)."""
+    text = _Text()
+    _node_series(text, list(result.get("findings") or []), failed_checks(result))
+    text.add(TIMESTAMP, {}, round(float(timestamp), 3))
+    return text.render()
+
+
+def fleet_textfile(model, timestamp):
+    """The fleet file from audit_report's model (open and waived findings, checks_failed per node)."""
+    text = _Text()
+    for node in model["nodes"]:
+        host = {"node": node["host"]}
+        text.add("nodefix_node_audited", host, 1 if node["status"] == "ok" else 0)
+        if node["status"] != "ok":
+            continue
+        _node_series(text, node["findings"], node.get("checks_failed") or {}, host)
+        for f in node.get("waived") or []:
+            text.add("nodefix_finding_waived", _finding_labels(f, host), 1)
+    text.add(TIMESTAMP, {}, round(float(timestamp), 3))
+    return text.render()
+
+
+def same_but_timestamp(old, new):
+    """Whether two textfiles differ only in the audit timestamp (a refresh, not a change of findings)."""
+    def strip(text):
+        return [line for line in (text or "").splitlines() if not line.startswith(TIMESTAMP + " ")]
+    return old is not None and strip(old) == strip(new)

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Editing one KubeletConfiguration key leaves every other line byte for byte as it was."""
+
+import difflib
+import os
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml as ky
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAYOUTS = os.path.abspath(os.path.join(HERE, "..", "..", "..", "..", "lab", "kubelet-double", "layouts"))
+
+QUIRKY = """# hand-edited over the years
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failSwapOn: True
+cgroupDriver: "systemd"
+clusterDNS:
+- 10.96.0.10
+evictionHard:
+    memory.available:  "100Mi"   # aligned comment
+rotateCertificates: yes
+# Lowered during the 2019 incident
+kubeAPIQPS: 5  # see KUB-112
+
+staticPodPath: '/etc/kubernetes/manifests'
+tlsCipherSuites: [TLS_A,  TLS_B]
+# trailing comment
+"""
+
+
+def files():
+    out = [("quirky", QUIRKY)]
+    for layout, path in (("kubeadm", "var/lib/kubelet/config.yaml"), ("kubespray", "etc/kubernetes/kubelet-config.yaml")):
+        with open(os.path.join(LAYOUTS, layout, path)) as fh:
+            out.append((layout, fh.read()))
+    return out
+
+
+def changed_lines(before, after):
+    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+@pytest.mark.parametrize("name,text", files(), ids=[n for n, _t in files()])
+@pytest.mark.parametrize("field,value", [("kubeAPIQPS", 77), ("eventBurst", 123), ("serializeImagePulls", False),
+                                         ("podPidsLimit", 4096)])
+def test_one_key_changes_only_its_line(name, text, field, value):
+    data = ky.load_yaml(text, name)
+    data[field] = value
+    out = ky.dump_yaml(data, text)
+    assert ky.plain(ky.load_yaml(out, name)) == ky.plain(data)
+    diff = changed_lines(text, out)
+    assert diff, "nothing changed"
+    assert all(line[1:].lstrip().startswith(field + ":") for line in diff), "\n".join(diff)
+    # every untouched line is still there, byte for byte, in order
+    kept = [line for line in text.splitlines() if not line.lstrip().startswith(field + ":")]
+    assert [line for line in out.splitlines() if not line.lstrip().startswith(field + ":")] == kept
+
+
+def test_quirks_survive_an_edit_elsewhere():
+    data = ky.load_yaml(QUIRKY, "q")
+    data["kubeAPIQPS"] = 50
+    out = ky.dump_yaml(data, QUIRKY)
+    for line in ("failSwapOn: True", '    memory.available:  "100Mi"   # aligned comment',
+                 "tlsCipherSuites: [TLS_A,  TLS_B]", "rotateCertificates: yes", "# trailing comment"):
+        assert line in out.splitlines()
+    assert "kubeAPIQPS: 50 # see KUB-112" in out
+
+
+def test_a_changed_map_is_rewritten_and_nothing_else():
+    data = ky.load_yaml(QUIRKY, "q")
+    data["evictionHard"]["nodefs.available"] = "10%"
+    out = ky.dump_yaml(data, QUIRKY)
+    assert ky.plain(ky.load_yaml(out, "q"))["evictionHard"] == {"memory.available": "100Mi", "nodefs.available": "10%"}
+    diff = changed_lines(QUIRKY, out)
+    assert all("available" in line for line in diff), diff
+
+
+def test_not_a_plain_block_mapping_falls_back_to_the_full_dump():
+    text = "{apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeletConfiguration, kubeAPIQPS: 5}\n"
+    data = ky.load_yaml(text, "flow")
+    data["kubeAPIQPS"] = 50
+    out = ky.dump_yaml(data, text)
+    assert ky.plain(ky.load_yaml(out, "flow"))["kubeAPIQPS"] == 50
+
+
+# ---------------------------------------------------------------- env files: no stray backslash, no double space
+
+@pytest.mark.parametrize("text,expected", [
+    ('KUBELET_EXTRA_ARGS="--v=2 --kube-api-qps=5 --max-pods=3"\n', 'KUBELET_EXTRA_ARGS="--v=2 --max-pods=3"\n'),
+    ('A="--v=2 \\\n  --kube-api-qps 5 \\\n  --max-pods=3"\n', 'A="--v=2 \\\n  --max-pods=3"\n'),
+    # the first flag of a continued value: no line left with only the quote and a backslash
+    ('A="--kube-api-qps=5 \\\n--max-pods=3"\n', 'A="--max-pods=3"\n'),
+    # the last flag: no line left with only the closing quote
+    ('A="--v=2 \\\n--kube-api-qps=5"\n', 'A="--v=2"\n'),
+    ('A="--v=2 \\\n  --kube-api-qps=5 \\\n"\n', 'A="--v=2"\n'),
+    ('A="--kube-api-qps=5 \\\n  --kube-api-burst=7 \\\n  --max-pods=3"\n# keep me\nB=1\n', 'A="--max-pods=3"\n# keep me\nB=1\n'),
+    ('A="--kube-api-qps=5 --kube-api-burst=7"\nB=1\n', 'A=""\nB=1\n'),
+])
+def test_removing_flags_leaves_tidy_env_files(text, expected):
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kf
+    new, edits = kf.edit_text(text, False, {"kube-api-qps", "kube-api-burst"}, kl.BOOL_FLAGS, {})
+    assert new == expected and edits
+    assert "  " not in new.replace("\n  ", "\n")
+    # and the value systemd reads is the old one minus the flags
+    old = kf.env_assignments(text)[0]
+    now = kf.env_assignments(new)[0]
+    assert now[0] == old[0]
+    assert now[1].split() == [w for w in old[1].split() if not w.startswith(("--kube-api-", "5", "7"))]

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Findings as Prometheus textfile series, checked with the official parser (prometheus_client)."""
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _prometheus
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import build_model
+
+
+def finding(fid, severity, subject=None, check="gvisor"):
+    return {"id": fid, "severity": severity, "subject": subject, "check": check, "title": "t", "remedy": "r"}
+
+
+AUDIT = {
+    "checks": {"gvisor": {}, "kubelet": {"error": "x"}, "pids": {}},
+    "findings": [
+        finding("gvisor.runsc_outdated", "high", "/usr/bin/runsc"),
+        finding("gvisor.sandbox_oversized", "critical", 'sandbox "a"\\b\nc'),
+        finding("gvisor.sandbox_oversized", "critical", "sandbox-2"),
+        finding("audit.check_failed", "high", "kubelet", check="kubelet"),
+        # the same id twice without a subject is one series (the format forbids duplicates)
+        finding("pids.zombies", "low", None, check="pids"),
+        finding("pids.zombies", "low", None, check="pids"),
+    ],
+}
+
+
+def parse(text):
+    return dict((fam.name, fam.samples) for fam in text_string_to_metric_families(text))
+
+
+def test_node_textfile_parses_with_one_series_per_open_finding():
+    text = _prometheus.node_textfile(AUDIT, 1790000000.5)
+    fams = parse(text)
+    findings = fams["nodefix_finding"]
+    assert len(findings) == 5
+    assert all(s.value == 1 for s in findings)
+    subjects = sorted(s.labels["subject"] for s in findings if s.labels["id"] == "gvisor.sandbox_oversized")
+    # escaping survives the official parser: the subject comes back byte for byte
+    assert subjects == ['sandbox "a"\\b\nc', "sandbox-2"]
+    counts = dict((s.labels["severity"], s.value) for s in fams["nodefix_findings"])
+    assert counts == {"critical": 2, "high": 2, "medium": 0, "low": 2, "info": 0}
+    failed = dict((s.labels["check"], s.value) for s in fams["nodefix_audit_check_failed"])
+    assert failed == {"gvisor": 0, "kubelet": 1, "pids": 0}
+    assert fams["nodefix_audit_timestamp_seconds"][0].value == 1790000000.5
+
+
+def test_clean_node_still_exports_zero_counts_and_no_finding_series():
+    fams = parse(_prometheus.node_textfile({"checks": {"gvisor": {}}, "findings": []}, 1))
+    assert "nodefix_finding" not in fams
+    assert sum(s.value for s in fams["nodefix_findings"]) == 0 and len(fams["nodefix_findings"]) == 5
+
+
+def test_long_subject_is_bounded():
+    text = _prometheus.node_textfile({"findings": [finding("x.y", "low", "s" * 5000)]}, 1)
+    subject = parse(text)["nodefix_finding"][0].labels["subject"]
+    assert len(subject) == _prometheus.MAX_LABEL and subject.endswith("...")
+
+
+def test_timestamp_alone_is_not_a_change():
+    a = _prometheus.node_textfile(AUDIT, 1)
+    b = _prometheus.node_textfile(AUDIT, 2)
+    assert a != b and _prometheus.same_but_timestamp(a, b)
+    c = _prometheus.node_textfile({"checks": AUDIT["checks"], "findings": AUDIT["findings"][:1]}, 2)
+    assert not _prometheus.same_but_timestamp(a, c)
+    assert not _prometheus.same_but_timestamp(None, a)
+
+
+def test_fleet_textfile_labels_nodes_keeps_waived_apart_and_marks_unaudited():
+    results = {
+        "n1": AUDIT,
+        "n2": {"checks": {"pids": {}}, "findings": [finding("pids.zombies", "low", "1234", check="pids")]},
+        "n3": {"unreachable": True, "msg": "ssh: timeout"},
+    }
+    waivers = [{"id": "pids.zombies", "hosts": ["n2"], "reason": "workload bug, ticket OPS-1"}]
+    model = build_model(results, waivers=waivers)
+    fams = parse(_prometheus.fleet_textfile(model, 5))
+    audited = dict((s.labels["node"], s.value) for s in fams["nodefix_node_audited"])
+    assert audited == {"n1": 1, "n2": 1, "n3": 0}
+    nodes = set(s.labels["node"] for s in fams["nodefix_finding"])
+    assert nodes == {"n1"}  # n2's only finding is waived, n3 was not audited
+    waived = fams["nodefix_finding_waived"]
+    assert [(s.labels["node"], s.labels["id"], s.labels["subject"]) for s in waived] == [("n2", "pids.zombies", "1234")]
+    n2 = dict((s.labels["severity"], s.value) for s in fams["nodefix_findings"] if s.labels["node"] == "n2")
+    assert n2["low"] == 0
+    assert not any(s.labels["node"] == "n3" for s in fams["nodefix_findings"])

@@ -25,7 +25,11 @@ the real server's JSON shapes:
   ``"replace": true`` gets a replacement (its controller's work: same labels,
   new name and UID, Ready) once evicted;
 - ``labelSelector`` (equality terms ``k=v,k2=v2``) on pod lists;
-- ``DELETE`` of a pod (drain with ``disable_eviction``).
+- ``DELETE`` of a pod (drain with ``disable_eviction``);
+- ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
+  ``/api/v1/namespaces/<ns>/configmaps/<name>`` and ``GET`` of the namespace's
+  list (the kubeadm ``kube-system/kubelet-config`` ConfigMap); ``?dryRun=All``
+  answers without changing anything, as the real server does.
 
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
 404 as well. State (a JSON file, rewritten after every change, so a test can
@@ -63,6 +67,8 @@ RESOURCES = [
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["po"]},
     {"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy", "version": "v1",
      "kind": "Eviction", "verbs": ["create"]},
+    {"name": "configmaps", "singularName": "configmap", "namespaced": True, "kind": "ConfigMap",
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["cm"]},
 ]
 
 
@@ -82,6 +88,7 @@ class State(object):
         self.data.setdefault("nodes", {})
         self.data.setdefault("pods", [])
         self.data.setdefault("log", [])
+        self.data.setdefault("configmaps", {})
         for pod in self.data["pods"]:
             pod.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["namespace"], pod["name"]))))
         self.save()
@@ -131,6 +138,16 @@ class State(object):
         new = dict(p, name="%s-r%d" % (p["name"], n), replaces=p["uid"], replace=False)
         new["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (new["namespace"], new["name"])))
         return new
+
+    def configmap(self, namespace, name):
+        data = self.data["configmaps"].get("%s/%s" % (namespace, name))
+        if data is None:
+            return None
+        return {"kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"name": name, "namespace": namespace,
+                             "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "configmap/%s/%s" % (namespace, name))),
+                             "resourceVersion": str(len(self.data["log"]) + 1)},
+                "data": dict(data)}
 
     def find_pod(self, namespace, name):
         for p in self.data["pods"]:
@@ -232,7 +249,39 @@ class Handler(BaseHTTPRequestHandler):
                         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                      "code": 201}
                     return 200, st.pod(p)
+            m = re.match(r"^/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?$", path)
+            if m:
+                return self._configmaps(method, m.group(1), m.group(2), query)
         return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
+
+    def _configmaps(self, method, ns, name, query):
+        st = self.state
+        if name is None:
+            if method != "GET":
+                return status(405, "MethodNotAllowed", "%s of a ConfigMap list" % method)
+            items = [st.configmap(*key.split("/", 1)) for key in sorted(st.data["configmaps"]) if key.startswith(ns + "/")]
+            return 200, {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                         "items": items}
+        current = st.configmap(ns, name)
+        if current is None:
+            return status(404, "NotFound", 'configmaps "%s" not found' % name, {"name": name, "kind": "configmaps"})
+        if method == "GET":
+            return 200, current
+        if method not in ("PATCH", "PUT"):
+            return status(405, "MethodNotAllowed", "%s of a ConfigMap" % method)
+        body = self._body() or {}
+        if not isinstance(body, dict) or not isinstance(body.get("data", {}), dict):
+            return status(422, "Invalid", "ConfigMap data must be a map of strings")
+        data = dict(body.get("data") or {}) if method == "PUT" else dict(current["data"], **(body.get("data") or {}))
+        if not all(isinstance(v, str) for v in data.values()):
+            return status(422, "Invalid", "ConfigMap data values must be strings")
+        dry = (query.get("dryRun") or [""])[0] == "All"
+        if not dry:
+            st.data["configmaps"]["%s/%s" % (ns, name)] = data
+        st.data["log"].append({"method": method, "path": "/api/v1/namespaces/%s/configmaps/%s" % (ns, name),
+                               "content_type": self.headers.get("Content-Type"), "dryRun": dry})
+        st.save()
+        return 200, dict(current, data=data)
 
     def _handle(self, method):
         code, body = self._route(method)
@@ -249,6 +298,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         self._handle("DELETE")
+
+    def do_PUT(self):
+        self._handle("PUT")
 
 
 def kubeconfig(port, user="nodefix-lab"):

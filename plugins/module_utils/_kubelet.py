@@ -58,6 +58,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_yaml import (
     CommentedMap,
     dump_yaml,
     HAS_RUAMEL,
+    load_yaml,
     merge_patch,
     plain,
     RUAMEL_IMPORT_ERROR,
@@ -549,3 +550,41 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
         "after": report(after_cfg, sources_after),
         "after_config": after_cfg,
     }
+
+
+def configmap_plan(text, targets, allow_lower=False):
+    """The kubeadm ``kubelet-config`` ConfigMap's KubeletConfiguration (``data.kubelet``) with ``targets``.
+
+    ``kubeadm upgrade node`` writes ``/var/lib/kubelet/config.yaml`` from this text, so a fix made
+    here survives the upgrade. Only the fields in ``targets`` are touched (never lowered: a rate
+    limit already higher in the ConfigMap stays; maps get the target's keys), every other entry
+    stays byte for byte. Returns {"changed", "text", "fields": {field: {"before", "after"}}};
+    KubeletError when the text is not a KubeletConfiguration.
+    """
+    if not HAS_RUAMEL:
+        raise KubeletError("the Python library ruamel.yaml is required to edit the kubelet-config ConfigMap")
+    data = load_yaml(text or "", "the kubelet-config ConfigMap (data.kubelet)")
+    if data is None:
+        data = CommentedMap()
+    if not isinstance(data, dict) or data.get("kind", KIND) != KIND:
+        raise KubeletError("the kubelet-config ConfigMap's data.kubelet is not a KubeletConfiguration; nothing was changed")
+    errors = []
+    for field in targets:
+        if field not in SUPPORTED:
+            errors.append("%s is not a setting this collection manages" % field)
+    if errors:
+        raise KubeletError("; ".join(errors))
+    fields = {}
+    for field in sorted(targets):
+        current = plain(data.get(field)) if field in data else None
+        if SUPPORTED[field]["type"] == "map":
+            wanted = dict(current or {})
+            wanted.update(targets[field])
+        else:
+            wanted = _target_for(field, targets[field], current, None, allow_lower)
+        if _set_in(data, field, wanted):
+            fields[field] = {"before": current, "after": wanted}
+    if fields:
+        _ensure_header_keys(data)
+    new_text = dump_yaml(data, text or "") if fields else text
+    return {"changed": bool(fields), "text": new_text, "fields": fields}

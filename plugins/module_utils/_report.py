@@ -391,6 +391,7 @@ def table_lines(model, width=TABLE_WIDTH):
         lines += _wrap("changed", ["%s %s -> %s" % (c["what"], c["before"], c["after"]) for c in n.get("changes") or []],
                        width)
         lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
+        lines += _wrap("not durable", (n.get("remediation") or {}).get("not_durable") or [], width)
         rem = n.get("remediation") or {}
         if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
             msg = str(rem["msg"]).splitlines()[0]
@@ -436,6 +437,8 @@ def to_markdown(model):
                 out.append("- changed: %s %s -> %s" % (c["what"], c["before"], c["after"]))
             if n.get("pods_to_recreate"):
                 out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
+            for where in (rem or {}).get("not_durable") or []:
+                out.append("- not durable, make it so in: %s" % where)
             out.append("")
         if not n["findings"] and n["status"] == "ok":
             out += ["No findings.", ""]
@@ -477,6 +480,8 @@ def _html_before_after(model):
                    for c in n.get("changes") or []]
         if n.get("pods_to_recreate"):
             changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
+        for where in rem.get("not_durable") or []:
+            changed.append("<span class=\"muted\">not durable, make it so in: %s</span>" % _esc(where))
         h.append("<tr><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                  "<td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
                      _esc(n["host"]), _esc(b.get("total", "-") if b.get("status", "ok") == "ok" else b.get("status")),

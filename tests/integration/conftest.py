@@ -60,14 +60,15 @@ class ApiServerDouble(object):
     """lab/apiserver-double/apiserver.py run on the controller (a TEST DOUBLE of
     kube-apiserver: no Debian package ships one). ``state()`` reads its state file."""
 
-    def __init__(self, workdir, nodes, pods):
+    def __init__(self, workdir, nodes, pods, configmaps=None):
         self.state_path = os.path.join(str(workdir), "apiserver-state.json")
         self.kubeconfig = os.path.join(str(workdir), "kubeconfig")
         port_file = os.path.join(str(workdir), "apiserver.port")
         with open(self.state_path, "w") as fh:
             # nodes: names (schedulable) or {name: {"unschedulable": bool}}
             states = nodes if isinstance(nodes, dict) else dict((n, {"unschedulable": False}) for n in nodes)
-            json.dump({"nodes": states, "pods": pods}, fh)
+            # configmaps: {"<namespace>/<name>": {key: text}}
+            json.dump({"nodes": states, "pods": pods, "configmaps": configmaps or {}}, fh)
         self.proc = subprocess.Popen([sys.executable,
                                       os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py"),
                                       "--state", self.state_path, "--port-file", port_file,
@@ -95,8 +96,8 @@ def apiserver_double(tmp_path):
     """Start the double with ``nodes`` and ``pods``; stopped after the test."""
     started = []
 
-    def _start(nodes, pods):
-        double = ApiServerDouble(tmp_path, nodes, pods)
+    def _start(nodes, pods, configmaps=None):
+        double = ApiServerDouble(tmp_path, nodes, pods, configmaps)
         started.append(double)
         return double
 

@@ -327,3 +327,13 @@ def test_what_changed_is_read_from_the_two_audits_facts():
     assert "runsc 0.0~20221219.0 -> 0.0~20240729.0" in text and "pods to recreate: uid-1" in text
     assert "runsc: 0.0~20221219.0 &rarr; 0.0~20240729.0" in _report.to_html(model)
     assert "- changed: kubelet kubeAPIQPS 5 -> 50" in _report.to_markdown(model)
+
+
+def test_settings_that_will_not_survive_are_listed_with_their_place():
+    where = "the kubespray inventory variable kubelet_config_extra_args: {kubeAPIQPS: 50}"
+    before = {"n": {"findings": [finding("kubelet.api_qps_low", "medium")]}}
+    model = _report.build_model({"n": {"findings": []}}, before=before,
+                                remediation={"n": {"status": "ok", "not_durable": [where]}})
+    assert where in " ".join(" ".join(_report.table_lines(model, 200)).split())
+    assert "- not durable, make it so in: %s" % where in _report.to_markdown(model)
+    assert "not durable, make it so in: the kubespray inventory variable kubelet_config_extra_args" in _report.to_html(model)

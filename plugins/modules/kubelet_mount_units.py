@@ -74,6 +74,13 @@ options:
     description: Units per C(systemctl stop) call (argv is also kept under ARG_MAX).
     type: int
     default: 1000
+  max_seconds:
+    description:
+      - A time budget for the stops. Batches are stopped until the budget is spent (checked before each batch, so a
+        run takes at most the budget plus one batch); what is left is returned in RV(left) and RV(left_units) and
+        the task succeeds, so a rollout never waits hours on one node. The next run (or the role's timer) goes on.
+      - Default no budget. RV(estimate_seconds) (check mode too) says how long the whole cleanup is expected to take.
+    type: float
   daemon_reload:
     description: Run one C(systemctl daemon-reload) when orphaned mount units are stuck C(inactive dead)
       (the systemd < 237 leak).
@@ -236,6 +243,33 @@ still_active:
   returned: always
   type: int
   sample: 0
+left:
+  description: Orphaned units not stopped because O(max_seconds) was spent (0 without a budget).
+  returned: always
+  type: int
+  sample: 0
+left_units:
+  description: The units left by O(max_seconds) (capped at O(list_limit)).
+  returned: always
+  type: list
+  elements: str
+estimate_seconds:
+  description:
+    - Expected seconds to stop every orphan found, from the number of units systemd has loaded and the number to stop
+      (a stop through systemd costs time proportional to the units loaded). Calibrated on systemd 252; see
+      RV(estimate_basis) and docs/mount_units.md.
+  returned: always
+  type: float
+  sample: 204.6
+estimate_left_seconds:
+  description: Expected seconds to stop what RV(left) counts.
+  returned: always
+  type: float
+  sample: 0.0
+estimate_basis:
+  description: The measurements the estimate is calibrated on.
+  returned: always
+  type: str
 stop_calls:
   description: C(systemctl stop) calls made.
   returned: always
@@ -317,6 +351,7 @@ def build_module():
             copy.deepcopy(_mount_units.SURVEY_OPTIONS),
             state=dict(type="str", default="query", choices=["absent", "query"]),
             batch_size=dict(type="int", default=1000),
+            max_seconds=dict(type="float"),
             daemon_reload=dict(type="bool", default=False),
             reset_failed=dict(type="bool", default=True),
             process_guard=dict(type="bool", default=True),
@@ -331,7 +366,7 @@ def main():
     p = module.params
     opts = dict((k, p[k]) for k in ("kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path",
                                     "runtime_endpoint", "docker_path", "batch_size", "daemon_reload",
-                                    "reset_failed", "process_guard", "list_limit"))
+                                    "reset_failed", "process_guard", "list_limit", "max_seconds"))
     try:
         result = _mount_units.run(Runner(module), root=p["root"], state=p["state"], check_mode=module.check_mode,
                                   **opts)

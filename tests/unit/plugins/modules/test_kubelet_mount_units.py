@@ -127,3 +127,43 @@ def test_bad_live_uid_is_rejected(run_module, tmp_path):
     result, failed, table = run_module(kubelet_mount_units, {
         "root": str(tmp_path), "pod_source": "list", "live_pod_uids": ["web-0"]}, commands=[], bins=BINS)
     assert failed and "not pod UIDs" in result["msg"] and table.calls == []
+
+
+def test_budget_stops_what_fits_and_a_second_run_finishes(run_module, tmp_path):
+    scope = "run-r%s.scope" % ("a" * 32)
+    half = "\n".join(line for line in LISTING.splitlines() if not line.startswith(scope)) + "\n"
+    first = survey_commands() + [
+        {"argv": [SC, "stop", scope]},
+        # the budget is spent after the first batch: the second is left, not attempted
+        {"argv": [SC, "list-units", "--all", "--plain", "--no-legend", "--full"], "out": half},
+    ]
+    args = {"state": "absent", "root": str(tmp_path), "batch_size": 1, "max_seconds": 0.000001}
+    result, failed, table = run_module(kubelet_mount_units, args, commands=first, bins=BINS)
+    assert not failed, result
+    assert (result["stopped"], result["left"], result["stop_calls"]) == (1, 1, 1)
+    assert result["left_units"] == [DEAD_MOUNT] and result["changed"] is True
+    assert not table.expected
+    # the live pod's units were never touched: no stop names them
+    assert not [c for c in table.calls if c[:2] == [SC, "stop"] and any(LIVE in a or "run-u7" in a for a in c)]
+    second = [
+        {"argv": [SC, "--version"], "out": "systemd 252\n"},
+        {"argv": [SC, "list-units", "--all", "--plain", "--no-legend", "--full"], "out": half},
+        {"argv": [CRICTL, "pods", "-o", "json"], "out": PODS_JSON},
+        {"argv": [CRICTL, "ps", "-a", "-o", "json"], "out": PS_JSON},
+        {"argv": [SC, "stop", DEAD_MOUNT]},
+        {"argv": [SC, "list-units", "--all", "--plain", "--no-legend", "--full"], "out": AFTER},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, args, commands=second, bins=BINS)
+    assert not failed and (result["stopped"], result["left"]) == (1, 0) and not table.expected
+
+
+def test_estimate_follows_the_measured_curve(run_module, tmp_path):
+    # benchmarks/mount_units: the module took 205 s for 10,000 units on systemd 252
+    assert abs(mu.estimate_seconds(10000, 10000) - 205) / 205 < 0.05
+    # quadratic: ten times the units costs far more than ten times the time
+    assert mu.estimate_seconds(131072, 131072) > 100 * mu.estimate_seconds(10000, 10000) / 10
+    assert mu.estimate_seconds(5000, 0) == 0.0
+    result, failed, _table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
+                                        commands=survey_commands(), bins=BINS, check_mode=True)
+    assert not failed and result["estimate_seconds"] == mu.estimate_seconds(5, 2) and result["to_stop"] == 2
+    assert "systemd 252" in result["estimate_basis"]

@@ -406,6 +406,15 @@ def test_05c_remediation_report_tells_before_and_after(lab):
             assert sorted(node["pods_to_recreate"]) == sorted(p["pod_uid"] for p in vm_pods()), node
     html = (lab / "remediate" / "report.html").read_text()
     assert 'id="before-after"' in html
+    # readable at a glance: rendered by headless Chromium, the screenshot kept with the test logs
+    png = lab / "remediation.png"
+    proc = subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--user-data-dir=%s" % (lab / "chromium3"), "--window-size=1400,1000",
+                           "--screenshot=%s" % png, "file://%s" % (lab / "remediate" / "report.html")],
+                          capture_output=True, timeout=120, check=False)
+    assert png.exists() and png.stat().st_size > 10000, proc.stderr.decode()[-2000:]
+    shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-remediation-report.png"))
     for node in rem["nodes"]:
         for fid in node["fixed"]:
             assert '<code class="fixed">%s</code>' % fid in html

@@ -120,6 +120,14 @@ FINDINGS = {
         "role": "nodefix.k8s.mount_units",
         "tag": "mount_units",
     },
+    "mount_units.cleanup_slow": {
+        "severity": "medium",
+        "title": "Stopping the leaked units through systemd is estimated to take longer than a drained reboot",
+        "remedy": "Drain and reboot the node (every transient unit is gone after a boot), or run the cleanup with a "
+                  "budget (mount_units_max_seconds) and let the timer finish; the evidence has the estimate.",
+        "role": None,
+        "tag": None,
+    },
     "mount_units.runtime_unavailable": {
         "severity": "low",
         "title": "kubelet mount units exist but the container runtime could not be asked which pods live",
@@ -859,7 +867,9 @@ SURVEY_OPTIONS = {
     "docker_path": {"type": "path"},
     "list_limit": {"type": "int", "default": 100},
 }
-OPTIONS = dict(SURVEY_OPTIONS, near_limit_ratio={"type": "float", "default": 0.5})
+OPTIONS = dict(SURVEY_OPTIONS, near_limit_ratio={"type": "float", "default": 0.5},
+               # report mount_units.cleanup_slow when the estimated cleanup is longer (0: never)
+               reboot_over_seconds={"type": "int", "default": 3600})
 
 
 def option_errors(p):
@@ -869,6 +879,8 @@ def option_errors(p):
     if ratio is not None and not 0 < ratio <= 1:
         errors.append("near_limit_ratio must be above 0 and at most 1 (a share of systemd's %d units), got %s"
                       % (SYSTEMD_UNIT_LIMIT, ratio))
+    if (p.get("reboot_over_seconds") or 0) < 0:
+        errors.append("reboot_over_seconds must be 0 (never) or more, got %s" % p.get("reboot_over_seconds"))
     try:
         normalize_options(dict((k, v) for k, v in p.items() if k in SURVEY_OPTIONS))
     except MountUnitsError as exc:
@@ -884,6 +896,8 @@ def check(runner, root="/", **opts):
     """
     o = dict(opts)
     near = float(o.pop("near_limit_ratio", None) or 0.5)
+    reboot_over = o.pop("reboot_over_seconds", None)
+    reboot_over = 3600 if reboot_over is None else int(reboot_over)
     facts = {"mount_units": None, "findings": []}
     findings = facts["findings"]
     try:
@@ -911,6 +925,11 @@ def check(runner, root="/", **opts):
         findings.append(finding_from(FINDINGS, "mount_units.systemd_without_fix", subject="systemd %s" % version,
                                      evidence={"version": version, "fixed_in": SYSTEMD_FIX_VERSION,
                                                "kubelet_units": result["total"]}))
+    if reboot_over > 0 and result["estimate_seconds"] > reboot_over:
+        findings.append(finding_from(FINDINGS, "mount_units.cleanup_slow", evidence={
+            "estimate_seconds": result["estimate_seconds"], "reboot_over_seconds": reboot_over,
+            "to_stop": result["to_stop"], "units_loaded": result["systemd"]["units_total"],
+            "estimate_basis": result["estimate_basis"]}))
     total = result["systemd"]["units_total"]
     if total >= int(SYSTEMD_UNIT_LIMIT * near):
         findings.append(finding_from(FINDINGS, "mount_units.near_unit_limit",

@@ -53,7 +53,7 @@ options:
       - Validated before any detector runs, against the same spec as the per-problem module
         (C(containerd) - M(nodefix.k8s.containerd_info), C(gvisor) - M(nodefix.k8s.runsc_info),
         C(kubelet) - O(nodefix.k8s.kubelet_config#module:unit) and O(nodefix.k8s.kubelet_config#module:kubelet_version),
-        C(mount_units) - the query options of M(nodefix.k8s.kubelet_mount_units) plus C(near_limit_ratio),
+        C(mount_units) - the query options of M(nodefix.k8s.kubelet_mount_units) plus C(near_limit_ratio) and C(reboot_over_seconds),
         C(pids) - M(nodefix.k8s.process_health), C(kernel) - M(nodefix.k8s.kernel_check),
         C(cpu_quota) - M(nodefix.k8s.cpu_quota_check)). An unknown key, a wrong type or a bad value fails
         the task with a message naming the detector and the key; nothing is checked then.

@@ -539,3 +539,18 @@ def test_standalone_cli_runs_without_ansible(tmp_path):
     assert json.loads(proc.stdout)["failed"] is True
     assert "run-u1.scope" in (fake / "units").read_text()
     assert not any(c.startswith("stop") for c in (fake / "calls").read_text().splitlines()[-3:])
+
+
+def test_check_says_when_a_reboot_beats_the_cleanup(tmp_path):
+    # 12,000 leaked scopes of dead pods: ~285 s through systemd 252 by the measured curve
+    units = [scope("run-u%d.scope" % i, subpath(DEAD)) for i in range(12000)]
+    node = FakeNode(units, pods=[{"uid": LIVE}])
+    facts = mu.check(node, root=str(tmp_path), process_guard=False, reboot_over_seconds=120)
+    slow = [f for f in facts["findings"] if f["id"] == "mount_units.cleanup_slow"]
+    assert len(slow) == 1 and slow[0]["fix"]["role"] is None
+    loaded = facts["mount_units"]["systemd"]["units_total"]
+    assert loaded >= 12000 and slow[0]["evidence"]["estimate_seconds"] == mu.estimate_seconds(loaded, 12000) > 120
+    # the default threshold (an hour) is not reached at this scale, and 0 turns it off
+    assert "mount_units.cleanup_slow" not in _ids(mu.check(node, root=str(tmp_path), process_guard=False))
+    assert "mount_units.cleanup_slow" not in _ids(mu.check(node, root=str(tmp_path), process_guard=False,
+                                                           reboot_over_seconds=0))

@@ -94,6 +94,7 @@ def test_unknown_option_name_is_refused(run_module, monkeypatch):
     ({"containerd": {"minimum_version": "x.y"}}, ["options.containerd.minimum_version", "not a version"]),
     ({"mount_units": {"pod_source": "guess"}}, ["options.mount_units", "pod_source", "crictl"]),
     ({"mount_units": {"near_limit_ratio": 3}}, ["options.mount_units.near_limit_ratio"]),
+    ({"mount_units": {"reboot_over_seconds": -1}}, ["options.mount_units.reboot_over_seconds"]),
     ({"mount_units": {"live_pod_uids": ["nope"]}}, ["options.mount_units.live_pod_uids", "not pod UIDs"]),
     ({"kubelet": {"config": "/etc/kubelet.yaml"}}, ["options.kubelet.config", "known: kubelet_version, unit"]),
     ({"cpu_quota": {"check_runc": "yes please"}}, ["options.cpu_quota", "check_runc"]),
@@ -134,7 +135,7 @@ def test_detector_specs_are_the_modules_specs():
         assert set(mod.OPTIONS) == set(_doc_options(module)), module.__name__
     assert set(_kubelet.OPTIONS) <= set(_doc_options(kubelet_config))
     assert set(_mount_units.SURVEY_OPTIONS) <= set(_doc_options(kubelet_mount_units))
-    assert set(_mount_units.OPTIONS) - set(_mount_units.SURVEY_OPTIONS) == {"near_limit_ratio"}
+    assert set(_mount_units.OPTIONS) - set(_mount_units.SURVEY_OPTIONS) == {"near_limit_ratio", "reboot_over_seconds"}
 
 
 def _doc_options(module):

@@ -87,10 +87,11 @@ def check_config(config):
 
 def message(findings, limit=MAX_OUTPUT):
     """``<n> finding(s): id (count), ...`` worst first, cut to ``limit`` characters."""
-    counts = {}
+    counts, worst = {}, {}
     for f in findings:
         counts[f["id"]] = counts.get(f["id"], 0) + 1
-    order = sorted(counts, key=lambda i: (min(SEVERITIES.index(f["severity"]) for f in findings if f["id"] == i), i))
+        worst[f["id"]] = min(worst.get(f["id"], len(SEVERITIES)), SEVERITIES.index(f["severity"]))
+    order = sorted(counts, key=lambda i: (worst[i], i))
     text = "%d finding(s): %s" % (len(findings), ", ".join(
         "%s (%d)" % (i, counts[i]) if counts[i] > 1 else i for i in order))
     return text if len(text) <= limit else text[:limit - 3] + "..."

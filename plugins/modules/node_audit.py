@@ -193,7 +193,6 @@ textfile:
 """
 
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -204,6 +203,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
     node_path,
     read_utf8,
     resolve_target,
+    write_files,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, detector, run_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
@@ -251,17 +251,9 @@ def write_textfile(module, real, result):
             "series": sum(1 for line in text.splitlines() if line.startswith("nodefix_finding{"))}
     if module.check_mode:
         return info
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(real), suffix=".tmp", dir=os.path.dirname(real))
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        mode = os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o644
-        os.chmod(tmp, mode)
-        module.atomic_move(tmp, real, unsafe_writes=False)
-        os.chmod(real, mode)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    # the collection's one atomic writer: temp file beside it (its name does not end in .prom, so the
+    # collector never reads a half-written file), atomic_move, mode/owner kept, 0644 when new
+    write_files(module, [(real, text)], backup=False, mode=0o644)
     info["written"] = True
     return info
 

@@ -60,6 +60,8 @@ class Runner(object):
 
     def __init__(self, module):
         self.module = module
+        # read-only command results shared by the detectors of one run (see _containerd.runc_state)
+        self.memo = {}
 
     def bin(self, name, required=False, opt_dirs=None):
         """Absolute path of ``name`` (or an absolute path given as-is)."""
@@ -89,6 +91,9 @@ class SubprocessRunner(object):
     (the mount-units timer, the node-problem-detector plugin)."""
 
     error = CommandError
+
+    def __init__(self):
+        self.memo = {}
 
     def bin(self, name, required=False, opt_dirs=None):
         if os.path.isabs(name):

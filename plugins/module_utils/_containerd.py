@@ -934,7 +934,17 @@ def runc_state(runner, root="/", runc_binary=None, runtimes=()):
     if not path:
         return state
     state["binary"] = path
-    rc, out, _err = runner.run([path, "--version"], check=False)
+    # One run per binary per audit: the containerd and cpu_quota detectors both
+    # need it, and under node-problem-detector's 5 s timeout a Go binary's start
+    # is not free. The runner's ``memo`` lives as long as the audit.
+    memo = getattr(runner, "memo", None)
+    key = ("runc --version", path)
+    if memo is not None and key in memo:
+        rc, out = memo[key]
+    else:
+        rc, out, _err = runner.run([path, "--version"], check=False)
+        if memo is not None:
+            memo[key] = (rc, out)
     info = parse_runc_version(out) if rc == 0 else None
     if info is not None:
         state["version"] = info["version"]

@@ -343,6 +343,29 @@ def test_check_healthy_node_has_no_findings(make_tree):
     assert facts["runc"]["cpu_quota_rounding_bug"] is False
 
 
+def test_runc_is_run_once_per_audit_when_the_runner_has_a_memo(make_tree):
+    # node_audit and the node-problem-detector plugin run the containerd and cpu_quota
+    # detectors with one runner: runc --version runs once, both detectors see it
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+    root = node(make_tree, fixture("config-default-1.6.20.toml"))
+    runner = FakeRunner({"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc", "ctr": "/usr/bin/ctr"}, {
+        ("containerd", "--version"): (0, fixture("containerd-version-1.6.20.txt"), ""),
+        ("runc", "--version"): (0, "runc version 1.0.0-rc4\ncommit: 3f2f8b84\nspec: 1.0.0\n", ""),
+        ("ctr", "version"): (0, "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n", ""),
+    })
+    runner.memo = {}
+    out = _audit.run_checks(runner, root=root, checks=["containerd", "cpu_quota"])
+    assert [call for call in runner.calls if call[0] == "/usr/sbin/runc"] == [["/usr/sbin/runc", "--version"]]
+    assert out["checks"]["containerd"]["runc"]["version"] == out["checks"]["cpu_quota"]["runc"]["version"] == "1.0.0-rc4"
+    # one owner: the finding once, from containerd
+    assert [f["check"] for f in out["findings"] if f["id"] == "runc.cpu_quota_rounding_bug"] == ["containerd"]
+    # a runner without a memo (a module's own) runs it each time
+    del runner.memo
+    runner.calls[:] = []
+    _audit.run_checks(runner, root=root, checks=["containerd", "cpu_quota"])
+    assert len([call for call in runner.calls if call[0] == "/usr/sbin/runc"]) == 2
+
+
 def test_check_below_minimum_socket_down_and_config_from_cmdline(make_tree):
     root = node(make_tree, "version = 2\n[grpc]\n  address = '/run/k8s/containerd.sock'\n",
                 cmdline=["/usr/bin/containerd", "--config", "/etc/containerd/custom.toml"])

@@ -153,17 +153,18 @@ def test_real_detectors_on_an_empty_node(run_module, tmp_path):
 
 
 def test_old_runc_is_reported_once(run_module, tmp_path):
-    """The real containerd and cpu_quota detectors both read runc; only the
-    containerd detector owns runc.cpu_quota_rounding_bug, so it counts once."""
+    """The real containerd and cpu_quota detectors both need runc; only the
+    containerd detector owns runc.cpu_quota_rounding_bug, so it counts once,
+    and the module's runner runs runc --version once for both."""
     result, failed, table = run_module(
         node_audit, {"root": str(tmp_path), "checks": ["containerd", "cpu_quota"]},
         bins={"runc": "/usr/sbin/runc"},
-        commands=[{"argv": ["/usr/sbin/runc", "--version"], "out": "runc version 1.0.0-rc4\nspec: 1.0.0\n"}] * 2)
+        commands=[{"argv": ["/usr/sbin/runc", "--version"], "out": "runc version 1.0.0-rc4\nspec: 1.0.0\n"}])
     assert not failed
     runc = [f for f in result["findings"] if f["id"] == "runc.cpu_quota_rounding_bug"]
     assert len(runc) == 1 and runc[0]["check"] == "containerd", result["findings"]
     assert result["checks"]["cpu_quota"]["runc"]["cpu_quota_rounding_bug"] is True
-    assert table.calls.count(["/usr/sbin/runc", "--version"]) == 2
+    assert table.calls.count(["/usr/sbin/runc", "--version"]) == 1
 
 
 # ---------------------------------------------------------------- textfile (Prometheus)

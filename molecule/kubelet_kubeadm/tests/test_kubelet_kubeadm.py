@@ -2,8 +2,13 @@
 """testinfra checks for kubelet_kubeadm: profile in effect, stale flags gone, comments kept."""
 
 import json
+import os
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+import untouched  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def configz(host):
@@ -47,3 +52,16 @@ def test_comments_and_untouched_keys_kept(host):
 def test_backups_were_kept(host):
     backups = host.check_output("ls /var/lib/kubelet/ /etc/default/")
     assert "config.yaml." in backups and "kubelet." in backups
+
+
+def test_only_the_changed_settings_lines_differ(host):
+    # every line of the files kubeadm wrote that carries no setting the role owns is byte-identical
+    cfg = host.file("/var/lib/kubelet/config.yaml").content_string
+    before = untouched.layout_file("kubeadm", "/var/lib/kubelet/config.yaml")
+    assert cfg != before
+    assert untouched.yaml_problems(before, cfg) == []
+    env = host.file("/etc/default/kubelet").content_string
+    assert untouched.env_problems(untouched.layout_file("kubeadm", "/etc/default/kubelet"), env) == []
+    # kubeadm's own flags file carries no owned flag: not touched at all
+    flags = host.file("/var/lib/kubelet/kubeadm-flags.env").content_string
+    assert flags == untouched.layout_file("kubeadm", "/var/lib/kubelet/kubeadm-flags.env")

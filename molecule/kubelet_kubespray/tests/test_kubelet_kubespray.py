@@ -2,8 +2,13 @@
 """testinfra checks for kubelet_kubespray: kubespray layout on 1.26 and a --config-dir node on 1.31."""
 
 import json
+import os
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+import untouched  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def configz(host):
@@ -61,3 +66,22 @@ def test_configdir_dropin_owned_by_the_collection(host):
     # the kubeadm-managed file keeps its own (overridden) value: kubeadm upgrade may rewrite it freely
     assert "kubeAPIQPS: 5  # see KUB-112" in host.file("/var/lib/kubelet/config.yaml").content_string
     assert host.file("/etc/default/kubelet").content_string == 'KUBELET_EXTRA_ARGS=""\n'
+
+
+def test_only_the_changed_settings_lines_differ(host):
+    # every untouched line of the files the node had is byte-identical after the role's edits
+    if kind(host) == "kubespray":
+        cfg_path, env_path = "/etc/kubernetes/kubelet-config.yaml", "/etc/kubernetes/kubelet.env"
+        cfg_before = untouched.layout_file("kubespray", cfg_path)
+        cfg = host.file(cfg_path).content_string
+        assert cfg != cfg_before
+        assert untouched.yaml_problems(cfg_before, cfg) == []
+        env = host.file(env_path).content_string
+        assert env != untouched.layout_file("kubespray", env_path)
+        assert untouched.env_problems(untouched.layout_file("kubespray", env_path), env) == []
+    else:
+        # the drop-in carries the settings: kubeadm's config.yaml is not touched at all
+        cfg_path = "/var/lib/kubelet/config.yaml"
+        assert host.file(cfg_path).content_string == untouched.layout_file("kubeadm", cfg_path)
+        env = host.file("/etc/default/kubelet").content_string
+        assert untouched.env_problems(untouched.layout_file("kubeadm", "/etc/default/kubelet"), env) == []

@@ -43,6 +43,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import
     KNOWN_FIELDS,
     KubeletError,
     parse_kubelet_version,
+    profile_settings,
+    PROFILE_OPTIONS,
     SUPPORTED,
     UNIT,
     validate_settings,
@@ -436,8 +438,12 @@ def missing_targets(config, targets):
 # Long on purpose (~115 lines): one pass that computes every target, the layer it goes to and the flag
 # edits, then proves the result by re-merging; splitting it would pass a dozen locals around.
 def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_name=DEFAULT_DROPIN_NAME,
-         use_config_dir=True, root="/"):
-    """Compute the new texts of every file; raise KubeletError before any write."""
+         use_config_dir=True, root="/", floors=()):
+    """Compute the new texts of every file; raise KubeletError before any write.
+
+    ``floors``: fields of ``settings`` that are a floor by intent (the profile's rate limits): a higher
+    version default or value in effect is kept without being a surprise (``raised`` says ``source: profile``).
+    """
     if not HAS_RUAMEL:
         raise KubeletError("the Python library ruamel.yaml is required on the node (Debian/Ubuntu: python3-ruamel.yaml)")
     before, merged_before, sources_before, flag_errors = effective(node, layers)
@@ -468,7 +474,8 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
                              defaults.get(field), allow_lower)
         if target != requested:
             reason = "version default" if target == defaults.get(field) else "current value is higher"
-            raised.append({"field": field, "requested": requested, "written": target, "reason": reason})
+            raised.append({"field": field, "requested": requested, "written": target, "reason": reason,
+                           "source": "profile" if field in floors else "settings"})
         targets[field] = target
 
     # where to write

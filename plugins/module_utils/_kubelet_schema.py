@@ -310,3 +310,67 @@ def validate_settings(settings):
     if errors:
         raise KubeletError("invalid settings: " + "; ".join(errors), errors=errors)
     return out
+
+
+# ---------------------------------------------------------------------------
+# The profile: what the kubelet role applies by default, understood by the
+# module itself (option ``profile``), so the version decisions live here and
+# its rate limits are floors, not requests that "get raised".
+# ---------------------------------------------------------------------------
+
+# Rate limits of the profile: a floor each (the module keeps the version
+# default or the value in effect when higher: 50/100 for API and events since
+# 1.27, kubernetes PR #116121).
+PROFILE_FLOORS = {
+    "api_qps": "kubeAPIQPS", "api_burst": "kubeAPIBurst",
+    "event_qps": "eventRecordQPS", "event_burst": "eventBurst",
+    "registry_qps": "registryPullQPS", "registry_burst": "registryBurst",
+}
+# maxParallelImagePulls exists since kubelet 1.27 (kubernetes PR #115220)
+PARALLEL_PULLS_SINCE = (1, 27)
+
+# The module's ``profile`` option (an Ansible argument spec, suboptions).
+PROFILE_OPTIONS = {
+    "api_qps": {"type": "int", "default": 30},
+    "api_burst": {"type": "int", "default": 40},
+    "event_qps": {"type": "int", "default": 30},
+    "event_burst": {"type": "int", "default": 40},
+    "registry_qps": {"type": "int", "default": 30},
+    "registry_burst": {"type": "int", "default": 40},
+    "parallel_image_pulls": {"type": "bool", "default": True},
+    "max_parallel_image_pulls": {"type": "int", "default": 5},
+    "unbounded_parallel_pulls": {"type": "bool", "default": False},
+}
+
+
+def profile_settings(profile, version, version_text=None):
+    """The settings ``profile`` (PROFILE_OPTIONS values) means on a kubelet of ``version``.
+
+    Returns ``(settings, floors, notes)``: the KubeletConfiguration fields, the
+    names of those that are floors, and what the profile could not do here, in
+    words (parallel pulls on a kubelet that cannot bound them).
+    """
+    errors = ["profile.%s: must be 0 or more, got %d" % (k, profile[k]) for k in sorted(PROFILE_FLOORS)
+              if profile.get(k) is not None and profile[k] < 0]
+    if profile.get("max_parallel_image_pulls") is not None and profile["max_parallel_image_pulls"] < 1:
+        errors.append("profile.max_parallel_image_pulls: must be 1 or more, got %d"
+                      % profile["max_parallel_image_pulls"])
+    if errors:
+        raise KubeletError("invalid profile: " + "; ".join(errors), errors=errors)
+    settings = dict((field, profile[key]) for key, field in PROFILE_FLOORS.items() if profile.get(key) is not None)
+    floors = sorted(settings)
+    notes = []
+    if profile.get("parallel_image_pulls"):
+        bounded = version is not None and tuple(version[:2]) >= PARALLEL_PULLS_SINCE
+        if bounded:
+            settings["serializeImagePulls"] = False
+            settings["maxParallelImagePulls"] = profile["max_parallel_image_pulls"]
+        elif profile.get("unbounded_parallel_pulls"):
+            settings["serializeImagePulls"] = False
+            notes.append("kubelet %s cannot bound parallel image pulls (maxParallelImagePulls needs 1.27): pulling "
+                         "in parallel without a bound (unbounded_parallel_pulls)" % (version_text or "of unknown version"))
+        else:
+            notes.append("kubelet %s cannot bound parallel image pulls (maxParallelImagePulls needs 1.27): image "
+                         "pulls stay serial; set unbounded_parallel_pulls to pull in parallel without a bound"
+                         % (version_text or "of unknown version"))
+    return settings, floors, notes

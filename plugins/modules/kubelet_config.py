@@ -57,6 +57,55 @@ options:
       - Empty (the default) only reports the configuration.
     type: dict
     default: {}
+  profile:
+    description:
+      - The settings the C(nodefix.k8s.kubelet) role applies by default, as this module understands them on the
+        node's kubelet version - so the version decisions are made here, once, and not in the role.
+      - The rate limits are floors - a higher kubelet version default (50/100 for the API and event limits since 1.27)
+        or a higher value in effect is kept, which is what a floor means, so it is not warned about (RV(raised) lists
+        it with C(source=profile)).
+      - Parallel image pulls - on kubelet 1.27 and later C(serializeImagePulls=false) and
+        C(maxParallelImagePulls); on an older or unknown kubelet pulls stay serial unless O(profile.unbounded_parallel_pulls),
+        and RV(profile.notes) says so.
+      - O(settings) win over the profile field by field. Omitted (the default), no profile.
+    type: dict
+    suboptions:
+      api_qps:
+        description: Floor for C(kubeAPIQPS).
+        type: int
+        default: 30
+      api_burst:
+        description: Floor for C(kubeAPIBurst).
+        type: int
+        default: 40
+      event_qps:
+        description: Floor for C(eventRecordQPS) (a current 0 means unlimited and is kept).
+        type: int
+        default: 30
+      event_burst:
+        description: Floor for C(eventBurst).
+        type: int
+        default: 40
+      registry_qps:
+        description: Floor for C(registryPullQPS) (a current 0 means unlimited and is kept).
+        type: int
+        default: 30
+      registry_burst:
+        description: Floor for C(registryBurst).
+        type: int
+        default: 40
+      parallel_image_pulls:
+        description: Pull images in parallel (bounded by O(profile.max_parallel_image_pulls) on kubelet 1.27+).
+        type: bool
+        default: true
+      max_parallel_image_pulls:
+        description: C(maxParallelImagePulls) on kubelet 1.27 and later.
+        type: int
+        default: 5
+      unbounded_parallel_pulls:
+        description: On a kubelet older than 1.27 (or of unknown version), pull in parallel without a bound.
+        type: bool
+        default: false
   allow_lower:
     description:
       - Write the requested rate limits even when they are lower than the kubelet version's default or the value
@@ -143,6 +192,12 @@ EXAMPLES = r"""
       maxParallelImagePulls: 5
   register: kubelet_change
   notify: "nodefix.k8s : restart kubelet"
+
+- name: The kubelet role's profile, decided for this kubelet's version (floors, bounded parallel pulls on 1.27+)
+  nodefix.k8s.kubelet_config:
+    profile:
+      max_parallel_image_pulls: 10
+  register: kubelet_profile
 
 - name: Guard rails against node OOM hangs and PID exhaustion
   nodefix.k8s.kubelet_config:
@@ -232,11 +287,33 @@ target_path:
   returned: when settings were given
   type: str
 raised:
-  description: Requested values that were raised to the version default or the value in effect.
+  description:
+    - Values that were raised to the version default or the value in effect, with C(source) - V(settings) (an
+      explicit request, warned about) or V(profile) (a floor of O(profile), kept quiet).
   returned: always
   type: list
   elements: dict
-  sample: [{"field": "kubeAPIQPS", "requested": 30, "written": 50, "reason": "version default"}]
+  sample: [{"field": "kubeAPIQPS", "requested": 30, "written": 50, "reason": "version default", "source": "settings"}]
+profile:
+  description: What O(profile) means on this kubelet.
+  returned: when O(profile) is given
+  type: dict
+  contains:
+    settings:
+      description: The KubeletConfiguration fields of the profile for this kubelet version (before O(settings) win).
+      type: dict
+      sample: {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "serializeImagePulls": false, "maxParallelImagePulls": 5}
+    floors:
+      description: The fields applied as floors (the profile's rate limits not overridden by O(settings)).
+      type: list
+      elements: str
+    notes:
+      description: What the profile could not do on this kubelet, in words (parallel pulls before 1.27).
+      type: list
+      elements: str
+      sample:
+        - "kubelet 1.26.15 cannot bound parallel image pulls (maxParallelImagePulls needs 1.27): image pulls stay
+          serial; set unbounded_parallel_pulls to pull in parallel without a bound"
 files:
   description: Files changed (or that would change), with C(created) and C(unit) (a systemd unit file) flags.
   returned: always
@@ -316,6 +393,7 @@ def build_module():
         argument_spec=_options.module_spec(
             kl,
             settings=dict(type="dict", default={}),
+            profile=dict(type="dict", options=kl.PROFILE_OPTIONS),
             allow_lower=dict(type="bool", default=False),
             stale_flags=dict(type="str", default="remove", choices=["remove", "rewrite"]),
             use_config_dir=dict(type="bool", default=True),
@@ -370,10 +448,16 @@ def main():
     if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"] or p["dropin_name"].startswith("."):
         module.fail_json(msg="dropin_name must be a file name ending in .conf (kubelet only reads *.conf drop-ins)")
     runner = Runner(module)
+    profile = None
     try:
         settings = kl.validate_settings(p["settings"])
         node, layers, facts = kl.inspect(runner, root, unit=p["unit"], kubelet_version=p["kubelet_version"],
-                                         roundtrip=bool(settings))
+                                         roundtrip=bool(settings) or p["profile"] is not None)
+        if p["profile"] is not None:
+            # the profile as this kubelet version understands it; explicit settings win over it
+            wanted, floors, notes = kl.profile_settings(p["profile"], node.version, node.version_text)
+            profile = {"settings": wanted, "floors": [f for f in floors if f not in settings], "notes": notes}
+            settings = kl.validate_settings(dict(wanted, **settings))
     except kl.KubeletError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     if settings and not kl.HAS_RUAMEL:
@@ -406,6 +490,8 @@ def main():
         restart_required=False,
         findings=facts["findings"],
     )
+    if profile is not None:
+        result["profile"] = profile
     if facts["kops"]:
         module.warn("kOps manages this node (%s): nodeup regenerates the kubelet files; change the cluster spec instead"
                     % ", ".join(facts["kops"]))
@@ -414,7 +500,8 @@ def main():
 
     try:
         planned = kl.plan(node, layers, settings, allow_lower=p["allow_lower"], stale_mode=p["stale_flags"],
-                          dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=root)
+                          dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=root,
+                          floors=profile["floors"] if profile else ())
     except kl.KubeletError as exc:
         module.fail_json(msg=exc.msg, **dict(exc.details, before=facts["effective"]))
 
@@ -433,7 +520,7 @@ def main():
     # will the fix survive the tool that manages the node (kubeadm, kubespray, kOps)?
     result["durability"] = kd.durability(facts["layout"], planned["targets"], planned["after"], planned["flag_edits"])
     result["findings"] = facts["findings"] + kd.findings(result["durability"])
-    for r in planned["raised"] if files else []:
+    for r in [r for r in planned["raised"] if r["source"] == "settings"] if files else []:
         module.warn("%s: requested %s, ensured %s (%s); set allow_lower to force the lower value"
                     % (r["field"], r["requested"], r["written"], r["reason"]))
     if module._diff:

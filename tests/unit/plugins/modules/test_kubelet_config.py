@@ -232,3 +232,84 @@ def test_no_unit(run_module, make_tree):
     root = make_tree({"/etc/hostname": "x\n"})
     result, failed, _t = run_module(kubelet_config, {"root": root})
     assert failed and "no systemd unit kubelet.service" in result["msg"]
+
+
+# ---------------------------------------------------------------- the profile (option profile)
+
+def _warnings(monkeypatch):
+    from ansible.module_utils import basic
+    seen = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, msg: seen.append(msg))
+    return seen
+
+
+def test_profile_on_1_29_keeps_the_higher_defaults_quietly(run_module, kubeadm, monkeypatch):
+    warned = _warnings(monkeypatch)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "profile": {}},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert not failed, result.get("msg")
+    # the module decided the version questions: floors, bounded parallel pulls
+    assert result["profile"]["settings"] == {
+        "kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40, "registryPullQPS": 30,
+        "registryBurst": 40, "serializeImagePulls": False, "maxParallelImagePulls": 5}
+    assert result["profile"]["notes"] == []
+    t = result["target"]
+    assert (t["kubeAPIQPS"], t["kubeAPIBurst"], t["eventRecordQPS"], t["eventBurst"]) == (50, 100, 50, 100)
+    assert (t["registryPullQPS"], t["registryBurst"]) == (30, 40)
+    # raised, but as floors: no "requested 30, ensured 50" warning
+    assert {r["field"] for r in result["raised"]} == {"kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst"}
+    assert {r["source"] for r in result["raised"]} == {"profile"}
+    assert not [w for w in warned if "requested" in w], warned
+    assert "kubeAPIQPS: 50 # see KUB-112" in read(kubeadm, "/var/lib/kubelet/config.yaml")
+
+
+def test_profile_on_1_26_stays_serial_and_says_why(run_module, tmp_path):
+    root = node(tmp_path, "kubespray", "/usr/local/bin/kubelet")
+    result, failed, _t = run_module(kubelet_config, {"root": root, "profile": {}},
+                                    commands=version_cmd(root, "/usr/local/bin/kubelet", "1.26.15"))
+    assert not failed, result.get("msg")
+    assert "serializeImagePulls" not in result["target"] and "maxParallelImagePulls" not in result["target"]
+    assert result["profile"]["notes"] == [
+        "kubelet 1.26.15 cannot bound parallel image pulls (maxParallelImagePulls needs 1.27): image pulls stay "
+        "serial; set unbounded_parallel_pulls to pull in parallel without a bound"]
+    assert result["target"]["kubeAPIQPS"] == 30 and result["raised"] == []
+    # the stale --serialize-image-pulls flag is not the profile's business on 1.26: left alone
+    assert "--serialize-image-pulls=true" in read(root, "/etc/kubernetes/kubelet.env")
+    # asked for unbounded pulls, the module writes them and says so
+    root2 = node(tmp_path / "b", "kubespray", "/usr/local/bin/kubelet")
+    result, failed, _t = run_module(kubelet_config, {"root": root2, "profile": {"unbounded_parallel_pulls": True}},
+                                    commands=version_cmd(root2, "/usr/local/bin/kubelet", "1.26.15"))
+    assert not failed and result["target"]["serializeImagePulls"] is False
+    assert "pulling in parallel without a bound" in result["profile"]["notes"][0]
+
+
+def test_explicit_settings_win_over_the_profile_and_are_warned(run_module, kubeadm, monkeypatch):
+    warned = _warnings(monkeypatch)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "profile": {"parallel_image_pulls": False},
+                                                     "settings": {"kubeAPIQPS": 20}},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert not failed, result.get("msg")
+    assert "kubeAPIQPS" not in result["profile"]["floors"]
+    assert "serializeImagePulls" not in result["target"]
+    sources = dict((r["field"], r["source"]) for r in result["raised"])
+    assert sources["kubeAPIQPS"] == "settings" and sources["kubeAPIBurst"] == "profile"
+    assert [w for w in warned if w.startswith("kubeAPIQPS: requested 20, ensured 50")], warned
+    assert not [w for w in warned if w.startswith("kubeAPIBurst")], warned
+
+
+@pytest.mark.parametrize("profile,msg", [
+    ({"api_qps": -1}, "profile.api_qps: must be 0 or more, got -1"),
+    ({"max_parallel_image_pulls": 0}, "profile.max_parallel_image_pulls: must be 1 or more, got 0"),
+])
+def test_bad_profile_is_refused_before_writing(run_module, kubeadm, profile, msg):
+    before = tree_hashes(kubeadm)
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "profile": profile},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert failed and msg in result["msg"], result
+    assert tree_hashes(kubeadm) == before
+
+
+def test_a_wrong_profile_key_names_the_option(run_module, kubeadm):
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "profile": {"api_qpss": 30}},
+                                    commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))
+    assert failed and "api_qpss" in result["msg"], result

@@ -329,6 +329,10 @@ def test_03_remediate_fixes_and_reports(lab):
     assert {"gvisor.runsc_outdated", "gvisor.no_config_path"} <= set(vm["fixed"]), vm["fixed"]
     for pod in vm_pods():
         assert "pods to recreate (uid): " in out and pod["pod_uid"] in out
+    # the gVisor detector ran twice on the VM: the audit before and the audit after (the
+    # verify); the role did not read the sandboxes a third time (no eviction asked)
+    assert "TASK [nodefix.k8s.gvisor : The facts and the plan]" in out  # the role ran
+    assert "TASK [nodefix.k8s.gvisor : Inspect the live sandboxes again]" not in out
 
 
 def test_03b_recreated_sandboxes_fit_their_pod(lab):

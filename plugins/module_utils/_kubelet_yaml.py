@@ -340,6 +340,45 @@ def _segments(text):
     return "".join(head), [(k, "".join(lines)) for k, lines in entries], "".join(pending)
 
 
+def _split_entry(text):
+    """(lines up to and with the ``key:`` line, child indent, dedented body) of a block-map entry; None
+    when the key line carries a value (flow map, anchor, tag) or the body is not indented."""
+    lines = text.splitlines(True)
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            break
+    else:
+        return None
+    if not re.match(r"^\S.*:\s*(#.*)?$", lines[i].rstrip("\n")) or _TOP_KEY.match(lines[i]) is None:
+        return None
+    body = lines[i + 1:]
+    indents = [len(b) - len(b.lstrip(" ")) for b in body if b.strip() and not b.strip().startswith("#")]
+    if not indents or min(indents) == 0 or any("\t" in b[:len(b) - len(b.lstrip())] for b in body):
+        return None
+    indent = min(indents)
+    dedented = []
+    for b in body:
+        if not b.strip():
+            dedented.append(b.lstrip(" "))
+        elif b.startswith(" " * indent):
+            dedented.append(b[indent:])
+        else:
+            return None  # a comment less indented than the entries: leave the entry to ruamel.yaml
+    return "".join(lines[:i + 1]), indent, "".join(dedented)
+
+
+def _merge_map_entry(orig_entry, new_entry, wanted):
+    """A changed block-map entry: unchanged child entries byte for byte from ``orig_entry``, changed and
+    new ones from ``new_entry`` at the original's indentation; None when either is not a plain block map."""
+    o, n = _split_entry(orig_entry), _split_entry(new_entry)
+    if o is None or n is None:
+        return None
+    body = keep_untouched(o[2], n[2], wanted)
+    pad = " " * o[1]
+    return o[0] + "".join(pad + line if line.strip() else line for line in body.splitlines(True))
+
+
 def keep_untouched(original_text, dumped, data):
     """Merge: unchanged top-level entries from ``original_text``, changed and new ones from ``dumped``.
 
@@ -361,6 +400,10 @@ def keep_untouched(original_text, dumped, data):
     for key, text in new[1]:
         if key in orig_entries and key in before and key in wanted and before[key] == wanted[key]:
             out.append(orig_entries[key])
+        elif key in orig_entries and isinstance(before.get(key), dict) and isinstance(wanted.get(key), dict):
+            # a changed map: its unchanged entries stay as they were, one level down
+            merged_entry = _merge_map_entry(orig_entries[key], text, wanted[key])
+            out.append(merged_entry if merged_entry is not None else text)
         else:
             out.append(text)
     if out[-1] and not out[-1].endswith("\n"):

@@ -70,13 +70,55 @@ def test_quirks_survive_an_edit_elsewhere():
     assert "kubeAPIQPS: 50 # see KUB-112" in out
 
 
-def test_a_changed_map_is_rewritten_and_nothing_else():
+def test_a_changed_map_keeps_its_untouched_entries():
+    # one key added to a 4-space map with an aligned comment: only the new line differs, at the map's indent
     data = ky.load_yaml(QUIRKY, "q")
     data["evictionHard"]["nodefs.available"] = "10%"
     out = ky.dump_yaml(data, QUIRKY)
     assert ky.plain(ky.load_yaml(out, "q"))["evictionHard"] == {"memory.available": "100Mi", "nodefs.available": "10%"}
-    diff = changed_lines(QUIRKY, out)
-    assert all("available" in line for line in diff), diff
+    assert changed_lines(QUIRKY, out) == ["+    nodefs.available: 10%"]
+
+
+@pytest.mark.parametrize("change,expected", [
+    # a value changed in a 2-space map: that line only
+    ({"memory": "1Gi"}, ["-  memory: 512Mi", "+  memory: 1Gi"]),
+    # a key added
+    ({"ephemeral-storage": "1Gi"}, ["+  ephemeral-storage: 1Gi"]),
+])
+def test_kubespray_reserved_map_edits_touch_one_line(change, expected):
+    with open(os.path.join(LAYOUTS, "kubespray", "etc/kubernetes/kubelet-config.yaml")) as fh:
+        text = fh.read()
+    data = ky.load_yaml(text, "k")
+    data["kubeReserved"].update(change)
+    out = ky.dump_yaml(data, text)
+    assert ky.plain(ky.load_yaml(out, "k")) == ky.plain(data)
+    assert changed_lines(text, out) == expected
+
+
+def test_nested_maps_and_comments_inside_a_changed_map():
+    text = ("kind: KubeletConfiguration\n"
+            "authentication:\n"
+            "    # who may call the kubelet\n"
+            "    anonymous:\n"
+            "        enabled: false   # KUB-7\n"
+            "    webhook:\n"
+            "        cacheTTL: 0s\n"
+            "        enabled: True\n")
+    data = ky.load_yaml(text, "n")
+    data["authentication"]["webhook"]["cacheTTL"] = "2m0s"
+    out = ky.dump_yaml(data, text)
+    assert ky.plain(ky.load_yaml(out, "n")) == ky.plain(data)
+    assert changed_lines(text, out) == ["-        cacheTTL: 0s", "+        cacheTTL: 2m0s"]
+
+
+def test_a_map_entry_it_cannot_split_falls_back_to_a_valid_dump():
+    # a flow map: rewritten by ruamel.yaml (valid, same data), everything else kept
+    text = "kind: KubeletConfiguration\nsystemReserved: {memory: 256Mi}\nmaxPods: 110\n"
+    data = ky.load_yaml(text, "f")
+    data["systemReserved"]["memory"] = "512Mi"
+    out = ky.dump_yaml(data, text)
+    assert ky.plain(ky.load_yaml(out, "f")) == ky.plain(data)
+    assert out.startswith("kind: KubeletConfiguration\n") and out.endswith("maxPods: 110\n")
 
 
 def test_not_a_plain_block_mapping_falls_back_to_the_full_dump():

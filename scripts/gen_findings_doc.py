@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _audit  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_schema  # noqa: E402  pylint: disable=wrong-import-position
 
 HEADER = """# Finding ids
 
@@ -49,6 +50,27 @@ def render():
             cells = [("`%s`" % fid), e["severity"], fix, e["title"], e.get("remedy") or ""]
             out.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
         out.append("")
+    out.append(render_floor())
+    return "\n".join(out)
+
+
+FLOOR_HEADER = """## The kubelet rate-limit floor
+
+The floor the `nodefix.k8s.kubelet` role writes (`kubelet_config` option
+`profile`) and below which the kubelet detector reports a limit, set in one
+place: `RATE_LIMIT_FLOOR` in `plugins/module_utils/_kubelet_schema.py`. A kubelet
+version default that is higher wins (kubelet 1.27 raised the API and event
+defaults, kubernetes PR #116121); a higher value in effect is never lowered.
+"""
+
+
+def render_floor():
+    """The floor table, from the one place that sets it."""
+    out = [FLOOR_HEADER, "| field | floor | default before 1.27 | default since 1.27 |", "|---|---|---|---|"]
+    old, new = _kubelet_schema.version_defaults((1, 26)), _kubelet_schema.version_defaults((1, 27))
+    for field, floor in _kubelet_schema.RATE_LIMIT_FLOOR.items():
+        out.append("| `%s` | %d | %d | %d |" % (field, floor, old[field], new[field]))
+    out.append("")
     return "\n".join(out)
 
 

@@ -45,6 +45,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import
     parse_kubelet_version,
     profile_settings,
     PROFILE_OPTIONS,
+    RATE_LIMIT_FLOOR,
     SUPPORTED,
     UNIT,
     validate_settings,
@@ -89,16 +90,17 @@ FINDINGS = {
     "kubelet.api_qps_low": {
         "severity": "medium",
         "title": "kubelet talks to the API server with low rate limits (kubeAPIQPS/kubeAPIBurst)",
-        "remedy": "raise kubeAPIQPS/kubeAPIBurst to at least 30/40, and never below the kubelet version's defaults "
+        "remedy": "raise kubeAPIQPS/kubeAPIBurst to at least %d/%d, and never below the kubelet version's defaults "
                   "(50/100 since 1.27), in the kubelet config; "
-                  "pods stay Pending/ContainerCreating while kubelet waits for its client rate limiter",
+                  "pods stay Pending/ContainerCreating while kubelet waits for its client rate limiter"
+                  % (RATE_LIMIT_FLOOR["kubeAPIQPS"], RATE_LIMIT_FLOOR["kubeAPIBurst"]),
         "role": ROLE, "tag": "kubelet_profile",
     },
     "kubelet.event_qps_low": {
         "severity": "low",
         "title": "kubelet event rate limits (eventRecordQPS/eventBurst) are low and drop events",
-        "remedy": "raise eventRecordQPS/eventBurst to at least 30/40, and never below the kubelet version's "
-                  "defaults (50/100 since 1.27)",
+        "remedy": "raise eventRecordQPS/eventBurst to at least %d/%d, and never below the kubelet version's "
+                  "defaults (50/100 since 1.27)" % (RATE_LIMIT_FLOOR["eventRecordQPS"], RATE_LIMIT_FLOOR["eventBurst"]),
         "role": ROLE, "tag": "kubelet_profile",
     },
     "kubelet.serialized_image_pulls": {
@@ -155,18 +157,15 @@ FINDINGS = {
 # registry documents every kubelet id (docs/findings.md).
 FINDINGS.update(_kubelet_durable.FINDINGS)
 
-# Busy nodes outgrow the pre-1.27 defaults of 5/10 (kubernetes#80647: pods
-# wait for kubelet's client rate limiter); 30/40 is the floor this collection
-# applies, and kubelet 1.27 made 50/100 the defaults. A limit is low when it is
-# below the higher of the two for the node's kubelet version (the same floor
-# the kubelet role writes).
-RATE_LIMIT_FLOOR = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}
-
 
 def low_thresholds(version):
-    """((api qps, api burst), (event qps, event burst)) below which limits are low."""
+    """((api qps, api burst), (event qps, event burst)) below which limits are low.
+
+    The higher of RATE_LIMIT_FLOOR (the floor the kubelet role writes) and the
+    kubelet version's defaults.
+    """
     d = version_defaults(version)
-    floor = dict((k, max(v, d[k])) for k, v in RATE_LIMIT_FLOOR.items())
+    floor = dict((k, max(RATE_LIMIT_FLOOR[k], d[k])) for k in ("kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst"))
     return (floor["kubeAPIQPS"], floor["kubeAPIBurst"]), (floor["eventRecordQPS"], floor["eventBurst"])
 
 

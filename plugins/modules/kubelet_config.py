@@ -71,29 +71,35 @@ options:
     type: dict
     suboptions:
       api_qps:
-        description: Floor for C(kubeAPIQPS).
+        description:
+          - Floor for C(kubeAPIQPS).
+          - Omitted, the collection's floor (docs/findings.md, "The kubelet rate-limit floor").
         type: int
-        default: 30
       api_burst:
-        description: Floor for C(kubeAPIBurst).
+        description:
+          - Floor for C(kubeAPIBurst).
+          - Omitted, the collection's floor (docs/findings.md, "The kubelet rate-limit floor").
         type: int
-        default: 40
       event_qps:
-        description: Floor for C(eventRecordQPS) (a current 0 means unlimited and is kept).
+        description:
+          - Floor for C(eventRecordQPS) (a current 0 means unlimited and is kept).
+          - Omitted, the collection's floor (docs/findings.md, "The kubelet rate-limit floor").
         type: int
-        default: 30
       event_burst:
-        description: Floor for C(eventBurst).
+        description:
+          - Floor for C(eventBurst).
+          - Omitted, the collection's floor (docs/findings.md, "The kubelet rate-limit floor").
         type: int
-        default: 40
       registry_qps:
-        description: Floor for C(registryPullQPS) (a current 0 means unlimited and is kept).
+        description:
+          - Floor for C(registryPullQPS) (a current 0 means unlimited and is kept).
+          - Omitted, the collection's floor (docs/findings.md, "The kubelet rate-limit floor").
         type: int
-        default: 30
       registry_burst:
-        description: Floor for C(registryBurst).
+        description:
+          - Floor for C(registryBurst).
+          - Omitted, the collection's floor (docs/findings.md, "The kubelet rate-limit floor").
         type: int
-        default: 40
       parallel_image_pulls:
         description: Pull images in parallel (bounded by O(profile.max_parallel_image_pulls) on kubelet 1.27+).
         type: bool

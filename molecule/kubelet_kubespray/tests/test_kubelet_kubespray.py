@@ -8,6 +8,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+import floor  # noqa: E402  pylint: disable=wrong-import-position
 import untouched  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -35,15 +36,18 @@ def test_guard_rails_in_effect(host):
 
 def test_rate_limits(host):
     kc = configz(host)
+    rates = ("kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst", "registryPullQPS", "registryBurst")
     if kind(host) == "kubespray":
         # 1.26: the floor is above the old defaults (5/10) and is written as is
-        assert (kc["kubeAPIQPS"], kc["kubeAPIBurst"], kc["eventRecordQPS"], kc["eventBurst"]) == (30, 40, 30, 40)
+        want = floor.expected((1, 26))
+        assert want == floor.rate_limit_floor()
         # no bound for parallel pulls before 1.27: pulls stay serial
         assert kc["serializeImagePulls"] is True and "maxParallelImagePulls" not in kc
     else:
-        assert (kc["kubeAPIQPS"], kc["kubeAPIBurst"], kc["eventRecordQPS"], kc["eventBurst"]) == (50, 100, 50, 100)
+        # 1.31: the 1.27+ defaults where they are above the floor
+        want = floor.expected((1, 31))
         assert kc["serializeImagePulls"] is False and kc["maxParallelImagePulls"] == 5
-    assert (kc["registryPullQPS"], kc["registryBurst"]) == (30, 40)
+    assert dict((f, kc[f]) for f in rates) == want
 
 
 def test_kubespray_files(host):

@@ -1,22 +1,137 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The kubelet detector's "low limit" threshold follows the kubelet version
-and matches the floor the kubelet role writes (30/40, 1.27+ 50/100)."""
+"""The kubelet rate-limit floor is set in one place (``_kubelet_schema.RATE_LIMIT_FLOOR``)
+and everything that states or applies it follows that place: the detector's
+"low limit" threshold, the module's profile, the finding remedies, the
+generated docs, the role defaults and molecule's expectations."""
+
+import importlib
+import os
+import re
+import sys
 
 import pytest
+import yaml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_schema
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+SCHEMA = os.path.join(ROOT, "plugins", "module_utils", "_kubelet_schema.py")
+RATES = ("kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst", "registryPullQPS", "registryBurst")
 
 
-@pytest.mark.parametrize("version,api,event", [
-    ((1, 26, 15), (30, 40), (30, 40)),
-    ((1, 27, 0), (50, 100), (50, 100)),
-    ((1, 31, 2), (50, 100), (50, 100)),
-    (None, (50, 100), (50, 100)),
-])
-def test_low_thresholds(version, api, event):
-    assert _kubelet.low_thresholds(version) == (api, event)
+def floor_line_value(field):
+    """The value on the one line of _kubelet_schema.py that sets ``field``'s floor."""
+    with open(SCHEMA) as fh:
+        text = fh.read()
+    block = text[text.index("RATE_LIMIT_FLOOR = {"):]
+    block = block[:block.index("}")]
+    lines = [ln for ln in block.splitlines() if '"%s"' % field in ln]
+    assert len(lines) == 1, lines
+    return int(re.search(r":\s*(\d+)", lines[0]).group(1))
 
 
-def test_role_floor_is_the_detector_floor():
-    # roles/kubelet/defaults/main.yml writes 30/40 as its floor
-    assert _kubelet.RATE_LIMIT_FLOOR == {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBurst": 40}
+def test_the_floor_is_read_from_its_one_line():
+    assert set(_kubelet_schema.RATE_LIMIT_FLOOR) == set(RATES)
+    for field in RATES:
+        assert _kubelet_schema.RATE_LIMIT_FLOOR[field] == floor_line_value(field)
+    # the detector uses the same object, not a copy with its own numbers
+    assert _kubelet.RATE_LIMIT_FLOOR is _kubelet_schema.RATE_LIMIT_FLOOR
+
+
+@pytest.mark.parametrize("version,new_defaults", [((1, 26, 15), False), ((1, 27, 0), True), ((1, 31, 2), True),
+                                                  (None, True)])
+def test_low_thresholds_are_the_floor_or_the_version_default(version, new_defaults):
+    f = _kubelet_schema.RATE_LIMIT_FLOOR
+    d = _kubelet_schema.version_defaults(version)
+    assert d["kubeAPIQPS"] == (50 if new_defaults else 5)
+    api, event = _kubelet.low_thresholds(version)
+    assert api == (max(f["kubeAPIQPS"], d["kubeAPIQPS"]), max(f["kubeAPIBurst"], d["kubeAPIBurst"]))
+    assert event == (max(f["eventRecordQPS"], d["eventRecordQPS"]), max(f["eventBurst"], d["eventBurst"]))
+
+
+def test_the_module_profile_has_no_numbers_of_its_own():
+    for key in _kubelet_schema.PROFILE_FLOORS:
+        assert "default" not in _kubelet_schema.PROFILE_OPTIONS[key], key
+    settings, floors, _notes = _kubelet_schema.profile_settings({}, (1, 26, 15))
+    assert dict((f, settings[f]) for f in RATES) == _kubelet_schema.RATE_LIMIT_FLOOR
+    assert sorted(floors) == sorted(RATES)
+    # an explicit value still wins over the floor
+    settings, _f, _n = _kubelet_schema.profile_settings({"api_qps": 77}, (1, 26, 15))
+    assert settings["kubeAPIQPS"] == 77
+
+
+def test_the_role_and_its_spec_have_no_numbers_of_their_own():
+    with open(os.path.join(ROOT, "roles", "kubelet", "defaults", "main.yml")) as fh:
+        defaults = yaml.safe_load(fh)
+    with open(os.path.join(ROOT, "roles", "kubelet", "meta", "argument_specs.yml")) as fh:
+        spec = yaml.safe_load(fh)["argument_specs"]["main"]["options"]
+    for var in ("kubelet_kube_api_qps", "kubelet_kube_api_burst", "kubelet_event_qps", "kubelet_event_burst",
+                "kubelet_registry_qps", "kubelet_registry_burst"):
+        assert defaults[var] is None, var
+        assert "default" not in spec[var], var
+    with open(os.path.join(ROOT, "roles", "kubelet", "tasks", "profile.yml")) as fh:
+        profile_task = fh.read()
+    # a null rate is left out of the profile (the module then applies the floor), never cast to 0
+    assert "rejectattr('value', 'none')" in profile_task
+    assert "kubelet_kube_api_qps | int" not in profile_task
+
+
+@pytest.fixture
+def floor_35():
+    """RATE_LIMIT_FLOOR with the API QPS line changed to 35, as an edit of that one line would; restored after."""
+    saved = dict(_kubelet_schema.RATE_LIMIT_FLOOR)
+    _kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"] = 35
+    importlib.reload(_kubelet)  # the finding registry is built at import time
+    try:
+        yield
+    finally:
+        _kubelet_schema.RATE_LIMIT_FLOOR.clear()
+        _kubelet_schema.RATE_LIMIT_FLOOR.update(saved)
+        importlib.reload(_kubelet)
+
+
+def test_changing_the_api_qps_floor_changes_everything_that_uses_it(floor_35):
+    assert _kubelet.low_thresholds((1, 26))[0] == (35, 40)
+    assert _kubelet.low_thresholds((1, 27))[0] == (50, 100)
+    assert _kubelet_schema.profile_settings({}, (1, 26))[0]["kubeAPIQPS"] == 35
+    assert "at least 35/40" in _kubelet.FINDINGS["kubelet.api_qps_low"]["remedy"]
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        gen = importlib.import_module("gen_findings_doc")
+        assert "| `kubeAPIQPS` | 35 | 5 | 50 |" in gen.render_floor()
+    finally:
+        sys.path.pop(0)
+
+
+def test_molecule_expectations_read_the_floor_from_its_file(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "molecule", "shared"))
+    try:
+        floor = importlib.import_module("floor")
+    finally:
+        sys.path.pop(0)
+    assert floor.rate_limit_floor() == _kubelet_schema.RATE_LIMIT_FLOOR
+    # the one-line edit, on a copy of the file
+    with open(SCHEMA) as fh:
+        text = fh.read()
+    line = '    "kubeAPIQPS": %d,\n' % floor_line_value("kubeAPIQPS")
+    assert text.count(line) == 1
+    copy = tmp_path / "_kubelet_schema.py"
+    copy.write_text(text.replace(line, '    "kubeAPIQPS": 35,\n'))
+    assert floor.expected((1, 26), str(copy))["kubeAPIQPS"] == 35
+    assert floor.expected((1, 27), str(copy))["kubeAPIQPS"] == 50
+
+
+def test_the_docs_state_the_floor_the_code_sets():
+    with open(os.path.join(ROOT, "docs", "findings.md")) as fh:
+        doc = fh.read()
+    d_old, d_new = _kubelet_schema.version_defaults((1, 26)), _kubelet_schema.version_defaults((1, 27))
+    for field, value in _kubelet_schema.RATE_LIMIT_FLOOR.items():
+        assert "| `%s` | %d | %d | %d |" % (field, value, d_old[field], d_new[field]) in doc
+    # hand-written docs point at the generated table instead of repeating the numbers
+    for rel in ("docs/kubelet.md", "roles/kubelet/README.md", "roles/kubelet/meta/argument_specs.yml",
+                "roles/kubelet/defaults/main.yml"):
+        with open(os.path.join(ROOT, rel)) as fh:
+            text = fh.read()
+        pair = r"\b%d\s*/\s*%d\b" % (_kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"], _kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIBurst"])
+        assert not re.search(pair, text), rel

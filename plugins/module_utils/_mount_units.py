@@ -43,11 +43,13 @@ and ``docker ps`` for every unit):
    failed ones reset (``systemctl reset-failed <names>``, never a global reset),
    and, optionally, one ``daemon-reload`` drops dead mount units on systemd < 237.
 
-The file imports nothing from Ansible (only the collection's ``_common`` and
-``_cgroup``, which import nothing from Ansible either), so the role
-``nodefix.k8s.mount_units`` ships this very file to nodes and runs it from a
+The file imports nothing from Ansible (only the collection's ``_common``,
+``_cgroup`` and ``_mount_units_systemd`` - the parsers of systemd's outputs -
+which import nothing from Ansible either), so the role
+``nodefix.k8s.mount_units`` ships these very files to nodes and runs them from a
 systemd timer (``cli()`` at the bottom): one implementation for the module and
-the timer.
+the timer. About 840 lines on purpose: survey, cleanup, the cost model, the
+detector and the timer's CLI share one plan/record shape, kept in one file.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -69,6 +71,22 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils import _common
 from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, is_pod_uid, parse_proc_cgroup
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units_systemd import (  # noqa: F401 pylint: disable=unused-import
+    _HEX_ESCAPE_RE,
+    _OCTAL_RE,
+    argv_budget,
+    chunks,
+    DEFAULT_KUBELET_ROOT_DIR,
+    parse_list_units,
+    parse_mountinfo,
+    parse_show,
+    parse_systemd_version,
+    pod_of_path,
+    pods_dirs_for,
+    split_pod_path,
+    systemd_escape_path,
+    unit_name_to_path,
+)
 
 # kubelet's mount-utils: "Kubernetes transient mount for <target>"
 SCOPE_DESCRIPTION_PREFIX = "Kubernetes transient mount for "
@@ -79,7 +97,6 @@ SCOPE_NAME_RE = re.compile(r"^run-(?:r[0-9a-f]{32}|u[0-9]+|[0-9]+)\.scope$")
 SYSTEMD_FIX_VERSION = 237
 # systemd's MANAGER_MAX_NAMES: beyond it every transient unit fails.
 SYSTEMD_UNIT_LIMIT = 131072
-DEFAULT_KUBELET_ROOT_DIR = "/var/lib/kubelet"
 DEFAULT_BATCH_SIZE = 1000
 DOCKER_UID_LABEL = "io.kubernetes.pod.uid"
 # docker names kubelet containers k8s_<container>_<pod>_<namespace>_<uid>_<attempt>
@@ -141,171 +158,6 @@ FINDINGS = {
 
 class MountUnitsError(NodefixError):
     """A condition that must stop the run before anything is changed."""
-
-
-# --------------------------------------------------------------------------
-# systemd names, outputs and paths
-
-
-def systemd_escape_path(path):
-    """``systemd-escape --path``: the unit name stem of a mount point."""
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return "-"
-    raw = "/".join(parts).encode("utf-8", "surrogateescape")
-    out = []
-    for i, byte in enumerate(bytearray(raw)):
-        ch = chr(byte)
-        if ch == "/":
-            out.append("-")
-        elif (ch.isalnum() and byte < 128) or ch in ":_" or (ch == "." and i > 0):
-            out.append(ch)
-        else:
-            out.append("\\x%02x" % byte)
-    return "".join(out)
-
-
-_HEX_ESCAPE_RE = re.compile(rb"\\x([0-9a-fA-F]{2})")
-
-
-def unit_name_to_path(name):
-    """Mount point of a mount unit name (``systemd-escape --unescape --path``)."""
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    if stem in ("", "-"):
-        return "/"
-    raw = stem.replace("-", "/").encode("utf-8", "surrogateescape")
-    raw = _HEX_ESCAPE_RE.sub(lambda m: bytes(bytearray([int(m.group(1), 16)])), raw)
-    return "/" + raw.decode("utf-8", "surrogateescape").strip("/")
-
-
-def parse_systemd_version(text):
-    """``systemd 252 (252.39-1~deb12u2)`` -> 252 (None when unparsable)."""
-    m = re.search(r"^systemd (\d+)", text or "", re.M)
-    return int(m.group(1)) if m else None
-
-
-def parse_list_units(text):
-    """Rows of ``systemctl list-units --all --plain --no-legend --full``."""
-    units = []
-    for line in (text or "").splitlines():
-        parts = line.split(None, 4)
-        if parts and parts[0] in (u"\u25cf", "*", u"\u00d7"):
-            parts = line.split(None, 5)[1:]
-        if len(parts) < 4:
-            continue
-        units.append({
-            "unit": parts[0],
-            "load": parts[1],
-            "active": parts[2],
-            "sub": parts[3],
-            "description": parts[4].strip() if len(parts) > 4 else "",
-        })
-    return units
-
-
-def parse_show(text):
-    """Blocks of ``systemctl show -p ... u1 u2 ...`` keyed by ``Id``."""
-    result = {}
-    block = {}
-    for line in (text or "").splitlines() + [""]:
-        if not line.strip():
-            if block.get("Id"):
-                result[block["Id"]] = block
-            block = {}
-            continue
-        key, sep, value = line.partition("=")
-        if sep:
-            block[key] = value
-    return result
-
-
-_OCTAL_RE = re.compile(r"\\([0-7]{3})")
-
-
-def parse_mountinfo(text):
-    """Mount points of ``/proc/self/mountinfo`` (octal escapes decoded)."""
-    points = []
-    for line in (text or "").splitlines():
-        fields = line.split(" ")
-        if len(fields) < 5:
-            continue
-        points.append(_OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), fields[4]))
-    return points
-
-
-def pods_dirs_for(root, kubelet_root_dir):
-    """The pods directory as kubelet names it and, if different, as the kernel resolves it."""
-    base = posixpath.normpath("/" + (kubelet_root_dir or DEFAULT_KUBELET_ROOT_DIR).strip("/"))
-    dirs = [posixpath.join(base, "pods")]
-    real = os.path.realpath(root_path(root, dirs[0]))
-    if root and root != "/":
-        prefix = os.path.realpath(root)
-        if real.startswith(prefix.rstrip("/") + "/"):
-            real = "/" + real[len(prefix):].lstrip("/")
-        else:
-            real = dirs[0]
-    if real != dirs[0]:
-        dirs.append(real)
-    return dirs
-
-
-def split_pod_path(path, pods_dirs):
-    """Split a kubelet path into ``(uid, rest, reason)``.
-
-    ``uid`` is the lower-case pod UID that follows ``pods/`` and ``rest`` what
-    follows it (``volume-subpaths/cfg/app/0``); without a UID, ``reason`` says
-    why (``outside`` when the path is not under a pods directory at all).
-    Paths with ``.`` or ``..`` components are never attributed: kubelet does
-    not write them and they could point anywhere.
-    """
-    if not path or not path.startswith("/"):
-        return None, None, "not an absolute path"
-    parts = path.split("/")
-    if any(p in (".", "..") for p in parts):
-        return None, None, "path has . or .. components"
-    norm = "/" + "/".join(p for p in parts if p)
-    for pods in pods_dirs:
-        prefix = pods.rstrip("/") + "/"
-        if norm.startswith(prefix):
-            segment, _sep, rest = norm[len(prefix):].partition("/")
-            uid = segment.lower()
-            if is_pod_uid(uid):
-                return uid, rest, None
-            return None, None, "%r after %s is not a pod UID" % (segment, prefix)
-    return None, None, "outside"
-
-
-def pod_of_path(path, pods_dirs):
-    """``(uid, reason)`` of a kubelet path (see ``split_pod_path``)."""
-    uid, _rest, reason = split_pod_path(path, pods_dirs)
-    return uid, reason
-
-
-def chunks(names, max_count=None, max_bytes=None):
-    """Split ``names`` into argv-sized batches (count and byte budget)."""
-    if max_bytes is None:
-        max_bytes = argv_budget()
-    batch, size = [], 0
-    for name in names:
-        cost = len(name.encode("utf-8", "surrogateescape")) + 1 + 8  # string, NUL, argv pointer
-        if batch and ((max_count and len(batch) >= max_count) or size + cost > max_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(name)
-        size += cost
-    if batch:
-        yield batch
-
-
-def argv_budget():
-    """Bytes of argv one command may use: a quarter of ARG_MAX (the environment shares it), <= 1 MiB."""
-    try:
-        arg_max = os.sysconf("SC_ARG_MAX")
-    except (AttributeError, ValueError, OSError):
-        arg_max = 131072
-    if not arg_max or arg_max < 0:
-        arg_max = 131072
-    return max(16384, min(arg_max // 4, 1 << 20))
 
 
 # --------------------------------------------------------------------------

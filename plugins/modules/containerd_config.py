@@ -179,6 +179,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
+from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_edit as ctrd_edit
 
 
 def argument_spec():
@@ -212,7 +213,7 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
         module.fail_json(msg="%s rejects the edited config (file left unchanged): %s" % (binary, (err or out).strip()),
                          rc=rc, stdout=out, stderr=err, path=path)
     try:
-        problems = ctrd.dump_has(out, runtimes, systemd_cgroup)
+        problems = ctrd_edit.dump_has(out, runtimes, systemd_cgroup)
     except ctrd.ContainerdConfigError as exc:
         module.fail_json(msg="cannot read %s config dump output: %s" % (binary, exc), stdout=out, stderr=err)
     if problems:
@@ -233,7 +234,7 @@ def main():
 
     result = dict(changed=False, path=path, changes=[], validated=False)
     try:
-        ctrd.check_runtime_specs(runtimes)
+        ctrd_edit.check_runtime_specs(runtimes)
         if params["keep_backups"] < 0:
             raise ctrd.ContainerdConfigError("keep_backups must be 0 or more, got %d" % params["keep_backups"])
         real = _fileio.resolve_target("/", path, what="containerd config")
@@ -263,7 +264,7 @@ def main():
         schema = ctrd.schema_for_containerd(info["version"])
 
     try:
-        after, schema, changes = ctrd.edit_config(before, runtimes, systemd_cgroup, schema=schema, path=path)
+        after, schema, changes = ctrd_edit.edit_config(before, runtimes, systemd_cgroup, schema=schema, path=path)
         new_doc = ctrd.parse_config(after, path)
     except ctrd.ContainerdConfigError as exc:
         module.fail_json(msg=str(exc), **result)

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as c
+from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_edit as ce
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "containerd")
 
@@ -183,7 +184,7 @@ PREFIX = {
 ])
 def test_edit_real_configs_only_needed_lines(name, schema):
     before = fixture(name)
-    after, got_schema, changes = c.edit_config(before, RUNSC, True)
+    after, got_schema, changes = ce.edit_config(before, RUNSC, True)
     assert got_schema == schema
     removed, added = changed_lines(before, after)
     assert [r.strip() for r in removed] == ["SystemdCgroup = false"]
@@ -205,7 +206,7 @@ def test_edit_real_configs_only_needed_lines(name, schema):
     # every comment survives
     assert [ln for ln in before.splitlines() if ln.strip().startswith("#")] == [ln for ln in after.splitlines() if ln.strip().startswith("#")]
     # idempotent
-    again, dummy, changes2 = c.edit_config(after, RUNSC, True)
+    again, dummy, changes2 = ce.edit_config(after, RUNSC, True)
     assert again == after and changes2 == []
     doc = c.parse_config(after)
     assert c.runc_systemd_cgroup(doc, schema) is True
@@ -215,7 +216,7 @@ def test_edit_real_configs_only_needed_lines(name, schema):
 
 def test_edit_1_4_13_fills_empty_runc_options():
     before = fixture("config-default-1.4.13.toml")
-    after, schema, _changes = c.edit_config(before, RUNSC, True)
+    after, schema, _changes = ce.edit_config(before, RUNSC, True)
     removed, added = changed_lines(before, after)
     assert removed == []
     assert added[0] == "            SystemdCgroup = true"
@@ -224,7 +225,7 @@ def test_edit_1_4_13_fills_empty_runc_options():
 
 def test_edit_debian_shipped_config_creates_tables_in_style():
     before = fixture("debian-shipped-config.toml")
-    after, schema, dummy = c.edit_config(before, RUNSC, True)
+    after, schema, dummy = ce.edit_config(before, RUNSC, True)
     removed, added = changed_lines(before, after)
     assert removed == []
     assert added[0] == '    [plugins."io.containerd.grpc.v1.cri".containerd]'
@@ -232,19 +233,19 @@ def test_edit_debian_shipped_config_creates_tables_in_style():
     doc = c.parse_config(after)
     assert sorted(r["name"] for r in c.list_runtimes(doc, 2)) == ["runc", "runsc"]
     assert c.runc_systemd_cgroup(doc, 2) is True
-    assert c.edit_config(after, RUNSC, True)[0] == after
+    assert ce.edit_config(after, RUNSC, True)[0] == after
 
 
 def test_noop_when_already_right_keeps_text_byte_identical():
     before = fixture("config-default-2.1.9.toml")
-    after, dummy, changes = c.edit_config(before, {"runc": {"runtime_type": "io.containerd.runc.v2"}}, False)
+    after, dummy, changes = ce.edit_config(before, {"runc": {"runtime_type": "io.containerd.runc.v2"}}, False)
     assert after == before and changes == []
 
 
 def test_change_existing_option_in_place():
     text = fixture("config-dump-1.6.20-runsc-systemd.toml")
     spec = {"runsc": {"options": {"ConfigPath": "/etc/containerd/runsc-new.toml"}}}
-    after, dummy, changes = c.edit_config(text, spec, None)
+    after, dummy, changes = ce.edit_config(text, spec, None)
     removed, added = changed_lines(text, after)
     assert [r.strip() for r in removed] == ['ConfigPath = "/etc/containerd/runsc.toml"']
     assert [a.strip() for a in added] == ['ConfigPath = "/etc/containerd/runsc-new.toml"']
@@ -252,8 +253,8 @@ def test_change_existing_option_in_place():
 
 def test_new_file_needs_schema():
     with pytest.raises(c.ContainerdConfigError, match="no schema version"):
-        c.edit_config("", RUNSC, True)
-    text, schema, dummy = c.edit_config(None, RUNSC, True, schema=3)
+        ce.edit_config("", RUNSC, True)
+    text, schema, dummy = ce.edit_config(None, RUNSC, True, schema=3)
     doc = c.parse_config(text)
     assert c.schema_version(doc) == 3
     assert "'io.containerd.runsc.v1'" in text
@@ -262,13 +263,13 @@ def test_new_file_needs_schema():
 
 def test_refuses_to_mix_schemas():
     with pytest.raises(c.ContainerdConfigError, match="refusing to mix"):
-        c.edit_config(fixture("config-default-1.6.20.toml"), RUNSC, True, schema=3)
+        ce.edit_config(fixture("config-default-1.6.20.toml"), RUNSC, True, schema=3)
 
 
 def test_runtimes_not_a_table():
     text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = "x"\n'
     with pytest.raises(c.ContainerdConfigError, match="not a table"):
-        c.edit_config(text, RUNSC, None)
+        ce.edit_config(text, RUNSC, None)
 
 
 # ---------------------------------------------------------------- config dump check
@@ -276,15 +277,15 @@ def test_runtimes_not_a_table():
 @pytest.mark.parametrize("name", ["config-dump-1.6.20-runsc-systemd.toml", "config-dump-2.1.9-runsc-systemd.toml"])
 def test_dump_has(name):
     dump = fixture(name)
-    assert c.dump_has(dump, RUNSC, True) == []
-    problems = c.dump_has(dump, {"kata": {"runtime_type": "io.containerd.kata.v2"}}, False)
+    assert ce.dump_has(dump, RUNSC, True) == []
+    problems = ce.dump_has(dump, {"kata": {"runtime_type": "io.containerd.kata.v2"}}, False)
     assert problems == ["runtime kata missing from config dump", "runc SystemdCgroup is True in config dump"]
 
 
 def test_dump_without_runtime_means_v1_config_ignored_by_containerd_2():
     # containerd 2.x ignores a v1 file's plugins.cri tables: its dump has no runsc
     dump = fixture("config-default-2.1.9.toml")
-    assert c.dump_has(dump, RUNSC, None) == ["runtime runsc missing from config dump"]
+    assert ce.dump_has(dump, RUNSC, None) == ["runtime runsc missing from config dump"]
 
 
 # ---------------------------------------------------------------- detector

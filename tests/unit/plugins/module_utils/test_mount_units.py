@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -492,12 +493,23 @@ esac
 """
 
 
+def shipped_files():
+    """The module_utils files roles/mount_units/tasks/schedule.yml ships to the node."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "mount_units", "tasks", "schedule.yml")
+    with open(path) as fh:
+        text = fh.read()
+    names = re.search(r"loop: \[(_common\.py[^\]]*)\]", text).group(1)
+    return [n.strip() for n in names.split(",")]
+
+
 def _standalone_tree(tmp_path):
-    """Copy the three module_utils files the timer ships, nothing else."""
+    """Copy the module_utils files the timer ships (as schedule.yml lists them), nothing else."""
     src = os.path.join(os.path.dirname(mu.__file__))
     dst = tmp_path / "lib" / "ansible_collections" / "nodefix" / "k8s" / "plugins" / "module_utils"
     dst.mkdir(parents=True)
-    for name in ("_common.py", "_cgroup.py", "_mount_units.py"):
+    names = shipped_files()
+    assert "_mount_units.py" in names
+    for name in names:
         shutil.copy(os.path.join(src, name), str(dst / name))
     return str(tmp_path / "lib")
 

@@ -140,10 +140,12 @@ FINDINGS = {
     "mount_units.cleanup_slow": {
         "severity": "medium",
         "title": "Stopping the leaked units through systemd is estimated to take longer than a drained reboot",
-        "remedy": "Drain and reboot the node (every transient unit is gone after a boot), or run the cleanup with a "
-                  "budget (mount_units_max_seconds) and let the timer finish; the evidence has the estimate.",
-        "role": None,
-        "tag": None,
+        "remedy": "Drain and reboot the node (every transient unit is gone after a boot): remediate does it with "
+                  "nodefix_mount_units_reboot and nodefix_kubeconfig (the mount_units role's reboot path, only on a "
+                  "node it drained); or run the cleanup with a budget (mount_units_max_seconds) and let the timer "
+                  "finish; the evidence has the estimate.",
+        "role": "nodefix.k8s.mount_units",
+        "tag": "mount_units_reboot",
     },
     "mount_units.runtime_unavailable": {
         "severity": "low",
@@ -611,6 +613,15 @@ def estimate_seconds(units_loaded, to_stop):
     return round(k * per_unit_ms / 1000.0 * MODULE_OVERHEAD, 2)
 
 
+def reboot_faster(estimate, reboot_over_seconds):
+    """Whether a drained reboot beats the cleanup: its estimate exceeds ``reboot_over_seconds`` (0: never).
+
+    The one place this is decided, for the detector (``mount_units.cleanup_slow``),
+    the module (``reboot_recommended``) and so the role's reboot path.
+    """
+    return bool(reboot_over_seconds) and reboot_over_seconds > 0 and estimate > reboot_over_seconds
+
+
 def summarize(plan, record, check_mode=False):
     """The module's (and the timer's) result from a survey and what was done."""
     o = plan["options"]
@@ -777,7 +788,7 @@ def check(runner, root="/", **opts):
         findings.append(finding_from(FINDINGS, "mount_units.systemd_without_fix", subject="systemd %s" % version,
                                      evidence={"version": version, "fixed_in": SYSTEMD_FIX_VERSION,
                                                "kubelet_units": result["total"]}))
-    if reboot_over > 0 and result["estimate_seconds"] > reboot_over:
+    if reboot_faster(result["estimate_seconds"], reboot_over):
         findings.append(finding_from(FINDINGS, "mount_units.cleanup_slow", evidence={
             "estimate_seconds": result["estimate_seconds"], "reboot_over_seconds": reboot_over,
             "to_stop": result["to_stop"], "units_loaded": result["systemd"]["units_total"],

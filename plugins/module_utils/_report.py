@@ -392,6 +392,7 @@ def table_lines(model, width=TABLE_WIDTH):
                        width)
         lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
         lines += _wrap("not durable", (n.get("remediation") or {}).get("not_durable") or [], width)
+        lines += _wrap("actions", (n.get("remediation") or {}).get("actions") or [], width)
         rem = n.get("remediation") or {}
         if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
             msg = str(rem["msg"]).splitlines()[0]
@@ -439,6 +440,8 @@ def to_markdown(model):
                 out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
             for where in (rem or {}).get("not_durable") or []:
                 out.append("- not durable, make it so in: %s" % where)
+            for action in (rem or {}).get("actions") or []:
+                out.append("- %s" % action)
             out.append("")
         if not n["findings"] and n["status"] == "ok":
             out += ["No findings.", ""]
@@ -482,6 +485,7 @@ def _html_before_after(model):
             changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
         for where in rem.get("not_durable") or []:
             changed.append("<span class=\"muted\">not durable, make it so in: %s</span>" % _esc(where))
+        changed += [_esc(action) for action in rem.get("actions") or []]
         h.append("<tr><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                  "<td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
                      _esc(n["host"]), _esc(b.get("total", "-") if b.get("status", "ok") == "ok" else b.get("status")),

@@ -81,6 +81,14 @@ options:
         the task succeeds, so a rollout never waits hours on one node. The next run (or the role's timer) goes on.
       - Default no budget. RV(estimate_seconds) (check mode too) says how long the whole cleanup is expected to take.
     type: float
+  reboot_over_seconds:
+    description:
+      - When RV(estimate_seconds) exceeds this many seconds, RV(reboot_recommended) is true - a drained reboot drops
+        every transient unit at once, a cleanup through systemd costs time per unit that grows with the units loaded.
+        The module never reboots; the C(nodefix.k8s.mount_units) role's reboot path does, when allowed.
+      - V(0) (the default) never recommends a reboot.
+    type: float
+    default: 0
   daemon_reload:
     description: Run one C(systemctl daemon-reload) when orphaned mount units are stuck C(inactive dead)
       (the systemd < 237 leak).
@@ -144,6 +152,13 @@ EXAMPLES = r"""
     state: absent
     runtime_endpoint: unix:///run/crio/crio.sock
     batch_size: 5000
+
+- name: Is a drained reboot faster than the cleanup (more than an hour)?
+  nodefix.k8s.kubelet_mount_units:
+    state: query
+    reboot_over_seconds: 3600
+  register: leaked
+# leaked.reboot_recommended, leaked.estimate_seconds
 """
 
 RETURN = r"""
@@ -270,6 +285,11 @@ estimate_basis:
   description: The measurements the estimate is calibrated on.
   returned: always
   type: str
+reboot_recommended:
+  description: RV(estimate_seconds) exceeds O(reboot_over_seconds) (never with O(reboot_over_seconds=0)).
+  returned: always
+  type: bool
+  sample: false
 stop_calls:
   description: C(systemctl stop) calls made.
   returned: always
@@ -352,6 +372,7 @@ def build_module():
             state=dict(type="str", default="query", choices=["absent", "query"]),
             batch_size=dict(type="int", default=1000),
             max_seconds=dict(type="float"),
+            reboot_over_seconds=dict(type="float", default=0),
             daemon_reload=dict(type="bool", default=False),
             reset_failed=dict(type="bool", default=True),
             process_guard=dict(type="bool", default=True),
@@ -367,11 +388,15 @@ def main():
     opts = dict((k, p[k]) for k in ("kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path",
                                     "runtime_endpoint", "docker_path", "batch_size", "daemon_reload",
                                     "reset_failed", "process_guard", "list_limit", "max_seconds"))
+    if p["reboot_over_seconds"] < 0:
+        module.fail_json(msg="reboot_over_seconds must be 0 (never) or more, got %s" % p["reboot_over_seconds"],
+                         changed=False)
     try:
         result = _mount_units.run(Runner(module), root=p["root"], state=p["state"], check_mode=module.check_mode,
                                   **opts)
     except _mount_units.MountUnitsError as exc:
         module.fail_json(msg=exc.msg, changed=False, **exc.details)
+    result["reboot_recommended"] = _mount_units.reboot_faster(result["estimate_seconds"], p["reboot_over_seconds"])
     if module._diff:
         to_stop = result["to_stop_units"] if p["state"] == "absent" else []
         result["diff"] = {

@@ -46,6 +46,8 @@ CASES = [
     (kubelet_mount_units, {"state": "absent", "max_seconds": 0}),
     (kubelet_mount_units, {"state": "absent", "max_seconds": -3}),
     (kubelet_mount_units, {"state": "absent", "max_seconds": "an hour"}),
+    (kubelet_mount_units, {"state": "absent", "reboot_over_seconds": -1}),
+    (kubelet_mount_units, {"state": "absent", "reboot_over_seconds": "later"}),
     (kubelet_mount_units, {"state": "melted"}),
     (kubelet_mount_units, {"pod_source": "guess"}),
     (kubelet_mount_units, {"pod_source": "list", "live_pod_uids": ["not-a-uid", "../../etc"]}),

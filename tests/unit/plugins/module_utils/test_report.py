@@ -337,3 +337,16 @@ def test_settings_that_will_not_survive_are_listed_with_their_place():
     assert where in " ".join(" ".join(_report.table_lines(model, 200)).split())
     assert "- not durable, make it so in: %s" % where in _report.to_markdown(model)
     assert "not durable, make it so in: the kubespray inventory variable kubelet_config_extra_args" in _report.to_html(model)
+
+
+def test_the_reboot_path_is_reported_as_an_action():
+    did = "rebooted (drained) instead of stopping 12000 leaked kubelet units (cleanup estimated 5400 s)"
+    before = {"n": {"findings": [finding("mount_units.leaked_scopes", "high")]}}
+    model = _report.build_model({"n": {"findings": []}}, before=before,
+                                remediation={"n": {"status": "ok", "actions": [did]}})
+    assert did in " ".join(" ".join(_report.table_lines(model, 200)).split())
+    assert "- %s" % did in _report.to_markdown(model)
+    assert did in _report.to_html(model)
+    # no action, no line
+    model = _report.build_model({"n": {"findings": []}}, before=before, remediation={"n": {"status": "ok"}})
+    assert "actions" not in " ".join(_report.table_lines(model, 200))

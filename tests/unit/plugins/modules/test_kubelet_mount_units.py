@@ -167,3 +167,23 @@ def test_estimate_follows_the_measured_curve(run_module, tmp_path):
                                         commands=survey_commands(), bins=BINS, check_mode=True)
     assert not failed and result["estimate_seconds"] == mu.estimate_seconds(5, 2) and result["to_stop"] == 2
     assert "systemd 252" in result["estimate_basis"]
+
+
+def test_reboot_recommended_only_above_the_threshold(run_module, tmp_path):
+    # the module reports, never reboots; the detector's cleanup_slow and the module share the decision
+    dead = ["run-u%d.scope loaded active running Kubernetes transient mount for %s/%s/volume-subpaths/cfg/app/%d"
+            % (100 + i, PODS, DEAD, i) for i in range(800)]
+    commands = survey_commands()
+    commands[1] = dict(commands[1], out=LISTING + "\n".join(dead) + "\n")
+    args = {"state": "query", "root": str(tmp_path)}
+    est = mu.estimate_seconds(len(dead) + 5, len(dead) + 2)
+    assert est > 1
+    for over, want in ((est / 2, True), (est * 2, False), (0, False)):
+        result, failed, table = run_module(kubelet_mount_units, dict(args, reboot_over_seconds=over),
+                                           commands=[dict(c) for c in commands], bins=BINS)
+        assert not failed, result
+        assert result["estimate_seconds"] == est and result["to_stop"] == len(dead) + 2
+        assert result["reboot_recommended"] is want, over
+        assert result["reboot_recommended"] is mu.reboot_faster(result["estimate_seconds"], over)
+        # query: nothing stopped, whatever the verdict
+        assert not [c for c in table.calls if c[:2] == [SC, "stop"]]

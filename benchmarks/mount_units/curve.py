@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmark: the cost of stopping leaked kubelet scopes against the number of loaded units, per systemd version.
+
+Run from the repository with the lab lock held (it is podman-heavy):
+
+    source scripts/env.sh
+    flock "$NODEFIX_LAB_LOCK" python benchmarks/mount_units/curve.py \\
+        --images debian11,debian12,debian13 --n 10000 --json benchmarks/mount_units/curve.json
+
+For each lab image (Debian 11: systemd 247, 12: 252, 13: 257), in a fresh
+container: N REAL leaked scopes of dead pods plus --live scopes of live pods are
+created (lab/break/mount_units_spawn.py, as run.py does), the module is asked in
+check mode what it would stop and how long it expects that to take
+(``estimate_seconds``), then the dead scopes are stopped with raw batched
+``systemctl stop`` calls of --batch units each, timed one by one: every batch
+is a point of the curve "milliseconds per stopped unit" against "units loaded
+when the batch started", from N down to --batch, in one run.
+
+--order picks the stop order: ``forward`` (creation order), ``reverse`` (newest
+first), ``shuffled``. --accuracy M (optional, per image) then creates M fresh
+leaked scopes, takes the module's check-mode estimate and times the module's
+real cleanup (``state=absent`` through ansible), for the estimate's error.
+
+After every step the dead units must be gone and every live unit active (the
+run aborts otherwise). Results go to --json; plot.py draws them.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as bench  # noqa: E402  pylint: disable=wrong-import-position
+
+LAB = bench.LAB
+
+
+def module_call(name, args, check=False):
+    """kubelet_mount_units on the container through ansible (podman connection): (result, wall seconds)."""
+    argv = ["ansible", "all", "-i", "%s," % name, "-c", "containers.podman.podman", "-m",
+            "nodefix.k8s.kubelet_mount_units", "-a", json.dumps(args),
+            "-e", "ansible_python_interpreter=/usr/bin/python3", "-o"] + (["--check"] if check else [])
+    t = time.time()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=7200, check=False)
+    secs = time.time() - t
+    text = proc.stdout.decode()
+    if proc.returncode != 0 or "=>" not in text:
+        raise SystemExit("module failed: %s %s" % (text[-3000:], proc.stderr.decode()[-2000:]))
+    return json.loads(text.split("=>", 1)[1]), secs
+
+
+def loaded_units(name):
+    return len(bench.listed(name))
+
+
+def stop_batch(name, names):
+    """One raw ``systemctl stop`` of ``names``: seconds inside the container (podman exec not counted)."""
+    with tempfile.NamedTemporaryFile("w", delete=False) as fh:
+        fh.write("\n".join(names))
+    bench.put(name, fh.name, LAB + "/batch.txt")
+    os.unlink(fh.name)
+    out = bench.pexec(name, "python3", LAB + "/rawstop.py", LAB + "/batch.txt", timeout=3600).stdout.decode().split()
+    if int(out[1]) != 0:
+        raise SystemExit("systemctl stop failed (rc %s)" % out[1])
+    return float(out[0])
+
+
+def curve(name, expect, batch, order, seed):
+    dead = list(expect["dead"])
+    if order == "reverse":
+        dead.reverse()
+    elif order == "shuffled":
+        random.Random(seed).shuffle(dead)
+    points = []
+    for i in range(0, len(dead), batch):
+        names = dead[i:i + batch]
+        loaded = loaded_units(name)
+        secs = stop_batch(name, names)
+        points.append({"loaded": loaded, "stopped": len(names), "seconds": round(secs, 3),
+                       "ms_per_unit": round(secs * 1000.0 / len(names), 3)})
+        print("  loaded %6d  stop %5d  %7.2f s  %6.2f ms/unit" % (loaded, len(names), secs, points[-1]["ms_per_unit"]),
+              flush=True)
+    bench.verify(name, expect)
+    return points
+
+
+def one_image(image, args, rnd_base):
+    name = "nodefix-bench-curve"
+    bench.start_container(name, image)
+    out = {"image": image}
+    try:
+        bench.install(name)
+        out["systemd"] = bench.pexec(name, "systemctl", "--version").stdout.decode().splitlines()[0]
+        out["units_at_boot"] = loaded_units(name)
+        print("== %s: %s, %d units loaded at boot" % (image, out["systemd"], out["units_at_boot"]), flush=True)
+        expect, created = bench.leak(name, args.n, args.live, rnd_base + 1, args.parallel)
+        out["leak_seconds"] = round(created, 1)
+        print("  leaked %d dead + %d live scopes in %.1f s" % (len(expect["dead"]), len(expect["live"]), created),
+              flush=True)
+        res, _secs = module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
+        out["estimate"] = {"units_total": res["systemd"]["units_total"], "to_stop": res["to_stop"],
+                           "estimate_seconds": res["estimate_seconds"], "basis": res["estimate_basis"]}
+        t = time.time()
+        out["points"] = curve(name, expect, args.batch, args.order, args.seed)
+        out["stop_wall_seconds"] = round(time.time() - t, 1)
+        out["stop_seconds"] = round(sum(p["seconds"] for p in out["points"]), 2)
+        print("  whole stop %.1f s (check-mode estimate %.1f s)"
+              % (out["stop_seconds"], out["estimate"]["estimate_seconds"]), flush=True)
+        if args.accuracy:
+            expect, created = bench.leak(name, args.accuracy, args.live, rnd_base + 2, args.parallel)
+            check, _secs = module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
+            real, secs = module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1})
+            bench.verify(name, expect)
+            est = check["estimate_seconds"]
+            out["accuracy"] = {"n": args.accuracy, "leak_seconds": round(created, 1), "units_total": check["systemd"]["units_total"],
+                               "to_stop": check["to_stop"], "estimate_seconds": est, "stopped": real["stopped"],
+                               "module_wall_seconds": round(secs, 2), "stop_seconds": real["timings"]["stop_s"],
+                               "error": round((est - secs) / secs, 3)}
+            print("  accuracy at %d: estimate %.1f s, measured %.1f s (module, wall), error %+.0f %%"
+                  % (args.accuracy, est, secs, 100 * out["accuracy"]["error"]), flush=True)
+    finally:
+        bench.sh(["podman", "rm", "-f", "-t", "5", name], check=False)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    ap.add_argument("--images", default="debian11,debian12,debian13",
+                    help="lab images (localhost/nodefix-<name>), comma-separated")
+    ap.add_argument("--n", type=int, default=10000, help="leaked units of dead pods (default 10000)")
+    ap.add_argument("--live", type=int, default=40)
+    ap.add_argument("--batch", type=int, default=1000, help="units per timed stop (one point of the curve)")
+    ap.add_argument("--order", choices=("forward", "reverse", "shuffled"), default="forward")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--accuracy", type=int, default=0, help="then check the module's estimate on this many units")
+    ap.add_argument("--parallel", type=int, default=6)
+    ap.add_argument("--json", help="write (or extend) the results here")
+    args = ap.parse_args()
+    if not shutil.which("podman"):
+        raise SystemExit("podman is required")
+    results = {"runs": []}
+    if args.json and os.path.exists(args.json):
+        with open(args.json) as fh:
+            results = json.load(fh)
+    for i, image in enumerate(args.images.split(",")):
+        img = image if "/" in image else "localhost/nodefix-" + image
+        r = one_image(img, args, 10 * i)
+        r.update({"n": args.n, "batch": args.batch, "order": args.order, "live": args.live,
+                  "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "kernel": os.uname().release})
+        results["runs"].append(r)
+        if args.json:   # after every image: a long run keeps what it measured
+            with open(args.json, "w") as fh:
+                json.dump(results, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

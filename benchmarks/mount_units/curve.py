@@ -20,6 +20,11 @@ when the batch started", from N down to --batch, in one run.
 first), ``shuffled``. --accuracy M (optional, per image) then creates M fresh
 leaked scopes, takes the module's check-mode estimate and times the module's
 real cleanup (``state=absent`` through ansible), for the estimate's error.
+--budget S (optional) then creates --budget-n fresh leaked scopes and runs the
+module with ``max_seconds=S``: it must return within S plus one batch (the
+slowest batch of the curve) plus Ansible's start-up, stop no live pod's unit,
+and leave the rest to a second run, which must finish the job - the run aborts
+otherwise (a test, measured at scale).
 
 After every step the dead units must be gone and every live unit active (the
 run aborts otherwise). Results go to --json; plot.py draws them.
@@ -39,6 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as bench  # noqa: E402  pylint: disable=wrong-import-position
 
 LAB = bench.LAB
+# Ansible's own start-up and module transfer for one call (measured ~2 s; generous)
+ANSIBLE_OVERHEAD_S = 10
 
 
 def module_call(name, args, check=False):
@@ -124,8 +131,45 @@ def one_image(image, args, rnd_base):
                                "error": round((est - secs) / secs, 3)}
             print("  accuracy at %d: estimate %.1f s, measured %.1f s (module, wall), error %+.0f %%"
                   % (args.accuracy, est, secs, 100 * out["accuracy"]["error"]), flush=True)
+        if args.budget:
+            out["budget"] = budget_run(name, args, rnd_base + 3, max(p["seconds"] for p in out["points"]))
     finally:
         bench.sh(["podman", "rm", "-f", "-t", "5", name], check=False)
+    return out
+
+
+def budget_run(name, args, rnd, slowest_batch):
+    """--budget: a cleanup of --budget-n units with max_seconds returns within the budget plus one batch,
+    stops no live pod's unit, and a second run (no budget) finishes the job. Aborts the run when not."""
+    expect, created = bench.leak(name, args.budget_n, args.live, rnd, args.parallel)
+    args_ = {"state": "absent", "batch_size": args.batch, "list_limit": 1}
+    first, secs1 = module_call(name, dict(args_, max_seconds=args.budget))
+    left_after_first = bench.verify(name, expect, partial=True)   # raises if a live unit was touched
+    # the module checks the budget before each batch: at most the budget plus one batch (the slowest
+    # batch of the curve above, at the highest load) plus Ansible's own start-up
+    bound = args.budget + slowest_batch + ANSIBLE_OVERHEAD_S
+    second, secs2 = module_call(name, args_)
+    bench.verify(name, expect)                                   # every dead unit gone, live ones active
+    out = {"n": args.budget_n, "leak_seconds": round(created, 1), "max_seconds": args.budget,
+           "first": {"wall_seconds": round(secs1, 2), "stop_seconds": first["timings"]["stop_s"],
+                     "stopped": first["stopped"], "left": first["left"], "stop_calls": first["stop_calls"]},
+           "second": {"wall_seconds": round(secs2, 2), "stopped": second["stopped"], "left": second["left"]},
+           "bound_seconds": round(bound, 1), "live_kept": len(expect["live"])}
+    print("  budget %s s at %d units: first run %.1f s (bound %.1f), stopped %d, left %d; second run %.1f s "
+          "stopped %d, left %d" % (args.budget, args.budget_n, secs1, bound, first["stopped"], first["left"],
+                                   secs2, second["stopped"], second["left"]), flush=True)
+    problems = []
+    if secs1 > bound:
+        problems.append("the budgeted run took %.1f s > budget + one batch + %d s = %.1f s"
+                        % (secs1, ANSIBLE_OVERHEAD_S, bound))
+    if not first["left"] or first["left"] != left_after_first:
+        problems.append("the budgeted run left %s units, %d are loaded" % (first["left"], left_after_first))
+    if second["left"] or first["stopped"] + second["stopped"] != len(expect["dead"]):
+        problems.append("the second run did not finish: stopped %s + %s of %d, left %s"
+                        % (first["stopped"], second["stopped"], len(expect["dead"]), second["left"]))
+    if problems:
+        raise SystemExit("BUDGET CHECK FAILED: " + "; ".join(problems))
+    out["passed"] = True
     return out
 
 
@@ -139,6 +183,8 @@ def main():
     ap.add_argument("--order", choices=("forward", "reverse", "shuffled"), default="forward")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--accuracy", type=int, default=0, help="then check the module's estimate on this many units")
+    ap.add_argument("--budget", type=float, default=0, help="then check a max_seconds cleanup (seconds)")
+    ap.add_argument("--budget-n", type=int, default=10000, help="units for --budget (default 10000)")
     ap.add_argument("--parallel", type=int, default=6)
     ap.add_argument("--json", help="write (or extend) the results here")
     args = ap.parse_args()

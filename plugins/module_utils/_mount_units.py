@@ -591,25 +591,48 @@ def _empty_record():
             "errors": [], "still_active": [], "verified": True, "left": []}
 
 
-# What a stop costs through systemd, measured by benchmarks/mount_units/run.py on the Debian 12 lab
-# node (systemd 252): one raw batched ``systemctl stop`` of N leaked units took 3.27 s at N=1,000 and
-# 186 s at N=10,000 (3.3 and 18.6 ms a unit). systemd recomputes the slice's members on every stop,
-# so a stop costs time proportional to the units still loaded: the average cost of stopping k of N
-# loaded units is A + B * (N - k/2), with A and B fitted to those two runs; the module adds ~10 %
-# (1.1x of the raw stop at 10,000). Other systemd versions are not measured yet: the same curve is
-# used and the estimate says so (``estimate_basis``).
-STOP_COST_A_MS = 1.567
-STOP_COST_B_MS = 0.003407
+# What a stop costs through systemd, measured by benchmarks/mount_units/ on the lab nodes: systemd
+# recomputes the slice's members on every stop, so a stop costs time proportional to the units still
+# loaded, and the average cost of stopping k of N loaded units is A + B * (N - k/2) ms a unit. A and B
+# are fitted per systemd version (curve.py's timed batches, plot.py's least-squares fit; the table and
+# plot are in benchmarks/mount_units/README.md). A node's version uses the nearest measured one (the
+# older on a tie) and ``estimate_basis`` says which. The module adds ~10 % over the raw stop
+# (1.10x at 10,000 units on systemd 252).
+STOP_COST_MS = {
+    # systemd version: (A ms, B ms per loaded unit), measured on
+    252: (1.567, 0.003407),   # Debian 12 lab: raw batched stop 3.27 s at 1,000 and 186 s at 10,000 units
+}
+STOP_COST_SOURCE = {
+    252: "Debian 12 lab, raw batched stop 3.27 s at 1,000 and 186 s at 10,000 units",
+}
+DEFAULT_COST_VERSION = 252
 MODULE_OVERHEAD = 1.10
-ESTIMATE_BASIS = "systemd 252 (Debian 12 lab), raw batched stop 3.27 s at 1,000 and 186 s at 10,000 units"
 
 
-def estimate_seconds(units_loaded, to_stop):
+def cost_version(systemd_version):
+    """The measured systemd version whose curve estimates a node on ``systemd_version``."""
+    if systemd_version is None:
+        return DEFAULT_COST_VERSION
+    return min(sorted(STOP_COST_MS), key=lambda v: abs(v - int(systemd_version)))
+
+
+def estimate_basis(systemd_version):
+    v = cost_version(systemd_version)
+    text = "systemd %d curve (%s)" % (v, STOP_COST_SOURCE[v])
+    if systemd_version is not None and int(systemd_version) != v:
+        text += ", the nearest measured to this node's systemd %s" % systemd_version
+    elif systemd_version is None:
+        text += ", this node's systemd version unknown"
+    return text
+
+
+def estimate_seconds(units_loaded, to_stop, systemd_version=None):
     """Seconds to stop ``to_stop`` units while ``units_loaded`` units are loaded (the cost model above)."""
     n, k = max(int(units_loaded or 0), int(to_stop or 0)), int(to_stop or 0)
     if k <= 0:
         return 0.0
-    per_unit_ms = STOP_COST_A_MS + STOP_COST_B_MS * (n - k / 2.0)
+    a, b = STOP_COST_MS[cost_version(systemd_version)]
+    per_unit_ms = a + b * (n - k / 2.0)
     return round(k * per_unit_ms / 1000.0 * MODULE_OVERHEAD, 2)
 
 
@@ -668,10 +691,10 @@ def summarize(plan, record, check_mode=False):
         "still_active": len(record["still_active"]),
         "left": len(record.get("left") or []),
         "left_units": _cap(sorted(record.get("left") or []), limit),
-        "estimate_seconds": estimate_seconds(plan["units_total"], len(to_stop)),
+        "estimate_seconds": estimate_seconds(plan["units_total"], len(to_stop), version),
         "estimate_left_seconds": estimate_seconds(plan["units_total"] - len(record["stopped"]),
-                                                  len(record.get("left") or [])),
-        "estimate_basis": ESTIMATE_BASIS,
+                                                  len(record.get("left") or []), version),
+        "estimate_basis": estimate_basis(version),
         "stop_calls": record["stop_calls"],
         "show_calls": plan["show_calls"],
         "to_stop_units": _cap(sorted(to_stop), limit),

@@ -187,3 +187,16 @@ def test_reboot_recommended_only_above_the_threshold(run_module, tmp_path):
         assert result["reboot_recommended"] is mu.reboot_faster(result["estimate_seconds"], over)
         # query: nothing stopped, whatever the verdict
         assert not [c for c in table.calls if c[:2] == [SC, "stop"]]
+
+
+def test_each_node_is_estimated_on_the_nearest_measured_curve():
+    measured = sorted(mu.STOP_COST_MS)
+    for v in measured:
+        assert mu.cost_version(v) == v
+        assert mu.estimate_basis(v).startswith("systemd %d curve" % v) and "nearest" not in mu.estimate_basis(v)
+        a, b = mu.STOP_COST_MS[v]
+        # the model: k units of N loaded cost k * (A + B * (N - k/2)) ms, plus the module's overhead
+        assert mu.estimate_seconds(8000, 4000, v) == round(4000 * (a + b * 6000) / 1000.0 * mu.MODULE_OVERHEAD, 2)
+    assert mu.cost_version(None) == mu.DEFAULT_COST_VERSION and "unknown" in mu.estimate_basis(None)
+    assert mu.cost_version(measured[0] - 20) == measured[0] and mu.cost_version(measured[-1] + 20) == measured[-1]
+    assert "nearest measured to this node's systemd %d" % (measured[-1] + 20) in mu.estimate_basis(measured[-1] + 20)

@@ -126,13 +126,17 @@ def one_image(image, args, rnd_base):
             bench.verify(name, expect)
             est = check["estimate_seconds"]
             out["accuracy"] = {"n": args.accuracy, "leak_seconds": round(created, 1), "units_total": check["systemd"]["units_total"],
-                               "to_stop": check["to_stop"], "estimate_seconds": est, "stopped": real["stopped"],
+                               "to_stop": check["to_stop"], "estimate_seconds": est, "basis": check["estimate_basis"],
+                               "stopped": real["stopped"],
                                "module_wall_seconds": round(secs, 2), "stop_seconds": real["timings"]["stop_s"],
                                "error": round((est - secs) / secs, 3)}
             print("  accuracy at %d: estimate %.1f s, measured %.1f s (module, wall), error %+.0f %%"
                   % (args.accuracy, est, secs, 100 * out["accuracy"]["error"]), flush=True)
         if args.budget:
-            out["budget"] = budget_run(name, args, rnd_base + 3, max(p["seconds"] for p in out["points"]))
+            # one batch at the budget's load: the slowest batch measured for this image (this run or
+            # earlier ones in --json), at the highest load
+            earlier = [p for r in args.earlier_runs if r["image"] == image for p in r["points"]]
+            out["budget"] = budget_run(name, args, rnd_base + 3, max(p["seconds"] for p in out["points"] + earlier))
     finally:
         bench.sh(["podman", "rm", "-f", "-t", "5", name], check=False)
     return out
@@ -194,6 +198,7 @@ def main():
     if args.json and os.path.exists(args.json):
         with open(args.json) as fh:
             results = json.load(fh)
+    args.earlier_runs = list(results["runs"])
     for i, image in enumerate(args.images.split(",")):
         img = image if "/" in image else "localhost/nodefix-" + image
         r = one_image(img, args, 10 * i)

@@ -5,10 +5,12 @@
     .cache/bench-venv/bin/python benchmarks/mount_units/plot.py benchmarks/mount_units/curve.json \\
         --png benchmarks/mount_units/curve.png
 
-The fit is the cost model of ``kubelet_mount_units`` (``estimate_seconds``):
-stopping k units while L are loaded costs k * (A + B * (L - k/2)) ms, i.e. each
-batch point gives ms_per_unit = A + B * x with x = loaded - stopped/2; A and B
-come from a least-squares line through the points of one systemd version. The
+The fit is the cost model of ``kubelet_mount_units`` (``estimate_seconds``): a
+stop costs A + B*L + C*L^2 ms while L units are loaded (systemd's per-stop work
+grows with the units loaded, and faster than linearly at 10,000), so stopping k
+of N loaded units costs k times the average of that over L from N down to N-k:
+k * (A + B*(N - k/2) + C*(N^2 - N*k + k^2/3)) ms. Each batch point is one such
+average; A, B, C are a least-squares fit through the points of one version. The
 fitted coefficients, the table of the README and the whole-stop prediction of
 the fit against the measured whole stop are printed.
 """
@@ -19,15 +21,46 @@ import re
 import sys
 
 
+def features(loaded, stopped):
+    """[1, x1, x2]: the average over a batch of A + B*L + C*L^2 as L goes from ``loaded`` down by ``stopped``."""
+    n, k = float(loaded), float(stopped)
+    return [1.0, n - k / 2.0, n * n - n * k + k * k / 3.0]
+
+
+def solve3(m, v):
+    """Solve the 3x3 system m x = v (Gaussian elimination with partial pivoting)."""
+    a = [row[:] + [v[i]] for i, row in enumerate(m)]
+    for c in range(3):
+        p = max(range(c, 3), key=lambda r: abs(a[r][c]))
+        a[c], a[p] = a[p], a[c]
+        for r in range(c + 1, 3):
+            f = a[r][c] / a[c][c]
+            for j in range(c, 4):
+                a[r][j] -= f * a[c][j]
+    x = [0.0, 0.0, 0.0]
+    for r in (2, 1, 0):
+        x[r] = (a[r][3] - sum(a[r][j] * x[j] for j in range(r + 1, 3))) / a[r][r]
+    return x
+
+
 def fit(points):
-    """Least-squares (A, B) of ms_per_unit = A + B * (loaded - stopped/2)."""
-    xs = [p["loaded"] - p["stopped"] / 2.0 for p in points]
+    """Least-squares (A, B, C) of ms_per_unit = average of A + B*L + C*L^2 over each batch.
+
+    A negative C (a curve bending down within the measured range) would make the
+    extrapolation to systemd's 131,072 units go to zero: then the straight line
+    (C = 0) is fitted instead.
+    """
+    rows = [features(p["loaded"], p["stopped"]) for p in points]
     ys = [p["ms_per_unit"] for p in points]
-    n = float(len(xs))
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
-    return my - b * mx, b
+    m = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    v = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(3)]
+    a, b, c = solve3(m, v)
+    if c >= 0:
+        return a, b, c
+    xs = [r[1] for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - b * mx, b, 0.0
 
 
 def systemd_version(text):
@@ -35,8 +68,9 @@ def systemd_version(text):
     return int(m.group(1)) if m else None
 
 
-def whole(a, b, loaded, k):
-    return k * (a + b * (loaded - k / 2.0)) / 1000.0
+def whole(coef, loaded, k):
+    f = features(loaded, k)
+    return k * sum(c * x for c, x in zip(coef, f)) / 1000.0
 
 
 def main():
@@ -46,25 +80,25 @@ def main():
     args = ap.parse_args()
     with open(args.json) as fh:
         runs = json.load(fh)["runs"]
-    print("| systemd | image | N | order | whole stop (s) | ms/unit at 1k / 5k / 10k loaded | fit A ms | fit B ms/unit | "
-          "fit's whole stop (s) | check-mode estimate (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| systemd | image | N | order | whole stop (s) | ms/unit at ~1k / 5k / 10k loaded | fit A, B, C | "
+          "fit's whole stop (s) | check-mode estimate then (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     fits = {}
     for r in runs:
         pts = r["points"]
-        a, b = fit(pts)
+        coef = fit(pts)
         v = systemd_version(r["systemd"])
-        if r["order"] == "forward":
-            fits[v] = (a, b)
+        if r["order"] == "forward" and len(pts) >= 5:
+            fits[v] = coef
 
         def at(n, pts=pts):
             near = min(pts, key=lambda p: abs(p["loaded"] - n))
             return "%.1f" % near["ms_per_unit"] if abs(near["loaded"] - n) <= 1000 else "-"
         loaded0 = pts[0]["loaded"]
         k = sum(p["stopped"] for p in pts)
-        print("| %s | %s | %d | %s | %.1f | %s / %s / %s | %.3f | %.6f | %.1f | %.1f |" % (
+        print("| %s | %s | %d | %s | %.1f | %s / %s / %s | %.4g, %.4g, %.4g | %.1f | %.1f |" % (
             v, r["image"].rsplit("/", 1)[-1], r["n"], r["order"], r["stop_seconds"], at(1000), at(5000), at(10000),
-            a, b, whole(a, b, loaded0, k), r["estimate"]["estimate_seconds"]))
+            coef[0], coef[1], coef[2], whole(coef, loaded0, k), r["estimate"]["estimate_seconds"]))
     accs = [r for r in runs if r.get("accuracy")]
     if accs:
         print("\n| systemd | N | check-mode estimate (s) | module cleanup measured (s) | error |")
@@ -74,14 +108,14 @@ def main():
             print("| %s | %d | %.1f | %.1f | %+.0f %% |" % (systemd_version(r["systemd"]), acc["n"],
                                                             acc["estimate_seconds"], acc["module_wall_seconds"],
                                                             100 * acc["error"]))
-    print("\nfitted (A ms, B ms per loaded unit) by systemd version: %s"
-          % json.dumps(dict((v, [round(a, 3), round(b, 6)]) for v, (a, b) in sorted(fits.items()))))
+    print("\nfitted (A ms, B ms per loaded unit, C ms per loaded unit squared) by systemd version: %s"
+          % json.dumps(dict((v, ["%.4g" % c for c in coef]) for v, coef in sorted(fits.items()))))
     if args.png:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
         fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
-        for r in runs:
+        for r in sorted(runs, key=lambda r: (systemd_version(r["systemd"]) or 0, r["order"])):
             pts = sorted(r["points"], key=lambda p: p["loaded"])
             label = "systemd %s (%s, %s order)" % (systemd_version(r["systemd"]), r["image"].rsplit("-", 1)[-1], r["order"])
             ax.plot([p["loaded"] for p in pts], [p["ms_per_unit"] for p in pts], marker="o", ms=3, label=label,

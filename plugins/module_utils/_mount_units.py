@@ -591,22 +591,31 @@ def _empty_record():
             "errors": [], "still_active": [], "verified": True, "left": []}
 
 
-# What a stop costs through systemd, measured by benchmarks/mount_units/ on the lab nodes: systemd
-# recomputes the slice's members on every stop, so a stop costs time proportional to the units still
-# loaded, and the average cost of stopping k of N loaded units is A + B * (N - k/2) ms a unit. A and B
-# are fitted per systemd version (curve.py's timed batches, plot.py's least-squares fit; the table and
-# plot are in benchmarks/mount_units/README.md). A node's version uses the nearest measured one (the
-# older on a tie) and ``estimate_basis`` says which. The module adds ~10 % over the raw stop
-# (1.10x at 10,000 units on systemd 252).
+# What a stop costs through systemd, measured by benchmarks/mount_units/curve.py on the lab nodes (one
+# container per Debian release, 10,000 leaked scopes stopped in timed batches of 1,000; the table and
+# the plot are in benchmarks/mount_units/README.md): systemd's work per stop grows with the units
+# loaded, faster than linearly on 252/257, so a stop costs f(L) = A + B*L + C*L^2 ms while L units
+# are loaded, and stopping k of N loaded units costs k times the average of f over L from N down to
+# N-k: k * (A + B*(N - k/2) + C*(N^2 - N*k + k^2/3)) ms. A, B, C are plot.py's least-squares fit per
+# systemd version; a node's version uses the nearest measured one (the older on a tie) and
+# ``estimate_basis`` says which. The module adds ~10 % (its own listing, guards and batching);
+# beyond 10,000 units the curve is extrapolated. Measured on a 2-core machine: a faster one stops
+# faster, the shape stays.
 STOP_COST_MS = {
-    # systemd version: (A ms, B ms per loaded unit), measured on
-    252: (1.567, 0.003407),   # Debian 12 lab: raw batched stop 3.27 s at 1,000 and 186 s at 10,000 units
+    # systemd version: (A ms, B ms per loaded unit, C ms per loaded unit squared)
+    247: (1.394, 0.0002885, 0.0),
+    252: (2.808, -0.0005642, 2.289e-07),
+    257: (2.834, 7.805e-05, 2.332e-07),
 }
 STOP_COST_SOURCE = {
-    252: "Debian 12 lab, raw batched stop 3.27 s at 1,000 and 186 s at 10,000 units",
+    247: "Debian 11 lab: 10,000 scopes stopped in 28.8 s, 1.4 ms a unit at 1,152 loaded, 3.8 at 10,152",
+    252: "Debian 12 lab: 10,000 scopes stopped in 79.4 s, 1.5 ms a unit at 1,182 loaded, 20.4 at 10,182",
+    257: "Debian 13 lab: 10,000 scopes stopped in 114.7 s, 2.0 ms a unit at 1,192 loaded, 28.0 at 10,192",
 }
 DEFAULT_COST_VERSION = 252
 MODULE_OVERHEAD = 1.10
+# f(L) never below this (a stop is never free)
+MIN_STOP_MS = 0.5
 
 
 def cost_version(systemd_version):
@@ -628,11 +637,11 @@ def estimate_basis(systemd_version):
 
 def estimate_seconds(units_loaded, to_stop, systemd_version=None):
     """Seconds to stop ``to_stop`` units while ``units_loaded`` units are loaded (the cost model above)."""
-    n, k = max(int(units_loaded or 0), int(to_stop or 0)), int(to_stop or 0)
+    n, k = float(max(int(units_loaded or 0), int(to_stop or 0))), float(int(to_stop or 0))
     if k <= 0:
         return 0.0
-    a, b = STOP_COST_MS[cost_version(systemd_version)]
-    per_unit_ms = a + b * (n - k / 2.0)
+    a, b, c = STOP_COST_MS[cost_version(systemd_version)]
+    per_unit_ms = max(MIN_STOP_MS, a + b * (n - k / 2.0) + c * (n * n - n * k + k * k / 3.0))
     return round(k * per_unit_ms / 1000.0 * MODULE_OVERHEAD, 2)
 
 

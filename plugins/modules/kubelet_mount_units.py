@@ -271,8 +271,8 @@ left_units:
 estimate_seconds:
   description:
     - Expected seconds to stop every orphan found, from the number of units systemd has loaded and the number to stop
-      (a stop through systemd costs time proportional to the units loaded). Calibrated on systemd 252; see
-      RV(estimate_basis) and docs/mount_units.md.
+      (a stop through systemd costs more the more units are loaded), on the cost curve measured for the node's
+      systemd version or the nearest measured one (247, 252, 257); see RV(estimate_basis) and docs/mount_units.md.
   returned: always
   type: float
   sample: 204.6
@@ -282,7 +282,7 @@ estimate_left_seconds:
   type: float
   sample: 0.0
 estimate_basis:
-  description: The measurements the estimate is calibrated on.
+  description: The measured curve the estimate uses (its systemd version, and whether it is the nearest to the node's).
   returned: always
   type: str
 reboot_recommended:

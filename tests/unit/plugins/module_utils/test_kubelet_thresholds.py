@@ -129,7 +129,7 @@ def test_the_docs_state_the_floor_the_code_sets():
     for field, value in _kubelet_schema.RATE_LIMIT_FLOOR.items():
         assert "| `%s` | %d | %d | %d |" % (field, value, d_old[field], d_new[field]) in doc
     # hand-written docs point at the generated table instead of repeating the numbers
-    for rel in ("docs/kubelet.md", "roles/kubelet/README.md", "roles/kubelet/meta/argument_specs.yml",
+    for rel in ("README.md", "docs/kubelet.md", "roles/kubelet/README.md", "roles/kubelet/meta/argument_specs.yml",
                 "roles/kubelet/defaults/main.yml"):
         with open(os.path.join(ROOT, rel)) as fh:
             text = fh.read()

@@ -48,7 +48,7 @@ The file imports nothing from Ansible (only the collection's ``_common``,
 which import nothing from Ansible either), so the role
 ``nodefix.k8s.mount_units`` ships these very files to nodes and runs them from a
 systemd timer (``cli()`` at the bottom): one implementation for the module and
-the timer. About 840 lines on purpose: survey, cleanup, the cost model, the
+the timer. About 890 lines on purpose: survey, cleanup, the cost model, the
 detector and the timer's CLI share one plan/record shape, kept in one file.
 """
 

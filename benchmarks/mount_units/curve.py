@@ -35,7 +35,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,20 +45,6 @@ import run as bench  # noqa: E402  pylint: disable=wrong-import-position
 LAB = bench.LAB
 # Ansible's own start-up and module transfer for one call (measured ~2 s; generous)
 ANSIBLE_OVERHEAD_S = 10
-
-
-def module_call(name, args, check=False):
-    """kubelet_mount_units on the container through ansible (podman connection): (result, wall seconds)."""
-    argv = ["ansible", "all", "-i", "%s," % name, "-c", "containers.podman.podman", "-m",
-            "nodefix.k8s.kubelet_mount_units", "-a", json.dumps(args),
-            "-e", "ansible_python_interpreter=/usr/bin/python3", "-o"] + (["--check"] if check else [])
-    t = time.time()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=7200, check=False)
-    secs = time.time() - t
-    text = proc.stdout.decode()
-    if proc.returncode != 0 or "=>" not in text:
-        raise SystemExit("module failed: %s %s" % (text[-3000:], proc.stderr.decode()[-2000:]))
-    return json.loads(text.split("=>", 1)[1]), secs
 
 
 def loaded_units(name):
@@ -110,7 +95,7 @@ def one_image(image, args, rnd_base):
         out["leak_seconds"] = round(created, 1)
         print("  leaked %d dead + %d live scopes in %.1f s" % (len(expect["dead"]), len(expect["live"]), created),
               flush=True)
-        res, _secs = module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
+        res, _secs = bench.module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
         out["estimate"] = {"units_total": res["systemd"]["units_total"], "to_stop": res["to_stop"],
                            "estimate_seconds": res["estimate_seconds"], "basis": res["estimate_basis"]}
         t = time.time()
@@ -121,8 +106,8 @@ def one_image(image, args, rnd_base):
               % (out["stop_seconds"], out["estimate"]["estimate_seconds"]), flush=True)
         if args.accuracy:
             expect, created = bench.leak(name, args.accuracy, args.live, rnd_base + 2, args.parallel)
-            check, _secs = module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
-            real, secs = module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1})
+            check, _secs = bench.module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
+            real, secs = bench.module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1})
             bench.verify(name, expect)
             est = check["estimate_seconds"]
             out["accuracy"] = {"n": args.accuracy, "leak_seconds": round(created, 1), "units_total": check["systemd"]["units_total"],
@@ -147,12 +132,12 @@ def budget_run(name, args, rnd, slowest_batch):
     stops no live pod's unit, and a second run (no budget) finishes the job. Aborts the run when not."""
     expect, created = bench.leak(name, args.budget_n, args.live, rnd, args.parallel)
     args_ = {"state": "absent", "batch_size": args.batch, "list_limit": 1}
-    first, secs1 = module_call(name, dict(args_, max_seconds=args.budget))
+    first, secs1 = bench.module_call(name, dict(args_, max_seconds=args.budget))
     left_after_first = bench.verify(name, expect, partial=True)   # raises if a live unit was touched
     # the module checks the budget before each batch: at most the budget plus one batch (the slowest
     # batch of the curve above, at the highest load) plus Ansible's own start-up
     bound = args.budget + slowest_batch + ANSIBLE_OVERHEAD_S
-    second, secs2 = module_call(name, args_)
+    second, secs2 = bench.module_call(name, args_)
     bench.verify(name, expect)                                   # every dead unit gone, live ones active
     out = {"n": args.budget_n, "leak_seconds": round(created, 1), "max_seconds": args.budget,
            "first": {"wall_seconds": round(secs1, 2), "stop_seconds": first["timings"]["stop_s"],

@@ -198,19 +198,22 @@ def run_raw(name, expect):
     return {"seconds": round(secs, 2), "inner_seconds": float(out[0]), "rc": int(out[1])}
 
 
-def run_module(name, batch):
-    inv = "%s," % name
-    env = dict(os.environ)
-    argv = ["ansible", "all", "-i", inv, "-c", "containers.podman.podman", "-m", "nodefix.k8s.kubelet_mount_units",
-            "-a", json.dumps({"state": "absent", "batch_size": batch, "list_limit": 3}),
-            "-e", "ansible_python_interpreter=/usr/bin/python3", "-o"]
+def module_call(name, args, check=False):
+    """kubelet_mount_units on the container through ansible (podman connection): (result, wall seconds)."""
+    argv = ["ansible", "all", "-i", "%s," % name, "-c", "containers.podman.podman", "-m",
+            "nodefix.k8s.kubelet_mount_units", "-a", json.dumps(args),
+            "-e", "ansible_python_interpreter=/usr/bin/python3", "-o"] + (["--check"] if check else [])
     t = time.time()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=3600, check=False)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=7200, check=False)
     secs = time.time() - t
     text = proc.stdout.decode()
-    if proc.returncode != 0:
+    if proc.returncode != 0 or "=>" not in text:
         raise SystemExit("module failed: %s %s" % (text[-3000:], proc.stderr.decode()[-2000:]))
-    res = json.loads(text.split("=>", 1)[1]) if "=>" in text else {}
+    return json.loads(text.split("=>", 1)[1]), secs
+
+
+def run_module(name, batch):
+    res, secs = module_call(name, {"state": "absent", "batch_size": batch, "list_limit": 3})
     return {"seconds": round(secs, 2), "stopped": res.get("stopped"), "stop_calls": res.get("stop_calls"),
             "kept_live": res.get("kept_live"), "timings": res.get("timings")}
 

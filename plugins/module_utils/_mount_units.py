@@ -72,8 +72,6 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
 from ansible_collections.nodefix.k8s.plugins.module_utils import _common
 from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, is_pod_uid, parse_proc_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units_systemd import (  # noqa: F401 pylint: disable=unused-import
-    _HEX_ESCAPE_RE,
-    _OCTAL_RE,
     argv_budget,
     chunks,
     DEFAULT_KUBELET_ROOT_DIR,

@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The mount-unit reboot path through ``playbooks/remediate.yml`` on lab nodes, with cordon, drain and
+uncordon against lab/apiserver-double (a TEST DOUBLE of kube-apiserver: no Debian package ships one;
+the real kubernetes.core modules talk to it).
+
+Three Debian 12 systemd containers (podman ``--restart=always``: a reboot of their systemd brings them
+back, as a machine's firmware would), each with the kubelet TEST DOUBLE as kubelet.service and REAL
+leaked kubelet mount units (lab/break/mount_units.yml). One remediate run, all three in one batch,
+with ``nodefix_mount_units_reboot`` and a threshold every cleanup exceeds:
+
+- ``drained``: schedulable before -> cordoned, drained, rebooted, its units gone, the kubelet double
+  active, uncordoned;
+- ``cordoned``: cordoned by an operator before -> drained and rebooted the same way, but it stays
+  cordoned;
+- ``undrained``: ``nodefix_drain: false`` -> not rebooted: the report recommends the reboot with the
+  estimate and the units of dead pods are stopped one by one (the live pods' units kept).
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import ENV, ROOT, ApiServerDouble, assert_ok, run_logged
+
+pytestmark = pytest.mark.lab
+
+IMAGE = "localhost/nodefix-debian12"
+NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "undrained": "nodefix-rb-undrained"}
+STATE = "/var/lib/nodefix-lab/mount_units/expect.json"
+MARKER = "/run/nodefix-lab-boot-marker"
+BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
+
+
+def lock(argv):
+    return ["flock", ENV["NODEFIX_LAB_LOCK"]] + argv
+
+
+def podman(*args, check=True):
+    proc = subprocess.run(["podman"] + list(args), env=ENV, capture_output=True, text=True, timeout=300, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError("podman %s: rc=%s\n%s%s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr))
+    return proc.stdout
+
+
+def on_node(node, script):
+    return podman("exec", node, "/bin/sh", "-c", script)
+
+
+def node_state(node):
+    """What the node has, read straight from it (not through the collection)."""
+    units = on_node(node, "systemctl list-units --all --plain --no-legend --full")
+    return {
+        "boot": on_node(node, BOOT_TIME).strip(),
+        "marker": on_node(node, "test -e %s && echo yes || echo no" % MARKER).strip() == "yes",
+        "expect": json.loads(on_node(node, "cat %s" % STATE)),
+        "loaded": set(line.split()[0] for line in units.splitlines() if line.strip()),
+        "kubelet": on_node(node, "systemctl is-active kubelet || true").strip(),
+    }
+
+
+def inventory(path, kubeconfig):
+    common = {
+        "ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
+        "ansible_remote_tmp": "/root/.ansible/tmp", "nodefix_become": False,
+        "nodefix_audit_checks": ["mount_units"],
+        "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
+        # the reboot path, with a threshold any cleanup exceeds
+        "nodefix_mount_units_reboot": True, "nodefix_mount_units_reboot_over_seconds": 0.001,
+        "mount_units_reboot_boot_time_command": BOOT_TIME, "mount_units_reboot_services": ["kubelet"],
+        "mount_units_reboot_timeout": 300,
+    }
+    hosts = dict((name, {}) for name in NODES.values())
+    hosts[NODES["undrained"]] = {"nodefix_drain": False}
+    path.write_text(json.dumps({"all": {"vars": common, "hosts": hosts}}))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("reboot-lab")
+    names = list(NODES.values())
+    podman("rm", "-f", "-t", "0", *names, check=False)
+    double = None
+    try:
+        for name in names:
+            podman("run", "-d", "--name", name, "--hostname", name, "--privileged", "--systemd=always",
+                   "--restart=always", IMAGE, "/sbin/init")
+        prepare_inv = work / "prepare.json"
+        prepare_inv.write_text(json.dumps({"all": {"vars": {
+            "ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
+            "ansible_remote_tmp": "/root/.ansible/tmp"}, "hosts": dict((n, {}) for n in names)}}))
+        rc, out = run_logged("reboot-lab-prepare", lock(["ansible-playbook", "-i", str(prepare_inv), os.path.join(
+            ROOT, "tests", "integration", "playbooks", "reboot_prepare.yml")]), timeout=900)
+        assert_ok("reboot-lab-prepare", rc, out)
+        before = dict((name, node_state(name)) for name in names)
+        pods = []
+        for key, name in NODES.items():
+            pods.append({"namespace": "default", "name": "web-" + key, "node": name, "owner": "ReplicaSet"})
+            pods.append({"namespace": "kube-system", "name": "proxy-" + key, "node": name, "owner": "DaemonSet"})
+        double = ApiServerDouble(work, {NODES["drained"]: {"unschedulable": False},
+                                        NODES["cordoned"]: {"unschedulable": True},
+                                        NODES["undrained"]: {"unschedulable": False}}, pods)
+        reports = work / "reports"
+        rc, out = run_logged("reboot-lab-remediate", lock([
+            "ansible-playbook", "-i", inventory(work / "inventory.json", double.kubeconfig),
+            "-e", "nodefix_serial=3", "-e", "nodefix_report_dir=%s" % reports,
+            os.path.join(ROOT, "playbooks", "remediate.yml")]), timeout=1800)
+        after = dict((name, node_state(name)) for name in names)
+        with open(str(reports / "remediate" / "report.json")) as fh:
+            report = json.load(fh)
+        yield {"rc": rc, "out": out, "before": before, "after": after, "api": double.state(),
+               "report": dict((n["host"], n) for n in report["nodes"])}
+    finally:
+        if double is not None:
+            double.stop()
+        podman("rm", "-f", "-t", "0", *names, check=False)
+
+
+def patches(api, node):
+    return [e["body"]["spec"]["unschedulable"] for e in api["log"]
+            if e["method"] == "PATCH" and e["path"].endswith("/nodes/" + node)]
+
+
+def test_the_run_succeeds(run):
+    assert run["rc"] == 0, run["out"][-4000:]
+    for name in NODES.values():
+        assert run["before"][name]["expect"]["dead"], "the breaker leaked no unit on %s" % name
+        assert set(run["before"][name]["expect"]["dead"]) <= run["before"][name]["loaded"], name
+        assert run["report"][name]["remediation"]["status"] == "ok", run["report"][name]
+        # the audit after: no leaked unit left on any node
+        assert not [i for i in run["report"][name]["ids"] if i.startswith("mount_units.")], run["report"][name]
+
+
+@pytest.mark.parametrize("key", ["drained", "cordoned"])
+def test_a_drained_node_is_rebooted_and_comes_back_clean(run, key):
+    name = NODES[key]
+    before, after = run["before"][name], run["after"][name]
+    assert before["marker"] and not after["marker"]  # /run is a new tmpfs: a new boot
+    assert after["boot"] != before["boot"]
+    # every kubelet unit is gone (the pods were drained first), the kubelet double is back
+    assert not after["loaded"] & set(before["expect"]["all"]), after["loaded"] & set(before["expect"]["all"])
+    assert after["kubelet"] == "active"
+    actions = run["report"][name]["remediation"]["actions"]
+    assert len(actions) == 1 and actions[0].startswith("rebooted (drained) instead of stopping"), actions
+    # drained through the API server: the ReplicaSet pod evicted, the DaemonSet pod kept
+    pods = sorted(p["name"] for p in run["api"]["pods"] if p["node"] == name)
+    assert pods == ["proxy-" + key], pods
+
+
+def test_a_node_schedulable_before_is_uncordoned(run):
+    name = NODES["drained"]
+    assert patches(run["api"], name) == [True, False]
+    assert run["api"]["nodes"][name]["unschedulable"] is False
+
+
+def test_a_node_cordoned_before_stays_cordoned(run):
+    name = NODES["cordoned"]
+    assert False not in patches(run["api"], name)  # never an uncordon
+    assert run["api"]["nodes"][name]["unschedulable"] is True
+    assert "%s was cordoned before this run: it stays cordoned" % name in run["out"]
+
+
+def test_an_undrained_node_gets_the_recommendation_and_a_cleanup_not_a_reboot(run):
+    name = NODES["undrained"]
+    before, after = run["before"][name], run["after"][name]
+    assert after["marker"] and after["boot"] == before["boot"]  # not rebooted
+    assert not patches(run["api"], name)  # never cordoned
+    assert len([p for p in run["api"]["pods"] if p["node"] == name]) == 2  # nothing evicted
+    actions = run["report"][name]["remediation"]["actions"]
+    assert len(actions) == 1 and actions[0].startswith("reboot recommended: stopping"), actions
+    assert "drain and reboot the node" in actions[0]
+    # stopped one by one instead: dead pods' units gone, live and starting pods' units and the
+    # unattributable and unrelated ones kept
+    expect = before["expect"]
+    assert not after["loaded"] & set(expect["dead"]), after["loaded"] & set(expect["dead"])
+    kept = set(expect["live"]) | set(expect["starting"]) | set(expect["unattributable"]) | set(expect["unrelated"])
+    assert kept <= after["loaded"], kept - after["loaded"]
+    assert after["kubelet"] == "active"

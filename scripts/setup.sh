@@ -13,7 +13,7 @@ quiet_pip() { grep -v -e "^WARNING: Location '.*' is ignored" -e "^\[notice\]" |
 
 # 1. Debian packages -------------------------------------------------------
 APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl
-              qemu-system-x86 qemu-utils e2fsprogs openssh-client)
+              qemu-system-x86 qemu-utils e2fsprogs openssh-client systemd)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

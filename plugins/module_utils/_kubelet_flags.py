@@ -10,7 +10,9 @@
 
 Flags are found the way systemd and the shell read them, not with a regex
 over raw text: a unit file's ``ExecStart=`` and ``Environment=`` values are
-split into words after line continuations (``\\`` + newline) are joined,
+split into words after line continuations (``\\`` + newline) are joined
+(comment lines inside a continuation skipped, as systemd skips them: ``unit_entries``,
+the one reader of unit-file lines),
 quotes and backslash escapes are honoured (systemd.syntax(7),
 systemd.service(5) "Command lines"), and an EnvironmentFile's assignments
 are read with its own quoting rules (systemd.exec(5) ``EnvironmentFile=``);
@@ -43,17 +45,23 @@ def _words(text, posmap, unit_specifiers=False, continuation_space=True):
     """Split ``text`` into shell-like words; each word -> (value, raw_start, raw_end).
 
     ``posmap[i]`` is the raw offset of ``text[i]``; a word's raw span covers
-    its quotes. ``\\`` + newline outside quotes separates words in unit files
-    (``continuation_space``) and is dropped in env files.
+    its quotes. ``\\`` + newline outside quotes separates words
+    (``continuation_space``) or is dropped (env files).
     """
+    return [(value, start, end) for value, start, end, _charmap in _mapped_words(text, posmap, unit_specifiers,
+                                                                                 continuation_space)]
+
+
+def _mapped_words(text, posmap, unit_specifiers=False, continuation_space=True):
+    """``_words`` plus each word's character map: (value, raw_start, raw_end, [raw offset of value[i]])."""
     words = []
-    cur = []
+    cur, charmap = [], []
     start = None
     quote = None
     i, n = 0, len(text)
 
     def close(end):
-        words.append(("".join(cur), posmap[start], posmap[end - 1] + 1))
+        words.append(("".join(cur), posmap[start], posmap[end - 1] + 1, charmap))
 
     while i < n:
         c = text[i]
@@ -61,6 +69,7 @@ def _words(text, posmap, unit_specifiers=False, continuation_space=True):
             if start is None:
                 start = i
             cur.append("%")
+            charmap.append(posmap[i])
             i += 2
             continue
         if quote:
@@ -70,8 +79,10 @@ def _words(text, posmap, unit_specifiers=False, continuation_space=True):
                 i += 1
                 if text[i] != "\n":
                     cur.append(text[i])
+                    charmap.append(posmap[i])
             else:
                 cur.append(c)
+                charmap.append(posmap[i])
         elif c in "\"'":
             quote = c
             if start is None:
@@ -80,7 +91,7 @@ def _words(text, posmap, unit_specifiers=False, continuation_space=True):
             if text[i + 1] == "\n" and continuation_space:
                 if start is not None:
                     close(i)
-                    cur, start = [], None
+                    cur, charmap, start = [], [], None
                 i += 2
                 continue
             if start is None:
@@ -88,35 +99,77 @@ def _words(text, posmap, unit_specifiers=False, continuation_space=True):
             i += 1
             if text[i] != "\n":
                 cur.append(text[i])
+                charmap.append(posmap[i])
         elif c.isspace():
             if start is not None:
                 close(i)
-                cur, start = [], None
+                cur, charmap, start = [], [], None
         else:
             if start is None:
                 start = i
             cur.append(c)
+            charmap.append(posmap[i])
         i += 1
     if start is not None:
         close(n)
     return words
 
 
-def _logical_spans(text):
-    """(raw_start, raw_end) of each logical line: physical lines joined by a trailing backslash."""
-    spans = []
-    pos = 0
-    n = len(text)
-    while pos < n:
-        end = text.find("\n", pos)
-        end = n if end < 0 else end
-        first = text[pos:end].lstrip()
-        while (end < n and text[pos:end].endswith("\\") and not first.startswith(("#", ";"))):
-            nxt = text.find("\n", end + 1)
-            end = n if nxt < 0 else nxt
-        spans.append((pos, end))
-        pos = end + 1
-    return spans
+def _unit_lines(text):
+    """Logical lines of a unit file as systemd reads them (systemd.syntax(7)): [(chars, posmap)].
+
+    A line ending in a backslash goes on on the next line, the backslash read as a space.
+    Comment lines (first non-blank ``#`` or ``;``) are skipped wherever they are - inside
+    such a continuation too, which then goes on after them ("the comment block is
+    ignored"); a comment's own trailing backslash continues nothing. A blank line ends
+    a continuation. ``posmap[i]`` is the raw offset of ``chars[i]``.
+    """
+    out = []
+    chars, posmap = [], []
+    offset = 0
+    for line in (text or "").split("\n"):
+        start, offset = offset, offset + len(line) + 1
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line.lstrip().startswith(("#", ";")):
+            continue
+        if line.endswith("\\"):
+            chars.extend(line[:-1] + " ")
+            posmap.extend(range(start, start + len(line)))
+            continue
+        chars.extend(line)
+        posmap.extend(range(start, start + len(line)))
+        out.append(("".join(chars), posmap))
+        chars, posmap = [], []
+    if chars:
+        out.append(("".join(chars), posmap))
+    return out
+
+
+def unit_entries(text):
+    """Every ``Key=value`` of a unit file as systemd reads it: [(section, key, value, posmap)].
+
+    The one reader of unit-file syntax in the collection (discovery and the flag
+    editor both use it). ``value`` is stripped and keeps ``%%`` (unit specifiers are
+    the caller's business); ``posmap[i]`` is the raw offset of ``value[i]``.
+    """
+    out = []
+    section = None
+    for chars, posmap in _unit_lines(text):
+        stripped = chars.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1]
+            continue
+        if "=" not in stripped:
+            continue
+        eq = chars.index("=")
+        a, b = eq + 1, len(chars.rstrip())
+        while a < b and chars[a].isspace():
+            a += 1
+        out.append((section, chars[:eq].strip(), chars[a:b], posmap[a:b]))
+    return out
 
 
 def unit_flag_words(text):
@@ -127,62 +180,19 @@ def unit_flag_words(text):
     the value of one Environment= variable).
     """
     groups = []
-    section = None
-    for a, b in _logical_spans(text):
-        line = text[a:b]
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#", ";")):
+    for section, key, value, posmap in unit_entries(text):
+        if section != "Service" or key not in ("Environment", "ExecStart"):
             continue
-        if stripped.startswith("[") and stripped.endswith("]"):
-            section = stripped[1:-1]
+        words = _mapped_words(value, posmap, unit_specifiers=True)
+        if key == "ExecStart":
+            groups.append([(word, ws, we) for word, ws, we, _charmap in words])
             continue
-        m = re.match(r"^\s*(Environment|ExecStart)\s*=\s*", line)
-        if section != "Service" or not m:
-            continue
-        body_start = a + m.end()
-        body = text[body_start:b]
-        words = _words(body, [body_start + k for k in range(len(body))], unit_specifiers=True)
-        if m.group(1) == "ExecStart":
-            groups.append(words)
-            continue
-        for word, ws, we in words:
+        for word, _ws, _we, charmap in words:
             if "=" not in word:
                 continue
-            groups.append(_value_words(text, word, ws, we, word.index("=") + 1))
+            at = word.index("=") + 1
+            groups.append(_words(word[at:], charmap[at:]))
     return groups
-
-
-def _value_words(text, word, ws, we, value_at):
-    """Second-level words of an assignment word ``NAME=VALUE`` spanning raw [ws, we)."""
-    # map the unquoted characters of the word back to raw offsets
-    posmap = []
-    i = ws
-    quote = None
-    while i < we and len(posmap) < len(word):
-        c = text[i]
-        if quote:
-            if c == quote:
-                quote = None
-                i += 1
-                continue
-            if c == "\\" and quote == '"':
-                i += 1
-        elif c in "\"'":
-            quote = c
-            i += 1
-            continue
-        elif c == "\\":
-            i += 1
-        elif c == "%" and text[i:i + 2] == "%%":
-            posmap.append(i)
-            i += 2
-            continue
-        posmap.append(i)
-        i += 1
-    if len(posmap) != len(word):
-        raise FlagEditError("cannot map the value of %r back to the file text" % word[:value_at - 1])
-    value = word[value_at:]
-    return _words(value, posmap[value_at:])
 
 
 def env_assignments(text):

@@ -73,23 +73,6 @@ def unit_paths_from_tree(root, unit=UNIT):
     return [main] + [dropins[n] for n in sorted(dropins)]
 
 
-def logical_lines(text):
-    """Yield (first_line_index, last_line_index, joined) for unit/env syntax with ``\\`` continuation."""
-    lines = (text or "").split("\n")
-    i = 0
-    while i < len(lines):
-        start = i
-        parts = []
-        line = lines[i]
-        while line.endswith("\\") and i + 1 < len(lines) and not line.lstrip().startswith(("#", ";")):
-            parts.append(line[:-1])
-            i += 1
-            line = lines[i]
-        parts.append(line)
-        yield start, i, " ".join(p for p in parts)
-        i += 1
-
-
 def split_words(text, keep_quotes=False):
     """Split a systemd command line / Environment= value into words (quotes, backslashes)."""
     words = []
@@ -134,22 +117,10 @@ def split_words(text, keep_quotes=False):
 
 
 def parse_unit(text, path):
-    """Entries of the [Service] section: list of (key, value, path)."""
-    entries = []
-    section = None
-    for _s, _e, line in logical_lines(text):
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#", ";")):
-            continue
-        if stripped.startswith("[") and stripped.endswith("]"):
-            section = stripped[1:-1]
-            continue
-        if section != "Service" or "=" not in stripped:
-            continue
-        key, value = stripped.split("=", 1)
-        # "%%" is a literal "%" in unit files (systemd.unit(5) "Specifiers")
-        entries.append((key.strip(), value.strip().replace("%%", "%"), path))
-    return entries
+    """Entries of the [Service] section: list of (key, value, path) (the reader is _kubelet_flags.unit_entries)."""
+    # "%%" is a literal "%" in unit files (systemd.unit(5) "Specifiers")
+    return [(key, value.replace("%%", "%"), path)
+            for section, key, value, _posmap in kflags.unit_entries(text) if section == "Service"]
 
 
 def parse_env_file(text):

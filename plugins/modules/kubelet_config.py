@@ -30,7 +30,8 @@ description:
   - Refuses, before anything is written, input and combinations kubelet rejects - unknown field names, non-numeric or
     negative values, C(maxParallelImagePulls) greater than 1 while C(serializeImagePulls) stays true,
     C(maxParallelImagePulls) on a kubelet older than 1.27, unreadable or malformed YAML.
-  - Flags are found the way systemd and the shell read them - line continuations, quotes, backslash escapes,
+  - Flags are found the way systemd and the shell read them - line continuations (a commented line inside one
+    is skipped, as systemd skips it), quotes, backslash escapes,
     C($VAR) expansion of C(Environment=) and C(EnvironmentFile=) values - and an edit removes exactly the words of
     the flag (and of its value, even on the next line), never part of another flag's value.
   - Before writing, the planned texts are parsed again by the same reader that discovered the kubelet; after

@@ -136,6 +136,71 @@ def test_flag_split_over_two_variables_is_refused(run_module, node):
             ["stray word", "7"])
 
 
+# systemd skips comment lines inside a continued line and goes on after them (systemd.syntax(7);
+# tests/unit/plugins/module_utils/test_unit_syntax_systemd.py holds the reader to systemd-analyze)
+COMMENTED = ("ExecStart=/usr/bin/kubelet \\\n"
+             "#    --kube-api-qps=5 (removed in the last change) \\\n"
+             "    --kube-api-qps 7 \\\n"
+             "  ; --event-qps=1\n"
+             "    $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS")
+ORIGINAL_EXEC = "ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS"
+
+
+def test_a_comment_inside_a_continued_execstart_is_not_read_and_not_edited(run_module, node):
+    _base, root = node
+    put(root, DEFAULTS, "")
+    put(root, DROPIN, read(os.path.join(root, DROPIN)).replace(ORIGINAL_EXEC, COMMENTED))
+    before = kl.discover(None, root, use_systemctl=False)
+    assert [(f["name"], f["value"]) for f in before.flags if f["name"] in ("kube-api-qps", "event-qps")] == \
+        [("kube-api-qps", "7")]
+    assert "--config" in [w for w, _o in before.argv][-1] or before.config_path  # the words after the comments
+    result, failed, _t = run(run_module, root)
+    assert not failed, result
+    text = read(os.path.join(root, DROPIN))
+    # the live flag and its value are gone; both comment lines are byte for byte where they were
+    assert "--kube-api-qps 7" not in text and "\n    7" not in text
+    assert "\n#    --kube-api-qps=5 (removed in the last change) \\\n" in text
+    assert "\n  ; --event-qps=1\n" in text
+    assert [e["old"] for e in result["flag_edits"]] == ["--kube-api-qps 7"], result["flag_edits"]
+    after = kl.discover(None, root, use_systemctl=False)
+    assert [f for f in after.flags if f["name"] in ("kube-api-qps", "event-qps")] == []
+    assert after.config_path == "/var/lib/kubelet/config.yaml"
+    assert effective_qps(root) == 60
+
+
+def test_a_flag_only_in_a_comment_is_left_alone(run_module, node):
+    _base, root = node
+    put(root, DEFAULTS, "")
+    put(root, DROPIN, read(os.path.join(root, DROPIN)).replace(ORIGINAL_EXEC, COMMENTED.replace(
+        "    --kube-api-qps 7 \\\n", "")))
+    dropin = read(os.path.join(root, DROPIN))
+    result, failed, _t = run(run_module, root)
+    assert not failed, result
+    assert read(os.path.join(root, DROPIN)) == dropin
+    assert not [e for e in result.get("flag_edits", []) if "qps" in e["flag"]], result.get("flag_edits")
+
+
+def test_a_quoted_environment_value_continued_in_the_unit(run_module, node):
+    """Environment="NAME=... \\ newline ..." in a drop-in: the value's words map back to their raw text."""
+    _base, root = node
+    put(root, DEFAULTS, "")
+    path = put(root, "etc/systemd/system/kubelet.service.d/90-extra.conf",
+               '[Service]\nEnvironment="KUBELET_EXTRA_ARGS=--v=2 \\\n'
+               '# an old limit: --event-qps=1 \\\n'
+               '  --kube-api-qps=7 --max-pods=90"\n')
+    dropin = read(os.path.join(root, DROPIN))
+    put(root, DROPIN, dropin.replace("EnvironmentFile=-/etc/default/kubelet\n", ""))
+    node_ = kl.discover(None, root, use_systemctl=False)
+    assert [(f["name"], f["value"]) for f in node_.flags if f["name"] in ("v", "kube-api-qps", "event-qps", "max-pods")] \
+        == [("v", "2"), ("kube-api-qps", "7"), ("max-pods", "90")]
+    result, failed, _t = run(run_module, root)
+    assert not failed, result
+    assert read(path) == ('[Service]\nEnvironment="KUBELET_EXTRA_ARGS=--v=2 \\\n'
+                          '# an old limit: --event-qps=1 \\\n'
+                          '  --max-pods=90"\n')
+    assert effective_qps(root) == 60
+
+
 def test_flag_in_a_runtime_unit_dropin_is_removed_too(run_module, node):
     """A stale flag from a unit drop-in under /run/systemd/system is found and removed there."""
     base, root = node

@@ -80,3 +80,16 @@ def test_nothing_outside_the_collection_is_cited():
             if any(p.search(line) for p in patterns):
                 bad.append("%s:%d: %s" % (rel, n, line.strip()[:120]))
     assert bad == []
+
+
+def test_unit_file_syntax_has_one_reader():
+    """Continued lines and comments of unit files are read by _kubelet_flags.unit_entries alone (held to
+    systemd-analyze by test_unit_syntax_systemd.py); discovery's parse_unit and the flag editor use it."""
+    bad = []
+    for rel in tracked("plugins"):
+        if rel.endswith(".py") and rel != "plugins/module_utils/_kubelet_flags.py" and 'endswith("\\\\")' in read(rel):
+            bad.append(rel)
+    assert bad == []
+    assert "kflags.unit_entries(text)" in read("plugins/module_utils/_kubelet_unit.py")
+    flags = read("plugins/module_utils/_kubelet_flags.py")
+    assert "in unit_entries(text)" in flags.split("def unit_flag_words", 1)[1].split("\ndef ", 1)[0]

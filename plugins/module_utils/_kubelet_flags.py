@@ -41,18 +41,17 @@ class FlagEditError(Exception):
     """The edit cannot be made safely; nothing is written."""
 
 
-def _words(text, posmap, unit_specifiers=False, continuation_space=True):
+def _words(text, posmap, unit_specifiers=False):
     """Split ``text`` into shell-like words; each word -> (value, raw_start, raw_end).
 
     ``posmap[i]`` is the raw offset of ``text[i]``; a word's raw span covers
-    its quotes. ``\\`` + newline outside quotes separates words
-    (``continuation_space``) or is dropped (env files).
+    its quotes. A backslash + newline (an EnvironmentFile's escaped newline) is
+    dropped; unit-file values come joined by ``unit_entries`` and hold no newline.
     """
-    return [(value, start, end) for value, start, end, _charmap in _mapped_words(text, posmap, unit_specifiers,
-                                                                                 continuation_space)]
+    return [(value, start, end) for value, start, end, _charmap in _mapped_words(text, posmap, unit_specifiers)]
 
 
-def _mapped_words(text, posmap, unit_specifiers=False, continuation_space=True):
+def _mapped_words(text, posmap, unit_specifiers=False):
     """``_words`` plus each word's character map: (value, raw_start, raw_end, [raw offset of value[i]])."""
     words = []
     cur, charmap = [], []
@@ -88,12 +87,6 @@ def _mapped_words(text, posmap, unit_specifiers=False, continuation_space=True):
             if start is None:
                 start = i
         elif c == "\\" and i + 1 < n:
-            if text[i + 1] == "\n" and continuation_space:
-                if start is not None:
-                    close(i)
-                    cur, charmap, start = [], [], None
-                i += 2
-                continue
             if start is None:
                 start = i
             i += 1
@@ -265,7 +258,7 @@ def _env_value(text, i):
 
 def env_flag_words(text):
     """Flag-level words of every assignment of an EnvironmentFile."""
-    return [_words(value, posmap, continuation_space=False) for _name, value, posmap in env_assignments(text)]
+    return [_words(value, posmap) for _name, value, posmap in env_assignments(text)]
 
 
 def find_flags(groups, names, bool_flags):

@@ -31,6 +31,8 @@ NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "un
 STATE = "/var/lib/nodefix-lab/mount_units/expect.json"
 MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
+CONNECTION = {"ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
+              "ansible_remote_tmp": "/root/.ansible/tmp"}
 
 
 def lock(argv):
@@ -61,16 +63,15 @@ def node_state(node):
 
 
 def inventory(path, kubeconfig):
-    common = {
-        "ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
-        "ansible_remote_tmp": "/root/.ansible/tmp", "nodefix_become": False,
+    common = dict(CONNECTION, **{
+        "nodefix_become": False,
         "nodefix_audit_checks": ["mount_units"],
         "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
         # the reboot path, with a threshold any cleanup exceeds
         "nodefix_mount_units_reboot": True, "nodefix_mount_units_reboot_over_seconds": 0.001,
         "mount_units_reboot_boot_time_command": BOOT_TIME, "mount_units_reboot_services": ["kubelet"],
         "mount_units_reboot_timeout": 300,
-    }
+    })
     hosts = dict((name, {}) for name in NODES.values())
     hosts[NODES["undrained"]] = {"nodefix_drain": False}
     path.write_text(json.dumps({"all": {"vars": common, "hosts": hosts}}))
@@ -88,9 +89,7 @@ def run(tmp_path_factory):
             podman("run", "-d", "--name", name, "--hostname", name, "--privileged", "--systemd=always",
                    "--restart=always", IMAGE, "/sbin/init")
         prepare_inv = work / "prepare.json"
-        prepare_inv.write_text(json.dumps({"all": {"vars": {
-            "ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
-            "ansible_remote_tmp": "/root/.ansible/tmp"}, "hosts": dict((n, {}) for n in names)}}))
+        prepare_inv.write_text(json.dumps({"all": {"vars": CONNECTION, "hosts": dict((n, {}) for n in names)}}))
         rc, out = run_logged("reboot-lab-prepare", lock(["ansible-playbook", "-i", str(prepare_inv), os.path.join(
             ROOT, "tests", "integration", "playbooks", "reboot_prepare.yml")]), timeout=900)
         assert_ok("reboot-lab-prepare", rc, out)

@@ -10,31 +10,49 @@ cd "$NODEFIX_ROOT"
 log() { printf '\n==> %s\n' "$*"; }
 # pip on some machines warns about every missing local index directory
 quiet_pip() { grep -v -e "^WARNING: Location '.*' is ignored" -e "^\[notice\]" || true; }
+# step NAME command...: run it and add "setup/NAME<TAB>seconds" to the step
+# table that scripts/test.sh prints at the end of the run (tests/nodefix_layer_times.py).
+mkdir -p "$NODEFIX_CACHE"
+STEP_TIMES=${NODEFIX_SETUP_TIMES:-$NODEFIX_CACHE/setup-times.tsv}
+: > "$STEP_TIMES"
+# (A failing command ends the script under set -e, as before: no line for it.)
+step() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  printf 'setup/%s\t%s\n' "$name" "$((SECONDS - t0))" >> "$STEP_TIMES"
+}
 
 # 1. Debian packages -------------------------------------------------------
-APT_PACKAGES=(podman runc debootstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl
+APT_PACKAGES=(podman runc mmdebstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl
               qemu-system-x86 qemu-utils e2fsprogs openssh-client systemd)
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  log "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_packages() {
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+step apt apt_packages
 
 # 2. Python toolchain (rebuilt when requirements/dev.txt changes) ---------
-req_hash=$(sha256sum requirements/dev.txt | cut -c1-16)
-if [ ! -x "$NODEFIX_VENV/bin/python" ] || [ "$(cat "$NODEFIX_VENV/.nodefix-req" 2>/dev/null)" != "$req_hash" ]; then
-  log "python venv ($NODEFIX_VENV)"
-  PY=${NODEFIX_PYTHON:-python3}
-  "$PY" -m venv "$NODEFIX_VENV"
-  "$NODEFIX_VENV/bin/pip" install -q --upgrade pip 2>&1 | quiet_pip
-  "$NODEFIX_VENV/bin/pip" install -q -r requirements/dev.txt 2>&1 | quiet_pip
-  echo "$req_hash" > "$NODEFIX_VENV/.nodefix-req"
-fi
+python_venv() {
+  req_hash=$(sha256sum requirements/dev.txt | cut -c1-16)
+  if [ ! -x "$NODEFIX_VENV/bin/python" ] || [ "$(cat "$NODEFIX_VENV/.nodefix-req" 2>/dev/null)" != "$req_hash" ]; then
+    log "python venv ($NODEFIX_VENV)"
+    PY=${NODEFIX_PYTHON:-python3}
+    "$PY" -m venv "$NODEFIX_VENV"
+    "$NODEFIX_VENV/bin/pip" install -q --upgrade pip 2>&1 | quiet_pip
+    "$NODEFIX_VENV/bin/pip" install -q -r requirements/dev.txt 2>&1 | quiet_pip
+    echo "$req_hash" > "$NODEFIX_VENV/.nodefix-req"
+  fi
+}
+step venv python_venv
 
 # 3. The collection, importable as nodefix.k8s (a link, not a copy) -------
 mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP"
@@ -43,28 +61,36 @@ ln -sfn "$NODEFIX_ROOT" "$NODEFIX_COLLECTIONS/ansible_collections/nodefix/k8s"
 # 4. ansible-test sanity: a venv with ansible-core and the pinned sanity
 #    requirements (ansible-test's own installs lose the CA settings), and an
 #    offline stand-in for the get-pip.py it would download for the import test.
-sanity_req=("$NODEFIX_VENV"/lib/python3.11/site-packages/ansible_test/_data/requirements/sanity.*.txt)
-sanity_hash=$(cat requirements/dev.txt "${sanity_req[@]}" | sha256sum | cut -c1-16)
-if [ "$(cat "$NODEFIX_CACHE/sanity-venv/.nodefix-req" 2>/dev/null)" != "$sanity_hash" ]; then
-  log "ansible-test sanity venv"
-  rm -rf "$NODEFIX_CACHE/sanity-venv"
-  "$NODEFIX_VENV/bin/python" -m venv "$NODEFIX_CACHE/sanity-venv"
-  core=$(grep -E '^ansible-core==' requirements/dev.txt)
-  "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" $(printf -- '-r %s ' "${sanity_req[@]}") 2>&1 | quiet_pip
-  echo "$sanity_hash" > "$NODEFIX_CACHE/sanity-venv/.nodefix-req"
-fi
-"$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
+sanity_venv() {
+  sanity_req=("$NODEFIX_VENV"/lib/python3.11/site-packages/ansible_test/_data/requirements/sanity.*.txt)
+  sanity_hash=$(cat requirements/dev.txt "${sanity_req[@]}" | sha256sum | cut -c1-16)
+  if [ "$(cat "$NODEFIX_CACHE/sanity-venv/.nodefix-req" 2>/dev/null)" != "$sanity_hash" ]; then
+    log "ansible-test sanity venv"
+    rm -rf "$NODEFIX_CACHE/sanity-venv"
+    "$NODEFIX_VENV/bin/python" -m venv "$NODEFIX_CACHE/sanity-venv"
+    core=$(grep -E '^ansible-core==' requirements/dev.txt)
+    "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" $(printf -- '-r %s ' "${sanity_req[@]}") 2>&1 | quiet_pip
+    echo "$sanity_hash" > "$NODEFIX_CACHE/sanity-venv/.nodefix-req"
+  fi
+  "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
+}
+step sanity-venv sanity_venv
 
 # 5. Real containerd/runc packages of Debian 11/12/13/sid, unpacked under
 #    lab/cache/containerd (cached): unit tests run the real binaries and the
 #    containerd scenario builds its release-archive mirror from them.
 log "real containerd and runc packages (lab/cache/containerd)"
-bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
+step containerd-debs bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
 
 # 6. Lab images (cached; rebuilt only when their recipe changes): the three
 #    container nodes and the cgroup v2 VM node (a podman image holding the
 #    VM's disk, kernel and initramfs) ----------------------------------------
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
-  bash lab/images/build.sh
-  bash lab/vm/build.sh
+  # side by side: the container images and the VM are independent builds
+  step images bash lab/images/build.sh &
+  containers=$!
+  step vm-image bash lab/vm/build.sh &
+  vm=$!
+  wait "$containers"
+  wait "$vm"
 fi

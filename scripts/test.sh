@@ -4,13 +4,17 @@
 #   tests/unit         module and module_utils unit tests (fake /proc, cgroup trees)
 #   tests/integration  collection build + ansible-doc, ansible-test sanity,
 #                      ansible-lint, every molecule scenario, the end-to-end lab
-# Ends with pytest's summary line and the total time.
+# Ends with where the time went (per layer; per step: set-up, each molecule
+# scenario and step, each lab phase, each VM boot), pytest's summary line and
+# the total time.
 # Extra arguments go to pytest (e.g. `-k unit`, `-m "not lab"`).
 set -uo pipefail
 start=$SECONDS
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 . scripts/env.sh
+export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+echo "set-up: $((SECONDS - start))s"
 python -m pytest -p no:cacheprovider -o console_output_style=classic -rfEs "$@"
 rc=$?
 echo "total time: $((SECONDS - start))s"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make a debootstrapped root boot as a systemd container node.
+# Make a bootstrapped (mmdebstrap) root boot as a systemd container node.
 # Usage: customize.sh <rootdir> <suite>
 set -euo pipefail
 root=$1

@@ -6,8 +6,8 @@
 #   vm.sh stop NAME                      stop the QEMU process of NAME's pid file (nothing else)
 #   vm.sh ssh NAME [command...]          root shell on NAME (debugging)
 #
-# Everything lives under $NODEFIX_CACHE/lab-vm (the project's .cache): the image's
-# files unpacked once per recipe, and per VM a run directory with a throw-away qcow2
+# Everything lives under $NODEFIX_CACHE/lab-vm (the project's .cache): the image
+# (lab/vm/build.sh writes it there), and per VM a run directory with a throw-away qcow2
 # overlay, the pid file, the serial console log and the lab's SSH key for this boot
 # (passed to the guest through QEMU's fw_cfg; the image holds no key).
 #
@@ -19,7 +19,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/env.sh"
 
-IMAGE=localhost/nodefix-vm-debian12
 BASE=$NODEFIX_CACHE/lab-vm
 WAIT=${NODEFIX_VM_WAIT_SECONDS:-400}
 cmd=${1:-}; name=${2:-}
@@ -56,29 +55,22 @@ stop_vm() {
   rm -rf --one-file-system "$run"
 }
 
-unpack_image() {
-  local recipe; recipe=$(podman image inspect --format '{{index .Labels "nodefix.recipe"}}' "$IMAGE" 2>/dev/null) \
-    || { echo "no image $IMAGE: run lab/vm/build.sh (scripts/setup.sh does)" >&2; exit 1; }
-  img=$BASE/image/$recipe
-  if [ ! -f "$img/recipe" ]; then
-    local mnt; mnt=$(podman image mount "$IMAGE")
-    rm -rf "$BASE/image"; mkdir -p "$img.tmp"
-    cp "$mnt/disk.qcow2" "$mnt/vmlinuz" "$mnt/initrd" "$mnt/recipe" "$img.tmp/"
-    podman image unmount "$IMAGE" >/dev/null
-    mv "$img.tmp" "$img"
-  fi
+image_dir() {
+  img=$BASE/image
+  [ -f "$img/recipe" ] && [ -f "$img/disk.qcow2" ] \
+    || { echo "no VM image in $img: run lab/vm/build.sh (scripts/setup.sh does)" >&2; exit 1; }
 }
 
 launch() { # $1 = kvm|tcg
   local acc
-  if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu max); fi
+  if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu "${NODEFIX_VM_CPU:-max}"); fi
   rm -f "$pidf"; : > "$run/serial.log"
   qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
   qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
     -name "nodefix-$name" -display none -no-reboot -daemonize -pidfile "$pidf" \
     -serial "file:$run/serial.log" \
     -kernel "$img/vmlinuz" -initrd "$img/initrd" \
-    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet" \
+    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet ${NODEFIX_VM_APPEND:-}" \
     -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
     -device virtio-rng-pci \
@@ -107,7 +99,7 @@ case $cmd in
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "127.0.0.1:$port is in use: pick another nodefix_lab_vm_port" >&2; exit 1
     fi
-    unpack_image
+    image_dir
     mkdir -p "$run"; echo "$port" > "$run/port"
     ssh-keygen -q -t ed25519 -N '' -C "nodefix-lab-$name" -f "$run/id_ed25519"
     accel=${NODEFIX_VM_ACCEL:-auto}; why=requested
@@ -129,6 +121,8 @@ case $cmd in
         tail -20 "$run/serial.log" >&2; stop_vm >/dev/null; echo "VM $name: no SSH after boot" >&2; exit 1
       fi
     fi
+    # every boot's time, for the test command's step table (tests/nodefix_layer_times.py)
+    printf '%s\t%s\t%s\t%s\n' "$(date +%s)" "$name" "$accel" "$((SECONDS - t0))" >> "$BASE/boots.tsv"
     printf '{"name": "%s", "pid": %s, "port": %s, "accel": "%s", "accel_reason": "%s", "boot_seconds": %s, "key": "%s"}\n' \
       "$name" "$(cat "$pidf")" "$port" "$accel" "$why" "$((SECONDS - t0))" "$run/id_ed25519"
     ;;

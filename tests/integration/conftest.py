@@ -8,14 +8,17 @@ tail is shown when it fails.
 
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.path.join(ROOT, ".cache", "test-logs")
+STEPS = os.path.join(LOGS, "steps.jsonl")
 
 
 def project_env():
@@ -30,17 +33,76 @@ ENV = project_env()
 
 
 def run_logged(name, argv, timeout=1800, env=None, cwd=ROOT):
-    """Run argv, log to .cache/test-logs/<name>.log, return (rc, output)."""
+    """Run argv, log to .cache/test-logs/<name>.log, return (rc, output).
+
+    The output is read line by line as it comes: each step it announces (a
+    molecule action, a VM boot) is timed and recorded with the run's own time
+    in .cache/test-logs/steps.jsonl, the table tests/nodefix_layer_times.py
+    prints at the end of the session. A run past ``timeout`` is killed and
+    raises subprocess.TimeoutExpired, as subprocess.run does."""
     os.makedirs(LOGS, exist_ok=True)
     path = os.path.join(LOGS, name.replace("/", "_") + ".log")
     merged = dict(ENV)
+    # every Ansible run records the wall time of each task (tests/callback_plugins)
+    tasks = os.path.join(LOGS, name.replace("/", "_") + ".tasks.jsonl")
+    if os.path.exists(tasks):
+        os.remove(tasks)
+    merged.update({"ANSIBLE_CALLBACK_PLUGINS": os.path.join(ROOT, "tests", "callback_plugins"),
+                   "ANSIBLE_CALLBACKS_ENABLED": "nodefix_task_times", "NODEFIX_TASK_TIMES": tasks})
     merged.update(env or {})
+    steps = StepClock()
     with open(path, "w") as log:
-        proc = subprocess.run(argv, cwd=cwd, env=merged, stdout=log, stderr=subprocess.STDOUT,
-                              timeout=timeout, check=False)
+        proc = subprocess.Popen(argv, cwd=cwd, env=merged, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            for raw in proc.stdout:
+                line = raw.decode("utf-8", "replace")
+                log.write(line)
+                steps.see(line)
+            proc.wait()
+        finally:
+            timer.cancel()
+            proc.stdout.close()
+    steps.record(name, tasks)
+    if timer.finished.is_set() and proc.returncode < 0:
+        raise subprocess.TimeoutExpired(argv, timeout)
     with open(path, errors="replace") as log:
         output = log.read()
     return proc.returncode, output
+
+
+class StepClock(object):
+    """Times the steps a run announces on its output: molecule's actions
+    ("<scenario> \u279c converge: Executing")."""
+
+    MOLECULE = re.compile(r"\S+ \u279c (\w+): Executing")
+
+    def __init__(self):
+        self.start = time.time()
+        self.marks = []  # (label, started)
+
+    def see(self, line):
+        found = self.MOLECULE.search(line)
+        if found:
+            self.marks.append((found.group(1), time.time()))
+
+    def record(self, name, tasks):
+        """Add this run to the step table, with its slowest tasks (when it ran Ansible)."""
+        end = time.time()
+        steps = []
+        for i, (label, started) in enumerate(self.marks):
+            stop = self.marks[i + 1][1] if i + 1 < len(self.marks) else end
+            steps.append([label, round(stop - started, 1)])
+        slowest = []
+        if os.path.exists(tasks):
+            with open(tasks) as fh:
+                slowest = sorted((json.loads(line) for line in fh), key=lambda t: -t["seconds"])[:5]
+        entry = {"name": name, "seconds": round(end - self.start, 1), "steps": steps,
+                 "slowest_tasks": [[t["task"], t["seconds"], max(t["hosts"], key=t["hosts"].get) if t["hosts"] else ""]
+                                   for t in slowest]}
+        with open(STEPS, "a") as fh:
+            fh.write(json.dumps(entry) + "\n")
 
 
 def assert_ok(name, rc, output, lines=120):

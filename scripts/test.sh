@@ -7,6 +7,10 @@
 # Ends with where the time went (per layer; per step: set-up, each molecule
 # scenario and step, each lab phase, each VM boot), pytest's summary line and
 # the total time.
+# Two pytest-xdist workers (NODEFIX_TEST_WORKERS, 0 = none): the end-to-end lab,
+# whose emulated VM is the long pole, runs on one from the start while the
+# other runs the layers that start no podman job; every podman job still takes
+# the lab lock, one at a time (tests/integration/conftest.py).
 # Extra arguments go to pytest (e.g. `-k unit`, `-m "not lab"`).
 set -uo pipefail
 start=$SECONDS
@@ -15,7 +19,10 @@ cd "$(dirname "$0")/.."
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
-python -m pytest -p no:cacheprovider -o console_output_style=classic -rfEs "$@"
+workers=${NODEFIX_TEST_WORKERS:-2}
+xdist=()
+[ "$workers" = 0 ] || xdist=(-n "$workers" --dist loadgroup)
+python -m pytest "${xdist[@]}" -p no:cacheprovider -o console_output_style=classic -rfEs "$@"
 rc=$?
 echo "total time: $((SECONDS - start))s"
 exit $rc

@@ -44,7 +44,8 @@ def layer_of(nodeid):
 
 def pytest_sessionstart(session):
     _START[0] = time.time()
-    if os.path.exists(STEPS):
+    # the controller of a pytest-xdist run starts the table; its workers add to it
+    if not hasattr(session.config, "workerinput") and os.path.exists(STEPS):
         os.remove(STEPS)
 
 

@@ -6,6 +6,8 @@ Each layer runs as a subprocess with the project's environment
 tail is shown when it fails.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -77,13 +79,14 @@ class StepClock(object):
     ("<scenario> \u279c converge: Executing")."""
 
     MOLECULE = re.compile(r"\S+ \u279c (\w+): Executing")
+    ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
     def __init__(self):
         self.start = time.time()
         self.marks = []  # (label, started)
 
     def see(self, line):
-        found = self.MOLECULE.search(line)
+        found = self.MOLECULE.search(self.ANSI.sub("", line))
         if found:
             self.marks.append((found.group(1), time.time()))
 
@@ -116,6 +119,36 @@ def assert_ok(name, rc, output, lines=120):
 def lab_lock():
     """argv prefix that serialises podman-heavy jobs (2-core machines)."""
     return ["flock", ENV["NODEFIX_LAB_LOCK"]]
+
+
+@contextlib.contextmanager
+def lab_exclusive():
+    """Hold the lab lock (NODEFIX_LAB_LOCK) for a whole test module: no other
+    podman job (a molecule scenario, another lab) runs between its steps. The
+    container nodes share the host's cgroup v1 tree, so a scenario running
+    between two lab phases could leave cgroups a lab detector then reads (and
+    the other way round). Commands run inside must not flock it again."""
+    with open(ENV["NODEFIX_LAB_LOCK"], "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# The test command runs two pytest-xdist workers (scripts/test.sh: -n 2 --dist
+# loadgroup). The lab's tests are one group ("lab", tests/integration/test_40_lab.py)
+# and go first, so that the emulated VM's long run overlaps the layers that start
+# no podman job (unit, bad input, build, doubles, sanity, lint) on the other
+# worker; the molecule scenarios wait for the lab lock, as before.
+LONG_POLE_GROUP = "lab"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    first = [i for i in items if any(m.args[:1] == (LONG_POLE_GROUP,) for m in i.iter_markers("xdist_group"))]
+    if first:
+        rest = [i for i in items if i not in first]
+        items[:] = first + rest
 
 
 class ApiServerDouble(object):

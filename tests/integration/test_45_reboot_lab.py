@@ -22,7 +22,7 @@ import subprocess
 
 import pytest
 
-from conftest import ENV, ROOT, ApiServerDouble, assert_ok, run_logged
+from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, run_logged
 
 pytestmark = pytest.mark.lab
 
@@ -33,10 +33,6 @@ MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
 CONNECTION = {"ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
               "ansible_remote_tmp": "/root/.ansible/tmp"}
-
-
-def lock(argv):
-    return ["flock", ENV["NODEFIX_LAB_LOCK"]] + argv
 
 
 def podman(*args, check=True):
@@ -80,6 +76,12 @@ def inventory(path, kubeconfig):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
+    # the lab lock for the whole module (containers included): no other podman job in between
+    with lab_exclusive():
+        yield from _run(tmp_path_factory)
+
+
+def _run(tmp_path_factory):
     work = tmp_path_factory.mktemp("reboot-lab")
     names = list(NODES.values())
     podman("rm", "-f", "-t", "0", *names, check=False)
@@ -90,8 +92,8 @@ def run(tmp_path_factory):
                    "--restart=always", IMAGE, "/sbin/init")
         prepare_inv = work / "prepare.json"
         prepare_inv.write_text(json.dumps({"all": {"vars": CONNECTION, "hosts": dict((n, {}) for n in names)}}))
-        rc, out = run_logged("reboot-lab-prepare", lock(["ansible-playbook", "-i", str(prepare_inv), os.path.join(
-            ROOT, "tests", "integration", "playbooks", "reboot_prepare.yml")]), timeout=900)
+        rc, out = run_logged("reboot-lab-prepare", ["ansible-playbook", "-i", str(prepare_inv), os.path.join(
+            ROOT, "tests", "integration", "playbooks", "reboot_prepare.yml")], timeout=900)
         assert_ok("reboot-lab-prepare", rc, out)
         before = dict((name, node_state(name)) for name in names)
         pods = []
@@ -102,10 +104,10 @@ def run(tmp_path_factory):
                                         NODES["cordoned"]: {"unschedulable": True},
                                         NODES["undrained"]: {"unschedulable": False}}, pods)
         reports = work / "reports"
-        rc, out = run_logged("reboot-lab-remediate", lock([
+        rc, out = run_logged("reboot-lab-remediate", [
             "ansible-playbook", "-i", inventory(work / "inventory.json", double.kubeconfig),
             "-e", "nodefix_serial=3", "-e", "nodefix_report_dir=%s" % reports,
-            os.path.join(ROOT, "playbooks", "remediate.yml")]), timeout=1800)
+            os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=1800)
         after = dict((name, node_state(name)) for name in names)
         with open(str(reports / "remediate" / "report.json")) as fh:
             report = json.load(fh)

@@ -9,8 +9,9 @@
 # the total time.
 # Two pytest-xdist workers (NODEFIX_TEST_WORKERS, 0 = none): the end-to-end lab,
 # whose emulated VM is the long pole, runs on one from the start while the
-# other runs the layers that start no podman job; every podman job still takes
-# the lab lock, one at a time (tests/integration/conftest.py).
+# other runs the layers that start no podman job (a test module is one unit of
+# work); every podman job still takes the lab lock, one at a time
+# (tests/integration/conftest.py).
 # Extra arguments go to pytest (e.g. `-k unit`, `-m "not lab"`).
 set -uo pipefail
 start=$SECONDS
@@ -21,7 +22,7 @@ bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
 workers=${NODEFIX_TEST_WORKERS:-2}
 xdist=()
-[ "$workers" = 0 ] || xdist=(-n "$workers" --dist loadgroup)
+[ "$workers" = 0 ] || xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 python -m pytest "${xdist[@]}" -p no:cacheprovider -o console_output_style=classic -rfEs "$@"
 rc=$?
 echo "total time: $((SECONDS - start))s"

@@ -32,8 +32,8 @@ from junitparser import JUnitXml
 
 from conftest import ROOT, assert_ok, lab_exclusive, run_logged
 
-# one group: the whole lab runs on one pytest-xdist worker, first (conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("lab")]
+# the whole module runs on one pytest-xdist worker (--dist loadfile), first (conftest.py)
+pytestmark = pytest.mark.lab
 
 INVENTORY = ["-i", os.path.join(ROOT, "lab/inventory/lab.yml")]
 CONTAINERS = ["nodefix-lab-debian11", "nodefix-lab-debian12", "nodefix-lab-debian13"]

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Lab helper for lab/break/gvisor_mirror.yml: publish the extracted runsc in the
+# upstream bucket layout in ONE run on the node (a task per file cost ~1.5 min
+# on the emulated VM node). Idempotent; prints the architecture directory used.
+#
+#   gvisor_mirror_publish.sh DIR WORK RELEASE BAD_RELEASE
+#     DIR/release/RELEASE/ARCH/{runsc,containerd-shim-runsc-v1,gvisor.tar.bz2}{,.sha512}
+#     DIR/release/BAD_RELEASE/ARCH/runsc + a runsc.sha512 that does not match
+#     WORK/extract/usr/bin/runsc is the binary, WORK/stage the tarball's content
+set -eu
+dir=$1 work=$2 release=$3 bad=$4
+arch=$(uname -m)
+good=$dir/release/$release/$arch
+wrong=$dir/release/$bad/$arch
+mkdir -p "$work/stage" "$good" "$wrong"
+for d in "$good" "$wrong" "$work/stage"; do
+  install -m 0755 "$work/extract/usr/bin/runsc" "$d/runsc"
+done
+# containerd-shim-runsc-v1 is NOT packaged by Debian: a TEST DOUBLE (see gvisor_mirror.yml)
+for d in "$good" "$work/stage"; do
+  cat > "$d/containerd-shim-runsc-v1.tmp" <<SHIM
+#!/bin/sh
+# nodefix.k8s lab TEST DOUBLE of gVisor's containerd-shim-runsc-v1 (Debian
+# packages no shim). Answers -v like containerd's shim framework; refuses
+# anything else.
+case "\$1" in
+  -v|--version|-version)
+    printf 'containerd-shim-runsc-v1:\\n  Version:  release-$release-nodefix-lab-double\\n  Revision: 0000000\\n  Go version: none\\n\\n'
+    exit 0;;
+esac
+echo "containerd-shim-runsc-v1: nodefix lab test double, cannot run sandboxes (args: \$*)" >&2
+exit 1
+SHIM
+  chmod 0755 "$d/containerd-shim-runsc-v1.tmp"
+  mv "$d/containerd-shim-runsc-v1.tmp" "$d/containerd-shim-runsc-v1"
+done
+[ -e "$good/gvisor.tar.bz2" ] || tar -C "$work/stage" -cjf "$good/gvisor.tar.bz2" runsc containerd-shim-runsc-v1
+# .sha512 files in the upstream format ("<hash>  <file>")
+for f in runsc containerd-shim-runsc-v1 gvisor.tar.bz2; do
+  (cd "$good" && sha512sum "$f" > "$f.sha512")
+done
+printf '%s  runsc\n' "$(printf 'not the runsc binary' | sha512sum | cut -d' ' -f1)" > "$wrong/runsc.sha512"
+chmod 0644 "$good"/*.sha512 "$wrong/runsc.sha512"
+echo "$arch"

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Lab helper for lab/break/https_mirror.yml, in ONE run on the node (a task per
 # step cost ~35 s on the emulated VM node): a lab CA made once per node with
 # openssl, a server certificate for 127.0.0.1 and 10.0.2.2 (the address a QEMU

@@ -152,3 +152,53 @@ def pytest_collection_modifyitems(session, config, items):
     if first:
         rest = [i for i in items if i.nodeid.split("::", 1)[0] != LONG_POLE]
         items[:] = first + rest
+
+
+class ApiServerDouble(object):
+    """lab/apiserver-double/apiserver.py run on the controller (a TEST DOUBLE of
+    kube-apiserver: no Debian package ships one). ``state()`` reads its state file."""
+
+    def __init__(self, workdir, nodes, pods, configmaps=None):
+        self.state_path = os.path.join(str(workdir), "apiserver-state.json")
+        self.kubeconfig = os.path.join(str(workdir), "kubeconfig")
+        port_file = os.path.join(str(workdir), "apiserver.port")
+        with open(self.state_path, "w") as fh:
+            # nodes: names (schedulable) or {name: {"unschedulable": bool}}
+            states = nodes if isinstance(nodes, dict) else dict((n, {"unschedulable": False}) for n in nodes)
+            # configmaps: {"<namespace>/<name>": {key: text}}
+            json.dump({"nodes": states, "pods": pods, "configmaps": configmaps or {}}, fh)
+        self.proc = subprocess.Popen([sys.executable,
+                                      os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py"),
+                                      "--state", self.state_path, "--port-file", port_file,
+                                      "--kubeconfig", self.kubeconfig])
+        for _dummy in range(100):
+            if os.path.exists(port_file):
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError("the apiserver double exited with %s" % self.proc.returncode)
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("the apiserver double did not start")
+
+    def state(self):
+        with open(self.state_path) as fh:
+            return json.load(fh)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def apiserver_double(tmp_path):
+    """Start the double with ``nodes`` and ``pods``; stopped after the test."""
+    started = []
+
+    def _start(nodes, pods, configmaps=None):
+        double = ApiServerDouble(tmp_path, nodes, pods, configmaps)
+        started.append(double)
+        return double
+
+    yield _start
+    for double in started:
+        double.stop()

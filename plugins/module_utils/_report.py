@@ -294,12 +294,17 @@ def policy(model, fail_on="never"):
     """The fail policy over the open (not waived) findings of every node.
 
     ``failed`` is true when a finding is at ``fail_on`` or worse, or when a
-    node could not be audited (its findings are unknown) and a policy is set.
+    node could not be audited (its findings are unknown) and a policy is set,
+    or when no node was audited at all (an empty report is not a clean fleet).
     """
     failing = [{"host": n["host"], "id": f["id"], "severity": f.get("severity"), "subject": f.get("subject")}
                for n in model["nodes"] for f in findings_at_or_above(n["findings"], fail_on)]
     unaudited = [n["host"] for n in model["nodes"] if n["status"] != "ok"] if fail_on != "never" else []
+    empty = fail_on != "never" and not model["nodes"]
     msg = None
+    if empty:
+        return {"fail_on": fail_on, "failed": True, "failing": [], "unaudited": [],
+                "msg": "%s: nothing was checked" % NO_NODE}
     if failing or unaudited:
         parts = []
         if failing:
@@ -324,6 +329,9 @@ def _node_cell(node):
         return "clean (%d waived)" % len(node["waived"]) if node.get("waived") else "clean"
     worst = next(s for s in SEVERITIES if node["counts"][s])
     return "%d (%s)" % (len(node["findings"]), worst)
+
+
+NO_NODE = "no node was audited (the targets matched no host, or every host was left out)"
 
 
 # The console is often 80-120 columns: one line per node with counts, the ids below it, wrapped.
@@ -377,6 +385,8 @@ def table_lines(model, width=TABLE_WIDTH):
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()[:width]
 
     lines = [fmt(header), fmt(["-" * w for w in widths])]
+    if not model["nodes"]:
+        lines += textwrap.wrap(NO_NODE, width=width)
     for n, row in zip(model["nodes"], rows):
         lines.append(fmt(row))
         if n["status"] != "ok":
@@ -408,7 +418,7 @@ def to_markdown(model):
     out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s%s." % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
         ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
-        "; %d waived" % t["waived"] if t.get("waived") else ""))
+        "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
     for w in model.get("waivers_expired") or []:
         out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
             w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
@@ -523,6 +533,8 @@ code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{colo
         h.append("<p class=\"muted\">Generated %s</p>" % _esc(model["generated"]))
     h.append("<p id=\"summary\">%d node(s), %d with findings, %d in error; %d finding(s) " % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"]))
+    if not t["nodes"]:
+        h.append("<strong>%s.</strong> " % _esc(NO_NODE))
     h.append(" ".join("<span class=\"sev s-%s\">%s %d</span>" % (s, s, t["by_severity"][s]) for s in SEVERITIES))
     if t.get("waived"):
         h.append("<span class=\"sev s-waived\">waived %d</span>" % t["waived"])

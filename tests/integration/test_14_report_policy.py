@@ -17,13 +17,15 @@ from conftest import ROOT, run_logged
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 
 
-def audit(tmp_path, name, fail_on=None, waivers=None, playbook="audit.yml"):
+def audit(tmp_path, name, fail_on=None, waivers=None, playbook="audit.yml", host="node-a", targets=None):
     host_vars = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
                  "nodefix_audit_checks": ["kernel"],
                  "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}}}
     inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"hosts": {"node-a": host_vars}}}))
+    inventory.write_text(json.dumps({"all": {"hosts": {host: host_vars}}}))
     extra = {"nodefix_report_dir": str(tmp_path / "reports"), "nodefix_waivers": waivers or []}
+    if targets:
+        extra["nodefix_targets"] = targets
     if fail_on:
         extra["nodefix_fail_on"] = fail_on
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
@@ -48,3 +50,25 @@ def test_waived_findings_do_not_fail_the_policy(tmp_path):
     waivers = [{"id": "kernel.*", "reason": "kernel upgrade planned, ticket OPS-2"}]
     rc, out = audit(tmp_path, "waived", "info", waivers)
     assert rc == 0, out[-3000:]
+
+
+def test_a_node_named_localhost_is_reported(tmp_path):
+    # `ansible-playbook nodefix.k8s.audit -i localhost, -c local` (and ansible-pull on a node):
+    # the audited host is in the report whatever its name
+    rc, out = audit(tmp_path, "localhost", "high", host="localhost")
+    report = json.loads((tmp_path / "reports" / "audit" / "report.json").read_text())
+    assert [n["host"] for n in report["nodes"]] == ["localhost"], report["nodes"]
+    assert report["totals"]["nodes"] == 1 and "kernel.no_oom_reaper" in report["nodes"][0]["ids"]
+    assert rc != 0 and "kernel.no_oom_reaper on localhost" in out, out[-3000:]
+
+
+@pytest.mark.parametrize("fail_on, fails", [(None, False), ("info", True)])
+def test_no_audited_node_is_never_a_clean_fleet(tmp_path, fail_on, fails):
+    # targets that match no host: the report says no node was audited, and a policy fails
+    rc, out = audit(tmp_path, "no-node-%s" % fail_on, fail_on, targets="no_such_group")
+    assert (rc != 0) == fails, out[-3000:]
+    report = json.loads((tmp_path / "reports" / "audit" / "report.json").read_text())
+    assert report["nodes"] == [] and report["totals"]["nodes"] == 0
+    assert "no node was audited" in out
+    assert "no node was audited" in (tmp_path / "reports" / "audit" / "report.md").read_text()
+    assert "no node was audited" in (tmp_path / "reports" / "audit" / "report.html").read_text()

@@ -244,6 +244,17 @@ def test_policy_on_a_clean_fleet_passes():
     assert _report.policy(model, "low")["failed"] is True
 
 
+@pytest.mark.parametrize("fail_on", ["critical", "medium", "info"])
+def test_an_empty_report_is_never_a_clean_fleet(fail_on):
+    # no node audited: any policy fails, and every format says why
+    model = _report.build_model({})
+    got = _report.policy(model, fail_on)
+    assert got["failed"] is True and "no node was audited" in got["msg"]
+    assert _report.policy(model, "never")["failed"] is False
+    assert any("no node was audited" in line for line in _report.table_lines(model))
+    assert "no node was audited" in _report.to_markdown(model)
+
+
 def test_junit_uses_the_same_ladder(tmp_path):
     model = _report.build_model(RESULTS)
     for fail_on, failures in (("critical", 1), ("medium", 2), ("info", 2)):

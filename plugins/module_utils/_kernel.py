@@ -301,6 +301,12 @@ def release_findings(info, running, psi):
                                      evidence={"release": info["release"], "psi": psi,
                                                "backport": backported.get("kernel.no_psi"),
                                                "fix": "boot with psi=1"}))
+    # Another kernel (release=): its command line is unknown, and a backport that is
+    # disabled by default (RHEL 8's PSI) is off unless that boot says psi=1.
+    if not running and "kernel.no_psi" in backported and not any(f["id"] == "kernel.no_psi" for f in findings):
+        findings.append(finding_from(FINDINGS, "kernel.no_psi", subject=info["release"],
+                                     evidence={"release": info["release"], "psi": "unknown (not the running kernel)",
+                                               "backport": backported["kernel.no_psi"], "fix": "boot with psi=1"}))
     return findings
 
 

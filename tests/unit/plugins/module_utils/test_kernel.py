@@ -201,6 +201,19 @@ def test_release_option_naming_the_running_kernel_uses_live_psi(make_tree):
     assert _ids(got) == ["kernel.no_psi"]
 
 
+@pytest.mark.parametrize("release", ["4.18.0-553.el8_10.x86_64", "4.18.0-553.el8_10"])
+def test_release_option_el8_psi_backport_is_off_unless_booted_with_psi(make_tree, release):
+    # judging an EL8 kernel the node does not run: PSI is backported but disabled by
+    # default, and nothing is known of that boot's command line
+    root = _v2_node(make_tree, "6.1.0-27-amd64")
+    got = _kernel.check(None, root=root, release=release)
+    assert got["judged_running_kernel"] is False
+    no_psi = [f for f in got["findings"] if f["id"] == "kernel.no_psi"]
+    assert len(no_psi) == 1, _ids(got)
+    assert no_psi[0]["evidence"]["backport"] == _kernel.BACKPORTS["rhel8"]["kernel.no_psi"]
+    assert no_psi[0]["evidence"]["fix"] == "boot with psi=1" and "psi=1" in no_psi[0]["remedy"]
+
+
 def test_unparsable_release(make_tree):
     root = _v2_node(make_tree, "garbage")
     got = _kernel.check(None, root=root)

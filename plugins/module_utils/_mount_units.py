@@ -685,6 +685,7 @@ def summarize(plan, record, check_mode=False):
         "scopes": sum(1 for u in units if u["kind"] == "scope"),
         "mounts": sum(1 for u in units if u["kind"] == "mount"),
         "orphaned": len(orphaned),
+        "orphaned_scopes": sum(1 for u in orphaned if u["kind"] == "scope"),
         "to_stop": len(to_stop),
         "stopped": len(record["stopped"]),
         "reset_failed": len(record["reset"]) + len(record["reset_after_stop"]),

@@ -203,6 +203,11 @@ orphaned:
   returned: always
   type: int
   sample: 20000
+orphaned_scopes:
+  description: The transient scopes among RV(orphaned) (leaked scopes of pods that are not live).
+  returned: always
+  type: int
+  sample: 10000
 to_stop:
   description: Orphaned units that are up and are (or, in check mode, would be) stopped.
   returned: always

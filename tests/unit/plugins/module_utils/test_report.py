@@ -349,8 +349,8 @@ def test_mount_unit_labels_say_what_their_facts_count():
         opts = _mount_units.normalize_options({})
         plan = {"options": opts, "units": units, "systemd_version": 247, "units_total": len(units) + 50,
                 "pods_dirs": ["/var/lib/kubelet/pods"], "runtime": {}, "show_calls": 1, "timings": {}}
-        return {"mount_units": {"mount_units": _mount_units.summarize(plan, _mount_units._empty_record(),
-                                                                         check_mode=True)}}
+        summary = _mount_units.summarize(plan, _mount_units._empty_record(), check_mode=True)
+        return {"mount_units": {"mount_units": summary}}
 
     def unit(name, kind, status):
         return {"unit": name, "kind": kind, "status": status, "action": "stop" if status == "orphaned" else None,
@@ -370,7 +370,7 @@ def test_mount_unit_labels_say_what_their_facts_count():
     # no label claims to count leaks while it counts live units too
     for label, check, path in _report.CHANGE_FACTS:
         if "leaked" in label and "live" not in label:
-            assert path.split(".")[-1].startswith("orphaned"), (label, path)
+            assert path.rsplit(".", maxsplit=1)[-1].startswith("orphaned"), (label, path)
 
 
 def test_settings_that_will_not_survive_are_listed_with_their_place():

@@ -20,6 +20,7 @@ cd "$(dirname "$0")/.."
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
+rm -f "$NODEFIX_CACHE/test-logs/steps.jsonl"   # a new step table (tests/nodefix_layer_times.py)
 workers=${NODEFIX_TEST_WORKERS:-2}
 xdist=()
 [ "$workers" = 0 ] || xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)

@@ -42,7 +42,7 @@ def layer_of(nodeid):
     return parts[0]
 
 
-def pytest_sessionstart(session):
+def pytest_sessionstart():
     _START[0] = time.time()
     # scripts/test.sh starts the table (removes the file) before pytest: pytest runs
     # nested in the suite (molecule's testinfra verify reads pytest.ini too) must not

@@ -122,18 +122,23 @@ def lab_lock():
 
 
 @contextlib.contextmanager
+def held(lock_name):
+    """Hold the lock file ENV[lock_name] (flock, exclusive) for the block."""
+    with open(ENV[lock_name], "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def lab_exclusive():
     """Hold the lab lock (NODEFIX_LAB_LOCK) for a whole test module: no other
     podman job (a molecule scenario, another lab) runs between its steps. The
     container nodes share the host's cgroup v1 tree, so a scenario running
     between two lab phases could leave cgroups a lab detector then reads (and
     the other way round). Commands run inside must not flock it again."""
-    with open(ENV["NODEFIX_LAB_LOCK"], "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return held("NODEFIX_LAB_LOCK")
 
 
 # The test command runs two pytest-xdist workers (scripts/test.sh: -n 2 --dist

@@ -18,8 +18,6 @@ One lab for the whole module (bringing it up costs minutes):
   -> down (sandboxes, cgroups and containers removed, the VM stopped).
 """
 
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -32,7 +30,7 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from conftest import ENV, ROOT, assert_ok, lab_exclusive, run_logged
+from conftest import ROOT, assert_ok, held, lab_exclusive, run_logged
 
 # the whole module runs on one pytest-xdist worker (--dist loadfile), first (conftest.py)
 pytestmark = pytest.mark.lab
@@ -147,17 +145,11 @@ NPD_CONDITIONS = {
 NPD_TIMEOUT_MS = 5000
 
 
-@contextlib.contextmanager
 def no_pod_jobs():
     """Hold the pod lock while node-problem-detector's 5 s are timed: no molecule scenario
     runs beside it (they may run beside the rest of the lab), so the emulated VM's time is
     the guest's own, not the neighbours' (tests/integration/test_30_molecule.py)."""
-    with open(ENV["NODEFIX_POD_LOCK"], "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return held("NODEFIX_POD_LOCK")
 
 
 def npd_plugin_runs(name):

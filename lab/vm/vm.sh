@@ -16,6 +16,8 @@
 # QEMU's software emulation (TCG). A /dev/kvm backed by PVM ("kvm_pvm" module,
 # nested_pvm) only boots kernels built as PVM guests: a stock Debian kernel hangs
 # there with no message, so auto goes straight to TCG on such hosts.
+# For experiments under TCG: NODEFIX_VM_CPU (QEMU's -cpu, default max) and
+# NODEFIX_VM_APPEND (extra kernel command line); NODEFIX_VM_NICE (default -5).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/env.sh"
 

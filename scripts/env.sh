@@ -18,5 +18,5 @@ export NODEFIX_LAB_LOCK="${NODEFIX_LAB_LOCK:-/tmp/nodefix-lab.lock}"
 # The lock of the podman jobs whose nodes touch nothing outside their own
 # containers (no host cgroup, no host-wide reading the others could disturb):
 # one at a time among themselves, beside a holder of the lab lock
-# (tests/integration/test_30_molecule.py says which jobs these are).
+# (MOLECULE_ISOLATED in tests/integration/conftest.py says which jobs these are).
 export NODEFIX_POD_LOCK="${NODEFIX_POD_LOCK:-/tmp/nodefix-pods.lock}"

@@ -17,7 +17,8 @@
 # nested_pvm) only boots kernels built as PVM guests: a stock Debian kernel hangs
 # there with no message, so auto goes straight to TCG on such hosts.
 # For experiments under TCG: NODEFIX_VM_CPU (QEMU's -cpu, default max) and
-# NODEFIX_VM_APPEND (extra kernel command line); NODEFIX_VM_NICE (default -5).
+# NODEFIX_VM_APPEND (extra kernel command line); NODEFIX_VM_NICE (default -10: the
+# QEMU threads' nice and their autogroup's).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/env.sh"
 
@@ -69,11 +70,14 @@ launch() { # $1 = kvm|tcg
   rm -f "$pidf"; : > "$run/serial.log"
   qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
   # The emulated guest is the test command's long pole and runs beside other
-  # test layers (scripts/test.sh): its threads get the CPU first (NODEFIX_VM_NICE,
-  # -5; as root), so that its timings (node-problem-detector's 5 s a condition)
-  # measure the guest, not the layers next to it. GNU nice runs it anyway
-  # when it may not raise the priority.
-  nice -n "${NODEFIX_VM_NICE:--5}" qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
+  # test layers (scripts/test.sh): it gets the CPU first (NODEFIX_VM_NICE, -10; as
+  # root), so that its timings (node-problem-detector's 5 s a condition) measure
+  # the guest, not the layers next to it. GNU nice runs it anyway when it may not
+  # raise the priority. A thread's nice only weighs inside its scheduler
+  # autogroup (kernel.sched_autogroup_enabled, one group per session, and QEMU's
+  # -daemonize starts a new session): the group's own nice, set through
+  # /proc/PID/autogroup below, is what it gets against the other sessions.
+  nice -n "${NODEFIX_VM_NICE:--10}" qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
     -name "nodefix-$name" -display none -no-reboot -daemonize -pidfile "$pidf" \
     -serial "file:$run/serial.log" \
     -kernel "$img/vmlinuz" -initrd "$img/initrd" \
@@ -82,6 +86,10 @@ launch() { # $1 = kvm|tcg
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
     -device virtio-rng-pci \
     -fw_cfg "name=opt/org.nodefix/authorized_keys,file=$run/id_ed25519.pub"
+  local pid
+  if pid=$(our_pid) && [ -w "/proc/$pid/autogroup" ]; then
+    echo "${NODEFIX_VM_NICE:--10}" > "/proc/$pid/autogroup" 2>/dev/null || true
+  fi
 }
 
 wait_ssh() { # $1 = seconds

@@ -8,6 +8,7 @@ tail is shown when it fails.
 
 import contextlib
 import fcntl
+import glob
 import json
 import os
 import re
@@ -116,12 +117,6 @@ def assert_ok(name, rc, output, lines=120):
         pytest.fail("%s failed (rc=%s); log: .cache/test-logs/%s.log\n%s" % (name, rc, name, tail), pytrace=False)
 
 
-@pytest.fixture
-def lab_lock():
-    """argv prefix that serialises podman-heavy jobs (2-core machines)."""
-    return ["flock", ENV["NODEFIX_LAB_LOCK"]]
-
-
 @contextlib.contextmanager
 def held(lock_name):
     """Hold the lock file ENV[lock_name] (flock, exclusive) for the block."""
@@ -133,6 +128,30 @@ def held(lock_name):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+# Molecule scenarios whose containers touch nothing outside themselves: config
+# files, the kubelet double, containerd's own daemon and config, systemd units
+# inside the container. They take the pod lock (NODEFIX_POD_LOCK), one at a time,
+# and may run beside the end-to-end lab (test_30_molecule.py). The others take
+# the lab lock (test_31_molecule_lab.py): on this host's cgroup v1 tree a
+# container sees every other container's cgroups, and gvisor (real sandboxes
+# and /kubepods cgroups), kernel (CPU quota cgroups), npd and pid_limits (every
+# detector, host-wide reads) must not run beside the lab's container nodes,
+# whose audits must come out exact (and the other way round).
+MOLECULE_ISOLATED = ("containerd", "containerd_rollback", "kubelet_kubeadm", "kubelet_kubespray", "kubelet_rollback",
+                     "mount_units", "mount_units_reboot")
+MOLECULE_ALL = sorted(os.path.basename(os.path.dirname(p))
+                      for p in glob.glob(os.path.join(ROOT, "molecule", "*", "molecule.yml")))
+MOLECULE_LAB = tuple(s for s in MOLECULE_ALL if s not in MOLECULE_ISOLATED)
+
+
+def run_molecule(scenario, lock_name):
+    """`molecule test -s scenario` under the lock file ENV[lock_name]; fails on rc != 0."""
+    name = "molecule-" + scenario
+    rc, out = run_logged(name, ["flock", ENV[lock_name], "molecule", "test", "-s", scenario], timeout=2400)
+    assert_ok(name, rc, out, lines=200)
+    assert "failed=0" in out
+
+
 def lab_exclusive():
     """Hold the lab lock (NODEFIX_LAB_LOCK) for a whole test module: no other
     podman job (a molecule scenario, another lab) runs between its steps. The
@@ -140,24 +159,6 @@ def lab_exclusive():
     between two lab phases could leave cgroups a lab detector then reads (and
     the other way round). Commands run inside must not flock it again."""
     return held("NODEFIX_LAB_LOCK")
-
-
-# The test command runs two pytest-xdist workers (scripts/test.sh: -n 2 --dist
-# loadfile --no-loadscope-reorder): a test module is one unit of work, on one
-# worker. The end-to-end lab (test_40_lab.py) goes first, so that the emulated
-# VM's long run overlaps the layers that start no podman job (unit, bad input,
-# build, doubles, sanity, lint) on the other worker; the molecule scenarios and
-# the other lab modules wait for the lab lock, as before. (loadfile, not
-# loadgroup: pytest-xdist 3.8's xdist_group renames item._nodeid, which
-# pytest 9 no longer reads, so groups are silently split.)
-LONG_POLE = "tests/integration/test_40_lab.py"
-
-
-def pytest_collection_modifyitems(session, config, items):
-    first = [i for i in items if i.nodeid.split("::", 1)[0] == LONG_POLE]
-    if first:
-        rest = [i for i in items if i.nodeid.split("::", 1)[0] != LONG_POLE]
-        items[:] = first + rest
 
 
 class ApiServerDouble(object):

@@ -37,6 +37,8 @@ import tempfile
 import time
 import uuid
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LAB = "/var/lib/nodefix-bench"
@@ -85,7 +87,10 @@ def install(name):
     os.unlink(fh.name)
     put(name, os.path.join(HERE, "per_unit_cleaner.sh"), LAB + "/per_unit_cleaner.sh", "0755")
     mu = "/opt/nodefix/ansible_collections/nodefix/k8s/plugins/module_utils/"
-    for f in ("_common.py", "_cgroup.py", "_mount_units.py"):
+    # the files the CLI imports, as the role's timer ships them (meta/node_files.yml)
+    with open(os.path.join(ROOT, "meta", "node_files.yml")) as fh:
+        files = yaml.safe_load(fh)["mount_units_cli"]["module_utils"]
+    for f in files:
         put(name, os.path.join(ROOT, "plugins", "module_utils", f), mu + f)
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write("import sys\nsys.path.insert(0, '/opt/nodefix')\n"

@@ -26,6 +26,8 @@ import re
 import shutil
 import subprocess
 
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
@@ -214,11 +216,20 @@ def read_text(path, default=None):
         return default
 
 
-def root_path(root, path):
-    """Join an absolute node path under a test root (``/`` on real nodes)."""
+def root_path(root, path, follow_last=True):
+    """Where the node's absolute ``path`` is on this machine, for reading: ``path``
+    itself on a node (``root`` ``/``); under another root (a node tree mounted at
+    ``/host``, a test tree) resolved the way the node sees it, symlinks with
+    absolute targets and ``..`` kept inside ``root`` (``_fileio.in_root``, the one
+    resolver). ``follow_last=False`` leaves a symlink in the last component as it
+    is (to lstat it: a dangling link still exists). A symlink loop gives the plain
+    join, which the read then fails on."""
     if not root or root == "/":
         return path
-    return os.path.join(root, path.lstrip("/"))
+    try:
+        return _fileio.in_root(root, path, follow_last=follow_last)
+    except _fileio.FileSafetyError:
+        return os.path.join(root, path.lstrip("/"))
 
 
 def file_diff(path, before, after):

@@ -299,7 +299,7 @@ def read_runtimes(root, path):
     info = {"config_path": path, "exists": False, "error": None, "schema_version": None, "runtimes": [],
             "runc_systemd_cgroup": None, "grpc_address": DEFAULT_ADDRESS}
     local = root_path(root, path)
-    info["exists"] = os.path.lexists(local)
+    info["exists"] = os.path.lexists(root_path(root, path, follow_last=False))  # a dangling link exists
     if not info["exists"]:
         return info
     try:
@@ -547,7 +547,7 @@ def read_state_files(root, paths):
     out = []
     for path in paths:
         entry = {"path": path, "exists": False, "checksum": "", "ctime": 0}
-        local = root_path(root, path)
+        local = root_path(root, path, follow_last=False)   # lstat: the link itself
         try:
             info = os.lstat(local)
         except OSError:

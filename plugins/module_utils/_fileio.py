@@ -57,6 +57,50 @@ def _real_root(root):
     return os.path.realpath(root or "/")
 
 
+# Linux gives up after 40 symlinks in one lookup (ELOOP); so does in_root.
+MAX_SYMLINKS = 40
+
+
+def in_root(root, path, follow_last=True):
+    """Where the node's ``path`` really is on this machine: ``path`` resolved
+    the way the node sees it when its ``/`` is ``root`` (chroot semantics).
+
+    Every symlink on the way is followed inside ``root``: an absolute target
+    (``/etc/kubernetes/kc.yaml``) starts again at ``root``, and ``..`` never
+    climbs above it; so a node tree mounted at ``/host`` (the
+    node-problem-detector DaemonSet) or a test tree reads the node's own files,
+    never the same path on the machine running the code. ``follow_last=False``
+    leaves the last component as it is (a writer follows that link itself, to
+    refuse a dangling one). With ``root`` ``/`` (a node auditing itself) the
+    path is returned as given: the kernel resolves it the same way.
+    """
+    if not root or root == "/":
+        return path
+    base = _real_root(root)
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    resolved = []
+    links = 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        here = os.path.join(base, *(resolved + [part]))
+        if (parts or follow_last) and os.path.islink(here):
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise FileSafetyError("%s: more than %d symlinks on the way (a symlink loop?)" % (path, MAX_SYMLINKS),
+                                      path)
+            target = os.readlink(here)
+            if target.startswith("/"):
+                resolved = []
+            parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+            continue
+        resolved.append(part)
+    return os.path.join(base, *resolved) if resolved else base
+
+
 def inside(root, real):
     """True when the resolved path ``real`` lies under the node root."""
     base = _real_root(root)
@@ -65,12 +109,25 @@ def inside(root, real):
     return real == base or real.startswith(base.rstrip("/") + "/")
 
 
-def node_path(root, path):
-    """Join a node path (absolute, from the node's own files) under ``root``.
+def _below_root(root, path):
+    """``path`` (a path under ``root`` on this machine) as a node path, or None when it is not under it."""
+    for base in (os.path.abspath(root), _real_root(root)):
+        base = base.rstrip("/")
+        if path == base:
+            return "/"
+        if path.startswith(base + "/"):
+            return path[len(base):]
+    return None
 
-    ``..`` components are resolved lexically against the node's ``/`` first,
-    so ``/../outside/x`` is ``/outside/x`` on a real node and can never climb
-    above ``root`` in a test tree.
+
+def node_path(root, path):
+    """Where node path ``path`` (absolute, from the node's own files) is under ``root``.
+
+    The directories on the way are resolved the way the node sees them
+    (``in_root``: symlinks, absolute or not, and ``..`` stay inside ``root``;
+    ``/../outside/x`` is ``/outside/x`` on a real node and can never climb
+    above ``root`` in a test tree); the last component is left as it is, for
+    ``resolve_target`` to follow.
     """
     if not isinstance(path, str) or not path:
         raise FileSafetyError("empty or invalid path %r" % (path,), path)
@@ -80,23 +137,25 @@ def node_path(root, path):
         raise FileSafetyError("path %r is not absolute" % (path,), path)
     if not root or root == "/":
         return path
-    return os.path.join(root, path.lstrip("/"))
+    return in_root(root, path, follow_last=False)
 
 
 def resolve_target(root, path, must_exist=False, what="file"):
     """The real file behind ``path`` (a node path joined under ``root`` already).
 
-    Follows symlinks (chains included). Refuses a dangling link, a link loop,
-    a directory, a result outside ``root``, and (``must_exist``) a missing
-    file. Returns the resolved path (which may not exist yet).
+    Follows symlinks (chains included; under a ``root`` other than ``/`` the
+    way the node sees them, see ``in_root``). Refuses a dangling link, a link
+    loop, a directory, a result outside ``root``, and (``must_exist``) a
+    missing file. Returns the resolved path (which may not exist yet).
     """
-    if os.path.islink(path):
-        real = os.path.realpath(path)
-        if not os.path.exists(real):
-            raise FileSafetyError("%s %s is a symlink to %s, which does not exist (dangling symlink); "
-                                  "nothing was written" % (what, path, os.readlink(path)), path)
+    below = _below_root(root, path) if root and root != "/" else None
+    if below is not None:
+        real = in_root(root, below)
     else:
         real = os.path.realpath(path)
+    if os.path.islink(path) and not os.path.exists(real):
+        raise FileSafetyError("%s %s is a symlink to %s, which does not exist (dangling symlink); "
+                              "nothing was read or written" % (what, path, os.readlink(path)), path)
     if not inside(root, real):
         raise FileSafetyError("%s %s resolves to %s, outside the node root %s; refusing to read or write it"
                               % (what, path, real, root), path)

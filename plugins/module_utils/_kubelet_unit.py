@@ -54,8 +54,8 @@ def unit_paths_from_tree(root, unit=UNIT):
     for d in UNIT_DIRS:
         p = os.path.join(d, unit)
         rp = root_path(root, p)
-        if os.path.isfile(rp) or os.path.islink(rp):
-            if os.path.realpath(rp) == "/dev/null":
+        if os.path.isfile(rp) or os.path.islink(root_path(root, p, follow_last=False)):
+            if os.path.realpath(rp) == os.path.realpath(root_path(root, "/dev/null")):  # masked
                 return []
             main = p
             break

@@ -228,31 +228,69 @@ def test_percent_in_unit_file_is_a_systemd_specifier_escape(run_module, node):
 
 
 # ---- confinement: paths from the node's files stay under root ------------------------------------------
+# Chroot semantics (_fileio.in_root): on the node, /../x is /x and a symlink's
+# absolute target starts at the node's /, so under a root they name files inside
+# it, never the same path on the machine running the module.
 
-@pytest.mark.parametrize("rel,old,new", [
-    (DROPIN, "--config=/var/lib/kubelet/config.yaml", "--config=/../outside/config.yaml"),
-    (DROPIN, "EnvironmentFile=-/etc/default/kubelet", "EnvironmentFile=/../../outside/env"),
-    (DROPIN, "--config=/var/lib/kubelet/config.yaml", "--config=/var/lib/kubelet/config.yaml --config-dir=/../out.d"),
+@pytest.mark.parametrize("rel,old,new,message", [
+    (DROPIN, "--config=/var/lib/kubelet/config.yaml", "--config=/../outside/config.yaml",
+     "/../outside/config.yaml does not exist"),
+    (DROPIN, "EnvironmentFile=-/etc/default/kubelet", "EnvironmentFile=/../../outside/env",
+     "/../../outside/env of kubelet.service does not exist"),
 ])
-def test_paths_outside_root_are_refused(run_module, node, rel, old, new):
+def test_dotdot_paths_name_files_inside_root(run_module, node, rel, old, new, message):
+    # the files exist next to root, not in it: the node has none there, so it is refused
     base, root = node
-    outside = os.path.join(base, "outside")
-    os.makedirs(outside)
     put(base, "outside/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
     put(base, "outside/env", "X=1\n")
-    os.makedirs(os.path.join(base, "out.d"))
     put(root, rel, read(os.path.join(root, rel)).replace(old, new))
     refused(run_module, kubelet_config, {"root": root, "settings": QPS, "kubelet_version": "1.29.3"}, base,
-            ["outside the node root"])
+            [message])
 
 
-def test_symlink_escaping_root_is_refused(run_module, node):
+def test_dotdot_config_path_reads_and_writes_the_nodes_file(run_module, node):
+    base, root = node
+    put(base, "outside/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    shutil.move(os.path.join(root, CONFIG), os.path.join(root, "outside.yaml"))
+    put(root, DROPIN, read(os.path.join(root, DROPIN)).replace("--config=/var/lib/kubelet/config.yaml",
+                                                               "--config=/../../outside.yaml"))
+    result, failed, _t = run(run_module, root)
+    assert not failed and result["changed"], result
+    assert "kubeAPIQPS: 60" in read(os.path.join(root, "outside.yaml"))
+    assert "kubeAPIQPS" not in read(os.path.join(base, "outside/config.yaml"))
+
+
+def test_symlink_to_a_path_of_the_controller_is_dangling_on_the_node(run_module, node):
+    # an absolute target is the node's path: root/<base>/elsewhere.yaml does not exist
     base, root = node
     put(base, "elsewhere.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
     os.remove(os.path.join(root, CONFIG))
     os.symlink(os.path.join(base, "elsewhere.yaml"), os.path.join(root, CONFIG))
     refused(run_module, kubelet_config, {"root": root, "settings": QPS, "kubelet_version": "1.29.3"}, base,
-            ["outside the node root"])
+            ["dangling symlink"])
+
+
+def test_relative_symlink_cannot_climb_above_root(run_module, node):
+    base, root = node
+    put(base, "elsewhere.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    os.remove(os.path.join(root, CONFIG))
+    os.symlink("../../../../../../../elsewhere.yaml", os.path.join(root, CONFIG))
+    refused(run_module, kubelet_config, {"root": root, "settings": QPS, "kubelet_version": "1.29.3"}, base,
+            ["dangling symlink"])
+
+
+def test_absolute_symlink_inside_the_node_is_read_and_written(run_module, node):
+    # the node-problem-detector DaemonSet's /host layout: config.yaml -> /etc/kubernetes/real/kc.yaml
+    base, root = node
+    real = os.path.join(root, "etc/kubernetes/real/kc.yaml")
+    os.makedirs(os.path.dirname(real))
+    shutil.move(os.path.join(root, CONFIG), real)
+    os.symlink("/etc/kubernetes/real/kc.yaml", os.path.join(root, CONFIG))
+    result, failed, _t = run(run_module, root)
+    assert not failed and result["changed"], result
+    assert os.readlink(os.path.join(root, CONFIG)) == "/etc/kubernetes/real/kc.yaml"
+    assert "kubeAPIQPS: 60" in read(real)
+    assert effective_qps(root) == 60
 
 
 # ---- symlinks, encodings, sizes -------------------------------------------------------------------------
@@ -263,13 +301,14 @@ def test_symlinked_files_are_edited_through_the_link(run_module, node, rel):
     real = os.path.join(root, "srv/managed", os.path.basename(rel))
     os.makedirs(os.path.dirname(real))
     shutil.move(os.path.join(root, rel), real)
-    os.symlink(real, os.path.join(root, rel))
+    target = "/srv/managed/" + os.path.basename(rel)   # the node's path (chroot semantics under root)
+    os.symlink(target, os.path.join(root, rel))
     if rel == DROPIN:  # put the stale flag where the link points
         put(root, "srv/managed/" + os.path.basename(rel), read(real).replace(
             "ExecStart=/usr/bin/kubelet ", "ExecStart=/usr/bin/kubelet --kube-api-qps=3 "))
     result, failed, _t = run(run_module, root)
     assert not failed and result["changed"], result
-    assert os.path.islink(os.path.join(root, rel)) and os.readlink(os.path.join(root, rel)) == real
+    assert os.path.islink(os.path.join(root, rel)) and os.readlink(os.path.join(root, rel)) == target
     assert effective_qps(root) == 60
 
 

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import base64
 
@@ -330,6 +331,17 @@ def test_02b_vm_sandboxes_are_sized_to_the_whole_vm(lab):
         assert oversized[pod["container_id"]]["total_memory"] == memtotal, oversized
         assert oversized[pod["container_id"]]["memory_limit"] == POD_LIMIT, oversized
         assert oversized[pod["container_id"]]["limited_by"] == pod_slice(pod["pod_uid"]), oversized
+
+
+def test_02d_audit_benchmark_runs_on_the_lab(lab):
+    # benchmarks/audit at its smallest (one run of each side on the three
+    # container nodes, the lab left up): a benchmark that cannot rot unnoticed
+    # (the others run in tests/integration/test_25_benchmarks.py). Read-only:
+    # one node_audit task against the same checks as shell tasks.
+    rc, out = run_logged("bench-audit", [sys.executable, os.path.join(ROOT, "benchmarks/audit/run.py"),
+                                         "--runs", "1", "--no-up", "--keep"])
+    assert_ok("bench-audit", rc, out)
+    assert "ratio shell/node_audit:" in out, out
 
 
 def test_03_remediate_fixes_and_reports(lab):

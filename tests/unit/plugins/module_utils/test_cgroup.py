@@ -207,3 +207,22 @@ def test_mount_roots_v2_container_and_missing_file(make_tree, tmp_path):
 def test_local_path_strips_the_mount_root(controller, path, expected):
     roots = {"memory": LIBPOD, "hugetlb": "/"}
     assert cg.local_path(roots, controller, path) == expected
+
+
+def test_root_path_resolves_symlinks_the_way_the_node_sees_them(tmp_path):
+    # chroot semantics under a root other than /: absolute targets start at the root, .. stops there
+    from ansible_collections.nodefix.k8s.plugins.module_utils._common import read_text, root_path
+    root = tmp_path / "node"
+    (root / "etc/sysctl.d").mkdir(parents=True)
+    (root / "opt/k8s").mkdir(parents=True)
+    (root / "opt/k8s/pids.conf").write_text("kernel.pid_max = 4194304\n")
+    (root / "etc/sysctl.d/99-k8s.conf").symlink_to("/opt/k8s/pids.conf")
+    (root / "etc/k8s").symlink_to("../../../../opt/k8s")          # climbs no higher than the node's /
+    (tmp_path / "outside.conf").write_text("not the node's\n")
+    (root / "etc/sysctl.d/98-escape.conf").symlink_to(str(tmp_path / "outside.conf"))
+    assert read_text(root_path(str(root), "/etc/sysctl.d/99-k8s.conf")) == "kernel.pid_max = 4194304\n"
+    assert read_text(root_path(str(root), "/etc/k8s/pids.conf")) == "kernel.pid_max = 4194304\n"
+    assert read_text(root_path(str(root), "/etc/sysctl.d/98-escape.conf")) is None
+    assert read_text(root_path(str(root), "/../../outside.conf")) is None
+    # on a node (root /) the path is what the kernel resolves
+    assert root_path("/", "/etc/sysctl.d/99-k8s.conf") == "/etc/sysctl.d/99-k8s.conf"

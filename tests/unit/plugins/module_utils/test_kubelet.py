@@ -480,3 +480,21 @@ def test_discovery_without_the_unit_in_systemctl_falls_back_to_the_tree(tmp_path
     root = layout_tree(tmp_path, "kubespray")
     node = kl.discover(FakeRunner("", rc=1), root, use_systemctl=True)
     assert node.layout == "kubespray"
+
+
+def test_detector_reads_the_config_through_an_absolute_in_root_symlink(tmp_path):
+    # /host-style tree: var/lib/kubelet/config.yaml -> /etc/kubernetes/real/kc.yaml (the node's path)
+    root = layout_tree(tmp_path, "kubeadm")
+    real = os.path.join(root, "etc/kubernetes/real/kc.yaml")
+    os.makedirs(os.path.dirname(real))
+    with open(os.path.join(root, "var/lib/kubelet/config.yaml")) as fh:
+        text = fh.read()
+    os.remove(os.path.join(root, "var/lib/kubelet/config.yaml"))
+    with open(real, "w") as fh:
+        fh.write(text + "maxPods: 77\n")
+    os.symlink("/etc/kubernetes/real/kc.yaml", os.path.join(root, "var/lib/kubelet/config.yaml"))
+    result = kl.check(None, root, kubelet_version="1.29.3")
+    assert "error" not in result["kubelet"], result["kubelet"]
+    assert "kubelet.config_unreadable" not in [f["id"] for f in result["findings"]]
+    _node, layers, _facts = inspect(root, roundtrip=False)
+    assert layers[0].data.get("maxPods") == 77

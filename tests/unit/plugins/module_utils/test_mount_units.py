@@ -3,12 +3,12 @@
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units as mu
 from test_mount_units_fakes import PODS, FakeNode, mount, other, scope, subpath
@@ -136,7 +136,7 @@ def test_pods_dirs_follow_a_symlinked_root_dir(tmp_path):
     root = tmp_path / "root"
     (root / "data" / "kubelet" / "pods").mkdir(parents=True)
     (root / "var" / "lib").mkdir(parents=True)
-    os.symlink(str(root / "data" / "kubelet"), str(root / "var" / "lib" / "kubelet"))
+    os.symlink("/data/kubelet", str(root / "var" / "lib" / "kubelet"))   # the node's path
     assert mu.pods_dirs_for(str(root), "/var/lib/kubelet") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
     assert mu.pods_dirs_for(str(root), "/var/lib/kubelet/") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
     assert mu.pods_dirs_for(str(tmp_path / "none"), "/var/lib/kubelet") == ["/var/lib/kubelet/pods"]
@@ -494,12 +494,10 @@ esac
 
 
 def shipped_files():
-    """The module_utils files roles/mount_units/tasks/schedule.yml ships to the node."""
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "mount_units", "tasks", "schedule.yml")
+    """The module_utils files roles/mount_units/tasks/schedule.yml ships to the node (meta/node_files.yml)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "meta", "node_files.yml")
     with open(path) as fh:
-        text = fh.read()
-    names = re.search(r"loop: \[(_common\.py[^\]]*)\]", text).group(1)
-    return [n.strip() for n in names.split(",")]
+        return yaml.safe_load(fh)["mount_units_cli"]["module_utils"]
 
 
 def _standalone_tree(tmp_path):

@@ -213,7 +213,7 @@ def test_textfile_through_a_symlink_keeps_the_link_and_mode(run_module, monkeypa
     target = tmp_path / "real" / "nodefix.prom"
     target.write_text("# old\n")
     target.chmod(0o640)
-    (tmp_path / "collector" / "nodefix.prom").symlink_to(target)
+    (tmp_path / "collector" / "nodefix.prom").symlink_to("/real/nodefix.prom")   # the node's path
     fake_detectors(monkeypatch, {})
     result, failed, _dummy = run_module(node_audit, {"root": str(tmp_path), "textfile": "/collector/nodefix.prom"})
     assert not failed and result["textfile"]["path"] == str(target)

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Layer: every benchmark under benchmarks/ at a tiny size (seconds), so that
+none can rot unnoticed. The numbers are not looked at (benchmarks are not timed
+tests); each run must end well, and each script checks its own result: the dead
+units gone and every live one still active (mount_units), the planted zombies
+and leakers found (process_health). The audit benchmark needs the lab up:
+tests/integration/test_40_lab.py runs it there."""
+
+import json
+import sys
+
+import pytest
+
+from conftest import assert_ok, held, run_logged
+
+
+def test_process_health_benchmark(tmp_path):
+    rc, out = run_logged("bench-process-health", [sys.executable, "benchmarks/process_health/run.py",
+                                                  "--tasks", "600", "--repeat", "1", "--dir", str(tmp_path)])
+    assert_ok("bench-process-health", rc, out)
+
+
+@pytest.mark.lab
+def test_mount_units_benchmark_every_method(tmp_path):
+    # a lab container of its own: the pod lock, beside the lab like the isolated molecule scenarios
+    result = tmp_path / "mount-units.json"
+    with held("NODEFIX_POD_LOCK"):
+        rc, out = run_logged("bench-mount-units", [sys.executable, "benchmarks/mount_units/run.py", "--n", "24",
+                                                   "--live", "4", "--batch-size", "10", "--parallel", "2",
+                                                   "--name", "nodefix-bench-smoke", "--json", str(result)])
+    assert_ok("bench-mount-units", rc, out)
+    methods = json.loads(result.read_text())["methods"]
+    assert sorted(methods) == ["cli", "module", "per_unit", "raw"], methods
+    # the module and the timer's CLI (the files meta/node_files.yml ships) stopped all 24
+    assert methods["module"]["stopped"] == 24 and methods["cli"]["stopped"] == 24, methods
+
+
+@pytest.mark.lab
+def test_mount_units_curve_and_its_plot(tmp_path):
+    result = tmp_path / "curve.json"
+    with held("NODEFIX_POD_LOCK"):
+        rc, out = run_logged("bench-mount-units-curve", [sys.executable, "benchmarks/mount_units/curve.py",
+                                                         "--images", "debian12", "--n", "40", "--live", "4",
+                                                         "--batch", "10", "--parallel", "2", "--json", str(result)])
+    assert_ok("bench-mount-units-curve", rc, out)
+    runs = json.loads(result.read_text())["runs"]
+    assert len(runs) == 1 and len(runs[0]["points"]) == 4, runs
+    # the fit and the tables (matplotlib, for --png only, is not needed for them)
+    rc, out = run_logged("bench-mount-units-plot", [sys.executable, "benchmarks/mount_units/plot.py", str(result)])
+    assert_ok("bench-mount-units-plot", rc, out)
+    assert "| 252 |" in out, out

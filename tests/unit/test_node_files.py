@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""meta/node_files.yml: the module_utils files each node-side entry point needs,
+held to the entry point's imports (closure), and read by every shipper."""
+
+import ast
+import os
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MU = os.path.join(ROOT, "plugins", "module_utils")
+PKG = "ansible_collections.nodefix.k8s.plugins.module_utils"
+
+
+def manifest():
+    with open(os.path.join(ROOT, "meta", "node_files.yml")) as fh:
+        return yaml.safe_load(fh)
+
+
+def imported_module_utils(name):
+    """The collection's module_utils a file imports (at any depth of the code: lazy imports count)."""
+    with open(os.path.join(MU, name + ".py")) as fh:
+        tree = ast.parse(fh.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == PKG:
+                found.update(a.name for a in node.names)
+            elif node.module.startswith(PKG + "."):
+                found.add(node.module[len(PKG) + 1:].split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(a.name[len(PKG) + 1:].split(".")[0] for a in node.names if a.name.startswith(PKG + "."))
+    return found
+
+
+def closure(entry):
+    seen, todo = {entry}, [entry]
+    while todo:
+        for dep in imported_module_utils(todo.pop()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return sorted(name + ".py" for name in seen)
+
+
+def test_each_list_is_the_closure_of_its_entry_point():
+    for name, spec in manifest().items():
+        assert spec["module_utils"] == closure(spec["entry"]), (
+            "meta/node_files.yml %s: the files %s imports are %s" % (name, spec["entry"], closure(spec["entry"])))
+
+
+def test_the_reader_sees_both_import_forms():
+    # `from <pkg>._x import y` and `from <pkg> import _x` (both in _mount_units.py)
+    assert {"_common", "_cgroup", "_mount_units_systemd"} <= imported_module_utils("_mount_units")
+
+
+def test_every_shipper_reads_the_manifest_and_keeps_no_list_of_its_own():
+    shippers = {
+        "roles/npd/tasks/install.yml": "npd_plugin",
+        "roles/mount_units/tasks/schedule.yml": "mount_units_cli",
+        "benchmarks/mount_units/run.py": "mount_units_cli",
+    }
+    for rel, key in shippers.items():
+        with open(os.path.join(ROOT, rel)) as fh:
+            text = fh.read()
+        assert "node_files.yml" in text and key in text, rel
+        # no hand-kept file name of module_utils left in the shipper
+        for name in manifest()[key]["module_utils"]:
+            assert "'%s'" % name not in text and '"%s"' % name not in text and " %s," % name not in text, (rel, name)

@@ -300,38 +300,45 @@ def _remove_span(text, a, b):
     return text[:start] + text[end:]
 
 
-def _tidy_continuations(text):
-    """Drop physical lines an edit left as blanks plus a trailing backslash."""
-    lines = text.split("\n")
+def _tidy_continuations(text, touched):
+    """Tidy the physical lines an edit touched (``touched``: their indices); every
+    other line keeps its bytes, so that removing a whole continuation line leaves
+    its neighbours as they were (the closing `` "`` line of a kubespray
+    ``kubelet.env`` included)."""
+    lines = [[line, idx in touched] for idx, line in enumerate(text.split("\n"))]
+
+    def continued(entry):
+        return entry[0].rstrip().endswith("\\") and not entry[0].lstrip().startswith(("#", ";"))
+
+    # a touched line left with only blanks and a backslash, inside a continued value: drop it whole
     out = []
-    for idx, line in enumerate(lines):
-        if line.strip() == "\\" and idx > 0 and out and out[-1].rstrip().endswith("\\"):
+    for entry in lines:
+        if entry[1] and entry[0].strip() == "\\" and out and continued(out[-1]):
             continue
-        out.append(line)
-    # an assignment whose first line is now only the opening quote and a backslash
+        out.append(entry)
+    # a touched first line left with only the opening quote and a backslash
     # (KUBELET_ARGS="\ after its first flag was removed): pull the next line up
     joined = []
-    for line in out:
-        if joined and re.match(r"""^[ \t]*[A-Za-z_][A-Za-z0-9_]*=["']?[ \t]*\\[ \t]*$""", joined[-1]):
-            joined[-1] = re.sub(r"[ \t]*\\[ \t]*$", "", joined[-1]) + line.lstrip(" \t")
+    for entry in out:
+        if joined and joined[-1][1] and re.match(r"""^[ \t]*[A-Za-z_][A-Za-z0-9_]*=["']?[ \t]*\\[ \t]*$""", joined[-1][0]):
+            joined[-1] = [re.sub(r"[ \t]*\\[ \t]*$", "", joined[-1][0]) + entry[0].lstrip(" \t"), True]
             continue
-        joined.append(line)
+        joined.append(entry)
     out = joined
-    # a continued line followed by a line that is now only the closing quote
-    # (its last flag was removed): close the value on the continued line
+    # a touched last line left with only the closing quote (its last flag was
+    # removed): close the value on the line before
     closed = []
-    for line in out:
-        if closed and line.strip() in ('"', "'") and re.search(r"\\[ \t]*$", closed[-1]) \
-                and not closed[-1].lstrip().startswith(("#", ";")):
-            closed[-1] = re.sub(r"[ \t]*\\[ \t]*$", "", closed[-1]) + line.strip()
+    for entry in out:
+        if entry[1] and entry[0].strip() in ('"', "'") and closed and continued(closed[-1]):
+            closed[-1] = [re.sub(r"[ \t]*\\[ \t]*$", "", closed[-1][0]) + entry[0].strip(), True]
             continue
-        closed.append(line)
+        closed.append(entry)
     out = closed
-    # a continued line followed by a now-empty last line: end the logical line there
+    # a touched last line left empty after a continued line: end the logical line there
     for idx in range(len(out) - 1):
-        if out[idx].rstrip().endswith("\\") and not out[idx].lstrip().startswith(("#", ";")) and out[idx + 1].strip() == "":
-            out[idx] = re.sub(r"[ \t]*\\[ \t]*$", "", out[idx])
-    return "\n".join(out)
+        if out[idx + 1][1] and continued(out[idx]) and out[idx + 1][0].strip() == "":
+            out[idx][0] = re.sub(r"[ \t]*\\[ \t]*$", "", out[idx][0])
+    return "\n".join(entry[0] for entry in out)
 
 
 def format_safe(value, in_unit):
@@ -364,11 +371,13 @@ def edit_text(text, is_unit, names, bool_flags, rewrite=None):
             for span in occ["spans"]:
                 ops.append(("remove", span, None))
             edits.append({"flag": "--" + occ["name"], "action": "remove", "old": old})
+    # the physical lines the edits touch (an edit never removes a newline: indices stay)
+    touched = set(text.count("\n", 0, a) for _op, (a, _b), _new in ops)
     for op, (a, b), new in sorted(ops, key=lambda o: o[1][0], reverse=True):
         if op == "replace":
             text = text[:a] + new + text[b:]
         else:
             text = _remove_span(text, a, b)
     if edits:
-        text = _tidy_continuations(text)
+        text = _tidy_continuations(text, touched)
     return text, edits

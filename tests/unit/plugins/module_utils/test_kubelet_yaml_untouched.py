@@ -138,7 +138,8 @@ def test_not_a_plain_block_mapping_falls_back_to_the_full_dump():
     ('A="--kube-api-qps=5 \\\n--max-pods=3"\n', 'A="--max-pods=3"\n'),
     # the last flag: no line left with only the closing quote
     ('A="--v=2 \\\n--kube-api-qps=5"\n', 'A="--v=2"\n'),
-    ('A="--v=2 \\\n  --kube-api-qps=5 \\\n"\n', 'A="--v=2"\n'),
+    # a whole continuation line removed: the closing quote's own line (untouched) stays as it was
+    ('A="--v=2 \\\n  --kube-api-qps=5 \\\n"\n', 'A="--v=2 \\\n"\n'),
     ('A="--kube-api-qps=5 \\\n  --kube-api-burst=7 \\\n  --max-pods=3"\n# keep me\nB=1\n', 'A="--max-pods=3"\n# keep me\nB=1\n'),
     ('A="--kube-api-qps=5 --kube-api-burst=7"\nB=1\n', 'A=""\nB=1\n'),
 ])
@@ -153,3 +154,35 @@ def test_removing_flags_leaves_tidy_env_files(text, expected):
     now = kf.env_assignments(new)[0]
     assert now[0] == old[0]
     assert now[1].split() == [w for w in old[1].split() if not w.startswith(("--kube-api-", "5", "7"))]
+
+
+KUBESPRAY_ENV = (
+    'KUBE_LOG_LEVEL="--v=2"\n'
+    'KUBELET_ARGS="--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \\\n'
+    '--config=/etc/kubernetes/kubelet-config.yaml \\\n'
+    '--runtime-cgroups=/system.slice/containerd.service \\\n'
+    '%s'
+    '%s'
+    'KUBELET_CLOUDPROVIDER=""\n'
+)
+
+
+@pytest.mark.parametrize("closing", [' "\n', '"\n', ' --node-labels= "\n'])
+@pytest.mark.parametrize("stale", [
+    "--kube-api-qps=5 --kube-api-burst=10 --registry-qps=2 \\\n",
+    "  --kube-api-qps 5 \\\n",
+    "--registry-qps=2\t--kube-api-burst=10 \\\n",
+])
+def test_removing_a_whole_continuation_line_keeps_its_neighbours_byte_for_byte(stale, closing):
+    # kubespray's kubelet.env: the stale line goes, every other byte stays (the review's
+    # case merged the line before it with the closing ' "' line)
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kf
+    text = KUBESPRAY_ENV % (stale, closing)
+    new, edits = kf.edit_text(text, False, {"kube-api-qps", "kube-api-burst", "registry-qps"}, kl.BOOL_FLAGS, {})
+    assert edits
+    assert new == KUBESPRAY_ENV % ("", closing), new
+    # and the value read back is the old one minus the flags
+    old_value = dict(a[:2] for a in kf.env_assignments(text))["KUBELET_ARGS"].split()
+    assert dict(a[:2] for a in kf.env_assignments(new))["KUBELET_ARGS"].split() == [
+        w for w in old_value if not w.startswith(("--kube-api-", "--registry-")) and w not in ("5", "10", "2")]

@@ -76,8 +76,10 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_node import (
     kubelet_errors,
     Layer,
     load_layers,
+    node_capacity,
     read_version,
     report,
+    reservation_errors,
 )
 
 # ---------------------------------------------------------------------------
@@ -437,8 +439,11 @@ def missing_targets(config, targets):
 # Long on purpose (~115 lines): one pass that computes every target, the layer it goes to and the flag
 # edits, then proves the result by re-merging; splitting it would pass a dozen locals around.
 def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_name=DEFAULT_DROPIN_NAME,
-         use_config_dir=True, root="/", floors=()):
+         use_config_dir=True, root="/", floors=(), capacity=None):
     """Compute the new texts of every file; raise KubeletError before any write.
+
+    ``capacity`` (``node_capacity``): reservations that would leave the node no
+    allocatable memory, CPU, PIDs or ephemeral storage are refused.
 
     ``floors``: fields of ``settings`` that are a floor by intent (the profile's rate limits): a higher
     version default or value in effect is kept without being a surprise (``raised`` says ``source: profile``).
@@ -540,6 +545,11 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
     errors = kubelet_errors(after_cfg, node.version)
     if errors:
         raise KubeletError("refusing to write a configuration kubelet rejects: " + "; ".join(errors), errors=errors)
+    reserving = [f for f in ("systemReserved", "kubeReserved", "evictionHard") if f in targets]
+    short = reservation_errors(after_cfg, capacity or {}, reserving) if reserving else []
+    if short:
+        raise KubeletError("refusing reservations the node cannot hold: " + "; ".join(short) + "; nothing was written",
+                           errors=short)
     mismatch = missing_targets(after_cfg, targets)
     if mismatch:
         raise KubeletError("after the change these fields would still not have the wanted value (another file or "

@@ -17,11 +17,12 @@ import os
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import (
     FLAG_FIELDS,
     KubeletError,
     parse_kubelet_version,
+    parse_quantity,
     SUPPORTED,
     UNIT,
     UNIT_DIRS,
@@ -410,3 +411,80 @@ def kubelet_errors(config, version):
     if isinstance(pids, int) and pids < -1:
         errs.append("invalid configuration: podPidsLimit %s must be -1 (unlimited) or greater" % pids)
     return errs
+
+
+def _online_cpus(text):
+    """The number of CPUs in a sysfs cpu list (``0-3,6``); None when it cannot be read."""
+    count = 0
+    try:
+        for part in text.strip().split(","):
+            lo, _sep, hi = part.partition("-")
+            count += int(hi or lo) - int(lo) + 1
+    except ValueError:
+        return None
+    return count or None
+
+
+def node_capacity(root="/"):
+    """The node's capacity, as the kubelet reads it (cadvisor): ``memory`` (MemTotal of
+    /proc/meminfo, bytes), ``cpu`` (online CPUs), ``pid`` (kernel.pid_max) and
+    ``ephemeral-storage`` (size of the filesystem holding /var/lib/kubelet, bytes).
+    A value that cannot be read is left out (and nothing is checked against it)."""
+    cap = {}
+    for line in (read_text(root_path(root, "/proc/meminfo")) or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "MemTotal:" and fields[1].isdigit():
+            cap["memory"] = int(fields[1]) * 1024
+    cpus = _online_cpus(read_text(root_path(root, "/sys/devices/system/cpu/online")) or "")
+    if cpus:
+        cap["cpu"] = cpus
+    pid_max = (read_text(root_path(root, "/proc/sys/kernel/pid_max")) or "").strip()
+    if pid_max.isdigit():
+        cap["pid"] = int(pid_max)
+    kubelet_dir = root_path(root, "/var/lib/kubelet")
+    if os.path.isdir(kubelet_dir):
+        try:
+            st = os.statvfs(kubelet_dir)
+            cap["ephemeral-storage"] = st.f_blocks * st.f_frsize
+        except OSError:
+            pass
+    return cap
+
+
+_CAPACITY_SOURCE = {"memory": "MemTotal in /proc/meminfo", "cpu": "/sys/devices/system/cpu/online",
+                    "pid": "kernel.pid_max", "ephemeral-storage": "the filesystem of /var/lib/kubelet"}
+
+
+def reservation_errors(config, capacity, fields=("systemReserved", "kubeReserved", "evictionHard")):
+    """Why the reservations of ``config`` leave the node nothing: for each resource the
+    node's ``capacity`` knows, systemReserved + kubeReserved (+ the hard eviction threshold
+    for memory) must stay below the capacity, else the kubelet's allocatable is zero or
+    negative (Node Allocatable = capacity - kube-reserved - system-reserved - eviction
+    threshold). Only the resources ``fields`` touch are checked."""
+    errors = []
+    for resource, total in sorted(capacity.items()):
+        parts = []
+        for field in ("systemReserved", "kubeReserved"):
+            value = (config.get(field) or {}).get(resource)
+            if value not in (None, ""):
+                parts.append(("%s.%s" % (field, resource), value, parse_quantity(str(value))))
+        if resource == "memory":
+            value = (config.get("evictionHard") or {}).get("memory.available")
+            if isinstance(value, str) and value.endswith("%"):
+                parts.append(("evictionHard.memory.available", value, total * float(value[:-1]) / 100))
+            elif value not in (None, ""):
+                parts.append(("evictionHard.memory.available", value, parse_quantity(str(value))))
+        if not parts or not any(name.split(".", 1)[0] in fields for name, _v, _q in parts):
+            continue
+        reserved = sum(q for _n, _v, q in parts)
+        if reserved >= total:
+            errors.append("%s reserve %s of %s, and the node has %s (%s): its allocatable %s would be %s"
+                          % (" + ".join("%s=%s" % (n, v) for n, v, _q in parts), _show(reserved), resource,
+                             _show(total), _CAPACITY_SOURCE[resource], resource,
+                             "zero" if reserved == total else "negative"))
+    return errors
+
+
+def _show(value):
+    return str(int(value)) if value == int(value) else "%.3f" % float(value)
+

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import fractions
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
@@ -200,8 +201,45 @@ class KubeletError(NodefixError):
 # Values: validation of requested settings
 # ---------------------------------------------------------------------------
 
-_QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$")
+# resource.Quantity's serialization format (k8s.io/apimachinery/pkg/api/resource,
+# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/):
+# <sign?><digits>[.<digits>] with a binary-SI suffix (Ki..Ei), a decimal-SI one
+# (n u m "" k M G T P E) or a decimal exponent (e<int> / E<int>; "E" alone is exa).
+_QUANTITY_RE = re.compile(r"^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
 _PERCENT_RE = re.compile(r"^[0-9]+(\.[0-9]+)?%$")
+_BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+# "no quantity may represent a number greater than 2^63-1 in magnitude" (the Quantity docs)
+QUANTITY_MAX = 2 ** 63 - 1
+
+
+def parse_quantity(text):
+    """The value of a Kubernetes quantity as an exact Fraction; ValueError names what is wrong.
+
+    Parsed the way resource.ParseQuantity reads it (suffixes, exponents, a
+    leading sign, ``5.`` and ``.5``), and bounded as a Quantity is: a magnitude
+    above 2^63-1 (``1e999``) is refused, where Kubernetes would silently cap it.
+    """
+    found = _QUANTITY_RE.match(text) if isinstance(text, str) else None
+    if not found:
+        raise ValueError("%r is not a Kubernetes quantity (like 500Mi, 1.5G, 100m or 12e6)" % (text,))
+    sign, number, suffix = found.group(1), found.group(2), found.group(3) or ""
+    if suffix in _BINARY_SI:
+        scale = fractions.Fraction(2 ** _BINARY_SI[suffix])
+    else:
+        exponent = _DECIMAL_SI[suffix] if suffix in _DECIMAL_SI else int(suffix[1:])
+        # beyond 10^±40 no digits of a real quantity are left (bounded before 10**exponent is computed)
+        if exponent > 40:
+            raise ValueError("%r is larger than a Kubernetes quantity can be (2^63-1)" % text)
+        if exponent < -40:
+            return fractions.Fraction(0)
+        scale = fractions.Fraction(10) ** exponent
+    value = fractions.Fraction(number if not number.endswith(".") else number[:-1]) * scale
+    if sign == "-":
+        value = -value
+    if abs(value) > QUANTITY_MAX:
+        raise ValueError("%r is larger than a Kubernetes quantity can be (2^63-1)" % text)
+    return value
 
 
 def _to_int(name, value, errors):
@@ -292,19 +330,19 @@ def validate_settings(settings):
                 if sval is None or not sval:
                     errors.append("%s.%s: expected a quantity, got %r" % (name, key, val))
                     continue
-                if name.startswith("eviction"):
-                    ok = _PERCENT_RE.match(sval) or _QUANTITY_RE.match(sval)
+                if name.startswith("eviction") and _PERCENT_RE.match(sval):
+                    if float(sval[:-1]) > 100:
+                        errors.append("%s.%s: %r is more than 100%%" % (name, key, val))
+                        continue
                 else:
-                    ok = _QUANTITY_RE.match(sval)
-                if not ok:
-                    errors.append("%s.%s: %r is not a valid quantity" % (name, key, val))
-                    continue
-                if sval.startswith("-"):
-                    errors.append("%s.%s: %r must not be negative" % (name, key, val))
-                    continue
-                if sval.endswith("%") and float(sval[:-1]) > 100:
-                    errors.append("%s.%s: %r is more than 100%%" % (name, key, val))
-                    continue
+                    try:
+                        quantity = parse_quantity(sval)
+                    except ValueError as exc:
+                        errors.append("%s.%s: %s" % (name, key, exc))
+                        continue
+                    if quantity < 0:
+                        errors.append("%s.%s: %r must not be negative" % (name, key, val))
+                        continue
                 clean[key] = sval
             out[name] = clean
     if errors:

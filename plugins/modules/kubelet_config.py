@@ -55,6 +55,12 @@ options:
         V(evictionHard), V(evictionSoft), V(systemReserved), V(kubeReserved).
       - Maps (V(evictionHard), V(systemReserved) ...) are merged into the map in effect; when V(evictionHard) was not
         set anywhere the kubelet defaults are kept for the other signals (a partial map disables them otherwise).
+      - Quantities are read the way Kubernetes reads them (C(resource.Quantity) - C(500Mi), C(1.5G), C(100m), C(12e6))
+        and bounded as it bounds them (2^63-1 at most - C(1e999) is refused). Reservations the node cannot hold are
+        refused before anything is written - V(systemReserved) plus V(kubeReserved) (plus the V(evictionHard)
+        C(memory.available) threshold for memory) must stay below the node's capacity, read from the node (MemTotal,
+        the online CPUs, C(kernel.pid_max), the filesystem of C(/var/lib/kubelet)), or the kubelet's allocatable
+        would be zero or negative.
       - Empty (the default) only reports the configuration.
     type: dict
     default: {}
@@ -508,7 +514,7 @@ def main():
     try:
         planned = kl.plan(node, layers, settings, allow_lower=p["allow_lower"], stale_mode=p["stale_flags"],
                           dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=root,
-                          floors=profile["floors"] if profile else ())
+                          floors=profile["floors"] if profile else (), capacity=kl.node_capacity(root))
     except kl.KubeletError as exc:
         module.fail_json(msg=exc.msg, **dict(exc.details, before=facts["effective"]))
 

@@ -371,7 +371,7 @@ BAD_SETTINGS = [
     ({"evictionHard": {"memory.availble": "5%"}}, ["unknown key", "did you mean memory.available"]),
     ({"evictionHard": ["memory.available<5%"]}, ["evictionHard", "expected a mapping"]),
     ({"systemReserved": {"memory": "-1Gi"}}, ["systemReserved.memory"]),
-    ({"systemReserved": {"memory": "1 Gi"}}, ["systemReserved.memory", "not a valid quantity"]),
+    ({"systemReserved": {"memory": "1 Gi"}}, ["systemReserved.memory", "not a Kubernetes quantity"]),
     ({"kubeReserved": {"gpu": "1"}}, ["kubeReserved", "unknown key"]),
     ({"kubeApiQps": 50}, ["kubeApiQps", "did you mean kubeAPIQPS"]),
     ({"cgroupDriver": "systemd"}, ["cgroupDriver", "does not manage"]),
@@ -425,3 +425,50 @@ def test_backups_are_pruned_per_file(run_module, node):
     assert not failed and result["changed"]
     left = [n for n in os.listdir(os.path.dirname(cfg)) if n.startswith("config.yaml.")]
     assert len(left) == 1 and left[0] != "config.yaml.203.2026-01-04@00:00:00~"
+
+
+# ---- quantities: read as Kubernetes reads them, bounded by the quantity type and by the node ------------
+
+@pytest.mark.parametrize("settings,words", [
+    ({"systemReserved": {"memory": "1e999"}}, ["systemReserved.memory", "larger than a Kubernetes quantity can be"]),
+    ({"kubeReserved": {"memory": "9Ei"}}, ["kubeReserved.memory", "larger than a Kubernetes quantity can be"]),
+    ({"systemReserved": {"cpu": "1.2.3"}}, ["systemReserved.cpu", "is not a Kubernetes quantity"]),
+    ({"systemReserved": {"memory": "1ki"}}, ["systemReserved.memory", "is not a Kubernetes quantity"]),
+    ({"evictionHard": {"memory.available": "e3"}}, ["evictionHard.memory.available", "is not a Kubernetes quantity"]),
+    ({"systemReserved": {"memory": "-1Gi"}}, ["systemReserved.memory", "must not be negative"]),
+])
+def test_absurd_quantities_are_refused(run_module, node, settings, words):
+    base, root = node
+    refused(run_module, kubelet_config, {"root": root, "settings": settings, "kubelet_version": "1.29.3"}, base, words)
+
+
+def node_with_capacity(root, mem_kib=4194304, cpus="0-1"):
+    put(root, "proc/meminfo", "MemTotal:       %d kB\nMemFree:         100000 kB\n" % mem_kib)
+    put(root, "sys/devices/system/cpu/online", cpus + "\n")
+    put(root, "proc/sys/kernel/pid_max", "4194304\n")
+
+
+@pytest.mark.parametrize("settings,words", [
+    # a 4 GiB node: 8Gi reserved leaves the kubelet a negative allocatable
+    ({"systemReserved": {"memory": "8Gi"}}, ["systemReserved.memory=8Gi", "the node has 4294967296",
+                                             "MemTotal in /proc/meminfo", "would be negative"]),
+    # together: system + kube + the hard eviction threshold
+    ({"systemReserved": {"memory": "2Gi"}, "kubeReserved": {"memory": "1536Mi"},
+      "evictionHard": {"memory.available": "512Mi"}}, ["evictionHard.memory.available=512Mi", "would be zero"]),
+    # two CPUs, three reserved
+    ({"systemReserved": {"cpu": "1500m"}, "kubeReserved": {"cpu": "1.5"}}, ["kubeReserved.cpu=1.5", "of cpu",
+                                                                              "would be negative"]),
+])
+def test_reservations_above_the_nodes_capacity_are_refused(run_module, node, settings, words):
+    base, root = node
+    node_with_capacity(root)
+    refused(run_module, kubelet_config, {"root": root, "settings": settings, "kubelet_version": "1.29.3"}, base, words)
+
+
+def test_reservations_the_node_holds_are_written(run_module, node):
+    _base, root = node
+    node_with_capacity(root)
+    result, failed, _t = run(run_module, root, settings={"systemReserved": {"memory": "1Gi", "cpu": "500m"},
+                                                         "kubeReserved": {"memory": "512Mi"}})
+    assert not failed and result["changed"], result
+    assert result["effective"]["systemReserved"]["value"] == {"memory": "1Gi", "cpu": "500m"}

@@ -237,7 +237,7 @@ def test_merge_patch_lists_replace_and_null_deletes():
     ({"podPidsLimit": -2}, "must be -1 or greater"),
     ({"serializeImagePulls": "maybe"}, "expected a boolean"),
     ({"evictionHard": {"memory.avail": "1Gi"}}, "unknown key 'memory.avail' (did you mean memory.available?)"),
-    ({"systemReserved": {"memory": "lots"}}, "is not a valid quantity"),
+    ({"systemReserved": {"memory": "lots"}}, "is not a Kubernetes quantity"),
     ({"evictionHard": "memory.available<1Gi"}, "expected a mapping"),
 ])
 def test_bad_settings_are_rejected_with_a_clear_message(settings, message):

@@ -5,6 +5,7 @@ and everything that states or applies it follows that place: the detector's
 generated docs, the role defaults and molecule's expectations."""
 
 import importlib
+from fractions import Fraction
 import os
 import re
 import sys
@@ -135,3 +136,40 @@ def test_the_docs_state_the_floor_the_code_sets():
             text = fh.read()
         pair = r"\b%d\s*/\s*%d\b" % (_kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"], _kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIBurst"])
         assert not re.search(pair, text), rel
+
+
+# ---- resource.Quantity -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,value", [
+    ("500Mi", 500 * 2 ** 20), ("1.5G", 1500000000), ("100m", Fraction(1, 10)), ("12e6", 12000000),
+    ("1.5e3", 1500), ("5.", 5), (".5", Fraction(1, 2)), ("+1", 1), ("1E", 10 ** 18), ("1E3", 1000),
+    ("1e-3", Fraction(1, 1000)), ("7Ei", 7 * 2 ** 60), ("9223372036854775807", 2 ** 63 - 1), ("0", 0),
+    ("-1Gi", -(2 ** 30)), ("250n", Fraction(250, 10 ** 9)),
+])
+def test_quantities_read_as_kubernetes_reads_them(text, value):
+    assert _kubelet_schema.parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text,word", [
+    ("1e999", "larger"), ("8Ei", "larger"), ("9223372036854775808", "larger"), ("1ki", "not a Kubernetes quantity"),
+    ("e3", "not a Kubernetes quantity"), ("", "not a Kubernetes quantity"), ("1.2.3", "not a Kubernetes quantity"),
+    ("1 Gi", "not a Kubernetes quantity"), ("Gi", "not a Kubernetes quantity"), ("0x10", "not a Kubernetes quantity"),
+])
+def test_quantities_kubernetes_refuses_or_caps_are_refused(text, word):
+    with pytest.raises(ValueError, match=word):
+        _kubelet_schema.parse_quantity(text)
+
+
+def test_node_capacity_is_read_from_the_node_tree(tmp_path):
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/meminfo").write_text("MemTotal:        2048000 kB\nMemFree: 1 kB\n")
+    (tmp_path / "proc/sys/kernel/pid_max").write_text("32768\n")
+    (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/cpu/online").write_text("0-3,6\n")
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    cap = kn.node_capacity(str(tmp_path))
+    assert cap["memory"] == 2048000 * 1024 and cap["cpu"] == 5 and cap["pid"] == 32768
+    assert cap["ephemeral-storage"] > 0
+    # what cannot be read is left out, never guessed
+    assert kn.node_capacity(str(tmp_path / "nothing")) == {}

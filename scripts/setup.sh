@@ -81,6 +81,11 @@ step sanity-venv sanity_venv
 #    containerd scenario builds its release-archive mirror from them.
 log "real containerd and runc packages (lab/cache/containerd)"
 step containerd-debs bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
+#    and the real consumers of the Prometheus files: Debian 12's node_exporter and
+#    promtool (tests/unit/plugins/modules/test_prometheus_consumers.py)
+log "node_exporter and promtool (lab/cache/prometheus)"
+step prometheus-debs env NODEFIX_DEBS_DIR="$NODEFIX_ROOT/lab/cache/prometheus" \
+  bash tests/unit/fixtures/containerd/fetch-debs.sh "prometheus-node-exporter=1.5.0-1+b6 prometheus=2.42.0+ds-5+deb12u1" >/dev/null
 
 # 6. Lab images (cached; rebuilt only when their recipe changes): the three
 #    container nodes and the cgroup v2 VM node (a podman image holding the

@@ -18,7 +18,12 @@ Series (all gauges):
   a clean node is visible as such).
 - ``nodefix_audit_check_failed{check}``: 1 when a detector could not run (its
   findings are unknown), 0 when it ran.
-- ``nodefix_audit_timestamp_seconds``: when the audit ran (alert when stale).
+
+No timestamp series: a file's bytes depend only on the findings, so an
+unchanged node keeps an unchanged file (``changed=false``, honestly). Its
+modification time is refreshed on every run (``refresh``): node_exporter's own
+``node_textfile_mtime_seconds{file}`` is the time of the last audit (alert
+when stale).
 
 The fleet file (``audit_report`` format ``prometheus``) carries the same series
 with a ``node`` label, waived findings as ``nodefix_finding_waived`` (not as
@@ -30,9 +35,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
+import os
 
-TIMESTAMP = "nodefix_audit_timestamp_seconds"
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
 
 HELP = {
     "nodefix_finding": "An open nodefix.k8s finding (1); the series goes away when the finding is fixed.",
@@ -40,7 +45,6 @@ HELP = {
     "nodefix_findings": "Open nodefix.k8s findings per severity.",
     "nodefix_audit_check_failed": "1 when a nodefix.k8s detector could not run (its findings are unknown), else 0.",
     "nodefix_node_audited": "1 when the node was audited, 0 when it could not be (unreachable or failed).",
-    TIMESTAMP: "When the nodefix.k8s audit ran (Unix time).",
 }
 
 # A label value is bounded so one odd subject cannot bloat every scrape.
@@ -119,15 +123,14 @@ def _node_series(text, findings, checks_failed, extra=None):
         text.add("nodefix_audit_check_failed", dict(extra or {}, check=name), checks_failed[name])
 
 
-def node_textfile(result, timestamp):
+def node_textfile(result):
     """The textfile of one node from its node_audit result (findings, checks)."""
     text = _Text()
     _node_series(text, list(result.get("findings") or []), failed_checks(result))
-    text.add(TIMESTAMP, {}, round(float(timestamp), 3))
     return text.render()
 
 
-def fleet_textfile(model, timestamp):
+def fleet_textfile(model):
     """The fleet file from audit_report's model (open and waived findings, checks_failed per node)."""
     text = _Text()
     for node in model["nodes"]:
@@ -138,12 +141,11 @@ def fleet_textfile(model, timestamp):
         _node_series(text, node["findings"], node.get("checks_failed") or {}, host)
         for f in node.get("waived") or []:
             text.add("nodefix_finding_waived", _finding_labels(f, host), 1)
-    text.add(TIMESTAMP, {}, round(float(timestamp), 3))
     return text.render()
 
 
-def same_but_timestamp(old, new):
-    """Whether two textfiles differ only in the audit timestamp (a refresh, not a change of findings)."""
-    def strip(text):
-        return [line for line in (text or "").splitlines() if not line.startswith(TIMESTAMP + " ")]
-    return old is not None and strip(old) == strip(new)
+def refresh(path):
+    """Set ``path``'s modification time to now, its bytes untouched: the audit's heartbeat,
+    read by node_exporter as ``node_textfile_mtime_seconds`` (a file whose findings did not
+    change is not rewritten, and would otherwise look as old as its last change)."""
+    os.utime(path, None)

@@ -18,7 +18,6 @@ import datetime
 import fnmatch
 import json
 import textwrap
-import time
 import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
@@ -677,5 +676,5 @@ RENDERERS = {
     "markdown": ("report.md", to_markdown),
     "html": ("report.html", to_html),
     "junit": ("junit.xml", to_junit),
-    "prometheus": ("nodefix.prom", lambda model: fleet_textfile(model, time.time())),
+    "prometheus": ("nodefix.prom", fleet_textfile),
 }

@@ -65,7 +65,9 @@ options:
       - 'The V(prometheus) format carries the series of M(nodefix.k8s.node_audit)''s O(nodefix.k8s.node_audit#module:textfile)
         with a C(node) label, plus C(nodefix_node_audited{node}) (0 when the node could not be audited) and
         C(nodefix_finding_waived{node,check,id,severity,subject}) - a waived finding is left out of C(nodefix_finding)
-        (a waiver is a decision not to alert) and listed there. A new timestamp alone does not make the task changed.'
+        (a waiver is a decision not to alert) and listed there. Its bytes depend on the findings only (no timestamp
+        series) - an unchanged fleet keeps an unchanged file and C(changed=false); every run (not in check mode) sets
+        its modification time to now, the heartbeat a textfile collector exports as C(node_textfile_mtime_seconds).'
     type: str
     default: nodefix.k8s fleet audit
   generated:
@@ -219,7 +221,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import same_but_timestamp
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import refresh
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     RENDERERS,
     ReportInputError,
@@ -233,13 +235,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
 
 
 def plan_files(module, p, model):
-    """(changed, {format: path}, [(real path, content)]) of the report files; fails on an unsafe dest."""
+    """(changed, {format: path}, [(real path, content)], [real paths unchanged]) of the report files;
+    fails on an unsafe dest."""
     dest = p["dest"]
     if os.path.lexists(dest) and not os.path.isdir(dest):
         module.fail_json(msg="dest %s exists and is not a directory; nothing was written" % dest)
     files = {}
     writes = []
-    changed = False
+    unchanged = []
     for fmt in p["formats"]:
         name, render = RENDERERS[fmt]
         content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
@@ -252,9 +255,9 @@ def plan_files(module, p, model):
             module.fail_json(msg="%s; nothing was written" % exc.msg)
         if current != content:
             writes.append((real, content))
-            # the Prometheus file is refreshed on every run; a new timestamp alone is not a change
-            changed = changed or not (fmt == "prometheus" and same_but_timestamp(current, content))
-    return changed, files, writes
+        elif fmt == "prometheus":
+            unchanged.append(real)  # the heartbeat: a new modification time, its bytes kept
+    return bool(writes), files, writes, unchanged
 
 
 def main():
@@ -294,12 +297,15 @@ def main():
         module.fail_json(msg="bad input: %s; nothing was written" % err)
     except WaiverError as err:
         module.fail_json(msg="bad waiver: %s; nothing was written" % err)
-    changed, files, writes = plan_files(module, p, model)
-    if writes and not module.check_mode:
+    changed, files, writes, unchanged = plan_files(module, p, model)
+    if not module.check_mode:
         try:
-            if not os.path.isdir(p["dest"]):
+            if writes and not os.path.isdir(p["dest"]):
                 os.makedirs(p["dest"])
-            _fileio.write_files(module, writes, backup=False, mode=0o644)
+            if writes:
+                _fileio.write_files(module, writes, backup=False, mode=0o644)
+            for real in unchanged:
+                refresh(real)
         except (OSError, _fileio.FileSafetyError) as exc:
             module.fail_json(msg="cannot write the report: %s" % (getattr(exc, "msg", None) or exc))
     for w in model["waivers_expired"]:

@@ -75,12 +75,16 @@ options:
         reads that directory).
       - Series, all gauges - C(nodefix_finding{check,id,severity,subject}) 1 per open finding (gone when fixed);
         C(nodefix_findings{severity}) the count per severity (0 included); C(nodefix_audit_check_failed{check})
-        1 when a detector could not run; C(nodefix_audit_timestamp_seconds) when the audit ran. Waivers are a fleet
-        decision and are applied in M(nodefix.k8s.audit_report)'s C(prometheus) format, not here.
+        1 when a detector could not run. Waivers are a fleet decision and are applied in
+        M(nodefix.k8s.audit_report)'s C(prometheus) format, not here.
       - The name must end in C(.prom) and its directory must exist. Written atomically (a temporary file in the
         same directory whose name does not end in C(.prom), then a rename), through a symlink, mode 0644 for a new
-        file, no backup. The timestamp is refreshed on every run; the task is changed only when the findings differ
-        from the file's, so repeated audits stay C(changed=false).
+        file, no backup.
+      - The file's bytes depend on the findings only (no timestamp series) - it is rewritten, and the task is
+        changed, only when they differ, so repeated audits of an unchanged node stay C(changed=false) with the
+        same bytes. Every run (not in check mode) sets the file's modification time to now, its bytes untouched -
+        the audit's heartbeat, which node_exporter exports as C(node_textfile_mtime_seconds{file}) - alert on that
+        for a stale audit.
     type: path
 seealso:
   - module: nodefix.k8s.audit_report
@@ -182,10 +186,11 @@ textfile:
       type: str
       sample: /var/lib/prometheus/node-exporter/nodefix.prom
     changed:
-      description: Whether the findings in the file changed (the timestamp alone does not count).
+      description: Whether the file's bytes changed (its findings differ from the file's).
       type: bool
     written:
-      description: Whether the file was written (false in check mode).
+      description: Whether the file was rewritten (false in check mode, and when its bytes were already right - then
+        only its modification time was refreshed).
       type: bool
     series:
       description: Number of C(nodefix_finding) series (open findings, one per id and subject).
@@ -193,7 +198,6 @@ textfile:
 """
 
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -240,21 +244,26 @@ def textfile_target(root, path):
 
 
 def write_textfile(module, real, result):
-    """Render and (not in check mode) write the textfile atomically; changed when the findings differ."""
-    text = _prometheus.node_textfile(result, time.time())
+    """Render and (not in check mode) write the textfile atomically when its bytes change
+    (changed); an unchanged one keeps its bytes and gets a new modification time, the
+    audit's heartbeat (node_exporter's node_textfile_mtime_seconds)."""
+    text = _prometheus.node_textfile(result)
     try:
         old = read_utf8(real, what="textfile")
     except FileSafetyError:
         old = None  # unreadable or not text: rewritten as a whole
-    changed = not _prometheus.same_but_timestamp(old, text)
+    changed = old != text
     info = {"path": real, "changed": changed, "written": False,
             "series": sum(1 for line in text.splitlines() if line.startswith("nodefix_finding{"))}
     if module.check_mode:
         return info
-    # the collection's one atomic writer: temp file beside it (its name does not end in .prom, so the
-    # collector never reads a half-written file), atomic_move, mode/owner kept, 0644 when new
-    write_files(module, [(real, text)], backup=False, mode=0o644)
-    info["written"] = True
+    if changed:
+        # the collection's one atomic writer: temp file beside it (its name does not end in .prom, so the
+        # collector never reads a half-written file), atomic_move, mode/owner kept, 0644 when new
+        write_files(module, [(real, text)], backup=False, mode=0o644)
+        info["written"] = True
+    else:
+        _prometheus.refresh(real)
     return info
 
 

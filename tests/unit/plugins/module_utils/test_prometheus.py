@@ -30,7 +30,7 @@ def parse(text):
 
 
 def test_node_textfile_parses_with_one_series_per_open_finding():
-    text = _prometheus.node_textfile(AUDIT, 1790000000.5)
+    text = _prometheus.node_textfile(AUDIT)
     fams = parse(text)
     findings = fams["nodefix_finding"]
     assert len(findings) == 5
@@ -42,28 +42,26 @@ def test_node_textfile_parses_with_one_series_per_open_finding():
     assert counts == {"critical": 2, "high": 2, "medium": 0, "low": 2, "info": 0}
     failed = dict((s.labels["check"], s.value) for s in fams["nodefix_audit_check_failed"])
     assert failed == {"gvisor": 0, "kubelet": 1, "pids": 0}
-    assert fams["nodefix_audit_timestamp_seconds"][0].value == 1790000000.5
+    # no timestamp series: the bytes depend on the findings only (the mtime is the heartbeat)
+    assert not [name for name in fams if "timestamp" in name]
 
 
 def test_clean_node_still_exports_zero_counts_and_no_finding_series():
-    fams = parse(_prometheus.node_textfile({"checks": {"gvisor": {}}, "findings": []}, 1))
+    fams = parse(_prometheus.node_textfile({"checks": {"gvisor": {}}, "findings": []}))
     assert "nodefix_finding" not in fams
     assert sum(s.value for s in fams["nodefix_findings"]) == 0 and len(fams["nodefix_findings"]) == 5
 
 
 def test_long_subject_is_bounded():
-    text = _prometheus.node_textfile({"findings": [finding("x.y", "low", "s" * 5000)]}, 1)
+    text = _prometheus.node_textfile({"findings": [finding("x.y", "low", "s" * 5000)]})
     subject = parse(text)["nodefix_finding"][0].labels["subject"]
     assert len(subject) == _prometheus.MAX_LABEL and subject.endswith("...")
 
 
-def test_timestamp_alone_is_not_a_change():
-    a = _prometheus.node_textfile(AUDIT, 1)
-    b = _prometheus.node_textfile(AUDIT, 2)
-    assert a != b and _prometheus.same_but_timestamp(a, b)
-    c = _prometheus.node_textfile({"checks": AUDIT["checks"], "findings": AUDIT["findings"][:1]}, 2)
-    assert not _prometheus.same_but_timestamp(a, c)
-    assert not _prometheus.same_but_timestamp(None, a)
+def test_same_findings_same_bytes():
+    assert _prometheus.node_textfile(AUDIT) == _prometheus.node_textfile(AUDIT)
+    assert _prometheus.node_textfile(AUDIT) != _prometheus.node_textfile(
+        {"checks": AUDIT["checks"], "findings": AUDIT["findings"][:1]})
 
 
 def test_fleet_textfile_labels_nodes_keeps_waived_apart_and_marks_unaudited():
@@ -74,7 +72,7 @@ def test_fleet_textfile_labels_nodes_keeps_waived_apart_and_marks_unaudited():
     }
     waivers = [{"id": "pids.zombies", "hosts": ["n2"], "reason": "workload bug, ticket OPS-1"}]
     model = build_model(results, waivers=waivers)
-    fams = parse(_prometheus.fleet_textfile(model, 5))
+    fams = parse(_prometheus.fleet_textfile(model))
     audited = dict((s.labels["node"], s.value) for s in fams["nodefix_node_audited"])
     assert audited == {"n1": 1, "n2": 1, "n3": 0}
     nodes = set(s.labels["node"] for s in fams["nodefix_finding"])

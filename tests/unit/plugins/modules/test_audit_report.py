@@ -18,10 +18,15 @@ def test_writes_all_formats_then_is_idempotent(run_module, tmp_path):
     assert result["totals"]["findings"] == 1
     assert result["table"][2].split()[:2] == ["n1", "1"]
     prom = (dest / "nodefix.prom").read_text()
+    before = dict((name, (dest / name).read_bytes()) for name in os.listdir(dest))
+    os.utime(str(dest / "nodefix.prom"), (1000000000, 1000000000))
     again, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
-    # the Prometheus file got a fresh timestamp: written, but not a change
+    # the same findings: every file keeps its bytes, not a change; the Prometheus file's
+    # modification time is the heartbeat (node_textfile_mtime_seconds)
     assert not failed and again["changed"] is False
-    assert "nodefix_audit_timestamp_seconds" in (dest / "nodefix.prom").read_text()
+    assert dict((name, (dest / name).read_bytes()) for name in os.listdir(dest)) == before
+    assert (dest / "nodefix.prom").stat().st_mtime > 1000000000 + 86400
+    assert "timestamp" not in prom
     assert 'nodefix_finding{check="",id="pids.zombie_leaker",node="n1",severity="medium",subject="42"} 1' in prom
     fixed = {"n1": {"findings": []}, "n2": {"findings": []}}
     third, failed, _dummy = run_module(audit_report, {"results": fixed, "dest": str(dest)})

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """node_audit: every detector in one call, failures isolated, fail_on policy."""
 
+import os
+
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _options, _process
@@ -189,16 +191,19 @@ def test_textfile_written_atomically_then_unchanged_until_findings_change(run_mo
     # no temporary file left behind for the collector to read
     assert sorted(p.name for p in dest.parent.iterdir()) == ["nodefix.prom"]
 
-    # same findings: the timestamp is refreshed, the run is not a change
-    first = dest.read_text()
+    # same findings: the same bytes (same file, not rewritten), not a change; only the
+    # modification time moves (the heartbeat node_exporter exports as node_textfile_mtime_seconds)
+    first, inode = dest.read_bytes(), dest.stat().st_ino
+    os.utime(str(dest), (1000000000, 1000000000))
     result, failed, _dummy = run_module(node_audit, args)
-    assert not failed and result["changed"] is False and result["textfile"]["written"] is True
-
-    def stamp(text):
-        return float([line for line in text.splitlines() if line.startswith("nodefix_audit_timestamp_seconds ")][0].split()[1])
-    assert stamp(dest.read_text()) >= stamp(first)
-    assert [line for line in dest.read_text().splitlines() if "timestamp_seconds " not in line] == \
-        [line for line in first.splitlines() if "timestamp_seconds " not in line]
+    assert not failed and result["changed"] is False and result["textfile"]["changed"] is False
+    assert result["textfile"]["written"] is False
+    assert dest.read_bytes() == first and dest.stat().st_ino == inode
+    assert dest.stat().st_mtime > 1000000000 + 86400
+    # and check mode does not even touch it
+    os.utime(str(dest), (1000000000, 1000000000))
+    result, failed, _dummy = run_module(node_audit, args, check_mode=True)
+    assert not failed and result["changed"] is False and dest.stat().st_mtime == 1000000000
 
     # the finding is fixed: a change, and the series is gone
     fake_detectors(monkeypatch, {})

@@ -6,6 +6,9 @@ export NODEFIX_ROOT
 export NODEFIX_VENV="${NODEFIX_VENV:-$NODEFIX_ROOT/.venv}"
 export NODEFIX_CACHE="$NODEFIX_ROOT/.cache"
 export NODEFIX_COLLECTIONS="$NODEFIX_CACHE/collections"
+# The lab VM's image (lab/vm/build.sh; cached by recipe hash): machine-wide like
+# podman's image store, so a fresh checkout on a machine that built it reuses it.
+export NODEFIX_VM_IMAGE_DIR="${NODEFIX_VM_IMAGE_DIR:-/var/cache/nodefix-k8s/lab-vm/image}"
 export CONTAINERS_CONF="$NODEFIX_ROOT/lab/containers.conf"
 export ANSIBLE_COLLECTIONS_PATH="$NODEFIX_COLLECTIONS:$NODEFIX_VENV/lib/python3.11/site-packages"
 export ANSIBLE_CONFIG="$NODEFIX_ROOT/ansible.cfg"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the cgroup v2 lab node image (a QEMU VM) from Debian packages only and
-# keep it in the project's cache: .cache/lab-vm/image/ holds disk.qcow2,
+# keep it in $NODEFIX_VM_IMAGE_DIR (scripts/env.sh: /var/cache/nodefix-k8s/lab-vm/image,
+# machine-wide like podman's image store: a fresh checkout reuses it): disk.qcow2,
 # vmlinuz, initrd and the file `recipe`, the hash of this recipe. An image
-# whose recipe matches is reused; nothing is rebuilt. (It was a podman image
+# whose recipe matches is reused; nothing is rebuilt (one build at a time: a lock
+# file beside it). (It was a podman image
 # once: importing and unpacking 900 MB again cost ~25 s for nothing.) No loop devices, no mounts on the
 # host: mmdebstrap, `mke2fs -d` and `qemu-img convert` work on plain files.
 # Measured here from nothing: ~70 s for the tree (mmdebstrap, parallel
@@ -26,7 +28,10 @@ set -euo pipefail
 MIRROR=${NODEFIX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SIZE=${NODEFIX_VM_DISK_SIZE:-4G}
 IMAGE=nodefix-vm-debian12
-IMAGE_DIR=$NODEFIX_CACHE/lab-vm/image
+IMAGE_DIR=$NODEFIX_VM_IMAGE_DIR
+mkdir -p "$(dirname "$IMAGE_DIR")"
+exec 9> "$IMAGE_DIR.lock"
+flock 9
 SUITE=bookworm
 NEXT_SUITE=trixie
 # systemd, the kernel and what a kubeadm-style node has, plus what the lab
@@ -109,7 +114,7 @@ chroot "$root" apt-get clean
 rm -f "$root"/var/lib/apt/lists/*_Packages
 
 # 4. Disk image, kernel, initramfs -> $IMAGE_DIR (renamed into place whole) ----------
-out=$NODEFIX_CACHE/lab-vm/image.new
+out=$IMAGE_DIR.new
 rm -rf "$out"; mkdir -p "$out"
 cp -L "$root/vmlinuz" "$out/vmlinuz"
 cp -L "$root/initrd.img" "$out/initrd"

@@ -6,8 +6,8 @@
 #   vm.sh stop NAME                      stop the QEMU process of NAME's pid file (nothing else)
 #   vm.sh ssh NAME [command...]          root shell on NAME (debugging)
 #
-# Everything lives under $NODEFIX_CACHE/lab-vm (the project's .cache): the image
-# (lab/vm/build.sh writes it there), and per VM a run directory with a throw-away qcow2
+# The image is in $NODEFIX_VM_IMAGE_DIR (lab/vm/build.sh writes it; scripts/env.sh);
+# everything else lives under $NODEFIX_CACHE/lab-vm (the project's .cache): per VM a run directory with a throw-away qcow2
 # overlay, the pid file, the serial console log and the lab's SSH key for this boot
 # (passed to the guest through QEMU's fw_cfg; the image holds no key).
 #
@@ -59,7 +59,7 @@ stop_vm() {
 }
 
 image_dir() {
-  img=$BASE/image
+  img=$NODEFIX_VM_IMAGE_DIR
   [ -f "$img/recipe" ] && [ -f "$img/disk.qcow2" ] \
     || { echo "no VM image in $img: run lab/vm/build.sh (scripts/setup.sh does)" >&2; exit 1; }
 }

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, assert_ok, run_logged
+from conftest import ENV, assert_ok, run_logged
 
 IMAGES = ("debian11", "debian12", "debian13")
 
@@ -35,7 +35,7 @@ def test_vm_image_is_cached_and_holds_disk_kernel_and_initramfs():
     assert_ok("images-vm-rebuild", rc, out)
     assert "image nodefix-vm-debian12 is up to date" in out, out
     assert "building" not in out
-    image = os.path.join(ROOT, ".cache", "lab-vm", "image")
+    image = ENV["NODEFIX_VM_IMAGE_DIR"]  # machine-wide (scripts/env.sh), reused by a fresh checkout
     with open(os.path.join(image, "recipe")) as fh:
         recipe = fh.read().strip()
     assert len(recipe) == 16 and recipe in out, (recipe, out)

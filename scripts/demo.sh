@@ -4,9 +4,12 @@
 # nodefix.k8s.audit -> nodefix.k8s.remediate -> nodefix.k8s.audit, and the
 # before/after table. Extra arguments go to ansible-playbook
 # (e.g. -e nodefix_lab_keep=true to keep the containers afterwards).
+# Ends with the time of the set-up and of the whole run.
 set -euo pipefail
+start=$SECONDS
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+echo "set-up: $((SECONDS - start))s"
 . scripts/env.sh
 export NODEFIX_REPORT_DIR="${NODEFIX_REPORT_DIR:-$NODEFIX_ROOT/reports}"
 rc=0
@@ -15,7 +18,9 @@ if [ "$rc" != 0 ]; then
   # never leave sandboxes, cgroups or containers behind on the way out
   echo "the lab run failed (rc=$rc); cleaning up"
   flock "$NODEFIX_LAB_LOCK" ansible-playbook -i lab/inventory/lab.yml lab/down.yml "$@" || true
+  echo "total time: $((SECONDS - start))s"
   exit "$rc"
 fi
 echo
 echo "Reports: $NODEFIX_REPORT_DIR/lab/{before,remediate,after}/report.html (also .md, .json, junit.xml)"
+echo "total time: $((SECONDS - start))s"

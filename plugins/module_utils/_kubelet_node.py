@@ -487,4 +487,3 @@ def reservation_errors(config, capacity, fields=("systemReserved", "kubeReserved
 
 def _show(value):
     return str(int(value)) if value == int(value) else "%.3f" % float(value)
-

@@ -456,8 +456,8 @@ def node_with_capacity(root, mem_kib=4194304, cpus="0-1"):
     ({"systemReserved": {"memory": "2Gi"}, "kubeReserved": {"memory": "1536Mi"},
       "evictionHard": {"memory.available": "512Mi"}}, ["evictionHard.memory.available=512Mi", "would be zero"]),
     # two CPUs, three reserved
-    ({"systemReserved": {"cpu": "1500m"}, "kubeReserved": {"cpu": "1.5"}}, ["kubeReserved.cpu=1.5", "of cpu",
-                                                                              "would be negative"]),
+    ({"systemReserved": {"cpu": "1500m"}, "kubeReserved": {"cpu": "1.5"}},
+     ["kubeReserved.cpu=1.5", "of cpu", "would be negative"]),
 ])
 def test_reservations_above_the_nodes_capacity_are_refused(run_module, node, settings, words):
     base, root = node

@@ -4,7 +4,7 @@
 as separate shell tasks, on the lab fleet (3 containers).
 
 Usage (from the repository root, after scripts/setup.sh):
-    . scripts/env.sh && python benchmarks/audit/run.py [--runs 3] [--keep]
+    . scripts/env.sh && python benchmarks/audit/run.py [--runs 3] [--keep] [--targets GROUP_OR_HOST]
 Brings the lab up (lab/up.yml) unless --no-up, times each playbook --runs
 times, prints the medians and the ratio, then takes the lab down unless --keep.
 """
@@ -36,6 +36,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-up", action="store_true", help="the lab is already up")
     parser.add_argument("--keep", action="store_true", help="leave the lab up")
+    parser.add_argument("--targets", default="nodefix_lab_containers",
+                        help="inventory group or host pattern (default: the three container nodes)")
     args = parser.parse_args()
     if not args.no_up:
         play(os.path.join(ROOT, "lab/up.yml"))
@@ -49,9 +51,9 @@ def main():
             for name, path in sides.items():
                 # the three container nodes (podman connection), as first
                 # measured; the cgroup v2 VM node runs emulated and is left out
-                times[name].append(play(path, extra=["-e", "nodefix_targets=nodefix_lab_containers"]))
+                times[name].append(play(path, extra=["-e", "nodefix_targets=" + args.targets]))
         medians = dict((name, statistics.median(values)) for name, values in times.items())
-        print("audit of the lab fleet (3 container nodes), median of %d runs" % args.runs)
+        print("audit of %s, median of %d runs" % (args.targets, args.runs))
         for name, value in medians.items():
             print("  %-24s %6.2f s   runs: %s" % (name, value, " ".join("%.2f" % v for v in times[name])))
         a, b = medians["node_audit (1 task)"], medians["shell tasks (26 tasks)"]

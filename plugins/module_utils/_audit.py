@@ -74,7 +74,9 @@ def run_checks(runner, root="/", checks=None, options=None):
     ``options`` ({detector: {option: value}}) must already be validated
     (``_options.validate``). A detector that fails (a ``NodefixError`` such as
     a required command failing, or any exception) does not stop the others:
-    it becomes an ``audit.check_failed`` finding.
+    it becomes an ``audit.check_failed`` finding, plus the findings the
+    error carries (``exc.findings``: what the detector could still tell, e.g.
+    the kubelet's ``kubelet.config_unreadable``).
     """
     selected = list(checks or CHECK_NAMES)
     options = options or {}
@@ -92,6 +94,7 @@ def run_checks(runner, root="/", checks=None, options=None):
         except NodefixError as exc:
             evidence = dict((k, v) for k, v in exc.fail_kwargs().items() if v not in (None, ""))
             found = [finding_from(FINDINGS, "audit.check_failed", subject=name, evidence=evidence)]
+            found += [dict(f) for f in getattr(exc, "findings", None) or []]
             results[name] = {"error": exc.msg}
         except Exception as exc:  # pylint: disable=broad-except
             found = [finding_from(FINDINGS, "audit.check_failed", subject=name,

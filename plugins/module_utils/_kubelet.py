@@ -311,13 +311,21 @@ def option_errors(p):
 
 
 def check(runner, root="/", **opts):
-    """Detector for node_audit: kubelet facts plus ``findings``."""
+    """Detector for node_audit: kubelet facts plus ``findings``.
+
+    A configuration that cannot be read or parsed leaves every kubelet check
+    unknown: the KubeletError goes up (``_audit`` reports ``audit.check_failed``
+    naming the file, never a clean kubelet) carrying the node's own finding,
+    ``kubelet.config_unreadable`` (kubelet will not start with that file either).
+    """
     try:
         _node, _layers, facts = inspect(runner, root, unit=opts.get("unit") or UNIT,
                                         kubelet_version=opts.get("kubelet_version"), roundtrip=False)
     except KubeletError as exc:
-        facts = {"present": True, "error": exc.msg,
-                 "findings": [finding_from(FINDINGS, "kubelet.config_unreadable", evidence={"error": exc.msg})]}
+        exc.findings = [finding_from(FINDINGS, "kubelet.config_unreadable",
+                                     evidence=dict((k, v) for k, v in (("error", exc.msg),
+                                                                       ("path", exc.details.get("path"))) if v))]
+        raise
     findings = facts.pop("findings", [])
     return {"kubelet": facts, "findings": findings}
 

@@ -380,13 +380,23 @@ def test_malformed_config_is_a_clear_error(tmp_path, content, message):
         inspect(root)
 
 
-def test_check_reports_unreadable_config_as_a_finding(tmp_path):
+@pytest.mark.parametrize("breakage", ["directory", "dangling"])
+def test_unreadable_config_is_a_failed_check_naming_the_file_never_a_clean_kubelet(tmp_path, breakage):
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
     root = layout_tree(tmp_path, "kubeadm")
     os.remove(os.path.join(root, "var/lib/kubelet/config.yaml"))
-    os.mkdir(os.path.join(root, "var/lib/kubelet/config.yaml"))
-    result = kl.check(None, root, kubelet_version="1.29.3")
-    assert [f["id"] for f in result["findings"]] == ["kubelet.config_unreadable"]
-    assert "is a directory" in result["kubelet"]["error"]
+    if breakage == "directory":
+        os.mkdir(os.path.join(root, "var/lib/kubelet/config.yaml"))
+    else:  # the review's tree, with the target missing on the node
+        os.symlink("/etc/kubernetes/real/kc.yaml", os.path.join(root, "var/lib/kubelet/config.yaml"))
+    result = _audit.run_checks(None, root=root, checks=["kubelet"], options={"kubelet": {"kubelet_version": "1.29.3"}})
+    ids = [f["id"] for f in result["findings"]]
+    assert ids == ["audit.check_failed", "kubelet.config_unreadable"], ids
+    failed = result["findings"][0]
+    assert failed["subject"] == "kubelet" and failed["evidence"]["path"] == "/var/lib/kubelet/config.yaml", failed
+    assert ("is a directory" if breakage == "directory" else "dangling symlink") in failed["evidence"]["msg"]
+    assert result["findings"][1]["evidence"]["path"] == "/var/lib/kubelet/config.yaml"
+    assert "error" in result["checks"]["kubelet"]
 
 
 def test_check_without_kubelet_unit(make_tree):

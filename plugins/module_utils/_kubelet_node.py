@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio, _process
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import (
     FLAG_FIELDS,
@@ -438,9 +438,9 @@ def node_capacity(root="/"):
     cpus = _online_cpus(read_text(root_path(root, "/sys/devices/system/cpu/online")) or "")
     if cpus:
         cap["cpu"] = cpus
-    pid_max = (read_text(root_path(root, "/proc/sys/kernel/pid_max")) or "").strip()
-    if pid_max.isdigit():
-        cap["pid"] = int(pid_max)
+    pid_max = _process.read_int(root_path(root, "/proc/sys/kernel/pid_max"))  # the pids detector's reader
+    if pid_max:
+        cap["pid"] = pid_max
     kubelet_dir = root_path(root, "/var/lib/kubelet")
     if os.path.isdir(kubelet_dir):
         try:

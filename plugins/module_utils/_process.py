@@ -126,7 +126,8 @@ def _read_small(path):
         os.close(fd)
 
 
-def _read_int(path):
+def read_int(path):
+    """The first integer of a /proc or /sys file (kernel.pid_max, threads-max); None when absent or not one."""
     text = read_text(path)
     if text is None:
         return None
@@ -414,10 +415,10 @@ def check(runner, root="/", **opts):
     proc = root_path(root, "/proc")
     clk_tck = o.get("clk_tck") or os.sysconf("SC_CLK_TCK")
     now = o.get("now") or time.time()
-    pid_max = _read_int(os.path.join(proc, "sys/kernel/pid_max"))
+    pid_max = read_int(os.path.join(proc, "sys/kernel/pid_max"))
     persisted = persisted_sysctl(root, "kernel.pid_max", extra=o.get("sysctl_file"))
     persisted["value"] = _as_int(persisted["value"])
-    threads_max = _read_int(os.path.join(proc, "sys/kernel/threads-max"))
+    threads_max = read_int(os.path.join(proc, "sys/kernel/threads-max"))
     btime = _btime(proc)
     uptime = _uptime(proc)
 

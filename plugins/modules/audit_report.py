@@ -300,9 +300,9 @@ def main():
     changed, files, writes, unchanged = plan_files(module, p, model)
     if not module.check_mode:
         try:
-            if writes and not os.path.isdir(p["dest"]):
-                os.makedirs(p["dest"])
             if writes:
+                if not os.path.isdir(p["dest"]):
+                    os.makedirs(p["dest"])
                 _fileio.write_files(module, writes, backup=False, mode=0o644)
             for real in unchanged:
                 refresh(real)

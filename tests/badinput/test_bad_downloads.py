@@ -18,7 +18,8 @@ import threading
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PY = os.path.join(ROOT, ".venv", "bin", "python")
+VENV = os.environ.get("NODEFIX_VENV") or os.path.join(ROOT, ".venv")
+PY = os.path.join(VENV, "bin", "python")
 PLAYBOOK = os.path.join(ROOT, "tests", "badinput", "playbooks", "download.yml")
 RELEASE = "20240729.0"
 OLD_RUNSC = "#!/bin/sh\necho 'runsc version release-20221219.0'\n"
@@ -103,7 +104,7 @@ def gvisor(site, mirror, **extra):
 def play(site, evars):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), LC_ALL="C.UTF-8")
-    proc = subprocess.run([os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
+    proc = subprocess.run([os.path.join(VENV, "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            "-e", json.dumps(evars), PLAYBOOK], env=env, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 

@@ -14,28 +14,11 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import containerd_snapshot
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_snapshot as snap
+from ansible_collections.nodefix.k8s.tests.badinput.conftest import snapshot as tree
 
 
 def sha(data):
     return hashlib.sha256(data).hexdigest()
-
-
-def tree(base):
-    """{relative path: (kind, mode, content or link target)} of everything under base."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(str(base)):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            rel = os.path.relpath(full, str(base))
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", None, os.readlink(full))
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir", stat.S_IMODE(st.st_mode), None)
-            else:
-                with open(full, "rb") as fh:
-                    out[rel] = ("file", stat.S_IMODE(st.st_mode), fh.read())
-    return out
 
 
 @pytest.fixture

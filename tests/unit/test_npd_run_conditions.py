@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""roles/npd/files/run_conditions.py: the npd role's verify step, run here the way the role runs it
+(`python3 -c <text> PLUGIN CONFIG LIMIT CONDITION...`) against a stand-in plugin (a shell script
+that answers per condition), since the real plugin needs a node."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+with open(os.path.join(ROOT, "roles/npd/files/run_conditions.py")) as _fh:
+    RUNNER = _fh.read()
+
+PLUGIN = """#!/bin/sh
+[ "$1" = --config ] && [ "$3" = --condition ] || { echo "bad argv: $*" >&2; exit 9; }
+case "$4" in
+  Ok) echo "no problem on $2"; exit 0 ;;
+  Problem) echo "PIDPressureRisk: pid_max 32768 < 4194304"; exit 1 ;;
+  Unknown) echo "cannot read /proc" ; echo "trace" >&2; exit 2 ;;
+  Crash) echo "Traceback" >&2; exit 3 ;;
+  Slow) sleep 30; exit 0 ;;
+esac
+"""
+
+
+def run(plugin, *conditions, limit="5"):
+    proc = subprocess.run([sys.executable, "-c", RUNNER, plugin, "/etc/nodefix/npd.yml", limit] + list(conditions),
+                          capture_output=True, timeout=60, check=True)
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    path = tmp_path / "nodefix-npd"
+    path.write_text(PLUGIN)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_each_condition_runs_in_its_own_process_with_its_exit_code_and_message(plugin):
+    out = run(plugin, "Ok", "Problem", "Unknown", "Crash")
+    assert out["installed"] is True
+    rows = dict((r["condition"], r) for r in out["results"])
+    assert [r["condition"] for r in out["results"]] == ["Ok", "Problem", "Unknown", "Crash"]
+    assert rows["Ok"]["rc"] == 0 and rows["Ok"]["message"] == "no problem on /etc/nodefix/npd.yml"
+    assert rows["Problem"]["rc"] == 1 and rows["Problem"]["message"].startswith("PIDPressureRisk")
+    assert rows["Unknown"]["rc"] == 2 and rows["Unknown"]["stderr"] == "trace"
+    assert rows["Crash"]["rc"] == 3 and rows["Crash"]["message"] == "" and rows["Crash"]["stderr"] == "Traceback"
+    assert all(0 <= r["seconds"] < 5 for r in out["results"])
+
+
+def test_a_condition_past_the_limit_is_killed_and_reported_without_an_exit_code(plugin):
+    out = run(plugin, "Slow", "Ok", limit="1")
+    slow, ok = out["results"]
+    assert slow["rc"] is None and 1 <= slow["seconds"] < 10
+    assert ok["rc"] == 0
+
+
+def test_no_plugin_is_reported_as_not_installed(tmp_path):
+    out = run(str(tmp_path / "absent"), "Ok")
+    assert out == {"installed": False, "results": []}

@@ -31,7 +31,7 @@ description:
   - With O(state=absent) the orphans are stopped in batches (C(systemctl stop)), those that end failed are reset
     (C(systemctl reset-failed) with their names, never a global reset) and, with O(daemon_reload=true),
     one C(systemctl daemon-reload) drops mount units stuck C(inactive dead).
-  - The same logic runs without Ansible from the systemd timer that the role M(nodefix.k8s.mount_units)
+  - The same logic runs without Ansible from the systemd timer that the role R(nodefix.k8s.mount_units,ansible_collections.nodefix.k8s.mount_units_role)
     installs, and as a detector inside M(nodefix.k8s.node_audit).
 author:
   - nodefix.k8s developers (@nodefix)

@@ -223,7 +223,7 @@ pods_to_recreate:
   elements: str
 plan:
   description:
-    - The remedy for what was found, as concrete parameters; the role M(nodefix.k8s.gvisor) only sequences these
+    - The remedy for what was found, as concrete parameters; the role R(nodefix.k8s.gvisor,ansible_collections.nodefix.k8s.gvisor_role) only sequences these
       steps and containerd's safe restart, it decides nothing again.
   returned: always
   type: dict

@@ -28,13 +28,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import os
 import re
-import stat
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    NodefixError,
     finding_from,
     read_text,
     root_path,
@@ -528,7 +525,6 @@ OPTIONS = {
     "runc_binary": {"type": "str"},
     "check_socket": {"type": "bool", "default": True},
     "timeout": {"type": "str", "default": "5s"},
-    "state_files": {"type": "list", "elements": "path", "default": []},
 }
 
 
@@ -539,43 +535,15 @@ def option_errors(p):
     return []
 
 
-def read_state_files(root, paths):
-    """Each node path (under ``root``) as the containerd role's last-good snapshot records it, read in
-    one pass: ``exists`` (lstat: a dangling symlink exists), ``checksum`` (sha256 of a regular file, ''
-    for anything else, as ``stat`` without ``follow`` gives) and ``ctime``. NodefixError names a file
-    that exists but cannot be read: an unreadable file is never reported as absent or unchanged."""
-    out = []
-    for path in paths:
-        entry = {"path": path, "exists": False, "checksum": "", "ctime": 0}
-        local = root_path(root, path, follow_last=False)   # lstat: the link itself
-        try:
-            info = os.lstat(local)
-        except OSError:
-            out.append(entry)
-            continue
-        entry["exists"], entry["ctime"] = True, info.st_ctime
-        if stat.S_ISREG(info.st_mode):
-            digest = hashlib.sha256()
-            try:
-                with open(local, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        digest.update(block)
-            except (IOError, OSError) as exc:
-                raise NodefixError("cannot read %s for its checksum: %s" % (path, exc), path=path)
-            entry["checksum"] = digest.hexdigest()
-        out.append(entry)
-    return out
-
-
 # Long on purpose (~85 lines): one straight read of containerd, its config, runc and the socket, in the
 # order the facts depend on each other.
 def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_binary="containerd",
           ctr_binary="ctr", runc_binary=None, config_path=None, check_socket=True, timeout="5s",
-          state_files=None, **_opts):
+          **_opts):
     """containerd/runc detector used by containerd_info and node_audit.
 
     Returns facts (``installed``, ``version``, ``config_path``, ``schema_version``,
-    ``runtimes``, ``runc_systemd_cgroup``, ``runc``, ``socket``, ``state_files``) and ``findings``.
+    ``runtimes``, ``runc_systemd_cgroup``, ``runc``, ``socket``, ``daemon``) and ``findings``.
     """
     findings = []
     facts = {
@@ -595,7 +563,6 @@ def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_
         "runc": {"binary": None, "version": None, "version_info": None, "cpu_quota_rounding_bug": None},
         "socket": {"address": None, "reachable": None, "server_version": None, "server_base": None, "error": None},
         "daemon": daemon_process(root),
-        "state_files": read_state_files(root, state_files or []),
     }
     binary = runner.bin(containerd_binary)
     if binary:

@@ -29,13 +29,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import shutil
 import stat
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, root_path
-from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import read_state_files
 
 MANIFEST = "manifest.json"
 FILES = "files"
@@ -52,7 +52,7 @@ def check_inputs(path, files):
     for item in files:
         if not item or not os.path.isabs(item):
             raise NodefixError("files: %r is not an absolute path" % (item,), path=path)
-        if os.path.normpath(item) != item.rstrip("/") or item.endswith("/"):
+        if item == "/" or os.path.normpath(item) != item:
             raise NodefixError("files: %r is not a normalised path (no //, ./, ../ or trailing /)" % (item,),
                                path=path)
         if item in seen:
@@ -60,6 +60,34 @@ def check_inputs(path, files):
         seen.add(item)
         if item == norm or item.startswith(norm + "/") or norm.startswith(item + "/"):
             raise NodefixError("files: %s overlaps the snapshot directory %s" % (item, norm), path=path)
+
+
+def read_state_files(root, paths):
+    """Each node path (under ``root``) as the snapshot records it, read in one pass: ``exists`` (lstat:
+    a dangling symlink exists), ``checksum`` (sha256 of a regular file, '' for anything else, as
+    ``stat`` without ``follow`` gives) and ``ctime``. NodefixError names a file that exists but cannot
+    be read: an unreadable file is never reported as absent or unchanged."""
+    out = []
+    for path in paths:
+        entry = {"path": path, "exists": False, "checksum": "", "ctime": 0}
+        local = root_path(root, path, follow_last=False)   # lstat: the link itself
+        try:
+            info = os.lstat(local)
+        except OSError:
+            out.append(entry)
+            continue
+        entry["exists"], entry["ctime"] = True, info.st_ctime
+        if stat.S_ISREG(info.st_mode):
+            digest = hashlib.sha256()
+            try:
+                with open(local, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(block)
+            except (IOError, OSError) as exc:
+                raise NodefixError("cannot read %s for its checksum: %s" % (path, exc), path=path)
+            entry["checksum"] = digest.hexdigest()
+        out.append(entry)
+    return out
 
 
 def read_manifest(snap_dir):

@@ -53,13 +53,6 @@ options:
     description: ctr's C(--timeout) for the socket check (a Go duration).
     type: str
     default: 5s
-  state_files:
-    description:
-      - Node paths to report in RV(state_files) in this same call (the containerd role's last-good snapshot
-        lists its binaries, config and unit drop-in here instead of one C(stat) per file).
-    type: list
-    elements: path
-    default: []
 extends_documentation_fragment:
   - nodefix.k8s.attributes
   - nodefix.k8s.attributes.read_only
@@ -158,15 +151,6 @@ daemon:
   returned: always
   type: dict
   sample: {"pid": 812, "argv": ["/usr/bin/containerd"], "started": 1795244277.52}
-state_files:
-  description:
-    - One entry per path of O(state_files), in order, read without following a final symlink.
-    - C(exists), C(checksum) (sha256 of a regular file, empty for anything else) and C(ctime) (epoch seconds, 0 when absent).
-    - A file that exists but cannot be read fails the module naming it.
-  returned: always
-  type: list
-  elements: dict
-  sample: [{"path": "/usr/bin/containerd", "exists": true, "checksum": "9f86d0...", "ctime": 1795244270.1}]
 findings:
   description: Findings (ids C(containerd.prerelease), C(containerd.version_below_minimum), C(containerd.socket_unreachable),
     C(containerd.config_invalid), C(runc.cpu_quota_rounding_bug)).

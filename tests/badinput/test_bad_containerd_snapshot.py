@@ -27,6 +27,7 @@ def cases(base):
         ({"path": snap, "files": [ok, ok]}, ["files: %s is listed twice" % ok]),
         ({"path": snap, "files": [str(base / "usr/bin/../bin/containerd")]}, ["is not a normalised path"]),
         ({"path": snap, "files": [ok + "/"]}, ["is not a normalised path"]),
+        ({"path": snap, "files": ["/"]}, ["files: '/' is not a normalised path"]),
         ({"path": snap, "files": [snap + "/manifest.json"]}, ["overlaps the snapshot directory"]),
         ({"path": snap, "files": [str(base / "state")]}, ["overlaps the snapshot directory"]),
         ({"path": snap, "files": [ok], "daemon_started": "yesterday"}, ["daemon_started"]),
@@ -34,7 +35,7 @@ def cases(base):
     ]
 
 
-@pytest.mark.parametrize("index", range(11))
+@pytest.mark.parametrize("index", range(12))
 def test_bad_input_is_refused(run_module, node, index):
     args, words = cases(node)[index]
     refused(run_module, containerd_snapshot, dict(args, daemon_reachable=True), node, words)

@@ -394,38 +394,3 @@ def test_registry_shape():
     for fid, entry in c.FINDINGS.items():
         assert fid.split(".", maxsplit=1)[0] in ("containerd", "runc")
         assert set(entry) >= {"severity", "title", "remedy", "role", "tag"}
-
-
-def test_state_files_read_in_one_pass(tmp_path):
-    # what the containerd role's last-good snapshot records, for every kind of path
-    import hashlib
-    (tmp_path / "usr/bin").mkdir(parents=True)
-    (tmp_path / "usr/bin/containerd").write_bytes(b"ELF containerd")
-    os.symlink("/usr/bin/containerd", str(tmp_path / "usr/bin/ctr"))
-    os.symlink("/nowhere", str(tmp_path / "usr/bin/containerd-stress"))  # dangling: exists (lstat)
-    (tmp_path / "etc").mkdir()
-    paths = ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/bin/containerd-stress", "/usr/bin/containerd-shim",
-             "/etc"]
-    got = c.read_state_files(str(tmp_path), paths)
-    assert [e["path"] for e in got] == paths
-    assert got[0]["exists"] and got[0]["checksum"] == hashlib.sha256(b"ELF containerd").hexdigest()
-    assert got[0]["ctime"] == os.lstat(str(tmp_path / "usr/bin/containerd")).st_ctime
-    # a symlink is not followed (no checksum, as stat without follow), a dangling one exists
-    assert (got[1]["exists"], got[1]["checksum"]) == (True, "")
-    assert (got[2]["exists"], got[2]["checksum"]) == (True, "")
-    assert got[3] == {"path": "/usr/bin/containerd-shim", "exists": False, "checksum": "", "ctime": 0}
-    assert (got[4]["exists"], got[4]["checksum"]) == (True, "")
-
-
-def test_state_file_that_cannot_be_read_is_an_error_naming_it(tmp_path, monkeypatch):
-    (tmp_path / "config.toml").write_text("version = 2\n")
-    real_open = open
-
-    def refuse(path, *args, **kwargs):
-        if str(path).endswith("config.toml"):
-            raise IOError(13, "Permission denied")
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr("builtins.open", refuse)
-    with pytest.raises(c.NodefixError, match="cannot read /config.toml"):
-        c.read_state_files(str(tmp_path), ["/config.toml"])

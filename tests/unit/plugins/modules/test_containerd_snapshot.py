@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import containerd_snapshot
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_snapshot as snap
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
 from ansible_collections.nodefix.k8s.tests.badinput.conftest import snapshot as tree
 
 
@@ -206,3 +207,37 @@ def test_files_are_read_under_root_and_recorded_with_node_paths(node):
     assert [e["path"] for e in result["manifest"]["files"]] == node_paths
     assert [e["exists"] for e in result["manifest"]["files"]] == [True, True, False]
     assert open(os.path.join(base, "snap/files/usr/bin/containerd"), "rb").read() == b"containerd 1.6.20\n"
+
+
+def test_state_files_read_in_one_pass(tmp_path):
+    # what the last-good snapshot records, for every kind of path
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    (tmp_path / "usr/bin/containerd").write_bytes(b"ELF containerd")
+    os.symlink("/usr/bin/containerd", str(tmp_path / "usr/bin/ctr"))
+    os.symlink("/nowhere", str(tmp_path / "usr/bin/containerd-stress"))  # dangling: exists (lstat)
+    (tmp_path / "etc").mkdir()
+    paths = ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/bin/containerd-stress", "/usr/bin/containerd-shim",
+             "/etc"]
+    got = snap.read_state_files(str(tmp_path), paths)
+    assert [e["path"] for e in got] == paths
+    assert got[0]["exists"] and got[0]["checksum"] == hashlib.sha256(b"ELF containerd").hexdigest()
+    assert got[0]["ctime"] == os.lstat(str(tmp_path / "usr/bin/containerd")).st_ctime
+    # a symlink is not followed (no checksum, as stat without follow), a dangling one exists
+    assert (got[1]["exists"], got[1]["checksum"]) == (True, "")
+    assert (got[2]["exists"], got[2]["checksum"]) == (True, "")
+    assert got[3] == {"path": "/usr/bin/containerd-shim", "exists": False, "checksum": "", "ctime": 0}
+    assert (got[4]["exists"], got[4]["checksum"]) == (True, "")
+
+
+def test_state_file_that_cannot_be_read_is_an_error_naming_it(tmp_path, monkeypatch):
+    (tmp_path / "config.toml").write_text("version = 2\n")
+    real_open = open
+
+    def refuse(path, *args, **kwargs):
+        if str(path).endswith("config.toml"):
+            raise IOError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refuse)
+    with pytest.raises(NodefixError, match="cannot read /config.toml"):
+        snap.read_state_files(str(tmp_path), ["/config.toml"])

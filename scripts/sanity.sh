@@ -5,10 +5,19 @@
 # that are not ignored) are copied to .cache/sanity/ansible_collections/nodefix/k8s
 # (a throw-away copy for the test run, refreshed every time).
 # Usage: scripts/sanity.sh [extra ansible-test sanity args, e.g. --test pylint]
+# With the oldest ansible-core the collection supports (meta/runtime.yml;
+# requirements/ansible-core-oldest.txt, its venv made by scripts/setup.sh):
+#   NODEFIX_SANITY_CORE=oldest scripts/sanity.sh
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$NODEFIX_ROOT"
-dest="$NODEFIX_CACHE/sanity/ansible_collections/nodefix/k8s"
+case "${NODEFIX_SANITY_CORE:-newest}" in
+  newest) venv="$NODEFIX_CACHE/sanity-venv"; copy="$NODEFIX_CACHE/sanity" ;;
+  oldest) venv="$NODEFIX_CACHE/sanity-venv-oldest"; copy="$NODEFIX_CACHE/sanity-oldest" ;;
+  *) echo "NODEFIX_SANITY_CORE must be newest or oldest" >&2; exit 2 ;;
+esac
+echo "ansible-test sanity with $("$venv/bin/ansible" --version | head -1)"
+dest="$copy/ansible_collections/nodefix/k8s"
 rm -rf "$dest"
 mkdir -p "$dest"
 # files git still lists but that were deleted in the work tree are skipped
@@ -23,6 +32,6 @@ git add -A .
 # ansible-test's own requirement installs drop the proxy/CA settings of the
 # environment and fail here; scripts/setup.sh pre-installs the pinned sanity
 # requirements into .cache/sanity-venv and the tests run --local in it.
-export PATH="$NODEFIX_CACHE/sanity-venv/bin:$PATH"
-"$NODEFIX_CACHE/sanity-venv/bin/ansible-test" sanity --local --python 3.11 --color no "$@" || {
+export PATH="$venv/bin:$PATH"
+"$venv/bin/ansible-test" sanity --local --python 3.11 --color no "$@" || {
   echo "sanity failed: see docs/DEVELOPING.md, section \"Sanity rules that bite\"" >&2; exit 1; }

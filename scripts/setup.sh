@@ -76,6 +76,39 @@ sanity_venv() {
 }
 step sanity-venv sanity_venv
 
+#    and the same for the oldest ansible-core the collection supports
+#    (meta/runtime.yml; requirements/ansible-core-oldest.txt)
+sanity_venv_oldest() {
+  local venv="$NODEFIX_CACHE/sanity-venv-oldest" core
+  core=$(grep -E '^ansible-core==' requirements/ansible-core-oldest.txt)
+  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$core" ]; then
+    log "ansible-test sanity venv ($core)"
+    rm -rf "$venv"
+    "$NODEFIX_VENV/bin/python" -m venv "$venv"
+    "$venv/bin/pip" install -q "$core" 2>&1 | quiet_pip
+    "$venv/bin/pip" install -q "$core" \
+      $(printf -- '-r %s ' "$venv"/lib/python3.11/site-packages/ansible_test/_data/requirements/sanity.*.txt) 2>&1 | quiet_pip
+    echo "$core" > "$venv/.nodefix-req"
+  fi
+  "$venv/bin/python" scripts/offline_get_pip.py   # the pip version that ansible-test pins
+}
+step sanity-venv-oldest sanity_venv_oldest
+
+# 4b. What Galaxy and the Ansible docsite run (galaxy-importer, antsibull-docs,
+#     antsibull-changelog, Sphinx): requirements/publish.txt, a venv of their own.
+publish_venv() {
+  local venv="$NODEFIX_CACHE/publish-venv" req_hash
+  req_hash=$(sha256sum requirements/publish.txt | cut -c1-16)
+  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$req_hash" ]; then
+    log "publish venv ($venv)"
+    rm -rf "$venv"
+    "$NODEFIX_VENV/bin/python" -m venv "$venv"
+    "$venv/bin/pip" install -q -r requirements/publish.txt 2>&1 | quiet_pip
+    echo "$req_hash" > "$venv/.nodefix-req"
+  fi
+}
+step publish-venv publish_venv
+
 # 5. Real containerd/runc packages of Debian 11/12/13/sid, unpacked under
 #    lab/cache/containerd (cached): unit tests run the real binaries and the
 #    containerd scenario builds its release-archive mirror from them.

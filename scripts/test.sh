@@ -2,7 +2,8 @@
 # Set up everything (Debian packages, venv, lab images) and run every test
 # layer of nodefix.k8s in one pytest session:
 #   tests/unit         module and module_utils unit tests (fake /proc, cgroup trees)
-#   tests/integration  collection build + ansible-doc, ansible-test sanity,
+#   tests/integration  collection build + ansible-doc, ansible-test sanity (newest
+#                      and oldest ansible-core), what Galaxy and the docsite run,
 #                      ansible-lint, every molecule scenario, the end-to-end lab
 # Ends with where the time went (per layer; per step: set-up, each molecule
 # scenario and step, each lab phase, each VM boot), pytest's summary line and

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: audit_report
 short_description: Write a fleet report from nodefix.k8s node_audit results
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Turns the M(nodefix.k8s.node_audit) results of many nodes into a fleet report on the
     machine it runs on (normally the controller, with C(delegate_to=localhost) and C(run_once=true)).

@@ -11,7 +11,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: containerd_config
 short_description: Ensure runtime entries and runc's SystemdCgroup in containerd's config.toml
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Registers container runtimes (for example gVisor's C(runsc) with C(ConfigPath)) and sets runc's
     C(SystemdCgroup) in containerd's C(config.toml), for every config schema containerd has used -

@@ -11,7 +11,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: containerd_info
 short_description: Report containerd and runc versions, config schema, runtimes and socket health
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Read-only. Parses C(containerd --version) of upstream builds (C(v1.7.0-rc.1)), distribution builds
     (Debian C(1.6.20~ds1)) and 2.x builds (C(github.com/containerd/containerd/v2 2.1.9+unknown)), and flags

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: containerd_snapshot
 short_description: Record containerd's last known-good files (binaries, config, unit drop-in) for rollback
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Keeps the snapshot the C(nodefix.k8s.containerd) role rolls back to when an upgrade, a config change or a
     restart fails; in one call it reads every state file, reads the current manifest, decides and records.

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: cpu_quota_check
 short_description: Find CPU quotas that break containers (runc + systemd CPUQuota EINVAL)
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - >-
     Read-only. Walks the cpu cgroup hierarchy (cgroup v1 C(cpu.cfs_quota_us) and C(cpu.cfs_period_us), v2

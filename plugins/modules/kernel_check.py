@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: kernel_check
 short_description: Check the kernel and cgroup health of a Kubernetes node (OOM reaper, memory.stat, PSI, dying memcgs)
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Read-only. Parses the kernel release, distribution suffixes included (Ubuntu V(5.15.0-91-generic),
     V(4.4.0-1069-aws), Debian V(6.1.0-27-amd64), RHEL V(4.18.0-513.el8.x86_64), Amazon Linux, Fedora), and

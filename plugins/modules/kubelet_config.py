@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: kubelet_config
 short_description: Ensure KubeletConfiguration fields where the kubelet really reads them, without stale flags winning
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Discovers how the node's kubelet is configured from its systemd unit (C(systemctl cat kubelet)) - C(ExecStart),
     C(Environment=), C(EnvironmentFile=) (including the optional C(-) prefix) and unit drop-ins - and so finds the

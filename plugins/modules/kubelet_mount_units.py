@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: kubelet_mount_units
 short_description: Find and stop the systemd units leaked by kubelet mounts of pods that no longer exist
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - kubelet 1.8 to 1.22 ran its mounts through C(systemd-run --scope) with the description
     C(Kubernetes transient mount for <target>). On systemd older than 237 (kubernetes#57345, systemd PR 7811)

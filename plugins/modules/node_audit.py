@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: node_audit
 short_description: Run every nodefix.k8s detector on a Kubernetes node in one module call
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Runs the detectors of the collection (containerd, gVisor, kubelet, leaked mount units,
     PIDs and zombies, kernel, CPU quota) in a single module invocation and returns their

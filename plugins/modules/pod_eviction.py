@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: pod_eviction
 short_description: Evict exactly one pod through the Kubernetes Eviction API
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Evicts the one pod named by O(namespace) and O(name) with a C(policy/v1) Eviction
     (C(POST /api/v1/namespaces/<namespace>/pods/<name>/eviction)), so PodDisruptionBudgets are honoured. Nothing

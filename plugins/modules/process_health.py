@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: process_health
 short_description: Report PID space usage and zombie-leaking processes from one pass over /proc
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Read-only. Reads C(/proc/<pid>/stat) once per process (no subprocess, no per-thread reads) and counts the
     node's tasks (threads) against C(kernel.pid_max) and C(kernel.threads-max); C(/proc/loadavg) gives the

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: runsc_config
 short_description: Manage the containerd-shim-runsc-v1 configuration file (runsc.toml)
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Ensures entries in the gVisor shim configuration that containerd's runsc runtime names with C(ConfigPath)
     (usually C(/etc/containerd/runsc.toml)).

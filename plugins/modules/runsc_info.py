@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: runsc_info
 short_description: Report gVisor (runsc) versions, shim config, cgroup driver and live sandbox sizes
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Read-only check of a node running gVisor under containerd for the two causes of gVisor pods that ignore
     their memory limit (google/gvisor#9580 and the systemd cgroup driver without C(systemd-cgroup)).

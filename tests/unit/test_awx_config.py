@@ -298,7 +298,8 @@ def test_survey_variables_are_read_by_the_playbooks(path):
         assert re.search(r"\b%s\b" % question["variable"], text), "%s: %s is read by none of %s" % (
             os.path.basename(path), question["variable"], playbooks)
         # and each is documented for users of the playbooks
-        assert question["variable"] in read(os.path.join(ROOT, "README.md")) + read(os.path.join(ROOT, "docs", "awx.md"))
+        assert question["variable"] in read(os.path.join(ROOT, "docs", "docsite", "rst", "playbooks.rst")) + read(
+            os.path.join(ROOT, "docs", "awx.md"))
     # each survey belongs to a template or workflow in configure.yml
     assert "surveys/%s" % os.path.basename(path) in read(os.path.join(AWX, "vars.yml"))
 
@@ -390,6 +391,10 @@ def test_ee_is_valid_v3_and_lists_every_dependency():
     dev = pins(os.path.join(ROOT, "requirements", "dev.txt"))
     assert deps["ansible_core"]["package_pip"] == "ansible-core==%s" % dev["ansible-core"]
     assert deps["ansible_runner"]["package_pip"] == "ansible-runner==%s" % dev["ansible-runner"]
+    # ...and that ansible-core is one the collection claims (meta/runtime.yml requires_ansible)
+    runtime = load(os.path.join(ROOT, "meta", "runtime.yml"))
+    oldest = runtime["requires_ansible"].split(">=", 1)[1]
+    assert tuple(map(int, dev["ansible-core"].split("."))) >= tuple(map(int, oldest.split(".")))
     python = pins(os.path.join(ROOT, deps["python"]))
     for lib in ("kubernetes", "tomlkit", "ruamel.yaml"):
         assert python[lib] == dev[lib], lib
@@ -436,6 +441,15 @@ def test_ansible_builder_create_makes_a_build_context(tmp_path):
     requirements = yaml.safe_load((build / "requirements.yml").read_text())
     tarball_entry = [c for c in requirements["collections"] if c.get("type") == "file"][0]
     assert (build / tarball_entry["name"]).is_file()
+    # the context asks for exactly the collection's dependencies: galaxy.yml's collections with
+    # their ranges, requirements.txt's Python pins, bindep.txt's system packages
+    others = {c["name"]: c.get("version") for c in requirements["collections"] if c.get("type") != "file"}
+    assert others == galaxy_yml()["dependencies"]
+
+    def lines(text):
+        return sorted(line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip())
+    assert lines((build / "requirements.txt").read_text()) == lines(read(os.path.join(ROOT, "requirements.txt")))
+    assert lines((build / "bindep.txt").read_text()) == lines(read(os.path.join(ROOT, "bindep.txt")))
     assert "kubernetes==" in (build / "requirements.txt").read_text()
     assert "openssh-clients" in (build / "bindep.txt").read_text()
     # the tarball the image would install is the collection, and installs

@@ -14,15 +14,20 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config as _monitor_config
 
 
-def audit_results(hostvars, hosts, name="nodefix_audit"):
+def audit_results(hostvars, hosts, name="nodefix_audit", not_run=None):
     """Map each host to its registered result ``name``.
 
     A host without the variable (unreachable, or failed before the audit)
     maps to ``{"unreachable": true, "msg": ...}`` so that the report lists it
-    instead of silently dropping it.
+    instead of silently dropping it; one ``not_run`` names (host: why) maps to
+    ``{"not_run": true, "msg": why}`` instead: it was left alone on purpose
+    (a rollout stopped before it), not lost.
     """
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("audit_results: hosts must be a list of host names, got %s" % type(hosts).__name__)
+    not_run = not_run or {}
+    if not isinstance(not_run, dict):
+        raise AnsibleFilterError("audit_results: not_run must be a dict of host: reason, got %s" % type(not_run).__name__)
     out = {}
     for host in hosts:
         try:
@@ -30,7 +35,9 @@ def audit_results(hostvars, hosts, name="nodefix_audit"):
         except KeyError:
             hv = {}
         value = hv.get(name) if hasattr(hv, "get") else None
-        if value is None or not isinstance(value, dict) or value.get("skipped"):
+        if (value is None or not isinstance(value, dict) or value.get("skipped")) and host in not_run:
+            out[host] = {"not_run": True, "msg": str(not_run[host])}
+        elif value is None or not isinstance(value, dict) or value.get("skipped"):
             out[host] = {"unreachable": True, "msg": "no %s result for this host (unreachable or failed before it ran)" % name}
         else:
             out[host] = value

@@ -103,6 +103,8 @@ def _node_state(result):
     """(status, findings, error) of one host's node_audit result."""
     if result is None:
         return "missing", [], "no audit result"
+    if result.get("not_run"):
+        return "not run", [], result.get("msg") or "not run"
     if result.get("unreachable"):
         return "unreachable", [], result.get("msg") or "unreachable"
     if result.get("failed") and "findings" not in result:
@@ -142,7 +144,7 @@ def _node(host, result, before, remediation, waivers=()):
         node["pods_to_recreate"] = list(_dig((result or {}).get("checks"), "gvisor.plan.recreate.pods") or [])
     if host in remediation:
         rem = dict(remediation[host] or {})
-        if rem.get("unreachable"):
+        if rem.get("unreachable") or rem.get("not_run"):
             rem = {"status": "not run", "msg": rem.get("msg")}
         node["remediation"] = rem
     return node
@@ -264,12 +266,33 @@ def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet
     remediation = remediation or {}
     active, expired = check_waivers(waivers, today)
     nodes = [_node(host, results[host], before, remediation, active) for host in sorted(results)]
+    return assemble(nodes, title, generated, expired)
+
+
+def missing_node(host, error):
+    """The node entry of a host no result exists for (status ``missing``)."""
+    node = _node(host, None, {}, {})
+    node["error"] = error
+    return node
+
+
+def assemble(nodes, title, generated, expired):
+    """The report model around its node entries (sorted by host): finding ids, totals.
+
+    Shared by build_model and the merge of sliced runs (_report_merge), so a merged
+    report is the single run's model. Linear in the nodes: a finding id's hosts are
+    collected in order without a membership scan of the list.
+    """
     ids = {}
+    seen = set()
     for node in nodes:
         for f in node["findings"]:
-            entry = ids.setdefault(f["id"], {"id": f["id"], "severity": f.get("severity"), "title": f.get("title"),
-                                             "remedy": f.get("remedy"), "fix": f.get("fix") or {}, "hosts": []})
-            if node["host"] not in entry["hosts"]:
+            entry = ids.get(f["id"])
+            if entry is None:
+                entry = ids[f["id"]] = {"id": f["id"], "severity": f.get("severity"), "title": f.get("title"),
+                                        "remedy": f.get("remedy"), "fix": f.get("fix") or {}, "hosts": []}
+            if (f["id"], node["host"]) not in seen:
+                seen.add((f["id"], node["host"]))
                 entry["hosts"].append(node["host"])
             if _rank(f.get("severity")) < _rank(entry["severity"]):
                 entry["severity"] = f.get("severity")
@@ -420,6 +443,10 @@ def to_markdown(model):
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
         ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
         "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
+    if model.get("slices"):
+        out += ["", "Merged from %d slice(s): %s." % (len(model["slices"]), "; ".join(
+            "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
+            for s in model["slices"]))]
     for w in model.get("waivers_expired") or []:
         out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
             w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
@@ -540,6 +567,10 @@ code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{colo
     if t.get("waived"):
         h.append("<span class=\"sev s-waived\">waived %d</span>" % t["waived"])
     h.append("</p>")
+    if model.get("slices"):
+        h.append("<p id=\"slices\" class=\"muted\">Merged from %d slice(s): %s</p>" % (len(model["slices"]), _esc("; ".join(
+            "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
+            for s in model["slices"]))))
     for w in model.get("waivers_expired") or []:
         h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
                  "(its findings count again)</p>"

@@ -39,8 +39,27 @@ options:
     description:
       - Node audit results keyed by host name, each the registered result of M(nodefix.k8s.node_audit)
         (a failed or unreachable result is reported as such).
+      - Required unless O(merge) is given.
     type: dict
-    required: true
+  merge:
+    description:
+      - Instead of O(results), the C(report.json) files of sliced runs (AWX job slicing, ansible-runner on several
+        hosts; each run over a part of the inventory) to merge into one fleet report, equal to the report one run
+        over the whole fleet would have written except for C(generated) and the list of slices (RV(slices)).
+      - Each slice's waivers were applied by that slice (O(waivers) cannot be given with O(merge)).
+      - A host in two slices fails the module before anything is written; a file that is not a nodefix.k8s
+        report fails it naming the file.
+    type: list
+    elements: path
+    version_added: 1.0.0
+  expected_hosts:
+    description:
+      - With O(merge), every host of the fleet (the inventory pattern the slices split). A host no slice reported
+        is a node with status C(missing) in every format, which fails any O(fail_on) but V(never).
+    type: list
+    elements: str
+    default: []
+    version_added: 1.0.0
   before:
     description: Results of an earlier audit in the same shape, for a before/after report.
     type: dict
@@ -151,6 +170,18 @@ EXAMPLES = r"""
         expires: "2027-01-31"
   delegate_to: localhost
   run_once: true
+
+- name: Merge the reports of three slices into one, naming the hosts no slice reported
+  nodefix.k8s.audit_report:
+    merge:
+      - /shared/nodefix/slices/1/audit/report.json
+      - /shared/nodefix/slices/2/audit/report.json
+      - /shared/nodefix/slices/3/audit/report.json
+    expected_hosts: "{{ query('ansible.builtin.inventory_hostnames', 'k8s_nodes') }}"
+    dest: /shared/nodefix/audit
+    fail_on: high
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
@@ -208,6 +239,12 @@ waivers_expired:
   elements: dict
   sample: [{"id": "pids.zombie_leaker", "hosts": ["batch-*"], "subject": "*", "reason": "OPS-1234",
             "expires": "2027-01-31"}]
+slices:
+  description: With O(merge), the slices merged, in the order given (file, its C(generated) time, its node count).
+  returned: when O(merge) is given
+  type: list
+  elements: dict
+  sample: [{"name": "/shared/nodefix/slices/1/audit/report.json", "generated": "2026-11-25T10:00:00Z", "nodes": 334}]
 finding_ids:
   description: Every finding id found in the fleet with its severity, hosts and fixing role.
   returned: always
@@ -215,6 +252,7 @@ finding_ids:
   elements: dict
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -222,6 +260,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import refresh
+from ansible_collections.nodefix.k8s.plugins.module_utils._report_merge import merge_models
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     RENDERERS,
     ReportInputError,
@@ -260,10 +299,30 @@ def plan_files(module, p, model):
     return bool(writes), files, writes, unchanged
 
 
+def read_slices(module, paths):
+    """[(path, model)] of the slices' report.json files; fails naming a file it cannot read or parse."""
+    slices = []
+    for path in paths:
+        try:
+            real = _fileio.resolve_target("/", path, what="slice report")
+            text = _fileio.read_utf8(real, max_bytes=256 * _fileio.MAX_CONFIG_BYTES, what="slice report")
+        except _fileio.FileSafetyError as exc:
+            module.fail_json(msg="%s; nothing was written" % exc.msg)
+        if text is None:
+            module.fail_json(msg="slice report %s does not exist; nothing was written" % path)
+        try:
+            slices.append((path, json.loads(text)))
+        except ValueError as exc:
+            module.fail_json(msg="slice report %s is not JSON (%s); nothing was written" % (path, exc))
+    return slices
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            results=dict(type="dict", required=True),
+            results=dict(type="dict"),
+            merge=dict(type="list", elements="path"),
+            expected_hosts=dict(type="list", elements="str", default=[]),
             before=dict(type="dict"),
             remediation=dict(type="dict"),
             dest=dict(type="path", required=True),
@@ -281,6 +340,8 @@ def main():
                 expires=dict(type="str"),
             )),
         ),
+        required_one_of=[["results", "merge"]],
+        mutually_exclusive=[["results", "merge"], ["before", "merge"], ["remediation", "merge"], ["waivers", "merge"]],
         supports_check_mode=True,
     )
     p = module.params
@@ -288,11 +349,15 @@ def main():
         module.fail_json(msg="table_width must be at least 60, got %d; nothing was written" % p["table_width"])
     waivers = [dict((k, v) for k, v in w.items() if v is not None) for w in p["waivers"]]
     try:
-        check_results(p["results"])
-        check_results(p["before"], "before")
-        check_remediation(p["remediation"])
-        model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
-                            generated=p["generated"], waivers=waivers)
+        if p["merge"] is not None:
+            model = merge_models(read_slices(module, p["merge"]), expected_hosts=p["expected_hosts"],
+                                 title=p["title"], generated=p["generated"])
+        else:
+            check_results(p["results"])
+            check_results(p["before"], "before")
+            check_remediation(p["remediation"])
+            model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
+                                generated=p["generated"], waivers=waivers)
     except ReportInputError as err:
         module.fail_json(msg="bad input: %s; nothing was written" % err)
     except WaiverError as err:
@@ -311,9 +376,10 @@ def main():
     for w in model["waivers_expired"]:
         module.warn("waiver for %s on %s expired on %s: its findings count again" % (
             w["id"], ", ".join(w["hosts"]), w["expires"]))
+    extra = {"slices": model["slices"]} if "slices" in model else {}
     module.exit_json(changed=changed, files=files, table=table_lines(model, p["table_width"]), totals=model["totals"],
                      finding_ids=model["finding_ids"], waivers_expired=model["waivers_expired"],
-                     policy=policy(model, p["fail_on"]))
+                     policy=policy(model, p["fail_on"]), **extra)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAGE = os.path.join(ROOT, "docs", "docsite", "rst", "playbooks.rst")
 # Set by the playbooks themselves for the report play they import; not for users.
-INTERNAL = {"nodefix_drained", "nodefix_report_hosts", "nodefix_report_kind", "nodefix_report_fail_on"}
+INTERNAL = {"nodefix_drained", "nodefix_report_hosts", "nodefix_report_kind", "nodefix_report_fail_on",
+            "nodefix_report_merge", "nodefix_last_batch"}
 
 
 def playbook_text():

@@ -37,3 +37,13 @@ def test_findings_at_or_above_is_the_collections_ladder():
     with pytest.raises(AnsibleFilterError, match="list"):
         findings_at_or_above({"id": "x"}, "high")
     assert "findings_at_or_above" in FilterModule().filters()
+
+
+def test_hosts_left_alone_on_purpose_are_not_run_not_unreachable():
+    hostvars = {"a": {"nodefix_audit": {"findings": []}}, "b": {}, "c": {}}
+    out = audit_results(hostvars, ["a", "b", "c"], "nodefix_audit", {"a": "never used", "b": "not run: stopped"})
+    assert out["a"] == {"findings": []}  # a result wins over the reason
+    assert out["b"] == {"not_run": True, "msg": "not run: stopped"}
+    assert out["c"]["unreachable"] is True
+    with pytest.raises(AnsibleFilterError, match="not_run must be a dict"):
+        audit_results(hostvars, ["a"], "nodefix_audit", ["b"])

@@ -394,3 +394,13 @@ def test_the_reboot_path_is_reported_as_an_action():
     # no action, no line
     model = _report.build_model({"n": {"findings": []}}, before=before, remediation={"n": {"status": "ok"}})
     assert "actions" not in " ".join(_report.table_lines(model, 200))
+
+
+def test_a_node_not_run_is_neither_ok_nor_unreachable():
+    model = _report.build_model({"n1": {"not_run": True, "msg": "not run: the rollout stopped"}, "n2": {"findings": []}},
+                                remediation={"n1": {"not_run": True, "msg": "not run: the rollout stopped"}})
+    node = model["nodes"][0]
+    assert node["status"] == "not run" and node["error"] == "not run: the rollout stopped"
+    assert node["remediation"] == {"status": "not run", "msg": "not run: the rollout stopped"}
+    assert model["totals"]["nodes_in_error"] == 1
+    assert _report.policy(model, "info")["unaudited"] == ["n1"]

@@ -74,3 +74,48 @@ def test_bad_waiver_fails_and_writes_nothing(run_module, tmp_path):
     result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest), "waivers": [
         {"id": "pids.zombie_leaker"}]})
     assert failed and "reason" in result["msg"] and not dest.exists()
+
+
+def write_slices(run_module, tmp_path, parts):
+    paths = []
+    for i, hosts in enumerate(parts, 1):
+        dest = tmp_path / "slices" / str(i) / "audit"
+        result, failed, _dummy = run_module(audit_report, {"results": {h: RESULTS[h] for h in hosts}, "dest": str(dest)})
+        assert not failed, result
+        paths.append(str(dest / "report.json"))
+    return paths
+
+
+def test_merge_writes_the_one_run_report(run_module, tmp_path):
+    run_module(audit_report, {"results": RESULTS, "dest": str(tmp_path / "one")})
+    paths = write_slices(run_module, tmp_path, [["n1"], ["n2"]])
+    result, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2"],
+                                                       "dest": str(tmp_path / "merged"), "fail_on": "high"})
+    assert not failed and result["changed"] and not result["policy"]["failed"]
+    assert [s["nodes"] for s in result["slices"]] == [1, 1]
+    for name in ("junit.xml", "nodefix.prom"):
+        assert (tmp_path / "merged" / name).read_text() == (tmp_path / "one" / name).read_text(), name
+    again, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2"],
+                                                      "dest": str(tmp_path / "merged")})
+    assert not failed and again["changed"] is False
+
+
+def test_merge_names_the_hosts_no_slice_reported(run_module, tmp_path):
+    paths = write_slices(run_module, tmp_path, [["n1"]])
+    result, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2", "n3"],
+                                                       "dest": str(tmp_path / "merged"), "fail_on": "critical"})
+    assert not failed and result["policy"]["failed"] and result["policy"]["unaudited"] == ["n2", "n3"]
+    assert "not audited: n2, n3" in result["policy"]["msg"]
+
+
+def test_merge_refuses_bad_slices_and_writes_nothing(run_module, tmp_path):
+    paths = write_slices(run_module, tmp_path, [["n1", "n2"], ["n2"]])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    for merge, msg in ((paths, "n2 is in two slices"), ([str(bad)], "is not JSON"),
+                       ([str(tmp_path / "absent.json")], "does not exist")):
+        result, failed, _dummy = run_module(audit_report, {"merge": merge, "dest": str(tmp_path / "merged")})
+        assert failed and msg in result["msg"] and "nothing was written" in result["msg"]
+        assert not (tmp_path / "merged").exists()
+    result, failed, _dummy = run_module(audit_report, {"merge": paths, "results": RESULTS, "dest": str(tmp_path / "m")})
+    assert failed and "mutually exclusive" in result["msg"]

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The fleet-wide failure limit of a remediation run in slices (playbooks/tasks/fleet_gate.yml).
+
+Ansible's ``max_fail_percentage`` is per play, so per slice. Two slices of a four-node fleet
+run one after the other, each with its own inventory (as AWX job slicing gives each slice),
+sharing one report directory. The "nodes" are this machine over the local connection, audited
+read-only with only the kernel detector and a pretended old release, so the one fix role is
+nodefix.k8s.kernel, which only reads and reports: nothing on the test machine changes. A
+negative dying-memcg threshold makes that role fail on the host it is set for: the injected
+failure.
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT, run_logged
+
+FLEET = {"slice-a": ["a1", "a2"], "slice-b": ["b1", "b2"]}
+
+
+def remediate(tmp_path, base, name, max_fail, failing=()):
+    hosts = {}
+    for host in FLEET[name]:
+        hosts[host] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                       "nodefix_become": False, "nodefix_audit_checks": ["kernel"],
+                       "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}}}
+        if host in failing:
+            hosts[host]["kernel_dying_memcgs_threshold"] = -1
+    inventory = tmp_path / ("%s.json" % name)
+    inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
+    extra = {"nodefix_report_dir": str(base), "nodefix_slice": name, "nodefix_max_fail_percentage": max_fail,
+             "nodefix_fleet_size": 4}
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
+            "nodefix.k8s.remediate"]
+    return run_logged("sliced-rollout-%s-%s" % (name, max_fail), argv, timeout=600)
+
+
+def record(base, name):
+    with open(os.path.join(base, "slices", name, "rollout.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@pytest.mark.parametrize("max_fail, stops", [(20, True), (30, False)], ids=["over-the-limit", "within-it"])
+def test_a_slice_does_not_start_when_the_fleet_is_over_the_limit(tmp_path, max_fail, stops):
+    base = tmp_path / "shared"
+    rc, out = remediate(tmp_path, base, "slice-a", max_fail, failing=("a1",))
+    assert rc != 0, out[-3000:]
+    # a1 failed: with one node per batch, more than the limit of the batch failed, so slice-a
+    # stops before a2 (Ansible's rule) - and still writes its report
+    assert "more than nodefix_max_fail_percentage (%d%%) of the last batch failed: 1 of 1 node(s) (a1)" % max_fail in out
+    assert record(base, "slice-a") == dict(record(base, "slice-a"), hosts=["a1", "a2"], failed=["a1"])
+    with open(os.path.join(base, "slices", "slice-a", "remediate", "report.json"), encoding="utf-8") as fh:
+        nodes = {n["host"]: n for n in json.load(fh)["nodes"]}
+    assert nodes["a1"]["remediation"]["status"] == "failed" and nodes["a2"]["status"] == "not run"
+    assert "of the last batch failed" in nodes["a2"]["error"]
+    # 1 of 4 fleet nodes failed = 25 %: over 20, within 30
+    rc, out = remediate(tmp_path, base, "slice-b", max_fail)
+    audited_b = "TASK [Audit before]" in out and "ok: [b1]" in out
+    if stops:
+        assert rc != 0 and not audited_b, out[-3000:]
+        assert "over nodefix_max_fail_percentage (20%): 1 of 4 node(s) failed (a1)" in out
+        # the hosts the gate kept out are not failures of the fleet
+        assert record(base, "slice-b")["failed"] == [] and record(base, "slice-b")["hosts"] == ["b1", "b2"]
+        with open(os.path.join(base, "slices", "slice-b", "remediate", "report.json"), encoding="utf-8") as fh:
+            assert {n["host"]: n["status"] for n in json.load(fh)["nodes"]} == {"b1": "not run", "b2": "not run"}
+    else:
+        assert rc == 0 and audited_b, out[-3000:]
+        assert record(base, "slice-b")["failed"] == []
+
+
+def test_an_unsliced_rollout_that_stops_still_writes_its_report(tmp_path):
+    # the failure limit as Ansible's play keyword aborted the run before the report play;
+    # applied by the gate, the rollout stops before the next batch and the report says why
+    base = tmp_path / "reports"
+    hosts = {h: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "nodefix_become": False,
+                 "nodefix_audit_checks": ["kernel"], "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}}}
+             for h in ("n1", "n2")}
+    hosts["n1"]["kernel_dying_memcgs_threshold"] = -1
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e",
+            json.dumps({"nodefix_report_dir": str(base)}), "nodefix.k8s.remediate"]
+    rc, out = run_logged("rollout-stop-unsliced", argv, timeout=600)
+    assert rc != 0 and "of the last batch failed: 1 of 1 node(s) (n1)" in out, out[-3000:]
+    assert "ok: [n2]" not in out  # n2 was never touched
+    with open(os.path.join(base, "remediate", "report.json"), encoding="utf-8") as fh:
+        nodes = {n["host"]: n for n in json.load(fh)["nodes"]}
+    assert nodes["n1"]["remediation"]["status"] == "failed" and nodes["n2"]["status"] == "not run"
+    assert nodes["n2"]["remediation"] == {"status": "not run", "msg": nodes["n2"]["error"]}
+    assert not (base / "slices").exists()  # an unsliced run records nothing for other slices

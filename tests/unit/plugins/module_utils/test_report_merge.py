@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Merging the reports of sliced runs (_report_merge) into the one-run report."""
+
+import json
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _report
+from ansible_collections.nodefix.k8s.plugins.module_utils._report_merge import MISSING, merge_models
+
+
+def finding(fid, severity, subject=None):
+    return {"id": fid, "severity": severity, "title": "title of " + fid, "subject": subject, "check": fid.split(".")[0],
+            "remedy": "do it", "fix": {"role": "nodefix.k8s.gvisor", "tag": "gvisor"}}
+
+
+RESULTS = {
+    "node-%02d" % i: ({"unreachable": True, "msg": "ssh: timed out"} if i == 7 else
+                      {"findings": [finding("kernel.no_psi", "medium")] + (
+                          [finding("gvisor.sandbox_oversized", "critical", "sb%d" % i)] if i % 3 == 0 else [])})
+    for i in range(1, 11)
+}
+WAIVERS = [{"id": "kernel.no_psi", "reason": "OPS-1", "hosts": ["node-0[12]"]},
+           {"id": "pids.*", "reason": "old", "expires": "2020-01-01"}]
+
+
+def json_model(model):
+    """What report.json holds (and a slice's file gives back)."""
+    return json.loads(_report.to_json(model))
+
+
+def sliced(hosts_per_slice, generated="t"):
+    return [("slice-%d" % i, json_model(_report.build_model({h: RESULTS[h] for h in hosts}, waivers=WAIVERS,
+                                                            generated=generated)))
+            for i, hosts in enumerate(hosts_per_slice, 1)]
+
+
+def split(n):
+    hosts = sorted(RESULTS)
+    return [hosts[i::n] for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10])
+def test_merged_slices_equal_the_single_run(n):
+    single = json_model(_report.build_model(RESULTS, waivers=WAIVERS, generated="one run"))
+    merged = json_model(merge_models(sliced(split(n)), expected_hosts=sorted(RESULTS), generated="merge"))
+    assert [s["name"] for s in merged.pop("slices")] == ["slice-%d" % i for i in range(1, n + 1)]
+    assert merged.pop("generated") == "merge" and single.pop("generated") == "one run"
+    assert merged == single
+    # and so is every format but the lines naming the slices
+    assert _report.to_junit(merged) == _report.to_junit(single)
+    assert _report.fleet_textfile(merged) == _report.fleet_textfile(single)
+    assert _report.table_lines(merged) == _report.table_lines(single)
+
+
+def test_a_missing_slice_is_missing_nodes_and_fails_the_policy():
+    three = split(3)
+    merged = merge_models(sliced(three[:2]), expected_hosts=sorted(RESULTS))
+    missing = [n for n in merged["nodes"] if n["status"] == "missing"]
+    assert [n["host"] for n in missing] == sorted(three[2])
+    assert all(n["error"] == MISSING for n in missing)
+    assert merged["totals"]["nodes"] == 10 and merged["totals"]["nodes_in_error"] == len(missing) + 1
+    verdict = _report.policy(merged, "critical")
+    assert verdict["failed"] and set(three[2]) <= set(verdict["unaudited"])
+    assert "not audited: " in verdict["msg"] and three[2][0] in verdict["msg"]
+    # the formats say it too
+    assert "missing" in _report.to_markdown(merged) and three[2][0] in _report.to_html(merged)
+    assert 'nodefix_node_audited{node="%s"} 0' % three[2][0] in _report.fleet_textfile(merged)
+    # without expected hosts nothing is invented, and a policy of never passes
+    assert not _report.policy(merged, "never")["failed"]
+
+
+def test_no_slice_at_all_is_never_a_clean_fleet():
+    merged = merge_models([], expected_hosts=["a", "b"])
+    assert [n["status"] for n in merged["nodes"]] == ["missing", "missing"]
+    assert _report.policy(merged, "info")["failed"]
+    assert _report.policy(merge_models([]), "info")["failed"]  # nothing expected, nothing checked
+
+
+def test_a_host_in_two_slices_is_refused():
+    slices = sliced([["node-01", "node-02"], ["node-02", "node-03"]])
+    with pytest.raises(_report.ReportInputError, match="node-02 is in two slices .slice-1 and slice-2."):
+        merge_models(slices)
+
+
+@pytest.mark.parametrize("model, msg", [
+    ([], "must be a JSON object"),
+    ({"title": "x"}, "no nodes list"),
+    ({"nodes": [{"host": "a"}]}, r"nodes\[0\] \(a\) has unknown status None"),
+    ({"nodes": [{"host": "", "status": "ok"}]}, "has no host"),
+    ({"nodes": [dict(json_model(_report.build_model(RESULTS))["nodes"][0], findings="x")]}, "findings must be a list"),
+    ({"nodes": [dict(json_model(_report.build_model(RESULTS))["nodes"][0],
+                     findings=[{"id": "x", "severity": "urgent"}])]}, "unknown severity"),
+    ({"nodes": [dict(json_model(_report.build_model(RESULTS))["nodes"][0], counts={"high": "1"})]}, "counts"),
+    ({"nodes": [], "slices": []}, "itself a merged report"),
+])
+def test_what_is_not_a_slice_report_is_refused_naming_the_slice(model, msg):
+    with pytest.raises(_report.ReportInputError, match="slice s1") as err:
+        merge_models([("s1", model)])
+    assert err.match(msg)
+
+
+def test_merged_markdown_and_html_name_the_slices():
+    merged = merge_models(sliced(split(2), generated="2026-11-25T10:00Z"))
+    md, page = _report.to_markdown(merged), _report.to_html(merged)
+    assert "Merged from 2 slice(s): slice-1 (5 node(s), 2026-11-25T10:00Z); slice-2" in md
+    assert 'id="slices"' in page and "slice-2 (5 node(s)" in page
+
+
+def test_a_finding_id_lists_each_host_once_in_node_order():
+    # assemble() keeps a set beside each id's host list (no scan of the list: linear in the fleet)
+    results = {"n%03d" % i: {"findings": [finding("kernel.no_psi", "medium", "a"), finding("kernel.no_psi", "medium", "b")]}
+               for i in range(300)}
+    model = _report.build_model(results)
+    assert model["finding_ids"][0]["hosts"] == sorted(results)

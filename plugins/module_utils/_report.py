@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, at_or_above, findings_at_or_above
-from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks, fleet_textfile
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks
 COLOURS = {
     "critical": "#b71c1c",
     "high": "#e65100",
@@ -204,6 +204,37 @@ def changes(before_checks, after_checks):
     return out
 
 
+def change_rows(node):
+    """What a remediation changed on ``node`` as rows a person scans: {setting, before, after, durable}.
+
+    ``durable`` is for kubelet settings: "yes", or where to make the setting survive the node's
+    cluster tool (the remediation's ``not_durable``); "" where it does not apply (a package, a
+    file the collection owns). A setting the cluster tool will overwrite but that this run did
+    not change is listed too (before and after "unchanged").
+    """
+    rem = node.get("remediation") or {}
+    lost = {}
+    entries = rem.get("not_durable") or []
+    if isinstance(entries, dict):  # {setting: where}, as remediate records it
+        entries = [{"setting": k, "where": v} for k, v in sorted(entries.items())]
+    for entry in entries:
+        if isinstance(entry, dict):
+            lost[str(entry.get("setting"))] = str(entry.get("where"))
+        else:  # a place without the setting's name
+            lost.setdefault("kubelet", str(entry))
+    rows = []
+    for c in node.get("changes") or []:
+        setting = c["what"][len("kubelet "):] if c["what"].startswith("kubelet ") else None
+        durable = ""
+        if setting is not None:
+            durable = lost.pop(setting, "yes")
+        rows.append({"setting": c["what"], "before": c["before"], "after": c["after"], "durable": durable})
+    for setting in sorted(lost):
+        rows.append({"setting": "kubelet" if setting == "kubelet" else "kubelet %s" % setting,
+                     "before": "unchanged", "after": "unchanged", "durable": lost[setting]})
+    return rows
+
+
 class ReportInputError(ValueError):
     """A node_audit result (or before/remediation entry) of the wrong shape."""
 
@@ -360,6 +391,8 @@ NO_NODE = "no node was audited (the targets matched no host, or every host was l
 
 # The console is often 80-120 columns: one line per node with counts, the ids below it, wrapped.
 TABLE_WIDTH = 100
+# more clean nodes than this are one line of the console table, not a row each
+CLEAN_ROWS = 20
 
 
 def _wrap(label, items, width):
@@ -376,6 +409,29 @@ def _rem_text(node):
     if rem.get("seconds") is not None:
         text += " %ss" % rem["seconds"]
     return text
+
+
+def _is_clean(node):
+    """Audited, nothing open, waived, changed or to say: one name in a list, not a section of its own."""
+    return needs_no_attention(node) and not node.get("waived")
+
+
+def needs_no_attention(node):
+    """Audited, nothing open, no remediation story: at most waived findings (listed by waiver, not by node)."""
+    return node["status"] == "ok" and not node["findings"] and "before" not in node and "remediation" not in node
+
+
+def waived_groups(model):
+    """The waived findings by waiver (id, reason, expiry): {id, reason, expires, hosts}, most hosts first."""
+    by_key = {}
+    for n in model["nodes"]:
+        for f in n.get("waived") or []:
+            w = f["waiver"]
+            entry = by_key.setdefault((f["id"], w.get("reason"), w.get("expires")),
+                                      {"id": f["id"], "reason": w.get("reason"), "expires": w.get("expires"), "hosts": []})
+            if not entry["hosts"] or entry["hosts"][-1] != n["host"]:
+                entry["hosts"].append(n["host"])
+    return sorted(by_key.values(), key=lambda e: (-len(e["hosts"]), e["id"]))
 
 
 def table_lines(model, width=TABLE_WIDTH):
@@ -411,7 +467,11 @@ def table_lines(model, width=TABLE_WIDTH):
     lines = [fmt(header), fmt(["-" * w for w in widths])]
     if not model["nodes"]:
         lines += textwrap.wrap(NO_NODE, width=width)
+    clean = [n["host"] for n in model["nodes"] if _is_clean(n)]
+    collapse = len(clean) > CLEAN_ROWS
     for n, row in zip(model["nodes"], rows):
+        if collapse and _is_clean(n):
+            continue
         lines.append(fmt(row))
         if n["status"] != "ok":
             lines += _wrap("error", [str(n.get("error") or n["status"]).splitlines()[0]], width)
@@ -425,12 +485,16 @@ def table_lines(model, width=TABLE_WIDTH):
         lines += _wrap("changed", ["%s %s -> %s" % (c["what"], c["before"], c["after"]) for c in n.get("changes") or []],
                        width)
         lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
-        lines += _wrap("not durable", (n.get("remediation") or {}).get("not_durable") or [], width)
+        lines += _wrap("not durable", [r["setting"] for r in change_rows(n) if r["durable"] not in ("", "yes")],
+                       width)
         lines += _wrap("actions", (n.get("remediation") or {}).get("actions") or [], width)
         rem = n.get("remediation") or {}
         if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
             msg = str(rem["msg"]).splitlines()[0]
             lines += _wrap(rem["status"], [msg if len(msg) <= 300 else msg[:297] + "..."], width)
+    if collapse:
+        lines += textwrap.wrap("%d node(s) with no findings, not listed one by one (the report files name them): %s" % (
+            len(clean), ", ".join(clean[:5]) + (", ..." if len(clean) > 5 else "")), width=width)
     return lines
 
 
@@ -460,7 +524,19 @@ def to_markdown(model):
             title = (e["title"] or "").replace("|", "\\|")
             out.append("| `%s` | %s | %s | %s | %s |" % (e["id"], e["severity"], ", ".join(e["hosts"]), fix, title))
         out.append("")
+    clean = [n["host"] for n in model["nodes"] if needs_no_attention(n)]
+    if clean:
+        out += ["## Nodes with no open findings (%d)" % len(clean), "", ", ".join(clean), ""]
+    waived = waived_groups(model)
+    if waived:
+        out += ["## Waived", "", "| id | reason | until | nodes |", "|---|---|---|---|"]
+        out += ["| `%s` | %s | %s | %d: %s |" % (
+            w["id"], str(w["reason"]).replace("|", "\\|"), w["expires"] or "-", len(w["hosts"]), ", ".join(w["hosts"]))
+            for w in waived]
+        out.append("")
     for n in model["nodes"]:
+        if needs_no_attention(n):
+            continue
         out += ["## %s" % n["host"], ""]
         if n["status"] != "ok":
             out += ["**%s**: %s" % (n["status"], n["error"]), ""]
@@ -472,12 +548,14 @@ def to_markdown(model):
             out += ["Before: %s finding(s); fixed: %s; still open: %s; new: %s" % (
                 n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
                 ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none"), ""]
-            for c in n.get("changes") or []:
-                out.append("- changed: %s %s -> %s" % (c["what"], c["before"], c["after"]))
+            rows = change_rows(n)
+            if rows:
+                out += ["| setting | before | after | durable (or where to make it so) |", "|---|---|---|---|"]
+                out += ["| %s | %s | %s | %s |" % tuple(
+                    str(r[k]).replace("|", "\\|") for k in ("setting", "before", "after", "durable")) for r in rows]
+                out.append("")
             if n.get("pods_to_recreate"):
                 out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
-            for where in (rem or {}).get("not_durable") or []:
-                out.append("- not durable, make it so in: %s" % where)
             for action in (rem or {}).get("actions") or []:
                 out.append("- %s" % action)
             out.append("")
@@ -497,154 +575,6 @@ def to_markdown(model):
             out.append("  - waiver%s: %s" % (until, f["waiver"]["reason"]))
         out.append("")
     return "\n".join(out)
-
-
-def _id_list(ids, css):
-    if not ids:
-        return "<span class=\"muted\">-</span>"
-    return "<br>".join("<code class=\"%s\">%s</code>" % (css, _esc(i)) for i in ids)
-
-
-def _html_before_after(model):
-    """What a remediation did, node by node: before -> after, fixed, still open, new, waived, status and time."""
-    h = ["<h2>Before and after</h2>",
-         "<table id=\"before-after\"><thead><tr><th>node</th><th>before</th><th>after</th><th>fixed</th>"
-         "<th>still open</th><th>new</th><th>waived</th><th>what changed</th><th>remediation</th></tr></thead><tbody>"]
-    for n in model["nodes"]:
-        b = n.get("before") or {}
-        rem = n.get("remediation") or {}
-        status = rem.get("status", "-")
-        if rem.get("seconds") is not None:
-            status += " in %ss" % rem["seconds"]
-        css = {"ok": "s-ok", "failed": "s-error"}.get(rem.get("status"), "s-info")
-        changed = ["%s: %s &rarr; %s" % (_esc(c["what"]), _esc(c["before"]), _esc(c["after"]))
-                   for c in n.get("changes") or []]
-        if n.get("pods_to_recreate"):
-            changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
-        for where in rem.get("not_durable") or []:
-            changed.append("<span class=\"muted\">not durable, make it so in: %s</span>" % _esc(where))
-        changed += [_esc(action) for action in rem.get("actions") or []]
-        h.append("<tr><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                 "<td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
-                     _esc(n["host"]), _esc(b.get("total", "-") if b.get("status", "ok") == "ok" else b.get("status")),
-                     _esc(_node_cell(n)), _id_list(n.get("fixed"), "fixed"), _id_list(n.get("still_open"), "open"),
-                     _id_list(n.get("new"), "new"), _id_list(n.get("waived_ids"), "waived"),
-                     "<br>".join(changed) or "<span class=\"muted\">-</span>", css, _esc(status),
-                     _esc(rem.get("msg") or ""),
-                     ("<br><span class=\"muted\">roles: %s</span>" % _esc(", ".join(rem["roles"])))
-                     if rem.get("roles") else ""))
-    h.append("</tbody></table>")
-    return h
-
-
-# Long on purpose (~100 lines): the HTML page top to bottom, in the order it renders.
-def to_html(model):
-    """A self-contained page: nodes x findings matrix coloured by severity."""
-    t = model["totals"]
-    ids = model["finding_ids"]
-    css = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121}
-h1{font-size:22px}table{border-collapse:collapse;margin:12px 0}
-th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top}
-th.rot{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
-td.cell{text-align:center;color:#fff;font-weight:600}
-.sev{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
-.muted{color:#757575}details{margin:6px 0}code{font-size:12px}
-code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{color:#757575}
-"""
-    for level, colour in COLOURS.items():
-        css += ".s-%s{background:%s}\n" % (level, colour)
-    h = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-         "<title>%s</title><style>%s</style></head><body>" % (_esc(model["title"]), css),
-         "<h1>%s</h1>" % _esc(model["title"])]
-    if model.get("generated"):
-        h.append("<p class=\"muted\">Generated %s</p>" % _esc(model["generated"]))
-    h.append("<p id=\"summary\">%d node(s), %d with findings, %d in error; %d finding(s) " % (
-        t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"]))
-    if not t["nodes"]:
-        h.append("<strong>%s.</strong> " % _esc(NO_NODE))
-    h.append(" ".join("<span class=\"sev s-%s\">%s %d</span>" % (s, s, t["by_severity"][s]) for s in SEVERITIES))
-    if t.get("waived"):
-        h.append("<span class=\"sev s-waived\">waived %d</span>" % t["waived"])
-    h.append("</p>")
-    if model.get("slices"):
-        h.append("<p id=\"slices\" class=\"muted\">Merged from %d slice(s): %s</p>" % (len(model["slices"]), _esc("; ".join(
-            "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
-            for s in model["slices"]))))
-    for w in model.get("waivers_expired") or []:
-        h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
-                 "(its findings count again)</p>"
-                 % (_esc(w["id"]), _esc(", ".join(w["hosts"])), _esc(w["expires"]), _esc(w["reason"])))
-    if any("before" in n for n in model["nodes"]):
-        h += _html_before_after(model)
-    # matrix
-    h.append("<table id=\"matrix\"><thead><tr><th>node</th><th>status</th>")
-    h += ["<th class=\"rot\" title=\"%s\">%s</th>" % (_esc(e["title"]), _esc(e["id"])) for e in ids]
-    h.append("</tr></thead><tbody>")
-    for n in model["nodes"]:
-        if n["status"] != "ok":
-            status_class = "error"
-        elif not n["findings"]:
-            status_class = "ok"
-        else:
-            status_class = next(s for s in SEVERITIES if n["counts"][s])
-        label = _node_cell(n)
-        h.append("<tr><th>%s</th><td class=\"cell s-%s\">%s</td>" % (_esc(n["host"]), status_class, _esc(label)))
-        for e in ids:
-            hits = [f for f in n["findings"] if f["id"] == e["id"]]
-            if hits:
-                sev = hits[0].get("severity")
-                h.append("<td class=\"cell s-%s\" title=\"%s\">%s</td>" % (sev, _esc(sev), len(hits)))
-            else:
-                h.append("<td></td>")
-        h.append("</tr>")
-    h.append("</tbody></table>")
-    # legend of ids
-    if ids:
-        h.append("<h2>Findings</h2><table><thead><tr><th>id</th><th>severity</th><th>title</th><th>fixed by</th>"
-                 "<th>remedy</th></tr></thead><tbody>")
-        for e in ids:
-            fix = e["fix"].get("role") or "manual"
-            if e["fix"].get("tag"):
-                fix += " (tag %s)" % e["fix"]["tag"]
-            h.append("<tr><td><code>%s</code></td><td><span class=\"sev s-%s\">%s</span></td><td>%s</td><td>%s</td>"
-                     "<td>%s</td></tr>" % (_esc(e["id"]), _esc(e["severity"]), _esc(e["severity"]),
-                                           _esc(e["title"]), _esc(fix), _esc(e["remedy"])))
-        h.append("</tbody></table>")
-    # per node details
-    h.append("<h2>Nodes</h2>")
-    for n in model["nodes"]:
-        is_open = " open" if n["findings"] or n["status"] != "ok" else ""
-        h.append("<details%s><summary><b>%s</b> - %s</summary>" % (is_open, _esc(n["host"]), _esc(_node_cell(n))))
-        if n["status"] != "ok":
-            h.append("<p><span class=\"sev s-error\">%s</span> %s</p>" % (_esc(n["status"]), _esc(n["error"])))
-        if n.get("before"):
-            h.append("<p>before: %s finding(s); fixed: %s</p>" % (_esc(n["before"].get("total")),
-                                                                  _esc(", ".join(n.get("fixed") or []) or "none")))
-        rem = n.get("remediation")
-        if rem:
-            h.append("<p>remediation: <b>%s</b> %s</p>" % (_esc(rem.get("status")), _esc(rem.get("msg") or "")))
-        if n["findings"]:
-            h.append("<ul>")
-            for f in n["findings"]:
-                h.append("<li><span class=\"sev s-%s\">%s</span> <code>%s</code>%s %s<br><span class=\"muted\">%s</span>"
-                         "<br><code>%s</code></li>" % (
-                             _esc(f.get("severity")), _esc(f.get("severity")), _esc(f["id"]),
-                             (" (%s)" % _esc(f["subject"])) if f.get("subject") else "", _esc(f.get("title")),
-                             _esc(f.get("remedy")), _esc(json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)[:800])))
-            h.append("</ul>")
-        if n.get("waived"):
-            h.append("<p class=\"muted\">waived:</p><ul class=\"waived\">")
-            for f in n["waived"]:
-                until = " (until %s)" % f["waiver"]["expires"] if f["waiver"].get("expires") else ""
-                h.append("<li><span class=\"sev s-waived\">waived</span> <code>%s</code>%s %s<br>"
-                         "<span class=\"muted\">%s%s</span></li>" % (
-                             _esc(f["id"]), (" (%s)" % _esc(f["subject"])) if f.get("subject") else "",
-                             _esc(f.get("title")), _esc(f["waiver"]["reason"]), _esc(until)))
-            h.append("</ul>")
-        h.append("</details>")
-    h.append("</body></html>")
-    return "\n".join(h) + "\n"
 
 
 def _finding_case(suite, host, finding):
@@ -700,12 +630,3 @@ def to_junit(model, fail_on="medium"):
         suite.set("errors", str(errors))
         suite.set("skipped", str(skipped))
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
-
-
-RENDERERS = {
-    "json": ("report.json", to_json),
-    "markdown": ("report.md", to_markdown),
-    "html": ("report.html", to_html),
-    "junit": ("junit.xml", to_junit),
-    "prometheus": ("nodefix.prom", fleet_textfile),
-}

@@ -49,3 +49,26 @@ def test_mount_units_curve_and_its_plot(tmp_path):
     rc, out = run_logged("bench-mount-units-plot", [sys.executable, "benchmarks/mount_units/plot.py", str(result)])
     assert_ok("bench-mount-units-plot", rc, out)
     assert "| 252 |" in out, out
+
+
+def test_report_benchmark_and_the_broken_few_in_a_browser(tmp_path):
+    # audit_report's benchmark at a tiny size; then its "12 broken among the fleet" page in headless
+    # Chromium: the first rows of "Nodes by state" name exactly the broken nodes
+    import os
+    import re
+    import shutil
+    import subprocess
+    result = tmp_path / "report.json"
+    rc, out = run_logged("bench-report", [sys.executable, "benchmarks/report/run.py", "--sizes", "100,300", "--broken",
+                                          "4", "--json", str(result), "--html-dir", str(tmp_path / "html")])
+    assert_ok("bench-report", rc, out)
+    runs = json.loads(result.read_text())["runs"]
+    assert [r["nodes"] for r in runs] == [100, 300, 300] and runs[-1]["broken"] == 4
+    dom = subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--disable-background-networking", "--user-data-dir=%s" % (tmp_path / "chromium"),
+                          "--dump-dom", "file://%s" % (tmp_path / "html" / "broken-report.html")],
+                         capture_output=True, text=True, timeout=120, check=False).stdout
+    groups = dom[dom.index('id="groups"'):]
+    rows = re.findall(r"<tr><td>(\d+)</td>", groups[:groups.index("</table>")])
+    assert [int(r) for r in rows][-1] == 296 and sum(int(r) for r in rows[:-1]) == 4, rows
+    assert os.path.getsize(tmp_path / "html" / "broken-report.html") < os.path.getsize(tmp_path / "html" / "report.html")

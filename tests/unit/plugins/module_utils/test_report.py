@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 from junitparser import JUnitXml
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _report
+from ansible_collections.nodefix.k8s.plugins.module_utils import _report, _report_html
 
 
 class _Cells(HTMLParser):
@@ -87,13 +87,15 @@ def test_markdown_lists_every_finding_and_error():
     text = _report.to_markdown(_report.build_model(RESULTS))
     assert "| `gvisor.sandbox_oversized` | critical | node-b | nodefix.k8s.gvisor (tag `gvisor`) |" in text
     assert "**unreachable**: ssh: connect timed out" in text
-    assert "No findings." in text
+    # a clean node is one name in one list, not a section of its own (a fleet of 10,000 stays readable)
+    assert "## Nodes with no open findings (1)\n\nnode-a\n" in text and "## node-a" not in text
 
 
 def test_html_is_self_contained_and_escaped():
     results = {"n<1>": {"findings": [finding("x.y", "high", "<script>alert(1)</script>")]}}
-    html = _report.to_html(_report.build_model(results))
-    assert "<script>" not in html and "&lt;script&gt;" in html
+    html = _report_html.to_html(_report.build_model(results))
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<script>") == 1  # the filter box's own, inline
     assert "http://" not in html and "https://" not in html and "<link" not in html
     assert 'class="cell s-high"' in html
     parser = _Cells()
@@ -162,7 +164,7 @@ def test_only_waived_findings_make_a_clean_node_and_are_not_fixed():
     assert lines[3:] == ["  fixed: pids.pid_max_low", "  waived: pids.zombie_leaker"]
     md = _report.to_markdown(model)
     assert "- waived high `pids.zombie_leaker` (1234)" in md and "  - waiver: r" in md
-    html = _report.to_html(model)
+    html = _report_html.to_html(model)
     assert 'class="cell s-ok">clean (1 waived)<' in html and "s-waived" in html
 
 
@@ -172,7 +174,7 @@ def test_expired_waiver_no_longer_applies_and_is_reported():
     assert model["nodes"][1]["ids"] == ["gvisor.sandbox_oversized", "pids.zombie_leaker"]
     assert model["waivers_expired"][0]["expires"] == "2026-11-20"
     assert "**Expired waiver**" in _report.to_markdown(model)
-    assert "expired waiver" in _report.to_html(model)
+    assert "expired waiver" in _report_html.to_html(model)
     # on its last day it still applies
     model = _report.build_model(RESULTS, waivers=waivers, today=datetime.date(2026, 11, 20))
     assert model["nodes"][1]["waived_ids"] == ["pids.zombie_leaker"]
@@ -297,10 +299,10 @@ def test_remediation_html_tells_before_and_after_per_node():
     a, b = model["nodes"]
     assert (a["fixed"], a["still_open"], a["new"]) == (["kubelet.api_qps_low"], ["gvisor.runsc_outdated"], [])
     assert (b["fixed"], b["still_open"], b["new"]) == (["gvisor.sandbox_oversized"], [], ["pids.zombie_leaker"])
-    html = _report.to_html(model)
+    html = _report_html.to_html(model)
     section = html[html.index('<table id="before-after">'):]
     section = section[:section.index("</table>")]
-    rows = section.split("<tr>")[2:]
+    rows = section.split("<tr data-search=")[1:]
     assert len(rows) == 2
     assert '<code class="fixed">kubelet.api_qps_low</code>' in rows[0]
     assert '<code class="open">gvisor.runsc_outdated</code>' in rows[0]
@@ -308,7 +310,7 @@ def test_remediation_html_tells_before_and_after_per_node():
     assert '<code class="new">pids.zombie_leaker</code>' in rows[1]
     assert "failed in 9s" in rows[1] and "restart containerd: rolled back" in rows[1]
     # an audit (no before) has no such section
-    assert 'id="before-after"' not in _report.to_html(_report.build_model(after))
+    assert 'id="before-after"' not in _report_html.to_html(_report.build_model(after))
 
 
 def test_what_changed_is_read_from_the_two_audits_facts():
@@ -336,8 +338,9 @@ def test_what_changed_is_read_from_the_two_audits_facts():
     assert n["pods_to_recreate"] == ["uid-1"]
     text = " ".join(" ".join(_report.table_lines(model)).split())
     assert "runsc 0.0~20221219.0 -> 0.0~20240729.0" in text and "pods to recreate: uid-1" in text
-    assert "runsc: 0.0~20221219.0 &rarr; 0.0~20240729.0" in _report.to_html(model)
-    assert "- changed: kubelet kubeAPIQPS 5 -> 50" in _report.to_markdown(model)
+    assert "<td>runsc</td><td>0.0~20221219.0</td><td>0.0~20240729.0</td><td></td>" in _report_html.to_html(model)
+    assert "| kubelet kubeAPIQPS | 5 | 50 | yes |" in _report.to_markdown(model)
+    assert "| runsc | 0.0~20221219.0 | 0.0~20240729.0 |  |" in _report.to_markdown(model)
 
 
 def test_mount_unit_labels_say_what_their_facts_count():
@@ -373,14 +376,31 @@ def test_mount_unit_labels_say_what_their_facts_count():
             assert path.rsplit(".", maxsplit=1)[-1].startswith("orphaned"), (label, path)
 
 
-def test_settings_that_will_not_survive_are_listed_with_their_place():
-    where = "the kubespray inventory variable kubelet_config_extra_args: {kubeAPIQPS: 50}"
-    before = {"n": {"findings": [finding("kubelet.api_qps_low", "medium")]}}
-    model = _report.build_model({"n": {"findings": []}}, before=before,
-                                remediation={"n": {"status": "ok", "not_durable": [where]}})
-    assert where in " ".join(" ".join(_report.table_lines(model, 200)).split())
-    assert "- not durable, make it so in: %s" % where in _report.to_markdown(model)
-    assert "not durable, make it so in: the kubespray inventory variable kubelet_config_extra_args" in _report.to_html(model)
+def test_settings_that_will_not_survive_are_one_row_each_with_their_place():
+    # a kubespray node: thirteen settings, each with the inventory variable that makes it durable, as
+    # rows of one table (setting | before | after | durable) - not thirteen sentences
+    fields = ["kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst", "registryPullQPS", "registryBurst",
+              "serializeImagePulls", "maxParallelImagePulls", "podPidsLimit", "evictionHard", "systemReserved",
+              "kubeReserved", "maxPods"]
+    lost = [{"setting": f, "where": "the kubespray inventory variable kubelet_%s (%s: 1)" % (f.lower(), f)}
+            for f in fields]
+    b_checks = {"kubelet": {"kubelet": {"effective": {"kubeAPIQPS": {"value": 5}}}}}
+    a_checks = {"kubelet": {"kubelet": {"effective": {"kubeAPIQPS": {"value": 50}}}}}
+    before = {"n": {"checks": b_checks, "findings": [finding("kubelet.api_qps_low", "medium")]}}
+    model = _report.build_model({"n": {"checks": a_checks, "findings": []}}, before=before,
+                                remediation={"n": {"status": "ok", "not_durable": lost}})
+    rows = _report.change_rows(model["nodes"][0])
+    assert len(rows) == 13
+    assert rows[0] == {"setting": "kubelet kubeAPIQPS", "before": "5", "after": "50", "durable": lost[0]["where"]}
+    assert all(r["before"] == r["after"] == "unchanged" for r in rows[1:])
+    md = _report.to_markdown(model)
+    assert "| kubelet kubeAPIQPS | 5 | 50 | %s |" % lost[0]["where"] in md
+    assert "not durable, make it so in" not in md
+    page = _report_html.to_html(model)
+    assert page.count('<tr class="change">') == 14 and page.count("<b>no</b>: the kubespray inventory variable") == 13
+    console = " ".join(" ".join(_report.table_lines(model, 200)).split())
+    assert console.count("not durable:") == 1 and "kubelet maxPods" in console
+    assert "kubespray inventory variable" not in console  # the places are in the files, not the console
 
 
 def test_the_reboot_path_is_reported_as_an_action():
@@ -390,7 +410,7 @@ def test_the_reboot_path_is_reported_as_an_action():
                                 remediation={"n": {"status": "ok", "actions": [did]}})
     assert did in " ".join(" ".join(_report.table_lines(model, 200)).split())
     assert "- %s" % did in _report.to_markdown(model)
-    assert did in _report.to_html(model)
+    assert did in _report_html.to_html(model)
     # no action, no line
     model = _report.build_model({"n": {"findings": []}}, before=before, remediation={"n": {"status": "ok"}})
     assert "actions" not in " ".join(_report.table_lines(model, 200))
@@ -404,3 +424,41 @@ def test_a_node_not_run_is_neither_ok_nor_unreachable():
     assert node["remediation"] == {"status": "not run", "msg": "not run: the rollout stopped"}
     assert model["totals"]["nodes_in_error"] == 1
     assert _report.policy(model, "info")["unaudited"] == ["n1"]
+
+
+def test_a_large_clean_fleet_is_one_line_of_the_console_table():
+    results = dict(("n%03d" % i, {"findings": [finding("kernel.no_psi", "low", check="kernel")] if i == 7 else []})
+                   for i in range(200))
+    lines = _report.table_lines(_report.build_model(results), 100)
+    assert len(lines) < 10 and any(line.startswith("n007") for line in lines)
+    assert "199 node(s) with no findings" in " ".join(lines)
+    small = dict(("n%d" % i, {"findings": []}) for i in range(5))
+    assert len(_report.table_lines(_report.build_model(small))) == 7  # a small fleet: a row each
+
+
+def test_the_html_groups_nodes_by_state_worst_first():
+    results = dict(("n%04d" % i, {"findings": [finding("gvisor.sandbox_oversized", "critical", "sb")] if i % 500 == 3
+                                  else []}) for i in range(2000))
+    results["n0009"] = {"unreachable": True, "msg": "timed out"}
+    page = _report_html.to_html(_report.build_model(results))
+    groups = page[page.index('<table id="groups">'):]
+    groups = groups[:groups.index("</table>")]
+    rows = groups.split("<tr><td>")[1:]
+    assert [r.split("<")[0] for r in rows] == ["1", "4", "1995"]  # unreachable, the 4 broken, the clean rest
+    assert "n0003, n0503, n1003, n1503" in rows[1] and "and 1983 more" in rows[2]
+    assert page.count("<tr data-search=") == 5  # the matrix only has the nodes that are not clean
+
+
+def test_waived_only_nodes_are_listed_by_waiver_not_one_by_one():
+    results = dict(("n%03d" % i, {"findings": [finding("pids.zombie_leaker", "medium", "1", check="pids")]})
+                   for i in range(50))
+    results["n007"]["findings"].append(finding("gvisor.sandbox_oversized", "critical", "sb"))
+    model = _report.build_model(results, waivers=[{"id": "pids.*", "reason": "OPS-1", "expires": "2999-01-01"}])
+    groups = _report.waived_groups(model)
+    assert len(groups) == 1 and groups[0]["reason"] == "OPS-1" and len(groups[0]["hosts"]) == 50
+    md = _report.to_markdown(model)
+    assert "| `pids.zombie_leaker` | OPS-1 | 2999-01-01 | 50: n000, n001" in md
+    assert md.count("\n## n0") == 1  # only the node with an open finding has a section
+    page = _report_html.to_html(model)
+    assert '<table id="waived">' in page and "and 38 more" in page
+    assert page.count("<details open") == 1

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _report
+from ansible_collections.nodefix.k8s.plugins.module_utils import _report, _report_html
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import fleet_textfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._report_merge import MISSING, merge_models
 
 
@@ -49,7 +50,7 @@ def test_merged_slices_equal_the_single_run(n):
     assert merged == single
     # and so is every format but the lines naming the slices
     assert _report.to_junit(merged) == _report.to_junit(single)
-    assert _report.fleet_textfile(merged) == _report.fleet_textfile(single)
+    assert fleet_textfile(merged) == fleet_textfile(single)
     assert _report.table_lines(merged) == _report.table_lines(single)
 
 
@@ -64,8 +65,8 @@ def test_a_missing_slice_is_missing_nodes_and_fails_the_policy():
     assert verdict["failed"] and set(three[2]) <= set(verdict["unaudited"])
     assert "not audited: " in verdict["msg"] and three[2][0] in verdict["msg"]
     # the formats say it too
-    assert "missing" in _report.to_markdown(merged) and three[2][0] in _report.to_html(merged)
-    assert 'nodefix_node_audited{node="%s"} 0' % three[2][0] in _report.fleet_textfile(merged)
+    assert "missing" in _report.to_markdown(merged) and three[2][0] in _report_html.to_html(merged)
+    assert 'nodefix_node_audited{node="%s"} 0' % three[2][0] in fleet_textfile(merged)
     # without expected hosts nothing is invented, and a policy of never passes
     assert not _report.policy(merged, "never")["failed"]
 
@@ -102,7 +103,7 @@ def test_what_is_not_a_slice_report_is_refused_naming_the_slice(model, msg):
 
 def test_merged_markdown_and_html_name_the_slices():
     merged = merge_models(sliced(split(2), generated="2026-11-25T10:00Z"))
-    md, page = _report.to_markdown(merged), _report.to_html(merged)
+    md, page = _report.to_markdown(merged), _report_html.to_html(merged)
     assert "Merged from 2 slice(s): slice-1 (5 node(s), 2026-11-25T10:00Z); slice-2" in md
     assert 'id="slices"' in page and "slice-2 (5 node(s)" in page
 

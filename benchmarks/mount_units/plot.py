@@ -17,6 +17,7 @@ the fit against the measured whole stop are printed.
 
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -111,10 +112,9 @@ def main():
     print("\nfitted (A ms, B ms per loaded unit, C ms per loaded unit squared) by systemd version: %s"
           % json.dumps(dict((v, ["%.4g" % c for c in coef]) for v, coef in sorted(fits.items()))))
     if args.png:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-        fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from plotting import pyplot, save  # pylint: disable=import-outside-toplevel
+        fig, ax = pyplot().subplots(figsize=(8, 4.8), dpi=110)
         for r in sorted(runs, key=lambda r: (systemd_version(r["systemd"]) or 0, r["order"])):
             pts = sorted(r["points"], key=lambda p: p["loaded"])
             label = "systemd %s (%s, %s order)" % (systemd_version(r["systemd"]), r["image"].rsplit("-", 1)[-1], r["order"])
@@ -125,9 +125,7 @@ def main():
         ax.set_title("Stopping leaked kubelet scopes: cost per unit grows with loaded units")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.png)
-        print("wrote %s" % args.png)
+        save(fig, args.png)
     return 0
 
 

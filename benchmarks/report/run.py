@@ -189,10 +189,9 @@ def main():
             json.dump({"runs": runs, "python": sys.version.split()[0]}, fh, indent=2)
             fh.write("\n")
     if args.png and len(plain) > 1:
-        import matplotlib  # pylint: disable=import-outside-toplevel
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from plotting import pyplot, save  # pylint: disable=import-outside-toplevel
+        fig, (ax1, ax2) = pyplot().subplots(1, 2, figsize=(10, 4))
         xs = [r["nodes"] for r in plain]
         ax1.plot(xs, [r["report_seconds"] for r in plain], "o-", label="report (model + 5 formats)")
         ax1.plot(xs, [r["seconds"]["html"] for r in plain], "s--", label="html")
@@ -209,9 +208,7 @@ def main():
         ax2.set_ylabel("peak RSS (MiB)")
         ax2.grid(alpha=0.3)
         fig.suptitle("audit_report at fleet size (2 % of nodes with findings, 0.5 % unreachable)")
-        fig.tight_layout()
-        fig.savefig(args.png)
-        print("wrote %s" % args.png)
+        save(fig, args.png)
     return 0
 
 

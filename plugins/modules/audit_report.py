@@ -51,7 +51,7 @@ options:
         report fails it naming the file.
     type: list
     elements: path
-    version_added: 1.0.0
+    version_added: 1.1.0
   expected_hosts:
     description:
       - With O(merge), every host of the fleet (the inventory pattern the slices split). A host no slice reported
@@ -59,7 +59,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 1.0.0
+    version_added: 1.1.0
   before:
     description: Results of an earlier audit in the same shape, for a before/after report.
     type: dict

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: fleet_gate
 short_description: Decide before each batch of a rolling run whether to stop (the batch's and the fleet's failure limit)
-version_added: 1.0.0
+version_added: 1.1.0
 description:
   - Run before each batch of a rolling play. It says to stop (RV(stop)) when more than O(max_fail_percentage) of
     the last batch (O(previous_batch)) failed - Ansible's C(max_fail_percentage) rule, which as a play keyword aborts

@@ -72,3 +72,19 @@ def test_report_benchmark_and_the_broken_few_in_a_browser(tmp_path):
     rows = re.findall(r"<tr><td>(\d+)</td>", groups[:groups.index("</table>")])
     assert [int(r) for r in rows][-1] == 296 and sum(int(r) for r in rows[:-1]) == 4, rows
     assert os.path.getsize(tmp_path / "html" / "broken-report.html") < os.path.getsize(tmp_path / "html" / "report.html")
+
+
+@pytest.mark.lab
+def test_fleet_benchmark_smoke(tmp_path):
+    # two unprivileged systemd containers with the kubelet double, audited through the podman
+    # connection; a lever run beside the default. It takes the pod lock (beside the lab).
+    import os
+    result = tmp_path / "fleet.json"
+    env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
+    rc, out = run_logged("bench-fleet", [sys.executable, "benchmarks/fleet/run.py", "--sizes", "2", "--forks", "2",
+                                         "--levers", "2", "--json", str(result)], env=env)
+    assert_ok("bench-fleet", rc, out)
+    runs = json.loads(result.read_text())["runs"]
+    assert [r["nodes"] for r in runs] == [2, 2, 2, 2]
+    assert all(r["controller_cpu_per_node"] > 0 and r["node_cpu_per_node"] > 0 for r in runs), runs
+    assert json.loads(result.read_text())["payload_bytes"] > 10000

@@ -411,6 +411,13 @@ def _rem_text(node):
     return text
 
 
+def slices_line(model):
+    """The sentence naming the slices a merged report was made from (Markdown and HTML)."""
+    return "Merged from %d slice(s): %s" % (len(model["slices"]), "; ".join(
+        "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
+        for s in model["slices"]))
+
+
 def _is_clean(node):
     """Audited, nothing open, waived, changed or to say: one name in a list, not a section of its own."""
     return needs_no_attention(node) and not node.get("waived")
@@ -508,9 +515,7 @@ def to_markdown(model):
         ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
         "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
     if model.get("slices"):
-        out += ["", "Merged from %d slice(s): %s." % (len(model["slices"]), "; ".join(
-            "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
-            for s in model["slices"]))]
+        out += ["", slices_line(model) + "."]
     for w in model.get("waivers_expired") or []:
         out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
             w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]

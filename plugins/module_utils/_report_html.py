@@ -29,6 +29,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     _node_cell,
     change_rows,
     needs_no_attention,
+    slices_line,
     waived_groups,
     to_json,
     to_junit,
@@ -218,9 +219,7 @@ def to_html(model):
         h.append("<span class=\"sev s-waived\">waived %d</span>" % t["waived"])
     h.append("</p>")
     if model.get("slices"):
-        h.append("<p id=\"slices\" class=\"muted\">Merged from %d slice(s): %s</p>" % (len(model["slices"]), _esc("; ".join(
-            "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
-            for s in model["slices"]))))
+        h.append("<p id=\"slices\" class=\"muted\">%s</p>" % _esc(slices_line(model)))
     for w in model.get("waivers_expired") or []:
         h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
                  "(its findings count again)</p>"

@@ -29,7 +29,12 @@ the real server's JSON shapes:
 - ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
   ``/api/v1/namespaces/<ns>/configmaps/<name>`` and ``GET`` of the namespace's
   list (the kubeadm ``kube-system/kubelet-config`` ConfigMap); ``?dryRun=All``
-  answers without changing anything, as the real server does.
+  answers without changing anything, as the real server does;
+- ``coordination.k8s.io/v1`` Leases (``/apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]``):
+  ``GET``, ``POST`` (409 ``AlreadyExists`` when the name is taken), ``PUT`` (409 ``Conflict`` when the
+  body's ``metadata.resourceVersion`` is not the stored one: optimistic concurrency, as the real
+  server does it) and ``DELETE`` (409 when a ``preconditions.resourceVersion`` does not match); every
+  write is logged with its time and ``holder`` (the reboot lock's tests read who held a slot when).
 
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
 404 as well. State (a JSON file, rewritten after every change, so a test can
@@ -52,6 +57,7 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -70,6 +76,12 @@ RESOURCES = [
     {"name": "configmaps", "singularName": "configmap", "namespaced": True, "kind": "ConfigMap",
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["cm"]},
 ]
+COORDINATION = "coordination.k8s.io"
+LEASES = [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
+           "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
+GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+    {"name": COORDINATION, "versions": [{"groupVersion": COORDINATION + "/v1", "version": "v1"}],
+     "preferredVersion": {"groupVersion": COORDINATION + "/v1", "version": "v1"}}]}
 
 
 def status(code, reason, message, details=None):
@@ -89,6 +101,8 @@ class State(object):
         self.data.setdefault("pods", [])
         self.data.setdefault("log", [])
         self.data.setdefault("configmaps", {})
+        self.data.setdefault("leases", {})
+        self.data.setdefault("version", 1)
         for pod in self.data["pods"]:
             pod.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["namespace"], pod["name"]))))
         self.save()
@@ -149,6 +163,19 @@ class State(object):
                              "resourceVersion": str(len(self.data["log"]) + 1)},
                 "data": dict(data)}
 
+    def lease(self, key):
+        stored = self.data["leases"].get(key)
+        if stored is None:
+            return None
+        namespace, name = key.split("/", 1)
+        meta = dict(stored["metadata"], name=name, namespace=namespace, resourceVersion=str(stored["rv"]),
+                    uid=str(uuid.uuid5(uuid.NAMESPACE_URL, "lease/%s/%d" % (key, stored["created"]))))
+        return {"kind": "Lease", "apiVersion": COORDINATION + "/v1", "metadata": meta, "spec": dict(stored["spec"])}
+
+    def bump(self):
+        self.data["version"] += 1
+        return self.data["version"]
+
     def find_pod(self, namespace, name):
         for p in self.data["pods"]:
             if p["namespace"] == namespace and p["name"] == name:
@@ -193,7 +220,13 @@ class Handler(BaseHTTPRequestHandler):
             if method == "GET" and path == "/api/v1":
                 return 200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": RESOURCES}
             if method == "GET" and path == "/apis":
-                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+                return 200, GROUPS
+            if method == "GET" and path == "/apis/%s/v1" % COORDINATION:
+                return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": COORDINATION + "/v1",
+                             "resources": LEASES}
+            m = re.match(r"^/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$", path)
+            if m:
+                return self._leases(method, m.group(1), m.group(2))
             m = re.match(r"^/api/v1/nodes/([^/]+)$", path)
             if m:
                 name = m.group(1)
@@ -282,6 +315,71 @@ class Handler(BaseHTTPRequestHandler):
                                "content_type": self.headers.get("Content-Type"), "dryRun": dry})
         st.save()
         return 200, dict(current, data=data)
+
+    def _leases(self, method, ns, name):
+        st = self.state
+        body = self._body() if method in ("POST", "PUT", "DELETE") else None
+        if name is None and method == "GET":
+            items = [st.lease(k) for k in sorted(st.data["leases"]) if k.startswith(ns + "/")]
+            return 200, {"kind": "LeaseList", "apiVersion": COORDINATION + "/v1",
+                         "metadata": {"resourceVersion": str(st.data["version"])}, "items": items}
+        if name is None and method == "POST":
+            name = ((body or {}).get("metadata") or {}).get("name")
+            if not name:
+                return status(422, "Invalid", "Lease.coordination.k8s.io is invalid: metadata.name: Required value")
+        if name is None:
+            return status(405, "MethodNotAllowed", "%s of a Lease list" % method)
+        key = "%s/%s" % (ns, name)
+        current = st.lease(key)
+        entry = {"method": method, "path": "/apis/%s/v1/namespaces/%s/leases/%s" % (COORDINATION, ns, name),
+                 "time": time.time()}
+        if method == "GET":
+            if current is None:
+                return status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name,
+                              {"name": name, "group": COORDINATION, "kind": "leases"})
+            return 200, current
+        conflict = status(409, "Conflict", 'Operation cannot be fulfilled on leases.coordination.k8s.io "%s": the '
+                          "object has been modified; please apply your changes to the latest version and try again"
+                          % name, {"name": name, "group": COORDINATION, "kind": "leases"})
+        if method == "POST":
+            if current is not None:
+                st.data["log"].append(dict(entry, refused="AlreadyExists"))
+                st.save()
+                return status(409, "AlreadyExists", 'leases.coordination.k8s.io "%s" already exists' % name,
+                              {"name": name, "group": COORDINATION, "kind": "leases"})
+            rv = st.bump()
+            st.data["leases"][key] = {"metadata": {k: v for k, v in (body.get("metadata") or {}).items()
+                                                   if k in ("labels", "annotations")},
+                                      "spec": dict(body.get("spec") or {}), "rv": rv, "created": rv}
+        elif method == "PUT":
+            if current is None:
+                return status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name)
+            want = ((body or {}).get("metadata") or {}).get("resourceVersion")
+            if want and want != current["metadata"]["resourceVersion"]:
+                st.data["log"].append(dict(entry, refused="Conflict"))
+                st.save()
+                return conflict
+            stored = st.data["leases"][key]
+            stored.update(spec=dict(body.get("spec") or {}), rv=st.bump())
+            stored["metadata"] = {k: v for k, v in (body.get("metadata") or {}).items() if k in ("labels", "annotations")}
+        elif method == "DELETE":
+            if current is None:
+                return status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name)
+            want = ((body or {}).get("preconditions") or {}).get("resourceVersion")
+            if want and want != current["metadata"]["resourceVersion"]:
+                st.data["log"].append(dict(entry, refused="Conflict"))
+                st.save()
+                return conflict
+            del st.data["leases"][key]
+            st.data["log"].append(dict(entry, holder=current["spec"].get("holderIdentity")))
+            st.save()
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                         "details": {"name": name, "group": COORDINATION, "kind": "leases", "uid": current["metadata"]["uid"]}}
+        else:
+            return status(405, "MethodNotAllowed", "%s of a Lease" % method)
+        st.data["log"].append(dict(entry, holder=(body.get("spec") or {}).get("holderIdentity")))
+        st.save()
+        return (201 if method == "POST" else 200), st.lease(key)
 
     def _handle(self, method):
         code, body = self._route(method)

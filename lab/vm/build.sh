@@ -2,7 +2,13 @@
 # Build the cgroup v2 lab node image (a QEMU VM) from Debian packages only and
 # keep it in $NODEFIX_VM_IMAGE_DIR (scripts/env.sh: /var/cache/nodefix-k8s/lab-vm/image,
 # machine-wide like podman's image store: a fresh checkout reuses it): disk.qcow2,
-# vmlinuz, initrd and the file `recipe`, the hash of this recipe. An image
+# vmlinuz, initrd and the file `recipe`, the hash of this recipe. The disk boots
+# by itself, as a node's does: a GPT with an EFI system partition holding GRUB
+# (grub-mkimage, removable path EFI/BOOT/BOOTX64.EFI; QEMU runs it under OVMF) and
+# the root file system, whose /boot/grub/grub.cfg GRUB reads - so a kernel
+# installed inside the guest is the one that boots, and grub-reboot /
+# grub-set-default work as on any Debian node. vmlinuz and initrd are kept
+# for a direct kernel boot (NODEFIX_VM_BOOT=kernel, experiments only). An image
 # whose recipe matches is reused; nothing is rebuilt (one build at a time: a lock
 # file beside it). (It was a podman image
 # once: importing and unpacking 900 MB again cost ~25 s for nothing.) No loop devices, no mounts on the
@@ -21,6 +27,11 @@
 # key from QEMU's fw_cfg at boot: the image holds no key; each lab run makes
 # its own (lab/vm/vm.sh start).
 #
+# The guest's only package source is the lab's mirror, a flat repository in the
+# image (/srv/nodefix-lab-mirror, file: URI, no network needed): bookworm-backports'
+# linux-image-amd64 and the kernel it depends on (6.12), what the kernel role
+# installs against kernel_min_release 6.12 (the .debs are cached machine-wide).
+#
 # Usage: build.sh            env: NODEFIX_DEBIAN_MIRROR, NODEFIX_VM_DISK_SIZE (4G)
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/env.sh"
@@ -38,10 +49,15 @@ NEXT_SUITE=trixie
 # mirror (openssl, bzip2) and the collection's modules (python3-*) use.
 INCLUDE=systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,openssh-server,python3,python3-apt
 INCLUDE=$INCLUDE,python3-yaml,python3-ruamel.yaml,python3-tomlkit,iproute2,procps,psmisc,kmod,ca-certificates
-INCLUDE=$INCLUDE,containerd,runc,runsc,openssl,bzip2
+INCLUDE=$INCLUDE,containerd,runc,runsc,openssl,bzip2,grub-efi-amd64-bin,grub2-common
+# the newer kernel the lab's mirror publishes (bookworm-backports)
+KERNEL_SUITE=bookworm-backports
+KERNEL_META=linux-image-amd64   # and the linux-image-<release> it depends on
+KERNEL_CACHE=$(dirname "$IMAGE_DIR")/kernel-debs
+ESP_MIB=32
 
 recipe_hash() {
-  { cat "$0"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE"; } | sha256sum | cut -c1-16
+  { cat "$0" "$(dirname "$0")/flat_repo.py"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
 }
 
 want=$(recipe_hash)
@@ -50,7 +66,7 @@ if [ "$have" = "$want" ]; then
   echo "image $IMAGE is up to date ($want, $IMAGE_DIR)"
   exit 0
 fi
-for tool in mmdebstrap mke2fs qemu-img; do
+for tool in mmdebstrap mke2fs qemu-img sfdisk mkfs.vfat mcopy; do
   command -v "$tool" >/dev/null || { echo "build.sh needs $tool (scripts/setup.sh installs it)" >&2; exit 2; }
 done
 echo "building $IMAGE from $SUITE (recipe $want)"
@@ -76,6 +92,24 @@ apt-get "${A[@]}" update > "$work/apt-next.log" 2>&1 || { tail -20 "$work/apt-ne
 mkdir -p "$root/var/lib/nodefix-gvisor-mirror/extract"
 dpkg-deb -x "$work"/runsc_*.deb "$root/var/lib/nodefix-gvisor-mirror/extract"
 
+# 2b. The lab's package mirror: the backports kernel, a flat repository ---------
+mkdir -p "$KERNEL_CACHE"
+if [ "$(ls "$KERNEL_CACHE"/*.deb 2>/dev/null | wc -l)" != 2 ]; then
+  echo "deb $MIRROR $KERNEL_SUITE main" > "$apt_next/sources.list"
+  apt-get "${A[@]}" update >> "$work/apt-next.log" 2>&1 || { tail -20 "$work/apt-next.log"; exit 1; }
+  dep=$(apt-cache "${A[@]}" show "$KERNEL_META/$KERNEL_SUITE" | sed -n 's/^Depends: \([^ ,]*\).*/\1/p' | head -1)
+  [ -n "$dep" ] || { echo "no $KERNEL_META in $KERNEL_SUITE" >&2; exit 1; }
+  rm -f "$KERNEL_CACHE"/*.deb
+  ( cd "$KERNEL_CACHE" && apt-get "${A[@]}" download "$KERNEL_META/$KERNEL_SUITE" "$dep/$KERNEL_SUITE" \
+      >> "$work/apt-next.log" 2>&1 ) || { tail -20 "$work/apt-next.log"; rm -f "$KERNEL_CACHE"/*.deb; exit 1; }
+fi
+repo=$root/srv/nodefix-lab-mirror
+mkdir -p "$repo"
+cp "$KERNEL_CACHE"/*.deb "$repo/"
+python3 "$(dirname "$0")/flat_repo.py" "$repo"
+# the node's package sources: the lab mirror only (the image's bookworm lists are not kept)
+echo "deb [trusted=yes] file:/srv/nodefix-lab-mirror ./" > "$root/etc/apt/sources.list"
+
 # 3. Boot as a VM node -------------------------------------------------------------
 : > "$root/etc/machine-id"
 rm -f "$root/var/lib/dbus/machine-id"
@@ -93,6 +127,38 @@ chroot "$root" systemctl mask systemd-networkd-wait-online.service apt-daily.tim
 sed -i 's/^MODULES=.*/MODULES=list/' "$root/etc/initramfs-tools/initramfs.conf"
 printf 'virtio_pci\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
 chroot "$root" update-initramfs -u -k all >/dev/null 2>&1
+# GRUB on the root file system (the EFI image below reads $prefix=/boot/grub): its
+# modules, the settings every grub.cfg the guest's update-grub writes keeps (the
+# lab's command line), and a first grub.cfg booting the image's kernel. The guest's
+# update-grub (run by the kernel's postinst hook, and by the kernel role) replaces it.
+mkdir -p "$root/boot/grub"
+cp -r "$root/usr/lib/grub/x86_64-efi" "$root/boot/grub/"
+cat > "$root/etc/default/grub" <<'GRUB'
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=0
+GRUB_DISTRIBUTOR=Debian
+GRUB_CMDLINE_LINUX_DEFAULT="quiet"
+# the lab: cgroup v2, the serial console QEMU logs, and a short wait for a root disk
+# that never comes (a kernel whose initramfs lacks its driver gives up sooner)
+GRUB_CMDLINE_LINUX="console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=10"
+GRUB_DISABLE_OS_PROBER=true
+GRUB
+release=$(basename "$(readlink -f "$root/vmlinuz")"); release=${release#vmlinuz-}
+cat > "$root/boot/grub/grub.cfg" <<CFG
+# the image's first grub.cfg (lab/vm/build.sh); the guest's update-grub replaces it
+set default=0
+set timeout=0
+menuentry 'Debian GNU/Linux, with Linux $release (lab image)' {
+  linux /boot/vmlinuz-$release root=LABEL=root ro console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=10 quiet
+  initrd /boot/initrd.img-$release
+}
+CFG
+grub-editenv "$root/boot/grub/grubenv" create 2>/dev/null || chroot "$root" grub-editenv /boot/grub/grubenv create
+printf 'search --no-floppy --label root --set=root\nset prefix=($root)/boot/grub\n' > "$root/tmp/embed.cfg"
+chroot "$root" grub-mkimage -O x86_64-efi -o /tmp/BOOTX64.EFI -p /boot/grub -c /tmp/embed.cfg \
+  part_gpt ext2 search search_label normal configfile linux echo test loadenv
+mv "$root/tmp/BOOTX64.EFI" "$work/BOOTX64.EFI"; rm -f "$root/tmp/embed.cfg"
+
 # SSH: keys only, root's key from fw_cfg (opt/org.nodefix/authorized_keys).
 printf 'PermitRootLogin prohibit-password\nPasswordAuthentication no\nUseDNS no\n' \
   > "$root/etc/ssh/sshd_config.d/nodefix-lab.conf"
@@ -114,11 +180,23 @@ chroot "$root" apt-get clean
 rm -f "$root"/var/lib/apt/lists/*_Packages
 
 # 4. Disk image, kernel, initramfs -> $IMAGE_DIR (renamed into place whole) ----------
+# GPT: 1 = EFI system partition (FAT, GRUB at the removable path), 2 = root (ext4,
+# label root), both written into the plain file (mkfs.vfat/mcopy on an image,
+# mke2fs at an offset): no loop device, no mount.
 out=$IMAGE_DIR.new
 rm -rf "$out"; mkdir -p "$out"
 cp -L "$root/vmlinuz" "$out/vmlinuz"
 cp -L "$root/initrd.img" "$out/initrd"
-mke2fs -q -t ext4 -L root -E root_owner=0:0 -d "$root" "$work/disk.raw" "$SIZE" > /dev/null
+root_mib=$(( $(numfmt --from=iec "$SIZE") / 1048576 ))
+truncate -s "$(( (1 + ESP_MIB + root_mib + 1) * 1048576 ))" "$work/disk.raw"
+printf 'label: gpt\nstart=1MiB, size=%dMiB, type=U, name=esp\nstart=%dMiB, size=%dMiB, type=L, name=root\n' \
+  "$ESP_MIB" "$((1 + ESP_MIB))" "$root_mib" | sfdisk -q "$work/disk.raw" > /dev/null
+mkfs.vfat -C -n ESP "$work/esp.img" $((ESP_MIB * 1024)) > /dev/null
+mmd -i "$work/esp.img" ::/EFI ::/EFI/BOOT
+mcopy -i "$work/esp.img" "$work/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI
+dd if="$work/esp.img" of="$work/disk.raw" bs=1M seek=1 conv=notrunc status=none
+mke2fs -q -t ext4 -L root -E "root_owner=0:0,offset=$(( (1 + ESP_MIB) * 1048576 ))" -d "$root" "$work/disk.raw" \
+  "${root_mib}M" > /dev/null
 rm -rf --one-file-system "$root"
 qemu-img convert -f raw -O qcow2 "$work/disk.raw" "$out/disk.qcow2"
 rm -f "$work/disk.raw"

@@ -4,7 +4,17 @@
 #   vm.sh start NAME PORT [MEMORY_MIB]   boot NAME with SSH forwarded to 127.0.0.1:PORT,
 #                                        wait until root can log in, print one JSON line
 #   vm.sh stop NAME                      stop the QEMU process of NAME's pid file (nothing else)
+#   vm.sh reset NAME                     power-cycle NAME (QEMU monitor system_reset: a hard reset,
+#                                        what a BMC's power cycle does; the lab's power-cycle hook)
 #   vm.sh ssh NAME [command...]          root shell on NAME (debugging)
+#
+# The guest boots from its own disk (NODEFIX_VM_BOOT=disk, the default): OVMF (UEFI)
+# runs GRUB from the disk's EFI system partition, GRUB reads the guest's
+# /boot/grub/grub.cfg and grubenv - a kernel installed in the guest, grub-reboot and
+# grub-set-default work as on a real node, and a reboot inside the guest is a reboot
+# (QEMU resets the machine; a poweroff ends QEMU). NODEFIX_VM_BOOT=kernel boots the
+# image's kernel directly (QEMU -kernel; faster firmware, but the guest's own kernels
+# and GRUB are never used).
 #
 # The image is in $NODEFIX_VM_IMAGE_DIR (lab/vm/build.sh writes it; scripts/env.sh);
 # everything else lives under $NODEFIX_CACHE/lab-vm (the project's .cache): per VM a run directory with a throw-away qcow2
@@ -17,7 +27,7 @@
 # nested_pvm) only boots kernels built as PVM guests: a stock Debian kernel hangs
 # there with no message, so auto goes straight to TCG on such hosts.
 # For experiments under TCG: NODEFIX_VM_CPU (QEMU's -cpu, default max) and
-# NODEFIX_VM_APPEND (extra kernel command line); NODEFIX_VM_NICE (default -10: the
+# NODEFIX_VM_APPEND (extra kernel command line, NODEFIX_VM_BOOT=kernel only); NODEFIX_VM_NICE (default -10: the
 # QEMU threads' nice and their autogroup's).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/env.sh"
@@ -69,6 +79,13 @@ launch() { # $1 = kvm|tcg
   if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu "${NODEFIX_VM_CPU:-max}"); fi
   rm -f "$pidf"; : > "$run/serial.log"
   qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
+  local boot
+  if [ "${NODEFIX_VM_BOOT:-disk}" = kernel ]; then
+    boot=(-no-reboot -kernel "$img/vmlinuz" -initrd "$img/initrd"
+          -append "root=LABEL=root rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet ${NODEFIX_VM_APPEND:-}")
+  else
+    boot=(-bios "$OVMF")
+  fi
   # The emulated guest is the test command's long pole and runs beside other
   # test layers (scripts/test.sh): it gets the CPU first (NODEFIX_VM_NICE, -10; as
   # root), so that its timings (node-problem-detector's 5 s a condition) measure
@@ -78,10 +95,8 @@ launch() { # $1 = kvm|tcg
   # -daemonize starts a new session): the group's own nice, set through
   # /proc/PID/autogroup below, is what it gets against the other sessions.
   nice -n "${NODEFIX_VM_NICE:--10}" qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
-    -name "nodefix-$name" -display none -no-reboot -daemonize -pidfile "$pidf" \
-    -serial "file:$run/serial.log" \
-    -kernel "$img/vmlinuz" -initrd "$img/initrd" \
-    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet ${NODEFIX_VM_APPEND:-}" \
+    -name "nodefix-$name" -display none -daemonize -pidfile "$pidf" \
+    -serial "file:$run/serial.log" -monitor "unix:$run/monitor.sock,server,nowait" "${boot[@]}" \
     -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
     -device virtio-rng-pci \
@@ -103,13 +118,31 @@ wait_ssh() { # $1 = seconds
   return 1
 }
 
+OVMF=${NODEFIX_VM_OVMF:-/usr/share/ovmf/OVMF.fd}
+
 case $cmd in
   stop) stop_vm ;;
+  reset)
+    our_pid >/dev/null || { echo "VM $name is not running" >&2; exit 1; }
+    python3 - "$run/monitor.sock" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(5)
+time.sleep(0.2)
+s.recv(4096)  # the monitor's banner
+s.sendall(b"system_reset\n")
+time.sleep(0.5)
+s.close()
+PY
+    printf '%s\t%s\treset\n' "$(date +%s)" "$name" >> "$BASE/resets.tsv"
+    echo "{\"name\": \"$name\", \"reset\": true}" ;;
   ssh) ssh_argv; shift 2; exec "${SSH[@]}" "$@" ;;
   start)
     port=${3:-}; mem=${4:-2048}
     [[ $port =~ ^[0-9]+$ ]] || { echo "start needs a port" >&2; exit 2; }
     command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 missing (scripts/setup.sh installs it)" >&2; exit 1; }
+    [ "${NODEFIX_VM_BOOT:-disk}" = kernel ] || [ -f "$OVMF" ] || { echo "$OVMF missing: apt-get install ovmf (scripts/setup.sh installs it)" >&2; exit 1; }
     stop_vm >/dev/null
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "127.0.0.1:$port is in use: pick another nodefix_lab_vm_port" >&2; exit 1

@@ -25,6 +25,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
 from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
 from ansible_collections.nodefix.k8s.plugins.module_utils import _process
+from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     SEVERITIES,
     NodefixError,
@@ -41,6 +42,7 @@ DETECTORS = (
     ("pids", _process),
     ("kernel", _kernel),
     ("cpu_quota", _cpu_quota),
+    ("reboot", _reboot),
 )
 CHECK_NAMES = tuple(name for name, _dummy in DETECTORS)
 

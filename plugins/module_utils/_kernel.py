@@ -107,6 +107,14 @@ FINDINGS = {
         "role": "nodefix.k8s.kernel",
         "tag": "kernel",
     },
+    "kernel.below_minimum": {
+        "severity": "medium",
+        "title": "The running kernel is older than the fleet's minimum release",
+        "remedy": ("Install a kernel at or above the minimum from the node's package sources and boot it once: "
+                   "the kernel role with kernel_upgrade_enabled (nodefix.k8s.remediate: nodefix_kernel_upgrade)."),
+        "role": "nodefix.k8s.kernel",
+        "tag": "kernel",
+    },
     "kernel.unknown_release": {
         "severity": "info",
         "title": "The kernel release could not be parsed",
@@ -268,6 +276,7 @@ def time_memory_stat(root, mode, clock=time.time):
 # argument_spec and node_audit's options.kernel, checked by _options.
 OPTIONS = {
     "release": {"type": "str"},
+    "min_release": {"type": "str"},
     "dying_memcgs_threshold": {"type": "int", "default": DEFAULTS["dying_memcgs_threshold"]},
     "memory_stat_slow_ms": {"type": "int", "default": DEFAULTS["memory_stat_slow_ms"]},
 }
@@ -279,7 +288,20 @@ def option_errors(p):
               for name in ("dying_memcgs_threshold", "memory_stat_slow_ms") if p.get(name) is not None and p[name] < 0]
     if p.get("release") is not None and parse_release(p["release"]) is None:
         errors.append("release %r is not a kernel release (expected e.g. 5.15.0-91-generic)" % p["release"])
+    if p.get("min_release") is not None and not _MIN_RE.match(p["min_release"]):
+        errors.append("min_release %r is not a kernel version (expected e.g. 6.12 or 6.1.0)" % p["min_release"])
     return errors
+
+
+_MIN_RE = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+
+
+def below_minimum(info, min_release):
+    """True when the parsed release ``info`` is older than ``min_release`` (``"6.12"``, ``"6.1.90"``)."""
+    if info is None or not min_release:
+        return False
+    want = tuple(int(n) for n in min_release.split("."))
+    return info["version_tuple"][:len(want)] < want
 
 
 def release_findings(info, running, psi):
@@ -310,7 +332,7 @@ def release_findings(info, running, psi):
     return findings
 
 
-def check(runner, root="/", release=None, **opts):
+def check(runner, root="/", release=None, min_release=None, **opts):
     """Kernel release, cgroup layout, dying memcgs, memory.stat time, PSI.
 
     ``release`` judges that kernel instead of the running one
@@ -335,6 +357,10 @@ def check(runner, root="/", release=None, **opts):
     psi = psi_state(root)
     backported = _backports(info)
     findings.extend(release_findings(info, running, psi))
+    if below_minimum(info, min_release):
+        findings.append(finding_from(FINDINGS, "kernel.below_minimum", subject=info["release"],
+                                     evidence={"release": info["release"], "version": info["version"],
+                                               "min_release": min_release}))
 
     dying = dying_memcgs(root, mode)
     elapsed, stat_path = time_memory_stat(root, mode, clock=clock)
@@ -356,6 +382,7 @@ def check(runner, root="/", release=None, **opts):
         "release": release,
         "running_release": running_release,
         "judged_running_kernel": running,
+        "min_release": min_release,
         "kernel": info,
         "cgroup_layout": mode,
         "psi": psi,

@@ -55,7 +55,8 @@ CONDITIONS = {
                           "ok_message": "kubelet rate limits and image pulls as required"},
     "ContainerRuntimeRisk": {"checks": ["containerd", "cpu_quota"], "ok_reason": "ContainerRuntimeOK",
                              "ok_message": "containerd, runc and CPU quotas as required"},
-    "KernelRisk": {"checks": ["kernel"], "ok_reason": "KernelOK", "ok_message": "kernel without known node killers"},
+    "KernelRisk": {"checks": ["kernel", "reboot"], "ok_reason": "KernelOK",
+                   "ok_message": "kernel without known node killers, no reboot pending"},
 }
 
 DEFAULTS = {"min_severity": "medium", "ignore": [], "waivers": [], "host": "", "options": {}, "root": "/"}

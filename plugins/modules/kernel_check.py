@@ -35,6 +35,13 @@ options:
         backports; the live C(/proc/pressure) of the running kernel is used only when the release judged is the
         running one. Dying memory cgroups and the C(memory.stat) time are always the running kernel's.
     type: str
+  min_release:
+    description:
+      - The fleet's minimum kernel version (V(6.12), V(6.1.90)); a release judged older is reported as
+        C(kernel.below_minimum). Unset, no minimum.
+      - The kernel role installs a kernel at or above it when asked to (C(kernel_upgrade_enabled)).
+    type: str
+    version_added: 1.1.0
   dying_memcgs_threshold:
     description: Report C(kernel.dying_memcgs) from this many dying memory cgroups.
     type: int
@@ -92,6 +99,12 @@ judged_running_kernel:
   returned: always
   type: bool
   sample: true
+min_release:
+  description: The minimum release judged against (O(min_release)), null when none was given.
+  returned: always
+  type: str
+  sample: "6.12"
+  version_added: 1.1.0
 kernel:
   description: The parsed release (null when it is not a kernel release).
   returned: always

@@ -15,12 +15,13 @@ short_description: Run every nodefix.k8s detector on a Kubernetes node in one mo
 version_added: 1.0.0
 description:
   - Runs the detectors of the collection (containerd, gVisor, kubelet, leaked mount units,
-    PIDs and zombies, kernel, CPU quota) in a single module invocation and returns their
+    PIDs and zombies, kernel, CPU quota, pending reboot) in a single module invocation and returns their
     findings, each with a stable id, a severity, evidence and the role and tag that fix it.
   - The detectors are the same code the per-problem modules run
     (M(nodefix.k8s.containerd_info), M(nodefix.k8s.runsc_info), M(nodefix.k8s.kubelet_config),
     M(nodefix.k8s.kubelet_mount_units), M(nodefix.k8s.process_health), M(nodefix.k8s.kernel_check),
-    M(nodefix.k8s.cpu_quota_check)).
+    M(nodefix.k8s.cpu_quota_check)); C(reboot) reads whether the node asks for a reboot
+    (C(/var/run/reboot-required), EL's C(needs-restarting -r), a newer kernel installed than the one running).
   - Read-only, except that with O(textfile) it writes the findings in the Prometheus text format
     for node_exporter's textfile collector. A detector that fails does not stop the others; it is
     reported as the finding C(audit.check_failed).
@@ -45,7 +46,7 @@ options:
       - Detectors to run. Default is all of them.
     type: list
     elements: str
-    choices: [containerd, gvisor, kubelet, mount_units, pids, kernel, cpu_quota]
+    choices: [containerd, gvisor, kubelet, mount_units, pids, kernel, cpu_quota, reboot]
   options:
     description:
       - Options per detector, keyed by detector name, passed to that detector
@@ -55,7 +56,7 @@ options:
         C(kubelet) - O(nodefix.k8s.kubelet_config#module:unit) and O(nodefix.k8s.kubelet_config#module:kubelet_version),
         C(mount_units) - the query options of M(nodefix.k8s.kubelet_mount_units) plus C(near_limit_ratio) and C(reboot_over_seconds),
         C(pids) - M(nodefix.k8s.process_health), C(kernel) - M(nodefix.k8s.kernel_check),
-        C(cpu_quota) - M(nodefix.k8s.cpu_quota_check)). An unknown key, a wrong type or a bad value fails
+        C(cpu_quota) - M(nodefix.k8s.cpu_quota_check); C(reboot) takes none). An unknown key, a wrong type or a bad value fails
         the task with a message naming the detector and the key; nothing is checked then.
       - 'For example C({"pids": {"zombie_threshold": 10}}).'
     type: dict

@@ -138,7 +138,7 @@ NPD_PLUGIN = "/usr/local/lib/nodefix-npd/nodefix-npd"
 NPD_CONFIG = "/etc/nodefix/npd.json"
 NPD_CONDITIONS = {
     "GVisorMemoryLimitIgnored": ["gvisor"], "KubeletMountUnitsLeaking": ["mount_units"], "PIDPressureRisk": ["pids"],
-    "KubeletConfigRisk": ["kubelet"], "ContainerRuntimeRisk": ["containerd", "cpu_quota"], "KernelRisk": ["kernel"],
+    "KubeletConfigRisk": ["kubelet"], "ContainerRuntimeRisk": ["containerd", "cpu_quota"], "KernelRisk": ["kernel", "reboot"],
 }
 # node-problem-detector's default plugin timeout (pkg/custompluginmonitor/types/config.go): every node,
 # the software-emulated VM included, must answer within it (the VM's inventory npd_timeout only gives

@@ -43,3 +43,14 @@ def test_bad_release_fails_clearly(run_module, make_tree):
 def test_negative_threshold_fails(run_module, make_tree):
     result, failed, _t = run_module(kernel_check, {"root": _node(make_tree), "memory_stat_slow_ms": -5})
     assert failed and "memory_stat_slow_ms must not be negative" in result["msg"]
+
+
+def test_min_release_reports_a_kernel_below_the_fleets_minimum(run_module, make_tree):
+    root = _node(make_tree, release="6.1.0-28-amd64", dying=0)
+    result, failed, _t = run_module(kernel_check, {"root": root, "min_release": "6.12"})
+    assert not failed and result["min_release"] == "6.12"
+    assert [f["id"] for f in result["findings"] if f["id"] == "kernel.below_minimum"] == ["kernel.below_minimum"]
+    result, failed, _t = run_module(kernel_check, {"root": root, "min_release": "6.1.0"})
+    assert not failed and "kernel.below_minimum" not in [f["id"] for f in result["findings"]]
+    result, failed, _t = run_module(kernel_check, {"root": root, "min_release": "6.12-rc1"})
+    assert failed and "is not a kernel version" in result["msg"]

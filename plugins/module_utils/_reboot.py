@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""Reboot detector: does this node ask for a reboot, and why.
+
+The reasons the node's own tooling gives, read the way kured reads them
+(https://kured.dev/docs/configuration/: a sentinel file, or a command):
+
+- Debian/Ubuntu: ``/var/run/reboot-required`` (written by a package's
+  maintainer script; ``/var/run/reboot-required.pkgs`` names the packages);
+- EL (dnf/yum): ``needs-restarting -r`` exits 1 when core libraries or the
+  kernel were updated since boot;
+- a kernel installed under ``/boot`` newer than the running one (what the
+  ``kernel`` role installs; Debian writes no sentinel for it). A kernel that
+  failed to boot once (recorded by ``nodefix.k8s.kernel_boot`` in
+  ``/var/lib/nodefix-k8s/kernel-boot.json``) is not a reason: booting it
+  again would fail again. It is reported in the facts.
+
+Also the boot's identity (``boot_id``), the running kernel and systemd's
+state, which the reboot path reads before and after a reboot to prove the
+node came back.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
+
+REQUIRED_FILE = "/var/run/reboot-required"
+REQUIRED_PKGS = "/var/run/reboot-required.pkgs"
+BOOT_RECORD = "/var/lib/nodefix-k8s/kernel-boot.json"
+
+FINDINGS = {
+    "reboot.required": {
+        "severity": "medium",
+        "title": "The node asks for a reboot: updates it installed take effect only after one",
+        "remedy": ("Reboot the node drained, in a maintenance window: nodefix.k8s.remediate with "
+                   "nodefix_reboot_enabled (lock, window, blocking pods and alerts as kured has them)."),
+        "role": "nodefix.k8s.reboot",
+        "tag": "reboot",
+    },
+    "reboot.kernel_not_running": {
+        "severity": "medium",
+        "title": "A newer kernel is installed than the one running: its fixes are not in effect until a reboot",
+        "remedy": ("Reboot the node drained (nodefix.k8s.remediate with nodefix_reboot_enabled); the kernel role "
+                   "boots a new kernel once and keeps it only when the node comes back healthy on it."),
+        "role": "nodefix.k8s.reboot",
+        "tag": "reboot",
+    },
+}
+
+OPTIONS = {}
+
+_SPLIT = re.compile(r"(\d+)")
+
+
+def release_key(release):
+    """A sort key for kernel releases: numbers compare as numbers (6.1.0-30 > 6.1.0-9)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _SPLIT.split(release or "") if part)
+
+
+def installed_kernels(root):
+    """Releases with a ``/boot/vmlinuz-<release>``, oldest first."""
+    try:
+        names = os.listdir(root_path(root, "/boot"))
+    except OSError:
+        return []
+    return sorted((n[len("vmlinuz-"):] for n in names if n.startswith("vmlinuz-") and len(n) > len("vmlinuz-")),
+                  key=release_key)
+
+
+def failed_boots(root):
+    """{release: record} of kernels that failed to boot (the kernel role's record); {} when none."""
+    text = read_text(root_path(root, BOOT_RECORD))
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    failed = data.get("failed") if isinstance(data, dict) else None
+    return dict(failed) if isinstance(failed, dict) else {}
+
+
+def systemd_state(runner):
+    """``systemctl is-system-running``: running, degraded, starting, ... (None without systemctl)."""
+    systemctl = runner.bin("systemctl")
+    if systemctl is None:
+        return None
+    _rc, out, _err = runner.run([systemctl, "is-system-running"], check=False)
+    return out.strip() or None
+
+
+def needs_restarting(runner):
+    """(reason or None, error or None) from EL's ``needs-restarting -r`` (absent: (None, None))."""
+    tool = runner.bin("needs-restarting")
+    if tool is None:
+        return None, None
+    rc, out, err = runner.run([tool, "-r"], check=False)
+    if rc == 0:
+        return None, None
+    if rc == 1:
+        lines = [line.strip() for line in out.splitlines() if line.strip()]
+        return " ".join(lines[-2:]) or "needs-restarting -r: reboot is required", None
+    return None, "needs-restarting -r failed (rc=%d): %s" % (rc, (err or out).strip()[:300])
+
+
+def state(runner, root="/"):
+    """Everything the reboot path reads about the node, reasons included."""
+    running = (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None
+    boot_id = (read_text(root_path(root, "/proc/sys/kernel/random/boot_id")) or "").strip() or None
+    kernels = installed_kernels(root)
+    failed = failed_boots(root)
+    bootable = [k for k in kernels if k not in failed]
+    newest = bootable[-1] if bootable else None
+    reasons = []
+    errors = []
+    required = os.path.exists(root_path(root, REQUIRED_FILE))
+    pkgs = [p.strip() for p in (read_text(root_path(root, REQUIRED_PKGS)) or "").splitlines() if p.strip()]
+    if required:
+        reasons.append({"id": "reboot.required", "check": "reboot", "reason": "%s exists%s" % (
+            REQUIRED_FILE, " (packages: %s)" % ", ".join(sorted(set(pkgs))) if pkgs else "")})
+    el_reason, el_error = needs_restarting(runner)
+    if el_reason:
+        reasons.append({"id": "reboot.required", "check": "reboot", "reason": "needs-restarting -r: %s" % el_reason})
+    if el_error:
+        errors.append(el_error)
+    if running and newest and release_key(newest) > release_key(running):
+        reasons.append({"id": "reboot.kernel_not_running", "check": "reboot",
+                        "reason": "kernel %s is installed, %s is running" % (newest, running)})
+    return {
+        "boot_id": boot_id,
+        "running_release": running,
+        "installed_kernels": kernels,
+        "newest_kernel": newest,
+        "failed_kernels": failed,
+        "reboot_required_file": required,
+        "reboot_required_pkgs": sorted(set(pkgs)),
+        "systemd_state": systemd_state(runner),
+        "reasons": reasons,
+        "errors": errors,
+        "pending": bool(reasons),
+    }
+
+
+def check(runner, root="/"):
+    """The detector (node_audit's ``reboot`` check): one finding per reason."""
+    out = state(runner, root=root)
+    findings = []
+    seen = set()
+    for reason in out["reasons"]:
+        if reason["id"] in seen:
+            findings[-1]["evidence"]["reasons"].append(reason["reason"])
+            continue
+        seen.add(reason["id"])
+        findings.append(finding_from(FINDINGS, reason["id"], subject=out["running_release"] or "node",
+                                     evidence={"reasons": [reason["reason"]], "running_release": out["running_release"],
+                                               "newest_kernel": out["newest_kernel"],
+                                               "packages": out["reboot_required_pkgs"]}))
+    if out["errors"]:
+        # what could not be read is not reported as "no reboot needed"
+        exc = NodefixError("; ".join(out["errors"]))
+        exc.findings = findings
+        raise exc
+    out["findings"] = findings
+    return out

@@ -1,0 +1,324 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: reboot_gate
+short_description: Decide on the controller whether a node may reboot now, and hold the fleet's reboot lock
+version_added: 1.1.0
+description:
+  - kured's controls for a drained reboot, checked before anything is drained, in this order - the reboot window
+    (O(window_days), O(window_start), O(window_end), O(time_zone)), pods a blocking label selector selects on the
+    node (O(blocking_pod_selectors)), firing Prometheus alerts (O(prometheus_url), O(alert_filter_regexp)) and the
+    fleet's lock (at most O(max_concurrent) nodes rebooting at once). Any of them saying no holds the reboot
+    (RV(allowed) false, RV(held_by) says why); the lock is taken only when the others allow the reboot.
+  - The lock is O(max_concurrent) C(coordination.k8s.io/v1) Leases C(<lock_name>-0) ... in O(lock_namespace) - a
+    node holds one as its C(holderIdentity). Slots are taken with a create or a C(resourceVersion)-checked update,
+    so two controllers (parallel slices of one rollout, AWX job slices) never hold one slot both. O(state=release)
+    gives the slot back once the node is back and uncordoned.
+  - Input that cannot work fails the module before any change, naming the problem - a window that cannot be parsed,
+    an unknown time zone, a filter that is not a regexp, a Prometheus server that does not answer, a kubeconfig
+    that cannot be loaded.
+  - Runs on the controller (C(delegate_to=localhost)), normally through the nodefix.k8s.reboot role.
+author:
+  - nodefix.k8s developers (@nodefix)
+options:
+  state:
+    description:
+      - V(acquire) checks the controls and takes a slot of the lock when they allow the reboot (a slot this node
+        already holds is kept - a re-run). V(check) checks the controls and whether a slot is free, takes nothing.
+        V(release) gives this node's slot back (nothing else is checked).
+    type: str
+    choices: [acquire, check, release]
+    default: acquire
+  node:
+    description: The node's name in the API server (the lock's holder).
+    type: str
+    required: true
+  kubeconfig:
+    description:
+      - The kubeconfig for the API server (lock and blocking pods). Unset, neither can be checked; then
+        O(max_concurrent) and O(blocking_pod_selectors) must be unset or empty, or the module fails.
+    type: path
+  context:
+    description: The kubeconfig context (default, the current one).
+    type: str
+  reason:
+    description: Why the node reboots; kept on the Lease (annotation C(nodefix.k8s/reason)) for whoever looks.
+    type: str
+    default: ""
+  window_days:
+    description: Days a reboot may start (V(mon) ... V(sun); full names accepted). Default, every day.
+    type: list
+    elements: str
+  window_start:
+    description: Start of the daily window, C(HH:MM) or C(HH:MM:SS) in O(time_zone).
+    type: str
+    default: "00:00"
+  window_end:
+    description: End of the daily window (inclusive); before O(window_start), the window wraps past midnight.
+    type: str
+    default: "23:59:59"
+  time_zone:
+    description: The IANA time zone of the window (V(Europe/Berlin)); V(UTC) by default.
+    type: str
+    default: UTC
+  blocking_pod_selectors:
+    description:
+      - Label selectors (V(app=ceph-osd), V(team in (db,cache))); a node running a pod any of them selects
+        (not Succeeded or Failed) is not rebooted now. Needs O(kubeconfig).
+    type: list
+    elements: str
+    default: []
+  prometheus_url:
+    description:
+      - A Prometheus server (V(http://prometheus.monitoring:9090)); while any of its alerts fires (other than those
+        O(alert_filter_regexp) matches) no node reboots. It must answer, or the module fails.
+    type: str
+  alert_filter_regexp:
+    description: Alerts whose name this regexp matches do not hold a reboot (kured's C(--alert-filter-regexp)).
+    type: str
+  alert_firing_only:
+    description: Only firing alerts hold a reboot (V(false) - pending ones too).
+    type: bool
+    default: true
+  prometheus_timeout:
+    description: Seconds to wait for Prometheus.
+    type: int
+    default: 10
+  max_concurrent:
+    description:
+      - The most nodes rebooting at once across the fleet (kured's C(--concurrency)). 0 turns the lock off (then
+        only C(serial) limits the rollout, within one run). Needs O(kubeconfig) when above 0.
+    type: int
+    default: 1
+  lock_namespace:
+    description: The namespace of the lock's Leases.
+    type: str
+    default: kube-system
+  lock_name:
+    description: The lock's name; its Leases are C(<lock_name>-0) ... C(<lock_name>-<max_concurrent - 1>).
+    type: str
+    default: nodefix-reboot
+  lock_ttl:
+    description:
+      - Seconds after which a slot whose holder never released it may be taken over (kured's C(--lock-ttl)).
+        0, never - a node that did not come back holds its slot until a person releases it.
+    type: int
+    default: 0
+  lock_wait:
+    description: Seconds to wait for a free slot (polling every O(lock_poll) seconds); 0 answers at once.
+    type: int
+    default: 0
+  lock_poll:
+    description: Seconds between two looks at the lock while waiting.
+    type: int
+    default: 5
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Checks the controls and says whether a slot would be taken or released; changes no Lease.
+  diff_mode:
+    support: none
+  platform:
+    details: Runs on the controller; needs the Python kubernetes client for the lock and blocking pods.
+requirements:
+  - kubernetes (Python client) for the lock and blocking pods
+seealso:
+  - name: kured configuration
+    description: The controls this module follows (window, blocking pods, alerts, concurrency, lock TTL).
+    link: https://kured.dev/docs/configuration/
+  - name: Prometheus HTTP API - alerts
+    description: The answer O(prometheus_url) is asked for (C(GET /api/v1/alerts)).
+    link: https://prometheus.io/docs/prometheus/latest/querying/api/#alerts
+"""
+
+EXAMPLES = r"""
+- name: May node-7 reboot now? Take a slot of the fleet's lock if so
+  nodefix.k8s.reboot_gate:
+    node: node-7
+    kubeconfig: /etc/nodefix/kubeconfig
+    reason: kernel 6.12.95+deb12-amd64 installed, 6.1.0-28-amd64 running
+    window_days: [mon, tue, wed, thu]
+    window_start: "22:00"
+    window_end: "04:00"
+    time_zone: Europe/Berlin
+    blocking_pod_selectors: ["app=ceph-osd"]
+    prometheus_url: http://prometheus.monitoring:9090
+    alert_filter_regexp: ^(Watchdog|InfoInhibitor)$
+    max_concurrent: 1
+  delegate_to: localhost
+  register: gate
+
+- name: Give the slot back once the node is back and uncordoned
+  nodefix.k8s.reboot_gate:
+    state: release
+    node: node-7
+    kubeconfig: /etc/nodefix/kubeconfig
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+allowed:
+  description: Whether the node may reboot now (for V(acquire), a slot is held; for V(check), one is free).
+  returned: state is acquire or check
+  type: bool
+  sample: false
+held_by:
+  description: What holds the reboot, one line each (empty when allowed).
+  returned: always
+  type: list
+  elements: str
+  sample: ["outside the reboot window (mon,tue 22:00:00-04:00:00 Europe/Berlin; now Wed 14:03 CET)"]
+window:
+  description: The window, as understood, and whether now is inside it.
+  returned: always
+  type: dict
+  sample: {"describe": "every day 00:00:00-23:59:59 UTC", "open": true}
+blocking_pods:
+  description: The node's pods a blocking selector selects (C(namespace/name (selector))).
+  returned: always
+  type: list
+  elements: str
+  sample: ["rook-ceph/rook-ceph-osd-3-6d9f (app=ceph-osd)"]
+alerts:
+  description: Names of the alerts that hold the reboot.
+  returned: always
+  type: list
+  elements: str
+  sample: ["KubeNodeNotReady"]
+lock:
+  description:
+    - The lock - C(slot) this node holds (null when none), C(holders) (every slot held now, with holder and since),
+      C(max_concurrent), C(released) (the slot given back, for V(release)).
+  returned: always
+  type: dict
+  sample: {"slot": "nodefix-reboot-0", "holders": [{"slot": "nodefix-reboot-0", "holder": "node-7",
+           "since": "2026-11-25T12:00:00.000000Z", "expired": false}], "max_concurrent": 1, "released": null}
+"""
+
+import datetime
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot_gate as gate
+
+
+def argument_spec():
+    return dict(
+        state=dict(type="str", choices=["acquire", "check", "release"], default="acquire"),
+        node=dict(type="str", required=True),
+        kubeconfig=dict(type="path"),
+        context=dict(type="str"),
+        reason=dict(type="str", default=""),
+        window_days=dict(type="list", elements="str"),
+        window_start=dict(type="str", default="00:00"),
+        window_end=dict(type="str", default="23:59:59"),
+        time_zone=dict(type="str", default="UTC"),
+        blocking_pod_selectors=dict(type="list", elements="str", default=[]),
+        prometheus_url=dict(type="str"),
+        alert_filter_regexp=dict(type="str"),
+        alert_firing_only=dict(type="bool", default=True),
+        prometheus_timeout=dict(type="int", default=10),
+        max_concurrent=dict(type="int", default=1),
+        lock_namespace=dict(type="str", default="kube-system"),
+        lock_name=dict(type="str", default="nodefix-reboot"),
+        lock_ttl=dict(type="int", default=0),
+        lock_wait=dict(type="int", default=0),
+        lock_poll=dict(type="int", default=5),
+    )
+
+
+def validate(p):
+    """Everything that can be checked without asking anyone: (window, alert filter); NodefixError otherwise."""
+    window = gate.Window(p["window_days"], p["window_start"], p["window_end"], p["time_zone"])
+    filter_re = gate.alert_filter(p["alert_filter_regexp"])
+    for name in ("max_concurrent", "lock_ttl", "lock_wait"):
+        if p[name] < 0:
+            raise NodefixError("%s must not be negative (got %d)" % (name, p[name]))
+    if p["lock_poll"] < 1 or p["prometheus_timeout"] < 1:
+        raise NodefixError("lock_poll and prometheus_timeout must be at least 1 second")
+    if p["prometheus_url"] and not p["prometheus_url"].startswith(("http://", "https://")):
+        raise NodefixError("prometheus_url %r must be an http:// or https:// URL" % p["prometheus_url"])
+    needs_api = [name for name in ("max_concurrent", "blocking_pod_selectors") if p[name]]
+    if needs_api and not p["kubeconfig"]:
+        raise NodefixError("%s need(s) the API server: set kubeconfig (or set max_concurrent to 0 and leave "
+                           "blocking_pod_selectors empty)" % " and ".join(needs_api))
+    return window, filter_re
+
+
+def decide(p, window, filter_re, api, now, dry_run):
+    """The controls in order; the lock only when the others allow the reboot."""
+    result = {"held_by": [], "blocking_pods": [], "alerts": [],
+              "window": {"describe": window.describe(), "open": window.contains(now)},
+              "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None}}
+    if not result["window"]["open"]:
+        local = now.astimezone(window.tz).strftime("%a %H:%M %Z")
+        result["held_by"].append("outside the reboot window (%s; now %s)" % (window.describe(), local))
+    if p["blocking_pod_selectors"]:
+        result["blocking_pods"] = gate.pods_blocking(api, p["node"], p["blocking_pod_selectors"])
+        if result["blocking_pods"]:
+            result["held_by"].append("blocking pod(s) on the node: %s" % ", ".join(result["blocking_pods"]))
+    if p["prometheus_url"]:
+        body = gate.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
+        result["alerts"] = gate.blocking_alerts(body, filter_re, p["alert_firing_only"])
+        if result["alerts"]:
+            result["held_by"].append("firing alert(s) at %s: %s" % (p["prometheus_url"], ", ".join(result["alerts"])))
+    if result["held_by"] or not p["max_concurrent"]:
+        return result
+    lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"], p["lock_ttl"])
+    deadline = time.time() + p["lock_wait"]
+    while True:
+        slot, holders = lock.acquire(p["reason"], dry_run=dry_run)
+        result["lock"].update(slot=slot, holders=holders)
+        if slot or time.time() >= deadline:
+            break
+        time.sleep(p["lock_poll"])
+    if not slot:
+        result["held_by"].append("the reboot lock is full (max_concurrent %d): %s" % (p["max_concurrent"], ", ".join(
+            "%s held by %s since %s" % (h["slot"], h["holder"], h["since"]) for h in holders)))
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    p = module.params
+    try:
+        window, filter_re = validate(p)
+        api = gate.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
+        if p["state"] == "release":
+            result = {"held_by": [], "blocking_pods": [], "alerts": [],
+                      "window": {"describe": window.describe(), "open": None},
+                      "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None}}
+            if api is not None and p["max_concurrent"]:
+                lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"])
+                result["lock"]["released"] = lock.release(dry_run=module.check_mode)
+                result["lock"]["holders"] = [] if module.check_mode else lock.holders()
+            module.exit_json(changed=result["lock"]["released"] is not None, **result)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        dry_run = module.check_mode or p["state"] == "check"
+        before = None
+        if api is not None and p["max_concurrent"]:
+            before = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"]).mine()
+        result = decide(p, window, filter_re, api, now, dry_run)
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    result["allowed"] = not result["held_by"]
+    changed = bool(result["allowed"] and p["state"] == "acquire" and p["max_concurrent"] and before is None)
+    module.exit_json(changed=changed, **result)
+
+
+if __name__ == "__main__":
+    main()

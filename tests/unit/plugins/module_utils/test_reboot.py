@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_reboot (does the node ask for a reboot, and why) and _reboot_gate (kured's controls) over fake
+node trees, a fake clock and an in-memory API that answers as the API server does (409 on a taken
+name or a stale resourceVersion)."""
+
+import datetime
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot, _reboot_gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+
+UTC = datetime.timezone.utc
+
+
+class FakeRunner(object):
+    """bin/run of the Runner interface: {name: (rc, stdout, stderr)}; a name not given is absent."""
+
+    def __init__(self, answers=None):
+        self.answers = answers or {}
+        self.calls = []
+
+    def bin(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/" + name if name in self.answers else None
+
+    def run(self, argv, check=True, data=None, msg=None):
+        self.calls.append(argv)
+        return self.answers[argv[0].rsplit("/", 1)[-1]]
+
+
+def node(make_tree, running="6.1.0-28-amd64", kernels=("6.1.0-28-amd64",), extra=None):
+    files = {"/proc/sys/kernel/osrelease": running + "\n", "/proc/sys/kernel/random/boot_id": "b-1\n"}
+    files.update(("/boot/vmlinuz-%s" % k, "") for k in kernels)
+    files.update(extra or {})
+    return make_tree(files)
+
+
+def test_a_quiet_node_needs_no_reboot(make_tree):
+    out = _reboot.check(FakeRunner({"systemctl": (0, "running\n", "")}), root=node(make_tree))
+    assert out["findings"] == [] and out["pending"] is False and out["systemd_state"] == "running"
+    assert out["boot_id"] == "b-1" and out["running_release"] == "6.1.0-28-amd64"
+
+
+def test_reboot_required_file_names_its_packages(make_tree):
+    root = node(make_tree, extra={"/var/run/reboot-required": "*** System restart required ***\n",
+                                  "/var/run/reboot-required.pkgs": "libc6\nlinux-base\nlibc6\n"})
+    out = _reboot.check(FakeRunner(), root=root)
+    assert [f["id"] for f in out["findings"]] == ["reboot.required"]
+    assert out["findings"][0]["evidence"]["packages"] == ["libc6", "linux-base"]
+    assert out["reasons"] == [{"id": "reboot.required", "check": "reboot",
+                               "reason": "/var/run/reboot-required exists (packages: libc6, linux-base)"}]
+
+
+def test_newer_kernel_installed_numbers_compare_as_numbers(make_tree):
+    root = node(make_tree, running="6.1.0-9-amd64", kernels=("6.1.0-9-amd64", "6.1.0-10-amd64"))
+    out = _reboot.check(FakeRunner(), root=root)
+    assert out["newest_kernel"] == "6.1.0-10-amd64"
+    assert [f["id"] for f in out["findings"]] == ["reboot.kernel_not_running"]
+    # the newest installed is the running one: nothing
+    out = _reboot.check(FakeRunner(), root=node(make_tree, running="6.12.95+deb12-amd64",
+                                                kernels=("6.1.0-28-amd64", "6.12.95+deb12-amd64")))
+    assert out["findings"] == []
+
+
+def test_a_kernel_that_failed_to_boot_is_no_reason(make_tree):
+    root = node(make_tree, kernels=("6.1.0-28-amd64", "6.12.95+deb12-amd64"),
+                extra={_reboot.BOOT_RECORD: '{"failed": {"6.12.95+deb12-amd64": {"at": "2026-11-25T10:00:00Z"}}}'})
+    out = _reboot.check(FakeRunner(), root=root)
+    assert out["findings"] == [] and list(out["failed_kernels"]) == ["6.12.95+deb12-amd64"]
+
+
+def test_needs_restarting_counts_and_its_failure_is_not_clean(make_tree):
+    root = node(make_tree)
+    out = _reboot.check(FakeRunner({"needs-restarting": (1, "Core libraries or services have been updated:\n"
+                                                         "  kernel -> 5.14.0-427\nReboot is required\n", "")}), root=root)
+    assert [f["id"] for f in out["findings"]] == ["reboot.required"]
+    assert "needs-restarting -r" in out["findings"][0]["evidence"]["reasons"][0]
+    with pytest.raises(NodefixError) as exc:
+        _reboot.check(FakeRunner({"needs-restarting": (2, "", "no dnf")}), root=root)
+    assert "needs-restarting -r failed (rc=2)" in exc.value.msg
+
+
+def test_two_reasons_of_one_id_are_one_finding(make_tree):
+    root = node(make_tree, extra={"/var/run/reboot-required": ""})
+    out = _reboot.check(FakeRunner({"needs-restarting": (1, "Reboot is required\n", "")}), root=root)
+    assert [f["id"] for f in out["findings"]] == ["reboot.required"]
+    assert len(out["findings"][0]["evidence"]["reasons"]) == 2
+
+
+# -- the window -----------------------------------------------------------------------------------
+
+def at(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+
+
+def test_window_days_and_hours():
+    window = _reboot_gate.Window(["Monday", "tue"], "22:00", "23:30")
+    assert window.contains(at("2026-11-23 22:10"))          # a Monday
+    assert not window.contains(at("2026-11-23 21:59"))
+    assert not window.contains(at("2026-11-25 22:10"))      # a Wednesday
+    assert window.describe() == "mon,tue 22:00:00-23:30:00 UTC"
+
+
+def test_window_wraps_past_midnight_in_its_time_zone():
+    window = _reboot_gate.Window(None, "22:00", "04:00", "Europe/Berlin")
+    assert window.contains(at("2026-11-25 02:30"))          # 03:30 in Berlin
+    assert not window.contains(at("2026-11-25 03:30"))      # 04:30 in Berlin
+    assert window.contains(at("2026-11-25 21:30"))          # 22:30 in Berlin
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"days": ["funday"]}, "is not a day of the week"),
+    ({"days": []}, "no day would ever allow a reboot"),
+    ({"start": "25:00"}, "is not a time of day"),
+    ({"end": "10pm"}, "is not a time of day"),
+    ({"start": "10:00", "end": "10:00"}, "an empty window"),
+    ({"time_zone": "Mars/Olympus"}, "is not an IANA time zone"),
+])
+def test_window_bad_input_names_the_problem(kwargs, message):
+    with pytest.raises(NodefixError) as exc:
+        _reboot_gate.Window(**kwargs)
+    assert message in exc.value.msg
+
+
+# -- alerts ---------------------------------------------------------------------------------------
+
+ALERTS = {"status": "success", "data": {"alerts": [
+    {"labels": {"alertname": "Watchdog"}, "state": "firing"},
+    {"labels": {"alertname": "KubeNodeNotReady"}, "state": "firing"},
+    {"labels": {"alertname": "DiskFilling"}, "state": "pending"}]}}
+
+
+def test_firing_alerts_hold_except_the_filtered():
+    assert _reboot_gate.blocking_alerts(ALERTS, _reboot_gate.alert_filter("^Watchdog$")) == ["KubeNodeNotReady"]
+    every = ["DiskFilling", "KubeNodeNotReady", "Watchdog"]
+    assert _reboot_gate.blocking_alerts(ALERTS, None, firing_only=False) == every
+    with pytest.raises(NodefixError):
+        _reboot_gate.blocking_alerts({"status": "error", "error": "bad"})
+    with pytest.raises(NodefixError):
+        _reboot_gate.alert_filter("(")
+
+
+# -- the lock -------------------------------------------------------------------------------------
+
+class FakeLeases(object):
+    """Leases as the API server keeps them: create refuses a taken name, replace and delete a stale
+    resourceVersion; every accepted write is logged with the holder."""
+
+    def __init__(self):
+        self.leases = {}
+        self.version = 0
+        self.log = []
+
+    def _store(self, name, body):
+        self.version += 1
+        lease = {"metadata": dict(body["metadata"], resourceVersion=str(self.version)), "spec": dict(body["spec"])}
+        self.leases[name] = lease
+        self.log.append(("write", name, body["spec"]["holderIdentity"]))
+
+    def get_lease(self, namespace, name):
+        return self.leases.get(name)
+
+    def create_lease(self, namespace, body):
+        if body["metadata"]["name"] in self.leases:
+            return False
+        self._store(body["metadata"]["name"], body)
+        return True
+
+    def replace_lease(self, namespace, name, body):
+        if self.leases[name]["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
+            return False
+        self._store(name, body)
+        return True
+
+    def delete_lease(self, namespace, name, resource_version):
+        assert self.leases[name]["metadata"]["resourceVersion"] == resource_version
+        del self.leases[name]
+        self.log.append(("delete", name, None))
+
+
+def clock(text):
+    def now():
+        return at(text)
+    return now
+
+
+def lock(api, holder, slots=1, ttl=0, now=None):
+    return _reboot_gate.LeaseLock(api, "kube-system", "nodefix-reboot", slots, holder, ttl,
+                                  now=now or clock("2026-11-25 12:00"))
+
+
+def test_one_slot_one_holder_and_a_rerun_keeps_its_slot():
+    api = FakeLeases()
+    assert lock(api, "node-a").acquire("kernel")[0] == "nodefix-reboot-0"
+    slot, holders = lock(api, "node-b").acquire("kernel")
+    assert slot is None and [h["holder"] for h in holders] == ["node-a"]
+    assert lock(api, "node-a").acquire("again")[0] == "nodefix-reboot-0"
+    assert len(api.log) == 1                                 # the re-run wrote nothing
+    assert lock(api, "node-b").release() is None             # b holds nothing
+    assert lock(api, "node-a").release() == "nodefix-reboot-0"
+    assert lock(api, "node-b").acquire("kernel")[0] == "nodefix-reboot-0"
+
+
+def test_two_slots_and_dry_run_writes_nothing():
+    api = FakeLeases()
+    assert lock(api, "a", slots=2).acquire()[0] == "nodefix-reboot-0"
+    assert lock(api, "b", slots=2).acquire(dry_run=True)[0] == "nodefix-reboot-1"
+    assert len(api.log) == 1
+    assert lock(api, "b", slots=2).acquire()[0] == "nodefix-reboot-1"
+    assert lock(api, "c", slots=2).acquire()[0] is None
+
+
+def test_a_lost_race_is_not_a_slot():
+    api = FakeLeases()
+    api.create_lease("kube-system", {"metadata": {"name": "nodefix-reboot-0"}, "spec": {"holderIdentity": ""}})
+    original = api.get_lease
+    reads = []
+
+    def read_then_lose(namespace, name):
+        lease = original(namespace, name)
+        reads.append(name)
+        if len(reads) == 2:  # b has read the free slot for taking it: c writes it before b's update
+            api.replace_lease(namespace, name, {"metadata": {"name": name, "resourceVersion":
+                                                             lease["metadata"]["resourceVersion"]},
+                                                "spec": {"holderIdentity": "c"}})
+        return lease
+    api.get_lease = read_then_lose
+    slot, holders = lock(api, "b").acquire()
+    assert slot is None and [h["holder"] for h in holders] == ["c"]
+    assert [entry[2] for entry in api.log] == ["", "c"]     # b's stale update was refused
+
+
+def test_ttl_lets_an_abandoned_slot_be_taken_over():
+    api = FakeLeases()
+    lock(api, "gone", ttl=600).acquire()
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:09")).acquire()[0] is None
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:11")).acquire()[0] == "nodefix-reboot-0"
+    # without a TTL a slot is never taken over
+    api2 = FakeLeases()
+    lock(api2, "gone").acquire()
+    assert lock(api2, "b", now=lambda: at("2027-01-01 00:00")).acquire()[0] is None

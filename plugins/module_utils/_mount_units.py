@@ -763,7 +763,7 @@ SURVEY_OPTIONS = {
 }
 OPTIONS = dict(SURVEY_OPTIONS, near_limit_ratio={"type": "float", "default": 0.5},
                # report mount_units.cleanup_slow when the estimated cleanup is longer (0: never)
-               reboot_over_seconds={"type": "int", "default": 3600})
+               reboot_over_seconds={"type": "float", "default": 3600})
 
 
 def option_errors(p):
@@ -791,7 +791,7 @@ def check(runner, root="/", **opts):
     o = dict(opts)
     near = float(o.pop("near_limit_ratio", None) or 0.5)
     reboot_over = o.pop("reboot_over_seconds", None)
-    reboot_over = 3600 if reboot_over is None else int(reboot_over)
+    reboot_over = 3600 if reboot_over is None else float(reboot_over)
     facts = {"mount_units": None, "findings": []}
     findings = facts["findings"]
     try:

@@ -13,9 +13,23 @@ with ``nodefix_mount_units_reboot`` and a threshold every cleanup exceeds:
 - ``cordoned``: cordoned by an operator before -> drained and rebooted the same way, but it stays
   cordoned;
 - ``undrained``: ``nodefix_drain: false`` -> not rebooted: the report recommends the reboot with the
-  estimate and the units of dead pods are stopped one by one (the live pods' units kept).
+  estimate and the units of dead pods are stopped one by one (the live pods' units kept);
+- ``blocked``: runs a pod the blocking selector (``reboot_blocking_pod_selectors``) selects -> the reboot
+  role's gate holds it before anything is drained: not cordoned, not rebooted, the report says why, and
+  the units are stopped one by one;
+- ``window``: its reboot window (``reboot_window_days``) is closed today -> held the same way.
+
+The lock (``reboot_max_concurrent: 2``) gives ``drained`` and ``cordoned`` a slot each; both are given
+back after the uncordon.
+
+Then the pending-reboot path with kured's lock across parallel slices: ``drained`` and ``cordoned`` get
+a ``/var/run/reboot-required`` and two remediate runs start at once, one slice each
+(``nodefix_slice``), with ``nodefix_reboot``, ``reboot_max_concurrent: 1`` and a lock wait: both nodes
+are rebooted and verified (the file gone after the boot), and the API double's request log shows the one
+slot never held by both at once.
 """
 
+import datetime
 import json
 import os
 import subprocess
@@ -25,9 +39,11 @@ import pytest
 from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, run_logged
 
 pytestmark = pytest.mark.lab
+DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
 IMAGE = "localhost/nodefix-debian12"
-NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "undrained": "nodefix-rb-undrained"}
+NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "undrained": "nodefix-rb-undrained",
+         "blocked": "nodefix-rb-blocked", "window": "nodefix-rb-window"}
 STATE = "/var/lib/nodefix-lab/mount_units/expect.json"
 MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
@@ -67,9 +83,14 @@ def inventory(path, kubeconfig):
         "nodefix_mount_units_reboot": True, "nodefix_mount_units_reboot_over_seconds": 0.001,
         "mount_units_reboot_boot_time_command": BOOT_TIME, "mount_units_reboot_services": ["kubelet"],
         "mount_units_reboot_timeout": 300,
+        # the reboot role (the one reboot path): two slots, a container's boot, the kubelet double
+        "reboot_max_concurrent": 2, "reboot_boot_time_command": BOOT_TIME, "reboot_services": ["kubelet"],
+        "reboot_timeout": 300, "reboot_blocking_pod_selectors": ["app=ceph-osd"],
     })
     hosts = dict((name, {}) for name in NODES.values())
     hosts[NODES["undrained"]] = {"nodefix_drain": False}
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%a").lower()
+    hosts[NODES["window"]] = {"reboot_window_days": [d for d in DAYS if d != today]}
     path.write_text(json.dumps({"all": {"vars": common, "hosts": hosts}}))
     return str(path)
 
@@ -100,23 +121,58 @@ def _run(tmp_path_factory):
         for key, name in NODES.items():
             pods.append({"namespace": "default", "name": "web-" + key, "node": name, "owner": "ReplicaSet"})
             pods.append({"namespace": "kube-system", "name": "proxy-" + key, "node": name, "owner": "DaemonSet"})
-        double = ApiServerDouble(work, {NODES["drained"]: {"unschedulable": False},
-                                        NODES["cordoned"]: {"unschedulable": True},
-                                        NODES["undrained"]: {"unschedulable": False}}, pods)
+        pods.append({"namespace": "rook-ceph", "name": "rook-ceph-osd-0", "node": NODES["blocked"],
+                     "owner": "ReplicaSet", "labels": {"app": "ceph-osd"}})
+        double = ApiServerDouble(work, dict((name, {"unschedulable": key == "cordoned"})
+                                            for key, name in NODES.items()), pods)
         reports = work / "reports"
+        inv = inventory(work / "inventory.json", double.kubeconfig)
         rc, out = run_logged("reboot-lab-remediate", [
-            "ansible-playbook", "-i", inventory(work / "inventory.json", double.kubeconfig),
-            "-e", "nodefix_serial=3", "-e", "nodefix_report_dir=%s" % reports,
-            os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=1800)
+            "ansible-playbook", "-i", inv, "-e", "nodefix_serial=%d" % len(NODES),
+            "-e", "nodefix_report_dir=%s" % reports, os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=1800)
         after = dict((name, node_state(name)) for name in names)
         with open(str(reports / "remediate" / "report.json")) as fh:
             report = json.load(fh)
-        yield {"rc": rc, "out": out, "before": before, "after": after, "api": double.state(),
-               "report": dict((n["host"], n) for n in report["nodes"])}
+        result = {"rc": rc, "out": out, "before": before, "after": after, "api": double.state(),
+                  "report": dict((n["host"], n) for n in report["nodes"])}
+        result["slices"] = parallel_slices(work, double, inv)
+        yield result
     finally:
         if double is not None:
             double.stop()
         podman("rm", "-f", "-t", "0", *names, check=False)
+
+
+def parallel_slices(work, double, inv):
+    """Two remediate runs at once, one slice each, both nodes asking for a reboot, one slot."""
+    pair = [NODES["drained"], NODES["cordoned"]]
+    for name in pair:
+        on_node(name, "printf '*** System restart required ***\\n' > /var/run/reboot-required; "
+                      "echo linux-base > /var/run/reboot-required.pkgs; touch %s" % MARKER)
+    before = dict((name, node_state(name)) for name in pair)
+    seen = len(double.state()["log"])
+    reports = work / "slices"
+    procs = []
+    for i, name in enumerate(pair):
+        log = open(str(work / ("slice-%d.log" % i)), "w")
+        argv = ["ansible-playbook", "-i", inv, "--limit", "%s,localhost" % name, "-e", "nodefix_slice=s%d" % i,
+                "-e", "nodefix_reboot=true", "-e", "nodefix_mount_units_reboot=false",
+                "-e", json.dumps({"nodefix_audit_checks": ["reboot"], "reboot_max_concurrent": 1,
+                                  "reboot_lock_wait": 600, "reboot_lock_poll": 2}),
+                "-e", "nodefix_report_dir=%s" % reports, os.path.join(ROOT, "playbooks", "remediate.yml")]
+        procs.append((subprocess.Popen(argv, env=ENV, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT), log))
+    rcs = []
+    for proc, log in procs:
+        rcs.append(proc.wait(timeout=1500))
+        log.close()
+    outs = [open(str(work / ("slice-%d.log" % i))).read() for i in range(2)]
+    reports_by_host = {}
+    for i in range(2):
+        with open(str(reports / "slices" / ("s%d" % i) / "remediate" / "report.json")) as fh:
+            for node in json.load(fh)["nodes"]:
+                reports_by_host[node["host"]] = node
+    return {"rcs": rcs, "outs": outs, "before": before, "after": dict((name, node_state(name)) for name in pair),
+            "log": double.state()["log"][seen:], "report": reports_by_host}
 
 
 def patches(api, node):
@@ -145,6 +201,7 @@ def test_a_drained_node_is_rebooted_and_comes_back_clean(run, key):
     assert after["kubelet"] == "active"
     actions = run["report"][name]["remediation"]["actions"]
     assert len(actions) == 1 and actions[0].startswith("rebooted (drained) instead of stopping"), actions
+    assert " s away, kernel " in actions[0] and actions[0].endswith("verified"), actions
     # drained through the API server: the ReplicaSet pod evicted, the DaemonSet pod kept
     pods = sorted(p["name"] for p in run["api"]["pods"] if p["node"] == name)
     assert pods == ["proxy-" + key], pods
@@ -179,3 +236,53 @@ def test_an_undrained_node_gets_the_recommendation_and_a_cleanup_not_a_reboot(ru
     kept = set(expect["live"]) | set(expect["starting"]) | set(expect["unattributable"]) | set(expect["unrelated"])
     assert kept <= after["loaded"], kept - after["loaded"]
     assert after["kubelet"] == "active"
+
+
+@pytest.mark.parametrize("key, why", [("blocked", "blocking pod(s) on the node: rook-ceph/rook-ceph-osd-0 (app=ceph-osd)"),
+                                      ("window", "outside the reboot window")])
+def test_a_held_reboot_is_not_done_and_the_report_says_why(run, key, why):
+    name = NODES[key]
+    before, after = run["before"][name], run["after"][name]
+    assert after["marker"] and after["boot"] == before["boot"]  # not rebooted
+    # the cleanup still needed the drain (remediate drains for any fix): given back afterwards
+    assert patches(run["api"], name) == [True, False]
+    actions = run["report"][name]["remediation"]["actions"]
+    held = [a for a in actions if a.startswith("reboot held: ")]
+    assert len(held) == 1 and why in held[0], actions
+    # the units of dead pods stopped one by one instead
+    assert not after["loaded"] & set(before["expect"]["dead"])
+    assert not [e for e in run["api"]["log"] if "/leases/" in e["path"] and e.get("holder") == name]
+
+
+def test_the_lock_gave_each_rebooted_node_a_slot_and_took_it_back(run):
+    writes = [(e["method"], e["path"].rsplit("/", 1)[-1], e.get("holder")) for e in run["api"]["log"]
+              if "/leases/" in e["path"] and not e.get("refused")]
+    held = dict((holder, slot) for method, slot, holder in writes if method == "POST")
+    assert sorted(held) == sorted([NODES["drained"], NODES["cordoned"]]), writes
+    assert sorted(held.values()) == ["nodefix-reboot-0", "nodefix-reboot-1"]
+    assert sorted(h for m, _s, h in writes if m == "DELETE") == sorted(held), writes
+
+
+def test_parallel_slices_reboot_one_node_at_a_time(run):
+    sl = run["slices"]
+    assert sl["rcs"] == [0, 0], [o[-3000:] for o in sl["outs"]]
+    for name in (NODES["drained"], NODES["cordoned"]):
+        assert sl["before"][name]["marker"] and not sl["after"][name]["marker"], name  # a new boot
+        assert sl["after"][name]["boot"] != sl["before"][name]["boot"]
+        node = sl["report"][name]
+        rebooted = [a for a in node["remediation"]["actions"] if a.startswith("rebooted: ")]
+        assert len(rebooted) == 1 and "/var/run/reboot-required exists (packages: linux-base)" in rebooted[0], node
+        assert "verified" in rebooted[0]
+        assert "reboot.required" not in node["ids"]  # the audit after: the reason is gone
+    # who held the one slot when, from the double's request log: never two holders at once
+    events = [(e["time"], e["method"], e.get("holder")) for e in sl["log"]
+              if "/leases/" in e["path"] and not e.get("refused")]
+    holding, most, order = set(), 0, []
+    for _t, method, holder in sorted(events):
+        if method in ("POST", "PUT"):
+            holding.add(holder)
+            order.append(holder)
+        elif method == "DELETE":
+            holding.discard(holder)
+        most = max(most, len(holding))
+    assert most == 1 and len(order) == 2 and set(order) == {NODES["drained"], NODES["cordoned"]}, events

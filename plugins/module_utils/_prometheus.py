@@ -18,6 +18,11 @@ Series (all gauges):
   a clean node is visible as such).
 - ``nodefix_audit_check_failed{check}``: 1 when a detector could not run (its
   findings are unknown), 0 when it ran.
+- ``nodefix_reboot_pending{reason}``: when the ``reboot`` detector ran, 1 for
+  each reason the node asks for a reboot (``/var/run/reboot-required`` and its
+  packages, ``needs-restarting -r``, a newer kernel installed), or a single
+  ``reason=""`` series at 0 when it asks for none - kured's "reboot required"
+  as a series to alert or plan on.
 
 No timestamp series: a file's bytes depend only on the findings, so an
 unchanged node keeps an unchanged file (``changed=false``, honestly). Its
@@ -45,6 +50,8 @@ HELP = {
     "nodefix_findings": "Open nodefix.k8s findings per severity.",
     "nodefix_audit_check_failed": "1 when a nodefix.k8s detector could not run (its findings are unknown), else 0.",
     "nodefix_node_audited": "1 when the node was audited, 0 when it could not be (unreachable or failed).",
+    "nodefix_reboot_pending": "1 per reason the node asks for a reboot (0 with reason=\"\" when none); "
+                              "only when the reboot detector ran.",
 }
 
 # A label value is bounded so one odd subject cannot bloat every scrape.
@@ -121,6 +128,11 @@ def _node_series(text, findings, checks_failed, extra=None):
         text.add("nodefix_findings", labels, sum(1 for f in findings if f.get("severity") == level))
     for name in sorted(checks_failed):
         text.add("nodefix_audit_check_failed", dict(extra or {}, check=name), checks_failed[name])
+    if checks_failed.get("reboot") == 0:
+        reasons = sorted(set(reason for f in findings if f.get("check") == "reboot"
+                             for reason in (f.get("evidence") or {}).get("reasons") or [f.get("title") or ""]))
+        for reason in reasons or [""]:
+            text.add("nodefix_reboot_pending", dict(extra or {}, reason=reason), 1 if reason else 0)
 
 
 def node_textfile(result):

@@ -82,3 +82,30 @@ def test_fleet_textfile_labels_nodes_keeps_waived_apart_and_marks_unaudited():
     n2 = dict((s.labels["severity"], s.value) for s in fams["nodefix_findings"] if s.labels["node"] == "n2")
     assert n2["low"] == 0
     assert not any(s.labels["node"] == "n3" for s in fams["nodefix_findings"])
+
+
+def reboot_finding(fid, reasons):
+    out = finding(fid, "medium", "6.1.0-28-amd64", check="reboot")
+    out["evidence"] = {"reasons": reasons}
+    return out
+
+
+def test_reboot_pending_per_reason_on_the_node_and_in_the_fleet_file():
+    pending = {"checks": {"reboot": {}}, "findings": [
+        reboot_finding("reboot.required", ["/var/run/reboot-required exists (packages: libc6)"]),
+        reboot_finding("reboot.kernel_not_running", ["kernel 6.12.95+deb12-amd64 is installed, 6.1.0-28-amd64 is running"])]}
+    fams = parse(_prometheus.node_textfile(pending))
+    assert sorted((s.labels["reason"], s.value) for s in fams["nodefix_reboot_pending"]) == [
+        ("/var/run/reboot-required exists (packages: libc6)", 1),
+        ("kernel 6.12.95+deb12-amd64 is installed, 6.1.0-28-amd64 is running", 1)]
+    quiet = parse(_prometheus.node_textfile({"checks": {"reboot": {}}, "findings": []}))
+    assert [(s.labels["reason"], s.value) for s in quiet["nodefix_reboot_pending"]] == [("", 0)]
+    # the detector did not run, or could not read the node: no claim either way
+    assert "nodefix_reboot_pending" not in parse(_prometheus.node_textfile({"checks": {"pids": {}}, "findings": []}))
+    failed = {"checks": {"reboot": {"error": "x"}}, "findings": [finding("audit.check_failed", "medium", "reboot",
+                                                                         check="reboot")]}
+    assert "nodefix_reboot_pending" not in parse(_prometheus.node_textfile(failed))
+    model = build_model({"n1": pending, "n2": {"checks": {"reboot": {}}, "findings": []}})
+    fleet = parse(_prometheus.fleet_textfile(model))
+    series = sorted((s.labels["node"], s.value) for s in fleet["nodefix_reboot_pending"])
+    assert series == [("n1", 1), ("n1", 1), ("n2", 0)]

@@ -148,12 +148,23 @@ def test_the_documented_alerts_fire_as_documented(tmp_path):
              "values": " ".join(str(60 * m) for m in range(0, 301))},
             {"series": 'nodefix_finding{check="gvisor",id="gvisor.runsc_outdated",instance="a",severity="critical",'
                        'subject=""}', "values": "1x300"},
+            # node a asks for a reboot from the start; node b's pending series is 0 (none asked)
+            {"series": 'nodefix_reboot_pending{instance="a",reason="/var/run/reboot-required exists"}',
+             "values": "1x1600"},
+            {"series": 'nodefix_reboot_pending{instance="b",reason=""}', "values": "0x1600"},
         ],
         "alert_rule_test": [
             {"eval_time": "2h30m", "alertname": "NodefixAuditStale", "exp_alerts": []},
             {"eval_time": "3h30m", "alertname": "NodefixAuditStale", "exp_alerts": [{
                 "exp_labels": {"file": prom, "instance": "a"},
                 "exp_annotations": {"summary": "no nodefix.k8s audit on a for 2 hours"}}]},
+            {"eval_time": "23h", "alertname": "NodefixRebootPending", "exp_alerts": []},
+            {"eval_time": "25h", "alertname": "NodefixRebootPending", "exp_alerts": [{
+                "exp_labels": {"instance": "a", "reason": "/var/run/reboot-required exists"},
+                "exp_annotations": {
+                    "summary": "a has waited a day for a reboot: /var/run/reboot-required exists",
+                    "description": "ansible-playbook nodefix.k8s.remediate -e nodefix_reboot=true (the reboot role's "
+                                   "window, lock and blocking pods apply)."}}]},
             {"eval_time": "10m", "alertname": "NodefixFindingCritical", "exp_alerts": []},
             {"eval_time": "20m", "alertname": "NodefixFindingCritical", "exp_alerts": [{
                 # an empty label value is no label at all for Prometheus (subject="")

@@ -1,0 +1,222 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""Boot a new kernel once, keep it only when the node is healthy on it (GRUB 2).
+
+How GRUB does it (https://www.gnu.org/software/grub/manual/grub/grub.html,
+"Environment block" and ``grub-reboot``): with ``GRUB_DEFAULT=saved`` GRUB boots
+``saved_entry`` from ``/boot/grub/grubenv``; ``grub-reboot ENTRY`` sets
+``next_entry``, which GRUB's own ``grub.cfg`` (``00_header``) boots once and
+clears before booting it. So:
+
+1. ``once``: a drop-in ``/etc/default/grub.d/nodefix-k8s.cfg`` sets
+   ``GRUB_DEFAULT=saved`` and ``panic=N`` on the kernel command line (a kernel,
+   or Debian's initramfs, that cannot mount the root file system reboots after
+   N seconds instead of waiting at a shell; initramfs-tools' ``panic()`` honours
+   ``panic=``); ``update-grub``; ``grub-set-default`` the running kernel's entry
+   (the fallback); ``grub-reboot`` the new kernel's entry;
+2. the node reboots (the reboot role): GRUB boots the new kernel once. If it
+   does not come up, the next boot - by ``panic=``, or a power cycle - is the
+   saved default: the old kernel;
+3. ``confirm``: running the new kernel -> ``grub-set-default`` it (it is now the
+   default); running anything else -> the new kernel failed: recorded in
+   ``/var/lib/nodefix-k8s/kernel-boot.json`` (the reboot detector no longer
+   counts it as a reason to reboot) and never tried again by itself.
+
+Debian and Ubuntu (``update-grub``, ``grub-reboot``); EL's ``grub2-*`` with BLS
+entries is not handled: the module says so.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import time
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+
+GRUB_CFG = "/boot/grub/grub.cfg"
+GRUBENV = "/boot/grub/grubenv"
+DROP_IN = "/etc/default/grub.d/nodefix-k8s.cfg"
+RECORD = "/var/lib/nodefix-k8s/kernel-boot.json"
+
+_ENTRY_RE = re.compile(r"^\s*(menuentry|submenu)\s+'((?:[^']|'\\'')*)'(.*?)\{\s*$")
+_ID_RE = re.compile(r"\$menuentry_id_option\s+'([^']+)'")
+_LINUX_RE = re.compile(r"^\s*linux(?:efi)?\s+\S*/vmlinuz-(\S+)")
+
+
+def parse_grub_cfg(text):
+    """The boot entries of a ``grub.cfg``: [{title, id, path, release, recovery}], in file order.
+
+    ``path`` is what ``grub-reboot``/``grub-set-default`` take: the entry's id, prefixed
+    by its submenu's id and ``>`` when it is inside one (Debian's "Advanced options").
+    """
+    entries = []
+    stack = []  # open blocks: ("submenu", id) or ("menuentry", entry) or ("other", None)
+    for line in (text or "").splitlines():
+        m = _ENTRY_RE.match(line)
+        if m:
+            kind, title, rest = m.group(1), m.group(2).replace("'\\''", "'"), m.group(3)
+            ident = _ID_RE.search(rest)
+            ident = ident.group(1) if ident else title
+            if kind == "submenu":
+                stack.append(("submenu", ident))
+            else:
+                parents = [v for k, v in stack if k == "submenu"]
+                entry = {"title": title, "id": ident, "path": ">".join(parents + [ident]), "release": None,
+                         "recovery": "recovery mode" in title}
+                entries.append(entry)
+                stack.append(("menuentry", entry))
+            continue
+        stripped = line.strip()
+        if stripped.endswith("{") and not stripped.startswith("#"):
+            stack.append(("other", None))
+            continue
+        if stripped == "}" and stack:
+            stack.pop()
+            continue
+        lm = _LINUX_RE.match(line)
+        if lm and stack and stack[-1][0] == "menuentry" and stack[-1][1]["release"] is None:
+            stack[-1][1]["release"] = lm.group(1)
+    return entries
+
+
+def entry_for(entries, release):
+    """The normal (not recovery) entry booting ``release``; None when grub.cfg has none.
+
+    An entry of the "Advanced options" submenu first: it names one kernel for good, where
+    Debian's first, plain entry boots whichever kernel is newest - as a saved default, it
+    would move to the next kernel installed, before anyone verified it."""
+    normal = [e for e in entries if e["release"] == release and not e["recovery"]]
+    pinned = [e for e in normal if ">" in e["path"]]
+    return (pinned or normal or [None])[0]
+
+
+def read_grubenv(text):
+    """{key: value} of a GRUB environment block (``key=value`` lines, ``#`` padding)."""
+    env = {}
+    for line in (text or "").splitlines():
+        if line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        env[key] = value
+    return env
+
+
+def drop_in_text(panic_seconds):
+    """The drop-in's bytes: GRUB_DEFAULT=saved, and panic=N added to the command line (0: not added)."""
+    lines = ["# nodefix.k8s.kernel: boot a new kernel once (grub-reboot) and keep the last one verified",
+             "# healthy as the default (grub-set-default); see the kernel role's README.",
+             "GRUB_DEFAULT=saved"]
+    if panic_seconds:
+        lines.append('GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX panic=%d"' % panic_seconds)
+    return "\n".join(lines) + "\n"
+
+
+def read_record(root):
+    """The record of boots tried ({"booted": {release: {...}}, "failed": {...}, "pending": {...}})."""
+    text = read_text(root_path(root, RECORD))
+    data = {}
+    if text:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise NodefixError("%s is not JSON: fix or remove it (it records which kernels failed to boot)" % RECORD)
+    if not isinstance(data, dict):
+        raise NodefixError("%s is not a JSON object" % RECORD)
+    for key in ("booted", "failed"):
+        data.setdefault(key, {})
+    data.setdefault("pending", None)
+    return data
+
+
+def state(root="/"):
+    """Everything the boot plan reads: the running kernel, grub.cfg's entries, grubenv, the drop-in, the record."""
+    cfg = read_text(root_path(root, GRUB_CFG))
+    if cfg is None:
+        raise NodefixError("%s is missing: this node does not boot through GRUB 2 as Debian and Ubuntu install it "
+                           "(EL's grub2 with BLS entries is not handled by nodefix.k8s.kernel_boot yet)" % GRUB_CFG)
+    return {
+        "running_release": (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None,
+        "entries": parse_grub_cfg(cfg),
+        "grubenv": read_grubenv(read_text(root_path(root, GRUBENV))),
+        "drop_in": read_text(root_path(root, DROP_IN)),
+        "record": read_record(root),
+    }
+
+
+def stamp(clock=time.time):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+
+
+class Grub(object):
+    """The GRUB commands, through the collection's Runner (argv lists, C locale)."""
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def _bin(self, name):
+        path = self.runner.bin(name)
+        if path is None:
+            raise NodefixError("%s was not found: this node does not boot through GRUB 2 as Debian and Ubuntu install "
+                               "it (grub2-common)" % name)
+        return path
+
+    def update(self):
+        tool = self.runner.bin("update-grub")
+        argv = [tool] if tool else [self._bin("grub-mkconfig"), "-o", GRUB_CFG]
+        self.runner.run(argv, msg="%s failed: grub.cfg was not regenerated" % " ".join(argv))
+
+    def set_default(self, path):
+        self.runner.run([self._bin("grub-set-default"), path], msg="grub-set-default %s failed" % path)
+
+    def reboot_once(self, path):
+        self.runner.run([self._bin("grub-reboot"), path], msg="grub-reboot %s failed" % path)
+
+    def unset_next(self):
+        self.runner.run([self._bin("grub-editenv"), GRUBENV, "unset", "next_entry"],
+                        msg="grub-editenv unset next_entry failed")
+
+
+def _entry_path(entries, release, what):
+    entry = entry_for(entries, release)
+    if entry is None:
+        raise NodefixError("no GRUB entry in %s boots %s (%s)" % (GRUB_CFG, release, what))
+    return entry["path"]
+
+
+def plan_once(st, release, panic_seconds, kernel_present):
+    """What ``once`` changes: {drop_in, update_grub, fallback, target, set_default, reboot_once}."""
+    running = st["running_release"]
+    if not kernel_present:
+        raise NodefixError("kernel %s is not installed (/boot/vmlinuz-%s is missing): install it first" % (release, release))
+    if release == running:
+        raise NodefixError("kernel %s is the one running: there is nothing to boot once" % release)
+    if release in st["record"]["failed"]:
+        raise NodefixError("kernel %s failed to boot on this node before (%s, %s): it is not tried again; remove its "
+                           "entry from %s to try once more" % (release, st["record"]["failed"][release].get("at"),
+                                                               RECORD, RECORD))
+    drop_in = drop_in_text(panic_seconds)
+    entries = st["entries"]
+    update = drop_in != st["drop_in"] or entry_for(entries, release) is None or entry_for(entries, running) is None
+    fallback = entry_for(entries, running)
+    target = entry_for(entries, release)
+    env = st["grubenv"]
+    return {
+        "drop_in": drop_in,
+        "update_grub": update,
+        "fallback": fallback["path"] if fallback else None,
+        "target": target["path"] if target else None,
+        "changed": bool(update or not fallback or not target or env.get("saved_entry") != fallback["path"]
+                        or env.get("next_entry") != target["path"]),
+    }
+
+
+# a kernel release as uname -r prints it: no path separators, no spaces, no shell words
+RELEASE_RE = re.compile(r"^[0-9]+\.[0-9]+[0-9A-Za-z.+_~-]*$")

@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""Which kernel package would fix this node, from its own package sources (apt).
+
+A kernel is installed through the distribution's meta-package - Debian's
+``linux-image-<arch>`` (``linux-image-amd64``; bookworm-backports carries a
+newer one), Ubuntu's ``linux-generic`` or an HWE flavour
+(``linux-generic-hwe-22.04``) - or a package the user pins. The meta-package's
+candidate depends on the versioned image (``linux-image-6.12.95+deb12-amd64``),
+whose name after ``linux-image-`` is the release ``uname -r`` will print
+(``apt-cache show``'s ``Depends``, as apt resolves it). Before anything is
+drained, the plan says which release would be installed and refuses a package
+or version the sources do not have, or a kernel that would still be below the
+minimum.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+_VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+$")
+_RELEASE_OF = re.compile(r"^linux-image-(\d+\.\d+[0-9A-Za-z.+_~-]*)$")
+_UNSIGNED = re.compile(r"-unsigned$")
+# a version line of apt-cache policy's table: " *** VERSION PRIO" (installed) or "     VERSION PRIO"
+_POLICY_VERSION = re.compile(r"^ (?:\*\*\*|   ) (\S+) -?\d+$")
+
+
+def check_input(name, version, default_release):
+    """NodefixError naming the first argument that cannot be a Debian package name, version or release."""
+    if name is not None and not _NAME_RE.match(name):
+        raise NodefixError("package %r is not a Debian package name" % name)
+    if version is not None and not _VERSION_RE.match(version):
+        raise NodefixError("version %r is not a Debian package version" % version)
+    if default_release is not None and not _NAME_RE.match(default_release):
+        raise NodefixError("default_release %r is not a release name (e.g. bookworm-backports)" % default_release)
+
+
+def default_package(root, arch):
+    """The distribution's kernel meta-package for this node."""
+    os_release = read_text(root_path(root, "/etc/os-release")) or ""
+    ids = dict(line.split("=", 1) for line in os_release.splitlines() if "=" in line)
+    distro = ids.get("ID", "").strip('"')
+    if distro == "ubuntu":
+        return "linux-generic"
+    if distro == "debian" or "debian" in ids.get("ID_LIKE", ""):
+        return "linux-image-%s" % arch
+    raise NodefixError("no default kernel package for %r nodes: set the package (EL's dnf kernel upgrade is not "
+                       "handled by nodefix.k8s.kernel_package yet)" % (distro or "unknown"))
+
+
+def parse_policy(text):
+    """(installed, candidate, [versions]) from ``apt-cache policy NAME``; versions newest first."""
+    installed = candidate = None
+    versions = []
+    in_table = False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("Installed:"):
+            installed = s.split(":", 1)[1].strip()
+        elif s.startswith("Candidate:"):
+            candidate = s.split(":", 1)[1].strip()
+        elif s.startswith("Version table:"):
+            in_table = True
+        elif in_table:
+            m = _POLICY_VERSION.match(line)
+            if m:
+                versions.append(m.group(1))
+    none = ("(none)", "")
+    return (None if installed in none else installed), (None if candidate in none else candidate), versions
+
+
+def release_of(name, depends):
+    """The kernel release a package installs: its own name, or the image its Depends names first."""
+    m = _RELEASE_OF.match(_UNSIGNED.sub("", name))
+    if m:
+        return m.group(1)
+    for alt in (depends or "").split(","):
+        dep = alt.strip().split("|")[0].strip().split(" ")[0]
+        m = _RELEASE_OF.match(_UNSIGNED.sub("", dep))
+        if m:
+            return m.group(1)
+    return None
+
+
+def field(stanza, key):
+    for line in stanza.splitlines():
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+class Apt(object):
+    """apt-cache / apt-get through the collection's Runner."""
+
+    def __init__(self, runner, default_release=None):
+        self.runner = runner
+        self.default_release = default_release
+
+    def _opts(self):
+        return ["-t", self.default_release] if self.default_release else []
+
+    def policy(self, name):
+        tool = self.runner.bin("apt-cache", required=True)
+        _rc, out, _err = self.runner.run([tool] + self._opts() + ["policy", name],
+                                         msg="apt-cache policy %s failed" % name)
+        return parse_policy(out)
+
+    def show(self, name, version):
+        tool = self.runner.bin("apt-cache", required=True)
+        _rc, out, _err = self.runner.run([tool, "show", "%s=%s" % (name, version)],
+                                         msg="apt-cache show %s=%s failed" % (name, version))
+        return out.split("\n\n")[0]
+
+    def install(self, name, version):
+        tool = self.runner.bin("apt-get", required=True)
+        argv = [tool, "install", "-y", "-q", "--no-install-recommends", "-o", "Dpkg::Options::=--force-confdef",
+                "-o", "Dpkg::Options::=--force-confold"] + self._opts() + ["%s=%s" % (name, version)]
+        return self.runner.run(argv, msg="apt-get install %s=%s failed" % (name, version))
+
+
+def plan(apt, name, version=None, min_release=None, below=None):
+    """{package, version, release, installed_version}: what installing ``name`` would bring; NodefixError when
+    the sources do not have it, or its kernel would still be below ``min_release`` (``below(release)``)."""
+    installed, candidate, versions = apt.policy(name)
+    if not versions and candidate is None:
+        raise NodefixError("package %s is not in this node's package sources (apt-cache policy %s: no candidate; "
+                           "run apt-get update, or add the source that has it)" % (name, name))
+    want = version or candidate
+    if want is None:
+        raise NodefixError("package %s has no installable candidate (versions known: %s)" % (name, ", ".join(versions)))
+    if version is not None and version not in versions:
+        raise NodefixError("package %s has no version %s in this node's sources (available: %s)"
+                           % (name, version, ", ".join(versions) or "none"))
+    stanza = apt.show(name, want)
+    release = release_of(name, field(stanza, "Depends"))
+    if release is None:
+        raise NodefixError("package %s %s installs no kernel image (no linux-image-<release> in its name or "
+                           "Depends): not a kernel package" % (name, want))
+    if min_release and below is not None and below(release):
+        raise NodefixError("package %s %s installs kernel %s, still below the minimum %s: it would not fix the node"
+                           % (name, want, release, min_release))
+    return {"package": name, "version": want, "release": release, "installed_version": installed}

@@ -1,0 +1,244 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: kernel_boot
+short_description: Boot a new kernel once through GRUB and keep it only when the node came back healthy on it
+version_added: 1.1.0
+description:
+  - The fallback of a kernel upgrade. V(once) makes the running kernel GRUB's saved default and the new one the
+    next boot only (C(grub-reboot)); if the new kernel does not come up, the next boot - after C(panic=N), or a
+    power cycle - is the old kernel, by itself.
+  - The drop-in C(/etc/default/grub.d/nodefix-k8s.cfg) sets C(GRUB_DEFAULT=saved) (what C(grub-reboot) and
+    C(grub-set-default) need) and adds C(panic=N) to the kernel command line, so that a kernel - or Debian's
+    initramfs - that cannot mount the root file system reboots instead of waiting at a shell;
+    C(update-grub) regenerates C(grub.cfg) when it changed.
+  - V(confirm), after the reboot - running the new kernel, it becomes the default (C(grub-set-default)); running
+    another, the new kernel failed to boot - recorded in C(/var/lib/nodefix-k8s/kernel-boot.json) (the reboot
+    detector of M(nodefix.k8s.node_audit) no longer counts it as a reason to reboot, and V(once) refuses it), and a
+    C(next_entry) left over is cleared.
+  - V(query) reads the entries, C(grubenv) and the record.
+  - Debian and Ubuntu nodes (GRUB 2 with C(update-grub), C(grub-reboot), C(grub-set-default)). EL's BLS entries
+    are not handled - the module fails saying so.
+author:
+  - nodefix.k8s developers (@nodefix)
+options:
+  state:
+    description: V(query) reads; V(once) boots O(release) once at the next boot; V(confirm) keeps or records it.
+    type: str
+    choices: [query, once, confirm]
+    default: query
+  release:
+    description: The new kernel's release (V(6.12.95+deb12-amd64)); required for V(once) and V(confirm).
+    type: str
+  panic_seconds:
+    description: The C(panic=N) the drop-in adds to the kernel command line (V(0), none - a kernel that cannot boot
+      then waits until the node is power-cycled).
+    type: int
+    default: 10
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
+  - nodefix.k8s.root
+attributes:
+  check_mode:
+    details: Reads and plans; runs no GRUB command and writes nothing (C(changed) says whether it would).
+  diff_mode:
+    details: The drop-in and the record before and after.
+  platform:
+    details: Debian and Ubuntu nodes booting through GRUB 2.
+seealso:
+  - module: nodefix.k8s.kernel_package
+  - name: GNU GRUB manual
+    description: The environment block, C(GRUB_DEFAULT=saved), C(grub-reboot) and C(grub-set-default).
+    link: https://www.gnu.org/software/grub/manual/grub/grub.html
+"""
+
+EXAMPLES = r"""
+- name: Boot the new kernel once; the running one stays the default
+  nodefix.k8s.kernel_boot:
+    state: once
+    release: 6.12.95+deb12-amd64
+
+- name: After the reboot - keep it, or record that it did not boot
+  nodefix.k8s.kernel_boot:
+    state: confirm
+    release: 6.12.95+deb12-amd64
+  register: boot
+"""
+
+RETURN = r"""
+running_release:
+  description: The kernel running now.
+  returned: always
+  type: str
+  sample: 6.1.0-50-amd64
+release:
+  description: O(release).
+  returned: always
+  type: str
+booted:
+  description: For V(confirm), whether the node runs O(release).
+  returned: state is confirm
+  type: bool
+fell_back:
+  description: For V(confirm), whether the node came back on another kernel (O(release) failed to boot).
+  returned: state is confirm
+  type: bool
+default:
+  description: GRUB's saved default entry after the module (C(saved_entry)).
+  returned: always
+  type: str
+  sample: gnulinux-advanced-9b1c>gnulinux-6.1.0-50-amd64-advanced-9b1c
+next_entry:
+  description: The entry booted once at the next boot (C(next_entry)), empty when none.
+  returned: always
+  type: str
+entries:
+  description: GRUB's boot entries (C(title), C(path), C(release), C(recovery)).
+  returned: always
+  type: list
+  elements: dict
+record:
+  description: The record of kernels booted and failed (C(/var/lib/nodefix-k8s/kernel-boot.json)).
+  returned: always
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
+    FileSafetyError,
+    node_path,
+    resolve_target,
+    write_files,
+)
+
+
+def _json(data):
+    import json
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _write(module, root, path, text):
+    real = resolve_target(root, node_path(root, path), what=path)
+    parent = os.path.dirname(real)
+    if not os.path.isdir(parent):
+        os.makedirs(parent, 0o755)
+    write_files(module, [(real, text)], backup=False, mode="0644")
+
+
+def _once(module, runner, root, p, st, result):
+    release = p["release"]
+    # in check mode the kernel may be one the same run would have installed first
+    present = os.path.exists(root_path(root, "/boot/vmlinuz-" + release)) or module.check_mode
+    plan = kb.plan_once(st, release, p["panic_seconds"], present)
+    record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
+    result["changed"] = plan["changed"]
+    result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
+    if module.check_mode or not plan["changed"]:
+        result.update(default=plan["fallback"], next_entry=plan["target"])
+        return
+    grub = kb.Grub(runner)
+    before = st["drop_in"]
+    try:
+        if plan["update_grub"]:
+            _write(module, root, kb.DROP_IN, plan["drop_in"])
+            grub.update()
+            st = kb.state(root)
+        fallback = kb._entry_path(st["entries"], st["running_release"], "the running kernel, the fallback")
+        target = kb._entry_path(st["entries"], release, "is linux-image-%s installed?" % release)
+        grub.set_default(fallback)
+        grub.reboot_once(target)
+    except (NodefixError, FileSafetyError) as exc:
+        if plan["update_grub"]:  # undo: the drop-in as it was, grub.cfg regenerated from it
+            if before is None:
+                os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
+            else:
+                _write(module, root, kb.DROP_IN, before)
+            grub.update()
+        raise NodefixError("%s; the drop-in and grub.cfg were put back" % getattr(exc, "msg", exc))
+    _write(module, root, kb.RECORD, _json(record))
+    result.update(default=fallback, next_entry=target)
+
+
+def _confirm(module, runner, root, p, st, result):
+    release = p["release"]
+    running = st["running_release"]
+    record = dict(st["record"], pending=None)
+    env = st["grubenv"]
+    grub = kb.Grub(runner)
+    booted = running == release
+    result.update(booted=booted, fell_back=not booted)
+    if booted:
+        target = kb._entry_path(st["entries"], release, "the kernel running")
+        record["booted"] = dict(record["booted"], **{release: {"at": kb.stamp()}})
+        todo = env.get("saved_entry") != target
+        result["default"] = target
+    else:
+        record["failed"] = dict(record["failed"], **{release: {"at": kb.stamp(), "came_back_on": running}})
+        todo = bool(env.get("next_entry"))
+        result["default"] = env.get("saved_entry")
+    new = _json(record)
+    old = _json(st["record"]) if st["record"] != {"booted": {}, "failed": {}, "pending": None} else ""
+    result["changed"] = todo or new != old
+    result["diff"] = [file_diff(kb.RECORD, old, new)]
+    result["record"] = record
+    if module.check_mode or not result["changed"]:
+        return
+    if booted and todo:
+        grub.set_default(target)
+    if not booted and todo:
+        grub.unset_next()
+    _write(module, root, kb.RECORD, new)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["query", "once", "confirm"], default="query"),
+            release=dict(type="str"),
+            panic_seconds=dict(type="int", default=10),
+            root=dict(type="path", default="/"),
+        ),
+        required_if=[("state", "once", ["release"]), ("state", "confirm", ["release"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    root = p["root"]
+    if p["panic_seconds"] < 0:
+        module.fail_json(msg="panic_seconds must be 0 (no panic=) or more, got %d" % p["panic_seconds"])
+    if p["release"] is not None and not kb.RELEASE_RE.match(p["release"]):
+        module.fail_json(msg="release %r is not a kernel release (e.g. 6.12.95+deb12-amd64)" % p["release"])
+    runner = Runner(module)
+    result = {"changed": False, "release": p["release"]}
+    try:
+        st = kb.state(root)
+        result.update(running_release=st["running_release"], entries=st["entries"], record=st["record"],
+                      default=st["grubenv"].get("saved_entry"), next_entry=st["grubenv"].get("next_entry", ""))
+        if p["state"] == "once":
+            _once(module, runner, root, p, st, result)
+        elif p["state"] == "confirm":
+            _confirm(module, runner, root, p, st, result)
+    except (NodefixError, FileSafetyError) as exc:
+        kwargs = exc.fail_kwargs() if isinstance(exc, NodefixError) else {"msg": exc.msg}
+        module.fail_json(**kwargs)
+    if not module._diff:
+        result.pop("diff", None)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: kernel_package
+short_description: Plan and install a kernel that carries the fixes, from the node's own package sources
+version_added: 1.1.0
+description:
+  - V(query) works out, from the node's apt sources, which kernel release installing O(name) (or its pinned
+    O(version)) would bring - the meta-package's candidate depends on the versioned image
+    C(linux-image-<release>) - and fails, naming the problem, when the sources do not have the package or the
+    version, when it installs no kernel image, or when its kernel would still be below O(min_release). Nothing is
+    installed; run it before a node is drained.
+  - V(present) installs it (C(apt-get install NAME=VERSION), non-interactive, keeping changed configuration files)
+    and reports the release now in C(/boot). A release already installed changes nothing.
+  - Debian and Ubuntu nodes (apt). EL's dnf is not handled - the module fails saying so.
+author:
+  - nodefix.k8s developers (@nodefix)
+options:
+  state:
+    description: V(query) plans; V(present) installs.
+    type: str
+    choices: [query, present]
+    default: query
+  name:
+    description:
+      - The package. Default, the distribution's meta-package - Debian C(linux-image-<arch>), Ubuntu
+        C(linux-generic) (an HWE flavour such as V(linux-generic-hwe-22.04) when given).
+    type: str
+  version:
+    description: A pinned version of O(name) (default, apt's candidate).
+    type: str
+  default_release:
+    description: The release apt prefers (C(apt-get -t)), for example V(bookworm-backports) - backports are not
+      installed otherwise.
+    type: str
+  min_release:
+    description: The kernel version the installed kernel must reach (V(6.12)); a package whose kernel is older is
+      refused.
+    type: str
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
+  - nodefix.k8s.root
+attributes:
+  check_mode:
+    details: V(present) plans and reports whether it would install; nothing is installed.
+  diff_mode:
+    support: none
+    details: A package installation has no file diff; RV(release) and RV(version) say what is installed.
+  platform:
+    details: Debian and Ubuntu nodes (apt).
+seealso:
+  - module: nodefix.k8s.kernel_boot
+  - module: nodefix.k8s.kernel_check
+"""
+
+EXAMPLES = r"""
+- name: Which kernel would fix this node (before draining it)
+  nodefix.k8s.kernel_package:
+    default_release: bookworm-backports
+    min_release: "6.12"
+  register: kernel_plan
+
+- name: Install it
+  nodefix.k8s.kernel_package:
+    state: present
+    name: "{{ kernel_plan.package }}"
+    version: "{{ kernel_plan.version }}"
+    default_release: bookworm-backports
+"""
+
+RETURN = r"""
+package:
+  description: The package planned or installed.
+  returned: always
+  type: str
+  sample: linux-image-amd64
+version:
+  description: Its version.
+  returned: always
+  type: str
+  sample: 6.12.95-1~bpo12+1
+release:
+  description: The kernel release it installs (what C(uname -r) prints once booted).
+  returned: always
+  type: str
+  sample: 6.12.95+deb12-amd64
+installed_version:
+  description: The package's version installed before the module ran (null when none).
+  returned: always
+  type: str
+kernel_installed:
+  description: Whether C(/boot/vmlinuz-<release>) is there after the module (before, in check mode).
+  returned: always
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, root_path
+
+
+def below(min_release):
+    def _below(release):
+        info = _kernel.parse_release(release)
+        if info is None:
+            raise NodefixError("kernel release %r cannot be compared with min_release %s" % (release, min_release))
+        return _kernel.below_minimum(info, min_release)
+    return _below
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["query", "present"], default="query"),
+            name=dict(type="str"),
+            version=dict(type="str"),
+            default_release=dict(type="str"),
+            min_release=dict(type="str"),
+            root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    runner = Runner(module)
+    try:
+        kp.check_input(p["name"], p["version"], p["default_release"])
+        errors = _kernel.option_errors({"min_release": p["min_release"]})
+        if errors:
+            raise NodefixError(errors[0])
+        name = p["name"]
+        if name is None:
+            if runner.bin("apt-cache") is None:
+                raise NodefixError("apt-cache was not found: nodefix.k8s.kernel_package handles Debian and Ubuntu "
+                                   "nodes (EL's dnf is not handled yet)")
+            _rc, arch, _err = runner.run([runner.bin("dpkg", required=True), "--print-architecture"])
+            name = kp.default_package(p["root"], arch.strip())
+        apt = kp.Apt(runner, p["default_release"])
+        result = kp.plan(apt, name, p["version"], p["min_release"], below(p["min_release"]))
+        vmlinuz = root_path(p["root"], "/boot/vmlinuz-" + result["release"])
+        present = os.path.exists(vmlinuz)
+        changed = p["state"] == "present" and not present
+        if changed and not module.check_mode:
+            apt.install(result["package"], result["version"])
+            present = os.path.exists(vmlinuz)
+            if not present:
+                raise NodefixError("apt-get installed %s %s but %s is not there: the package did not install kernel "
+                                   "%s" % (result["package"], result["version"], vmlinuz, result["release"]))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    module.exit_json(changed=changed, kernel_installed=present, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A real kernel upgrade, booted once, with its fallback - on the cgroup v2 QEMU VM node, which boots
+its own disk (OVMF, GRUB on the disk, the guest's own /boot/grub/grub.cfg and grubenv): a kernel the
+guest installs is the one that boots. The guest's package source is the lab's mirror
+(lab/vm/build.sh), which has bookworm-backports' linux-image-amd64 (6.12); the VM runs Debian 12's 6.1.
+
+``playbooks/remediate.yml`` with ``nodefix_kernel_upgrade`` and ``nodefix_kernel_min_release: 6.12``,
+cordon/drain/uncordon and the reboot lock against lab/apiserver-double (a TEST DOUBLE of
+kube-apiserver: no Debian package ships one), one VM, two runs:
+
+1. **a kernel that cannot boot**: the node's initramfs configuration is broken first (its
+   ``/etc/initramfs-tools/modules`` loses ``virtio_blk``, the root disk's driver, with
+   ``MODULES=list``), so the 6.12 package installs an initramfs that cannot find the root disk. The
+   kernel boots once, panics in the initramfs (``panic=10`` from the collection's GRUB drop-in), the
+   machine resets and GRUB boots its saved default - the old kernel - by itself. The run fails the
+   node, the report says the kernel did not boot and the node came back on the old one, the finding
+   stays open, and the failed kernel is recorded (the reboot detector no longer asks for it);
+2. **the cause fixed**: the operator restores the modules file, rebuilds 6.12's initramfs and removes
+   the record's entry (as the kernel role's README says to try once more). The next run boots 6.12
+   once, verifies the node on it and makes it GRUB's default: ``uname -r`` is 6.12 afterwards.
+"""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from conftest import ROOT, ApiServerDouble, assert_ok, lab_exclusive, run_logged
+
+pytestmark = pytest.mark.lab
+
+VM = "nodefix-kernel-vm"
+PORT = 2232
+OLD = "6.1.0-"          # Debian 12's kernel (the image's; its ABI number follows the archive)
+NEW = "6.12."           # bookworm-backports' (the lab mirror's)
+VMSH = os.path.join(ROOT, "lab", "vm", "vm.sh")
+
+
+def vm_shell(name, script, check=True):
+    rc, out = run_logged(name, ["bash", VMSH, "ssh", VM, script], timeout=600)
+    if check:
+        assert_ok(name, rc, out)
+    return out
+
+
+def node_state(name):
+    out = vm_shell(name, "uname -r; grub-editenv /boot/grub/grubenv list; echo ---; "
+                         "cat /var/lib/nodefix-k8s/kernel-boot.json 2>/dev/null || echo '{}'")
+    head, record = out.split("---\n", 1)
+    lines = head.strip().splitlines()
+    env = dict(line.split("=", 1) for line in lines[1:] if "=" in line)
+    return {"running": lines[0].strip(), "grubenv": env, "record": json.loads(record)}
+
+
+def inventory(path, kubeconfig):
+    host = {
+        "ansible_connection": "ansible.builtin.ssh", "ansible_host": "127.0.0.1", "ansible_port": PORT,
+        "ansible_user": "root", "ansible_pipelining": True,
+        "ansible_ssh_private_key_file": os.path.join(ROOT, ".cache", "lab-vm", "run", VM, "id_ed25519"),
+        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
+        "nodefix_audit_checks": ["kernel", "reboot"],
+        "nodefix_kernel_upgrade": True, "nodefix_kernel_min_release": "6.12",
+        # the VM runs containerd, no kubelet: the reboot path's checks as such a node has them
+        "reboot_services": ["containerd"], "reboot_kubelet_healthz_url": "", "reboot_timeout": 900,
+    }
+    path.write_text(json.dumps({"all": {"hosts": {VM: host}}}))
+    return str(path)
+
+
+def remediate(name, inv, reports):
+    rc, out = run_logged(name, ["ansible-playbook", "-i", inv, "-e", "nodefix_report_dir=%s" % reports,
+                                os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=2400)
+    with open(str(reports / "remediate" / "report.json")) as fh:
+        report = json.load(fh)
+    return rc, out, dict((n["host"], n) for n in report["nodes"])[VM]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    with lab_exclusive():
+        yield from _run(tmp_path_factory)
+
+
+def _run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("kernel-vm")
+    double = None
+    result = {}
+    try:
+        rc, out = run_logged("kernel-vm-up", ["bash", VMSH, "start", VM, str(PORT), "2048"], timeout=600)
+        assert_ok("kernel-vm-up", rc, out)
+        double = ApiServerDouble(work, [VM], [{"namespace": "default", "name": "web-1", "node": VM,
+                                               "owner": "ReplicaSet"}])
+        inv = inventory(work / "inventory.json", double.kubeconfig)
+        # 1. plant the fault: the root disk's driver out of every initramfs built from now on
+        vm_shell("kernel-vm-plant", "sed -i '/^virtio_blk$/d' /etc/initramfs-tools/modules; "
+                                    "grep -q '^MODULES=list' /etc/initramfs-tools/initramfs.conf")
+        result["bad_before"] = node_state("kernel-vm-bad-before")
+        rc, out, node = remediate("kernel-vm-remediate-bad", inv, work / "bad")
+        result["bad"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-bad-after"),
+                         "serial": open(os.path.join(ROOT, ".cache", "lab-vm", "run", VM, "serial.log"),
+                                        errors="replace").read()}
+        # 2. the operator fixes the cause and asks for one more try
+        new = [k for k in result["bad"]["node"].get("remediation", {}).get("msg", "").split() if k.startswith(NEW)]
+        release = result["bad"]["after"]["record"].get("failed", {})
+        release = sorted(release)[0] if release else (new[0] if new else "")
+        vm_shell("kernel-vm-fix", "echo virtio_blk >> /etc/initramfs-tools/modules && "
+                                  "update-initramfs -u -k %s >/dev/null 2>&1 && python3 -c \"import json; "
+                                  "p='/var/lib/nodefix-k8s/kernel-boot.json'; d=json.load(open(p)); "
+                                  "d['failed'].pop('%s'); json.dump(d, open(p, 'w'))\"" % (release, release))
+        rc, out, node = remediate("kernel-vm-remediate-good", inv, work / "good")
+        result["good"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-good-after")}
+        result["api"] = double.state()
+        yield result
+    finally:
+        if double is not None:
+            double.stop()
+        run_logged("kernel-vm-down", ["bash", VMSH, "stop", VM], timeout=120)
+
+
+def test_the_vm_starts_below_the_minimum(run):
+    assert run["bad_before"]["running"].startswith(OLD), run["bad_before"]
+
+
+def test_a_kernel_that_cannot_boot_falls_back_to_the_old_one(run):
+    bad = run["bad"]
+    assert bad["rc"] != 0, bad["out"][-3000:]          # the node is failed, after the report
+    assert bad["after"]["running"].startswith(OLD)     # back on the old kernel, by itself
+    # it did try the new one: its initramfs gave up on the root disk and rebooted (panic=)
+    assert "Rebooting automatically due to panic= boot argument" in bad["serial"], bad["serial"][-3000:]
+    failed = bad["after"]["record"]["failed"]
+    assert len(failed) == 1 and list(failed)[0].startswith(NEW) and \
+        failed[list(failed)[0]]["came_back_on"] == bad["after"]["running"]
+    remediation = bad["node"]["remediation"]
+    assert remediation["status"] == "failed"
+    assert "did not boot: the node came back on %s" % bad["after"]["running"] in remediation["msg"], remediation
+    # the finding stays open; the failed kernel is no reason to reboot again
+    assert "kernel.below_minimum" in bad["node"]["ids"] and "reboot.kernel_not_running" not in bad["node"]["ids"]
+    # GRUB's default is still the old kernel, nothing queued
+    assert OLD in bad["after"]["grubenv"].get("saved_entry", "") and not bad["after"]["grubenv"].get("next_entry")
+
+
+def test_after_the_fix_the_new_kernel_boots_and_becomes_the_default(run):
+    good = run["good"]
+    assert good["rc"] == 0, good["out"][-3000:]
+    assert good["after"]["running"].startswith(NEW), good["after"]
+    assert good["after"]["grubenv"]["saved_entry"].split(">")[-1].startswith("gnulinux-" + good["after"]["running"])
+    assert list(good["after"]["record"]["booted"]) == [good["after"]["running"]]
+    node = good["node"]
+    assert node["remediation"]["status"] == "ok" and "kernel.below_minimum" not in node["ids"]
+    actions = node["remediation"]["actions"]
+    assert len(actions) == 1 and actions[0].startswith("kernel upgraded: %s" % run["bad_before"]["running"]), actions
+    assert "-> %s (linux-image-amd64 " % good["after"]["running"] in actions[0] and actions[0].endswith("verified")
+
+
+def test_drained_and_given_back_each_time_with_the_lock_released(run):
+    patches = [e["body"]["spec"]["unschedulable"] for e in run["api"]["log"]
+               if e["method"] == "PATCH" and e["path"].endswith("/nodes/" + VM)]
+    assert patches == [True, False, True, False], patches
+    assert run["api"]["nodes"][VM]["unschedulable"] is False
+    leases = [(e["method"], e.get("holder")) for e in run["api"]["log"] if "/leases/" in e["path"]]
+    assert leases == [("POST", VM), ("DELETE", VM)] * 2, leases
+    assert yaml.safe_load(json.dumps(run["api"]["leases"])) == {}

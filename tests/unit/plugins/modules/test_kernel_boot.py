@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""nodefix.k8s.kernel_boot over a fake node tree with a Debian 12 grub.cfg (two kernels, the
+"Advanced options" submenu, recovery entries) and the GRUB commands as a table."""
+
+import json
+import os
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
+from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "grub", "debian12-two-kernels.cfg")
+OLD, NEW = "6.1.0-50-amd64", "6.12.95+deb12-amd64"
+ADV = "gnulinux-advanced-3f1e2d4c-5b6a-4978-8c9d-0e1f2a3b4c5d"
+OLD_PATH = "%s>gnulinux-%s-advanced-3f1e2d4c-5b6a-4978-8c9d-0e1f2a3b4c5d" % (ADV, OLD)
+NEW_PATH = "%s>gnulinux-%s-advanced-3f1e2d4c-5b6a-4978-8c9d-0e1f2a3b4c5d" % (ADV, NEW)
+BINS = {"update-grub": "/usr/sbin/update-grub", "grub-set-default": "/usr/sbin/grub-set-default",
+        "grub-reboot": "/usr/sbin/grub-reboot", "grub-editenv": "/usr/bin/grub-editenv"}
+
+
+def grub_cfg():
+    with open(FIXTURE) as fh:
+        return fh.read()
+
+
+def node(make_tree, running=OLD, grubenv="# GRUB Environment Block\n" + "#" * 100 + "\n", extra=None):
+    files = {"/proc/sys/kernel/osrelease": running + "\n", kb.GRUB_CFG: grub_cfg(), kb.GRUBENV: grubenv,
+             "/boot/vmlinuz-" + OLD: "", "/boot/vmlinuz-" + NEW: "", "/etc/default/grub.d": None,
+             "/var/lib": None}
+    files.update(extra or {})
+    return make_tree(files)
+
+
+def test_parse_prefers_the_advanced_entry_and_skips_recovery():
+    entries = kb.parse_grub_cfg(grub_cfg())
+    assert [e["release"] for e in entries if e["release"]] == [NEW, NEW, NEW, OLD, OLD]
+    assert kb.entry_for(entries, NEW)["path"] == NEW_PATH       # not the plain "newest kernel" entry
+    assert kb.entry_for(entries, OLD)["path"] == OLD_PATH
+    assert kb.entry_for(entries, "5.10.0-1-amd64") is None
+    assert [e["title"] for e in entries if e["recovery"]] == [
+        "Debian GNU/Linux, with Linux %s (recovery mode)" % NEW, "Debian GNU/Linux, with Linux %s (recovery mode)" % OLD]
+
+
+def test_once_keeps_the_running_kernel_as_default_and_boots_the_new_one_next(run_module, make_tree):
+    root = node(make_tree)
+    commands = [{"argv": [BINS["update-grub"]], "rc": 0, "out": "", "err": "Generating grub configuration file"},
+                {"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0},
+                {"argv": [BINS["grub-reboot"], NEW_PATH], "rc": 0}]
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
+                                       commands=commands, bins=BINS, diff=True)
+    assert not failed and result["changed"], result
+    assert result["default"] == OLD_PATH and result["next_entry"] == NEW_PATH
+    assert table.expected == []
+    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == kb.drop_in_text(10)
+    assert "GRUB_DEFAULT=saved" in result["diff"][0]["after"] and result["diff"][0]["before"] == ""
+    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+        assert json.load(fh)["pending"]["release"] == NEW
+
+
+def test_once_in_check_mode_runs_and_writes_nothing(run_module, make_tree):
+    root = node(make_tree)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
+                                       commands=[], bins=BINS, check_mode=True)
+    assert not failed and result["changed"] and table.calls == []
+    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kb.RECORD.lstrip("/")))
+
+
+def test_once_undoes_the_drop_in_when_grub_refuses(run_module, make_tree):
+    root = node(make_tree)
+    commands = [{"argv": [BINS["update-grub"]], "rc": 0},
+                {"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 1, "err": "grubenv: read-only file system"},
+                {"argv": [BINS["update-grub"]], "rc": 0}]
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
+                                       commands=commands, bins=BINS)
+    assert failed and "grub-set-default" in result["msg"] and "put back" in result["msg"]
+    assert table.expected == []
+    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+
+
+def test_once_refuses_what_cannot_work(run_module, make_tree):
+    root = node(make_tree)
+    result, failed, _t = run_module(kernel_boot, {"root": root, "state": "once", "release": OLD}, bins=BINS)
+    assert failed and "is the one running" in result["msg"]
+    result, failed, _t = run_module(kernel_boot, {"root": root, "state": "once", "release": "6.13.0-1-amd64"},
+                                    bins=BINS)
+    assert failed and "is not installed" in result["msg"]
+    result, failed, _t = run_module(kernel_boot, {"root": root, "state": "once", "release": "6.12; reboot"},
+                                    bins=BINS)
+    assert failed and "is not a kernel release" in result["msg"]
+    failed_before = {kb.RECORD: json.dumps({"failed": {NEW: {"at": "2026-11-24T03:00:00Z"}}})}
+    result, failed, _t = run_module(kernel_boot, {"root": node(make_tree, extra=failed_before), "state": "once",
+                                                  "release": NEW}, bins=BINS)
+    assert failed and "failed to boot on this node before" in result["msg"]
+
+
+def test_confirm_keeps_a_kernel_that_booted(run_module, make_tree):
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    root = node(make_tree, running=NEW, grubenv=env)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
+                                       commands=[{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}], bins=BINS)
+    assert not failed and result["booted"] and not result["fell_back"] and result["default"] == NEW_PATH
+    assert table.expected == []
+    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+        assert list(json.load(fh)["booted"]) == [NEW]
+
+
+def test_confirm_records_a_kernel_that_did_not_boot(run_module, make_tree):
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    root = node(make_tree, running=OLD, grubenv=env)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
+                                       commands=[], bins=BINS)
+    assert not failed and result["fell_back"] and not result["booted"] and result["default"] == OLD_PATH
+    assert result["changed"] and table.calls == []   # GRUB consumed next_entry itself
+    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+        assert json.load(fh)["failed"][NEW]["came_back_on"] == OLD
+    # and a next_entry left over (the node never tried it) is cleared
+    root2 = node(make_tree, running=OLD, grubenv=env + "next_entry=%s\n" % NEW_PATH)
+    result, failed, table = run_module(kernel_boot, {"root": root2, "state": "confirm", "release": NEW},
+                                       commands=[{"argv": [BINS["grub-editenv"], kb.GRUBENV, "unset", "next_entry"],
+                                                  "rc": 0}], bins=BINS)
+    assert not failed and table.expected == []
+
+
+def test_a_node_without_grub_says_so(run_module, make_tree):
+    root = make_tree({"/proc/sys/kernel/osrelease": OLD + "\n"})
+    result, failed, _t = run_module(kernel_boot, {"root": root}, bins=BINS)
+    assert failed and "does not boot through GRUB 2" in result["msg"]

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""nodefix.k8s.kernel_package: apt-cache's real output shapes (Debian 12 with bookworm-backports), the
+commands as a table."""
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
+from ansible_collections.nodefix.k8s.plugins.modules import kernel_package
+
+BINS = {"apt-cache": "/usr/bin/apt-cache", "apt-get": "/usr/bin/apt-get", "dpkg": "/usr/bin/dpkg"}
+POLICY = """linux-image-amd64:
+  Installed: 6.1.176-1
+  Candidate: 6.12.95-1~bpo12+1
+  Version table:
+     6.12.95-1~bpo12+1 500
+        500 file:/srv/nodefix-lab-mirror ./ Packages
+ *** 6.1.176-1 100
+        100 /var/lib/dpkg/status
+"""
+SHOW = """Package: linux-image-amd64
+Source: linux-signed-amd64 (6.12.95+1~bpo12+1)
+Version: 6.12.95-1~bpo12+1
+Architecture: amd64
+Depends: linux-image-6.12.95+deb12-amd64 (= 6.12.95-1~bpo12+1)
+Description: Linux for 64-bit PCs (meta-package)
+
+"""
+NONE = "N: Unable to locate package linux-image-foo\n"
+
+
+def cmds(*extra):
+    return [{"argv": [BINS["apt-cache"], "policy", "linux-image-amd64"], "rc": 0, "out": POLICY},
+            {"argv": [BINS["apt-cache"], "show", "linux-image-amd64=6.12.95-1~bpo12+1"], "rc": 0, "out": SHOW}] + list(extra)
+
+
+def test_parse_policy_and_release_of():
+    assert kp.parse_policy(POLICY) == ("6.1.176-1", "6.12.95-1~bpo12+1", ["6.12.95-1~bpo12+1", "6.1.176-1"])
+    assert kp.parse_policy(NONE) == (None, None, [])
+    assert kp.release_of("linux-image-amd64", "linux-image-6.12.95+deb12-amd64 (= 6.12.95-1~bpo12+1)") == \
+        "6.12.95+deb12-amd64"
+    assert kp.release_of("linux-image-6.1.0-28-amd64-unsigned", None) == "6.1.0-28-amd64"
+    assert kp.release_of("linux-generic", "linux-image-generic (= 6.8.0.49.49), linux-headers-generic") is None
+
+
+def test_query_plans_the_backports_kernel(run_module, make_tree):
+    root = make_tree({"/etc/os-release": 'ID=debian\nVERSION_ID="12"\n', "/boot": None})
+    result, failed, table = run_module(kernel_package, {"root": root, "name": "linux-image-amd64",
+                                                        "min_release": "6.12"}, commands=cmds(), bins=BINS)
+    assert not failed and not result["changed"], result
+    assert (result["package"], result["version"], result["release"]) == (
+        "linux-image-amd64", "6.12.95-1~bpo12+1", "6.12.95+deb12-amd64")
+    assert result["installed_version"] == "6.1.176-1" and result["kernel_installed"] is False
+
+
+def test_default_package_from_os_release(run_module, make_tree):
+    root = make_tree({"/etc/os-release": 'ID=debian\nVERSION_ID="12"\n', "/boot": None})
+    arch = [{"argv": [BINS["dpkg"], "--print-architecture"], "rc": 0, "out": "amd64\n"}]
+    result, failed, _t = run_module(kernel_package, {"root": root}, commands=arch + cmds(), bins=BINS)
+    assert not failed and result["package"] == "linux-image-amd64"
+
+
+def test_present_installs_and_reads_boot(run_module, make_tree, tmp_path):
+    root = make_tree({"/etc/os-release": "ID=debian\n", "/boot": None})
+    vmlinuz = tmp_path / "root" / "boot" / "vmlinuz-6.12.95+deb12-amd64"
+
+    install = {"argv": [BINS["apt-get"], "install", "-y", "-q"], "rc": 0, "out": "Setting up ...\n"}
+    # apt-get "installs" it: the table's command is followed by the file appearing
+    orig = kp.Apt.install
+
+    def install_and_place(self, name, version):
+        out = orig(self, name, version)
+        vmlinuz.write_text("")
+        return out
+    kp.Apt.install = install_and_place
+    try:
+        result, failed, table = run_module(kernel_package, {"root": root, "state": "present", "name": "linux-image-amd64",
+                                                            "min_release": "6.12"}, commands=cmds(install), bins=BINS)
+    finally:
+        kp.Apt.install = orig
+    assert not failed and result["changed"] and result["kernel_installed"], result
+    assert "linux-image-amd64=6.12.95-1~bpo12+1" in table.calls[-1]
+    # already there: nothing to do
+    result, failed, table = run_module(kernel_package, {"root": root, "state": "present", "name": "linux-image-amd64"},
+                                       commands=cmds(), bins=BINS)
+    assert not failed and not result["changed"] and table.expected == []
+
+
+def test_check_mode_installs_nothing(run_module, make_tree):
+    root = make_tree({"/etc/os-release": "ID=debian\n", "/boot": None})
+    result, failed, table = run_module(kernel_package, {"root": root, "state": "present", "name": "linux-image-amd64"},
+                                       commands=cmds(), bins=BINS, check_mode=True)
+    assert not failed and result["changed"] and not result["kernel_installed"] and table.expected == []
+
+
+def test_bad_input_is_refused_before_anything(run_module, make_tree):
+    root = make_tree({"/etc/os-release": "ID=debian\n", "/boot": None})
+    missing = [{"argv": [BINS["apt-cache"], "policy", "linux-image-foo"], "rc": 0, "out": NONE}]
+    result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux-image-foo"}, commands=missing, bins=BINS)
+    assert failed and "is not in this node's package sources" in result["msg"]
+    result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux-image-amd64", "version": "9.9-1"},
+                                    commands=cmds()[:1], bins=BINS)
+    assert failed and "has no version 9.9-1" in result["msg"] and "6.12.95-1~bpo12+1" in result["msg"]
+    result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux-image-amd64", "min_release": "6.13"},
+                                    commands=cmds(), bins=BINS)
+    assert failed and "still below the minimum 6.13" in result["msg"]
+    result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux image; rm"}, bins=BINS)
+    assert failed and "is not a Debian package name" in result["msg"]
+    result, failed, _t = run_module(kernel_package, {"root": root, "min_release": "latest"}, bins=BINS)
+    assert failed and "is not a kernel version" in result["msg"]

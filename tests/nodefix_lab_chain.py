@@ -20,7 +20,8 @@ import pytest
 
 # in this order, one after the other
 LAB_CHAIN = ("tests/integration/test_40_lab.py", "tests/integration/test_31_molecule_lab.py",
-             "tests/integration/test_45_reboot_lab.py", "tests/integration/test_46_budget_lab.py")
+             "tests/integration/test_45_reboot_lab.py", "tests/integration/test_46_budget_lab.py",
+             "tests/integration/test_47_kernel_vm.py")
 
 
 def module_of(nodeid):

@@ -32,6 +32,7 @@ slot never held by both at once.
 import datetime
 import json
 import os
+import socket
 import subprocess
 
 import pytest
@@ -136,6 +137,7 @@ def _run(tmp_path_factory):
         result = {"rc": rc, "out": out, "before": before, "after": after, "api": double.state(),
                   "report": dict((n["host"], n) for n in report["nodes"])}
         result["slices"] = parallel_slices(work, double, inv)
+        result["bad_input"] = bad_input(work, double, inv)
         yield result
     finally:
         if double is not None:
@@ -173,6 +175,33 @@ def parallel_slices(work, double, inv):
                 reports_by_host[node["host"]] = node
     return {"rcs": rcs, "outs": outs, "before": before, "after": dict((name, node_state(name)) for name in pair),
             "log": double.state()["log"][seen:], "report": reports_by_host}
+
+
+def bad_input(work, double, inv):
+    """A window that cannot be parsed, a Prometheus server that does not answer: remediate fails the node
+    with the gate's words before anything is drained."""
+    name = NODES["blocked"]
+    on_node(name, "touch /var/run/reboot-required")
+    out = {}
+    for key, extra in (("window", {"reboot_window_start": "25:00"}),
+                       ("prometheus", {"reboot_prometheus_url": "http://127.0.0.1:%d" % free_port()})):
+        seen = len(double.state()["log"])
+        reports = work / ("bad-" + key)
+        rc, text = run_logged("reboot-lab-bad-" + key, [
+            "ansible-playbook", "-i", inv, "--limit", "%s,localhost" % name, "-e", "nodefix_reboot=true",
+            "-e", json.dumps(dict(extra, nodefix_audit_checks=["reboot"])), "-e", "nodefix_report_dir=%s" % reports,
+            os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=600)
+        with open(str(reports / "remediate" / "report.json")) as fh:
+            node = dict((n["host"], n) for n in json.load(fh)["nodes"])[name]
+        out[key] = {"rc": rc, "out": text, "node": node, "log": double.state()["log"][seen:]}
+    on_node(name, "rm -f /var/run/reboot-required")
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def patches(api, node):
@@ -286,3 +315,16 @@ def test_parallel_slices_reboot_one_node_at_a_time(run):
             holding.discard(holder)
         most = max(most, len(holding))
     assert most == 1 and len(order) == 2 and set(order) == {NODES["drained"], NODES["cordoned"]}, events
+
+
+@pytest.mark.parametrize("key, message", [
+    ("window", "window start '25:00' is not a time of day"),
+    ("prometheus", "did not answer"),
+])
+def test_bad_reboot_input_fails_before_anything_is_drained(run, key, message):
+    bad = run["bad_input"][key]
+    assert bad["rc"] != 0, bad["out"][-3000:]
+    remediation = bad["node"]["remediation"]
+    assert remediation["status"] == "failed" and remediation["msg"].startswith("reboot gate: "), remediation
+    assert message in remediation["msg"] and "nothing was drained or changed" in remediation["msg"]
+    assert bad["log"] == [], bad["log"]   # no cordon, no eviction, no lease

@@ -70,9 +70,9 @@ def inventory(path, kubeconfig):
     return str(path)
 
 
-def remediate(name, inv, reports):
-    rc, out = run_logged(name, ["ansible-playbook", "-i", inv, "-e", "nodefix_report_dir=%s" % reports,
-                                os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=2400)
+def remediate(name, inv, reports, extra=()):
+    rc, out = run_logged(name, ["ansible-playbook", "-i", inv, "-e", "nodefix_report_dir=%s" % reports] + list(extra)
+                         + [os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=2400)
     with open(str(reports / "remediate" / "report.json")) as fh:
         report = json.load(fh)
     return rc, out, dict((n["host"], n) for n in report["nodes"])[VM]
@@ -94,6 +94,10 @@ def _run(tmp_path_factory):
         double = ApiServerDouble(work, [VM], [{"namespace": "default", "name": "web-1", "node": VM,
                                                "owner": "ReplicaSet"}])
         inv = inventory(work / "inventory.json", double.kubeconfig)
+        # 0. a package the node's sources do not have: refused before the drain
+        rc, out, node = remediate("kernel-vm-remediate-nopackage", inv, work / "nopackage",
+                                  ["-e", "kernel_upgrade_package=linux-image-nodefix-missing"])
+        result["nopackage"] = {"rc": rc, "out": out, "node": node, "log": list(double.state()["log"])}
         # 1. plant the fault: the root disk's driver out of every initramfs built from now on
         vm_shell("kernel-vm-plant", "sed -i '/^virtio_blk$/d' /etc/initramfs-tools/modules; "
                                     "grep -q '^MODULES=list' /etc/initramfs-tools/initramfs.conf")
@@ -122,6 +126,17 @@ def _run(tmp_path_factory):
 
 def test_the_vm_starts_below_the_minimum(run):
     assert run["bad_before"]["running"].startswith(OLD), run["bad_before"]
+
+
+def test_a_package_the_sources_lack_is_refused_before_the_drain(run):
+    bad = run["nopackage"]
+    assert bad["rc"] != 0, bad["out"][-3000:]
+    remediation = bad["node"]["remediation"]
+    assert remediation["status"] == "failed" and remediation["msg"].startswith("kernel upgrade: package "
+                                                                               "linux-image-nodefix-missing is not in")
+    assert "nothing was drained or changed" in remediation["msg"]
+    assert bad["log"] == []                          # no cordon, no eviction, no lease
+    assert "kernel.below_minimum" in bad["node"]["ids"]
 
 
 def test_a_kernel_that_cannot_boot_falls_back_to_the_old_one(run):

@@ -109,6 +109,10 @@ class Apt(object):
     def _opts(self):
         return ["-t", self.default_release] if self.default_release else []
 
+    def update(self):
+        tool = self.runner.bin("apt-get", required=True)
+        self.runner.run([tool, "update", "-q"], msg="apt-get update failed: the package lists could not be refreshed")
+
     def policy(self, name):
         tool = self.runner.bin("apt-cache", required=True)
         _rc, out, _err = self.runner.run([tool] + self._opts() + ["policy", name],

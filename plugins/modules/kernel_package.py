@@ -21,6 +21,7 @@ description:
     installed; run it before a node is drained.
   - V(present) installs it (C(apt-get install NAME=VERSION), non-interactive, keeping changed configuration files)
     and reports the release now in C(/boot). A release already installed changes nothing.
+  - A kernel that failed to boot on this node before (recorded by M(nodefix.k8s.kernel_boot)) is refused too.
   - Debian and Ubuntu nodes (apt). EL's dnf is not handled - the module fails saying so.
 author:
   - nodefix.k8s developers (@nodefix)
@@ -42,6 +43,12 @@ options:
     description: The release apt prefers (C(apt-get -t)), for example V(bookworm-backports) - backports are not
       installed otherwise.
     type: str
+  update_cache:
+    description:
+      - Refresh the package lists (C(apt-get update)) before planning - a node's lists may be weeks old, or (cloud
+        images) empty. It changes no installed software; skipped in check mode.
+    type: bool
+    default: false
   min_release:
     description: The kernel version the installed kernel must reach (V(6.12)); a package whose kernel is older is
       refused.
@@ -109,6 +116,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, root_path
 
@@ -130,6 +138,7 @@ def main():
             version=dict(type="str"),
             default_release=dict(type="str"),
             min_release=dict(type="str"),
+            update_cache=dict(type="bool", default=False),
             root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
@@ -149,7 +158,16 @@ def main():
             _rc, arch, _err = runner.run([runner.bin("dpkg", required=True), "--print-architecture"])
             name = kp.default_package(p["root"], arch.strip())
         apt = kp.Apt(runner, p["default_release"])
+        if p["update_cache"] and not module.check_mode:
+            apt.update()
         result = kp.plan(apt, name, p["version"], p["min_release"], below(p["min_release"]))
+        failed = kb.read_record(p["root"])["failed"]
+        if result["release"] in failed:
+            raise NodefixError("kernel %s (%s %s) failed to boot on this node before (%s, came back on %s): it is not "
+                               "tried again; fix the cause and remove its entry from %s to try once more"
+                               % (result["release"], result["package"], result["version"],
+                                  failed[result["release"]].get("at"), failed[result["release"]].get("came_back_on"),
+                                  kb.RECORD))
         vmlinuz = root_path(p["root"], "/boot/vmlinuz-" + result["release"])
         present = os.path.exists(vmlinuz)
         changed = p["state"] == "present" and not present

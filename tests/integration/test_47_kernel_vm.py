@@ -58,7 +58,10 @@ def inventory(path, kubeconfig):
         "ansible_connection": "ansible.builtin.ssh", "ansible_host": "127.0.0.1", "ansible_port": PORT,
         "ansible_user": "root", "ansible_pipelining": True,
         "ansible_ssh_private_key_file": os.path.join(ROOT, ".cache", "lab-vm", "run", VM, "id_ed25519"),
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        # QEMU's user-mode network answers on the host side while the guest reboots: an SSH session
+        # opened then hangs with no TCP reset - keepalives end it (a real network resets it)
+        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                                   "-o ServerAliveInterval=5 -o ServerAliveCountMax=3",
         "ansible_python_interpreter": "/usr/bin/python3",
         "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
         "nodefix_audit_checks": ["kernel", "reboot"],

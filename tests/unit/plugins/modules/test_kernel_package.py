@@ -105,3 +105,26 @@ def test_bad_input_is_refused_before_anything(run_module, make_tree):
     assert failed and "is not a Debian package name" in result["msg"]
     result, failed, _t = run_module(kernel_package, {"root": root, "min_release": "latest"}, bins=BINS)
     assert failed and "is not a kernel version" in result["msg"]
+
+
+def test_a_kernel_that_failed_to_boot_here_is_refused_before_the_drain(run_module, make_tree):
+    record = '{"failed": {"6.12.95+deb12-amd64": {"at": "2026-11-25T03:00:00Z", "came_back_on": "6.1.0-50-amd64"}}}'
+    root = make_tree({"/etc/os-release": "ID=debian\n", "/boot": None, "/var/lib/nodefix-k8s/kernel-boot.json": record})
+    result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux-image-amd64"}, commands=cmds(), bins=BINS)
+    assert failed and "failed to boot on this node before" in result["msg"]
+    assert "came back on 6.1.0-50-amd64" in result["msg"]
+
+
+def test_update_cache_refreshes_the_lists_first_but_not_in_check_mode(run_module, make_tree):
+    root = make_tree({"/etc/os-release": "ID=debian\n", "/boot": None})
+    update = {"argv": [BINS["apt-get"], "update", "-q"], "rc": 0}
+    result, failed, table = run_module(kernel_package, {"root": root, "name": "linux-image-amd64", "update_cache": True},
+                                       commands=[update] + cmds(), bins=BINS)
+    assert not failed and table.calls[0] == [BINS["apt-get"], "update", "-q"] and table.expected == []
+    result, failed, table = run_module(kernel_package, {"root": root, "name": "linux-image-amd64", "update_cache": True},
+                                       commands=cmds(), bins=BINS, check_mode=True)
+    assert not failed and table.expected == []
+    broken = dict(update, rc=100, err="E: The repository 'file:/srv/mirror ./ Release' does not have a Release file.")
+    result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux-image-amd64", "update_cache": True},
+                                    commands=[broken], bins=BINS)
+    assert failed and "apt-get update failed" in result["msg"] and result["rc"] == 100

@@ -84,6 +84,11 @@ GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
      "preferredVersion": {"groupVersion": COORDINATION + "/v1", "version": "v1"}}]}
 
 
+def kept_metadata(body):
+    """The metadata a stored Lease keeps from a request body (the server sets the rest)."""
+    return dict((k, v) for k, v in ((body or {}).get("metadata") or {}).items() if k in ("labels", "annotations"))
+
+
 def status(code, reason, message, details=None):
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}
@@ -338,6 +343,8 @@ class Handler(BaseHTTPRequestHandler):
                 return status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name,
                               {"name": name, "group": COORDINATION, "kind": "leases"})
             return 200, current
+        if method not in ("POST", "PUT", "DELETE"):
+            return status(405, "MethodNotAllowed", "%s of a Lease" % method)
         conflict = status(409, "Conflict", 'Operation cannot be fulfilled on leases.coordination.k8s.io "%s": the '
                           "object has been modified; please apply your changes to the latest version and try again"
                           % name, {"name": name, "group": COORDINATION, "kind": "leases"})
@@ -348,35 +355,27 @@ class Handler(BaseHTTPRequestHandler):
                 return status(409, "AlreadyExists", 'leases.coordination.k8s.io "%s" already exists' % name,
                               {"name": name, "group": COORDINATION, "kind": "leases"})
             rv = st.bump()
-            st.data["leases"][key] = {"metadata": {k: v for k, v in (body.get("metadata") or {}).items()
-                                                   if k in ("labels", "annotations")},
-                                      "spec": dict(body.get("spec") or {}), "rv": rv, "created": rv}
-        elif method == "PUT":
+            st.data["leases"][key] = {"metadata": kept_metadata(body), "spec": dict(body.get("spec") or {}),
+                                      "rv": rv, "created": rv}
+        elif method in ("PUT", "DELETE"):
             if current is None:
                 return status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name)
-            want = ((body or {}).get("metadata") or {}).get("resourceVersion")
+            # optimistic concurrency: an update's metadata.resourceVersion, a delete's precondition
+            where = "metadata" if method == "PUT" else "preconditions"
+            want = ((body or {}).get(where) or {}).get("resourceVersion")
             if want and want != current["metadata"]["resourceVersion"]:
                 st.data["log"].append(dict(entry, refused="Conflict"))
                 st.save()
                 return conflict
+        if method == "PUT":
             stored = st.data["leases"][key]
-            stored.update(spec=dict(body.get("spec") or {}), rv=st.bump())
-            stored["metadata"] = {k: v for k, v in (body.get("metadata") or {}).items() if k in ("labels", "annotations")}
+            stored.update(spec=dict(body.get("spec") or {}), rv=st.bump(), metadata=kept_metadata(body))
         elif method == "DELETE":
-            if current is None:
-                return status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name)
-            want = ((body or {}).get("preconditions") or {}).get("resourceVersion")
-            if want and want != current["metadata"]["resourceVersion"]:
-                st.data["log"].append(dict(entry, refused="Conflict"))
-                st.save()
-                return conflict
             del st.data["leases"][key]
             st.data["log"].append(dict(entry, holder=current["spec"].get("holderIdentity")))
             st.save()
             return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                          "details": {"name": name, "group": COORDINATION, "kind": "leases", "uid": current["metadata"]["uid"]}}
-        else:
-            return status(405, "MethodNotAllowed", "%s of a Lease" % method)
         st.data["log"].append(dict(entry, holder=(body.get("spec") or {}).get("holderIdentity")))
         st.save()
         return (201 if method == "POST" else 200), st.lease(key)

@@ -332,6 +332,11 @@ def release_findings(info, running, psi):
     return findings
 
 
+def read_running_release(root="/"):
+    """The running kernel's release (``/proc/sys/kernel/osrelease``, what ``uname -r`` prints); None unreadable."""
+    return (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None
+
+
 def check(runner, root="/", release=None, min_release=None, **opts):
     """Kernel release, cgroup layout, dying memcgs, memory.stat time, PSI.
 
@@ -344,7 +349,7 @@ def check(runner, root="/", release=None, min_release=None, **opts):
     o = dict(DEFAULTS)
     o.update(dict((k, v) for k, v in opts.items() if v is not None and k != "clock"))
     clock = opts.get("clock") or time.time
-    running_release = (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None
+    running_release = read_running_release(root)
     if release is None:
         release = running_release
     running = release == running_release

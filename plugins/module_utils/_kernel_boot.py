@@ -40,6 +40,7 @@ import re
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
 GRUB_CFG = "/boot/grub/grub.cfg"
 GRUBENV = "/boot/grub/grubenv"
@@ -143,7 +144,7 @@ def state(root="/"):
         raise NodefixError("%s is missing: this node does not boot through GRUB 2 as Debian and Ubuntu install it "
                            "(EL's grub2 with BLS entries is not handled by nodefix.k8s.kernel_boot yet)" % GRUB_CFG)
     return {
-        "running_release": (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None,
+        "running_release": read_running_release(root),
         "entries": parse_grub_cfg(cfg),
         "grubenv": read_grubenv(read_text(root_path(root, GRUBENV))),
         "drop_in": read_text(root_path(root, DROP_IN)),
@@ -192,7 +193,8 @@ def _entry_path(entries, release, what):
 
 
 def plan_once(st, release, panic_seconds, kernel_present):
-    """What ``once`` changes: {drop_in, update_grub, fallback, target, set_default, reboot_once}."""
+    """What ``once`` changes: {drop_in, update_grub, fallback, target, changed} (entry paths as grub.cfg has
+    them now: None for one only ``update-grub`` will add)."""
     running = st["running_release"]
     if not kernel_present:
         raise NodefixError("kernel %s is not installed (/boot/vmlinuz-%s is missing): install it first" % (release, release))
@@ -203,18 +205,16 @@ def plan_once(st, release, panic_seconds, kernel_present):
                            "entry from %s to try once more" % (release, st["record"]["failed"][release].get("at"),
                                                                RECORD, RECORD))
     drop_in = drop_in_text(panic_seconds)
-    entries = st["entries"]
-    update = drop_in != st["drop_in"] or entry_for(entries, release) is None or entry_for(entries, running) is None
-    fallback = entry_for(entries, running)
-    target = entry_for(entries, release)
+    fallback = entry_for(st["entries"], running)
+    target = entry_for(st["entries"], release)
+    update = drop_in != st["drop_in"] or fallback is None or target is None
     env = st["grubenv"]
     return {
         "drop_in": drop_in,
         "update_grub": update,
         "fallback": fallback["path"] if fallback else None,
         "target": target["path"] if target else None,
-        "changed": bool(update or not fallback or not target or env.get("saved_entry") != fallback["path"]
-                        or env.get("next_entry") != target["path"]),
+        "changed": bool(update or env.get("saved_entry") != fallback["path"] or env.get("next_entry") != target["path"]),
     }
 
 

@@ -29,15 +29,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
 REQUIRED_FILE = "/var/run/reboot-required"
 REQUIRED_PKGS = "/var/run/reboot-required.pkgs"
-BOOT_RECORD = "/var/lib/nodefix-k8s/kernel-boot.json"
 
 FINDINGS = {
     "reboot.required": {
@@ -79,16 +79,12 @@ def installed_kernels(root):
 
 
 def failed_boots(root):
-    """{release: record} of kernels that failed to boot (the kernel role's record); {} when none."""
-    text = read_text(root_path(root, BOOT_RECORD))
-    if not text:
-        return {}
+    """{release: record} of kernels that failed to boot (``_kernel_boot``'s record); {} when none, or when the
+    record cannot be read (the kernel_boot module reports that itself)."""
     try:
-        data = json.loads(text)
-    except ValueError:
+        return dict(_kernel_boot.read_record(root)["failed"])
+    except NodefixError:
         return {}
-    failed = data.get("failed") if isinstance(data, dict) else None
-    return dict(failed) if isinstance(failed, dict) else {}
 
 
 def systemd_state(runner):
@@ -116,7 +112,7 @@ def needs_restarting(runner):
 
 def state(runner, root="/"):
     """Everything the reboot path reads about the node, reasons included."""
-    running = (read_text(root_path(root, "/proc/sys/kernel/osrelease")) or "").strip() or None
+    running = read_running_release(root)
     boot_id = (read_text(root_path(root, "/proc/sys/kernel/random/boot_id")) or "").strip() or None
     kernels = installed_kernels(root)
     failed = failed_boots(root)

@@ -7,7 +7,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot, _reboot_gate
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot, _reboot, _reboot_gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
 
 UTC = datetime.timezone.utc
@@ -64,7 +64,7 @@ def test_newer_kernel_installed_numbers_compare_as_numbers(make_tree):
 
 def test_a_kernel_that_failed_to_boot_is_no_reason(make_tree):
     root = node(make_tree, kernels=("6.1.0-28-amd64", "6.12.95+deb12-amd64"),
-                extra={_reboot.BOOT_RECORD: '{"failed": {"6.12.95+deb12-amd64": {"at": "2026-11-25T10:00:00Z"}}}'})
+                extra={_kernel_boot.RECORD: '{"failed": {"6.12.95+deb12-amd64": {"at": "2026-11-25T10:00:00Z"}}}'})
     out = _reboot.check(FakeRunner(), root=root)
     assert out["findings"] == [] and list(out["failed_kernels"]) == ["6.12.95+deb12-amd64"]
 

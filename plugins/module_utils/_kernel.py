@@ -95,7 +95,8 @@ FINDINGS = {
     "kernel.dying_memcgs": {
         "severity": "medium",
         "title": "Many dying (zombie) memory cgroups pin memory and slow memory.stat",
-        "remedy": ("Reduce cgroup churn (frequent CronJobs create and delete pods) and " + _UPGRADE[0].lower()
+        "remedy": ("A drained reboot frees them (nodefix.k8s.remediate with nodefix_reboot_dying_memcgs). "
+                   "Reduce cgroup churn (frequent CronJobs create and delete pods) and " + _UPGRADE[0].lower()
                    + _UPGRADE[1:]),
         "role": "nodefix.k8s.kernel",
         "tag": "kernel",

@@ -17,10 +17,14 @@ with ``nodefix_mount_units_reboot`` and a threshold every cleanup exceeds:
 - ``blocked``: runs a pod the blocking selector (``reboot_blocking_pod_selectors``) selects -> the reboot
   role's gate holds it before anything is drained: not cordoned, not rebooted, the report says why, and
   the units are stopped one by one;
-- ``window``: its reboot window (``reboot_window_days``) is closed today -> held the same way.
+- ``window``: its reboot window (``reboot_window_days``) is closed today -> held the same way;
+- ``hung``: does not come back from the reboot (podman ``--restart=no``: its systemd exits and the
+  container stays down, as a machine hanging in its firmware or kernel would) -> after
+  ``reboot_timeout`` the power-cycle hook (``reboot_power_cycle_command``: ``podman start``, run on
+  the controller) brings it back; verified and uncordoned, and the report says it was power-cycled.
 
-The lock (``reboot_max_concurrent: 2``) gives ``drained`` and ``cordoned`` a slot each; both are given
-back after the uncordon.
+The lock (``reboot_max_concurrent: 3``) gives ``drained``, ``cordoned`` and ``hung`` a slot each; all
+are given back after the uncordon.
 
 Then the pending-reboot path with kured's lock across parallel slices: ``drained`` and ``cordoned`` get
 a ``/var/run/reboot-required`` and two remediate runs start at once, one slice each
@@ -44,7 +48,7 @@ DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
 IMAGE = "localhost/nodefix-debian12"
 NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "undrained": "nodefix-rb-undrained",
-         "blocked": "nodefix-rb-blocked", "window": "nodefix-rb-window"}
+         "blocked": "nodefix-rb-blocked", "window": "nodefix-rb-window", "hung": "nodefix-rb-hung"}
 STATE = "/var/lib/nodefix-lab/mount_units/expect.json"
 MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
@@ -85,13 +89,15 @@ def inventory(path, kubeconfig):
         "mount_units_reboot_boot_time_command": BOOT_TIME, "mount_units_reboot_services": ["kubelet"],
         "mount_units_reboot_timeout": 300,
         # the reboot role (the one reboot path): two slots, a container's boot, the kubelet double
-        "reboot_max_concurrent": 2, "reboot_boot_time_command": BOOT_TIME, "reboot_services": ["kubelet"],
+        "reboot_max_concurrent": 3, "reboot_boot_time_command": BOOT_TIME, "reboot_services": ["kubelet"],
         "reboot_timeout": 300, "reboot_blocking_pod_selectors": ["app=ceph-osd"],
     })
     hosts = dict((name, {}) for name in NODES.values())
     hosts[NODES["undrained"]] = {"nodefix_drain": False}
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%a").lower()
     hosts[NODES["window"]] = {"reboot_window_days": [d for d in DAYS if d != today]}
+    # not back within 10 s (the container stays down): the hook starts it again
+    hosts[NODES["hung"]] = {"mount_units_reboot_timeout": 10, "reboot_power_cycle_command": ["podman", "start", NODES["hung"]]}
     path.write_text(json.dumps({"all": {"vars": common, "hosts": hosts}}))
     return str(path)
 
@@ -111,7 +117,7 @@ def _run(tmp_path_factory):
     try:
         for name in names:
             podman("run", "-d", "--name", name, "--hostname", name, "--privileged", "--systemd=always",
-                   "--restart=always", IMAGE, "/sbin/init")
+                   "--restart=no" if name == NODES["hung"] else "--restart=always", IMAGE, "/sbin/init")
         prepare_inv = work / "prepare.json"
         prepare_inv.write_text(json.dumps({"all": {"vars": CONNECTION, "hosts": dict((n, {}) for n in names)}}))
         rc, out = run_logged("reboot-lab-prepare", ["ansible-playbook", "-i", str(prepare_inv), os.path.join(
@@ -219,7 +225,7 @@ def test_the_run_succeeds(run):
         assert not [i for i in run["report"][name]["ids"] if i.startswith("mount_units.")], run["report"][name]
 
 
-@pytest.mark.parametrize("key", ["drained", "cordoned"])
+@pytest.mark.parametrize("key", ["drained", "cordoned", "hung"])
 def test_a_drained_node_is_rebooted_and_comes_back_clean(run, key):
     name = NODES[key]
     before, after = run["before"][name], run["after"][name]
@@ -230,10 +236,21 @@ def test_a_drained_node_is_rebooted_and_comes_back_clean(run, key):
     assert after["kubelet"] == "active"
     actions = run["report"][name]["remediation"]["actions"]
     assert len(actions) == 1 and actions[0].startswith("rebooted (drained) instead of stopping"), actions
-    assert " s away, kernel " in actions[0] and actions[0].endswith("verified"), actions
+    assert " s away" in actions[0] and ", kernel " in actions[0] and actions[0].endswith("verified"), actions
+    assert ("power-cycled" in actions[0]) == (key == "hung"), actions
     # drained through the API server: the ReplicaSet pod evicted, the DaemonSet pod kept
     pods = sorted(p["name"] for p in run["api"]["pods"] if p["node"] == name)
     assert pods == ["proxy-" + key], pods
+
+
+def test_a_node_that_does_not_come_back_is_power_cycled_by_the_hook(run):
+    name = NODES["hung"]
+    actions = run["report"][name]["remediation"]["actions"]
+    assert "s away (not back within 10 s: power-cycled by reboot_power_cycle_command), kernel" in actions[0], actions
+    assert run["report"][name]["remediation"]["reboot"]["power_cycled"] is True
+    # the hook ran on the controller: podman started the container once more (it was down)
+    assert "Reboot | power-cycle the node (the operator's hook, run on the controller)" in run["out"]
+    assert patches(run["api"], name) == [True, False]   # uncordoned once verified
 
 
 def test_a_node_schedulable_before_is_uncordoned(run):
@@ -287,8 +304,8 @@ def test_the_lock_gave_each_rebooted_node_a_slot_and_took_it_back(run):
     writes = [(e["method"], e["path"].rsplit("/", 1)[-1], e.get("holder")) for e in run["api"]["log"]
               if "/leases/" in e["path"] and not e.get("refused")]
     held = dict((holder, slot) for method, slot, holder in writes if method == "POST")
-    assert sorted(held) == sorted([NODES["drained"], NODES["cordoned"]]), writes
-    assert sorted(held.values()) == ["nodefix-reboot-0", "nodefix-reboot-1"]
+    assert sorted(held) == sorted([NODES["drained"], NODES["cordoned"], NODES["hung"]]), writes
+    assert sorted(held.values()) == ["nodefix-reboot-0", "nodefix-reboot-1", "nodefix-reboot-2"]
     assert sorted(h for m, _s, h in writes if m == "DELETE") == sorted(held), writes
 
 

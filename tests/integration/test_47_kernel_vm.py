@@ -11,13 +11,17 @@ kube-apiserver: no Debian package ships one), one VM, two runs:
 1. **a kernel that cannot boot**: the node's initramfs configuration is broken first (its
    ``/etc/initramfs-tools/modules`` loses ``virtio_blk``, the root disk's driver, with
    ``MODULES=list``), so the 6.12 package installs an initramfs that cannot find the root disk. The
-   kernel boots once, panics in the initramfs (``panic=10`` from the collection's GRUB drop-in), the
+   kernel boots once, panics in the initramfs (``panic=3`` from the collection's GRUB drop-in), the
    machine resets and GRUB boots its saved default - the old kernel - by itself. The run fails the
    node, the report says the kernel did not boot and the node came back on the old one, the finding
    stays open, and the failed kernel is recorded (the reboot detector no longer asks for it);
 2. **the cause fixed**: the operator restores the modules file, rebuilds 6.12's initramfs and removes
-   the record's entry (as the kernel role's README says to try once more). The next run boots 6.12
-   once, verifies the node on it and makes it GRUB's default: ``uname -r`` is 6.12 afterwards.
+   the record's entry (as the kernel role's README says to try once more). The node has also
+   gathered dying memory cgroups by then (REAL ones: cgroups whose page cache outlives them, made
+   and removed by a shell loop), above the run's ``dying_memcgs_threshold``, and the run has
+   ``nodefix_reboot_dying_memcgs``: one reboot for both reasons. It boots 6.12 once, verifies the
+   node on it and makes it GRUB's default - ``uname -r`` is 6.12 afterwards - and the ``kernel``
+   detector reads the dying count again: gone, and the report says so.
 """
 
 import json
@@ -44,6 +48,14 @@ def vm_shell(name, script, check=True):
     return out
 
 
+# cgroup v2: a child cgroup whose process wrote page cache stays "dying" (root cgroup.stat
+# nr_dying_descendants) after rmdir, until the cache is reclaimed - as pods' cgroups do
+DYING = 60
+PLANT_DYING = ("for i in $(seq %d); do d=/sys/fs/cgroup/nodefix-dying-$i; mkdir $d && "
+               "sh -c \"echo \\$\\$ > $d/cgroup.procs && head -c 262144 /dev/urandom > /var/tmp/nodefix-dying-$i\" && "
+               "rmdir $d || exit 1; done; grep nr_dying_descendants /sys/fs/cgroup/cgroup.stat" % DYING)
+
+
 def node_state(name):
     out = vm_shell(name, "uname -r; grub-editenv /boot/grub/grubenv list; echo ---; "
                          "cat /var/lib/nodefix-k8s/kernel-boot.json 2>/dev/null || echo '{}'")
@@ -68,6 +80,8 @@ def inventory(path, kubeconfig):
         "nodefix_kernel_upgrade": True, "nodefix_kernel_min_release": "6.12",
         # the VM runs containerd, no kubelet: the reboot path's checks as such a node has them
         "reboot_services": ["containerd"], "reboot_kubelet_healthz_url": "", "reboot_timeout": 900,
+        # the bad kernel's panic -> reset after 3 s, not the role's 10 (what the test waits for)
+        "kernel_boot_panic_seconds": 3,
     }
     path.write_text(json.dumps({"all": {"hosts": {VM: host}}}))
     return str(path)
@@ -117,7 +131,10 @@ def _run(tmp_path_factory):
                                   "update-initramfs -u -k %s >/dev/null 2>&1 && python3 -c \"import json; "
                                   "p='/var/lib/nodefix-k8s/kernel-boot.json'; d=json.load(open(p)); "
                                   "d['failed'].pop('%s'); json.dump(d, open(p, 'w'))\"" % (release, release))
-        rc, out, node = remediate("kernel-vm-remediate-good", inv, work / "good")
+        result["dying_before"] = int(vm_shell("kernel-vm-plant-dying", PLANT_DYING).split()[-1])
+        rc, out, node = remediate("kernel-vm-remediate-good", inv, work / "good", [
+            "-e", json.dumps({"nodefix_reboot_dying_memcgs": True,
+                              "nodefix_audit_options": {"kernel": {"dying_memcgs_threshold": DYING // 2}}})])
         result["good"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-good-after")}
         result["api"] = double.state()
         yield result
@@ -170,7 +187,19 @@ def test_after_the_fix_the_new_kernel_boots_and_becomes_the_default(run):
     assert node["remediation"]["status"] == "ok" and "kernel.below_minimum" not in node["ids"]
     actions = node["remediation"]["actions"]
     assert len(actions) == 1 and actions[0].startswith("kernel upgraded: %s" % run["bad_before"]["running"]), actions
-    assert "-> %s (linux-image-amd64 " % good["after"]["running"] in actions[0] and actions[0].endswith("verified")
+    assert "-> %s (linux-image-amd64 " % good["after"]["running"] in actions[0] and " s away, verified; " in actions[0]
+
+
+def test_the_same_reboot_frees_the_dying_memory_cgroups_and_proves_it(run):
+    assert run["dying_before"] >= DYING, run["dying_before"]
+    good = run["good"]
+    node = good["node"]
+    # the reboot's second reason, read by the kernel detector before, and gone after (read again)
+    reasons = node["remediation"]["reboot"]["reasons"]
+    dying = [r for r in reasons if r.endswith("dying memory cgroups (threshold %d)" % (DYING // 2))]
+    assert len(dying) == 1 and int(dying[0].split()[0]) >= DYING, reasons
+    assert node["remediation"]["actions"][0].endswith("; the same reboot: %s, gone" % dying[0]), node["remediation"]
+    assert "kernel.dying_memcgs" not in node["ids"] and node["remediation"]["reboot"]["still_open"] == []
 
 
 def test_drained_and_given_back_each_time_with_the_lock_released(run):

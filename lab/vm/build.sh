@@ -138,9 +138,9 @@ GRUB_DEFAULT=0
 GRUB_TIMEOUT=0
 GRUB_DISTRIBUTOR=Debian
 GRUB_CMDLINE_LINUX_DEFAULT="quiet"
-# the lab: cgroup v2, the serial console QEMU logs, and a short wait for a root disk
+# the lab: cgroup v2, the serial console QEMU logs, and a short wait (initramfs-tools: at most N s, not a fixed delay) for a root disk
 # that never comes (a kernel whose initramfs lacks its driver gives up sooner)
-GRUB_CMDLINE_LINUX="console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=10"
+GRUB_CMDLINE_LINUX="console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=3"
 GRUB_DISABLE_OS_PROBER=true
 GRUB
 release=$(basename "$(readlink -f "$root/vmlinuz")"); release=${release#vmlinuz-}
@@ -149,7 +149,7 @@ cat > "$root/boot/grub/grub.cfg" <<CFG
 set default=0
 set timeout=0
 menuentry 'Debian GNU/Linux, with Linux $release (lab image)' {
-  linux /boot/vmlinuz-$release root=LABEL=root ro console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=10 quiet
+  linux /boot/vmlinuz-$release root=LABEL=root ro console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=3 quiet
   initrd /boot/initrd.img-$release
 }
 CFG

@@ -13,12 +13,19 @@ How GRUB does it (https://www.gnu.org/software/grub/manual/grub/grub.html,
 ``next_entry``, which GRUB's own ``grub.cfg`` (``00_header``) boots once and
 clears before booting it. So:
 
-1. ``once``: a drop-in ``/etc/default/grub.d/nodefix-k8s.cfg`` sets
-   ``GRUB_DEFAULT=saved`` and ``panic=N`` on the kernel command line (a kernel,
-   or Debian's initramfs, that cannot mount the root file system reboots after
-   N seconds instead of waiting at a shell; initramfs-tools' ``panic()`` honours
-   ``panic=``); ``update-grub``; ``grub-set-default`` the running kernel's entry
-   (the fallback); ``grub-reboot`` the new kernel's entry;
+0. ``prepare``, before the kernel package is installed: a drop-in
+   ``/etc/default/grub.d/nodefix-k8s.cfg`` sets ``GRUB_DEFAULT=saved`` and
+   ``panic=N`` on the kernel command line (a kernel, or Debian's initramfs, that
+   cannot mount the root file system reboots after N seconds instead of waiting
+   at a shell; initramfs-tools' ``panic()`` honours ``panic=``), and
+   ``grub-set-default`` the running kernel's entry. The package's own hook
+   (``/etc/kernel/postinst.d/zz-update-grub``) then writes a ``grub.cfg`` that
+   keeps the running kernel the default - the new one is never the default
+   before it was booted once, even if the run stops right after the install -
+   and ``once`` needs no second ``update-grub``;
+1. ``once``: the same drop-in; ``update-grub`` when ``grub.cfg`` is older than
+   the drop-in or lacks an entry; ``grub-set-default`` the running kernel's
+   entry (the fallback); ``grub-reboot`` the new kernel's entry;
 2. the node reboots (the reboot role): GRUB boots the new kernel once. If it
    does not come up, the next boot - by ``panic=``, or a power cycle - is the
    saved default: the old kernel;
@@ -36,6 +43,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 import time
 
@@ -149,7 +157,16 @@ def state(root="/"):
         "grubenv": read_grubenv(read_text(root_path(root, GRUBENV))),
         "drop_in": read_text(root_path(root, DROP_IN)),
         "record": read_record(root),
+        # grub.cfg older than the drop-in: written before it, without its settings
+        "cfg_stale": _mtime(root, GRUB_CFG) < (_mtime(root, DROP_IN) or 0),
     }
+
+
+def _mtime(root, path):
+    try:
+        return os.stat(root_path(root, path)).st_mtime_ns
+    except OSError:
+        return None
 
 
 def stamp(clock=time.time):
@@ -207,7 +224,7 @@ def plan_once(st, release, panic_seconds, kernel_present):
     drop_in = drop_in_text(panic_seconds)
     fallback = entry_for(st["entries"], running)
     target = entry_for(st["entries"], release)
-    update = drop_in != st["drop_in"] or fallback is None or target is None
+    update = drop_in != st["drop_in"] or st["cfg_stale"] or fallback is None or target is None
     env = st["grubenv"]
     return {
         "drop_in": drop_in,
@@ -215,6 +232,19 @@ def plan_once(st, release, panic_seconds, kernel_present):
         "fallback": fallback["path"] if fallback else None,
         "target": target["path"] if target else None,
         "changed": bool(update or env.get("saved_entry") != fallback["path"] or env.get("next_entry") != target["path"]),
+    }
+
+
+def plan_prepare(st, panic_seconds):
+    """What ``prepare`` changes: {drop_in, fallback, changed}: the drop-in, and the running kernel's entry as
+    the saved default (None when grub.cfg has none yet: ``once`` sets it after its ``update-grub``)."""
+    drop_in = drop_in_text(panic_seconds)
+    fallback = entry_for(st["entries"], st["running_release"])
+    fallback = fallback["path"] if fallback else None
+    return {
+        "drop_in": drop_in,
+        "fallback": fallback,
+        "changed": drop_in != st["drop_in"] or (fallback is not None and st["grubenv"].get("saved_entry") != fallback),
     }
 
 

@@ -14,13 +14,17 @@ module: kernel_boot
 short_description: Boot a new kernel once through GRUB and keep it only when the node came back healthy on it
 version_added: 1.1.0
 description:
-  - The fallback of a kernel upgrade. V(once) makes the running kernel GRUB's saved default and the new one the
+  - The fallback of a kernel upgrade. V(prepare), before the kernel package is installed, writes the drop-in and
+    makes the running kernel GRUB's saved default, so that the C(grub.cfg) the package's own hook writes keeps the
+    running kernel the default (the new one is never the default before it booted once, even if the run stops right
+    after the install) and V(once) needs no second C(update-grub).
+  - V(once) makes the running kernel GRUB's saved default and the new one the
     next boot only (C(grub-reboot)); if the new kernel does not come up, the next boot - after C(panic=N), or a
     power cycle - is the old kernel, by itself.
   - The drop-in C(/etc/default/grub.d/nodefix-k8s.cfg) sets C(GRUB_DEFAULT=saved) (what C(grub-reboot) and
     C(grub-set-default) need) and adds C(panic=N) to the kernel command line, so that a kernel - or Debian's
     initramfs - that cannot mount the root file system reboots instead of waiting at a shell;
-    C(update-grub) regenerates C(grub.cfg) when it changed.
+    V(once) runs C(update-grub) when the drop-in changed, C(grub.cfg) is older than it, or an entry is missing.
   - V(confirm), after the reboot - running the new kernel, it becomes the default (C(grub-set-default)); running
     another, the new kernel failed to boot - recorded in C(/var/lib/nodefix-k8s/kernel-boot.json) (the reboot
     detector of M(nodefix.k8s.node_audit) no longer counts it as a reason to reboot, and V(once) refuses it), and a
@@ -32,9 +36,10 @@ author:
   - nodefix.k8s developers (@nodefix)
 options:
   state:
-    description: V(query) reads; V(once) boots O(release) once at the next boot; V(confirm) keeps or records it.
+    description: V(query) reads; V(prepare) readies GRUB before the install; V(once) boots O(release) once at the next
+      boot; V(confirm) keeps or records it.
     type: str
-    choices: [query, once, confirm]
+    choices: [query, prepare, once, confirm]
     default: query
   release:
     description: The new kernel's release (V(6.12.95+deb12-amd64)); required for V(once) and V(confirm).
@@ -63,6 +68,10 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Before the install - the running kernel stays the default whatever the package's hook writes
+  nodefix.k8s.kernel_boot:
+    state: prepare
+
 - name: Boot the new kernel once; the running one stays the default
   nodefix.k8s.kernel_boot:
     state: once
@@ -174,6 +183,26 @@ def _once(module, runner, root, p, st, result):
     result.update(default=fallback, next_entry=target)
 
 
+def _prepare(module, runner, root, p, st, result):
+    plan = kb.plan_prepare(st, p["panic_seconds"])
+    result["changed"] = plan["changed"]
+    result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
+    result["default"] = plan["fallback"] or st["grubenv"].get("saved_entry")
+    if module.check_mode or not plan["changed"]:
+        return
+    before = st["drop_in"]
+    _write(module, root, kb.DROP_IN, plan["drop_in"])
+    try:
+        if plan["fallback"] is not None and st["grubenv"].get("saved_entry") != plan["fallback"]:
+            kb.Grub(runner).set_default(plan["fallback"])
+    except NodefixError as exc:  # undo: the drop-in as it was
+        if before is None:
+            os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
+        else:
+            _write(module, root, kb.DROP_IN, before)
+        raise NodefixError("%s; the drop-in was put back" % getattr(exc, "msg", exc))
+
+
 def _confirm(module, runner, root, p, st, result):
     release = p["release"]
     running = st["running_release"]
@@ -208,7 +237,7 @@ def _confirm(module, runner, root, p, st, result):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["query", "once", "confirm"], default="query"),
+            state=dict(type="str", choices=["query", "prepare", "once", "confirm"], default="query"),
             release=dict(type="str"),
             panic_seconds=dict(type="int", default=10),
             root=dict(type="path", default="/"),
@@ -228,7 +257,9 @@ def main():
         st = kb.state(root)
         result.update(running_release=st["running_release"], entries=st["entries"], record=st["record"],
                       default=st["grubenv"].get("saved_entry"), next_entry=st["grubenv"].get("next_entry", ""))
-        if p["state"] == "once":
+        if p["state"] == "prepare":
+            _prepare(module, runner, root, p, st, result)
+        elif p["state"] == "once":
             _once(module, runner, root, p, st, result)
         elif p["state"] == "confirm":
             _confirm(module, runner, root, p, st, result)

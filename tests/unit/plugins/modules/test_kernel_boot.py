@@ -126,3 +126,72 @@ def test_a_node_without_grub_says_so(run_module, make_tree):
     root = make_tree({"/proc/sys/kernel/osrelease": OLD + "\n"})
     result, failed, _t = run_module(kernel_boot, {"root": root}, bins=BINS)
     assert failed and "does not boot through GRUB 2" in result["msg"]
+
+
+def _age(root, path, seconds):
+    """Make ``path`` ``seconds`` older than now (mtime)."""
+    full = os.path.join(root, path.lstrip("/"))
+    st = os.stat(full)
+    os.utime(full, (st.st_atime - seconds, st.st_mtime - seconds))
+
+
+def test_prepare_writes_the_drop_in_and_keeps_the_running_kernel_the_default(run_module, make_tree):
+    # and runs no update-grub: the kernel package's own hook does
+    root = node(make_tree)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare", "panic_seconds": 5},
+                                       commands=[{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0}],
+                                       bins=BINS, diff=True)
+    assert not failed and result["changed"] and result["default"] == OLD_PATH, result
+    assert table.expected == [] and [c[0] for c in table.calls] == [BINS["grub-set-default"]]  # no update-grub
+    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == kb.drop_in_text(5)
+    assert "panic=5" in result["diff"][0]["after"]
+    assert not os.path.exists(os.path.join(root, kb.RECORD.lstrip("/")))   # nothing pending yet
+    # again, with the default saved: nothing to do
+    with open(os.path.join(root, kb.GRUBENV.lstrip("/")), "w") as fh:
+        fh.write("# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare", "panic_seconds": 5},
+                                       commands=[], bins=BINS)
+    assert not failed and not result["changed"] and table.calls == []
+
+
+def test_prepare_in_check_mode_runs_and_writes_nothing(run_module, make_tree):
+    root = node(make_tree)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare"}, commands=[], bins=BINS,
+                                       check_mode=True)
+    assert not failed and result["changed"] and table.calls == []
+    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+
+
+def test_prepare_puts_the_drop_in_back_when_grub_refuses(run_module, make_tree):
+    root = node(make_tree, extra={kb.DROP_IN: "GRUB_TIMEOUT=3\n"})
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare"},
+                                       commands=[{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 1,
+                                                  "err": "grubenv: read-only file system"}], bins=BINS)
+    assert failed and "grub-set-default" in result["msg"] and "put back" in result["msg"], result
+    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == "GRUB_TIMEOUT=3\n"
+
+
+def test_once_after_prepare_and_the_package_hook_runs_no_second_update_grub(run_module, make_tree):
+    # the drop-in as prepare wrote it, then the package's hook regenerated grub.cfg (newer)
+    root = node(make_tree, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    _age(root, kb.DROP_IN, 60)
+    commands = [{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0},
+                {"argv": [BINS["grub-reboot"], NEW_PATH], "rc": 0}]
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
+                                       commands=commands, bins=BINS)
+    assert not failed and result["changed"] and table.expected == [], result
+    assert BINS["update-grub"] not in [c[0] for c in table.calls]
+
+
+def test_once_regenerates_a_grub_cfg_older_than_the_drop_in(run_module, make_tree):
+    # the drop-in is right, but grub.cfg was written before it (no hook ran since): update-grub
+    root = node(make_tree, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    _age(root, kb.GRUB_CFG, 60)
+    commands = [{"argv": [BINS["update-grub"]], "rc": 0},
+                {"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0},
+                {"argv": [BINS["grub-reboot"], NEW_PATH], "rc": 0}]
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
+                                       commands=commands, bins=BINS)
+    assert not failed and result["changed"] and table.expected == [], result

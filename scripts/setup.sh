@@ -88,7 +88,6 @@ sanity_venv() {
   fi
   "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
 }
-step sanity-venv sanity_venv
 
 #    and the same for the oldest ansible-core the collection supports
 #    (meta/runtime.yml; requirements/ansible-core-oldest.txt)
@@ -106,7 +105,6 @@ sanity_venv_oldest() {
   fi
   "$venv/bin/python" scripts/offline_get_pip.py   # the pip version that ansible-test pins
 }
-step sanity-venv-oldest sanity_venv_oldest
 
 # 4b. What Galaxy and the Ansible docsite run (galaxy-importer, antsibull-docs,
 #     antsibull-changelog, Sphinx): requirements/publish.txt, a venv of their own.
@@ -121,18 +119,35 @@ publish_venv() {
     echo "$req_hash" > "$venv/.nodefix-req"
   fi
 }
-step publish-venv publish_venv
 
 # 5. Real containerd/runc packages of Debian 11/12/13/sid, unpacked under
 #    lab/cache/containerd (cached): unit tests run the real binaries and the
-#    containerd scenario builds its release-archive mirror from them.
-log "real containerd and runc packages (lab/cache/containerd)"
-step containerd-debs bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
+#    containerd scenario builds its release-archive mirror from them;
 #    and the real consumers of the Prometheus files: Debian 12's node_exporter and
-#    promtool (tests/unit/plugins/modules/test_prometheus_consumers.py)
-log "node_exporter and promtool (lab/cache/prometheus)"
-step prometheus-debs env NODEFIX_DEBS_DIR="$NODEFIX_ROOT/lab/cache/prometheus" \
-  bash tests/unit/fixtures/containerd/fetch-debs.sh "prometheus-node-exporter=1.5.0-1+b6 prometheus=2.42.0+ds-5+deb12u1" >/dev/null
+#    promtool (tests/unit/plugins/modules/test_prometheus_consumers.py). One after
+#    the other (they share the apt lists).
+fetch_debs() {
+  log "real containerd and runc packages (lab/cache/containerd)"
+  step containerd-debs bash tests/unit/fixtures/containerd/fetch-debs.sh >/dev/null
+  log "node_exporter and promtool (lab/cache/prometheus)"
+  step prometheus-debs env NODEFIX_DEBS_DIR="$NODEFIX_ROOT/lab/cache/prometheus" \
+    bash tests/unit/fixtures/containerd/fetch-debs.sh "prometheus-node-exporter=1.5.0-1+b6 prometheus=2.42.0+ds-5+deb12u1" >/dev/null
+}
+
+# 4 and 5 side by side (separate venvs and directories; mostly downloads and
+# unpacking): on a bare machine ~85 s one after the other
+side_pids=()
+step sanity-venv sanity_venv &
+side_pids+=($!)
+step sanity-venv-oldest sanity_venv_oldest &
+side_pids+=($!)
+step publish-venv publish_venv &
+side_pids+=($!)
+fetch_debs &
+side_pids+=($!)
+for pid in "${side_pids[@]}"; do
+  wait "$pid"
+done
 
 # 6. Wait for the lab images started in 1b (a failed build fails the set-up)
 for pid in "${images_pids[@]}"; do

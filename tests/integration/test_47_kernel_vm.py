@@ -8,14 +8,16 @@ guest installs is the one that boots. The guest's package source is the lab's mi
 cordon/drain/uncordon and the reboot lock against lab/apiserver-double (a TEST DOUBLE of
 kube-apiserver: no Debian package ships one), one VM, two runs:
 
-1. **a kernel that cannot boot**: the node's initramfs configuration is broken first (its
-   ``/etc/initramfs-tools/modules`` loses ``virtio_blk``, the root disk's driver, with
-   ``MODULES=list``), so the 6.12 package installs an initramfs that cannot find the root disk. The
+1. **a kernel that cannot boot**: the node gets a kernel hook first
+   (``/etc/kernel/postinst.d/zz-nodefix-lab-stale-initramfs``, run by the 6.12 package's postinst
+   after initramfs-tools' hook and before ``zz-update-grub``) that leaves the new kernel with a stale
+   initramfs - the running 6.1 kernel's, whose modules are not 6.12's: the root disk's driver
+   (``virtio_blk``, a module in Debian's kernels) cannot load - and keeps the good one aside. The
    kernel boots once, panics in the initramfs (``panic=3`` from the collection's GRUB drop-in), the
    machine resets and GRUB boots its saved default - the old kernel - by itself. The run fails the
    node, the report says the kernel did not boot and the node came back on the old one, the finding
    stays open, and the failed kernel is recorded (the reboot detector no longer asks for it);
-2. **the cause fixed**: the operator restores the modules file, rebuilds 6.12's initramfs and removes
+2. **the cause fixed**: the operator removes the hook, puts 6.12's own initramfs back and removes
    the record's entry (as the kernel role's README says to try once more). The node has also
    gathered dying memory cgroups by then (REAL ones: cgroups whose page cache outlives them, made
    and removed by a shell loop), above the run's ``dying_memcgs_threshold``, and the run has
@@ -54,6 +56,16 @@ DYING = 60
 PLANT_DYING = ("for i in $(seq %d); do d=/sys/fs/cgroup/nodefix-dying-$i; mkdir $d && "
                "sh -c \"echo \\$\\$ > $d/cgroup.procs && head -c 262144 /dev/urandom > /var/tmp/nodefix-dying-$i\" && "
                "rmdir $d || exit 1; done; grep nr_dying_descendants /sys/fs/cgroup/cgroup.stat" % DYING)
+
+
+HOOK = "/etc/kernel/postinst.d/zz-nodefix-lab-stale-initramfs"
+STALE_INITRAMFS = """#!/bin/sh
+# nodefix lab fault: a new kernel ($1) gets the running kernel's initramfs, whose modules are not
+# its own (the root disk's driver cannot load); its good initramfs is kept aside
+[ "$1" = "$(uname -r)" ] && exit 0
+mv "/boot/initrd.img-$1" "/boot/initrd.img-$1.lab-good"
+cp "/boot/initrd.img-$(uname -r)" "/boot/initrd.img-$1"
+"""
 
 
 def node_state(name):
@@ -115,9 +127,8 @@ def _run(tmp_path_factory):
         rc, out, node = remediate("kernel-vm-remediate-nopackage", inv, work / "nopackage",
                                   ["-e", "kernel_upgrade_package=linux-image-nodefix-missing"])
         result["nopackage"] = {"rc": rc, "out": out, "node": node, "log": list(double.state()["log"])}
-        # 1. plant the fault: the root disk's driver out of every initramfs built from now on
-        vm_shell("kernel-vm-plant", "sed -i '/^virtio_blk$/d' /etc/initramfs-tools/modules; "
-                                    "grep -q '^MODULES=list' /etc/initramfs-tools/initramfs.conf")
+        # 1. plant the fault: a new kernel gets the running kernel's initramfs (no driver for its root disk)
+        vm_shell("kernel-vm-plant", "cat > %s <<'EOF'\n%sEOF\nchmod 755 %s" % (HOOK, STALE_INITRAMFS, HOOK))
         result["bad_before"] = node_state("kernel-vm-bad-before")
         rc, out, node = remediate("kernel-vm-remediate-bad", inv, work / "bad")
         result["bad"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-bad-after"),
@@ -127,11 +138,13 @@ def _run(tmp_path_factory):
         new = [k for k in result["bad"]["node"].get("remediation", {}).get("msg", "").split() if k.startswith(NEW)]
         release = result["bad"]["after"]["record"].get("failed", {})
         release = sorted(release)[0] if release else (new[0] if new else "")
-        vm_shell("kernel-vm-fix", "echo virtio_blk >> /etc/initramfs-tools/modules && "
-                                  "update-initramfs -u -k %s >/dev/null 2>&1 && python3 -c \"import json; "
-                                  "p='/var/lib/nodefix-k8s/kernel-boot.json'; d=json.load(open(p)); "
-                                  "d['failed'].pop('%s'); json.dump(d, open(p, 'w'))\"" % (release, release))
-        result["dying_before"] = int(vm_shell("kernel-vm-plant-dying", PLANT_DYING).split()[-1])
+        # (and the node has gathered dying memory cgroups meanwhile: the same ssh)
+        out = vm_shell("kernel-vm-fix", "rm %s && mv /boot/initrd.img-%s.lab-good /boot/initrd.img-%s && "
+                                        "python3 -c \"import json; "
+                                        "p='/var/lib/nodefix-k8s/kernel-boot.json'; d=json.load(open(p)); "
+                                        "d['failed'].pop('%s'); json.dump(d, open(p, 'w'))\" && %s"
+                       % (HOOK, release, release, release, PLANT_DYING))
+        result["dying_before"] = int(out.split()[-1])
         rc, out, node = remediate("kernel-vm-remediate-good", inv, work / "good", [
             "-e", json.dumps({"nodefix_reboot_dying_memcgs": True,
                               "nodefix_audit_options": {"kernel": {"dying_memcgs_threshold": DYING // 2}}})])
@@ -163,7 +176,7 @@ def test_a_kernel_that_cannot_boot_falls_back_to_the_old_one(run):
     bad = run["bad"]
     assert bad["rc"] != 0, bad["out"][-3000:]          # the node is failed, after the report
     assert bad["after"]["running"].startswith(OLD)     # back on the old kernel, by itself
-    # it did try the new one: its initramfs gave up on the root disk and rebooted (panic=)
+    # it did try the new one: its (stale) initramfs gave up on the root disk and rebooted (panic=)
     assert "Rebooting automatically due to panic= boot argument" in bad["serial"], bad["serial"][-3000:]
     failed = bad["after"]["record"]["failed"]
     assert len(failed) == 1 and list(failed)[0].startswith(NEW) and \

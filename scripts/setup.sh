@@ -45,14 +45,24 @@ step apt apt_packages
 #     They need only the Debian packages above, so they build in the background
 #     from here, beside the Python venvs and the downloads below (measured on a
 #     bare machine: the VM image alone takes ~100 s); step 6 waits for them.
+# (background jobs: their PIDs in bg_pids, killed when the set-up fails; wait_bg
+# waits for some and fails when one failed)
+bg_pids=()
+trap 'kill "${bg_pids[@]}" 2>/dev/null || true' EXIT
+wait_bg() {
+  local pid
+  for pid in "$@"; do
+    wait "$pid"
+  done
+}
 images_pids=()
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
-  trap 'kill "${images_pids[@]}" 2>/dev/null || true' EXIT
   step images bash lab/images/build.sh &
   images_pids+=($!)
   step vm-image bash lab/vm/build.sh &
   images_pids+=($!)
 fi
+bg_pids+=("${images_pids[@]}")
 
 # 2. Python toolchain (rebuilt when requirements/dev.txt changes) ---------
 python_venv() {
@@ -145,12 +155,9 @@ step publish-venv publish_venv &
 side_pids+=($!)
 fetch_debs &
 side_pids+=($!)
-for pid in "${side_pids[@]}"; do
-  wait "$pid"
-done
+bg_pids+=("${side_pids[@]}")
+wait_bg "${side_pids[@]}"
 
 # 6. Wait for the lab images started in 1b (a failed build fails the set-up)
-for pid in "${images_pids[@]}"; do
-  wait "$pid"
-done
+wait_bg "${images_pids[@]}"
 trap - EXIT

@@ -236,15 +236,18 @@ def plan_once(st, release, panic_seconds, kernel_present):
 
 
 def plan_prepare(st, panic_seconds):
-    """What ``prepare`` changes: {drop_in, fallback, changed}: the drop-in, and the running kernel's entry as
-    the saved default (None when grub.cfg has none yet: ``once`` sets it after its ``update-grub``)."""
+    """What ``prepare`` changes: {drop_in, fallback, set_default, changed}: the drop-in, and the running kernel's
+    entry as the saved default (``fallback``; None when grub.cfg has none yet: ``once`` sets it after its
+    ``update-grub``), ``set_default`` that entry when it is not the saved one already (else None)."""
     drop_in = drop_in_text(panic_seconds)
     fallback = entry_for(st["entries"], st["running_release"])
     fallback = fallback["path"] if fallback else None
+    set_default = fallback if fallback is not None and st["grubenv"].get("saved_entry") != fallback else None
     return {
         "drop_in": drop_in,
         "fallback": fallback,
-        "changed": drop_in != st["drop_in"] or (fallback is not None and st["grubenv"].get("saved_entry") != fallback),
+        "set_default": set_default,
+        "changed": drop_in != st["drop_in"] or set_default is not None,
     }
 
 

@@ -149,6 +149,14 @@ def _write(module, root, path, text):
     write_files(module, [(real, text)], backup=False, mode="0644")
 
 
+def _restore_drop_in(module, root, before):
+    """Undo a drop-in write: the text it had, or no file when there was none."""
+    if before is None:
+        os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
+    else:
+        _write(module, root, kb.DROP_IN, before)
+
+
 def _once(module, runner, root, p, st, result):
     release = p["release"]
     # in check mode the kernel may be one the same run would have installed first
@@ -173,10 +181,7 @@ def _once(module, runner, root, p, st, result):
         grub.reboot_once(target)
     except (NodefixError, FileSafetyError) as exc:
         if plan["update_grub"]:  # undo: the drop-in as it was, grub.cfg regenerated from it
-            if before is None:
-                os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
-            else:
-                _write(module, root, kb.DROP_IN, before)
+            _restore_drop_in(module, root, before)
             grub.update()
         raise NodefixError("%s; the drop-in and grub.cfg were put back" % getattr(exc, "msg", exc))
     _write(module, root, kb.RECORD, _json(record))
@@ -190,16 +195,16 @@ def _prepare(module, runner, root, p, st, result):
     result["default"] = plan["fallback"] or st["grubenv"].get("saved_entry")
     if module.check_mode or not plan["changed"]:
         return
-    before = st["drop_in"]
-    _write(module, root, kb.DROP_IN, plan["drop_in"])
+    # an unchanged drop-in is not rewritten: its mtime would make grub.cfg look stale to `once`
+    wrote = plan["drop_in"] != st["drop_in"]
+    if wrote:
+        _write(module, root, kb.DROP_IN, plan["drop_in"])
     try:
-        if plan["fallback"] is not None and st["grubenv"].get("saved_entry") != plan["fallback"]:
-            kb.Grub(runner).set_default(plan["fallback"])
-    except NodefixError as exc:  # undo: the drop-in as it was
-        if before is None:
-            os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
-        else:
-            _write(module, root, kb.DROP_IN, before)
+        if plan["set_default"] is not None:
+            kb.Grub(runner).set_default(plan["set_default"])
+    except NodefixError as exc:
+        if wrote:
+            _restore_drop_in(module, root, st["drop_in"])
         raise NodefixError("%s; the drop-in was put back" % getattr(exc, "msg", exc))
 
 

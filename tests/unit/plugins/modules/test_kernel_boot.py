@@ -195,3 +195,15 @@ def test_once_regenerates_a_grub_cfg_older_than_the_drop_in(run_module, make_tre
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
                                        commands=commands, bins=BINS)
     assert not failed and result["changed"] and table.expected == [], result
+
+
+def test_prepare_leaves_an_unchanged_drop_in_alone(run_module, make_tree):
+    # the drop-in is right, only the saved default moved: set it, and do not touch the drop-in (a new mtime
+    # would make grub.cfg look stale to `once` and cost an update-grub)
+    root = node(make_tree, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    _age(root, kb.DROP_IN, 60)
+    before = os.stat(os.path.join(root, kb.DROP_IN.lstrip("/"))).st_mtime_ns
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare"},
+                                       commands=[{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0}], bins=BINS)
+    assert not failed and result["changed"] and table.expected == [], result
+    assert os.stat(os.path.join(root, kb.DROP_IN.lstrip("/"))).st_mtime_ns == before

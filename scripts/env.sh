@@ -12,6 +12,9 @@ export NODEFIX_VM_IMAGE_DIR="${NODEFIX_VM_IMAGE_DIR:-/var/cache/nodefix-k8s/lab-
 export CONTAINERS_CONF="$NODEFIX_ROOT/lab/containers.conf"
 export ANSIBLE_COLLECTIONS_PATH="$NODEFIX_COLLECTIONS:$NODEFIX_VENV/lib/python3.11/site-packages"
 export ANSIBLE_CONFIG="$NODEFIX_ROOT/ansible.cfg"
+# the lab's pipelined podman connection (lab/connection_plugins/nodefix_podman.py);
+# an environment variable so that molecule, which writes its own ansible.cfg, finds it too
+export ANSIBLE_CONNECTION_PLUGINS="$NODEFIX_ROOT/lab/connection_plugins"
 export ANSIBLE_HOME="$NODEFIX_CACHE/ansible-home"
 export ANSIBLE_LOCAL_TEMP="$NODEFIX_CACHE/ansible-tmp"
 export MOLECULE_GLOB="molecule/*/molecule.yml"

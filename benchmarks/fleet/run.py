@@ -21,7 +21,10 @@ Per run: wall seconds; controller CPU seconds (user+sys of ansible-playbook and 
 started - the podman CLI of each exec included - per node); node-side CPU seconds (the
 containers' own cgroups, cpuacct.usage, per node); the peak RSS of the largest controller
 process; the report play's time (its audit_report task). Levers, each against the default at the
-same size in the same run: pipelining, strategy free, forks. The node_audit payload (AnsiballZ
+same size in the same run: pipelining, strategy free, forks. Pipelining is measured through the
+lab's nodefix_podman connection (lab/connection_plugins: containers.podman.podman with
+`podman exec -i`): containers.podman.podman itself has pipelining off whatever ANSIBLE_PIPELINING
+says, so setting the variable alone measures nothing. The node_audit payload (AnsiballZ
 file) size is read from a node. It needs the machine to itself (one podman job at a time: it
 takes the project's lab lock). Numbers, not assertions: it checks its own result only (every
 node in the report, no node unreachable).
@@ -114,8 +117,8 @@ def cgroup_cpu(names):
     return total
 
 
-def inventory(path, names):
-    hosts = dict((n, {"ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
+def inventory(path, names, connection="containers.podman.podman"):
+    hosts = dict((n, {"ansible_connection": connection, "ansible_python_interpreter": "/usr/bin/python3",
                       "ansible_remote_tmp": "/root/.ansible/tmp", "nodefix_become": False}) for n in names)
     with open(path, "w") as fh:
         json.dump({"all": {"children": {"k8s_nodes": {"hosts": hosts}}}}, fh)
@@ -126,6 +129,8 @@ def audit(inv, names, forks, env_extra, tmp):
                ANSIBLE_CALLBACKS_ENABLED="nodefix_task_times", NODEFIX_TASK_TIMES=os.path.join(tmp, "tasks.jsonl"),
                ANSIBLE_NOCOLOR="1")
     env.update(env_extra)
+    connection = "nodefix_podman" if env_extra.get("ANSIBLE_PIPELINING") else "containers.podman.podman"
+    inventory(inv, names, connection)
     if os.path.exists(env["NODEFIX_TASK_TIMES"]):
         os.unlink(env["NODEFIX_TASK_TIMES"])
     reports = os.path.join(tmp, "reports")
@@ -211,7 +216,6 @@ def main():
                 t0 = time.time()
                 names += start_nodes(len(names), n - len(names), tar) if n > len(names) else []
                 nodes = names[:n]
-                inventory(inv, nodes)
                 print("%d nodes up in %.0f s" % (n, time.time() - t0), flush=True)
                 if n in sizes:
                     runs.append(audit(inv, nodes, args.forks, {}, tmp))

@@ -52,7 +52,7 @@ NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "un
 STATE = "/var/lib/nodefix-lab/mount_units/expect.json"
 MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
-CONNECTION = {"ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
+CONNECTION = {"ansible_connection": "nodefix_podman", "ansible_python_interpreter": "/usr/bin/python3",
               "ansible_remote_tmp": "/root/.ansible/tmp"}
 
 

@@ -38,7 +38,7 @@ def role_run(work, name, budget=None):
     extra = {"results_file": str(results), "mount_units_batch_size": BATCH, "mount_units_list_limit": 5,
              "mount_units_max_seconds": budget or 0, "ansible_python_interpreter": "/usr/bin/python3"}
     rc, out = run_logged("budget-lab-" + name, [
-        "ansible-playbook", "-i", "%s," % NAME, "-c", "containers.podman.podman", "-e", json.dumps(extra),
+        "ansible-playbook", "-i", "%s," % NAME, "-c", "nodefix_podman", "-e", json.dumps(extra),
         os.path.join(ROOT, "tests", "integration", "playbooks", "mount_units_budget.yml")], timeout=900)
     assert_ok("budget-lab-" + name, rc, out)
     return json.loads(results.read_text()), out

@@ -12,7 +12,8 @@ of every lab and molecule run. That plugin disables pipelining because
 `podman exec` per module (measured: 10 `command` tasks 10.9 s -> 4.2 s).
 Nothing else changes: the same container, user, mount-based file transfer.
 The modules under test run exactly as they do over SSH with pipelining
-(ansible.cfg's `pipelining`), which is how most fleets run them.
+(the lab's VM nodes have `ansible_pipelining: true`), which is how most
+fleets run them.
 Selected by `ansible_connection: nodefix_podman` (lab/inventory/lab.yml,
 .config/molecule/config.yml); found through ANSIBLE_CONNECTION_PLUGINS
 (scripts/env.sh) or ansible.cfg's `connection_plugins`.

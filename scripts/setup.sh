@@ -25,7 +25,8 @@ step() {
 
 # 1. Debian packages -------------------------------------------------------
 APT_PACKAGES=(podman runc mmdebstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl
-              qemu-system-x86 qemu-utils e2fsprogs openssh-client systemd ovmf mtools dosfstools fdisk)
+              qemu-system-x86 qemu-utils e2fsprogs openssh-client systemd ovmf mtools dosfstools fdisk
+              dnf rpm createrepo-c grub-common)
 apt_packages() {
   missing=()
   for p in "${APT_PACKAGES[@]}"; do

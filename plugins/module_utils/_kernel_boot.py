@@ -34,8 +34,10 @@ clears before booting it. So:
    ``/var/lib/nodefix-k8s/kernel-boot.json`` (the reboot detector no longer
    counts it as a reason to reboot) and never tried again by itself.
 
-Debian and Ubuntu (``update-grub``, ``grub-reboot``); EL's ``grub2-*`` with BLS
-entries is not handled: the module says so.
+Debian and Ubuntu (``update-grub``, ``grub-reboot``). EL 8+ and Fedora list their
+kernels as Boot Loader Specification entries instead: the same steps there are in
+``_kernel_boot_bls`` (no drop-in and no ``grub.cfg`` regeneration; ``panic=`` on
+the new kernel's entry; ``saved_entry``/``next_entry`` through ``grub2-editenv``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -47,7 +49,9 @@ import os
 import re
 import time
 
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import node_path, resolve_target
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
 GRUB_CFG = "/boot/grub/grub.cfg"
@@ -148,10 +152,15 @@ def read_record(root):
 def state(root="/"):
     """Everything the boot plan reads: the running kernel, grub.cfg's entries, grubenv, the drop-in, the record."""
     cfg = read_text(root_path(root, GRUB_CFG))
+    if cfg is None and bls.is_bls(root):
+        return bls_state(root)
     if cfg is None:
-        raise NodefixError("%s is missing: this node does not boot through GRUB 2 as Debian and Ubuntu install it "
-                           "(EL's grub2 with BLS entries is not handled by nodefix.k8s.kernel_boot yet)" % GRUB_CFG)
+        raise NodefixError("%s is missing and there is no %s with /boot/grub2: this node does not boot through GRUB 2 "
+                           "as Debian and Ubuntu (grub.cfg) or EL and Fedora (BLS entries) install it"
+                           % (GRUB_CFG, bls.BLS_DIR))
     return {
+        "flavour": "grub",
+        "source": GRUB_CFG,
         "running_release": read_running_release(root),
         "entries": parse_grub_cfg(cfg),
         "grubenv": read_grubenv(read_text(root_path(root, GRUBENV))),
@@ -160,6 +169,28 @@ def state(root="/"):
         # grub.cfg older than the drop-in: written before it, without its settings
         "cfg_stale": _mtime(root, GRUB_CFG) < (_mtime(root, DROP_IN) or 0),
     }
+
+
+def bls_state(root):
+    """``state`` of an EL/Fedora node: BLS entries, ``/boot/grub2/grubenv`` (symlink followed), GRUB_DEFAULT."""
+    grubenv = resolve_target(root, node_path(root, bls.GRUBENV), what=bls.GRUBENV)
+    return {
+        "flavour": "bls",
+        "source": bls.BLS_DIR,
+        "running_release": read_running_release(root),
+        "entries": bls.read_entries(root),
+        "grubenv": read_grubenv(read_text(grubenv)),
+        "grubenv_path": grubenv,
+        "grub_default": bls.grub_default(root),
+        "drop_in": None,
+        "record": read_record(root),
+        "cfg_stale": False,
+    }
+
+
+def tools(runner, st):
+    """The commands that set ``saved_entry``/``next_entry`` on this node's flavour of GRUB 2."""
+    return bls.Grub2(runner, st["grubenv_path"]) if st["flavour"] == "bls" else Grub(runner)
 
 
 def _mtime(root, path):
@@ -202,16 +233,14 @@ class Grub(object):
                         msg="grub-editenv unset next_entry failed")
 
 
-def _entry_path(entries, release, what):
+def _entry_path(entries, release, what, source=GRUB_CFG):
     entry = entry_for(entries, release)
     if entry is None:
-        raise NodefixError("no GRUB entry in %s boots %s (%s)" % (GRUB_CFG, release, what))
+        raise NodefixError("no GRUB entry in %s boots %s (%s)" % (source, release, what))
     return entry["path"]
 
 
-def plan_once(st, release, panic_seconds, kernel_present):
-    """What ``once`` changes: {drop_in, update_grub, fallback, target, changed} (entry paths as grub.cfg has
-    them now: None for one only ``update-grub`` will add)."""
+def _check_once(st, release, kernel_present):
     running = st["running_release"]
     if not kernel_present:
         raise NodefixError("kernel %s is not installed (/boot/vmlinuz-%s is missing): install it first" % (release, release))
@@ -221,6 +250,13 @@ def plan_once(st, release, panic_seconds, kernel_present):
         raise NodefixError("kernel %s failed to boot on this node before (%s, %s): it is not tried again; remove its "
                            "entry from %s to try once more" % (release, st["record"]["failed"][release].get("at"),
                                                                RECORD, RECORD))
+
+
+def plan_once(st, release, panic_seconds, kernel_present):
+    """What ``once`` changes: {drop_in, update_grub, fallback, target, changed} (entry paths as grub.cfg has
+    them now: None for one only ``update-grub`` will add)."""
+    _check_once(st, release, kernel_present)
+    running = st["running_release"]
     drop_in = drop_in_text(panic_seconds)
     fallback = entry_for(st["entries"], running)
     target = entry_for(st["entries"], release)
@@ -235,11 +271,40 @@ def plan_once(st, release, panic_seconds, kernel_present):
     }
 
 
+def plan_once_bls(st, root, release, panic_seconds, kernel_present):
+    """What ``once`` changes on a BLS node: {entry_file, entry_before, entry_after, panic, fallback, target,
+    changed}; ``entry_after`` is the new kernel's entry with ``panic=N`` (None: no ``options`` line to add it to)."""
+    _check_once(st, release, kernel_present)
+    bls.check_saved(st["grub_default"])
+    fallback = _entry_path(st["entries"], st["running_release"], "the running kernel: it would be the fallback",
+                           bls.BLS_DIR)
+    target = entry_for(st["entries"], release)
+    if target is None:
+        raise NodefixError("no BLS entry in %s boots %s: the kernel package's kernel-install did not write one "
+                           "(kernel-install add %s /lib/modules/%s/vmlinuz writes it)"
+                           % (bls.BLS_DIR, release, release, release))
+    before = read_text(root_path(root, target["file"])) or ""
+    after = bls.with_panic(before, panic_seconds)
+    env = st["grubenv"]
+    return {
+        "entry_file": target["file"],
+        "entry_before": before,
+        "entry_after": after if after is not None else before,
+        "panic": after is not None and bool(panic_seconds),
+        "fallback": fallback,
+        "target": target["path"],
+        "changed": bool((after is not None and after != before) or env.get("saved_entry") != fallback
+                        or env.get("next_entry") != target["path"]),
+    }
+
+
 def plan_prepare(st, panic_seconds):
     """What ``prepare`` changes: {drop_in, fallback, set_default, changed}: the drop-in, and the running kernel's
     entry as the saved default (``fallback``; None when grub.cfg has none yet: ``once`` sets it after its
     ``update-grub``), ``set_default`` that entry when it is not the saved one already (else None)."""
-    drop_in = drop_in_text(panic_seconds)
+    if st["flavour"] == "bls":
+        bls.check_saved(st["grub_default"])
+    drop_in = drop_in_text(panic_seconds) if st["flavour"] == "grub" else None  # BLS: no drop-in
     fallback = entry_for(st["entries"], st["running_release"])
     fallback = fallback["path"] if fallback else None
     set_default = fallback if fallback is not None and st["grubenv"].get("saved_entry") != fallback else None

@@ -5,9 +5,9 @@
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore). Its API may change without notice.
-"""Which kernel package would fix this node, from its own package sources (apt).
+"""Which kernel package would fix this node, from its own package sources (apt or dnf).
 
-A kernel is installed through the distribution's meta-package - Debian's
+Debian and Ubuntu (apt): a kernel is installed through the distribution's meta-package - Debian's
 ``linux-image-<arch>`` (``linux-image-amd64``; bookworm-backports carries a
 newer one), Ubuntu's ``linux-generic`` or an HWE flavour
 (``linux-generic-hwe-22.04``) - or a package the user pins. The meta-package's
@@ -17,6 +17,13 @@ whose name after ``linux-image-`` is the release ``uname -r`` will print
 drained, the plan says which release would be installed and refuses a package
 or version the sources do not have, or a kernel that would still be below the
 minimum.
+
+EL and Fedora (dnf): the ``kernel`` package (or ELRepo's ``kernel-ml``/``kernel-lt``,
+or one the user pins) requires ``kernel-core-uname-r = RELEASE`` and its core package
+provides ``kernel-uname-r = RELEASE`` - RELEASE is what ``uname -r`` prints
+(``5.14.0-427.13.1.el9_4.x86_64``); ``dnf repoquery --requires``/``--provides`` read
+it, as dnf resolves it. Kernels are install-only packages there: a new one is
+installed beside the running one, never over it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +35,11 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+_RPM_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9A-Za-z._+~^]+-[0-9A-Za-z._+~^]+$")
+_RPM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+.-]*$")
+_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+_UNAME_R = re.compile(r"^kernel[A-Za-z0-9_+-]*-uname-r\s*=\s*(\S+)$")
+_EL_IDS = ("rhel", "centos", "fedora", "rocky", "almalinux", "ol", "amzn")
 _VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+$")
 _RELEASE_OF = re.compile(r"^linux-image-(\d+\.\d+[0-9A-Za-z.+_~-]*)$")
 _UNSIGNED = re.compile(r"-unsigned$")
@@ -35,8 +47,23 @@ _UNSIGNED = re.compile(r"-unsigned$")
 _POLICY_VERSION = re.compile(r"^ (?:\*\*\*|   ) (\S+) -?\d+$")
 
 
-def check_input(name, version, default_release):
-    """NodefixError naming the first argument that cannot be a Debian package name, version or release."""
+def check_input(name, version, default_release, family="debian", enablerepo=()):
+    """NodefixError naming the first argument that cannot be a package name, version, release or repository
+    of this node's family (``debian``: apt; ``el``: dnf)."""
+    if family == "el":
+        if name is not None and not _RPM_NAME_RE.match(name):
+            raise NodefixError("package %r is not an RPM package name" % name)
+        if version is not None and not _RPM_VERSION_RE.match(version):
+            raise NodefixError("version %r is not an RPM version ([EPOCH:]VERSION-RELEASE)" % version)
+        if default_release is not None:
+            raise NodefixError("default_release is apt's (apt-get -t); this node uses dnf: name the repository "
+                               "with enablerepo instead")
+        for repo in enablerepo:
+            if not _REPO_RE.match(repo):
+                raise NodefixError("enablerepo %r is not a repository id (e.g. elrepo-kernel)" % repo)
+        return
+    if enablerepo:
+        raise NodefixError("enablerepo is dnf's; this node uses apt: name the release with default_release instead")
     if name is not None and not _NAME_RE.match(name):
         raise NodefixError("package %r is not a Debian package name" % name)
     if version is not None and not _VERSION_RE.match(version):
@@ -45,17 +72,34 @@ def check_input(name, version, default_release):
         raise NodefixError("default_release %r is not a release name (e.g. bookworm-backports)" % default_release)
 
 
-def default_package(root, arch):
-    """The distribution's kernel meta-package for this node."""
+def _os_ids(root):
     os_release = read_text(root_path(root, "/etc/os-release")) or ""
     ids = dict(line.split("=", 1) for line in os_release.splitlines() if "=" in line)
-    distro = ids.get("ID", "").strip('"')
+    return ids.get("ID", "").strip('"'), ids.get("ID_LIKE", "").strip('"').split()
+
+
+def family(root):
+    """``debian`` (apt), ``el`` (dnf) or None, from the node's ``/etc/os-release``."""
+    distro, like = _os_ids(root)
+    if distro in ("debian", "ubuntu") or "debian" in like or "ubuntu" in like:
+        return "debian"
+    if distro in _EL_IDS or any(i in like for i in ("rhel", "fedora", "centos")):
+        return "el"
+    return None
+
+
+def default_package(root, arch):
+    """The distribution's kernel meta-package for this node."""
+    distro, like = _os_ids(root)
+    fam = family(root)
     if distro == "ubuntu":
         return "linux-generic"
-    if distro == "debian" or "debian" in ids.get("ID_LIKE", ""):
+    if fam == "debian":
         return "linux-image-%s" % arch
-    raise NodefixError("no default kernel package for %r nodes: set the package (EL's dnf kernel upgrade is not "
-                       "handled by nodefix.k8s.kernel_package yet)" % (distro or "unknown"))
+    if fam == "el":
+        return "kernel"
+    raise NodefixError("no default kernel package for %r nodes (ID_LIKE %r): set the package"
+                       % (distro or "unknown", " ".join(like)))
 
 
 def parse_policy(text):
@@ -131,25 +175,89 @@ class Apt(object):
                 "-o", "Dpkg::Options::=--force-confold"] + self._opts() + ["%s=%s" % (name, version)]
         return self.runner.run(argv, msg="apt-get install %s=%s failed" % (name, version))
 
+    def release(self, name, version):
+        """The kernel release ``name=version`` installs (None: not a kernel package)."""
+        return release_of(name, field(self.show(name, version), "Depends"))
+
+
+def _evr(version):
+    """An RPM version as dnf prints ``%{evr}``: no ``0:`` epoch."""
+    return version[2:] if version.startswith("0:") else version
+
+
+def uname_r(lines):
+    """The release a ``kernel*-uname-r = RELEASE`` line of dnf repoquery's --requires/--provides names."""
+    for line in lines.splitlines():
+        m = _UNAME_R.match(line.strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+class Dnf(object):
+    """dnf repoquery / dnf install through the collection's Runner; ``root`` other than / is dnf's
+    ``--installroot`` (a node's tree mounted elsewhere)."""
+
+    def __init__(self, runner, enablerepo=(), root="/"):
+        self.runner = runner
+        self.enablerepo = list(enablerepo or ())
+        self.root = root
+
+    def _argv(self, *args):
+        argv = [self.runner.bin("dnf", required=True), "-q"]
+        if self.root not in ("/", "", None):
+            argv += ["--installroot=%s" % self.root, "--setopt=reposdir=%s" % root_path(self.root, "/etc/yum.repos.d")]
+        return argv + ["--enablerepo=%s" % r for r in self.enablerepo] + list(args)
+
+    def update(self):
+        self.runner.run(self._argv("makecache"),
+                        msg="dnf makecache failed: the repository metadata could not be refreshed")
+
+    def _query(self, *args):
+        _rc, out, _err = self.runner.run(self._argv("repoquery", *args), msg="dnf repoquery %s failed" % " ".join(args))
+        return out
+
+    def policy(self, name):
+        """(newest installed, candidate, [available versions]) as apt's policy reads them; ``--latest-limit``
+        compares versions as rpm does."""
+        installed = self._query("--installed", "--latest-limit", "1", "--qf", "%{evr}", name).split()
+        candidate = self._query("--available", "--latest-limit", "1", "--qf", "%{evr}", name).split()
+        versions = self._query("--available", "--showduplicates", "--qf", "%{evr}", name).split()
+        versions = sorted(set(versions), key=versions.index)  # dnf's order (by text, not by version)
+        return (installed[-1] if installed else None), (candidate[-1] if candidate else None), versions
+
+    def release(self, name, version):
+        spec = "%s-%s" % (name, _evr(version))
+        return uname_r(self._query("--requires", spec)) or uname_r(self._query("--provides", spec))
+
+    def install(self, name, version):
+        spec = "%s-%s" % (name, _evr(version))
+        return self.runner.run(self._argv("install", "-y", spec), msg="dnf install %s failed" % spec)
+
 
 def plan(apt, name, version=None, min_release=None, below=None):
     """{package, version, release, installed_version}: what installing ``name`` would bring; NodefixError when
     the sources do not have it, or its kernel would still be below ``min_release`` (``below(release)``)."""
     installed, candidate, versions = apt.policy(name)
     if not versions and candidate is None:
+        if isinstance(apt, Dnf):
+            raise NodefixError("package %s is not in this node's enabled repositories (dnf repoquery --available %s: "
+                               "nothing; enable the repository that has it with enablerepo)" % (name, name))
         raise NodefixError("package %s is not in this node's package sources (apt-cache policy %s: no candidate; "
                            "run apt-get update, or add the source that has it)" % (name, name))
+    if version is not None and isinstance(apt, Dnf):
+        version = _evr(version)
     want = version or candidate
     if want is None:
         raise NodefixError("package %s has no installable candidate (versions known: %s)" % (name, ", ".join(versions)))
     if version is not None and version not in versions:
         raise NodefixError("package %s has no version %s in this node's sources (available: %s)"
                            % (name, version, ", ".join(versions) or "none"))
-    stanza = apt.show(name, want)
-    release = release_of(name, field(stanza, "Depends"))
+    release = apt.release(name, want)
     if release is None:
-        raise NodefixError("package %s %s installs no kernel image (no linux-image-<release> in its name or "
-                           "Depends): not a kernel package" % (name, want))
+        raise NodefixError("package %s %s installs no kernel image (%s): not a kernel package" % (
+            name, want, "no kernel-uname-r in its Requires or Provides" if isinstance(apt, Dnf)
+            else "no linux-image-<release> in its name or Depends"))
     if min_release and below is not None and below(release):
         raise NodefixError("package %s %s installs kernel %s, still below the minimum %s: it would not fix the node"
                            % (name, want, release, min_release))

@@ -30,8 +30,18 @@ description:
     detector of M(nodefix.k8s.node_audit) no longer counts it as a reason to reboot, and V(once) refuses it), and a
     C(next_entry) left over is cleared.
   - V(query) reads the entries, C(grubenv) and the record.
-  - Debian and Ubuntu nodes (GRUB 2 with C(update-grub), C(grub-reboot), C(grub-set-default)). EL's BLS entries
-    are not handled - the module fails saying so.
+  - Debian and Ubuntu nodes (GRUB 2 with C(update-grub), C(grub-reboot), C(grub-set-default)).
+  - EL 8+ and Fedora nodes, whose kernels are Boot Loader Specification entries (C(/boot/loader/entries/<id>.conf),
+    written by C(kernel-install) when the kernel package is installed; GRUB's entry id is the file name without
+    C(.conf)), work the same way without the drop-in and without regenerating C(grub.cfg) - C(GRUB_DEFAULT=saved)
+    must be set in C(/etc/default/grub) already (EL's default; the module fails naming it otherwise, before writing
+    anything); V(once) adds C(panic=N) to the new kernel's entry only (its C(options) line, kept with a backup; an
+    entry with a C(panic=) keeps it) and writes C(saved_entry) and C(next_entry) with
+    C(grub2-editenv /boot/grub2/grubenv set), what C(grub2-set-default) and C(grub2-reboot) do (a C(grubenv)
+    symlink into the EFI system partition, EL 8 with UEFI, is followed).
+  - On EL the kernel package's own C(kernel-install) makes the new kernel the default when
+    C(/etc/sysconfig/kernel) says C(UPDATEDEFAULT=yes) (EL's default); V(once), run right after the install,
+    makes the running kernel the default again - between the two tasks the new kernel is the default.
 author:
   - nodefix.k8s developers (@nodefix)
 options:
@@ -45,8 +55,8 @@ options:
     description: The new kernel's release (V(6.12.95+deb12-amd64)); required for V(once) and V(confirm).
     type: str
   panic_seconds:
-    description: The C(panic=N) the drop-in adds to the kernel command line (V(0), none - a kernel that cannot boot
-      then waits until the node is power-cycled).
+    description: The C(panic=N) the drop-in adds to the kernel command line - on EL and Fedora, to the new kernel's BLS
+      entry (V(0), none - a kernel that cannot boot then waits until the node is power-cycled).
     type: int
     default: 10
 extends_documentation_fragment:
@@ -57,14 +67,17 @@ attributes:
   check_mode:
     details: Reads and plans; runs no GRUB command and writes nothing (C(changed) says whether it would).
   diff_mode:
-    details: The drop-in and the record before and after.
+    details: The drop-in (on EL and Fedora, the new kernel's BLS entry) and the record before and after.
   platform:
-    details: Debian and Ubuntu nodes booting through GRUB 2.
+    details: Debian and Ubuntu nodes booting through GRUB 2; EL 8+ and Fedora nodes booting BLS entries through GRUB 2.
 seealso:
   - module: nodefix.k8s.kernel_package
   - name: GNU GRUB manual
     description: The environment block, C(GRUB_DEFAULT=saved), C(grub-reboot) and C(grub-set-default).
     link: https://www.gnu.org/software/grub/manual/grub/grub.html
+  - name: Boot Loader Specification
+    description: The entry files EL 8+ and Fedora list their kernels in.
+    link: https://uapi-group.org/specifications/specs/boot_loader_specification/
 """
 
 EXAMPLES = r"""
@@ -82,6 +95,11 @@ EXAMPLES = r"""
     state: confirm
     release: 6.12.95+deb12-amd64
   register: boot
+
+- name: The same on an EL node (BLS entries; GRUB_DEFAULT=saved is EL's default)
+  nodefix.k8s.kernel_boot:
+    state: once
+    release: 5.14.0-503.11.1.el9_5.x86_64
 """
 
 RETURN = r"""
@@ -112,7 +130,7 @@ next_entry:
   returned: always
   type: str
 entries:
-  description: GRUB's boot entries (C(title), C(path), C(release), C(recovery)).
+  description: GRUB's boot entries (C(title), C(id), C(path), C(release), C(recovery); on EL and Fedora C(file), the BLS entry).
   returned: always
   type: list
   elements: dict
@@ -141,12 +159,14 @@ def _json(data):
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def _write(module, root, path, text):
+def _write(module, root, path, text, edit=False, backup=True):
+    """Write a file of the module's own (mode 0644, no backup) or, ``edit``, one the node has (a BLS entry:
+    its mode and owner kept, a pruned ``backup`` - ``*.conf.<pid>.<time>~``, which GRUB does not read)."""
     real = resolve_target(root, node_path(root, path), what=path)
     parent = os.path.dirname(real)
     if not os.path.isdir(parent):
         os.makedirs(parent, 0o755)
-    write_files(module, [(real, text)], backup=False, mode="0644")
+    write_files(module, [(real, text)], backup=edit and backup, mode=None if edit else "0644")
 
 
 def _restore_drop_in(module, root, before):
@@ -157,10 +177,39 @@ def _restore_drop_in(module, root, before):
         _write(module, root, kb.DROP_IN, before)
 
 
+def _once_bls(module, runner, root, p, st, result, present):
+    """``once`` on an EL/Fedora node: panic= on the new kernel's BLS entry, saved_entry, next_entry."""
+    release = p["release"]
+    plan = kb.plan_once_bls(st, root, release, p["panic_seconds"], present)
+    record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
+    result["changed"] = plan["changed"]
+    result["diff"] = [file_diff(plan["entry_file"], plan["entry_before"], plan["entry_after"])]
+    result.update(default=plan["fallback"], next_entry=plan["target"])
+    if not plan["panic"] and p["panic_seconds"]:
+        module.warn("%s has no options line: panic=%d was not added - a kernel that cannot mount its root file system "
+                    "waits until the node is power-cycled" % (plan["entry_file"], p["panic_seconds"]))
+    if module.check_mode or not plan["changed"]:
+        return
+    wrote = plan["entry_after"] != plan["entry_before"]
+    grub = kb.tools(runner, st)
+    try:
+        if wrote:
+            _write(module, root, plan["entry_file"], plan["entry_after"], edit=True)
+        grub.set_default(plan["fallback"])
+        grub.reboot_once(plan["target"])
+    except (NodefixError, FileSafetyError) as exc:
+        if wrote:
+            _write(module, root, plan["entry_file"], plan["entry_before"], edit=True, backup=False)
+        raise NodefixError("%s; %s was put back" % (getattr(exc, "msg", exc), plan["entry_file"]))
+    _write(module, root, kb.RECORD, _json(record))
+
+
 def _once(module, runner, root, p, st, result):
     release = p["release"]
     # in check mode the kernel may be one the same run would have installed first
     present = os.path.exists(root_path(root, "/boot/vmlinuz-" + release)) or module.check_mode
+    if st["flavour"] == "bls":
+        return _once_bls(module, runner, root, p, st, result, present)
     plan = kb.plan_once(st, release, p["panic_seconds"], present)
     record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
     result["changed"] = plan["changed"]
@@ -191,17 +240,18 @@ def _once(module, runner, root, p, st, result):
 def _prepare(module, runner, root, p, st, result):
     plan = kb.plan_prepare(st, p["panic_seconds"])
     result["changed"] = plan["changed"]
-    result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
+    if plan["drop_in"] is not None:
+        result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
     result["default"] = plan["fallback"] or st["grubenv"].get("saved_entry")
     if module.check_mode or not plan["changed"]:
         return
     # an unchanged drop-in is not rewritten: its mtime would make grub.cfg look stale to `once`
-    wrote = plan["drop_in"] != st["drop_in"]
+    wrote = plan["drop_in"] is not None and plan["drop_in"] != st["drop_in"]
     if wrote:
         _write(module, root, kb.DROP_IN, plan["drop_in"])
     try:
         if plan["set_default"] is not None:
-            kb.Grub(runner).set_default(plan["set_default"])
+            kb.tools(runner, st).set_default(plan["set_default"])
     except NodefixError as exc:
         if wrote:
             _restore_drop_in(module, root, st["drop_in"])
@@ -213,16 +263,20 @@ def _confirm(module, runner, root, p, st, result):
     running = st["running_release"]
     record = dict(st["record"], pending=None)
     env = st["grubenv"]
-    grub = kb.Grub(runner)
+    grub = kb.tools(runner, st)
     booted = running == release
     result.update(booted=booted, fell_back=not booted)
     if booted:
-        target = kb._entry_path(st["entries"], release, "the kernel running")
-        record["booted"] = dict(record["booted"], **{release: {"at": kb.stamp()}})
+        target = kb._entry_path(st["entries"], release, "the kernel running", st["source"])
+        # a release confirmed before keeps its first time: a second confirm changes nothing
+        record["booted"] = dict(record["booted"], **{release: record["booted"].get(release) or {"at": kb.stamp()}})
         todo = env.get("saved_entry") != target
         result["default"] = target
     else:
-        record["failed"] = dict(record["failed"], **{release: {"at": kb.stamp(), "came_back_on": running}})
+        failed = record["failed"].get(release)
+        if not failed or failed.get("came_back_on") != running:
+            failed = {"at": kb.stamp(), "came_back_on": running}
+        record["failed"] = dict(record["failed"], **{release: failed})
         todo = bool(env.get("next_entry"))
         result["default"] = env.get("saved_entry")
     new = _json(record)

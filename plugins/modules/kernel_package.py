@@ -14,15 +14,19 @@ module: kernel_package
 short_description: Plan and install a kernel that carries the fixes, from the node's own package sources
 version_added: 1.1.0
 description:
-  - V(query) works out, from the node's apt sources, which kernel release installing O(name) (or its pinned
-    O(version)) would bring - the meta-package's candidate depends on the versioned image
-    C(linux-image-<release>) - and fails, naming the problem, when the sources do not have the package or the
+  - V(query) works out, from the node's apt sources or dnf repositories, which kernel release installing O(name) (or
+    its pinned O(version)) would bring - on Debian and Ubuntu the meta-package's candidate depends on the versioned
+    image C(linux-image-<release>); on EL and Fedora the C(kernel) package requires C(kernel-core-uname-r = <release>)
+    (read with C(dnf repoquery --requires), then C(--provides)) - and fails, naming the problem, when the sources do not have the package or the
     version, when it installs no kernel image, or when its kernel would still be below O(min_release). Nothing is
     installed; run it before a node is drained.
-  - V(present) installs it (C(apt-get install NAME=VERSION), non-interactive, keeping changed configuration files)
-    and reports the release now in C(/boot). A release already installed changes nothing.
+  - V(present) installs it (C(apt-get install NAME=VERSION), non-interactive, keeping changed configuration files;
+    C(dnf install -y NAME-VERSION), beside the running kernel - kernels are install-only packages there) and reports
+    the release now in C(/boot). A release already installed changes nothing.
   - A kernel that failed to boot on this node before (recorded by M(nodefix.k8s.kernel_boot)) is refused too.
-  - Debian and Ubuntu nodes (apt). EL's dnf is not handled - the module fails saying so.
+  - The package manager follows the node's C(/etc/os-release) - Debian and Ubuntu (apt), EL and Fedora (dnf);
+    another family fails saying so. With O(root) other than C(/), dnf works on that tree (C(--installroot), the
+    tree's own C(/etc/yum.repos.d)); apt does not (its commands read the running system's sources).
 author:
   - nodefix.k8s developers (@nodefix)
 options:
@@ -34,18 +38,26 @@ options:
   name:
     description:
       - The package. Default, the distribution's meta-package - Debian C(linux-image-<arch>), Ubuntu
-        C(linux-generic) (an HWE flavour such as V(linux-generic-hwe-22.04) when given).
+        C(linux-generic) (an HWE flavour such as V(linux-generic-hwe-22.04) when given), EL and Fedora C(kernel)
+        (ELRepo's V(kernel-ml) or V(kernel-lt) when given, with O(enablerepo)).
     type: str
   version:
-    description: A pinned version of O(name) (default, apt's candidate).
+    description: A pinned version of O(name) (default, the candidate) - Debian's V(6.12.95-1~bpo12+1), RPM's
+      C([EPOCH:]VERSION-RELEASE) such as V(5.14.0-427.13.1.el9_4).
     type: str
   default_release:
     description: The release apt prefers (C(apt-get -t)), for example V(bookworm-backports) - backports are not
-      installed otherwise.
+      installed otherwise. apt only.
     type: str
+  enablerepo:
+    description: Repositories dnf enables for the query and the install (C(dnf --enablerepo)), for example
+      V(elrepo-kernel) for ELRepo's C(kernel-ml). dnf only.
+    type: list
+    elements: str
+    default: []
   update_cache:
     description:
-      - Refresh the package lists (C(apt-get update)) before planning - a node's lists may be weeks old, or (cloud
+      - Refresh the package lists (C(apt-get update); C(dnf makecache)) before planning - a node's lists may be weeks old, or (cloud
         images) empty. It changes no installed software; skipped in check mode.
     type: bool
     default: false
@@ -64,7 +76,7 @@ attributes:
     support: none
     details: A package installation has no file diff; RV(release) and RV(version) say what is installed.
   platform:
-    details: Debian and Ubuntu nodes (apt).
+    details: Debian and Ubuntu nodes (apt); EL and Fedora nodes (dnf).
 seealso:
   - module: nodefix.k8s.kernel_boot
   - module: nodefix.k8s.kernel_check
@@ -83,6 +95,12 @@ EXAMPLES = r"""
     name: "{{ kernel_plan.package }}"
     version: "{{ kernel_plan.version }}"
     default_release: bookworm-backports
+
+- name: An EL node - ELRepo's mainline kernel, at least 6.12
+  nodefix.k8s.kernel_package:
+    name: kernel-ml
+    enablerepo: [elrepo-kernel]
+    min_release: "6.12"
 """
 
 RETURN = r"""
@@ -96,13 +114,20 @@ version:
   returned: always
   type: str
   sample: 6.12.95-1~bpo12+1
+manager:
+  description: The package manager used, from the node's C(/etc/os-release).
+  returned: always
+  type: str
+  choices: [apt, dnf]
+  sample: apt
 release:
   description: The kernel release it installs (what C(uname -r) prints once booted).
   returned: always
   type: str
   sample: 6.12.95+deb12-amd64
 installed_version:
-  description: The package's version installed before the module ran (null when none).
+  description: The package's version installed before the module ran (null when none; dnf, where kernels are
+    installed side by side, the newest).
   returned: always
   type: str
 kernel_installed:
@@ -130,6 +155,17 @@ def below(min_release):
     return _below
 
 
+def manager_family(runner, root):
+    """``debian`` (apt) or ``el`` (dnf): the node's os-release first, then whichever tool the node has."""
+    family = kp.family(root)
+    if family is None:
+        family = "debian" if runner.bin("apt-cache") else "el" if runner.bin("dnf") else None
+    if family is None:
+        raise NodefixError("neither apt-cache nor dnf was found and /etc/os-release names no Debian or EL family: "
+                           "nodefix.k8s.kernel_package handles apt (Debian, Ubuntu) and dnf (EL, Fedora) nodes")
+    return family
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -137,6 +173,7 @@ def main():
             name=dict(type="str"),
             version=dict(type="str"),
             default_release=dict(type="str"),
+            enablerepo=dict(type="list", elements="str", default=[]),
             min_release=dict(type="str"),
             update_cache=dict(type="bool", default=False),
             root=dict(type="path", default="/"),
@@ -146,21 +183,24 @@ def main():
     p = module.params
     runner = Runner(module)
     try:
-        kp.check_input(p["name"], p["version"], p["default_release"])
+        family = manager_family(runner, p["root"])
+        kp.check_input(p["name"], p["version"], p["default_release"], family, p["enablerepo"])
         errors = _kernel.option_errors({"min_release": p["min_release"]})
         if errors:
             raise NodefixError(errors[0])
         name = p["name"]
-        if name is None:
-            if runner.bin("apt-cache") is None:
-                raise NodefixError("apt-cache was not found: nodefix.k8s.kernel_package handles Debian and Ubuntu "
-                                   "nodes (EL's dnf is not handled yet)")
-            _rc, arch, _err = runner.run([runner.bin("dpkg", required=True), "--print-architecture"])
-            name = kp.default_package(p["root"], arch.strip())
-        apt = kp.Apt(runner, p["default_release"])
+        if family == "el":
+            pm = kp.Dnf(runner, p["enablerepo"], p["root"])
+            name = name or kp.default_package(p["root"], None)
+        else:
+            if name is None:
+                _rc, arch, _err = runner.run([runner.bin("dpkg", required=True), "--print-architecture"])
+                name = kp.default_package(p["root"], arch.strip())
+            pm = kp.Apt(runner, p["default_release"])
         if p["update_cache"] and not module.check_mode:
-            apt.update()
-        result = kp.plan(apt, name, p["version"], p["min_release"], below(p["min_release"]))
+            pm.update()
+        result = kp.plan(pm, name, p["version"], p["min_release"], below(p["min_release"]))
+        result["manager"] = "dnf" if family == "el" else "apt"
         failed = kb.read_record(p["root"])["failed"]
         if result["release"] in failed:
             raise NodefixError("kernel %s (%s %s) failed to boot on this node before (%s, came back on %s): it is not "
@@ -172,11 +212,11 @@ def main():
         present = os.path.exists(vmlinuz)
         changed = p["state"] == "present" and not present
         if changed and not module.check_mode:
-            apt.install(result["package"], result["version"])
+            pm.install(result["package"], result["version"])
             present = os.path.exists(vmlinuz)
             if not present:
-                raise NodefixError("apt-get installed %s %s but %s is not there: the package did not install kernel "
-                                   "%s" % (result["package"], result["version"], vmlinuz, result["release"]))
+                raise NodefixError("%s installed %s %s but %s is not there: the package did not install kernel "
+                                   "%s" % (result["manager"], result["package"], result["version"], vmlinuz, result["release"]))
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=changed, kernel_installed=present, **result)

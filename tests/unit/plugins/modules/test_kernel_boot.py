@@ -207,3 +207,20 @@ def test_prepare_leaves_an_unchanged_drop_in_alone(run_module, make_tree):
                                        commands=[{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0}], bins=BINS)
     assert not failed and result["changed"] and table.expected == [], result
     assert os.stat(os.path.join(root, kb.DROP_IN.lstrip("/"))).st_mtime_ns == before
+
+
+def test_confirm_again_changes_nothing(run_module, make_tree, monkeypatch):
+    """A second confirm keeps the record's first time (no 'changed' from a new time stamp)."""
+    clock = iter(range(1000))
+    monkeypatch.setattr(kb, "stamp", lambda: "2026-11-26T00:00:%02dZ" % next(clock))  # every call a new second
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    for running, grub in ((NEW, [{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}]), (OLD, [])):
+        root = node(make_tree, running=running, grubenv=env)
+        result, failed, _t = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
+                                        commands=grub, bins=BINS)
+        assert not failed and result["changed"], result
+        with open(os.path.join(root, kb.GRUBENV.lstrip("/")), "w") as fh:
+            fh.write("# GRUB Environment Block\nsaved_entry=%s\n" % (NEW_PATH if running == NEW else OLD_PATH))
+        again, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
+                                          commands=[], bins=BINS)
+        assert not failed and not again["changed"] and table.calls == [] and again["record"] == result["record"]

@@ -128,3 +128,60 @@ def test_update_cache_refreshes_the_lists_first_but_not_in_check_mode(run_module
     result, failed, _t = run_module(kernel_package, {"root": root, "name": "linux-image-amd64", "update_cache": True},
                                     commands=[broken], bins=BINS)
     assert failed and "apt-get update failed" in result["msg"] and result["rc"] == 100
+
+
+# EL 9 with dnf: repoquery's real output shapes (dnf 4.14 against a repository of EL-shaped kernel packages)
+DNF = {"dnf": "/usr/bin/dnf"}
+REQUIRES = "kernel-core-uname-r = 5.14.0-503.11.1.el9_5.x86_64\nkernel-modules-uname-r = 5.14.0-503.11.1.el9_5.x86_64\n"
+EL9 = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.5"\n'
+
+
+def dnf_cmds(installed="", *extra):
+    q = [DNF["dnf"], "-q", "repoquery"]
+    return [{"argv": q + ["--installed", "--latest-limit", "1", "--qf", "%{evr}", "kernel"], "rc": 0, "out": installed},
+            {"argv": q + ["--available", "--latest-limit", "1", "--qf", "%{evr}", "kernel"], "rc": 0,
+             "out": "5.14.0-503.11.1.el9_5\n"},
+            {"argv": q + ["--available", "--showduplicates", "--qf", "%{evr}", "kernel"], "rc": 0,
+             "out": "5.14.0-427.13.1.el9_4\n5.14.0-503.11.1.el9_5\n"},
+            {"argv": q + ["--requires", "kernel-5.14.0-503.11.1.el9_5"], "rc": 0, "out": REQUIRES}] + list(extra)
+
+
+def test_el_family_default_package_and_uname_r():
+    assert kp.uname_r(REQUIRES) == "5.14.0-503.11.1.el9_5.x86_64"
+    assert kp.uname_r("kernel-ml-core-uname-r = 6.12.1-1.el9.elrepo.x86_64\n") == "6.12.1-1.el9.elrepo.x86_64"
+    assert kp.uname_r("kernel-core = 5.14.0\nkmod\n") is None
+    kp.check_input("kernel-ml", "1:6.12.1-1.el9.elrepo", None, "el", ["elrepo-kernel"])
+
+
+def test_el_node_plans_and_installs_with_dnf(run_module, make_tree, tmp_path):
+    root = make_tree({"/etc/os-release": EL9, "/boot": None})
+    # the root is not "/": dnf works on the tree (--installroot, its own repos)
+    argv_root = ["--installroot=%s" % root, "--setopt=reposdir=%s/etc/yum.repos.d" % root]
+
+    def rooted(cmds):
+        return [dict(c, argv=c["argv"][:2] + argv_root + c["argv"][2:]) for c in cmds]
+    result, failed, table = run_module(kernel_package, {"root": root, "min_release": "5.14"},
+                                       commands=rooted(dnf_cmds("5.14.0-427.13.1.el9_4\n")), bins=DNF)
+    assert not failed and (result["manager"], result["package"], result["release"]) == (
+        "dnf", "kernel", "5.14.0-503.11.1.el9_5.x86_64"), result
+    assert result["installed_version"] == "5.14.0-427.13.1.el9_4" and table.expected == []
+    install = {"argv": [DNF["dnf"], "-q"] + argv_root + ["install", "-y", "kernel-5.14.0-503.11.1.el9_5"], "rc": 1,
+               "out": "", "err": "Error: Unable to find a match"}
+    result, failed, table = run_module(kernel_package, {"root": root, "state": "present"},
+                                       commands=rooted(dnf_cmds()) + [install], bins=DNF)
+    assert failed and result["msg"] == "dnf install kernel-5.14.0-503.11.1.el9_5 failed" and result["rc"] == 1
+
+
+def test_el_bad_input_names_the_manager(run_module, make_tree):
+    root = make_tree({"/etc/os-release": EL9, "/boot": None})
+    for args, words in (({"default_release": "bookworm-backports"}, "default_release is apt's"),
+                        ({"version": "5.14 0"}, "is not an RPM version"),
+                        ({"enablerepo": ["a b"]}, "is not a repository id")):
+        result, failed, table = run_module(kernel_package, dict(args, root=root), bins=DNF)
+        assert failed and words in result["msg"] and table.calls == [], result
+    deb = make_tree({"/etc/os-release": "ID=debian\n", "/boot": None})
+    result, failed, _t = run_module(kernel_package, {"root": deb, "enablerepo": ["elrepo-kernel"]}, bins=BINS)
+    assert failed and "enablerepo is dnf's" in result["msg"]
+    other = make_tree({"/etc/os-release": "ID=alpine\n", "/boot": None})
+    result, failed, _t = run_module(kernel_package, {"root": other}, bins={})
+    assert failed and "neither apt-cache nor dnf was found" in result["msg"]

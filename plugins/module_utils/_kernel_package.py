@@ -220,9 +220,10 @@ class Dnf(object):
     def policy(self, name):
         """(newest installed, candidate, [available versions]) as apt's policy reads them; ``--latest-limit``
         compares versions as rpm does."""
-        installed = self._query("--installed", "--latest-limit", "1", "--qf", "%{evr}", name).split()
-        candidate = self._query("--available", "--latest-limit", "1", "--qf", "%{evr}", name).split()
-        versions = self._query("--available", "--showduplicates", "--qf", "%{evr}", name).split()
+        # "\n": dnf5's --qf adds no newline (dnf4 adds one more: a blank line, which split() drops)
+        installed = self._query("--installed", "--latest-limit", "1", "--qf", "%{evr}\\n", name).split()
+        candidate = self._query("--available", "--latest-limit", "1", "--qf", "%{evr}\\n", name).split()
+        versions = self._query("--available", "--showduplicates", "--qf", "%{evr}\\n", name).split()
         versions = sorted(set(versions), key=versions.index)  # dnf's order (by text, not by version)
         return (installed[-1] if installed else None), (candidate[-1] if candidate else None), versions
 

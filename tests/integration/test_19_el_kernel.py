@@ -48,7 +48,16 @@ TEST DOUBLE of EL's kernel meta-package.
 mkdir -p %%{buildroot}/boot/loader/entries %%{buildroot}/lib/modules/%%{kver}
 echo not-a-kernel > %%{buildroot}/lib/modules/%%{kver}/vmlinuz
 cp %%{buildroot}/lib/modules/%%{kver}/vmlinuz %%{buildroot}/boot/vmlinuz-%%{kver}
-printf 'title Red Hat Enterprise Linux (%%s) 9.4 (Plow)\nversion %%s\nlinux /vmlinuz-%%s\ninitrd /initramfs-%%s.img\noptions root=/dev/mapper/rhel-root ro crashkernel=1G-4G:192M\ngrub_users $grub_users\ngrub_arg --unrestricted\ngrub_class rhel\n' %%{kver} %%{kver} %%{kver} %%{kver} > %%{buildroot}/boot/loader/entries/%(mid)s-%%{kver}.conf
+cat > %%{buildroot}/boot/loader/entries/%(mid)s-%%{kver}.conf <<EOF
+title Red Hat Enterprise Linux (%%{kver}) 9.4 (Plow)
+version %%{kver}
+linux /vmlinuz-%%{kver}
+initrd /initramfs-%%{kver}.img
+options root=/dev/mapper/rhel-root ro crashkernel=1G-4G:192M
+grub_users \$grub_users
+grub_arg --unrestricted
+grub_class rhel
+EOF
 %%files
 %(core_files)s
 """
@@ -113,9 +122,9 @@ def node(tmp_path, repo):
 
 
 def module(node, mod, label, check=False, **args):
-    argv = ["ansible", "localhost", "-c", "local", "-e", "ansible_python_interpreter=%s" % os.path.join(
-        ROOT, ".venv", "bin", "python"), "--diff", "-m", "nodefix.k8s." + mod, "-a",
-            json.dumps(dict(args, root=node["root"]))] + (["--check"] if check else [])
+    python = os.path.join(ROOT, ".venv", "bin", "python")
+    argv = ["ansible", "localhost", "-c", "local", "-e", "ansible_python_interpreter=%s" % python, "--diff",
+            "-m", "nodefix.k8s." + mod, "-a", json.dumps(dict(args, root=node["root"]))] + (["--check"] if check else [])
     rc, out = run_logged("el-kernel-%s" % label, argv, timeout=300, env={"PATH": node["path"]})
     result = yaml.safe_load(out.split("=>", 1)[1]) if "=>" in out else {}
     return rc, result, out
@@ -130,7 +139,7 @@ def grubenv(node):
 def installed(node):
     """The kernels rpm's database in the tree holds (Debian's rpm keeps it at ~/.rpmdb: /root/.rpmdb there)."""
     out = subprocess.run(["rpm", "--root", node["root"], "-qa", "--qf", "%{NAME}-%{VERSION}-%{RELEASE}\n"],
-                         capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True).stdout
     return sorted(out.split())
 
 

@@ -138,10 +138,10 @@ EL9 = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID=
 
 def dnf_cmds(installed="", *extra):
     q = [DNF["dnf"], "-q", "repoquery"]
-    return [{"argv": q + ["--installed", "--latest-limit", "1", "--qf", "%{evr}", "kernel"], "rc": 0, "out": installed},
-            {"argv": q + ["--available", "--latest-limit", "1", "--qf", "%{evr}", "kernel"], "rc": 0,
+    return [{"argv": q + ["--installed", "--latest-limit", "1", "--qf", "%{evr}\\n", "kernel"], "rc": 0, "out": installed},
+            {"argv": q + ["--available", "--latest-limit", "1", "--qf", "%{evr}\\n", "kernel"], "rc": 0,
              "out": "5.14.0-503.11.1.el9_5\n"},
-            {"argv": q + ["--available", "--showduplicates", "--qf", "%{evr}", "kernel"], "rc": 0,
+            {"argv": q + ["--available", "--showduplicates", "--qf", "%{evr}\\n", "kernel"], "rc": 0,
              "out": "5.14.0-427.13.1.el9_4\n5.14.0-503.11.1.el9_5\n"},
             {"argv": q + ["--requires", "kernel-5.14.0-503.11.1.el9_5"], "rc": 0, "out": REQUIRES}] + list(extra)
 

@@ -164,8 +164,12 @@ def audit(inv, names, forks, env_extra, tmp):
             "nodes_per_minute": round(60.0 * len(names) / wall, 1)}
 
 
-def payload_size(name, inv):
-    env = dict(os.environ, ANSIBLE_KEEP_REMOTE_FILES="1")
+def payload_size(name, tmp):
+    """The AnsiballZ file of node_audit as it lands on a node: its own inventory through
+    containers.podman.podman (no pipelining, so the file is written and KEEP_REMOTE_FILES keeps it)."""
+    inv = os.path.join(tmp, "payload-inventory.json")
+    inventory(inv, [name], "containers.podman.podman")
+    env = dict(os.environ, ANSIBLE_KEEP_REMOTE_FILES="1", ANSIBLE_PIPELINING="0")
     subprocess.run(["ansible", "-i", inv, name, "-m", "nodefix.k8s.node_audit"], env=env, capture_output=True,
                    check=False)
     out = subprocess.run(["podman", "exec", name, "sh", "-c",
@@ -233,7 +237,7 @@ def main():
                             print(line(runs[-1]), flush=True)
                         runs.append(audit(inv, nodes, args.forks, extra, tmp))
                         print(line(runs[-1]), flush=True)
-            payload = payload_size(names[0], inv) if names else None
+            payload = payload_size(names[0], tmp) if names else None
             print("node_audit payload (AnsiballZ): %s bytes" % payload)
         finally:
             stop_nodes()

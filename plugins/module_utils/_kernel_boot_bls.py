@@ -134,9 +134,6 @@ class Grub2(object):
         self.runner.run([tool, self.grubenv] + list(args), msg="grub2-editenv %s %s failed" % (
             self.grubenv, " ".join(args)))
 
-    def update(self):
-        raise NodefixError("BLS entries need no grub.cfg regeneration")  # never planned: see plan_once_bls
-
     def set_default(self, path):
         self._editenv("set", "saved_entry=%s" % path)
 

@@ -78,9 +78,7 @@ def _os_ids(root):
     return ids.get("ID", "").strip('"'), ids.get("ID_LIKE", "").strip('"').split()
 
 
-def family(root):
-    """``debian`` (apt), ``el`` (dnf) or None, from the node's ``/etc/os-release``."""
-    distro, like = _os_ids(root)
+def _family(distro, like):
     if distro in ("debian", "ubuntu") or "debian" in like or "ubuntu" in like:
         return "debian"
     if distro in _EL_IDS or any(i in like for i in ("rhel", "fedora", "centos")):
@@ -88,10 +86,15 @@ def family(root):
     return None
 
 
+def family(root):
+    """``debian`` (apt), ``el`` (dnf) or None, from the node's ``/etc/os-release``."""
+    return _family(*_os_ids(root))
+
+
 def default_package(root, arch):
     """The distribution's kernel meta-package for this node."""
     distro, like = _os_ids(root)
-    fam = family(root)
+    fam = _family(distro, like)
     if distro == "ubuntu":
         return "linux-generic"
     if fam == "debian":
@@ -146,6 +149,11 @@ def field(stanza, key):
 class Apt(object):
     """apt-cache / apt-get through the collection's Runner."""
 
+    # what plan() says when the sources lack the package, or it installs no kernel
+    NOT_FOUND = ("package %s is not in this node's package sources (apt-cache policy %s: no candidate; run apt-get "
+                 "update, or add the source that has it)")
+    NOT_KERNEL = "no linux-image-<release> in its name or Depends"
+
     def __init__(self, runner, default_release=None):
         self.runner = runner
         self.default_release = default_release
@@ -179,6 +187,10 @@ class Apt(object):
         """The kernel release ``name=version`` installs (None: not a kernel package)."""
         return release_of(name, field(self.show(name, version), "Depends"))
 
+    @staticmethod
+    def normalise(version):
+        return version
+
 
 def _evr(version):
     """An RPM version as dnf prints ``%{evr}``: no ``0:`` epoch."""
@@ -197,6 +209,10 @@ def uname_r(lines):
 class Dnf(object):
     """dnf repoquery / dnf install through the collection's Runner; ``root`` other than / is dnf's
     ``--installroot`` (a node's tree mounted elsewhere)."""
+
+    NOT_FOUND = ("package %s is not in this node's enabled repositories (dnf repoquery --available %s: nothing; "
+                 "enable the repository that has it with enablerepo)")
+    NOT_KERNEL = "no kernel-uname-r in its Requires or Provides"
 
     def __init__(self, runner, enablerepo=(), root="/"):
         self.runner = runner
@@ -231,34 +247,32 @@ class Dnf(object):
         spec = "%s-%s" % (name, _evr(version))
         return uname_r(self._query("--requires", spec)) or uname_r(self._query("--provides", spec))
 
+    normalise = staticmethod(_evr)
+
     def install(self, name, version):
         spec = "%s-%s" % (name, _evr(version))
         return self.runner.run(self._argv("install", "-y", spec), msg="dnf install %s failed" % spec)
 
 
-def plan(apt, name, version=None, min_release=None, below=None):
-    """{package, version, release, installed_version}: what installing ``name`` would bring; NodefixError when
-    the sources do not have it, or its kernel would still be below ``min_release`` (``below(release)``)."""
-    installed, candidate, versions = apt.policy(name)
+def plan(pm, name, version=None, min_release=None, below=None):
+    """{package, version, release, installed_version}: what installing ``name`` would bring through the package
+    manager ``pm`` (``Apt`` or ``Dnf``); NodefixError when the sources do not have it, or its kernel would still be
+    below ``min_release`` (``below(release)``)."""
+    installed, candidate, versions = pm.policy(name)
     if not versions and candidate is None:
-        if isinstance(apt, Dnf):
-            raise NodefixError("package %s is not in this node's enabled repositories (dnf repoquery --available %s: "
-                               "nothing; enable the repository that has it with enablerepo)" % (name, name))
-        raise NodefixError("package %s is not in this node's package sources (apt-cache policy %s: no candidate; "
-                           "run apt-get update, or add the source that has it)" % (name, name))
-    if version is not None and isinstance(apt, Dnf):
-        version = _evr(version)
+        raise NodefixError(pm.NOT_FOUND % (name, name))
+    if version is not None:
+        version = pm.normalise(version)
     want = version or candidate
     if want is None:
         raise NodefixError("package %s has no installable candidate (versions known: %s)" % (name, ", ".join(versions)))
     if version is not None and version not in versions:
         raise NodefixError("package %s has no version %s in this node's sources (available: %s)"
                            % (name, version, ", ".join(versions) or "none"))
-    release = apt.release(name, want)
+    release = pm.release(name, want)
     if release is None:
-        raise NodefixError("package %s %s installs no kernel image (%s): not a kernel package" % (
-            name, want, "no kernel-uname-r in its Requires or Provides" if isinstance(apt, Dnf)
-            else "no linux-image-<release> in its name or Depends"))
+        raise NodefixError("package %s %s installs no kernel image (%s): not a kernel package"
+                           % (name, want, pm.NOT_KERNEL))
     if min_release and below is not None and below(release):
         raise NodefixError("package %s %s installs kernel %s, still below the minimum %s: it would not fix the node"
                            % (name, want, release, min_release))

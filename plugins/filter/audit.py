@@ -11,7 +11,9 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import findings_at_or_above as _at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config as _monitor_config
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import reasons_after as _reasons_after
 
 
 def audit_results(hostvars, hosts, name="nodefix_audit", not_run=None):
@@ -62,7 +64,15 @@ def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout
     return _monitor_config(plugin_path, config_path, invoke_interval=invoke_interval, timeout=timeout, source=source)
 
 
+def reboot_reasons_after(audit, reasons):
+    """The reboot's reasons still open, and those whose detector could not run (``_reboot.reasons_after``)."""
+    try:
+        return _reasons_after(audit, reasons)
+    except NodefixError as exc:
+        raise AnsibleFilterError("reboot_reasons_after: %s" % exc.msg)
+
+
 class FilterModule(object):
     def filters(self):
         return {"audit_results": audit_results, "findings_at_or_above": findings_at_or_above,
-                "npd_monitor_config": npd_monitor_config}
+                "npd_monitor_config": npd_monitor_config, "reboot_reasons_after": reboot_reasons_after}

@@ -240,3 +240,31 @@ def file_diff(path, before, after):
         "before_header": "%s (before)" % path,
         "after_header": "%s (after)" % path,
     }
+
+
+# What no report format can carry as is: C0 controls but tab and newline (invalid in XML 1.0,
+# terminal escapes in Markdown and text), DEL, lone surrogates (not encodable as UTF-8) and the
+# XML non-characters. A pod controls its process name, so a finding's subject can hold any of them.
+_UNPRINTABLE = re.compile(u"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+MAX_DEPTH = 32
+
+
+def _escape_char(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
+def printable(value, depth=0):
+    """``value`` with every string made safe for every format (unprintable characters written as
+    ``\\xNN``/``\\uNNNN``) and nesting cut at MAX_DEPTH levels (deeper values become a string saying
+    so): JSON, XML, HTML, Markdown and the Prometheus text stay valid whatever a node reported."""
+    if isinstance(value, str):
+        return _UNPRINTABLE.sub(_escape_char, value)
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        return "(nested more than %d levels deep: left out)" % MAX_DEPTH
+    if isinstance(value, dict):
+        return dict((printable(k, depth + 1) if isinstance(k, str) else k, printable(v, depth + 1))
+                    for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [printable(v, depth + 1) for v in value]
+    return value

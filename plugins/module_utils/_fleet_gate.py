@@ -13,6 +13,9 @@ the fleet so far. Ansible's keyword is per play, and a play is one slice: with A
 slicing or ansible-runner on several hosts each slice only sees its own failures, so each
 slice records its hosts and the ones that failed so far in ``<dir>/<slice>/rollout.json``
 (the shared directory the merge step reads) and judges the fleet from every slice's record.
+Every record carries the rollout's id (the same for every slice of one rollout): a record of
+another rollout - a stale one in a reused directory, a foreign one - is ignored and named,
+never counted.
 
 Pure functions over plain data; the fleet_gate module reads and writes the files.
 """
@@ -44,14 +47,19 @@ def check_record(name, record):
         raise GateInputError("slice %s: failed hosts %s are not among its hosts" % (name, ", ".join(stray)))
 
 
-def record(slice_name, hosts, failed, updated):
+def record(slice_name, hosts, failed, updated, rollout=None):
     """This slice's record (what other slices read)."""
+    if rollout is not None and (not isinstance(rollout, str) or not rollout.strip()):
+        raise GateInputError("rollout must be a non-empty id shared by every slice of the rollout, got %r" % (rollout,))
     if not SLICE_NAME.match(slice_name or ""):
         raise GateInputError("slice must be a plain name (letters, digits, '_', '.', '-'), got %r" % slice_name)
     stray = sorted(set(failed) - set(hosts))
     if stray:
         raise GateInputError("failed hosts %s are not among the slice's hosts" % ", ".join(stray))
-    return {"slice": slice_name, "hosts": sorted(set(hosts)), "failed": sorted(set(failed)), "updated": updated}
+    own = {"slice": slice_name, "hosts": sorted(set(hosts)), "failed": sorted(set(failed)), "updated": updated}
+    if rollout is not None:
+        own["rollout"] = rollout
+    return own
 
 
 def batch_verdict(previous_batch, failed, max_fail_percentage):
@@ -66,8 +74,23 @@ def batch_verdict(previous_batch, failed, max_fail_percentage):
                   "the rollout stops before its next batch" % (max_fail_percentage, len(lost), len(batch), ", ".join(lost)))
 
 
-def verdict(records, max_fail_percentage, fleet_size=None):
-    """The fleet over every slice's record: {size, nodes_failed, failed_hosts, share, stop, msg, slices}.
+def belongs(records, rollout):
+    """(records of this rollout, [{slice, rollout}] of the others - ignored). Without a rollout id
+    (an unsliced run) every record belongs."""
+    mine, others = {}, []
+    for name in sorted(records):
+        rec = records[name]
+        if not isinstance(rec, dict):
+            raise GateInputError("slice %s: the record must be a JSON object" % name)
+        if rollout is not None and rec.get("rollout") != rollout:
+            others.append({"slice": name, "rollout": rec.get("rollout")})
+            continue
+        mine[name] = rec
+    return mine, others
+
+
+def verdict(records, max_fail_percentage, fleet_size=None, rollout=None):
+    """The fleet over every slice's record: {size, nodes_failed, failed_hosts, share, stop, msg, slices, ignored}.
 
     ``records``: {slice: record}. ``fleet_size``: the number of hosts the fleet run covers;
     unset, the hosts of the slices that have recorded so far (a slice that has not started
@@ -76,6 +99,7 @@ def verdict(records, max_fail_percentage, fleet_size=None):
     """
     if not isinstance(max_fail_percentage, int) or not 0 <= max_fail_percentage <= 100:
         raise GateInputError("max_fail_percentage must be a whole number from 0 to 100, got %r" % (max_fail_percentage,))
+    records, ignored = belongs(records, rollout)
     owner = {}
     failed = set()
     for name in sorted(records):
@@ -108,4 +132,5 @@ def verdict(records, max_fail_percentage, fleet_size=None):
         "msg": msg,
         "slices": [{"slice": n, "hosts": len(records[n]["hosts"]), "failed": len(records[n]["failed"]),
                     "updated": records[n].get("updated")} for n in sorted(records)],
+        "ignored": ignored,
     }

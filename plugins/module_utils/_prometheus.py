@@ -42,7 +42,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, printable
 
 HELP = {
     "nodefix_finding": "An open nodefix.k8s finding (1); the series goes away when the finding is fixed.",
@@ -60,7 +60,7 @@ MAX_LABEL = 200
 
 def escape(value):
     """A label value as the text format wants it (backslash, double quote and newline escaped)."""
-    text = "" if value is None else str(value)
+    text = printable("" if value is None else str(value))
     if len(text) > MAX_LABEL:
         text = text[:MAX_LABEL - 3] + "..."
     return text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")

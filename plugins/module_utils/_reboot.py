@@ -169,3 +169,27 @@ def check(runner, root="/"):
         raise exc
     out["findings"] = findings
     return out
+
+
+def reasons_after(audit, reasons):
+    """Which of the reboot's ``reasons`` ({id, check, ...}) are still there in ``audit`` (node_audit's
+    result read after the boot): {"open": ids the detectors reported again, "unchecked": checks that
+    could not run (an error, an ``audit.check_failed`` finding, or absent)}. A reason is gone only
+    when its detector ran and did not report it: a detector that could not look proves nothing."""
+    if not isinstance(audit, dict):
+        raise NodefixError("the audit after the reboot is not a node_audit result: %s" % type(audit).__name__)
+    if not isinstance(reasons, (list, tuple)) or not all(isinstance(r, dict) and r.get("id") for r in reasons):
+        raise NodefixError("the reboot's reasons must be a list of {id, check}, got %r" % (reasons,))
+    checks = audit.get("checks") if isinstance(audit.get("checks"), dict) else {}
+    findings = [f for f in audit.get("findings") or [] if isinstance(f, dict)]
+    failed = set(f.get("subject") for f in findings if f.get("id") == "audit.check_failed")
+    ran = set(name for name, out in checks.items()
+              if isinstance(out, dict) and "error" not in out and name not in failed)
+    ids = [r["id"] for r in reasons]
+    wanted = []
+    for reason in reasons:
+        name = reason.get("check") or reason["id"].split(".", 1)[0]
+        if name not in wanted:
+            wanted.append(name)
+    return {"open": sorted(set(f.get("id") for f in findings if f.get("id") in ids)),
+            "unchecked": [name for name in wanted if name not in ran]}

@@ -11,9 +11,10 @@ kured (https://kured.dev/docs/configuration/) holds a reboot while any of
 these says no, and so does the ``reboot_gate`` module:
 
 - a reboot window: days of the week, a start and an end time, a time zone
-  (``--reboot-days``, ``--start-time``, ``--end-time``, ``--time-zone``). An
-  end before the start wraps past midnight; the day is the day of "now" in
-  that zone, as kured's time window has it;
+  (``--reboot-days``, ``--start-time``, ``--end-time``, ``--time-zone``), in
+  kured's spellings. An end before the start wraps past midnight, the window
+  belonging to the day it opened on; across daylight saving time it lasts the
+  elapsed time its start and end say (``Window``);
 - blocking pods: a label selector (``--blocking-pod-selector``); a node
   running a pod it selects is not rebooted now;
 - blocking alerts: a Prometheus server (``--prometheus-url``) whose firing
@@ -42,9 +43,18 @@ import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
 
-DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-_TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?$")
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index: Python's weekday()
 MANAGED_BY = "nodefix.k8s"
+
+# kured's day spellings (pkg/timewindow/days.go): two letters, three letters, the full name, any
+# case; or a number 0-6, Sunday first (Go's time.Weekday).
+_DAY_NAMES = dict((spelling, index) for index, names in enumerate((
+    ("mo", "mon", "monday"), ("tu", "tue", "tuesday"), ("we", "wed", "wednesday"), ("th", "thu", "thursday"),
+    ("fr", "fri", "friday"), ("sa", "sat", "saturday"), ("su", "sun", "sunday"))) for spelling in names)
+# kured's time spellings (pkg/timewindow/timewindow.go parseTime): 15:04, 15:04:05, 03:04pm, 15,
+# 03pm, 3pm (Go's reference time); am/pm in any case here.
+_TIME_24 = re.compile(r"^([01]?\d|2[0-3])(?::([0-5]\d)(?::([0-5]\d))?)?$")
+_TIME_12 = re.compile(r"^(0?[1-9]|1[0-2])(?::([0-5]\d))?\s?([ap]m)$", re.IGNORECASE)
 
 
 def _utc(value):
@@ -52,7 +62,7 @@ def _utc(value):
 
 
 def zone(name):
-    """A tzinfo for an IANA name (``Europe/Berlin``) or ``UTC``; NodefixError when unknown."""
+    """A tzinfo for an IANA name (``Europe/Berlin``) or ``UTC``; NodefixError for anything else."""
     if name in (None, "", "UTC", "utc", "Etc/UTC"):
         return datetime.timezone.utc
     try:
@@ -60,51 +70,95 @@ def zone(name):
     except ImportError:  # pragma: no cover - the controller runs Python >= 3.10
         raise NodefixError("time zone %r needs Python >= 3.9 (zoneinfo) on the controller; use UTC" % name)
     try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-        raise NodefixError("time zone %r is not an IANA time zone (e.g. Europe/Berlin, UTC): %s" % (name, exc))
+        return zoneinfo.ZoneInfo(str(name))
+    # ZoneInfoNotFoundError, ValueError (a malformed key), IsADirectoryError ("Europe"), other
+    # OSErrors and a corrupt TZif file: whatever it is, no time zone by that name
+    except Exception as exc:  # pylint: disable=broad-except
+        raise NodefixError("time zone %r is not an IANA time zone (e.g. Europe/Berlin, UTC): %s: %s"
+                           % (name, type(exc).__name__, exc))
 
 
-def _clock(text, what):
-    m = _TIME_RE.match(str(text or "").strip())
-    if not m:
-        raise NodefixError("%s %r is not a time of day (HH:MM or HH:MM:SS, 24-hour)" % (what, text))
-    return datetime.time(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+def parse_day(text):
+    """Python's weekday (0 = Monday) of a kured day spelling; NodefixError for anything else."""
+    key = str(text).strip().lower()
+    if re.match(r"^0*[0-6]$", key):
+        return (int(key) - 1) % 7  # kured's numbers count from Sunday
+    if key not in _DAY_NAMES:
+        raise NodefixError("window day %r is not a day of the week (kured's spellings: su mo tu we th fr sa, "
+                           "sun ... sat, sunday ... saturday in any case, or 0-6 with 0 for Sunday)" % (text,))
+    return _DAY_NAMES[key]
+
+
+def parse_time(text, what):
+    """A datetime.time of a kured time spelling (``15:04``, ``15:04:05``, ``15``, ``3pm``, ``03pm``,
+    ``03:04pm``); NodefixError for anything else."""
+    raw = str(text if text is not None else "").strip()
+    m = _TIME_24.match(raw)
+    if m:
+        return datetime.time(int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0))
+    m = _TIME_12.match(raw)
+    if m:
+        hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "pm" else 0)
+        return datetime.time(hour, int(m.group(2) or 0))
+    raise NodefixError("%s %r is not a time of day (kured's spellings: 15:04, 15:04:05, 15, 3pm, 03pm, 03:04pm)"
+                       % (what, text))
 
 
 class Window(object):
-    """A weekly reboot window (days, start, end, time zone)."""
+    """A weekly reboot window (days, start, end, time zone).
+
+    What it means across daylight saving time: the window opens on each chosen day at the first
+    instant the zone's wall clock shows the start time (when the clocks skip that time - spring
+    forward - at the instant they jump past it) and stays open for the elapsed time between start
+    and end on an ordinary day (end inclusive, to the second; an end before the start wraps past
+    midnight, and the window belongs to the day it opened on). So 02:00-02:30 Europe/Berlin is open
+    30 minutes on the autumn day (not 62: the repeated hour does not reopen it) and 03:00-03:30
+    CEST on the spring day (02:00-02:30 does not exist then): never longer or shorter than its
+    operator wrote. kured builds start and end on "now"'s day with Go's time.Date
+    (pkg/timewindow/timewindow.go Contains), which picks one of the two instants of a repeated
+    time without saying which, and does not wrap past midnight.
+    """
 
     def __init__(self, days=None, start="00:00", end="23:59:59", time_zone="UTC"):
-        days = list(days if days is not None else DAYS)
-        if not days:
+        if days is None:
+            days = list(DAYS)
+        # kured's --reboot-days is a comma-separated flag: "mo,tu" as one item is two days
+        spellings = [part for day in days for part in str(day).split(",") if part.strip()]
+        if not spellings:
             raise NodefixError("window days is empty: no day would ever allow a reboot (omit it for every day)")
-        self.days = []
-        for day in days:
-            key = str(day).strip().lower()[:3]
-            if key not in DAYS or not str(day).strip().lower().startswith(key):
-                raise NodefixError("window day %r is not a day of the week (mon, tue, ... sun)" % (day,))
-            if key not in self.days:
-                self.days.append(key)
-        self.start = _clock(start, "window start")
-        self.end = _clock(end, "window end")
+        indices = set(parse_day(day) for day in spellings)
+        self.days = [DAYS[i] for i in sorted(indices)]
+        self.start = parse_time(start, "window start")
+        self.end = parse_time(end, "window end")
         if self.start == self.end:
-            raise NodefixError("window start and end are both %s: an empty window" % start)
+            raise NodefixError("window start and end are both %s: an empty window" % self.start)
         self.time_zone = time_zone or "UTC"
         self.tz = zone(self.time_zone)
+        span = (datetime.datetime.combine(datetime.date(2000, 1, 1), self.end)
+                - datetime.datetime.combine(datetime.date(2000, 1, 1), self.start))
+        self.duration = span if span > datetime.timedelta(0) else span + datetime.timedelta(days=1)
+
+    def opening(self, day):
+        """The UTC instant the window opens on local date ``day`` (PEP 495 fold=0: in a gap, the
+        offset before the transition - the instant the clocks jump past the start)."""
+        local = datetime.datetime.combine(day, self.start).replace(tzinfo=self.tz, fold=0)
+        return local.astimezone(datetime.timezone.utc)
 
     def contains(self, now):
         """Whether ``now`` (an aware or UTC datetime) is inside the window."""
-        local = _utc(now).astimezone(self.tz)
-        if DAYS[local.weekday()] not in self.days:
-            return False
-        t = local.time().replace(microsecond=0)
-        if self.start < self.end:
-            return self.start <= t <= self.end
-        return t >= self.start or t <= self.end  # wraps past midnight
+        now = _utc(now).astimezone(datetime.timezone.utc).replace(microsecond=0)
+        today = now.astimezone(self.tz).date()
+        for back in (0, 1):  # the window of today, or one opened yesterday that wraps past midnight
+            day = today - datetime.timedelta(days=back)
+            if DAYS[day.weekday()] not in self.days:
+                continue
+            opens = self.opening(day)
+            if opens <= now <= opens + self.duration:
+                return True
+        return False
 
     def describe(self):
-        days = ",".join(d for d in DAYS if d in self.days)
+        days = ",".join(self.days)
         return "%s %s-%s %s" % (days if len(self.days) < 7 else "every day", self.start.strftime("%H:%M:%S"),
                                 self.end.strftime("%H:%M:%S"), self.time_zone)
 
@@ -119,16 +173,49 @@ def alert_filter(pattern):
         raise NodefixError("alert_filter_regexp %r is not a regular expression: %s" % (pattern, exc))
 
 
+# The states GET /api/v1/alerts gives an alert (Prometheus' web/api/v1 Alert: "pending" or
+# "firing"; "inactive" is a rule's state, accepted as not holding).
+ALERT_STATES = ("firing", "pending", "inactive")
+
+
+class MalformedAnswer(NodefixError):
+    """An answer that is not what the API documents: it holds the reboot (never "no alerts")."""
+
+
+def _alert_name(alert, index):
+    """The alert's name, or MalformedAnswer naming what is wrong with it."""
+    if not isinstance(alert, dict):
+        raise MalformedAnswer("alert %d is %s, not an object" % (index, type(alert).__name__))
+    labels = alert.get("labels")
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise MalformedAnswer("alert %d has no labels object of strings: %s" % (index, json.dumps(labels)[:120]))
+    name = labels.get("alertname")
+    if not name:
+        raise MalformedAnswer("alert %d has no alertname label" % index)
+    if alert.get("state") not in ALERT_STATES:
+        raise MalformedAnswer("alert %s has state %s (expected one of %s)"
+                              % (name, json.dumps(alert.get("state"))[:40], ", ".join(ALERT_STATES)))
+    return name
+
+
 def blocking_alerts(body, filter_re=None, firing_only=True):
-    """Names of the alerts in a Prometheus ``/api/v1/alerts`` answer that hold a reboot, sorted."""
-    if not isinstance(body, dict) or body.get("status") != "success" or not isinstance(body.get("data"), dict):
-        raise NodefixError("Prometheus answered /api/v1/alerts without a success status: %s"
-                           % json.dumps(body)[:300])
+    """Names of the alerts in a Prometheus ``/api/v1/alerts`` answer that hold a reboot, sorted.
+
+    Only a well-formed, complete answer can say "none": ``status`` success, ``data.alerts`` a list
+    of alerts each with string labels, an ``alertname`` and a known ``state``, and no ``warnings``
+    (a Thanos or Cortex querier answers success with warnings when a rule source was unreachable:
+    its list is partial). Anything else raises MalformedAnswer, which holds the reboot."""
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise MalformedAnswer("the answer has no success status: %s" % _short(body))
+    if body.get("warnings"):
+        raise MalformedAnswer("the answer is partial (warnings: %s)" % _short(body["warnings"]))
+    data = body.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("alerts"), list):
+        raise MalformedAnswer("the answer has no list of alerts in data.alerts: %s" % _short(data))
     names = set()
-    for alert in body["data"].get("alerts") or []:
-        labels = alert.get("labels") or {}
-        name = labels.get("alertname") or "?"
-        if firing_only and alert.get("state") != "firing":
+    for index, alert in enumerate(data["alerts"]):
+        name = _alert_name(alert, index)
+        if alert["state"] == "inactive" or (firing_only and alert["state"] != "firing"):
             continue
         if filter_re is not None and filter_re.search(name):
             continue
@@ -136,18 +223,30 @@ def blocking_alerts(body, filter_re=None, firing_only=True):
     return sorted(names)
 
 
+def _short(value, limit=200):
+    """``value`` as JSON, cut short: a hostile or huge answer cannot flood the report."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(type(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def fetch_alerts(open_url, url, timeout):
-    """``GET <url>/api/v1/alerts`` through ``open_url`` (Ansible's); the decoded JSON."""
+    """``GET <url>/api/v1/alerts`` through ``open_url`` (Ansible's); the decoded JSON.
+    NodefixError when the server does not answer; MalformedAnswer when what it says is not JSON."""
     target = url.rstrip("/") + "/api/v1/alerts"
     try:
         resp = open_url(target, method="GET", timeout=timeout, headers={"Accept": "application/json"})
-        return json.loads(resp.read().decode("utf-8"))
-    except ValueError as exc:
-        raise NodefixError("Prometheus at %s answered something that is not JSON: %s" % (target, exc))
+        raw = resp.read()
     # URLError, HTTPError, socket errors: whatever it is, the server did not answer
     except Exception as exc:  # pylint: disable=broad-except
         raise NodefixError("Prometheus at %s did not answer: %s (nothing was drained or rebooted; fix "
                            "prometheus_url or leave it unset)" % (target, exc))
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise MalformedAnswer("the answer is not JSON: %s" % str(exc)[:200])
 
 
 def pods_blocking(api, node, selectors):
@@ -164,9 +263,17 @@ def pods_blocking(api, node, selectors):
 
 
 class LeaseLock(object):
-    """At most ``slots`` holders at once, one Lease per slot (see the file's docstring)."""
+    """At most ``slots`` holders at once, one Lease per slot (see the file's docstring).
 
-    def __init__(self, api, namespace, name, slots, holder, ttl=0, now=None):
+    Expiry is judged the way client-go's leader election judges it (tools/leaderelection:
+    ``observedTime``, the time this process last saw the record change): a slot is expired when
+    this controller has seen its Lease unchanged (same holder, resourceVersion, renewTime) for the
+    Lease's ``leaseDurationSeconds`` on this controller's own clock. ``renewTime`` was written by
+    another controller's clock and is never compared with this one's. ``observed`` carries what
+    was seen before (``{slot: {key, seen}}``, kept by the caller across runs); a Lease first seen
+    now is not expired now, whatever its ``renewTime`` says."""
+
+    def __init__(self, api, namespace, name, slots, holder, ttl=0, now=None, observed=None):
         if slots < 1:
             raise NodefixError("max_concurrent must be at least 1 (got %d)" % slots)
         self.api = api
@@ -176,24 +283,40 @@ class LeaseLock(object):
         self.holder = holder
         self.ttl = ttl
         self.now = now or (lambda: datetime.datetime.now(datetime.timezone.utc))
+        self.observed = observed if observed is not None else {}
+        self.taken_over = None
 
     def slot_names(self):
         return ["%s-%d" % (self.name, i) for i in range(self.slots)]
 
     @staticmethod
-    def _time(text):
-        try:
-            return _utc(datetime.datetime.strptime(str(text).replace("Z", "+00:00")[:19], "%Y-%m-%dT%H:%M:%S"))
-        except ValueError:
-            return None
+    def _key(lease):
+        spec = lease.get("spec") or {}
+        return "%s|%s|%s" % (spec.get("holderIdentity"), (lease.get("metadata") or {}).get("resourceVersion"),
+                             spec.get("renewTime"))
 
     def expired(self, lease):
+        """Whether this controller has seen ``lease`` unchanged for its ``leaseDurationSeconds``."""
         spec = lease.get("spec") or {}
-        duration = spec.get("leaseDurationSeconds")
-        renewed = self._time(spec.get("renewTime") or spec.get("acquireTime"))
-        if not duration or renewed is None:
+        try:
+            duration = int(spec.get("leaseDurationSeconds") or 0)
+        except (TypeError, ValueError):
+            duration = 0
+        if duration <= 0:
             return False
-        return self.now() > renewed + datetime.timedelta(seconds=int(duration))
+        slot = (lease.get("metadata") or {}).get("name")
+        now = self.now()
+        key = self._key(lease)
+        seen = self.observed.get(slot)
+        if not isinstance(seen, dict) or seen.get("key") != key:
+            self.observed[slot] = {"key": key, "seen": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            return False
+        try:
+            since = _utc(datetime.datetime.strptime(seen["seen"], "%Y-%m-%dT%H:%M:%SZ"))
+        except (KeyError, TypeError, ValueError):
+            self.observed[slot] = {"key": key, "seen": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            return False
+        return now >= since + datetime.timedelta(seconds=duration)
 
     def holders(self):
         """[{slot, holder, since, expired}] of the slots held now."""
@@ -247,15 +370,21 @@ class LeaseLock(object):
                 return slot, self.holders()
         return None, self.holders()
 
-    def release(self, dry_run=False):
-        """The slot released (deleted with a resourceVersion precondition), or None when none was held."""
-        for slot in self.slot_names():
-            lease = self.api.get_lease(self.namespace, slot)
-            if not lease or (lease.get("spec") or {}).get("holderIdentity") != self.holder:
+    def release(self, dry_run=False, slot=None):
+        """The slot released (deleted with a resourceVersion precondition), or None when none was held.
+        ``slot`` is the one this holder took: when someone else holds it now (taken over as expired),
+        nothing is deleted and ``taken_over`` says by whom."""
+        for name in self.slot_names():
+            lease = self.api.get_lease(self.namespace, name)
+            holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
+            if name == slot and lease and holder and holder != self.holder:
+                self.taken_over = {"slot": name, "holder": holder,
+                                   "since": (lease.get("spec") or {}).get("acquireTime")}
+            if not lease or holder != self.holder:
                 continue
             if not dry_run:
-                self.api.delete_lease(self.namespace, slot, (lease.get("metadata") or {}).get("resourceVersion"))
-            return slot
+                self.api.delete_lease(self.namespace, name, (lease.get("metadata") or {}).get("resourceVersion"))
+            return name
         return None
 
 

@@ -21,7 +21,12 @@ import textwrap
 import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES, at_or_above, findings_at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    SEVERITIES,
+    at_or_above,
+    findings_at_or_above,
+    printable,
+)
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks
 COLOURS = {
     "critical": "#b71c1c",
@@ -314,6 +319,8 @@ def assemble(nodes, title, generated, expired):
     report is the single run's model. Linear in the nodes: a finding id's hosts are
     collected in order without a membership scan of the list.
     """
+    nodes = printable(nodes)
+    title = printable(title)
     ids = {}
     seen = set()
     for node in nodes:

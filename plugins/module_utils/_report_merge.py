@@ -13,7 +13,10 @@ merge_models joins them into the model one run over the whole fleet would have m
 (the same node entries, finding ids and totals, assembled by the same code), plus the
 list of the slices it was made from. A host the fleet expects that no slice reported
 is a node with status ``missing``: it fails any policy but ``never``, like a node that
-could not be audited, and is never counted as healthy.
+could not be audited, and is never counted as healthy. A host a slice reported that the
+fleet does not expect (not in the inventory the slices split) is a node with status
+``unexpected`` - its findings are not taken as the fleet's, and it fails the policy the
+same way. The expected hosts must be given: without them neither could be told.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,8 +30,10 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     missing_node,
 )
 
-STATUSES = ("ok", "unreachable", "error", "missing", "not run")
+STATUSES = ("ok", "unreachable", "error", "missing", "not run", "unexpected")
 MISSING = "in no slice's report: its slice failed before writing it, or never ran"
+UNEXPECTED = ("reported by slice %s but not one of the hosts this fleet run expects (the inventory the slices "
+              "split): a stale or foreign report, or a slice run against another inventory - not counted")
 
 
 def _check_node(where, node):
@@ -73,6 +78,11 @@ def merge_models(slices, expected_hosts=None, title=None, generated=None):
     those in no slice become ``missing`` nodes. A host in two slices is refused: the
     slices did not split the inventory, and either report could be the stale one.
     """
+    if isinstance(expected_hosts, (str, bytes)) or not expected_hosts or \
+            not all(isinstance(h, str) and h for h in expected_hosts):
+        raise ReportInputError("expected_hosts must list every host of the fleet (the inventory the slices split), got "
+                               "%r: without it a slice that never wrote its report would go unnoticed" % (expected_hosts,))
+    expected = set(expected_hosts)
     owner = {}
     nodes = []
     expired = []
@@ -84,11 +94,16 @@ def merge_models(slices, expected_hosts=None, title=None, generated=None):
                 raise ReportInputError("host %s is in two slices (%s and %s): the slices must split the "
                                        "inventory, each host in one" % (host, owner[host], name))
             owner[host] = name
-            nodes.append(node)
+            if host in expected:
+                nodes.append(node)
+            else:
+                stray = missing_node(host, UNEXPECTED % name)
+                stray["status"] = "unexpected"
+                nodes.append(stray)
         for waiver in model.get("waivers_expired") or []:
             if waiver not in expired:
                 expired.append(waiver)
-    missing = sorted(set(expected_hosts or ()) - set(owner))
+    missing = sorted(expected - set(owner))
     nodes.extend(missing_node(host, MISSING) for host in missing)
     nodes.sort(key=lambda n: n["host"])
     if title is None:

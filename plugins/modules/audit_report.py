@@ -54,8 +54,11 @@ options:
     version_added: 1.1.0
   expected_hosts:
     description:
-      - With O(merge), every host of the fleet (the inventory pattern the slices split). A host no slice reported
-        is a node with status C(missing) in every format, which fails any O(fail_on) but V(never).
+      - With O(merge), every host of the fleet (the inventory pattern the slices split); required with O(merge), and
+        an empty list is refused (an inventory whose targets match nothing would let a slice that never wrote its
+        report go unnoticed). A host no slice reported is a node with status C(missing), a host a slice reported
+        that is not in this list a node with status C(unexpected) (its findings not counted), in every format; both
+        fail any O(fail_on) but V(never).
     type: list
     elements: str
     default: []
@@ -312,7 +315,7 @@ def read_slices(module, paths):
             module.fail_json(msg="slice report %s does not exist; nothing was written" % path)
         try:
             slices.append((path, json.loads(text)))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             module.fail_json(msg="slice report %s is not JSON (%s); nothing was written" % (path, exc))
     return slices
 

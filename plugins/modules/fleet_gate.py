@@ -26,7 +26,11 @@ description:
   - The fleet's size is O(fleet_size) when given, otherwise the hosts of the slices that have recorded so far (a
     slice that has not started yet does not count, so the share is over-estimated; the stop comes early, never late).
   - The record is written atomically and only when this slice's hosts or failed hosts changed. A record of another
-    slice that cannot be read or is not a record fails the module naming the file (the fleet's state is unknown).
+    slice that cannot be read or is not a record fails the module naming the file (the fleet's state is unknown) -
+    one that is not a regular file (a FIFO, a link, a device) included; nothing blocks on it.
+  - Every record carries O(rollout), the id every slice of one rollout is given. A record of another rollout (a stale
+    one in a reused directory, another rollout's) is ignored - never counted in the fleet's share - and named in
+    RV(ignored).
   - Normally run once per batch on the controller (C(run_once), C(delegate_to=localhost)), before the batch's
     first change, by nodefix.k8s.remediate when C(nodefix_slice) is set.
 author:
@@ -63,6 +67,12 @@ options:
   fleet_size:
     description: The number of hosts the whole sliced run covers (the inventory before slicing).
     type: int
+  rollout:
+    description:
+      - The rollout's id, the same for every slice of one rollout and different for every rollout (nodefix.k8s.remediate
+        passes C(nodefix_rollout), in AWX by default C(awx_workflow_job_id), the id of the sliced job's workflow).
+        Required with O(dir).
+    type: str
   record:
     description: Write this slice's record (V(false) only reads and judges).
     type: bool
@@ -86,6 +96,7 @@ EXAMPLES = r"""
   nodefix.k8s.fleet_gate:
     dir: /shared/nodefix/slices
     slice: "{{ awx_job_id }}"
+    rollout: "{{ awx_workflow_job_id }}"
     hosts: "{{ ansible_play_hosts_all }}"
     failed: "{{ ansible_play_hosts_all | difference(ansible_play_hosts) }}"
     max_fail_percentage: 10
@@ -137,11 +148,18 @@ slices:
   type: list
   elements: dict
   sample: [{"slice": "101", "hosts": 10, "failed": 1, "updated": "2026-11-25T10:00:00Z"}]
+ignored:
+  description: The records of other rollouts that were found and not counted (slice and the rollout id they carry).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"slice": "87", "rollout": "4410"}]
 """
 
 import datetime
 import json
 import os
+import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -157,8 +175,41 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._fleet_gate import (
 )
 
 
-def read_records(module, directory):
-    """{slice: record} of every slice directory under ``directory`` (absent: none)."""
+def read_record(path):
+    """The decoded record at ``path``: a regular file only (never a FIFO, a device or a link, which
+    could block or lead elsewhere), read without blocking; GateInputError naming it otherwise."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise GateInputError("slice record %s cannot be read: %s" % (path, exc.strerror or exc))
+    if not stat.S_ISREG(st.st_mode):
+        raise GateInputError("slice record %s is not a regular file (%s)" % (path, _kind(st.st_mode)))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(_fileio.MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise GateInputError("slice record %s cannot be read: %s" % (path, exc.strerror or exc))
+    if len(raw) > _fileio.MAX_CONFIG_BYTES:
+        raise GateInputError("slice record %s is larger than %d bytes" % (path, _fileio.MAX_CONFIG_BYTES))
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise GateInputError("slice record %s is not JSON (%s)" % (path, str(exc)[:200] or type(exc).__name__))
+
+
+def _kind(mode):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def read_records(directory):
+    """{slice: record} of every slice directory under ``directory`` (absent: none); GateInputError
+    when one cannot be read (the fleet's state is unknown)."""
     records = {}
     if not os.path.isdir(directory):
         return records
@@ -166,13 +217,7 @@ def read_records(module, directory):
         path = os.path.join(directory, name, RECORD)
         if not SLICE_NAME.match(name) or not os.path.lexists(path):
             continue
-        try:
-            text = _fileio.read_utf8(path, what="slice record")
-            records[name] = json.loads(text)
-        except _fileio.FileSafetyError as exc:
-            module.fail_json(msg="%s; the fleet's state is unknown" % exc.msg)
-        except ValueError as exc:
-            module.fail_json(msg="slice record %s is not JSON (%s); the fleet's state is unknown" % (path, exc))
+        records[name] = read_record(path)
     return records
 
 
@@ -205,27 +250,29 @@ def main():
             max_fail_percentage=dict(type="int", required=True),
             fleet_size=dict(type="int"),
             record=dict(type="bool", default=True),
+            rollout=dict(type="str"),
         ),
-        required_together=[["dir", "slice"]],
+        required_together=[["dir", "slice", "rollout"]],
         supports_check_mode=True,
     )
     p = module.params
     sliced = p["dir"] is not None
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
-        own = record(p["slice"] if sliced else "play", p["hosts"], p["failed"], now)
-        records = read_records(module, p["dir"]) if sliced else {}
+        own = record(p["slice"] if sliced else "play", p["hosts"], p["failed"], now, p["rollout"])
+        records = read_records(p["dir"]) if sliced else {}
         stored = records.get(own["slice"])
         changed = sliced and p["record"] and not (isinstance(stored, dict) and stored.get("hosts") == own["hosts"]
-                                                  and stored.get("failed") == own["failed"])
+                                                  and stored.get("failed") == own["failed"]
+                                                  and stored.get("rollout") == own.get("rollout"))
         if p["record"] or stored is None:
             records[own["slice"]] = own
-        result = verdict(records, p["max_fail_percentage"], p["fleet_size"])
+        result = verdict(records, p["max_fail_percentage"], p["fleet_size"], p["rollout"])
         stop, msg = batch_verdict(p["previous_batch"], own["failed"], p["max_fail_percentage"])
         if stop:  # the nearer cause first: this slice's own last batch
             result.update(stop=True, msg=msg)
     except GateInputError as err:
-        module.fail_json(msg="bad input: %s; nothing was written" % err)
+        module.fail_json(msg="bad input: %s; the fleet's state is unknown, nothing was written" % err)
     if changed and not module.check_mode:
         try:
             write_record(p["dir"], own)

@@ -55,19 +55,32 @@ options:
     type: str
     default: ""
   window_days:
-    description: Days a reboot may start (V(mon) ... V(sun); full names accepted). Default, every day.
+    description:
+      - Days a reboot may start, in kured's C(--reboot-days) spellings - V(su) V(mo) ... V(sa), V(sun) ... V(sat),
+        V(sunday) ... V(saturday) in any case, or V(0) ... V(6) with V(0) for Sunday; an item may hold several,
+        comma-separated (V(mo,tu)). Anything else (V(sunset), V(fridayyyy)) fails the module. Default, every day.
     type: list
     elements: str
   window_start:
-    description: Start of the daily window, C(HH:MM) or C(HH:MM:SS) in O(time_zone).
+    description:
+      - Start of the daily window in O(time_zone), in kured's C(--start-time) spellings - V(15:04), V(15:04:05),
+        V(15), V(3pm), V(03pm), V(03:04pm).
+      - Across daylight saving time the window opens at the first instant the wall clock shows this time (when the
+        clocks skip it, at the instant they jump past it) and stays open for the elapsed time from O(window_start)
+        to O(window_end) on an ordinary day - never longer or shorter (02:00-02:30 is open 30 minutes on the autumn
+        day, 03:00-03:30 summer time on the spring day).
     type: str
     default: "00:00"
   window_end:
-    description: End of the daily window (inclusive); before O(window_start), the window wraps past midnight.
+    description:
+      - End of the daily window (inclusive, to the second), spelled as O(window_start); before O(window_start) the
+        window wraps past midnight and belongs to the day it opened on (V(mon) V(22:00)-V(04:00) is Monday night).
     type: str
     default: "23:59:59"
   time_zone:
-    description: The IANA time zone of the window (V(Europe/Berlin)); V(UTC) by default.
+    description:
+      - The IANA time zone of the window (V(Europe/Berlin)); V(UTC) by default. A name that is not a time zone
+        (V(Europe), V(Mars/Olympus)) fails the module.
     type: str
     default: UTC
   blocking_pod_selectors:
@@ -81,6 +94,10 @@ options:
     description:
       - A Prometheus server (V(http://prometheus.monitoring:9090)); while any of its alerts fires (other than those
         O(alert_filter_regexp) matches) no node reboots. It must answer, or the module fails.
+      - Only a well-formed, complete answer can allow a reboot - C(status) success, C(data.alerts) a list of alerts
+        each with string labels, an C(alertname) and a known C(state), and no C(warnings) (a Thanos or Cortex
+        querier's partial answer). Any other answer (not JSON, C(alerts) null or not a list, an alert without a
+        state) holds the reboot, RV(held_by) saying what was wrong.
     type: str
   alert_filter_regexp:
     description: Alerts whose name this regexp matches do not hold a reboot (kured's C(--alert-filter-regexp)).
@@ -109,18 +126,39 @@ options:
     default: nodefix-reboot
   lock_ttl:
     description:
-      - Seconds after which a slot whose holder never released it may be taken over (kured's C(--lock-ttl)).
-        0, never - a node that did not come back holds its slot until a person releases it.
+      - Seconds after which a slot whose holder never released it may be taken over (kured's C(--lock-ttl)); it is
+        written on the Lease as C(leaseDurationSeconds). 0, never - a node that did not come back holds its slot
+        until a person releases it.
+      - Judged as Kubernetes' leader election judges a lease - on this controller's clock, never by comparing it with
+        a C(renewTime) another controller's clock wrote. A slot is expired once this controller has seen its Lease
+        unchanged (holder, C(resourceVersion), C(renewTime)) for its C(leaseDurationSeconds); what it saw is kept in
+        O(lock_observations) between runs. A Lease first seen now is never expired now.
     type: int
     default: 0
+  lock_observations:
+    description:
+      - A file on the controller where this module keeps when it first saw each held slot unchanged (only with
+        O(lock_ttl) above 0; not written in check mode). A controller without it (a fresh AWX job container) sees
+        every Lease as new - a takeover waits O(lock_ttl) from that run's first look (with O(lock_wait)).
+      - Default, C(~/.cache/nodefix-k8s/reboot-lock-<lock_namespace>-<lock_name>.json).
+    type: path
   lock_wait:
-    description: Seconds to wait for a free slot (polling every O(lock_poll) seconds); 0 answers at once.
+    description:
+      - Seconds to wait for a free slot (polling every O(lock_poll) seconds); 0 answers at once.
+      - Every poll reads every control again (window, blocking pods, alerts) before it looks at the lock; the wait
+        ends, held, as soon as one of them says no. A slot taken just as the window closed is given back.
     type: int
     default: 0
   lock_poll:
     description: Seconds between two looks at the lock while waiting.
     type: int
     default: 5
+  slot:
+    description:
+      - With O(state=release), the slot this node took (the RV(lock) C(slot) of its V(acquire)). When someone else
+        holds it now (taken over as expired), nothing is released, RV(lock) C(taken_over_by) says by whom and a
+        warning says that two nodes may have been down at once.
+    type: str
 extends_documentation_fragment:
   - nodefix.k8s.attributes
 attributes:
@@ -199,14 +237,19 @@ alerts:
 lock:
   description:
     - The lock - C(slot) this node holds (null when none), C(holders) (every slot held now, with holder and since),
-      C(max_concurrent), C(released) (the slot given back, for V(release)).
+      C(max_concurrent), C(released) (the slot given back, for V(release)), C(taken_over_by) (for V(release) with
+      O(slot) - C(slot), C(holder), C(since) of whoever took this node's slot over, else null).
   returned: always
   type: dict
   sample: {"slot": "nodefix-reboot-0", "holders": [{"slot": "nodefix-reboot-0", "holder": "node-7",
-           "since": "2026-11-25T12:00:00.000000Z", "expired": false}], "max_concurrent": 1, "released": null}
+           "since": "2026-11-25T12:00:00.000000Z", "expired": false}], "max_concurrent": 1, "released": null,
+           "taken_over_by": null}
 """
 
 import datetime
+import json
+import os
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -238,6 +281,8 @@ def argument_spec():
         lock_ttl=dict(type="int", default=0),
         lock_wait=dict(type="int", default=0),
         lock_poll=dict(type="int", default=5),
+        lock_observations=dict(type="path"),
+        slot=dict(type="str"),
     )
 
 
@@ -259,11 +304,12 @@ def validate(p):
     return window, filter_re
 
 
-def decide(p, window, filter_re, api, now, dry_run):
-    """The controls in order; the lock only when the others allow the reboot."""
+def controls(p, window, filter_re, api, now):
+    """Every control but the lock, read now: the result with ``held_by`` filled."""
     result = {"held_by": [], "blocking_pods": [], "alerts": [],
               "window": {"describe": window.describe(), "open": window.contains(now)},
-              "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None}}
+              "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None,
+                       "taken_over_by": None}}
     if not result["window"]["open"]:
         local = now.astimezone(window.tz).strftime("%a %H:%M %Z")
         result["held_by"].append("outside the reboot window (%s; now %s)" % (window.describe(), local))
@@ -272,23 +318,99 @@ def decide(p, window, filter_re, api, now, dry_run):
         if result["blocking_pods"]:
             result["held_by"].append("blocking pod(s) on the node: %s" % ", ".join(result["blocking_pods"]))
     if p["prometheus_url"]:
-        body = gate.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
-        result["alerts"] = gate.blocking_alerts(body, filter_re, p["alert_firing_only"])
+        try:
+            body = gate.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
+            result["alerts"] = gate.blocking_alerts(body, filter_re, p["alert_firing_only"])
+        except gate.MalformedAnswer as exc:
+            result["held_by"].append("Prometheus at %s gave no well-formed answer, so no alert can be ruled out: %s"
+                                     % (p["prometheus_url"], exc.msg))
         if result["alerts"]:
             result["held_by"].append("firing alert(s) at %s: %s" % (p["prometheus_url"], ", ".join(result["alerts"])))
-    if result["held_by"] or not p["max_concurrent"]:
-        return result
-    lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"], p["lock_ttl"])
-    deadline = time.time() + p["lock_wait"]
+    return result
+
+
+def decide(p, window, filter_re, api, dry_run, clock, sleep, observed=None):
+    """The controls; the lock only while all the others allow the reboot. While waiting for a slot
+    (``lock_wait``) every poll reads every control again: a wait ends, held, as soon as one of them
+    says no (the window closed, an alert fires, a blocking pod starts)."""
+    lock = None
+    if p["max_concurrent"]:
+        lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"],
+                              p["lock_ttl"], now=clock, observed=observed)
+    deadline = clock() + datetime.timedelta(seconds=p["lock_wait"])
     while True:
+        result = controls(p, window, filter_re, api, clock())
+        if result["held_by"] or lock is None:
+            return result
+        held_before = lock.mine()
         slot, holders = lock.acquire(p["reason"], dry_run=dry_run)
         result["lock"].update(slot=slot, holders=holders)
-        if slot or time.time() >= deadline:
-            break
-        time.sleep(p["lock_poll"])
-    if not slot:
-        result["held_by"].append("the reboot lock is full (max_concurrent %d): %s" % (p["max_concurrent"], ", ".join(
-            "%s held by %s since %s" % (h["slot"], h["holder"], h["since"]) for h in holders)))
+        if slot:
+            now = clock()
+            if not window.contains(now):  # it closed while the slot was being taken
+                if not dry_run and held_before is None:
+                    lock.release()
+                result["lock"].update(slot=None, holders=lock.holders())
+                result["window"]["open"] = False
+                result["held_by"].append("the reboot window closed while a slot was taken (%s; now %s): given back"
+                                         % (window.describe(), now.astimezone(window.tz).strftime("%a %H:%M %Z")))
+            return result
+        remaining = (deadline - clock()).total_seconds()
+        if remaining <= 0:
+            result["held_by"].append("the reboot lock is full (max_concurrent %d): %s" % (p["max_concurrent"], ", ".join(
+                "%s held by %s since %s" % (h["slot"], h["holder"], h["since"]) for h in holders)))
+            return result
+        sleep(min(p["lock_poll"], remaining))
+
+
+def _observations_path(p):
+    if p["lock_observations"]:
+        return p["lock_observations"]
+    return os.path.join(os.path.expanduser("~"), ".cache", "nodefix-k8s", "reboot-lock-%s-%s.json"
+                        % (p["lock_namespace"], p["lock_name"]))
+
+
+def load_observations(path):
+    """What this controller saw of the lock's Leases before ({slot: {key, seen}}); {} when there is
+    no file. A file that is not a JSON object of that shape is ignored (nothing seen: no slot can
+    expire by it - the safe side)."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError, RecursionError):
+        return {}
+    return dict((k, v) for k, v in data.items() if isinstance(v, dict)) if isinstance(data, dict) else {}
+
+
+def save_observations(module, path, observed):
+    """Keep what was seen for the next run (atomically; a failure is a warning: the next run sees
+    the Leases as new, which only delays a takeover)."""
+    try:
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o700)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".lock-observations.")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(observed, handle, sort_keys=True)
+        module.atomic_move(tmp, path)
+    except (IOError, OSError) as exc:
+        module.warn("could not keep the lock's observations in %s: %s" % (path, exc))
+
+
+def release(module, p, window, api):
+    result = {"held_by": [], "blocking_pods": [], "alerts": [],
+              "window": {"describe": window.describe(), "open": None},
+              "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None,
+                       "taken_over_by": None}}
+    if api is not None and p["max_concurrent"]:
+        lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"])
+        result["lock"]["released"] = lock.release(dry_run=module.check_mode, slot=p["slot"])
+        result["lock"]["holders"] = [] if module.check_mode else lock.holders()
+        result["lock"]["taken_over_by"] = lock.taken_over
+        if lock.taken_over:
+            module.warn("%s was taken over by %s (at %s) as expired while %s held it: nothing released - two nodes "
+                        "may have been down at once; check lock_ttl against how long a reboot takes"
+                        % (lock.taken_over["slot"], lock.taken_over["holder"], lock.taken_over["since"], p["node"]))
     return result
 
 
@@ -299,20 +421,21 @@ def main():
         window, filter_re = validate(p)
         api = gate.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
         if p["state"] == "release":
-            result = {"held_by": [], "blocking_pods": [], "alerts": [],
-                      "window": {"describe": window.describe(), "open": None},
-                      "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None}}
-            if api is not None and p["max_concurrent"]:
-                lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"])
-                result["lock"]["released"] = lock.release(dry_run=module.check_mode)
-                result["lock"]["holders"] = [] if module.check_mode else lock.holders()
+            result = release(module, p, window, api)
             module.exit_json(changed=result["lock"]["released"] is not None, **result)
-        now = datetime.datetime.now(datetime.timezone.utc)
         dry_run = module.check_mode or p["state"] == "check"
         before = None
+        observed, path = {}, None
         if api is not None and p["max_concurrent"]:
             before = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"]).mine()
-        result = decide(p, window, filter_re, api, now, dry_run)
+            if p["lock_ttl"]:
+                path = _observations_path(p)
+                observed = load_observations(path)
+        result = decide(p, window, filter_re, api, dry_run,
+                        clock=lambda: datetime.datetime.now(datetime.timezone.utc), sleep=time.sleep,
+                        observed=observed)
+        if path and not module.check_mode:
+            save_observations(module, path, observed)
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
     result["allowed"] = not result["held_by"]

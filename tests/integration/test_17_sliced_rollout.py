@@ -31,7 +31,8 @@ def remediate(tmp_path, base, name, max_fail, failing=()):
             hosts[host]["kernel_dying_memcgs_threshold"] = -1
     inventory = tmp_path / ("%s.json" % name)
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
-    extra = {"nodefix_report_dir": str(base), "nodefix_slice": name, "nodefix_max_fail_percentage": max_fail,
+    extra = {"nodefix_report_dir": str(base), "nodefix_slice": name, "nodefix_rollout": "rollout-1",
+             "nodefix_max_fail_percentage": max_fail,
              "nodefix_fleet_size": 4}
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
             "nodefix.k8s.remediate"]

@@ -123,7 +123,7 @@ def test_firing_alerts_hold_and_a_silent_prometheus_fails(apiserver_double):
 
 @pytest.mark.parametrize("args, message", [
     ({"window_days": ["someday"]}, "is not a day of the week"),
-    ({"window_start": "7pm"}, "is not a time of day"),
+    ({"window_start": "7 o'clock"}, "is not a time of day"),
     ({"time_zone": "Europe/Atlantis"}, "is not an IANA time zone"),
     ({"alert_filter_regexp": "(", "prometheus_url": "http://127.0.0.1:9"}, "is not a regular expression"),
     ({"kubeconfig": None}, "need(s) the API server"),

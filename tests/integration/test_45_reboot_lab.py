@@ -21,7 +21,10 @@ with ``nodefix_mount_units_reboot`` and a threshold every cleanup exceeds:
 - ``hung``: does not come back from the reboot (podman ``--restart=no``: its systemd exits and the
   container stays down, as a machine hanging in its firmware or kernel would) -> after
   ``reboot_timeout`` the power-cycle hook (``reboot_power_cycle_command``: ``podman start``, run on
-  the controller) brings it back; verified and uncordoned, and the report says it was power-cycled.
+  the controller) brings it back; verified and uncordoned, and the report says it was power-cycled;
+- ``down``: does not come back either, and has no power-cycle hook -> the run fails it and it KEEPS its
+  slot of the lock (its own lock, ``reboot_lock_name``): no second node may go down beside it; the run
+  says how a person gives the slot back.
 
 The lock (``reboot_max_concurrent: 3``) gives ``drained``, ``cordoned`` and ``hung`` a slot each; all
 are given back after the uncordon.
@@ -48,7 +51,9 @@ DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
 IMAGE = "localhost/nodefix-debian12"
 NODES = {"drained": "nodefix-rb-drained", "cordoned": "nodefix-rb-cordoned", "undrained": "nodefix-rb-undrained",
-         "blocked": "nodefix-rb-blocked", "window": "nodefix-rb-window", "hung": "nodefix-rb-hung"}
+         "blocked": "nodefix-rb-blocked", "window": "nodefix-rb-window", "hung": "nodefix-rb-hung",
+         "down": "nodefix-rb-down"}
+STAYS_DOWN = (NODES["hung"], NODES["down"])  # podman --restart=no: a reboot leaves the container stopped
 STATE = "/var/lib/nodefix-lab/mount_units/expect.json"
 MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
@@ -98,6 +103,8 @@ def inventory(path, kubeconfig):
     hosts[NODES["window"]] = {"reboot_window_days": [d for d in DAYS if d != today]}
     # not back within 10 s (the container stays down): the hook starts it again
     hosts[NODES["hung"]] = {"mount_units_reboot_timeout": 10, "reboot_power_cycle_command": ["podman", "start", NODES["hung"]]}
+    # not back within 10 s and no hook: it stays down, holding a slot of a lock of its own
+    hosts[NODES["down"]] = {"mount_units_reboot_timeout": 10, "reboot_lock_name": "nodefix-reboot-down"}
     path.write_text(json.dumps({"all": {"vars": common, "hosts": hosts}}))
     return str(path)
 
@@ -117,7 +124,7 @@ def _run(tmp_path_factory):
     try:
         for name in names:
             podman("run", "-d", "--name", name, "--hostname", name, "--privileged", "--systemd=always",
-                   "--restart=no" if name == NODES["hung"] else "--restart=always", IMAGE, "/sbin/init")
+                   "--restart=no" if name in STAYS_DOWN else "--restart=always", IMAGE, "/sbin/init")
         prepare_inv = work / "prepare.json"
         prepare_inv.write_text(json.dumps({"all": {"vars": CONNECTION, "hosts": dict((n, {}) for n in names)}}))
         rc, out = run_logged("reboot-lab-prepare", ["ansible-playbook", "-i", str(prepare_inv), os.path.join(
@@ -137,10 +144,12 @@ def _run(tmp_path_factory):
         rc, out = run_logged("reboot-lab-remediate", [
             "ansible-playbook", "-i", inv, "-e", "nodefix_serial=%d" % len(NODES),
             "-e", "nodefix_report_dir=%s" % reports, os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=1800)
+        down = podman("inspect", "-f", "{{.State.Running}}", NODES["down"]).strip()
+        podman("start", NODES["down"])  # for the reading below and the phases after
         after = dict((name, node_state(name)) for name in names)
         with open(str(reports / "remediate" / "report.json")) as fh:
             report = json.load(fh)
-        result = {"rc": rc, "out": out, "before": before, "after": after, "api": double.state(),
+        result = {"rc": rc, "out": out, "before": before, "after": after, "api": double.state(), "down": down,
                   "report": dict((n["host"], n) for n in report["nodes"])}
         result["slices"] = parallel_slices(work, double, inv)
         result["bad_input"] = bad_input(work, double, inv)
@@ -163,7 +172,7 @@ def parallel_slices(work, double, inv):
     procs = []
     for i, name in enumerate(pair):
         log = open(str(work / ("slice-%d.log" % i)), "w")
-        argv = ["ansible-playbook", "-i", inv, "--limit", "%s,localhost" % name, "-e", "nodefix_slice=s%d" % i,
+        argv = ["ansible-playbook", "-i", inv, "--limit", "%s,localhost" % name, "-e", "nodefix_slice=s%d" % i, "-e", "nodefix_rollout=lab-slices",
                 "-e", "nodefix_reboot=true", "-e", "nodefix_mount_units_reboot=false",
                 "-e", json.dumps({"nodefix_audit_checks": ["reboot"], "reboot_max_concurrent": 1,
                                   "reboot_lock_wait": 600, "reboot_lock_poll": 2}),
@@ -215,9 +224,19 @@ def patches(api, node):
             if e["method"] == "PATCH" and e["path"].endswith("/nodes/" + node)]
 
 
+def recap(out, name):
+    """The PLAY RECAP line's counters of one host."""
+    lines = [line for line in out.splitlines() if line.startswith(name + " ") and "ok=" in line]
+    return dict((k, int(v)) for k, v in (part.split("=") for part in lines[-1].split(":", 1)[1].split()))
+
+
 def test_the_run_succeeds(run):
-    assert run["rc"] == 0, run["out"][-4000:]
+    # the one node that stays down fails the run; every other node succeeds
+    assert run["rc"] != 0, run["out"][-4000:]
     for name in NODES.values():
+        if name == NODES["down"]:
+            continue
+        assert recap(run["out"], name)["failed"] == 0 and recap(run["out"], name)["unreachable"] == 0, run["out"][-4000:]
         assert run["before"][name]["expect"]["dead"], "the breaker leaked no unit on %s" % name
         assert set(run["before"][name]["expect"]["dead"]) <= run["before"][name]["loaded"], name
         assert run["report"][name]["remediation"]["status"] == "ok", run["report"][name]
@@ -251,6 +270,17 @@ def test_a_node_that_does_not_come_back_is_power_cycled_by_the_hook(run):
     # the hook ran on the controller: podman started the container once more (it was down)
     assert "Reboot | power-cycle the node (the operator's hook, run on the controller)" in run["out"]
     assert patches(run["api"], name) == [True, False]   # uncordoned once verified
+
+
+def test_a_node_that_stays_down_keeps_its_slot(run):
+    name = NODES["down"]
+    assert run["down"] == "false"                       # it did go down and stayed down
+    writes = [(e["method"], e["path"].rsplit("/", 1)[-1], e.get("holder")) for e in run["api"]["log"]
+              if "/leases/" in e["path"] and not e.get("refused") and e["method"] != "GET"]
+    assert writes.count(("POST", "nodefix-reboot-down-0", name)) == 1, writes
+    assert not [w for w in writes if w[0] == "DELETE" and w[1] == "nodefix-reboot-down-0"], writes
+    assert "%s keeps nodefix-reboot-down-0: it went down for a reboot and is not back in service" % name in run["out"]
+    assert "kubectl -n kube-system delete lease nodefix-reboot-down-0" in run["out"]
 
 
 def test_a_node_schedulable_before_is_uncordoned(run):

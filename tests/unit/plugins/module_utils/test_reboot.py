@@ -110,16 +110,78 @@ def test_window_wraps_past_midnight_in_its_time_zone():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"days": ["funday"]}, "is not a day of the week"),
+    ({"days": ["sunset"]}, "is not a day of the week"),
+    ({"days": ["Monitoring"]}, "is not a day of the week"),
+    ({"days": ["fridayyyy"]}, "is not a day of the week"),
+    ({"days": ["7"]}, "is not a day of the week"),
     ({"days": []}, "no day would ever allow a reboot"),
     ({"start": "25:00"}, "is not a time of day"),
-    ({"end": "10pm"}, "is not a time of day"),
+    ({"end": "13pm"}, "is not a time of day"),
+    ({"end": "10:5"}, "is not a time of day"),
     ({"start": "10:00", "end": "10:00"}, "an empty window"),
     ({"time_zone": "Mars/Olympus"}, "is not an IANA time zone"),
+    ({"time_zone": "Europe"}, "is not an IANA time zone"),           # a directory of the zone database
+    ({"time_zone": "../../etc/passwd"}, "is not an IANA time zone"),
+    ({"time_zone": "Europe/Berlin\x00"}, "is not an IANA time zone"),
 ])
 def test_window_bad_input_names_the_problem(kwargs, message):
     with pytest.raises(NodefixError) as exc:
         _reboot_gate.Window(**kwargs)
     assert message in exc.value.msg
+
+
+@pytest.mark.parametrize("days, expected", [
+    (["mo", "we"], ["mon", "wed"]),
+    (["0,4"], ["thu", "sun"]),                               # kured counts from Sunday
+    (["SU", "Sat", "FRIDAY", "tu"], ["tue", "fri", "sat", "sun"]),
+    (["1", "2", "3", "4", "5", "6", "0"], list(_reboot_gate.DAYS)),
+])
+def test_window_days_in_kureds_spellings(days, expected):
+    assert _reboot_gate.Window(days).days == expected
+
+
+@pytest.mark.parametrize("text, hour, minute, second", [
+    ("15:04", 15, 4, 0), ("15:04:05", 15, 4, 5), ("9am", 9, 0, 0), ("3pm", 15, 0, 0), ("03pm", 15, 0, 0),
+    ("11:30pm", 23, 30, 0), ("03:04pm", 15, 4, 0), ("12am", 0, 0, 0), ("12pm", 12, 0, 0), ("15", 15, 0, 0),
+    ("7", 7, 0, 0), ("9:30", 9, 30, 0),
+])
+def test_window_times_in_kureds_spellings(text, hour, minute, second):
+    assert _reboot_gate.parse_time(text, "start") == datetime.time(hour, minute, second)
+
+
+def minutes_open(window, first, last):
+    """Minutes (sampled each minute, UTC) the window is open between two UTC times."""
+    t, count = at(first), 0
+    while t <= at(last):
+        count += window.contains(t)
+        t += datetime.timedelta(minutes=1)
+    return count
+
+
+def test_window_across_the_autumn_transition_lasts_its_duration():
+    # 2026-10-25: Europe/Berlin goes from 03:00 CEST back to 02:00 CET (01:00 UTC); 02:00-02:30 happens twice
+    window = _reboot_gate.Window(None, "02:00", "02:30", "Europe/Berlin")
+    assert minutes_open(window, "2026-10-24 22:00", "2026-10-25 04:00") == 31      # 00:00-00:30 UTC, ends inclusive
+    assert window.contains(at("2026-10-25 00:10")) and not window.contains(at("2026-10-25 01:10"))
+    # a window spanning the repeated hour: 60 elapsed minutes, not 120
+    window = _reboot_gate.Window(None, "02:30", "03:30", "Europe/Berlin")
+    assert minutes_open(window, "2026-10-24 22:00", "2026-10-25 04:00") == 61
+
+
+def test_window_across_the_spring_transition_lasts_its_duration():
+    # 2026-03-29: Europe/Berlin skips 02:00-03:00 (01:00 UTC); 02:00-02:30 does not exist that day
+    window = _reboot_gate.Window(None, "02:00", "02:30", "Europe/Berlin")
+    assert minutes_open(window, "2026-03-28 22:00", "2026-03-29 04:00") == 31      # 03:00-03:30 CEST
+    assert window.contains(at("2026-03-29 01:15")) and not window.contains(at("2026-03-29 00:45"))
+    window = _reboot_gate.Window(None, "01:30", "03:30", "Europe/Berlin")
+    assert minutes_open(window, "2026-03-28 22:00", "2026-03-29 04:00") == 121
+
+
+def test_a_window_past_midnight_belongs_to_the_day_it_opened():
+    window = _reboot_gate.Window(["mon"], "22:00", "04:00")
+    assert window.contains(at("2026-11-23 23:00"))           # Monday night
+    assert window.contains(at("2026-11-24 03:00"))           # ... into Tuesday morning
+    assert not window.contains(at("2026-11-23 03:00"))       # Monday morning is Sunday's night
 
 
 # -- alerts ---------------------------------------------------------------------------------------
@@ -134,10 +196,29 @@ def test_firing_alerts_hold_except_the_filtered():
     assert _reboot_gate.blocking_alerts(ALERTS, _reboot_gate.alert_filter("^Watchdog$")) == ["KubeNodeNotReady"]
     every = ["DiskFilling", "KubeNodeNotReady", "Watchdog"]
     assert _reboot_gate.blocking_alerts(ALERTS, None, firing_only=False) == every
-    with pytest.raises(NodefixError):
-        _reboot_gate.blocking_alerts({"status": "error", "error": "bad"})
+    assert _reboot_gate.blocking_alerts({"status": "success", "data": {"alerts": []}}) == []
     with pytest.raises(NodefixError):
         _reboot_gate.alert_filter("(")
+
+
+@pytest.mark.parametrize("body", [
+    {"status": "error", "error": "bad"},
+    {"status": "success", "data": {}},
+    {"status": "success", "data": {"alerts": None}},
+    {"status": "success", "data": {"alerts": {}}},
+    {"status": "success", "data": {"alerts": "x"}},
+    {"status": "success", "data": {"alerts": [None]}},
+    {"status": "success", "data": {"alerts": [{"labels": {"alertname": "A"}}]}},               # no state
+    {"status": "success", "data": {"alerts": [{"labels": {"alertname": "A"}, "state": "FIRING"}]}},
+    {"status": "success", "data": {"alerts": [{"labels": ["alertname", "A"], "state": "firing"}]}},
+    {"status": "success", "data": {"alerts": [{"labels": {"alertname": ["A"]}, "state": "firing"}]}},
+    {"status": "success", "data": {"alerts": [{"labels": {}, "state": "firing"}]}},           # no alertname
+    {"status": "success", "warnings": ["rule group source unreachable"], "data": {"alerts": []}},
+    [], "success", None,
+])
+def test_only_a_well_formed_answer_says_no_alerts(body):
+    with pytest.raises(_reboot_gate.MalformedAnswer):
+        _reboot_gate.blocking_alerts(body)
 
 
 # -- the lock -------------------------------------------------------------------------------------
@@ -184,9 +265,9 @@ def clock(text):
     return now
 
 
-def lock(api, holder, slots=1, ttl=0, now=None):
+def lock(api, holder, slots=1, ttl=0, now=None, observed=None):
     return _reboot_gate.LeaseLock(api, "kube-system", "nodefix-reboot", slots, holder, ttl,
-                                  now=now or clock("2026-11-25 12:00"))
+                                  now=now or clock("2026-11-25 12:00"), observed=observed)
 
 
 def test_one_slot_one_holder_and_a_rerun_keeps_its_slot():
@@ -233,9 +314,62 @@ def test_a_lost_race_is_not_a_slot():
 def test_ttl_lets_an_abandoned_slot_be_taken_over():
     api = FakeLeases()
     lock(api, "gone", ttl=600).acquire()
-    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:09")).acquire()[0] is None
-    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:11")).acquire()[0] == "nodefix-reboot-0"
+    seen = {}
+    # first seen at 12:00 on this controller's clock, whatever its renewTime says
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:00"), observed=seen).acquire()[0] is None
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:09"), observed=seen).acquire()[0] is None
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:11"), observed=seen).acquire()[0] == "nodefix-reboot-0"
     # without a TTL a slot is never taken over
     api2 = FakeLeases()
     lock(api2, "gone").acquire()
-    assert lock(api2, "b", now=lambda: at("2027-01-01 00:00")).acquire()[0] is None
+    assert lock(api2, "b", now=lambda: at("2027-01-01 00:00"), observed={}).acquire()[0] is None
+
+
+def test_expiry_never_compares_another_controllers_clock():
+    """A controller 10 minutes ahead of the holder's: the holder's renewTime looks 11 minutes old
+    to it, yet the slot is taken 1 minute ago. Only what this controller saw itself counts."""
+    api = FakeLeases()
+    lock(api, "a", ttl=600, now=clock("2026-11-25 12:00")).acquire()
+    seen = {}
+    fast = lock(api, "b", ttl=600, now=clock("2026-11-25 12:11"), observed=seen)
+    assert fast.acquire()[0] is None                          # first look: not expired
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:20"), observed=seen).acquire()[0] is None
+    # a renewal (a new resourceVersion) restarts the observation
+    lease = api.leases["nodefix-reboot-0"]
+    api.replace_lease("kube-system", "nodefix-reboot-0", {"metadata": dict(lease["metadata"]),
+                                                          "spec": dict(lease["spec"], renewTime="x")})
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:22"), observed=seen).acquire()[0] is None
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:31"), observed=seen).acquire()[0] is None
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:32"), observed=seen).acquire()[0] == "nodefix-reboot-0"
+    # a's release finds its slot taken over: nothing deleted, and it says by whom
+    a = lock(api, "a", ttl=600)
+    assert a.release(slot="nodefix-reboot-0") is None
+    assert a.taken_over["holder"] == "b" and api.leases["nodefix-reboot-0"]["spec"]["holderIdentity"] == "b"
+
+
+# -- after the reboot: which reasons are gone --------------------------------------------------------
+
+REASONS = [{"id": "kernel.dying_memcgs", "check": "kernel", "reason": "1500 dying"},
+           {"id": "reboot.required", "check": "reboot", "reason": "/var/run/reboot-required exists"}]
+
+
+def test_a_reason_is_gone_only_when_its_detector_ran():
+    ran = {"checks": {"kernel": {"release": "6.12"}, "reboot": {"systemd_state": "running"}}, "findings": []}
+    assert _reboot.reasons_after(ran, REASONS) == {"open": [], "unchecked": []}
+    still = dict(ran, findings=[{"id": "reboot.required", "check": "reboot"}])
+    assert _reboot.reasons_after(still, REASONS) == {"open": ["reboot.required"], "unchecked": []}
+    # the kernel detector failed after the boot: its finding is absent, but that proves nothing
+    blind = {"checks": {"kernel": {"error": "cannot read /sys/fs/cgroup"}, "reboot": {"systemd_state": "running"}},
+             "findings": [{"id": "audit.check_failed", "check": "kernel", "subject": "kernel"}]}
+    assert _reboot.reasons_after(blind, REASONS) == {"open": [], "unchecked": ["kernel"]}
+    # a check_failed finding alone is enough, and so is a detector that did not run at all
+    half = {"checks": {"kernel": {}, "reboot": {}}, "findings": [{"id": "audit.check_failed", "subject": "reboot"}]}
+    assert _reboot.reasons_after(half, REASONS)["unchecked"] == ["reboot"]
+    assert _reboot.reasons_after({"checks": {"reboot": {}}}, REASONS)["unchecked"] == ["kernel"]
+    assert _reboot.reasons_after({}, REASONS)["unchecked"] == ["kernel", "reboot"]
+
+
+@pytest.mark.parametrize("audit, reasons", [(None, REASONS), ([], REASONS), ({}, "x"), ({}, [{"check": "k"}])])
+def test_reasons_after_refuses_what_it_cannot_read(audit, reasons):
+    with pytest.raises(NodefixError):
+        _reboot.reasons_after(audit, reasons)

@@ -462,3 +462,34 @@ def test_waived_only_nodes_are_listed_by_waiver_not_one_by_one():
     page = _report_html.to_html(model)
     assert '<table id="waived">' in page and "and 38 more" in page
     assert page.count("<details open") == 1
+
+
+HOSTILE = u"zombie \x07\x00\x1b[31mred\x1b[0m \ud800 \ufffe tab\tcr\r end"
+
+
+def deep(levels):
+    value = "bottom"
+    for _dummy in range(levels):
+        value = {"inner": [value]}
+    return value
+
+
+def test_every_format_stays_valid_on_any_string():
+    """A pod names its own processes: a zombie finding's subject can hold any character."""
+    import xml.etree.ElementTree as ET  # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import fleet_textfile, node_textfile
+
+    bad = dict(finding("pids.zombie_leaker", "high", subject=HOSTILE, check="pids"),
+               evidence={"comm": HOSTILE, "deep": deep(3000)}, title=HOSTILE)
+    results = {u"node-\x01": {"findings": [bad], "checks": {"pids": {}}}, "node-2": {"findings": [bad]}}
+    model = _report.build_model(results, title=u"fleet \x1b[2J")
+    text = _report.to_json(model)
+    assert json.loads(text)["nodes"][0]["findings"][0]["subject"].startswith("zombie \\x07\\x00\\x1b[31mred")
+    root = ET.fromstring(_report.to_junit(model, fail_on="high").encode("utf-8"))
+    assert root.find("testsuite/testcase/failure") is not None
+    JUnitXml.fromstring(_report.to_junit(model, fail_on="high").encode("utf-8"))
+    for rendered in (text, _report.to_markdown(model), _report_html.to_html(model), _report.to_junit(model),
+                     fleet_textfile(model), node_textfile(results["node-2"])):
+        rendered.encode("utf-8")                             # no lone surrogate
+        assert not [c for c in rendered if (ord(c) < 0x20 and c not in "\t\n") or c in u"\x7f\ufffe"], rendered[:300]
+    assert "(nested more than 32 levels deep: left out)" in text

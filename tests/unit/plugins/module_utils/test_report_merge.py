@@ -75,13 +75,34 @@ def test_no_slice_at_all_is_never_a_clean_fleet():
     merged = merge_models([], expected_hosts=["a", "b"])
     assert [n["status"] for n in merged["nodes"]] == ["missing", "missing"]
     assert _report.policy(merged, "info")["failed"]
-    assert _report.policy(merge_models([]), "info")["failed"]  # nothing expected, nothing checked
+
+
+
+@pytest.mark.parametrize("expected", [None, [], (), "node-01", [""], [None]])
+def test_an_empty_expected_set_is_refused(expected):
+    """An inventory whose targets match nothing: a slice that never wrote its report would pass."""
+    with pytest.raises(_report.ReportInputError, match="expected_hosts must list every host"):
+        merge_models(sliced(split(2)), expected_hosts=expected)
+
+
+def test_a_host_nobody_expected_is_reported_as_such_and_fails_the_policy():
+    slices = sliced(split(2))
+    expected = sorted(RESULTS)[1:]                  # the inventory does not know node 0
+    stranger = sorted(RESULTS)[0]
+    merged = merge_models(slices, expected_hosts=expected)
+    node = [n for n in merged["nodes"] if n["host"] == stranger][0]
+    assert node["status"] == "unexpected" and "not one of the hosts this fleet run expects" in node["error"]
+    assert node["findings"] == [] and stranger not in [h for i in merged["finding_ids"] for h in i["hosts"]]
+    verdict = _report.policy(merged, "critical")
+    assert verdict["failed"] and stranger in verdict["unaudited"]
+    assert "UNEXPECTED" in _report.to_markdown(merged) or "unexpected" in _report.to_markdown(merged)
+    assert 'nodefix_node_audited{node="%s"} 0' % stranger in fleet_textfile(merged)
 
 
 def test_a_host_in_two_slices_is_refused():
     slices = sliced([["node-01", "node-02"], ["node-02", "node-03"]])
     with pytest.raises(_report.ReportInputError, match="node-02 is in two slices .slice-1 and slice-2."):
-        merge_models(slices)
+        merge_models(slices, expected_hosts=["node-01", "node-02", "node-03"])
 
 
 @pytest.mark.parametrize("model, msg", [
@@ -97,12 +118,12 @@ def test_a_host_in_two_slices_is_refused():
 ])
 def test_what_is_not_a_slice_report_is_refused_naming_the_slice(model, msg):
     with pytest.raises(_report.ReportInputError, match="slice s1") as err:
-        merge_models([("s1", model)])
+        merge_models([("s1", model)], expected_hosts=["a"])
     assert err.match(msg)
 
 
 def test_merged_markdown_and_html_name_the_slices():
-    merged = merge_models(sliced(split(2), generated="2026-11-25T10:00Z"))
+    merged = merge_models(sliced(split(2), generated="2026-11-25T10:00Z"), expected_hosts=sorted(RESULTS))
     md, page = _report.to_markdown(merged), _report_html.to_html(merged)
     assert "Merged from 2 slice(s): slice-1 (5 node(s), 2026-11-25T10:00Z); slice-2" in md
     assert 'id="slices"' in page and "slice-2 (5 node(s)" in page

@@ -114,7 +114,8 @@ def test_merge_refuses_bad_slices_and_writes_nothing(run_module, tmp_path):
     bad.write_text("{not json")
     for merge, msg in ((paths, "n2 is in two slices"), ([str(bad)], "is not JSON"),
                        ([str(tmp_path / "absent.json")], "does not exist")):
-        result, failed, _dummy = run_module(audit_report, {"merge": merge, "dest": str(tmp_path / "merged")})
+        args = {"merge": merge, "expected_hosts": ["n1", "n2"], "dest": str(tmp_path / "merged")}
+        result, failed, _dummy = run_module(audit_report, args)
         assert failed and msg in result["msg"] and "nothing was written" in result["msg"]
         assert not (tmp_path / "merged").exists()
     result, failed, _dummy = run_module(audit_report, {"merge": paths, "results": RESULTS, "dest": str(tmp_path / "m")})

@@ -2,13 +2,17 @@
 """fleet_gate: records a slice's state atomically, judges every slice, check mode writes nothing."""
 
 import json
+import os
+import threading
+
+import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import fleet_gate
 
 
 def args(tmp_path, slice_name, hosts, failed=(), **extra):
     a = {"dir": str(tmp_path / "slices"), "slice": slice_name, "hosts": list(hosts), "failed": list(failed),
-         "max_fail_percentage": 20}
+         "max_fail_percentage": 20, "rollout": "r-1"}
     a.update(extra)
     return a
 
@@ -55,3 +59,62 @@ def test_bad_input_writes_nothing(run_module, tmp_path):
     result, failed, _dummy = run_module(fleet_gate, args(tmp_path, "a", ["a1"], max_fail_percentage=150))
     assert failed and "0 to 100" in result["msg"]
     assert not (tmp_path / "slices").exists()
+
+
+def write(tmp_path, name, text):
+    (tmp_path / "slices" / name).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "slices" / name / "rollout.json").write_text(text)
+
+
+def test_a_record_of_another_rollout_is_not_counted(run_module, tmp_path):
+    """Half of a stale rollout's nodes failed; it must not dilute (nor add to) this rollout's share."""
+    write(tmp_path, "old", json.dumps({"slice": "old", "rollout": "r-0", "hosts": ["o%d" % i for i in range(20)],
+                                       "failed": ["o0"], "updated": "2026-11-01T00:00:00Z"}))
+    write(tmp_path, "legacy", json.dumps({"slice": "legacy", "hosts": ["l1", "l2"], "failed": ["l1", "l2"]}))
+    result, failed, _dummy = run_module(fleet_gate, args(tmp_path, "a", ["a1", "a2"], ["a1"]))
+    # 1 of 2 = 50 %: stop (with the stale record it would read 2 of 24 = 8 %: go)
+    assert not failed and result["stop"] and result["size"] == 2 and result["failed_hosts"] == ["a1"]
+    assert result["ignored"] == [{"slice": "legacy", "rollout": None}, {"slice": "old", "rollout": "r-0"}]
+    assert json.loads((tmp_path / "slices" / "a" / "rollout.json").read_text())["rollout"] == "r-1"
+
+
+def test_a_sliced_gate_needs_the_rollout_id(run_module, tmp_path):
+    a = args(tmp_path, "a", ["a1"])
+    del a["rollout"]
+    result, failed, _dummy = run_module(fleet_gate, a)
+    assert failed and "rollout" in result["msg"]
+    result, failed, _dummy = run_module(fleet_gate, args(tmp_path, "a", ["a1"], rollout=" "))
+    assert failed and "rollout must be a non-empty id" in result["msg"]
+    assert not (tmp_path / "slices").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_a_record_that_is_not_a_regular_file_is_a_clear_error_and_never_blocks(run_module, tmp_path, kind):
+    (tmp_path / "slices" / "b").mkdir(parents=True)
+    path = tmp_path / "slices" / "b" / "rollout.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    elif kind == "symlink":
+        (tmp_path / "elsewhere.json").write_text(json.dumps({"slice": "b", "rollout": "r-1", "hosts": [], "failed": []}))
+        os.symlink(str(tmp_path / "elsewhere.json"), str(path))
+    else:
+        path.mkdir()
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(zip(("result", "failed", "t"),
+                                                            run_module(fleet_gate, args(tmp_path, "a", ["a1"])))))
+    worker.daemon = True
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # unblock the reader so the test process can end, then fail
+        with open(str(path), "w"):
+            pass
+        raise AssertionError("fleet_gate blocked on a %s named rollout.json" % kind)
+    assert out["failed"] and "slices/b/rollout.json is not a regular file" in out["result"]["msg"], out
+    assert "state is unknown" in out["result"]["msg"]
+
+
+@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000, '{"a":' * 50000 + "1" + "}" * 50000])
+def test_a_deeply_nested_record_is_a_clear_error(run_module, tmp_path, text):
+    write(tmp_path, "b", text)
+    result, failed, _dummy = run_module(fleet_gate, args(tmp_path, "a", ["a1"]))
+    assert failed and "slices/b/rollout.json is not JSON" in result["msg"]

@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio, _process
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio, _kubelet_schema, _process
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import (
     FLAG_FIELDS,
@@ -427,9 +427,12 @@ def _online_cpus(text):
 
 def node_capacity(root="/"):
     """The node's capacity, as the kubelet reads it (cadvisor): ``memory`` (MemTotal of
-    /proc/meminfo, bytes), ``cpu`` (online CPUs), ``pid`` (kernel.pid_max) and
-    ``ephemeral-storage`` (size of the filesystem holding /var/lib/kubelet, bytes).
-    A value that cannot be read is left out (and nothing is checked against it)."""
+    /proc/meminfo, bytes), ``cpu`` (online CPUs), ``pid`` (the smaller of kernel.pid_max and
+    kernel.threads-max: both bound the tasks, and the kubelet takes the minimum -
+    pkg/kubelet/stats/pidlimit/pidlimit_linux.go Stats, whose MaxPID is the container manager's
+    ``pid`` capacity) and ``ephemeral-storage`` (size of the filesystem holding
+    /var/lib/kubelet, bytes). A value that cannot be read is left out (and nothing is checked
+    against it)."""
     cap = {}
     for line in (read_text(root_path(root, "/proc/meminfo")) or "").splitlines():
         fields = line.split()
@@ -438,9 +441,10 @@ def node_capacity(root="/"):
     cpus = _online_cpus(read_text(root_path(root, "/sys/devices/system/cpu/online")) or "")
     if cpus:
         cap["cpu"] = cpus
-    pid_max = _process.read_int(root_path(root, "/proc/sys/kernel/pid_max"))  # the pids detector's reader
-    if pid_max:
-        cap["pid"] = pid_max
+    limits = [v for v in (_process.read_int(root_path(root, "/proc/sys/kernel/pid_max")),  # the pids detector's reader
+                          _process.read_int(root_path(root, "/proc/sys/kernel/threads-max"))) if v]
+    if limits:
+        cap["pid"] = min(limits)
     kubelet_dir = root_path(root, "/var/lib/kubelet")
     if os.path.isdir(kubelet_dir):
         try:
@@ -452,15 +456,39 @@ def node_capacity(root="/"):
 
 
 _CAPACITY_SOURCE = {"memory": "MemTotal in /proc/meminfo", "cpu": "/sys/devices/system/cpu/online",
-                    "pid": "kernel.pid_max", "ephemeral-storage": "the filesystem of /var/lib/kubelet"}
+                    "pid": "the smaller of kernel.pid_max and kernel.threads-max",
+                    "ephemeral-storage": "the filesystem of /var/lib/kubelet"}
+
+# The hard eviction thresholds the kubelet reserves, by resource (pkg/kubelet/cm/
+# node_container_manager_linux.go hardEvictionReservation: memory.available against memory,
+# nodefs.available against ephemeral-storage; a percentage is of the capacity).
+EVICTION_RESERVES = {"memory": "memory.available", "ephemeral-storage": "nodefs.available"}
+
+
+def _eviction_reserve(config, resource, total):
+    """(name, value, quantity) of the hard eviction threshold reserved from ``resource``, or None.
+    Without any evictionHard the kubelet's defaults count (10 % nodefs.available, 100Mi memory);
+    a map that leaves a signal out has no threshold for it (the kubelet's partial-map rule)."""
+    signal = EVICTION_RESERVES.get(resource)
+    if signal is None:
+        return None
+    given = config.get("evictionHard")
+    if given is None:
+        given = _kubelet_schema.DEFAULT_EVICTION_HARD
+    value = (given or {}).get(signal)
+    if value in (None, ""):
+        return None
+    value = str(value)
+    quantity = total * float(value[:-1]) / 100 if value.endswith("%") else parse_quantity(value)
+    return ("evictionHard.%s" % signal, value, quantity)
 
 
 def reservation_errors(config, capacity, fields=("systemReserved", "kubeReserved", "evictionHard")):
-    """Why the reservations of ``config`` leave the node nothing: for each resource the
-    node's ``capacity`` knows, systemReserved + kubeReserved (+ the hard eviction threshold
-    for memory) must stay below the capacity, else the kubelet's allocatable is zero or
-    negative (Node Allocatable = capacity - kube-reserved - system-reserved - eviction
-    threshold). Only the resources ``fields`` touch are checked."""
+    """Why the reservations of ``config`` leave the node nothing, by the kubelet's own rule
+    (pkg/kubelet/cm/node_container_manager_linux.go validateNodeAllocatable: for every resource,
+    systemReserved + kubeReserved + the hard eviction reservation must not exceed the capacity;
+    here a zero allocatable is refused too). Every resource the node's ``capacity`` knows is
+    checked; only those ``fields`` touch are reported."""
     errors = []
     for resource, total in sorted(capacity.items()):
         parts = []
@@ -468,12 +496,9 @@ def reservation_errors(config, capacity, fields=("systemReserved", "kubeReserved
             value = (config.get(field) or {}).get(resource)
             if value not in (None, ""):
                 parts.append(("%s.%s" % (field, resource), value, parse_quantity(str(value))))
-        if resource == "memory":
-            value = (config.get("evictionHard") or {}).get("memory.available")
-            if isinstance(value, str) and value.endswith("%"):
-                parts.append(("evictionHard.memory.available", value, total * float(value[:-1]) / 100))
-            elif value not in (None, ""):
-                parts.append(("evictionHard.memory.available", value, parse_quantity(str(value))))
+        reserve = _eviction_reserve(config, resource, total)
+        if reserve is not None:
+            parts.append(reserve)
         if not parts or not any(name.split(".", 1)[0] in fields for name, _v, _q in parts):
             continue
         reserved = sum(q for _n, _v, q in parts)

@@ -57,10 +57,13 @@ options:
         set anywhere the kubelet defaults are kept for the other signals (a partial map disables them otherwise).
       - Quantities are read the way Kubernetes reads them (C(resource.Quantity) - C(500Mi), C(1.5G), C(100m), C(12e6))
         and bounded as it bounds them (2^63-1 at most - C(1e999) is refused). Reservations the node cannot hold are
-        refused before anything is written - V(systemReserved) plus V(kubeReserved) (plus the V(evictionHard)
-        C(memory.available) threshold for memory) must stay below the node's capacity, read from the node (MemTotal,
-        the online CPUs, C(kernel.pid_max), the filesystem of C(/var/lib/kubelet)), or the kubelet's allocatable
-        would be zero or negative.
+        refused before anything is written, by the kubelet's own rule (C(validateNodeAllocatable) in
+        C(pkg/kubelet/cm/node_container_manager_linux.go)) - for every resource V(systemReserved) plus V(kubeReserved)
+        plus the hard eviction reservation (V(evictionHard) C(memory.available) for memory, C(nodefs.available) for
+        ephemeral storage; the kubelet's defaults when V(evictionHard) is not set) must stay below the node's
+        capacity, read from the node (MemTotal, the online CPUs, the smaller of C(kernel.pid_max) and
+        C(kernel.threads-max), the filesystem of C(/var/lib/kubelet)), or the kubelet's allocatable would be zero or
+        negative.
       - Empty (the default) only reports the configuration.
     type: dict
     default: {}

@@ -31,12 +31,12 @@ def node_tree(tmp_path):
     return root
 
 
-def run_play(tmp_path, double, root, name, check=False, durable=True):
+def run_play(tmp_path, double, root, name, check=False, durable=True, restart_problem=""):
     results = tmp_path / ("%s.json" % name)
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
             "-e", "ansible_python_interpreter=%s" % sys.executable,
             "-e", json.dumps({"node_root": str(root), "kubeconfig": double.kubeconfig, "results_file": str(results),
-                              "durable": durable}),
+                              "durable": durable, "restart_problem": restart_problem}),
             os.path.join(ROOT, "tests", "integration", "playbooks", "kubeadm_durable.yml")]
     if check:
         argv += ["--check", "--diff"]
@@ -63,6 +63,8 @@ def test_the_fix_survives_kubeadm_upgrade_node(apiserver_double, tmp_path):
     result, _out = run_play(tmp_path, double, root, "run")
     assert result["config"]["durability"]["manager"] == "kubeadm"
     assert result["plan"]["changed"] and "kubeAPIQPS" in result["plan"]["fields"]
+    # the node's values changed in this run: the ConfigMap waits for the restarted kubelet to prove them
+    assert result["before_restart"] == CLUSTER_CONFIG and result["pending"] is False
     cm = yaml.safe_load(configmap(double))
     assert (cm["kubeAPIQPS"], cm["kubeAPIBurst"], cm["serializeImagePulls"], cm["maxParallelImagePulls"]) == (50, 100, False, 5)
     # the ConfigMap's other lines are the cluster's, byte for byte
@@ -94,6 +96,18 @@ def test_without_the_configmap_update_the_upgrade_undoes_the_fix(apiserver_doubl
     assert configmap(double) == CLUSTER_CONFIG
     # ... and kubeadm upgrade node puts the cluster's 5 back
     assert kubeadm_upgrade_node(double, root)["kubeAPIQPS"] == 5
+
+
+def test_a_rolled_back_restart_leaves_the_configmap_alone(apiserver_double, tmp_path):
+    """The ConfigMap reaches every node at its next kubeadm upgrade node: a value the restarted
+    kubelet did not accept (rolled back) must never get there."""
+    double = apiserver_double([], [], configmaps={"kube-system/kubelet-config": {"kubelet": CLUSTER_CONFIG}})
+    root = node_tree(tmp_path)
+    result, out = run_play(tmp_path, double, root, "rolled-back", restart_problem="healthz not ok")
+    assert result["plan"]["changed"] and result["pending"] is True
+    assert configmap(double) == CLUSTER_CONFIG
+    assert not [e for e in double.state()["log"] if e["method"] in ("PATCH", "PUT")]
+    assert "is set once the restarted kubelet is verified" in " ".join(out.split())
 
 
 def test_no_configmap_says_where_the_fix_lives(apiserver_double, tmp_path):

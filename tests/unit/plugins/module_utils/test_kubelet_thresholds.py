@@ -173,3 +173,46 @@ def test_node_capacity_is_read_from_the_node_tree(tmp_path):
     assert cap["ephemeral-storage"] > 0
     # what cannot be read is left out, never guessed
     assert kn.node_capacity(str(tmp_path / "nothing")) == {}
+
+
+# ---- the kubelet's own rule for reservations (validateNodeAllocatable) --------------------------------
+
+GI = 2 ** 30
+
+
+def test_pid_capacity_is_the_smaller_of_pid_max_and_threads_max(tmp_path):
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/pid_max").write_text("4194304\n")
+    (tmp_path / "proc/sys/kernel/threads-max").write_text("62000\n")
+    assert kn.node_capacity(str(tmp_path))["pid"] == 62000
+    errors = kn.reservation_errors({"systemReserved": {"pid": "40000"}, "kubeReserved": {"pid": "30000"}},
+                                   kn.node_capacity(str(tmp_path)))
+    assert len(errors) == 1 and "the smaller of kernel.pid_max and kernel.threads-max" in errors[0]
+
+
+@pytest.mark.parametrize("config, reported", [
+    # 50Gi + 45Gi of a 100Gi disk, and the 10 % nodefs.available default on top: 105Gi
+    ({"systemReserved": {"ephemeral-storage": "50Gi"}, "kubeReserved": {"ephemeral-storage": "45Gi"}},
+     "evictionHard.nodefs.available=10%"),
+    ({"systemReserved": {"ephemeral-storage": "50Gi"}, "evictionHard": {"nodefs.available": "51Gi"}},
+     "evictionHard.nodefs.available=51Gi"),
+    ({"systemReserved": {"ephemeral-storage": "95Gi"}, "evictionHard": {"nodefs.available": "5%"}},
+     "evictionHard.nodefs.available=5%"),
+    # the memory reserve counts with its default (100Mi) when evictionHard does not set it
+    ({"systemReserved": {"memory": "3.95Gi"}}, "evictionHard.memory.available=100Mi"),
+])
+def test_every_reserved_resource_counts_its_hard_eviction_threshold(config, reported):
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    errors = kn.reservation_errors(config, {"ephemeral-storage": 100 * GI, "memory": 4 * GI})
+    assert len(errors) == 1 and reported in errors[0], errors
+
+
+def test_reservations_within_the_capacity_pass():
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    config = {"systemReserved": {"ephemeral-storage": "40Gi", "memory": "1Gi"}, "kubeReserved": {"ephemeral-storage": "40Gi"},
+              "evictionHard": {"nodefs.available": "10%", "memory.available": "500Mi"}}
+    assert kn.reservation_errors(config, {"ephemeral-storage": 100 * GI, "memory": 4 * GI}) == []
+    # a partial map leaves nodefs.available out: the kubelet reserves nothing for it
+    partial = {"systemReserved": {"ephemeral-storage": "95Gi"}, "evictionHard": {"memory.available": "100Mi"}}
+    assert kn.reservation_errors(partial, {"ephemeral-storage": 100 * GI, "memory": 4 * GI}) == []

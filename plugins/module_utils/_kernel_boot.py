@@ -240,10 +240,12 @@ def _entry_path(entries, release, what, source=GRUB_CFG):
     return entry["path"]
 
 
-def _check_once(st, release, kernel_present):
+def _check_once(st, release, kernel_present, why=None):
     running = st["running_release"]
     if not kernel_present:
-        raise NodefixError("kernel %s is not installed (/boot/vmlinuz-%s is missing): install it first" % (release, release))
+        raise NodefixError("kernel %s is not installed (%s): install it first - a kernel is booted once only when its "
+                           "package is installed and its boot files are there"
+                           % (release, why or "/boot/vmlinuz-%s is missing" % release))
     if release == running:
         raise NodefixError("kernel %s is the one running: there is nothing to boot once" % release)
     if release in st["record"]["failed"]:
@@ -252,10 +254,10 @@ def _check_once(st, release, kernel_present):
                                                                RECORD, RECORD))
 
 
-def plan_once(st, release, panic_seconds, kernel_present):
+def plan_once(st, release, panic_seconds, kernel_present, why=None):
     """What ``once`` changes: {drop_in, update_grub, fallback, target, changed} (entry paths as grub.cfg has
     them now: None for one only ``update-grub`` will add)."""
-    _check_once(st, release, kernel_present)
+    _check_once(st, release, kernel_present, why)
     running = st["running_release"]
     drop_in = drop_in_text(panic_seconds)
     fallback = entry_for(st["entries"], running)
@@ -271,10 +273,10 @@ def plan_once(st, release, panic_seconds, kernel_present):
     }
 
 
-def plan_once_bls(st, root, release, panic_seconds, kernel_present):
+def plan_once_bls(st, root, release, panic_seconds, kernel_present, why=None):
     """What ``once`` changes on a BLS node: {entry_file, entry_before, entry_after, panic, fallback, target,
     changed}; ``entry_after`` is the new kernel's entry with ``panic=N`` (None: no ``options`` line to add it to)."""
-    _check_once(st, release, kernel_present)
+    _check_once(st, release, kernel_present, why)
     bls.check_saved(st["grub_default"])
     fallback = _entry_path(st["entries"], st["running_release"], "the running kernel: it would be the fallback",
                            bls.BLS_DIR)

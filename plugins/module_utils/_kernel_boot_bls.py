@@ -20,9 +20,12 @@ into the EFI system partition: it is followed). With ``GRUB_DEFAULT=saved`` (EL'
 ``grub2-reboot`` write through ``grub2-editenv``; this module writes the same two
 keys with ``grub2-editenv FILE set``, on the file it resolved itself.
 
-``panic=N`` is added to the new kernel's entry only (its ``options`` line), so that
-a kernel that cannot mount its root file system reboots into the saved default
-instead of waiting at dracut's shell; an entry that already has a ``panic=`` keeps it.
+``panic=N rd.shell=0 rd.emergency=reboot`` are added to the new kernel's entry only
+(its ``options`` line), so that a kernel that panics, or a dracut initramfs that
+cannot mount the root file system, reboots into the saved default instead of waiting
+at dracut's emergency shell (``panic=`` alone does not: dracut drops to the shell
+unless ``rd.shell=0 rd.emergency=reboot`` are given); a key the entry has already
+keeps its value.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -102,20 +105,35 @@ def check_saved(value):
                            "grub.cfg (grub2-mkconfig) first" % ("missing" if value is None else repr(value), DEFAULT_GRUB))
 
 
+def fallback_options(seconds):
+    """What the one-shot entry needs to come back by itself: ``panic=N`` (a kernel that panics
+    reboots after N seconds) and dracut's ``rd.shell=0 rd.emergency=reboot`` - an initramfs that
+    cannot mount the root file system otherwise drops to an emergency shell and waits
+    (dracut.cmdline(7): rd.emergency=reboot acts on a critical failure, rd.shell=0 must be given
+    with it). [(key, token)]; none for 0 seconds."""
+    if not seconds:
+        return []
+    return [("panic=", "panic=%d" % seconds), ("rd.shell=", "rd.shell=0"), ("rd.emergency=", "rd.emergency=reboot")]
+
+
 def with_panic(text, seconds):
-    """The entry's text with ``panic=N`` on its (last) ``options`` line: unchanged when ``seconds`` is 0 or the
-    entry has a ``panic=`` already; None when it has no ``options`` line (the entry's options come from
+    """The entry's text with what ``fallback_options`` asks for on its (last) ``options`` line, each
+    token only when the line has no value for its key already: unchanged when ``seconds`` is 0 or
+    nothing is missing; None when it has no ``options`` line (the entry's options come from
     elsewhere - nothing is added)."""
     lines = (text or "").splitlines()
     options = [i for i, line in enumerate(lines) if line.strip().split(None, 1)[:1] == ["options"]]
-    if not seconds:
+    wanted = fallback_options(seconds)
+    if not wanted:
         return text
     if not options:
         return None
-    if any(tok.startswith("panic=") for i in options for tok in lines[i].split()[1:]):
+    have = [tok for i in options for tok in lines[i].split()[1:]]
+    missing = [token for key, token in wanted if not any(t.startswith(key) for t in have)]
+    if not missing:
         return text
     last = options[-1]
-    lines[last] = lines[last].rstrip() + " panic=%d" % seconds
+    lines[last] = lines[last].rstrip() + " " + " ".join(missing)
     return "\n".join(lines) + "\n"
 
 

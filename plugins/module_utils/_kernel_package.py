@@ -30,8 +30,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_release
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
@@ -139,6 +141,17 @@ def release_of(name, depends):
     return None
 
 
+def next_image(depends):
+    """(name, version or None) of the first ``linux-image-*`` package a meta-package's Depends names
+    (``linux-image-generic (= 5.15.0.91.88)``: that exact version); None when it names none."""
+    for alt in (depends or "").split(","):
+        first = alt.strip().split("|")[0].strip()
+        m = re.match(r"^(linux-image-[a-z0-9][a-z0-9+.-]*)(?:\s*\(\s*=\s*([^)\s]+)\s*\))?", first)
+        if m:
+            return m.group(1), m.group(2)
+    return None
+
+
 def field(stanza, key):
     for line in stanza.splitlines():
         if line.startswith(key + ":"):
@@ -149,21 +162,34 @@ def field(stanza, key):
 class Apt(object):
     """apt-cache / apt-get through the collection's Runner."""
 
+    FAMILY = "debian"
     # what plan() says when the sources lack the package, or it installs no kernel
     NOT_FOUND = ("package %s is not in this node's package sources (apt-cache policy %s: no candidate; run apt-get "
                  "update, or add the source that has it)")
     NOT_KERNEL = "no linux-image-<release> in its name or Depends"
 
-    def __init__(self, runner, default_release=None):
+    # how deep release() follows meta-packages: Ubuntu's linux-generic -> linux-image-generic ->
+    # linux-image-<release> is two steps; a longer chain is not a kernel package's
+    MAX_DEPTH = 4
+
+    def __init__(self, runner, default_release=None, lists=None):
         self.runner = runner
         self.default_release = default_release
+        self.lists = lists
 
     def _opts(self):
-        return ["-t", self.default_release] if self.default_release else []
+        """apt's options: the target release; with ``lists`` (a private directory - check mode), the
+        package lists read from and fetched into it, and no binary cache written anywhere."""
+        opts = ["-t", self.default_release] if self.default_release else []
+        if self.lists:
+            opts += ["-o", "Dir::State::Lists=%s" % self.lists, "-o", "Dir::Cache::pkgcache=",
+                     "-o", "Dir::Cache::srcpkgcache="]
+        return opts
 
     def update(self):
         tool = self.runner.bin("apt-get", required=True)
-        self.runner.run([tool, "update", "-q"], msg="apt-get update failed: the package lists could not be refreshed")
+        self.runner.run([tool, "update", "-q"] + self._opts(),
+                        msg="apt-get update failed: the package lists could not be refreshed")
 
     def policy(self, name):
         tool = self.runner.bin("apt-cache", required=True)
@@ -173,19 +199,51 @@ class Apt(object):
 
     def show(self, name, version):
         tool = self.runner.bin("apt-cache", required=True)
-        _rc, out, _err = self.runner.run([tool, "show", "%s=%s" % (name, version)],
+        _rc, out, _err = self.runner.run([tool] + self._opts() + ["show", "%s=%s" % (name, version)],
                                          msg="apt-cache show %s=%s failed" % (name, version))
         return out.split("\n\n")[0]
 
     def install(self, name, version):
         tool = self.runner.bin("apt-get", required=True)
-        argv = [tool, "install", "-y", "-q", "--no-install-recommends", "-o", "Dpkg::Options::=--force-confdef",
-                "-o", "Dpkg::Options::=--force-confold"] + self._opts() + ["%s=%s" % (name, version)]
+        # --no-remove: a kernel install that would remove a package (a conflict) fails instead
+        argv = [tool, "install", "-y", "-q", "--no-install-recommends", "--no-remove",
+                "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"] + self._opts() + [
+                    "%s=%s" % (name, version)]
         return self.runner.run(argv, msg="apt-get install %s=%s failed" % (name, version))
 
     def release(self, name, version):
-        """The kernel release ``name=version`` installs (None: not a kernel package)."""
-        return release_of(name, field(self.show(name, version), "Depends"))
+        """The kernel release ``name=version`` installs (None: not a kernel package), following the
+        meta-packages' Depends to the ``linux-image-<release>`` package (bounded: MAX_DEPTH)."""
+        for _step in range(self.MAX_DEPTH):
+            depends = field(self.show(name, version), "Depends")
+            found = release_of(name, depends)
+            if found is not None:
+                return found
+            nxt = next_image(depends)
+            if nxt is None:
+                return None
+            name, version = nxt
+            if version is None:
+                version = self.policy(name)[1]
+                if version is None:
+                    return None
+        return None
+
+    def installed(self, release, root="/"):
+        """(True, None) when dpkg says ``linux-image-<release>`` (or its -unsigned build) is fully
+        installed; else (False, why)."""
+        tool = self.runner.bin("dpkg-query", required=True)
+        admin = [] if root in ("/", "", None) else ["--admindir=%s" % root_path(root, "/var/lib/dpkg")]
+        names = ["linux-image-%s" % release, "linux-image-%s-unsigned" % release]
+        _rc, out, _err = self.runner.run([tool] + admin + ["-W", "-f", "${Package} ${db:Status-Abbrev}\\n"] + names,
+                                         check=False)
+        states = dict(line.split(None, 1) for line in out.splitlines() if len(line.split(None, 1)) == 2)
+        for name in names:
+            if states.get(name, "").strip() == "ii":
+                return True, None
+        seen = ", ".join("%s %s" % (n, states[n].strip()) for n in names if n in states)
+        return False, ("dpkg does not have linux-image-%s installed (%s)" % (
+            release, "status " + seen if seen else "not known to dpkg"))
 
     @staticmethod
     def normalise(version):
@@ -210,20 +268,37 @@ class Dnf(object):
     """dnf repoquery / dnf install through the collection's Runner; ``root`` other than / is dnf's
     ``--installroot`` (a node's tree mounted elsewhere)."""
 
+    FAMILY = "el"
     NOT_FOUND = ("package %s is not in this node's enabled repositories (dnf repoquery --available %s: nothing; "
                  "enable the repository that has it with enablerepo)")
     NOT_KERNEL = "no kernel-uname-r in its Requires or Provides"
 
-    def __init__(self, runner, enablerepo=(), root="/"):
+    def __init__(self, runner, enablerepo=(), root="/", lists=None):
         self.runner = runner
         self.enablerepo = list(enablerepo or ())
         self.root = root
+        self.lists = lists
 
     def _argv(self, *args):
         argv = [self.runner.bin("dnf", required=True), "-q"]
         if self.root not in ("/", "", None):
             argv += ["--installroot=%s" % self.root, "--setopt=reposdir=%s" % root_path(self.root, "/etc/yum.repos.d")]
+        if self.lists:  # check mode: metadata fetched into and read from a private cache
+            argv += ["--setopt=cachedir=%s" % self.lists]
         return argv + ["--enablerepo=%s" % r for r in self.enablerepo] + list(args)
+
+    def installed(self, release, root="/"):
+        """(True, None) when rpm has a package providing ``kernel-uname-r = <release>`` installed
+        (kernel-core); else (False, why)."""
+        tool = self.runner.bin("rpm", required=True)
+        argv = [tool] + ([] if root in ("/", "", None) else ["--root", root])
+        # rpm -q --whatprovides takes no version: the installed kernels' provides, read and matched here
+        rc, out, err = self.runner.run(argv + ["-q", "--whatprovides", "kernel-uname-r", "--qf",
+                                               "[%{PROVIDENAME} %{PROVIDEVERSION}\\n]"], check=False)
+        if rc == 0 and "kernel-uname-r %s" % release in [line.strip() for line in out.splitlines()]:
+            return True, None
+        return False, "rpm has no package providing kernel-uname-r = %s installed (%s)" % (
+            release, "rc=%d: %s" % (rc, (err or out).strip()[:200]) if rc else "other kernels only")
 
     def update(self):
         self.runner.run(self._argv("makecache"),
@@ -254,10 +329,11 @@ class Dnf(object):
         return self.runner.run(self._argv("install", "-y", spec), msg="dnf install %s failed" % spec)
 
 
-def plan(pm, name, version=None, min_release=None, below=None):
+def plan(pm, name, version=None, min_release=None, below=None, running=None, allow_downgrade=False):
     """{package, version, release, installed_version}: what installing ``name`` would bring through the package
-    manager ``pm`` (``Apt`` or ``Dnf``); NodefixError when the sources do not have it, or its kernel would still be
-    below ``min_release`` (``below(release)``)."""
+    manager ``pm`` (``Apt`` or ``Dnf``); NodefixError when the sources do not have it, its kernel would still be
+    below ``min_release`` (``below(release)``), or - unless ``allow_downgrade`` - it is not newer than the
+    ``running`` release (in the package manager's order)."""
     installed, candidate, versions = pm.policy(name)
     if not versions and candidate is None:
         raise NodefixError(pm.NOT_FOUND % (name, name))
@@ -276,4 +352,33 @@ def plan(pm, name, version=None, min_release=None, below=None):
     if min_release and below is not None and below(release):
         raise NodefixError("package %s %s installs kernel %s, still below the minimum %s: it would not fix the node"
                            % (name, want, release, min_release))
+    if running and not allow_downgrade and not newer(release, running, pm.FAMILY):
+        raise NodefixError("package %s %s installs kernel %s, not newer than the running %s: that is a downgrade (or "
+                           "the same kernel) - nothing is installed or booted; set allow_downgrade to go back to an "
+                           "older kernel on purpose" % (name, want, release, running))
     return {"package": name, "version": want, "release": release, "installed_version": installed}
+
+
+def newer(release, running, family):
+    """Whether ``release``'s version is above ``running``'s in the package manager's order (their
+    flavours aside: a move to another flavour of the same version is not an upgrade)."""
+    order = _kernel_release.rpm_compare if family == "el" else _kernel_release.dpkg_compare
+    return order(_kernel_release.split_flavour(release)[0], _kernel_release.split_flavour(running)[0]) > 0
+
+
+BOOT_FILES = {"debian": ("/boot/vmlinuz-%s", "/boot/initrd.img-%s"), "el": ("/boot/vmlinuz-%s", "/boot/initramfs-%s.img")}
+
+
+def installed(pm, root, release):
+    """(True, None) when ``release`` is installed: the package manager says so AND its boot files
+    (the kernel and its initramfs) are in /boot - a half-configured package, or one whose
+    initramfs was never built, is not; else (False, why)."""
+    ok, why = pm.installed(release, root)
+    if not ok:
+        return False, why
+    missing = [path % release for path in BOOT_FILES[pm.FAMILY]
+               if not os.path.isfile(root_path(root, path % release))]
+    if missing:
+        return False, "the package is installed but %s %s missing" % (", ".join(missing),
+                                                                      "is" if len(missing) == 1 else "are")
+    return True, None

@@ -14,8 +14,11 @@ The reasons the node's own tooling gives, read the way kured reads them
   maintainer script; ``/var/run/reboot-required.pkgs`` names the packages);
 - EL (dnf/yum): ``needs-restarting -r`` exits 1 when core libraries or the
   kernel were updated since boot;
-- a kernel installed under ``/boot`` newer than the running one (what the
-  ``kernel`` role installs; Debian writes no sentinel for it). A kernel that
+- a kernel installed under ``/boot`` newer than the running one, of the same
+  flavour, in the package manager's order (``_kernel_release``: dpkg's on
+  Debian and Ubuntu, rpm's on EL - a ``-cloud-amd64`` or ``+debug`` kernel
+  beside an ``-amd64`` one is not newer; what the ``kernel`` role installs;
+  Debian writes no sentinel for it). A kernel that
   failed to boot once (recorded by ``nodefix.k8s.kernel_boot`` in
   ``/var/lib/nodefix-k8s/kernel-boot.json``) is not a reason: booting it
   again would fail again. It is reported in the facts.
@@ -32,7 +35,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot, _kernel_package, _kernel_release
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
@@ -117,7 +120,8 @@ def state(runner, root="/"):
     kernels = installed_kernels(root)
     failed = failed_boots(root)
     bootable = [k for k in kernels if k not in failed]
-    newest = bootable[-1] if bootable else None
+    fam = _kernel_package.family(root) or "debian"
+    newest = _kernel_release.newest(bootable, running, fam) if running else None
     reasons = []
     errors = []
     required = os.path.exists(root_path(root, REQUIRED_FILE))
@@ -130,7 +134,7 @@ def state(runner, root="/"):
         reasons.append({"id": "reboot.required", "check": "reboot", "reason": "needs-restarting -r: %s" % el_reason})
     if el_error:
         errors.append(el_error)
-    if running and newest and release_key(newest) > release_key(running):
+    if running and newest and _kernel_release.compare(newest, running, fam) == 1:
         reasons.append({"id": "reboot.kernel_not_running", "check": "reboot",
                         "reason": "kernel %s is installed, %s is running" % (newest, running)})
     return {

@@ -145,7 +145,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
     FileSafetyError,
     node_path,
@@ -177,10 +178,20 @@ def _restore_drop_in(module, root, before):
         _write(module, root, kb.DROP_IN, before)
 
 
-def _once_bls(module, runner, root, p, st, result, present):
+def _installed(module, runner, root, st, release):
+    """(installed, why): the package manager says so and the boot files are there (_kernel_package.installed);
+    in check mode (True, None) - the kernel may be one the same run would have installed first."""
+    if module.check_mode:
+        return True, None
+    family = kp.family(root) or ("el" if st["flavour"] == "bls" else "debian")
+    pm = kp.Dnf(runner, root=root) if family == "el" else kp.Apt(runner)
+    return kp.installed(pm, root, release)
+
+
+def _once_bls(module, runner, root, p, st, result, present, why):
     """``once`` on an EL/Fedora node: panic= on the new kernel's BLS entry, saved_entry, next_entry."""
     release = p["release"]
-    plan = kb.plan_once_bls(st, root, release, p["panic_seconds"], present)
+    plan = kb.plan_once_bls(st, root, release, p["panic_seconds"], present, why)
     record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
     result["changed"] = plan["changed"]
     result["diff"] = [file_diff(plan["entry_file"], plan["entry_before"], plan["entry_after"])]
@@ -206,11 +217,10 @@ def _once_bls(module, runner, root, p, st, result, present):
 
 def _once(module, runner, root, p, st, result):
     release = p["release"]
-    # in check mode the kernel may be one the same run would have installed first
-    present = os.path.exists(root_path(root, "/boot/vmlinuz-" + release)) or module.check_mode
+    present, why = _installed(module, runner, root, st, release)
     if st["flavour"] == "bls":
-        return _once_bls(module, runner, root, p, st, result, present)
-    plan = kb.plan_once(st, release, p["panic_seconds"], present)
+        return _once_bls(module, runner, root, p, st, result, present, why)
+    plan = kb.plan_once(st, release, p["panic_seconds"], present, why)
     record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
     result["changed"] = plan["changed"]
     result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]

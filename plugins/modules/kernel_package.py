@@ -20,7 +20,10 @@ description:
     (read with C(dnf repoquery --requires), then C(--provides)) - and fails, naming the problem, when the sources do not have the package or the
     version, when it installs no kernel image, or when its kernel would still be below O(min_release). Nothing is
     installed; run it before a node is drained.
-  - V(present) installs it (C(apt-get install NAME=VERSION), non-interactive, keeping changed configuration files;
+  - A kernel not newer than the running one is refused unless O(allow_downgrade). On Ubuntu the meta-package chain
+    (C(linux-generic) -> C(linux-image-generic) -> C(linux-image-<release>)) is followed through each package's
+    C(Depends), up to four steps.
+  - V(present) installs it (C(apt-get install --no-remove NAME=VERSION), non-interactive, keeping changed configuration files;
     C(dnf install -y NAME-VERSION), beside the running kernel - kernels are install-only packages there) and reports
     the release now in C(/boot). A release already installed changes nothing.
   - A kernel that failed to boot on this node before (recorded by M(nodefix.k8s.kernel_boot)) is refused too.
@@ -58,7 +61,17 @@ options:
   update_cache:
     description:
       - Refresh the package lists (C(apt-get update); C(dnf makecache)) before planning - a node's lists may be weeks old, or (cloud
-        images) empty. It changes no installed software; skipped in check mode.
+        images) empty. It changes no installed software.
+      - In check mode the lists are fetched into a private directory instead (apt's C(Dir::State::Lists), dnf's
+        C(cachedir)), read from there and removed: the node's own lists are not touched, and the plan is the one a
+        real run would make.
+    type: bool
+    default: false
+  allow_downgrade:
+    description:
+      - Allow a kernel that is not newer than the running one (compared in the package manager's order, dpkg's or rpm's).
+        Off, such a plan is refused - a downgrade, or the running kernel again, is never installed or booted by
+        accident.
     type: bool
     default: false
   min_release:
@@ -131,19 +144,39 @@ installed_version:
   returned: always
   type: str
 kernel_installed:
-  description: Whether C(/boot/vmlinuz-<release>) is there after the module (before, in check mode).
+  description:
+    - Whether the kernel is installed after the module (before, in check mode) - the package manager says so (dpkg
+      C(ii) for C(linux-image-<release>); rpm has the package providing C(kernel-uname-r = <release>)) and its boot
+      files are there (C(/boot/vmlinuz-<release>) and its initramfs, C(/boot/initrd.img-<release>) or
+      C(/boot/initramfs-<release>.img)).
   returned: always
   type: bool
+not_installed_because:
+  description: Why RV(kernel_installed) is false (a package dpkg has half-configured, a missing initramfs); null when it is true.
+  returned: always
+  type: str
+  sample: "the package is installed but /boot/initrd.img-6.12.95+deb12-amd64 is missing"
+lists:
+  description:
+    - Which package lists the plan was made from - V(as the node had them), V(refreshed) (O(update_cache)), or
+      V(refreshed privately (check mode)) (O(update_cache) in check mode - fetched into a private directory that is
+      removed afterwards, so the node's own lists are not touched).
+  returned: always
+  type: str
+  sample: as the node had them
 """
 
 import os
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
 
 def below(min_release):
@@ -176,31 +209,40 @@ def main():
             enablerepo=dict(type="list", elements="str", default=[]),
             min_release=dict(type="str"),
             update_cache=dict(type="bool", default=False),
+            allow_downgrade=dict(type="bool", default=False),
             root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     runner = Runner(module)
+    lists = None
     try:
         family = manager_family(runner, p["root"])
         kp.check_input(p["name"], p["version"], p["default_release"], family, p["enablerepo"])
         errors = _kernel.option_errors({"min_release": p["min_release"]})
         if errors:
             raise NodefixError(errors[0])
+        # check mode refreshes nothing on the node: the lists are fetched into a private directory
+        if p["update_cache"] and module.check_mode:
+            lists = tempfile.mkdtemp(prefix="nodefix-lists-", dir=module.tmpdir)
+            os.mkdir(os.path.join(lists, "partial"))
         name = p["name"]
         if family == "el":
-            pm = kp.Dnf(runner, p["enablerepo"], p["root"])
+            pm = kp.Dnf(runner, p["enablerepo"], p["root"], lists=lists)
             name = name or kp.default_package(p["root"], None)
         else:
             if name is None:
                 _rc, arch, _err = runner.run([runner.bin("dpkg", required=True), "--print-architecture"])
                 name = kp.default_package(p["root"], arch.strip())
-            pm = kp.Apt(runner, p["default_release"])
-        if p["update_cache"] and not module.check_mode:
+            pm = kp.Apt(runner, p["default_release"], lists=lists)
+        if p["update_cache"]:
             pm.update()
-        result = kp.plan(pm, name, p["version"], p["min_release"], below(p["min_release"]))
+        result = kp.plan(pm, name, p["version"], p["min_release"], below(p["min_release"]),
+                         running=read_running_release(p["root"]), allow_downgrade=p["allow_downgrade"])
         result["manager"] = "dnf" if family == "el" else "apt"
+        result["lists"] = "refreshed privately (check mode)" if lists else (
+            "refreshed" if p["update_cache"] else "as the node had them")
         failed = kb.read_record(p["root"])["failed"]
         if result["release"] in failed:
             raise NodefixError("kernel %s (%s %s) failed to boot on this node before (%s, came back on %s): it is not "
@@ -208,17 +250,21 @@ def main():
                                % (result["release"], result["package"], result["version"],
                                   failed[result["release"]].get("at"), failed[result["release"]].get("came_back_on"),
                                   kb.RECORD))
-        vmlinuz = root_path(p["root"], "/boot/vmlinuz-" + result["release"])
-        present = os.path.exists(vmlinuz)
+        present, why = kp.installed(pm, p["root"], result["release"])
+        result["not_installed_because"] = why
         changed = p["state"] == "present" and not present
         if changed and not module.check_mode:
             pm.install(result["package"], result["version"])
-            present = os.path.exists(vmlinuz)
+            present, why = kp.installed(pm, p["root"], result["release"])
             if not present:
-                raise NodefixError("%s installed %s %s but %s is not there: the package did not install kernel "
-                                   "%s" % (result["manager"], result["package"], result["version"], vmlinuz, result["release"]))
+                raise NodefixError("%s installed %s %s but kernel %s is not installed: %s" % (
+                    result["manager"], result["package"], result["version"], result["release"], why))
+            result["not_installed_because"] = None
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
+    finally:
+        if lists:
+            shutil.rmtree(lists, ignore_errors=True)
     module.exit_json(changed=changed, kernel_installed=present, **result)
 
 

@@ -48,6 +48,7 @@ TEST DOUBLE of EL's kernel meta-package.
 mkdir -p %%{buildroot}/boot/loader/entries %%{buildroot}/lib/modules/%%{kver}
 echo not-a-kernel > %%{buildroot}/lib/modules/%%{kver}/vmlinuz
 cp %%{buildroot}/lib/modules/%%{kver}/vmlinuz %%{buildroot}/boot/vmlinuz-%%{kver}
+echo not-an-initramfs > %%{buildroot}/boot/initramfs-%%{kver}.img
 cat > %%{buildroot}/boot/loader/entries/%(mid)s-%%{kver}.conf <<EOF
 title Red Hat Enterprise Linux (%%{kver}) 9.4 (Plow)
 version %%{kver}
@@ -75,6 +76,7 @@ TEST DOUBLE of EL's kernel-core.
 
 CORE_FILES = """%files core
 /boot/vmlinuz-%{kver}
+/boot/initramfs-%{kver}.img
 /boot/loader/entries/""" + MID + """-%{kver}.conf
 /lib/modules/%{kver}/vmlinuz
 """
@@ -171,7 +173,10 @@ def test_plan_reads_the_release_dnf_resolves_and_refuses_bad_input(node):
 
 
 def test_install_beside_the_running_kernel_check_mode_and_idempotence(node):
-    rc, res, out = module(node, "kernel_package", "old", state="present", version="-".join(OLD))
+    # the running kernel's own package (the tree has none yet): allowed on purpose only
+    rc, res, out = module(node, "kernel_package", "old-refused", state="present", version="-".join(OLD))
+    assert rc != 0 and "not newer than the running %s: that is a downgrade" % release(OLD) in res["msg"], out
+    rc, res, out = module(node, "kernel_package", "old", state="present", version="-".join(OLD), allow_downgrade=True)
     assert rc == 0 and res["changed"] and res["kernel_installed"], out
     rc, res, out = module(node, "kernel_package", "check", check=True, state="present", min_release="6.12")
     assert rc == 0 and res["changed"] and not res["kernel_installed"], out
@@ -184,6 +189,15 @@ def test_install_beside_the_running_kernel_check_mode_and_idempotence(node):
                                       "kernel-%s-%s" % NEW, "kernel-core-%s-%s" % NEW])
     rc, res, out = module(node, "kernel_package", "again", state="present", min_release="6.12")
     assert rc == 0 and not res["changed"] and res["installed_version"] == "-".join(NEW), out
+
+
+def test_a_node_already_on_a_newer_kernel_is_not_downgraded(node):
+    with open(os.path.join(node["root"], "proc/sys/kernel/osrelease"), "w") as fh:
+        fh.write("6.14.0-1.el10_1.x86_64\n")
+    rc, res, out = module(node, "kernel_package", "downgrade", state="present", min_release="6.12")
+    assert rc != 0 and "installs kernel %s, not newer than the running 6.14.0-1.el10_1.x86_64" % release(NEW) \
+        in res["msg"], out
+    assert installed(node) == []
 
 
 def _installed_both(node):
@@ -201,12 +215,15 @@ def test_boot_once_then_keep_it(node):
     assert grubenv(node) == {"saved_entry": old_id}
     before = entry(node, NEW)
     rc, res, out = module(node, "kernel_boot", "once-check", check=True, state="once", release=release(NEW))
-    assert rc == 0 and res["changed"] and "+options root=/dev/mapper/rhel-root ro crashkernel=1G-4G:192M panic=10" in out
+    assert rc == 0 and res["changed"] and "+options root=/dev/mapper/rhel-root ro crashkernel=1G-4G:192M panic=10 rd.shell=0 rd.emergency=reboot" in out
     assert entry(node, NEW) == before and grubenv(node) == {"saved_entry": old_id}
     rc, res, out = module(node, "kernel_boot", "once", state="once", release=release(NEW))
     assert rc == 0 and res["changed"] and (res["default"], res["next_entry"]) == (old_id, new_id), out
     assert grubenv(node) == {"saved_entry": old_id, "next_entry": new_id}
-    assert entry(node, NEW) == before.replace("crashkernel=1G-4G:192M\n", "crashkernel=1G-4G:192M panic=10\n")
+    # panic= for a kernel that panics, rd.shell=0 rd.emergency=reboot for dracut's initramfs that
+    # cannot mount the root (it would wait at its emergency shell otherwise)
+    assert entry(node, NEW) == before.replace("crashkernel=1G-4G:192M\n",
+                                              "crashkernel=1G-4G:192M panic=10 rd.shell=0 rd.emergency=reboot\n")
     assert entry(node, OLD).count("panic=") == 0  # only the new kernel's entry
     backups = [n for n in os.listdir(os.path.join(node["root"], "boot/loader/entries")) if n.endswith("~")]
     assert len(backups) == 1 and not backups[0].endswith(".conf"), backups  # GRUB reads *.conf only

@@ -4,13 +4,26 @@ included), /boot/grub2/grubenv, /etc/default/grub; grub2-editenv as a table."""
 
 import os
 
+import pytest
+
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot
 
 MID = "9b1c0e2d4a5f4b6c8d7e6f5a4b3c2d1e"
 OLD, NEW = "5.14.0-427.13.1.el9_4.x86_64", "5.14.0-503.11.1.el9_5.x86_64"
 BINS = {"grub2-editenv": "/usr/bin/grub2-editenv"}
+
+
+@pytest.fixture(autouse=True)
+def package_installed(monkeypatch, request):
+    """A kernel counts as installed when its /boot/vmlinuz is in the tree (the package manager's word is
+    _kernel_package.installed, tested in test_kernel_package and below); a test marked ``real_installed``
+    asks dpkg/rpm for real."""
+    if "real_installed" not in request.keywords:
+        monkeypatch.setattr(kp, "installed", lambda pm, root, release: (
+            os.path.exists(os.path.join(root, "boot", "vmlinuz-" + release)), "/boot/vmlinuz-%s is missing" % release))
 
 
 def entry(release, options="root=/dev/mapper/rl-root ro crashkernel=1G-4G:192M resume=/dev/mapper/rl-swap"):
@@ -43,8 +56,12 @@ def test_entries_panic_and_grub_default(make_tree):
         ("0-rescue-" + MID, True), (OLD, False), (NEW, False)]
     assert kb.entry_for(entries, NEW)["path"] == "%s-%s" % (MID, NEW)
     assert bls.grub_default(root) == "saved"
-    assert bls.with_panic(entry(NEW), 10).count(" panic=10\n") == 1
-    assert bls.with_panic(entry(NEW, "root=/dev/vda1 panic=30"), 10) == entry(NEW, "root=/dev/vda1 panic=30")
+    assert bls.with_panic(entry(NEW), 10).count(" panic=10 rd.shell=0 rd.emergency=reboot\n") == 1
+    # what the entry sets already keeps its value; only the missing keys are added
+    assert bls.with_panic(entry(NEW, "root=/dev/vda1 panic=30"), 10) == entry(
+        NEW, "root=/dev/vda1 panic=30 rd.shell=0 rd.emergency=reboot")
+    full = entry(NEW, "root=/dev/vda1 panic=30 rd.shell=1 rd.emergency=halt")
+    assert bls.with_panic(full, 10) == full
     assert bls.with_panic("title x\nlinux /vmlinuz-1\n", 10) is None
     assert bls.with_panic(entry(NEW), 0) == entry(NEW)
 
@@ -58,7 +75,7 @@ def test_once_then_confirm(run_module, make_tree):
     assert not failed and result["changed"] and table.expected == [], result
     assert result["diff"][0]["after"].count("panic=10") == 1 and "panic" not in result["diff"][0]["before"]
     with open(os.path.join(root, "boot/loader/entries/%s.conf" % new_id)) as fh:
-        assert "resume=/dev/mapper/rl-swap panic=10\n" in fh.read()
+        assert "resume=/dev/mapper/rl-swap panic=10 rd.shell=0 rd.emergency=reboot\n" in fh.read()
     with open(os.path.join(root, "boot/loader/entries/%s.conf" % old_id)) as fh:
         assert "panic" not in fh.read()
     # booted: the new kernel becomes the default, once

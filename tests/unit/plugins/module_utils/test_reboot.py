@@ -373,3 +373,27 @@ def test_a_reason_is_gone_only_when_its_detector_ran():
 def test_reasons_after_refuses_what_it_cannot_read(audit, reasons):
     with pytest.raises(NodefixError):
         _reboot.reasons_after(audit, reasons)
+
+
+@pytest.mark.parametrize("running, kernels, pending", [
+    # another flavour of the same version is not newer: the reason would never clear
+    ("6.1.0-28-amd64", ("6.1.0-28-amd64", "6.1.0-28-cloud-amd64"), False),
+    ("6.1.0-28-amd64", ("6.1.0-28-amd64", "6.1.0-28-rt-amd64"), False),
+    ("5.15.0-91-generic", ("5.15.0-91-generic", "5.15.0-91-lowlatency"), False),
+    ("6.8.0-1012-aws", ("6.8.0-1012-aws", "6.8.0-1012-generic"), False),
+    ("6.1.0-28-cloud-amd64", ("6.1.0-28-cloud-amd64", "6.1.0-30-cloud-amd64"), True),
+    ("6.1.0-28-amd64", ("6.1.0-28-amd64", "6.12.95+deb12-amd64"), True),
+])
+def test_only_a_newer_kernel_of_the_running_flavour_is_a_reason(make_tree, running, kernels, pending):
+    out = _reboot.check(FakeRunner(), root=node(make_tree, running=running, kernels=kernels))
+    assert out["pending"] is pending, out
+
+
+def test_el_debug_kernels_compare_in_rpm_order(make_tree):
+    el = "5.14.0-427.13.1.el9_4.x86_64"
+    extra = {"/etc/os-release": 'ID="rocky"\nID_LIKE="rhel centos fedora"\n'}
+    out = _reboot.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, el + "+debug"), extra=extra))
+    assert out["pending"] is False
+    newer = "5.14.0-503.el9.x86_64"
+    out = _reboot.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, newer), extra=extra))
+    assert out["newest_kernel"] == newer and out["pending"] is True

@@ -5,7 +5,10 @@
 import json
 import os
 
+import pytest
+
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "grub", "debian12-two-kernels.cfg")
@@ -15,6 +18,16 @@ OLD_PATH = "%s>gnulinux-%s-advanced-3f1e2d4c-5b6a-4978-8c9d-0e1f2a3b4c5d" % (ADV
 NEW_PATH = "%s>gnulinux-%s-advanced-3f1e2d4c-5b6a-4978-8c9d-0e1f2a3b4c5d" % (ADV, NEW)
 BINS = {"update-grub": "/usr/sbin/update-grub", "grub-set-default": "/usr/sbin/grub-set-default",
         "grub-reboot": "/usr/sbin/grub-reboot", "grub-editenv": "/usr/bin/grub-editenv"}
+
+
+@pytest.fixture(autouse=True)
+def package_installed(monkeypatch, request):
+    """A kernel counts as installed when its /boot/vmlinuz is in the tree (the package manager's word is
+    _kernel_package.installed, tested in test_kernel_package and below); a test marked ``real_installed``
+    asks dpkg/rpm for real."""
+    if "real_installed" not in request.keywords:
+        monkeypatch.setattr(kp, "installed", lambda pm, root, release: (
+            os.path.exists(os.path.join(root, "boot", "vmlinuz-" + release)), "/boot/vmlinuz-%s is missing" % release))
 
 
 def grub_cfg():
@@ -224,3 +237,15 @@ def test_confirm_again_changes_nothing(run_module, make_tree, monkeypatch):
         again, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
                                           commands=[], bins=BINS)
         assert not failed and not again["changed"] and table.calls == [] and again["record"] == result["record"]
+
+
+@pytest.mark.real_installed
+def test_once_refuses_a_kernel_dpkg_has_half_configured(run_module, make_tree):
+    root = node(make_tree, extra={"/boot/initrd.img-" + NEW: ""})
+    dq = {"argv": ["/usr/bin/dpkg-query", "--admindir=%s/var/lib/dpkg" % root, "-W"], "rc": 0,
+          "out": "linux-image-%s iF\n" % NEW}
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW}, commands=[dq],
+                                       bins=dict(BINS, **{"dpkg-query": "/usr/bin/dpkg-query"}))
+    assert failed and "kernel %s is not installed (dpkg does not have linux-image-%s installed (status" % (NEW, NEW) \
+        in result["msg"], result
+    assert table.expected == [] and not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))

@@ -111,6 +111,85 @@ def entry_for(entries, release):
     return (pinned or normal or [None])[0]
 
 
+def node_grub_default(root):
+    """GRUB_DEFAULT as the node sets it without the collection's drop-in: the last assignment in
+    /etc/default/grub and /etc/default/grub.d/*.cfg (in the order grub-mkconfig sources them);
+    ``0`` (GRUB's own default: the first entry, the newest kernel on Debian and Ubuntu) when none."""
+    value = "0"
+    paths = ["/etc/default/grub"]
+    try:
+        paths += ["/etc/default/grub.d/" + n for n in sorted(os.listdir(root_path(root, "/etc/default/grub.d")))
+                  if n.endswith(".cfg") and "/etc/default/grub.d/" + n != DROP_IN]
+    except OSError:
+        pass
+    for path in paths:
+        for line in (read_text(root_path(root, path)) or "").splitlines():
+            line = line.strip()
+            if line.startswith("GRUB_DEFAULT="):
+                value = line.split("=", 1)[1].strip().strip("\"'")
+    return value
+
+
+def plan_keep(st, root, target):
+    """What ``confirm`` does for a kernel that booted and was verified healthy on a Debian/Ubuntu node:
+    give the node back the boot its distribution would make - the drop-in removed (GRUB_DEFAULT is the
+    node's own again: on Debian and Ubuntu ``0``, the newest kernel - never pinned to the one confirmed,
+    so the next kernel the distribution's updates install boots), ``update-grub``, and ``saved_entry``
+    set to the confirmed kernel only when the node's own GRUB_DEFAULT is ``saved`` (else removed).
+    {remove_drop_in, own_default, set_default, unset_saved, changed}."""
+    own = node_grub_default(root)
+    saved = st["grubenv"].get("saved_entry")
+    set_default = target if own == "saved" and saved != target else None
+    unset_saved = own != "saved" and saved is not None
+    remove = st["drop_in"] is not None
+    return {"remove_drop_in": remove, "own_default": own, "set_default": set_default, "unset_saved": unset_saved,
+            "changed": bool(remove or set_default or unset_saved)}
+
+
+MOUNTINFO = "/proc/self/mountinfo"
+# Where GRUB cannot write its environment block (the GRUB manual, "Environment block": only a plain
+# disk - no LVM or RAID - and a non-checksumming file system - no ZFS; copy-on-write btrfs is the
+# same case for GRUB 2.06/2.12): next_entry is never cleared there, so a one-shot boot repeats.
+ENV_UNWRITABLE_FS = ("zfs", "btrfs")
+
+
+def _unescape(field):
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_of(root, path):
+    """(mount point, fs type, source) of the mount holding ``path`` on the node, from its
+    /proc/self/mountinfo (the longest mount point that is a prefix); None when it cannot be read."""
+    best = None
+    for line in (read_text(root_path(root, MOUNTINFO)) or "").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(tail) < 2:
+            continue
+        point = _unescape(fields[4])
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, tail[0], _unescape(tail[1]))
+    return best
+
+
+def env_block_problem(root, path):
+    """Why GRUB could not clear ``next_entry`` in the environment block at ``path`` (None: it can):
+    a copy-on-write or checksumming file system, a device-mapper device (LVM, LUKS) or MD RAID - or
+    a mount table that cannot be read (nothing can be told: refused too)."""
+    mount = mount_of(root, path)
+    if mount is None:
+        return "the mount holding %s cannot be found in %s: whether GRUB can write it cannot be told" % (path, MOUNTINFO)
+    point, fstype, source = mount
+    if fstype in ENV_UNWRITABLE_FS:
+        return "%s is on a %s file system (%s)" % (path, fstype, point)
+    if source.startswith(("/dev/mapper/", "/dev/dm-")):
+        return "%s is on the device-mapper device %s (LVM or LUKS)" % (path, source)
+    if re.match(r"^/dev/md[0-9_a-z/]*$", source):
+        return "%s is on the MD RAID device %s" % (path, source)
+    return None
+
+
 def read_grubenv(text):
     """{key: value} of a GRUB environment block (``key=value`` lines, ``#`` padding)."""
     env = {}
@@ -232,6 +311,10 @@ class Grub(object):
         self.runner.run([self._bin("grub-editenv"), GRUBENV, "unset", "next_entry"],
                         msg="grub-editenv unset next_entry failed")
 
+    def unset_saved(self):
+        self.runner.run([self._bin("grub-editenv"), GRUBENV, "unset", "saved_entry"],
+                        msg="grub-editenv unset saved_entry failed")
+
 
 def _entry_path(entries, release, what, source=GRUB_CFG):
     entry = entry_for(entries, release)
@@ -254,10 +337,38 @@ def _check_once(st, release, kernel_present, why=None):
                                                                RECORD, RECORD))
 
 
-def plan_once(st, release, panic_seconds, kernel_present, why=None):
+def check_env_block(root, path):
+    """NodefixError when GRUB cannot clear ``next_entry`` after a one-shot boot (env_block_problem):
+    there, ``grub-reboot``'s entry would stay the default and a new kernel that panics would boot
+    again and again - the one-shot path is refused before anything is drained or written."""
+    problem = env_block_problem(root, path)
+    if problem:
+        raise NodefixError("a kernel cannot be booted once here: %s, where GRUB cannot write its environment block "
+                           "(the GRUB manual, \"Environment block\": a plain disk and a non-checksumming file system "
+                           "only), so next_entry would never be cleared and a kernel that fails would boot again and "
+                           "again. Upgrade this node's kernel by hand, with console access" % problem)
+
+
+def env_path(st, root):
+    """The environment block's path on the node (BLS: the file ``/boot/grub2/grubenv`` resolves to)."""
+    if st["flavour"] != "bls":
+        return GRUBENV
+    return st["grubenv_path"] if root in ("/", "") else "/" + os.path.relpath(st["grubenv_path"], root)
+
+
+def preflight(st, root):
+    """Whether a kernel can be booted once on this node, checked before anything is drained or
+    written: GRUB can clear ``next_entry`` (check_env_block) and, on BLS nodes, boots saved entries."""
+    if st["flavour"] == "bls":
+        bls.check_saved(st["grub_default"])
+    check_env_block(root, env_path(st, root))
+
+
+def plan_once(st, release, panic_seconds, kernel_present, why=None, root="/"):
     """What ``once`` changes: {drop_in, update_grub, fallback, target, changed} (entry paths as grub.cfg has
     them now: None for one only ``update-grub`` will add)."""
     _check_once(st, release, kernel_present, why)
+    check_env_block(root, GRUBENV)
     running = st["running_release"]
     drop_in = drop_in_text(panic_seconds)
     fallback = entry_for(st["entries"], running)
@@ -278,6 +389,7 @@ def plan_once_bls(st, root, release, panic_seconds, kernel_present, why=None):
     changed}; ``entry_after`` is the new kernel's entry with ``panic=N`` (None: no ``options`` line to add it to)."""
     _check_once(st, release, kernel_present, why)
     bls.check_saved(st["grub_default"])
+    check_env_block(root, env_path(st, root))
     fallback = _entry_path(st["entries"], st["running_release"], "the running kernel: it would be the fallback",
                            bls.BLS_DIR)
     target = entry_for(st["entries"], release)

@@ -25,10 +25,23 @@ description:
     C(grub-set-default) need) and adds C(panic=N) to the kernel command line, so that a kernel - or Debian's
     initramfs - that cannot mount the root file system reboots instead of waiting at a shell;
     V(once) runs C(update-grub) when the drop-in changed, C(grub.cfg) is older than it, or an entry is missing.
-  - V(confirm), after the reboot - running the new kernel, it becomes the default (C(grub-set-default)); running
-    another, the new kernel failed to boot - recorded in C(/var/lib/nodefix-k8s/kernel-boot.json) (the reboot
-    detector of M(nodefix.k8s.node_audit) no longer counts it as a reason to reboot, and V(once) refuses it), and a
-    C(next_entry) left over is cleared.
+  - V(confirm), after the reboot - running the new kernel and O(healthy) (the reboot path verified the node on it), it
+    is kept and the node boots what its distribution would from then on - on Debian and Ubuntu the drop-in is removed
+    and C(grub.cfg) regenerated (C(GRUB_DEFAULT) is the node's own again, C(0) by default - the newest kernel, so the
+    next kernel the distribution's updates install boots), C(saved_entry) removed (set to the kept kernel only when
+    the node's own C(GRUB_DEFAULT) is C(saved)); on EL the kept kernel is the saved default (C(kernel-install)
+    moves it on with each new kernel). Running it but not O(healthy), or running another kernel - not kept, recorded
+    in C(/var/lib/nodefix-k8s/kernel-boot.json) (with O(problems); the reboot detector of
+    M(nodefix.k8s.node_audit) no longer counts it as a reason to reboot, and V(once) refuses it), the old kernel
+    stays the saved default (a node on the new kernel is back on the old one at its next boot), and a C(next_entry)
+    left over is cleared.
+  - A one-shot boot needs GRUB to clear C(next_entry) at boot, which it can only do on a plain disk with a
+    non-checksumming file system (the GRUB manual, "Environment block"). V(preflight) - run before the node is
+    drained - and V(once) refuse a node whose C(grubenv) is on a device-mapper device (LVM, LUKS), MD RAID, ZFS or
+    btrfs, or whose mount table (C(/proc/self/mountinfo)) does not say - there the new kernel would stay the default
+    and a kernel that panics would boot again and again.
+  - V(once) boots only a kernel that is installed - the package manager says so (dpkg C(ii); rpm) and its kernel and
+    initramfs are in C(/boot).
   - V(query) reads the entries, C(grubenv) and the record.
   - Debian and Ubuntu nodes (GRUB 2 with C(update-grub), C(grub-reboot), C(grub-set-default)).
   - EL 8+ and Fedora nodes, whose kernels are Boot Loader Specification entries (C(/boot/loader/entries/<id>.conf),
@@ -46,19 +59,33 @@ author:
   - nodefix.k8s developers (@nodefix)
 options:
   state:
-    description: V(query) reads; V(prepare) readies GRUB before the install; V(once) boots O(release) once at the next
-      boot; V(confirm) keeps or records it.
+    description: V(query) reads; V(preflight) checks, before anything is drained, that a kernel can be booted once here;
+      V(prepare) readies GRUB before the install; V(once) boots O(release) once at the next boot; V(confirm) keeps or
+      records it.
     type: str
-    choices: [query, prepare, once, confirm]
+    choices: [query, preflight, prepare, once, confirm]
     default: query
   release:
     description: The new kernel's release (V(6.12.95+deb12-amd64)); required for V(once) and V(confirm).
     type: str
   panic_seconds:
-    description: The C(panic=N) the drop-in adds to the kernel command line - on EL and Fedora, to the new kernel's BLS
-      entry (V(0), none - a kernel that cannot boot then waits until the node is power-cycled).
+    description:
+      - The C(panic=N) the drop-in adds to the kernel command line - on EL and Fedora, to the new kernel's BLS entry,
+        with dracut's C(rd.shell=0 rd.emergency=reboot) (an initramfs that cannot mount the root file system reboots
+        instead of waiting at dracut's emergency shell; dracut.cmdline(7)); a key the entry has already keeps its value.
+      - V(0), none - a kernel that cannot boot then waits until the node is power-cycled.
     type: int
     default: 10
+  healthy:
+    description: For V(confirm), whether the reboot path verified the node healthy on the new kernel; V(false), the kernel
+      is not kept even if it booted.
+    type: bool
+    default: true
+  problems:
+    description: For V(confirm) with O(healthy=false), what was wrong (kept in the record).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - nodefix.k8s.attributes
   - nodefix.k8s.attributes.writes
@@ -118,6 +145,10 @@ booted:
   type: bool
 fell_back:
   description: For V(confirm), whether the node came back on another kernel (O(release) failed to boot).
+  returned: state is confirm
+  type: bool
+kept:
+  description: For V(confirm), whether O(release) is kept - it booted and O(healthy) was true.
   returned: state is confirm
   type: bool
 default:
@@ -220,7 +251,7 @@ def _once(module, runner, root, p, st, result):
     present, why = _installed(module, runner, root, st, release)
     if st["flavour"] == "bls":
         return _once_bls(module, runner, root, p, st, result, present, why)
-    plan = kb.plan_once(st, release, p["panic_seconds"], present, why)
+    plan = kb.plan_once(st, release, p["panic_seconds"], present, why, root)
     record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
     result["changed"] = plan["changed"]
     result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
@@ -269,46 +300,87 @@ def _prepare(module, runner, root, p, st, result):
 
 
 def _confirm(module, runner, root, p, st, result):
+    """After the reboot. Booted and healthy: kept - the node boots what its distribution would from now on
+    (Debian/Ubuntu: plan_keep; EL: the saved default, which kernel-install moves on with each new kernel).
+    Booted but not healthy, or not booted: recorded as failed, the old kernel stays the saved default - the
+    node is on it at its next boot - and never tried again by itself."""
     release = p["release"]
     running = st["running_release"]
     record = dict(st["record"], pending=None)
     env = st["grubenv"]
     grub = kb.tools(runner, st)
     booted = running == release
-    result.update(booted=booted, fell_back=not booted)
-    if booted:
+    kept = booted and p["healthy"]
+    result.update(booted=booted, fell_back=not booted, kept=kept)
+    keep = None
+    if kept:
         target = kb._entry_path(st["entries"], release, "the kernel running", st["source"])
         # a release confirmed before keeps its first time: a second confirm changes nothing
         record["booted"] = dict(record["booted"], **{release: record["booted"].get(release) or {"at": kb.stamp()}})
-        todo = env.get("saved_entry") != target
-        result["default"] = target
+        if st["flavour"] == "grub":
+            keep = kb.plan_keep(st, root, target)
+            todo = keep["changed"]
+            result["default"] = target if keep["own_default"] == "saved" else "GRUB_DEFAULT=%s" % keep["own_default"]
+        else:
+            todo = env.get("saved_entry") != target
+            result["default"] = target
     else:
         failed = record["failed"].get(release)
-        if not failed or failed.get("came_back_on") != running:
-            failed = {"at": kb.stamp(), "came_back_on": running}
+        why = {"came_back_on": running} if not booted else {
+            "came_back_on": running, "unhealthy": list(p["problems"] or ["the node was not verified healthy"])}
+        if not failed or any(failed.get(k) != v for k, v in why.items()):
+            failed = dict(why, at=kb.stamp())
         record["failed"] = dict(record["failed"], **{release: failed})
         todo = bool(env.get("next_entry"))
         result["default"] = env.get("saved_entry")
+        if booted:
+            module.warn("kernel %s booted but the node was not healthy (%s): not kept - GRUB's saved default is still "
+                        "the previous kernel, which the node boots at its next reboot; %s is not tried again"
+                        % (release, "; ".join(why["unhealthy"]), release))
     new = _json(record)
     old = _json(st["record"]) if st["record"] != {"booted": {}, "failed": {}, "pending": None} else ""
     result["changed"] = todo or new != old
     result["diff"] = [file_diff(kb.RECORD, old, new)]
+    if keep is not None and keep["remove_drop_in"]:
+        result["diff"].append(file_diff(kb.DROP_IN, st["drop_in"], ""))
     result["record"] = record
     if module.check_mode or not result["changed"]:
         return
-    if booted and todo:
+    if keep is not None:
+        _keep(module, runner, root, st, keep)
+    elif kept and todo:
         grub.set_default(target)
-    if not booted and todo:
+    if not kept and todo:
         grub.unset_next()
     _write(module, root, kb.RECORD, new)
+
+
+def _keep(module, runner, root, st, keep):
+    """plan_keep's changes; the drop-in and grub.cfg put back when a GRUB command fails."""
+    grub = kb.Grub(runner)
+    try:
+        if keep["remove_drop_in"]:
+            os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
+            grub.update()
+        if keep["set_default"]:
+            grub.set_default(keep["set_default"])
+        if keep["unset_saved"]:
+            grub.unset_saved()
+    except (NodefixError, FileSafetyError, OSError) as exc:
+        if keep["remove_drop_in"]:
+            _restore_drop_in(module, root, st["drop_in"])
+            grub.update()
+        raise NodefixError("%s; the drop-in and grub.cfg were put back" % (getattr(exc, "msg", None) or exc))
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["query", "prepare", "once", "confirm"], default="query"),
+            state=dict(type="str", choices=["query", "preflight", "prepare", "once", "confirm"], default="query"),
             release=dict(type="str"),
             panic_seconds=dict(type="int", default=10),
+            healthy=dict(type="bool", default=True),
+            problems=dict(type="list", elements="str", default=[]),
             root=dict(type="path", default="/"),
         ),
         required_if=[("state", "once", ["release"]), ("state", "confirm", ["release"])],
@@ -326,7 +398,9 @@ def main():
         st = kb.state(root)
         result.update(running_release=st["running_release"], entries=st["entries"], record=st["record"],
                       default=st["grubenv"].get("saved_entry"), next_entry=st["grubenv"].get("next_entry", ""))
-        if p["state"] == "prepare":
+        if p["state"] == "preflight":
+            kb.preflight(st, root)
+        elif p["state"] == "prepare":
             _prepare(module, runner, root, p, st, result)
         elif p["state"] == "once":
             _once(module, runner, root, p, st, result)

@@ -63,7 +63,7 @@ options:
       - Refresh the package lists (C(apt-get update); C(dnf makecache)) before planning - a node's lists may be weeks old, or (cloud
         images) empty. It changes no installed software.
       - In check mode the lists are fetched into a private directory instead (apt's C(Dir::State::Lists), dnf's
-        C(cachedir)), read from there and removed: the node's own lists are not touched, and the plan is the one a
+        C(cachedir)), read from there and removed - the node's own lists are not touched, and the plan is the one a
         real run would make.
     type: bool
     default: false

@@ -111,6 +111,9 @@ def node(tmp_path, repo):
         "etc/default/grub": 'GRUB_TIMEOUT=5\nGRUB_DEFAULT=saved\nGRUB_CMDLINE_LINUX="crashkernel=1G-4G:192M"\n'
                             "GRUB_ENABLE_BLSCFG=true\n",
         "proc/sys/kernel/osrelease": release(OLD) + "\n",
+        # a plain disk: GRUB can write its environment block there (kernel_boot reads the mount table)
+        "proc/self/mountinfo": "25 1 254:1 / / rw,relatime shared:1 - xfs /dev/vda3 rw\n"
+                               "26 25 254:2 /boot /boot rw,relatime shared:2 - xfs /dev/vda2 rw\n",
     }
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)

@@ -70,11 +70,16 @@ cp "/boot/initrd.img-$(uname -r)" "/boot/initrd.img-$1"
 
 def node_state(name):
     out = vm_shell(name, "uname -r; grub-editenv /boot/grub/grubenv list; echo ---; "
+                         "test -e /etc/default/grub.d/nodefix-k8s.cfg && echo drop-in || echo no-drop-in; "
+                         "grep -m1 '^ *set default=' /boot/grub/grub.cfg; ls /boot; echo ---; "
                          "cat /var/lib/nodefix-k8s/kernel-boot.json 2>/dev/null || echo '{}'")
-    head, record = out.split("---\n", 1)
+    head, grub, record = out.split("---\n", 2)
     lines = head.strip().splitlines()
     env = dict(line.split("=", 1) for line in lines[1:] if "=" in line)
-    return {"running": lines[0].strip(), "grubenv": env, "record": json.loads(record)}
+    grub = grub.strip().splitlines()
+    return {"running": lines[0].strip(), "grubenv": env, "record": json.loads(record),
+            "drop_in": grub[0] == "drop-in", "cfg_default": grub[1].strip(),
+            "kernels": sorted(n[len("vmlinuz-"):] for n in grub[2:] if n.startswith("vmlinuz-"))}
 
 
 def inventory(path, kubeconfig):
@@ -195,7 +200,11 @@ def test_after_the_fix_the_new_kernel_boots_and_becomes_the_default(run):
     good = run["good"]
     assert good["rc"] == 0, good["out"][-3000:]
     assert good["after"]["running"].startswith(NEW), good["after"]
-    assert good["after"]["grubenv"]["saved_entry"].split(">")[-1].startswith("gnulinux-" + good["after"]["running"])
+    # kept, and the node is not pinned to it: the drop-in is gone, GRUB boots its first entry (Debian's
+    # GRUB_DEFAULT=0: the newest kernel installed - the next one the distribution's updates bring boots)
+    assert not good["after"]["drop_in"] and "saved_entry" not in good["after"]["grubenv"], good["after"]
+    assert good["after"]["cfg_default"] == 'set default="0"', good["after"]
+    assert good["after"]["running"] == good["after"]["kernels"][-1], good["after"]   # the newest is the one running
     assert list(good["after"]["record"]["booted"]) == [good["after"]["running"]]
     node = good["node"]
     assert node["remediation"]["status"] == "ok" and "kernel.below_minimum" not in node["ids"]

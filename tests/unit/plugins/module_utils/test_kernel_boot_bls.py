@@ -40,7 +40,8 @@ def node(make_tree, running=OLD, default="saved", grubenv="", extra=None):
              "%s/%s-%s.conf" % (bls.BLS_DIR, MID, OLD): entry(OLD),
              "%s/%s-%s.conf" % (bls.BLS_DIR, MID, NEW): entry(NEW),
              "%s/%s-0-rescue.conf" % (bls.BLS_DIR, MID): entry("0-rescue-" + MID),
-             "/boot/vmlinuz-" + OLD: "", "/boot/vmlinuz-" + NEW: "", "/var/lib": None}
+             "/boot/vmlinuz-" + OLD: "", "/boot/vmlinuz-" + NEW: "", "/var/lib": None,
+             kb.MOUNTINFO: "25 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"}
     files.update(extra or {})
     return make_tree(files)
 

@@ -77,7 +77,6 @@ def test_no_slice_at_all_is_never_a_clean_fleet():
     assert _report.policy(merged, "info")["failed"]
 
 
-
 @pytest.mark.parametrize("expected", [None, [], (), "node-01", [""], [None]])
 def test_an_empty_expected_set_is_refused(expected):
     """An inventory whose targets match nothing: a slice that never wrote its report would pass."""

@@ -38,7 +38,8 @@ def grub_cfg():
 def node(make_tree, running=OLD, grubenv="# GRUB Environment Block\n" + "#" * 100 + "\n", extra=None):
     files = {"/proc/sys/kernel/osrelease": running + "\n", kb.GRUB_CFG: grub_cfg(), kb.GRUBENV: grubenv,
              "/boot/vmlinuz-" + OLD: "", "/boot/vmlinuz-" + NEW: "", "/etc/default/grub.d": None,
-             "/var/lib": None}
+             "/var/lib": None,
+             kb.MOUNTINFO: "25 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"}
     files.update(extra or {})
     return make_tree(files)
 
@@ -107,15 +108,53 @@ def test_once_refuses_what_cannot_work(run_module, make_tree):
     assert failed and "failed to boot on this node before" in result["msg"]
 
 
-def test_confirm_keeps_a_kernel_that_booted(run_module, make_tree):
+def test_confirm_keeps_a_kernel_that_booted_and_unpins_the_node(run_module, make_tree):
+    """Kept: the node boots what Debian would from now on - the drop-in gone (GRUB_DEFAULT=0: the first
+    entry, the newest kernel), saved_entry removed - so the next kernel Debian's updates install boots,
+    instead of the node staying on this one while the reboot detector asks for the newer one forever."""
     env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
-    root = node(make_tree, running=NEW, grubenv=env)
-    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
-                                       commands=[{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}], bins=BINS)
-    assert not failed and result["booted"] and not result["fell_back"] and result["default"] == NEW_PATH
-    assert table.expected == []
+    root = node(make_tree, running=NEW, grubenv=env, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    unset = {"argv": [BINS["grub-editenv"], kb.GRUBENV, "unset", "saved_entry"], "rc": 0}
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW}, diff=True,
+                                       commands=[{"argv": [BINS["update-grub"]], "rc": 0}, unset], bins=BINS)
+    assert not failed and result["booted"] and result["kept"] and not result["fell_back"], result
+    assert result["default"] == "GRUB_DEFAULT=0" and table.expected == []
+    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    assert result["diff"][1]["before"] == kb.drop_in_text(10) and result["diff"][1]["after"] == ""
     with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
         assert list(json.load(fh)["booted"]) == [NEW]
+
+
+def test_confirm_on_a_node_whose_own_default_is_saved_saves_the_kernel(run_module, make_tree):
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    root = node(make_tree, running=NEW, grubenv=env, extra={"/etc/default/grub": "GRUB_DEFAULT=saved\n"})
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
+                                       commands=[{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}], bins=BINS)
+    assert not failed and result["kept"] and result["default"] == NEW_PATH and table.expected == [], result
+
+
+def test_confirm_puts_the_drop_in_back_when_update_grub_fails(run_module, make_tree):
+    root = node(make_tree, running=NEW, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
+                                       commands=[{"argv": [BINS["update-grub"]], "rc": 1, "err": "no space"},
+                                                 {"argv": [BINS["update-grub"]], "rc": 0}], bins=BINS)
+    assert failed and "put back" in result["msg"] and table.expected == []
+    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == kb.drop_in_text(10)
+
+
+def test_a_kernel_that_booted_on_an_unhealthy_node_is_not_kept(run_module, make_tree):
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    root = node(make_tree, running=NEW, grubenv=env, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW, "healthy": False,
+                                                     "problems": ["the node is not Ready in the API server"]},
+                                       commands=[], bins=BINS)
+    assert not failed and result["booted"] and not result["kept"] and table.calls == [], result
+    assert result["default"] == OLD_PATH                    # the old kernel boots at the next reboot
+    assert os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+        failed_record = json.load(fh)["failed"][NEW]
+    assert failed_record["unhealthy"] == ["the node is not Ready in the API server"] and failed_record["came_back_on"] == NEW
 
 
 def test_confirm_records_a_kernel_that_did_not_boot(run_module, make_tree):
@@ -227,25 +266,37 @@ def test_confirm_again_changes_nothing(run_module, make_tree, monkeypatch):
     clock = iter(range(1000))
     monkeypatch.setattr(kb, "stamp", lambda: "2026-11-26T00:00:%02dZ" % next(clock))  # every call a new second
     env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
-    for running, grub in ((NEW, [{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}]), (OLD, [])):
+    unset = {"argv": [BINS["grub-editenv"], kb.GRUBENV, "unset", "saved_entry"], "rc": 0}
+    for running, grub in ((NEW, [unset]), (OLD, [])):
         root = node(make_tree, running=running, grubenv=env)
         result, failed, _t = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
                                         commands=grub, bins=BINS)
         assert not failed and result["changed"], result
         with open(os.path.join(root, kb.GRUBENV.lstrip("/")), "w") as fh:
-            fh.write("# GRUB Environment Block\nsaved_entry=%s\n" % (NEW_PATH if running == NEW else OLD_PATH))
+            fh.write("# GRUB Environment Block\n%s" % ("" if running == NEW else "saved_entry=%s\n" % OLD_PATH))
         again, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
                                           commands=[], bins=BINS)
         assert not failed and not again["changed"] and table.calls == [] and again["record"] == result["record"]
 
 
-@pytest.mark.real_installed
-def test_once_refuses_a_kernel_dpkg_has_half_configured(run_module, make_tree):
-    root = node(make_tree, extra={"/boot/initrd.img-" + NEW: ""})
-    dq = {"argv": ["/usr/bin/dpkg-query", "--admindir=%s/var/lib/dpkg" % root, "-W"], "rc": 0,
-          "out": "linux-image-%s iF\n" % NEW}
-    result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW}, commands=[dq],
-                                       bins=dict(BINS, **{"dpkg-query": "/usr/bin/dpkg-query"}))
-    assert failed and "kernel %s is not installed (dpkg does not have linux-image-%s installed (status" % (NEW, NEW) \
-        in result["msg"], result
-    assert table.expected == [] and not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+@pytest.mark.parametrize("mounts, words", [
+    ("25 1 254:1 / / rw - ext4 /dev/vda1 rw\n26 25 253:0 / /boot rw - ext4 /dev/mapper/vg0-boot rw\n",
+     "is on the device-mapper device /dev/mapper/vg0-boot"),
+    ("25 1 9:0 / / rw - ext4 /dev/md0 rw\n", "is on the MD RAID device /dev/md0"),
+    ("25 1 0:30 / / rw - zfs rpool/ROOT/debian rw\n", "is on a zfs file system"),
+    ("25 1 0:30 / / rw - btrfs /dev/vda2 rw\n", "is on a btrfs file system"),
+    ("", "cannot be found in /proc/self/mountinfo"),
+])
+def test_no_one_shot_boot_where_grub_cannot_clear_next_entry(run_module, make_tree, mounts, words):
+    root = node(make_tree, extra={kb.MOUNTINFO: mounts})
+    for state in ("preflight", "once"):
+        args = {"root": root, "state": state, "release": NEW}
+        result, failed, table = run_module(kernel_boot, args, commands=[], bins=BINS)
+        assert failed and words in result["msg"] and "cannot be booted once here" in result["msg"], result
+        assert table.calls == []
+    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    # a plain disk (a /boot mount of its own included): allowed
+    plain = node(make_tree, extra={kb.MOUNTINFO: "25 1 254:1 / / rw - ext4 /dev/vda1 rw\n"
+                                                 "26 25 254:2 / /boot rw - ext2 /dev/vda2 rw\n"})
+    result, failed, _t = run_module(kernel_boot, {"root": plain, "state": "preflight"}, bins=BINS)
+    assert not failed, result

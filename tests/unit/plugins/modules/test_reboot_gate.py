@@ -66,7 +66,7 @@ def test_a_slot_freed_after_the_window_closed_is_not_taken():
     api = Pods()
     hold_slot(api, "node-a")
     # the window closes at 04:00; node-a gives its slot back at 04:05; b waits up to 30 minutes
-    clk = Clock("2026-11-25 03:50", {"2026-11-25 04:05": lambda: api.leases.clear()})
+    clk = Clock("2026-11-25 03:50", {"2026-11-25 04:05": api.leases.clear})
     out = decide(params(window_start="22:00", window_end="04:00", lock_wait=1800, lock_poll=60), api, clk)
     assert out["lock"]["slot"] is None and "node-b" not in holders(api)
     assert len(out["held_by"]) == 1 and out["held_by"][0].startswith("outside the reboot window")
@@ -81,7 +81,7 @@ def test_an_alert_that_fires_during_the_wait_ends_it(monkeypatch):
                         lambda open_url, url, timeout: {"status": "success", "data": dict(answers)})
     clk = Clock("2026-11-25 12:00", {
         "2026-11-25 12:02": lambda: answers.update(alerts=[{"labels": {"alertname": "Etcd"}, "state": "firing"}]),
-        "2026-11-25 12:03": lambda: api.leases.clear()})
+        "2026-11-25 12:03": api.leases.clear})
     out = decide(params(prometheus_url="http://prom:9090", lock_wait=600, lock_poll=30), api, clk)
     assert out["lock"]["slot"] is None and "node-b" not in holders(api) and out["alerts"] == ["Etcd"]
     assert out["held_by"] == ["firing alert(s) at http://prom:9090: Etcd"]
@@ -92,7 +92,7 @@ def test_a_blocking_pod_that_starts_during_the_wait_ends_it():
     hold_slot(api, "node-a")
     pod = {"metadata": {"namespace": "db", "name": "pg-0"}, "status": {"phase": "Running"}}
     clk = Clock("2026-11-25 12:00", {"2026-11-25 12:01": lambda: api.pods.append(pod),
-                                     "2026-11-25 12:02": lambda: api.leases.clear()})
+                                     "2026-11-25 12:02": api.leases.clear})
     out = decide(params(blocking_pod_selectors=["app=pg"], lock_wait=600, lock_poll=30), api, clk)
     assert out["lock"]["slot"] is None and out["blocking_pods"] == ["db/pg-0 (app=pg)"]
 
@@ -100,7 +100,7 @@ def test_a_blocking_pod_that_starts_during_the_wait_ends_it():
 def test_a_wait_takes_the_slot_while_every_control_holds():
     api = Pods()
     hold_slot(api, "node-a")
-    clk = Clock("2026-11-25 12:00", {"2026-11-25 12:02": lambda: api.leases.clear()})
+    clk = Clock("2026-11-25 12:00", {"2026-11-25 12:02": api.leases.clear})
     out = decide(params(lock_wait=600, lock_poll=30), api, clk)
     assert out["held_by"] == [] and out["lock"]["slot"] == "nodefix-reboot-0"
     assert api.leases["nodefix-reboot-0"]["spec"]["holderIdentity"] == "node-b"

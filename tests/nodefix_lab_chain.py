@@ -21,7 +21,7 @@ import pytest
 # in this order, one after the other
 LAB_CHAIN = ("tests/integration/test_40_lab.py", "tests/integration/test_31_molecule_lab.py",
              "tests/integration/test_45_reboot_lab.py", "tests/integration/test_46_budget_lab.py",
-             "tests/integration/test_47_kernel_vm.py")
+             "tests/integration/test_48_npd_daemonset.py", "tests/integration/test_47_kernel_vm.py")
 
 
 def module_of(nodeid):

@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import findings_at_or_above as _at_or_above
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config as _monitor_config
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config_errors as _monitor_config_errors
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import reasons_after as _reasons_after
 
 
@@ -56,12 +57,23 @@ def findings_at_or_above(findings, threshold, ignore=None):
         raise AnsibleFilterError("findings_at_or_above: %s" % exc)
 
 
-def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout="5s", source="nodefix-k8s"):
-    """node-problem-detector's custom plugin monitor config for the nodefix.k8s plugin (``_npd.monitor_config``)."""
+def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout="5s", source="nodefix-k8s",
+                       concurrency=1):
+    """node-problem-detector's custom plugin monitor config for the nodefix.k8s plugin (``_npd.monitor_config``);
+    a config node-problem-detector would refuse, or whose schedule drops ticks (``_npd.monitor_config_errors``),
+    is an error naming the rule."""
     for name, value in (("invoke_interval", invoke_interval), ("timeout", timeout)):
         if not isinstance(value, str) or not value[:-1].isdigit() or not value.endswith("s") or int(value[:-1]) < 1:
             raise AnsibleFilterError("npd_monitor_config: %s must be whole seconds like '5s', got %r" % (name, value))
-    return _monitor_config(plugin_path, config_path, invoke_interval=invoke_interval, timeout=timeout, source=source)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise AnsibleFilterError("npd_monitor_config: concurrency must be a whole number of at least 1, got %r"
+                                 % (concurrency,))
+    cfg = _monitor_config(plugin_path, config_path, invoke_interval=invoke_interval, timeout=timeout, source=source,
+                          concurrency=concurrency)
+    errors = _monitor_config_errors(cfg)
+    if errors:
+        raise AnsibleFilterError("npd_monitor_config: %s" % "; ".join(errors))
+    return cfg
 
 
 def reboot_reasons_after(audit, reasons):

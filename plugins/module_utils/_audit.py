@@ -15,23 +15,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import time
-import traceback
-
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
 from ansible_collections.nodefix.k8s.plugins.module_utils import _cpu_quota
+from ansible_collections.nodefix.k8s.plugins.module_utils import _detect
 from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
 from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
 from ansible_collections.nodefix.k8s.plugins.module_utils import _process
 from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    SEVERITIES,
-    NodefixError,
-    finding_from,
-    worst_severity,
-)
 
 # name -> module_utils file whose check() runs it; order is report order.
 DETECTORS = (
@@ -46,15 +38,7 @@ DETECTORS = (
 )
 CHECK_NAMES = tuple(name for name, _dummy in DETECTORS)
 
-FINDINGS = {
-    "audit.check_failed": {
-        "severity": "medium",
-        "title": "A detector could not complete on this node; its problem may be present but unreported",
-        "remedy": "Read the error in the evidence, fix access (become, missing files) and run the audit again.",
-        "role": None,
-        "tag": None,
-    },
-}
+FINDINGS = _detect.FINDINGS  # audit.check_failed
 
 
 def registries():
@@ -71,56 +55,7 @@ def detector(name):
 
 
 def run_checks(runner, root="/", checks=None, options=None):
-    """Run the selected detectors; return {checks: {name: facts}, findings, summary}.
-
-    ``options`` ({detector: {option: value}}) must already be validated
-    (``_options.validate``). A detector that fails (a ``NodefixError`` such as
-    a required command failing, or any exception) does not stop the others:
-    it becomes an ``audit.check_failed`` finding, plus the findings the
-    error carries (``exc.findings``: what the detector could still tell, e.g.
-    the kubelet's ``kubelet.config_unreadable``).
-    """
+    """Run the selected detectors (every one by default) in report order: ``_detect.run_detectors``."""
     selected = list(checks or CHECK_NAMES)
-    options = options or {}
-    results = {}
-    findings = []
-    timings = {}
-    for name, mod in DETECTORS:
-        if name not in selected:
-            continue
-        started = time.time()
-        try:
-            out = dict(mod.check(runner, root=root, **(options.get(name) or {})))
-            found = out.pop("findings", [])
-            results[name] = out
-        except NodefixError as exc:
-            evidence = dict((k, v) for k, v in exc.fail_kwargs().items() if v not in (None, ""))
-            found = [finding_from(FINDINGS, "audit.check_failed", subject=name, evidence=evidence)]
-            found += [dict(f) for f in getattr(exc, "findings", None) or []]
-            results[name] = {"error": exc.msg}
-        except Exception as exc:  # pylint: disable=broad-except
-            found = [finding_from(FINDINGS, "audit.check_failed", subject=name,
-                                  evidence={"msg": "%s: %s" % (type(exc).__name__, exc),
-                                            "traceback": traceback.format_exc().splitlines()[-6:]})]
-            results[name] = {"error": str(exc)}
-        for f in found:
-            f["check"] = name
-        findings.extend(found)
-        timings[name] = round(time.time() - started, 4)
-
-    counts = dict((level, 0) for level in SEVERITIES)
-    for f in findings:
-        counts[f["severity"]] += 1
-    fix_roles = sorted(set(f["fix"]["role"] for f in findings if f.get("fix", {}).get("role")))
-    return {
-        "checks": results,
-        "findings": findings,
-        "summary": {
-            "total": len(findings),
-            "by_severity": counts,
-            "worst": worst_severity(findings),
-            "fix_roles": fix_roles,
-            "ids": sorted(set(f["id"] for f in findings)),
-        },
-        "timings": timings,
-    }
+    return _detect.run_detectors(runner, [(name, mod) for name, mod in DETECTORS if name in selected],
+                                 root=root, options=options)

@@ -24,7 +24,9 @@ __metaclass__ = type
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 
@@ -93,9 +95,15 @@ class SubprocessRunner(object):
     (the mount-units timer, the node-problem-detector plugin)."""
 
     error = CommandError
+    # what a command killed at the deadline returns (coreutils' timeout(1) says 124 too)
+    TIMED_OUT = 124
 
-    def __init__(self):
+    def __init__(self, deadline=None):
+        """``deadline``: a ``time.monotonic()`` instant; a command still running then is killed (its
+        process group) and answers rc TIMED_OUT - a caller under another program's timeout (the
+        node-problem-detector plugin) reports a hung command instead of being killed itself."""
         self.memo = {}
+        self.deadline = deadline
 
     def bin(self, name, required=False, opt_dirs=None):
         if os.path.isabs(name):
@@ -109,15 +117,27 @@ class SubprocessRunner(object):
 
     def run(self, argv, check=True, data=None, msg=None):
         env = dict(os.environ, **C_LOCALE)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        out, err = proc.communicate(data.encode("utf-8") if data is not None else None)
-        out = out.decode("utf-8", "surrogateescape")
-        err = err.decode("utf-8", "surrogateescape")
-        if check and proc.returncode != 0:
-            raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=proc.returncode,
-                             stdout=out, stderr=err)
-        return proc.returncode, out, err
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            rc, out, err = self.TIMED_OUT, "", "not run: no time left before the deadline"
+        else:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    start_new_session=left is not None)
+            try:
+                out, err = proc.communicate(data.encode("utf-8") if data is not None else None, timeout=left)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # the command and whatever it started
+                out, err = proc.communicate()
+                rc = self.TIMED_OUT
+                err = err + ("\n%s: killed after %.1f s (no answer before the deadline)"
+                             % (os.path.basename(argv[0]), left)).encode("utf-8")
+            out = out.decode("utf-8", "surrogateescape")
+            err = err.decode("utf-8", "surrogateescape")
+        if check and rc != 0:
+            raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
+        return rc, out, err
 
 
 def make_finding(fid, severity, title, evidence=None, remedy=None, fix_role=None, fix_tag=None, subject=None):

@@ -18,35 +18,38 @@ packages are kept as fixtures in tests/unit/fixtures/containerd/):
 - ``ctr version``: ``Client:`` and ``Server:`` blocks with ``Version:`` lines.
 - config.toml schema: ``version`` absent (1), 2, 3 (containerd 2.0 - 2.2), 4 (2.3+).
 
-The config is read with tomlkit (a style-preserving TOML library), else
-tomllib: containerd 2.x writes literal (single-quoted) strings and nested,
-indented tables that a hand-rolled reader would break. Editing it is
-``_containerd_edit``'s job.
+The config is read with Python's tomllib (3.11+), else tomlkit (a
+style-preserving TOML library, the editor's): containerd 2.x writes literal
+(single-quoted) strings and nested, indented tables that a hand-rolled reader
+would break. A node with neither cannot be read: ``NoTomlParser``, which the
+detectors report as a check that could not run, never as an invalid config.
+Editing it is ``_containerd_edit``'s job (tomlkit only).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib.util
 import os
 import re
+import sys
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    NodefixError,
     finding_from,
     read_text,
     root_path,
 )
 
+# tomlkit (the editor's parser, _containerd_edit) is imported only when used: the detectors read
+# with Python's tomllib where there is one, and the node-problem-detector plugin runs them every few
+# minutes on every node (importing tomlkit cost ~20 ms a run)
 try:
-    import tomlkit
-    from tomlkit.items import Table as _TomlTable, Whitespace as _TomlWhitespace
-    HAS_TOMLKIT = True
-    TOMLKIT_IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - depends on the node
-    tomlkit = None
-    _TomlTable = _TomlWhitespace = None
+    HAS_TOMLKIT = importlib.util.find_spec("tomlkit") is not None
+except (ImportError, ValueError):  # pragma: no cover - a broken installation
     HAS_TOMLKIT = False
-    TOMLKIT_IMPORT_ERROR = exc
+TOMLKIT_IMPORT_ERROR = None if HAS_TOMLKIT else "No module named 'tomlkit'"
 
 DEFAULT_CONFIG = "/etc/containerd/config.toml"
 DEFAULT_ADDRESS = "/run/containerd/containerd.sock"
@@ -249,6 +252,7 @@ def require_tomlkit():
 def parse_config(text, path="config.toml"):
     """Parse config text with tomlkit; raise ContainerdConfigError on bad TOML."""
     require_tomlkit()
+    import tomlkit  # pylint: disable=import-outside-toplevel
     try:
         return tomlkit.parse(text)
     except Exception as exc:  # tomlkit raises several ParseError subclasses
@@ -271,15 +275,26 @@ def load_config(path):
     return text, parse_config(text, path)
 
 
+class NoTomlParser(NodefixError):
+    """Neither tomlkit nor tomllib (Python < 3.11 without python3-tomlkit): nothing TOML can be read.
+    Not a ContainerdConfigError - the config is not known to be invalid, it could not be looked at:
+    the detectors fail (audit.check_failed, an Unknown condition), never report it invalid."""
+
+
 def parse_plain(text, path="config.toml"):
-    """Read-only parse into plain dicts: tomlkit when installed (the editor's parser),
-    else Python's tomllib (3.11+), so a node without python3-tomlkit is still read."""
-    if HAS_TOMLKIT:
-        return _plain(parse_config(text, path))
+    """Read-only parse into plain dicts: Python's tomllib (3.11+), else tomlkit (the editor's
+    parser) when installed - both read TOML 1.0 into the same values. NoTomlParser when the node
+    has neither."""
     try:
         import tomllib  # pylint: disable=import-outside-toplevel
     except ImportError:
-        require_tomlkit()
+        tomllib = None
+    if tomllib is None and HAS_TOMLKIT:
+        return _plain(parse_config(text, path))
+    if tomllib is None:
+        raise NoTomlParser("cannot read %s: this Python (%s) has no TOML parser - tomllib is Python 3.11+, and tomlkit "
+                           "is not installed (Debian/Ubuntu: python3-tomlkit; pip install tomlkit); nothing was "
+                           "checked" % (path, sys.version.split()[0]))
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

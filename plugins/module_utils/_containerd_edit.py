@@ -33,10 +33,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import (  
     runtime_path,
     RUNTIMES_PATH,
     schema_version,
-    tomlkit,
-    _TomlTable,
-    _TomlWhitespace,
 )
+
+try:
+    import tomlkit
+    from tomlkit.items import Table as _TomlTable, Whitespace as _TomlWhitespace
+except ImportError:  # pragma: no cover - the modules check HAS_TOMLKIT before editing
+    tomlkit = None
+    _TomlTable = _TomlWhitespace = ()
 
 
 # --------------------------------------------------------------------------

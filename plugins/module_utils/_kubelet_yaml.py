@@ -34,12 +34,16 @@ except ImportError as exc:  # pragma: no cover - depends on the node
     YAML = None
     CommentedMap = dict
 
-try:
-    import yaml as pyyaml
-    HAS_PYYAML = True
-except ImportError:  # pragma: no cover - depends on the node
-    pyyaml = None
-    HAS_PYYAML = False
+
+
+def _pyyaml():
+    """PyYAML, imported only when ruamel.yaml is missing (the node-problem-detector plugin runs the
+    kubelet detector every few minutes: importing a second YAML library it does not use cost ~10 ms)."""
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel
+    except ImportError:  # pragma: no cover - depends on the node
+        return None
+    return yaml
 
 # ---------------------------------------------------------------------------
 # YAML
@@ -275,8 +279,8 @@ def load_yaml(text, path, roundtrip=True):
     try:
         if HAS_RUAMEL:
             data = _rt_yaml(text).load(text) if roundtrip else YAML(typ="safe", pure=True).load(text)
-        elif HAS_PYYAML:
-            data = pyyaml.safe_load(text)
+        elif _pyyaml() is not None:
+            data = _pyyaml().safe_load(text)
         else:
             data = subset_yaml_load(text)
     except KubeletError:

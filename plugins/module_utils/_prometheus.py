@@ -159,5 +159,6 @@ def fleet_textfile(model):
 def refresh(path):
     """Set ``path``'s modification time to now, its bytes untouched: the audit's heartbeat,
     read by node_exporter as ``node_textfile_mtime_seconds`` (a file whose findings did not
-    change is not rewritten, and would otherwise look as old as its last change)."""
-    os.utime(path, None)
+    change is not rewritten, and would otherwise look as old as its last change). A link is never
+    followed (the textfile directory may be writable by node_exporter's user)."""
+    os.utime(path, None, follow_symlinks=False)

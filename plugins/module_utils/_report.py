@@ -15,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
-import fnmatch
 import json
 import textwrap
 import xml.etree.ElementTree as ET
@@ -28,6 +27,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     printable,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import (  # noqa: F401 - the report's API
+    WAIVER_KEYS,
+    WaiverError,
+    check_waivers,
+    waiver_for,
+)
 COLOURS = {
     "critical": "#b71c1c",
     "high": "#e65100",
@@ -38,63 +43,6 @@ COLOURS = {
     "error": "#6a1b9a",
     "waived": "#9e9e9e",
 }
-
-WAIVER_KEYS = ("id", "reason", "hosts", "subject", "expires")
-
-
-class WaiverError(ValueError):
-    pass
-
-
-def check_waivers(waivers, today=None):
-    """Validate waivers; return (active, expired).
-
-    A waiver is ``{"id": <finding id or glob>, "reason": <text>, "hosts":
-    [<host globs>], "subject": <glob>, "expires": "YYYY-MM-DD"}``; ``id`` and
-    ``reason`` are required. A waiver past its ``expires`` date no longer
-    applies (its findings count again) and is returned in ``expired``.
-    Raises WaiverError on bad input.
-    """
-    today = today or datetime.date.today()
-    active, expired = [], []
-    for i, w in enumerate(waivers or []):
-        if not isinstance(w, dict):
-            raise WaiverError("waivers[%d] must be a dict, got %s" % (i, type(w).__name__))
-        unknown = sorted(set(w) - set(WAIVER_KEYS))
-        if unknown:
-            raise WaiverError("waivers[%d] has unknown key(s) %s (known: %s)" % (i, ", ".join(unknown), ", ".join(WAIVER_KEYS)))
-        for key in ("id", "reason"):
-            if not isinstance(w.get(key), str) or not w[key].strip():
-                raise WaiverError("waivers[%d] needs a non-empty %s" % (i, key))
-        hosts = w.get("hosts") or ["*"]
-        if isinstance(hosts, str):
-            hosts = [hosts]
-        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
-            raise WaiverError("waivers[%d].hosts must be a list of host names or globs" % i)
-        norm = {"id": w["id"].strip(), "reason": w["reason"].strip(), "hosts": hosts,
-                "subject": w.get("subject") or "*", "expires": None}
-        if w.get("expires"):
-            try:
-                until = datetime.datetime.strptime(str(w["expires"]), "%Y-%m-%d").date()
-            except ValueError:
-                raise WaiverError("waivers[%d].expires must be a date YYYY-MM-DD, got %r" % (i, w["expires"]))
-            norm["expires"] = until.isoformat()
-            if until < today:
-                expired.append(norm)
-                continue
-        active.append(norm)
-    return active, expired
-
-
-def waiver_for(waivers, host, finding):
-    """The first active waiver (from ``check_waivers``) that matches ``finding`` on ``host``, else None."""
-    for w in waivers:
-        if (any(fnmatch.fnmatchcase(host, h) for h in w["hosts"])
-                and fnmatch.fnmatchcase(finding.get("id") or "", w["id"])
-                and fnmatch.fnmatchcase(str(finding.get("subject") or ""), w["subject"])):
-            return w
-    return None
-
 
 def _esc(value):
     return _html_escape("" if value is None else str(value), quote=True)

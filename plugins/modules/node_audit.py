@@ -79,8 +79,9 @@ options:
         1 when a detector could not run. Waivers are a fleet decision and are applied in
         M(nodefix.k8s.audit_report)'s C(prometheus) format, not here.
       - The name must end in C(.prom) and its directory must exist. Written atomically (a temporary file in the
-        same directory whose name does not end in C(.prom), then a rename), through a symlink, mode 0644 for a new
-        file, no backup.
+        same directory whose name does not end in C(.prom), then a rename), mode 0644 for a new file, no backup.
+        The file itself being a symbolic link fails the module - a link in the textfile directory (which
+        node_exporter's user can often write) is never followed.
       - The file's bytes depend on the findings only (no timestamp series) - it is rewritten, and the task is
         changed, only when they differ, so repeated audits of an unchanged node stay C(changed=false) with the
         same bytes. Every run (not in check mode) sets the file's modification time to now, its bytes untouched -
@@ -183,7 +184,7 @@ textfile:
   type: dict
   contains:
     path:
-      description: The file written (through symlinks).
+      description: The file written.
       type: str
       sample: /var/lib/prometheus/node-exporter/nodefix.prom
     changed:
@@ -237,6 +238,12 @@ def textfile_target(root, path):
     if not path.endswith(".prom"):
         raise FileSafetyError("textfile %s must end in .prom (node_exporter's textfile collector reads only "
                               "*.prom files)" % path, path)
+    # node_exporter's user can often write the textfile directory: a link planted there would turn this
+    # root-owned write into a write of whatever file it names - never followed
+    if os.path.islink(node_path(root, path)):
+        raise FileSafetyError("textfile %s is a symbolic link (to %s): a link in the textfile directory is never "
+                              "followed - remove it (the audit writes a regular file there)"
+                              % (path, os.readlink(node_path(root, path))), path)
     real = resolve_target(root, node_path(root, path), what="textfile")
     if not os.path.isdir(os.path.dirname(real)):
         raise FileSafetyError("textfile directory %s does not exist (is node_exporter's textfile collector set up? "

@@ -50,6 +50,8 @@ def test_timer_installed_and_enabled(host):
     assert "--config /etc/nodefix-k8s/mount-units.json" in unit
     cfg = json.loads(host.file("/etc/nodefix-k8s/mount-units.json").content_string)
     assert cfg["state"] == "absent" and cfg["pod_source"] == "crictl"
+    # a time limit: the cleanup's budget (its commands killed there) and systemd's hard stop behind it
+    assert cfg["max_seconds"] == 540 and "TimeoutStartSec=600" in unit
     shipped = host.file("/usr/local/lib/nodefix-k8s/ansible_collections/nodefix/k8s/plugins/module_utils/"
                         "_mount_units.py")
     assert shipped.exists and "def cli(" in shipped.content_string

@@ -228,6 +228,23 @@ def test_containerd_read_without_tomlkit(make_tree, monkeypatch):
     assert a["runsc_runtimes"][0]["config_path"] == "/etc/containerd/runsc.toml"
 
 
+def test_no_toml_parser_at_all_is_a_failed_check_never_an_invalid_config(make_tree, monkeypatch):
+    """Python < 3.11 without tomlkit (RHEL 8/9, Ubuntu 22.04, Debian 11 nodes): a valid config.toml
+    cannot be read - the containerd and gvisor detectors fail (audit.check_failed: the condition is
+    Unknown), they never report containerd.config_invalid or a clean gVisor."""
+    import sys  # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _containerd
+    monkeypatch.setattr(_containerd, "HAS_TOMLKIT", False)
+    monkeypatch.setitem(sys.modules, "tomllib", None)          # import tomllib -> ImportError
+    root = make_tree({"/etc/containerd/config.toml": CTD_V2_FIXED})
+    with pytest.raises(_containerd.NoTomlParser, match="has no TOML parser"):
+        gv.read_containerd(root, "/etc/containerd/config.toml")
+    result = _audit.run_checks(FakeRunner({}), root=root, checks=["containerd", "gvisor"])
+    ids = [(f["id"], f.get("subject")) for f in result["findings"]]
+    assert ("audit.check_failed", "containerd") in ids and ("audit.check_failed", "gvisor") in ids, ids
+    assert not [i for i, _s in ids if i in ("containerd.config_invalid", "gvisor.config_invalid")]
+
+
 # ------------------------------------------------------------------ live sandboxes
 
 def v1_node(extra=None):

@@ -447,7 +447,7 @@ def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
     # the YAML reader (_kubelet_yaml) decides which library it uses
     from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml
     monkeypatch.setattr(_kubelet_yaml, "HAS_RUAMEL", False)
-    monkeypatch.setattr(_kubelet_yaml, "HAS_PYYAML", False)
+    monkeypatch.setattr(_kubelet_yaml, "_pyyaml", lambda: None)
     root = layout_tree(tmp_path, "kubespray")
     result = kl.check(None, root, kubelet_version="1.26.15")
     want = {"value": 5, "source": "config", "path": "/etc/kubernetes/kubelet-config.yaml"}

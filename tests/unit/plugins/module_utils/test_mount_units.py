@@ -343,6 +343,24 @@ def test_mount_guard_keeps_a_pod_whose_volumes_are_mounted(tmp_path, make_tree):
     assert {k["reason"] for k in result["kept_units"]} == {"volumes mounted"}
 
 
+def test_a_pod_still_starting_is_never_cleaned(make_tree):
+    """The race: kubelet made pods/<uid>/ and is mounting a slow volume (its transient mount scope is
+    already there); no sandbox yet, no volume mounted, no process - only the fresh directory shows the
+    pod. Its scope is kept; the same scope of a pod whose directory is a day old is stopped."""
+    import os  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    root = make_tree({"/proc/self/mountinfo": "1 0 0:1 / / rw - overlay overlay rw\n",
+                      "%s/%s/volumes" % (PODS, DEAD2): None, "%s/%s/volumes" % (PODS, DEAD): None})
+    day_ago = time.time() - 86400
+    for path in ("%s/%s" % (PODS, DEAD), "%s/%s/volumes" % (PODS, DEAD)):
+        os.utime(root + path, (day_ago, day_ago))
+    units = [scope("run-u1.scope", subpath(DEAD2)), scope("run-u2.scope", subpath(DEAD))]
+    result = mu.run(FakeNode(units), root=root, state="absent", process_guard=False)
+    assert result["stopped_units"] == ["run-u2.scope"], result
+    assert len(result["kept_units"]) == 1 and result["kept_units"][0]["pod_uid"] == DEAD2
+    assert "kubelet may still be starting the pod" in result["kept_units"][0]["reason"]
+
+
 def test_process_guard_keeps_a_pod_with_running_processes(make_tree):
     files = {
         "/proc/1/cgroup": "0::/init.scope\n",
@@ -472,6 +490,16 @@ def test_check_near_unit_limit(tmp_path):
 def test_check_without_systemd(tmp_path):
     facts = mu.check(FakeNode(missing=["systemctl"]), root=str(tmp_path))
     assert facts["findings"] == [] and "systemctl not found" in facts["mount_units"]["error"]
+
+
+def test_a_listing_that_fails_is_a_failed_check_never_a_clean_node(tmp_path):
+    """systemctl list-units failing (a hung or broken systemd) is not 'no leaked units'."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+    node = FakeNode(fail={"systemctl list-units": (1, "", "Failed to list units: Connection timed out")})
+    with pytest.raises(mu.MountUnitsError):
+        mu.check(node, root=str(tmp_path))
+    result = _audit.run_checks(node, root=str(tmp_path), checks=["mount_units"])
+    assert [f["id"] for f in result["findings"]] == ["audit.check_failed"]
 
 
 def test_findings_registry_shape():

@@ -74,7 +74,7 @@ def test_min_severity_and_ignore_from_the_config(monkeypatch, tmp_path):
 @pytest.mark.parametrize("config,needle", [
     ({"min_severity": "urgent"}, "min_severity"),
     ({"typo": 1}, "unknown config keys: typo"),
-    ({"options": {"nope": {}}}, "options must be keyed"),
+    ({"options": {"nope": {}}}, "options must be a dict keyed"),
 ])
 def test_bad_config_is_unknown_and_says_why(monkeypatch, tmp_path, config, needle):
     calls = fake(monkeypatch, {})
@@ -124,6 +124,169 @@ def test_fleet_waivers_apply_by_host_subject_and_expiry(monkeypatch, tmp_path):
 def test_the_plugins_own_failure_is_unknown_never_a_problem(monkeypatch):
     def boom(*_args, **_kwargs):
         raise RuntimeError("disk on fire")
-    monkeypatch.setattr(_npd, "run_checks", boom)
+    monkeypatch.setattr(_npd._detect, "run_detectors", boom)
     code, text = run_cli(["--condition", "KernelRisk"])
     assert code == _npd.UNKNOWN and text.strip() == "RuntimeError: disk on fire"
+
+
+# -- issue: a condition is Unknown whenever the plugin could not look ------------------------------
+
+def test_a_finding_that_says_the_detector_could_not_see_is_unknown_whatever_its_severity(monkeypatch):
+    fake(monkeypatch, {"mount_units": [f("mount_units.runtime_unavailable", "low", "crictl")]})
+    code, text = run_cli(["--condition", "KubeletMountUnitsLeaking"])
+    assert code == _npd.UNKNOWN and "cannot check: mount_units.runtime_unavailable" in text
+    # a real problem beside it is still a problem
+    fake(monkeypatch, {"mount_units": [f("mount_units.runtime_unavailable", "low"), f("mount_units.leaked_scopes", "high")]})
+    assert run_cli(["--condition", "KubeletMountUnitsLeaking"])[0] == _npd.NONOK
+
+
+def test_a_root_that_does_not_show_the_node_is_unknown(monkeypatch, tmp_path):
+    calls = fake(monkeypatch, {})
+    cfg = tmp_path / "npd.json"
+    cfg.write_text(json.dumps({"root": str(tmp_path / "host")}))   # a DaemonSet whose /host mount is missing
+    for condition in sorted(_npd.CONDITIONS):
+        code, text = run_cli(["--condition", condition, "--config", str(cfg)])
+        assert code == _npd.UNKNOWN and "cannot see the node at root" in text, (condition, text)
+    assert calls == []
+
+
+@pytest.mark.parametrize("config, needle", [
+    ({"waivers": 3}, "waivers must be a list"),
+    ({"host": ["a"]}, "host must be a string"),
+    ({"options": {"pids": 3}}, "options must be a dict keyed"),
+    ({"timeout": "5s"}, "timeout must be a number"),
+    ({"min_severity": ["high"]}, "min_severity"),
+])
+def test_every_wrong_type_in_a_hand_edited_config_is_unknown_never_a_problem(monkeypatch, tmp_path, config, needle):
+    fake(monkeypatch, {})
+    cfg = tmp_path / "npd.json"
+    cfg.write_text(json.dumps(config))
+    code, text = run_cli(["--condition", "PIDPressureRisk", "--config", str(cfg)])
+    assert code == _npd.UNKNOWN and needle in text, text
+
+
+def test_messages_are_always_writable_ascii_within_the_limit(monkeypatch, tmp_path):
+    fake(monkeypatch, {"pids": [f(u"pids.zombie_leaker\u00e9\udcff\x07", "high")]})
+
+    class Ascii(io.StringIO):
+        def write(self, text):
+            text.encode("ascii")        # a C-locale stdout: anything else would raise here
+            return io.StringIO.write(self, text)
+    for limit in (80, 30):
+        cfg = tmp_path / "npd.json"
+        cfg.write_text(json.dumps({"max_output_length": limit}))
+        out = Ascii()
+        code = _npd.cli(["--condition", "PIDPressureRisk", "--config", str(cfg)], out=out)
+        line = out.getvalue().rstrip("\n")
+        assert code == _npd.NONOK and len(line) <= limit and ("\\" in line or limit < 40), line
+
+
+def test_an_unwritable_stdout_is_unknown():
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise IOError("broken pipe")
+    assert _npd.cli(["--condition", "PIDPressureRisk"], out=Closed()) == _npd.UNKNOWN
+
+
+def test_the_condition_imports_only_its_own_detectors():
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    code = ("import sys; from ansible_collections.nodefix.k8s.plugins.module_utils import _npd; "
+            "_npd.detectors(['pids']); "
+            "import json; print(json.dumps([m.rsplit('.', 1)[1] for m in sys.modules if m.startswith(_npd.PACKAGE + '.')]))")
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": ":".join(sys.path)}, check=True,
+                         capture_output=True, text=True).stdout
+    loaded = set(json.loads(out))
+    assert "_process" in loaded and not loaded & {"_gvisor", "_kubelet", "_containerd", "_mount_units", "_report", "_audit"}
+
+
+def test_the_detector_map_is_the_audits():
+    assert dict((n, m.__name__.rsplit(".", 1)[1]) for n, m in _audit.DETECTORS) == _npd.DETECTOR_MODULES
+
+
+def test_a_hung_containerd_is_reported_before_npd_kills_the_plugin(tmp_path):
+    """ctr that never answers (a hung containerd): the plugin, run as node-problem-detector runs it
+    (its own process, the rule's 5 s timeout), kills ctr at its deadline and reports the runtime as
+    unreachable - exit 1 with containerd.socket_unreachable, well inside the 5 s - instead of being
+    killed itself (Unknown)."""
+    import os  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    root = tmp_path / "node"
+    for d in ("proc/1", "sys/fs/cgroup", "run/containerd"):
+        (root / d).mkdir(parents=True)
+    (root / "run/containerd/containerd.sock").write_text("")
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    for name, body in (("containerd", "echo 'containerd github.com/containerd/containerd v1.7.24 88bf19b'"),
+                       ("runc", "echo 'runc version 1.1.12'"), ("ctr", "exec sleep 60")):
+        (bins / name).write_text("#!/bin/sh\n%s\n" % body)
+        (bins / name).chmod(0o755)
+    cfg = tmp_path / "npd.json"
+    cfg.write_text(json.dumps({"root": str(root), "timeout": 5}))
+    code = ("import sys; from ansible_collections.nodefix.k8s.plugins.module_utils._npd import cli; "
+            "sys.exit(cli())")
+    env = dict(os.environ, PYTHONPATH=":".join(sys.path), PATH="%s:%s" % (bins, os.environ["PATH"]))
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code, "--config", str(cfg), "--condition", "ContainerRuntimeRisk"],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    took = time.monotonic() - start
+    assert proc.returncode == _npd.NONOK and "containerd.socket_unreachable" in proc.stdout, (proc.stdout, proc.stderr)
+    assert took < 4.5, "the plugin took %.1f s: node-problem-detector kills it at 5 s" % took
+
+
+def npd_would_refuse(cfg):
+    """node-problem-detector's own checks, written here apart from the collection's code:
+    pkg/custompluginmonitor/types/config.go - ApplyConfiguration parses "timeout" and "invoke_interval"
+    with time.ParseDuration; Validate: Plugin must be "custom"; each rule's Timeout must not be greater
+    than the global Timeout; each rule's Path must exist (os.Stat - checked on the node by the role's
+    verify, not here); each "permanent" rule's Condition must be the Type of a DefaultCondition.
+    plugin/plugin.go - each tick runs every rule through a semaphore of Concurrency slots and waits for
+    all of them (sync.WaitGroup) before the next tick: ceil(rules / concurrency) x timeout must fit in
+    invoke_interval, or ticks are dropped."""
+    def seconds(text):
+        m = re.match(r"^(\d+)s$", text)
+        return int(m.group(1)) if m else None
+    glob = cfg["pluginConfig"]
+    timeout, interval = seconds(glob["timeout"]), seconds(glob["invoke_interval"])
+    problems = []
+    if cfg["plugin"] != "custom":
+        problems.append("plugin")
+    if any(seconds(r["timeout"]) > timeout for r in cfg["rules"]):
+        problems.append("rule timeout")
+    defaults = set(c["type"] for c in cfg["conditions"])
+    if any(r["type"] == "permanent" and r["condition"] not in defaults for r in cfg["rules"]):
+        problems.append("default condition")
+    if -(-len(cfg["rules"]) // glob["concurrency"]) * timeout > interval:
+        problems.append("ticks dropped")
+    return problems
+
+
+def test_the_role_accepts_exactly_the_settings_npd_runs_without_dropping_ticks():
+    """The role's defaults, and every interval/timeout/concurrency its argument spec allows (whole
+    seconds; sampled densely where the boundary is): the filter the role validates with accepts a
+    setting exactly when node-problem-detector would accept it and keep every tick."""
+    from ansible.errors import AnsibleFilterError  # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodefix.k8s.plugins.filter.audit import npd_monitor_config
+    plugin, config = "/usr/local/lib/nodefix-npd/nodefix-npd", "/etc/nodefix/npd.json"
+    defaults = npd_monitor_config(plugin, config)   # 300s, 5s, concurrency 1
+    assert npd_would_refuse(defaults) == []
+    checked = refused = 0
+    for interval in list(range(1, 61)) + [90, 120, 300, 600, 3600]:
+        for timeout in list(range(1, 31)) + [60, 120]:
+            for concurrency in range(1, 8):
+                args = ("%ds" % interval, "%ds" % timeout, "nodefix-k8s", concurrency)
+                try:
+                    cfg = npd_monitor_config(plugin, config, *args)
+                except AnsibleFilterError as exc:
+                    refused += 1
+                    assert npd_would_refuse(_npd.monitor_config(plugin, config, *args)), (args, str(exc))
+                    assert "interval" in str(exc) and "raise the interval to at least" in str(exc)
+                    continue
+                checked += 1
+                assert npd_would_refuse(cfg) == [], args
+    assert checked > 1000 and refused > 1000
+    # the settings the old rule (timeout <= interval) let through, which dropped ticks
+    with pytest.raises(AnsibleFilterError, match="take up to 180s per tick"):
+        npd_monitor_config(plugin, config, "30s", "30s")

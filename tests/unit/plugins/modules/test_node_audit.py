@@ -212,18 +212,19 @@ def test_textfile_written_atomically_then_unchanged_until_findings_change(run_mo
     assert "nodefix_finding{" not in dest.read_text()
 
 
-def test_textfile_through_a_symlink_keeps_the_link_and_mode(run_module, monkeypatch, tmp_path):
-    (tmp_path / "real").mkdir()
+def test_a_link_in_the_textfile_directory_is_never_followed(run_module, monkeypatch, tmp_path):
+    """node_exporter's user can often write the textfile directory: a link planted there must not turn
+    the audit's root-owned write into a write of the file it names."""
+    (tmp_path / "etc").mkdir()
     (tmp_path / "collector").mkdir()
-    target = tmp_path / "real" / "nodefix.prom"
-    target.write_text("# old\n")
-    target.chmod(0o640)
-    (tmp_path / "collector" / "nodefix.prom").symlink_to("/real/nodefix.prom")   # the node's path
-    fake_detectors(monkeypatch, {})
+    victim = tmp_path / "etc" / "shadow"
+    victim.write_text("root:x:0:0\n")
+    (tmp_path / "collector" / "nodefix.prom").symlink_to("/etc/shadow")   # the node's path
+    calls = fake_detectors(monkeypatch, {})
     result, failed, _dummy = run_module(node_audit, {"root": str(tmp_path), "textfile": "/collector/nodefix.prom"})
-    assert not failed and result["textfile"]["path"] == str(target)
+    assert failed and "is a symbolic link" in result["msg"] and "never followed" in result["msg"], result
+    assert calls == [] and victim.read_text() == "root:x:0:0\n"
     assert (tmp_path / "collector" / "nodefix.prom").is_symlink()
-    assert "nodefix_findings{" in target.read_text() and oct(target.stat().st_mode & 0o777) == "0o640"
 
 
 @pytest.mark.parametrize("path,needle", [

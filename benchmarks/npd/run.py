@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmark: what one node-problem-detector plugin invocation costs on a node, per condition.
+
+node-problem-detector runs the plugin once per condition per tick (six conditions, every
+``npd_invoke_interval``) on every node, forever. For each condition this runs the plugin
+the way NPD does - its own process, ``--config``/``--condition``, against this machine's
+real /proc and /sys - ``--runs`` times with a warm byte-code cache, and reads each
+process's CPU time (user + system) and peak memory (``wait4``'s rusage), side by side:
+
+  bare     ``python3 -c pass``: the interpreter alone (the floor)
+  before   the plugin of ``--before`` (a git revision; default ``2a437e6``, before the
+           plugin imported only its own detectors), its module_utils taken from git
+  now      the plugin of the working tree
+
+and prints the median CPU ms and peak RSS per condition, the cost per node per hour at
+``--interval`` (300 s, the role's default), and writes JSON with ``--json``.
+
+    python benchmarks/npd/run.py --runs 20 --json benchmarks/npd/results.json
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONDITIONS = ["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking", "PIDPressureRisk", "KubeletConfigRisk",
+              "ContainerRuntimeRisk", "KernelRisk"]
+ENTRY = ("import sys; sys.path.insert(0, %r); "
+         "from ansible_collections.nodefix.k8s.plugins.module_utils._npd import cli; sys.exit(cli())")
+
+
+def tree(rev, dest):
+    """A directory holding ansible_collections/nodefix/k8s/plugins/module_utils of ``rev`` (None: the work tree)."""
+    target = os.path.join(dest, "ansible_collections", "nodefix", "k8s", "plugins", "module_utils")
+    os.makedirs(target)
+    if rev is None:
+        for name in os.listdir(os.path.join(REPO, "plugins", "module_utils")):
+            if name.endswith(".py"):
+                shutil.copy(os.path.join(REPO, "plugins", "module_utils", name), target)
+    else:
+        archive = subprocess.run(["git", "-C", REPO, "archive", rev, "plugins/module_utils"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", os.path.join(dest, "ansible_collections", "nodefix", "k8s"),
+                        "--strip-components=0"], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", dest], check=True)  # warm cache, as the role does
+    return dest
+
+
+def measure(argv):
+    """(cpu seconds, peak RSS KiB, exit code) of one process."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def series(argv, runs):
+    out = [measure(argv) for _ in range(runs)]
+    return {"cpu_ms": round(1000 * statistics.median(c for c, _m, _r in out), 1),
+            "rss_mib": round(statistics.median(m for _c, m, _r in out) / 1024.0, 1),
+            "exit": sorted(set(r for _c, _m, r in out))}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--before", default="2a437e6")
+    parser.add_argument("--interval", type=int, default=300)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="nodefix-npd-bench-")
+    try:
+        cfg = os.path.join(work, "npd.json")
+        with open(cfg, "w") as fh:
+            json.dump({}, fh)
+        trees = {"before": tree(args.before, os.path.join(work, "before")), "now": tree(None, os.path.join(work, "now"))}
+        result = {"python": subprocess.run([args.python, "--version"], capture_output=True, text=True).stdout.strip(),
+                  "runs": args.runs, "before": args.before, "bare": series([args.python, "-c", "pass"], args.runs),
+                  "conditions": {}}
+        for condition in CONDITIONS:
+            row = {}
+            for name, path in sorted(trees.items()):
+                row[name] = series([args.python, "-c", ENTRY % path, "--config", cfg, "--condition", condition],
+                                   args.runs)
+            result["conditions"][condition] = row
+        ticks = 3600.0 / args.interval
+        for name in ("before", "now"):
+            per_tick = sum(r[name]["cpu_ms"] for r in result["conditions"].values())
+            result["%s_cpu_s_per_node_hour" % name] = round(per_tick * ticks / 1000.0, 2)
+        print("interpreter alone: %.1f ms CPU, %.1f MiB" % (result["bare"]["cpu_ms"], result["bare"]["rss_mib"]))
+        print("%-26s %18s %18s" % ("condition", "before (ms, MiB)", "now (ms, MiB)"))
+        for condition, row in result["conditions"].items():
+            print("%-26s %10.1f %6.1f  %10.1f %6.1f" % (condition, row["before"]["cpu_ms"], row["before"]["rss_mib"],
+                                                         row["now"]["cpu_ms"], row["now"]["rss_mib"]))
+        print("per node per hour at %ds: before %.2f s CPU, now %.2f s CPU" % (
+            args.interval, result["before_cpu_s_per_node_hour"], result["now_cpu_s_per_node_hour"]))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(result, fh, indent=2, sort_keys=True)
+                fh.write("\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""node-problem-detector as a DaemonSet: the nodefix.k8s plugin run from a container built like
+node-problem-detector's image against a lab node, and the same answers as on the node itself.
+
+- the node: a Debian 12 systemd container (the lab image), the plugin installed by the npd role
+  (``playbooks/npd.yml``, ``npd_entry: nsenter``) - the plugin, its detectors and the
+  nsenter wrapper in /usr/local/lib/nodefix-npd, the monitor config whose rules run the wrapper;
+- "node-problem-detector": a container from an image built here like its image (Debian base with
+  util-linux and bash, NO Python - removed from the lab image), sharing the node's PID namespace as
+  ``hostPID: true`` does (``--pid=container:<node>``), privileged, with the node's plugin directory
+  mounted at the same path as the DaemonSet's hostPath (docs/npd-daemonset.yaml). It runs each rule
+  of the node's monitor config the way node-problem-detector does: the rule's path with its args, its
+  own process, exit code and stdout read. node-problem-detector's own binary is not in Debian: this is a
+  TEST DOUBLE of its runner, the image and the namespaces are real.
+- without the node's PID namespace (no hostPID) every condition is Unknown, never a problem.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import ENV, ROOT, assert_ok, lab_exclusive, run_logged
+
+pytestmark = pytest.mark.lab
+
+IMAGE = "localhost/nodefix-debian12"
+NPD_LIKE = "localhost/nodefix-npd-like"
+NODE = "nodefix-npd-node"
+LIB = "/usr/local/lib/nodefix-npd"
+MONITOR = "/etc/node-problem-detector/nodefix-plugin-monitor.json"
+CONTAINERFILE = """FROM %s
+# node-problem-detector's image: debian-base with util-linux and bash - and no Python
+RUN rm -rf /usr/bin/python3* /usr/lib/python3* /usr/local/lib/python3* /usr/share/python3 \\
+ && command -v nsenter && command -v bash && ! command -v python3
+""" % IMAGE
+
+
+def podman(*args, check=True, **kw):
+    proc = subprocess.run(["podman"] + list(args), env=ENV, capture_output=True, text=True, timeout=600, check=False,
+                          **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError("podman %s: rc=%s\n%s%s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr))
+    return proc.stdout
+
+
+def run_rules(rules, *prefix):
+    """Each rule run as its own process through ``prefix`` (podman exec/run ...); [(condition, rc, message)]."""
+    out = []
+    for rule in rules:
+        proc = subprocess.run(list(prefix) + [rule["path"]] + rule["args"], env=ENV, capture_output=True, text=True,
+                              timeout=120, check=False)
+        out.append((rule["condition"], proc.returncode, proc.stdout[:80].strip()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with lab_exclusive():
+        yield from _lab(tmp_path_factory)
+
+
+def _lab(tmp_path_factory):
+    work = tmp_path_factory.mktemp("npd-daemonset")
+    podman("rm", "-f", "-t", "0", NODE, check=False)
+    try:
+        podman("run", "-d", "--name", NODE, "--hostname", NODE, "--privileged", "--systemd=always", IMAGE, "/sbin/init")
+        # (a layer on the lab image: cached by podman while the lab image is unchanged)
+        podman("build", "-t", NPD_LIKE, "-f", "-", str(work), input=CONTAINERFILE)
+        # systemd up before the first module (a pipelined payload races tmp.mount otherwise)
+        podman("exec", NODE, "timeout", "120", "systemctl", "is-system-running", "--wait", check=False)
+        inv = work / "inventory.json"
+        inv.write_text(json.dumps({"all": {"hosts": {NODE: {
+            "ansible_connection": "nodefix_podman", "ansible_python_interpreter": "/usr/bin/python3",
+            "ansible_remote_tmp": "/root/.ansible/tmp", "nodefix_become": False, "npd_entry": "nsenter",
+            "npd_verify_enabled": False}}}}))
+        rc, out = run_logged("npd-daemonset-install", ["ansible-playbook", "-i", str(inv),
+                                                       os.path.join(ROOT, "playbooks", "npd.yml")], timeout=900)
+        assert_ok("npd-daemonset-install", rc, out)
+        monitor = json.loads(podman("exec", NODE, "cat", MONITOR))
+        mounted = podman("mount", NODE).strip()
+        npd = ["podman", "run", "--rm", "--privileged", "-v", "%s%s:%s:ro" % (mounted, LIB, LIB)]
+        yield {
+            "monitor": monitor,
+            "python_in_npd": podman("run", "--rm", NPD_LIKE, "bash", "-c", "command -v python3 || echo none").strip(),
+            # node-problem-detector in a DaemonSet: hostPID (the node's PID namespace), the hostPath mount
+            "daemonset": run_rules(monitor["rules"], *(npd[:3] + ["--pid=container:%s" % NODE] + npd[3:] + [NPD_LIKE])),
+            # the same pod without hostPID
+            "no_host_pid": run_rules(monitor["rules"], *(npd + [NPD_LIKE])),
+            # the plugin run on the node itself (node-problem-detector as a systemd service)
+            "node": run_rules([dict(r, path=LIB + "/nodefix-npd") for r in monitor["rules"]], "podman", "exec", NODE),
+        }
+    finally:
+        podman("umount", NODE, check=False)
+        podman("rm", "-f", "-t", "0", NODE, check=False)
+
+
+def test_the_image_has_no_python_and_the_rules_run_the_wrapper(lab):
+    assert lab["python_in_npd"] == "none"
+    assert {r["path"] for r in lab["monitor"]["rules"]} == {LIB + "/nodefix-npd-nsenter"}
+
+
+def test_the_daemonset_gets_the_answers_the_node_gets(lab):
+    assert [c for c, _rc, _m in lab["daemonset"]] == [c for c, _rc, _m in lab["node"]]
+    assert lab["daemonset"] == lab["node"], json.dumps({"daemonset": lab["daemonset"], "node": lab["node"]}, indent=1)
+    # real answers, not a wall of Unknown: the detectors ran on the node
+    assert [rc for _c, rc, _m in lab["daemonset"]].count(2) < len(lab["daemonset"]), lab["daemonset"]
+    assert all(rc in (0, 1, 2) and msg for _c, rc, msg in lab["daemonset"])
+
+
+def test_without_host_pid_every_condition_is_unknown_never_a_problem(lab):
+    assert all(rc == 2 for _c, rc, _m in lab["no_host_pid"]), lab["no_host_pid"]
+    assert all("could not run the plugin in the node's namespaces" in msg for _c, _rc, msg in lab["no_host_pid"])

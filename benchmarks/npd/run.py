@@ -59,14 +59,14 @@ def measure(argv):
 
 
 def series(argv, runs):
-    out = [measure(argv) for _ in range(runs)]
+    out = [measure(argv) for _run in range(runs)]
     return {"cpu_ms": round(1000 * statistics.median(c for c, _m, _r in out), 1),
             "rss_mib": round(statistics.median(m for _c, m, _r in out) / 1024.0, 1),
             "exit": sorted(set(r for _c, _m, r in out))}
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--before", default="2a437e6")
     parser.add_argument("--interval", type=int, default=300)
@@ -79,7 +79,8 @@ def main():
         with open(cfg, "w") as fh:
             json.dump({}, fh)
         trees = {"before": tree(args.before, os.path.join(work, "before")), "now": tree(None, os.path.join(work, "now"))}
-        result = {"python": subprocess.run([args.python, "--version"], capture_output=True, text=True).stdout.strip(),
+        version = subprocess.run([args.python, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+        result = {"python": version,
                   "runs": args.runs, "before": args.before, "bare": series([args.python, "-c", "pass"], args.runs),
                   "conditions": {}}
         for condition in CONDITIONS:
@@ -95,8 +96,9 @@ def main():
         print("interpreter alone: %.1f ms CPU, %.1f MiB" % (result["bare"]["cpu_ms"], result["bare"]["rss_mib"]))
         print("%-26s %18s %18s" % ("condition", "before (ms, MiB)", "now (ms, MiB)"))
         for condition, row in result["conditions"].items():
-            print("%-26s %10.1f %6.1f  %10.1f %6.1f" % (condition, row["before"]["cpu_ms"], row["before"]["rss_mib"],
-                                                         row["now"]["cpu_ms"], row["now"]["rss_mib"]))
+            before, now = row["before"], row["now"]
+            cells = (condition, before["cpu_ms"], before["rss_mib"], now["cpu_ms"], now["rss_mib"])
+            print("%-26s %10.1f %6.1f  %10.1f %6.1f" % cells)
         print("per node per hour at %ds: before %.2f s CPU, now %.2f s CPU" % (
             args.interval, result["before_cpu_s_per_node_hour"], result["now_cpu_s_per_node_hour"]))
         if args.json:

@@ -35,7 +35,6 @@ except ImportError as exc:  # pragma: no cover - depends on the node
     CommentedMap = dict
 
 
-
 def _pyyaml():
     """PyYAML, imported only when ruamel.yaml is missing (the node-problem-detector plugin runs the
     kubelet detector every few minutes: importing a second YAML library it does not use cost ~10 ms)."""

@@ -27,12 +27,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     printable,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks
-from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import (  # noqa: F401 - the report's API
-    WAIVER_KEYS,
-    WaiverError,
-    check_waivers,
-    waiver_for,
-)
+from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import check_waivers, waiver_for
+
 COLOURS = {
     "critical": "#b71c1c",
     "high": "#e65100",
@@ -43,6 +39,7 @@ COLOURS = {
     "error": "#6a1b9a",
     "waived": "#9e9e9e",
 }
+
 
 def _esc(value):
     return _html_escape("" if value is None else str(value), quote=True)

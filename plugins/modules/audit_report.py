@@ -265,9 +265,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import refresh
 from ansible_collections.nodefix.k8s.plugins.module_utils._report_merge import merge_models
 from ansible_collections.nodefix.k8s.plugins.module_utils._report_html import RENDERERS
+from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import WaiverError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
     ReportInputError,
-    WaiverError,
     build_model,
     check_remediation,
     check_results,

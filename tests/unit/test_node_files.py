@@ -33,8 +33,10 @@ def imported_module_utils(name):
     return found
 
 
-def closure(entry):
-    seen, todo = {entry}, [entry]
+def closure(entry, by_name=()):
+    """The files ``entry`` needs: its imports, and (``by_name``) the modules it imports by name
+    (importlib: the npd plugin loads a condition's detectors only when the condition runs)."""
+    seen, todo = set([entry] + list(by_name)), [entry] + list(by_name)
     while todo:
         for dep in imported_module_utils(todo.pop()):
             if dep not in seen:
@@ -45,8 +47,16 @@ def closure(entry):
 
 def test_each_list_is_the_closure_of_its_entry_point():
     for name, spec in manifest().items():
-        assert spec["module_utils"] == closure(spec["entry"]), (
-            "meta/node_files.yml %s: the files %s imports are %s" % (name, spec["entry"], closure(spec["entry"])))
+        want = closure(spec["entry"], spec.get("by_name", ()))
+        assert spec["module_utils"] == want, (
+            "meta/node_files.yml %s: the files %s imports are %s" % (name, spec["entry"], want))
+
+
+def test_the_modules_the_plugin_imports_by_name_are_listed():
+    import sys  # pylint: disable=import-outside-toplevel
+    sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _npd  # pylint: disable=import-outside-toplevel
+    assert sorted(manifest()["npd_plugin"]["by_name"]) == sorted(_npd.DETECTOR_MODULES.values())
 
 
 def test_the_reader_sees_both_import_forms():

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 from junitparser import JUnitXml
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _report, _report_html
+from ansible_collections.nodefix.k8s.plugins.module_utils import _report, _report_html, _waivers
 
 
 class _Cells(HTMLParser):
@@ -199,7 +199,7 @@ def test_junit_waived_findings_are_skipped(tmp_path):
     ("pids.zombie_leaker", "must be a dict"),
 ])
 def test_bad_waivers_are_refused(bad, msg):
-    with pytest.raises(_report.WaiverError) as err:
+    with pytest.raises(_waivers.WaiverError) as err:
         _report.check_waivers([bad], TODAY)
     assert msg in str(err.value)
 

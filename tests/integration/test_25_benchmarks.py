@@ -88,3 +88,17 @@ def test_fleet_benchmark_smoke(tmp_path):
     assert [r["nodes"] for r in runs] == [2, 2, 2, 2]
     assert all(r["controller_cpu_per_node"] > 0 and r["node_cpu_per_node"] > 0 for r in runs), runs
     assert json.loads(result.read_text())["payload_bytes"] > 10000
+
+
+def test_npd_plugin_cost_benchmark(tmp_path):
+    # one run per condition and tree (HEAD as "before": a shallow checkout has no older revision)
+    result = tmp_path / "npd.json"
+    rc, out = run_logged("bench-npd", [sys.executable, "benchmarks/npd/run.py", "--runs", "1", "--before", "HEAD",
+                                       "--json", str(result)])
+    assert_ok("bench-npd", rc, out)
+    data = json.loads(result.read_text())
+    assert sorted(data["conditions"]) == sorted(["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking",
+                                                 "PIDPressureRisk", "KubeletConfigRisk", "ContainerRuntimeRisk",
+                                                 "KernelRisk"])
+    # every run answered in NPD's protocol (0, 1 or 2), never a crash
+    assert all(set(r[k]["exit"]) <= {0, 1, 2} for r in data["conditions"].values() for k in ("before", "now")), data

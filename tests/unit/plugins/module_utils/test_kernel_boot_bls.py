@@ -4,26 +4,16 @@ included), /boot/grub2/grubenv, /etc/default/grub; grub2-editenv as a table."""
 
 import os
 
-import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot
+# the same stand-in for "is this kernel's package installed" (autouse)
+from plugins.modules.test_kernel_boot import package_installed  # noqa: F401 pylint: disable=unused-import
 
 MID = "9b1c0e2d4a5f4b6c8d7e6f5a4b3c2d1e"
 OLD, NEW = "5.14.0-427.13.1.el9_4.x86_64", "5.14.0-503.11.1.el9_5.x86_64"
 BINS = {"grub2-editenv": "/usr/bin/grub2-editenv"}
-
-
-@pytest.fixture(autouse=True)
-def package_installed(monkeypatch, request):
-    """A kernel counts as installed when its /boot/vmlinuz is in the tree (the package manager's word is
-    _kernel_package.installed, tested in test_kernel_package and below); a test marked ``real_installed``
-    asks dpkg/rpm for real."""
-    if "real_installed" not in request.keywords:
-        monkeypatch.setattr(kp, "installed", lambda pm, root, release: (
-            os.path.exists(os.path.join(root, "boot", "vmlinuz-" + release)), "/boot/vmlinuz-%s is missing" % release))
 
 
 def entry(release, options="root=/dev/mapper/rl-root ro crashkernel=1G-4G:192M resume=/dev/mapper/rl-swap"):

@@ -4,7 +4,6 @@ included), /boot/grub2/grubenv, /etc/default/grub; grub2-editenv as a table."""
 
 import os
 
-
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot

@@ -120,3 +120,12 @@ def test_merge_refuses_bad_slices_and_writes_nothing(run_module, tmp_path):
         assert not (tmp_path / "merged").exists()
     result, failed, _dummy = run_module(audit_report, {"merge": paths, "results": RESULTS, "dest": str(tmp_path / "m")})
     assert failed and "mutually exclusive" in result["msg"]
+
+
+def test_a_deeply_nested_slice_report_is_a_clear_error(run_module, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"nodes": ' + "[" * 100000 + "]" * 100000 + "}")
+    args = {"merge": [str(deep)], "expected_hosts": ["n1"], "dest": str(tmp_path / "merged")}
+    result, failed, _dummy = run_module(audit_report, args)
+    assert failed and "is not JSON" in result["msg"] and "nothing was written" in result["msg"], result
+    assert not (tmp_path / "merged").exists()

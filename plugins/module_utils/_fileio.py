@@ -34,7 +34,6 @@ import errno
 import os
 import re
 import stat
-import tempfile
 
 # A kubelet or containerd config is a few KiB; 1 MiB leaves room for large
 # comment blocks and stays fast to parse. Above it the file is refused.
@@ -224,6 +223,7 @@ def prune_backups(real, keep):
 def _write_one(module, real, data, mode):
     """Temp file next to ``real`` then atomic_move; keep mode/owner of an existing file."""
     directory = os.path.dirname(real) or "."
+    import tempfile  # pylint: disable=import-outside-toplevel  # writers only: node-side readers skip its import
     fd, tmp = tempfile.mkstemp(prefix=".%s.nodefix." % os.path.basename(real), dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -99,6 +99,10 @@ class NpdConfigError(ValueError):
     """A bad plugin configuration (the plugin then exits Unknown with this message)."""
 
 
+class NpdArgumentError(ValueError):
+    """Bad command-line arguments (exit Unknown, the message saying so)."""
+
+
 def _type_error(key, want, value):
     return NpdConfigError("%s must be %s, got %s" % (key, want, type(value).__name__))
 
@@ -285,6 +289,34 @@ def _read_config(path):
         return check_config(json.load(fh))
 
 
+USAGE = ("usage: nodefix-npd --condition {%s} [--config FILE]\n"
+         "nodefix.k8s detectors as a node-problem-detector custom plugin. --config: JSON with min_severity, ignore "
+         "(finding id globs), waivers and host (the fleet report's waivers), options (per detector), root, timeout "
+         "(the rule's, seconds), max_output_length. Exit 0 OK, 1 problem, 2 unknown; one line on stdout.\n"
+         % ",".join(sorted(CONDITIONS)))
+
+
+def parse_args(argv):
+    """{condition, config} of ``--condition NAME [--config FILE]`` (also ``--opt=value``); NpdArgumentError
+    otherwise. Hand-rolled: argparse's import was a tenth of a run's CPU."""
+    args, rest = {"condition": None, "config": None}, list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word in ("-h", "--help"):
+            raise NpdArgumentError(USAGE)
+        name, sep, value = word.partition("=")
+        if name not in ("--condition", "--config"):
+            raise NpdArgumentError("unknown argument %s" % word)
+        if not sep:
+            if not rest:
+                raise NpdArgumentError("%s needs a value" % name)
+            value = rest.pop(0)
+        args[name[2:]] = value
+    if args["condition"] not in CONDITIONS:
+        raise NpdArgumentError("--condition must be one of %s, got %s" % (", ".join(sorted(CONDITIONS)), args["condition"]))
+    return args
+
+
 def cli(argv=None, out=None):
     """``--condition NAME [--config FILE]``: print one message line, exit 0/1/2 (NPD's plugin protocol).
     Whatever goes wrong in the plugin itself is exit 2 (Unknown) with the reason, never 1."""
@@ -292,23 +324,16 @@ def cli(argv=None, out=None):
     out = out or sys.stdout
     limit = MAX_OUTPUT
     try:
-        import argparse  # pylint: disable=import-outside-toplevel
-        parser = argparse.ArgumentParser(description="nodefix.k8s detectors as a node-problem-detector custom plugin.")
-        parser.add_argument("--condition", required=True, choices=sorted(CONDITIONS))
-        parser.add_argument("--config", help="JSON: min_severity, ignore (finding id globs), waivers and host (the "
-                                             "fleet report's waivers), options (per detector), root, timeout (the "
-                                             "rule's, seconds), max_output_length")
         try:
-            args = parser.parse_args(argv)
-        except SystemExit:
-            return UNKNOWN  # argparse printed why (usage) on stderr
-        try:
-            config = _read_config(args.config)
+            args = parse_args(sys.argv[1:] if argv is None else argv)
+            config = _read_config(args["config"])
+        except NpdArgumentError as exc:
+            code, text = UNKNOWN, say("bad arguments: %s" % exc, limit)
         except (IOError, OSError, ValueError, RecursionError) as exc:
             code, text = UNKNOWN, say("bad config: %s" % exc, limit)
         else:
             limit = int(config["max_output_length"])
-            code, text = run(args.condition, config, started=started)
+            code, text = run(args["condition"], config, started=started)
     # never exit 1 (NPD's "problem") for the plugin's own failure
     except Exception as exc:  # pylint: disable=broad-except
         code, text = UNKNOWN, say("%s: %s" % (type(exc).__name__, exc), limit)

@@ -20,7 +20,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import platform
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, parse_proc_cgroup
@@ -369,6 +368,7 @@ def _as_int(text):
 
 
 def _default_pid_max_min():
+    import platform  # pylint: disable=import-outside-toplevel  # only here: the npd plugin pays for its import
     machine = platform.machine().lower()
     if machine.endswith("64") or machine in ("s390x",):
         return PID_MAX_LIMIT_64

@@ -290,3 +290,14 @@ def test_the_role_accepts_exactly_the_settings_npd_runs_without_dropping_ticks()
     # the settings the old rule (timeout <= interval) let through, which dropped ticks
     with pytest.raises(AnsibleFilterError, match="take up to 180s per tick"):
         npd_monitor_config(plugin, config, "30s", "30s")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    ([], "--condition must be one of"), (["--condition", "Nope"], "--condition must be one of"),
+    (["--condition"], "--condition needs a value"), (["--frobnicate"], "unknown argument"),
+])
+def test_bad_arguments_are_unknown_never_a_problem(argv, needle):
+    code, text = run_cli(argv)
+    assert code == _npd.UNKNOWN and text.startswith("bad arguments: ") and needle in text, text
+    code, _text = run_cli(["--condition=PIDPressureRisk", "--config=/nonexistent/npd.json"])
+    assert code == _npd.UNKNOWN

@@ -140,8 +140,9 @@ options:
       - A file on the controller where this module keeps when it first saw each held slot unchanged (only with
         O(lock_ttl) above 0; not written in check mode). A controller without it (a fresh AWX job container) sees
         every Lease as new - a takeover waits O(lock_ttl) from that run's first look (with O(lock_wait)).
-      - Default, C(~/.cache/nodefix-k8s/reboot-lock-<lock_namespace>-<lock_name>.json).
+      - One file serves every lock (a key per context, namespace and slot).
     type: path
+    default: ~/.cache/nodefix-k8s/reboot-lock-observations.json
   lock_wait:
     description:
       - Seconds to wait for a free slot (polling every O(lock_poll) seconds); 0 answers at once.
@@ -281,7 +282,7 @@ def argument_spec():
         lock_ttl=dict(type="int", default=0),
         lock_wait=dict(type="int", default=0),
         lock_poll=dict(type="int", default=5),
-        lock_observations=dict(type="path"),
+        lock_observations=dict(type="path", default="~/.cache/nodefix-k8s/reboot-lock-observations.json"),
         slot=dict(type="str"),
     )
 
@@ -363,11 +364,9 @@ def decide(p, window, filter_re, api, dry_run, clock, sleep, observed=None):
         sleep(min(p["lock_poll"], remaining))
 
 
-def _observations_path(p):
-    if p["lock_observations"]:
-        return p["lock_observations"]
-    return os.path.join(os.path.expanduser("~"), ".cache", "nodefix-k8s", "reboot-lock-%s-%s.json"
-                        % (p["lock_namespace"], p["lock_name"]))
+def _observation_key(p, slot):
+    """Observations of every lock share one file: a key per API server context, namespace and slot."""
+    return "%s/%s/%s" % (p["context"] or "", p["lock_namespace"], slot)
 
 
 def load_observations(path):
@@ -425,17 +424,20 @@ def main():
             module.exit_json(changed=result["lock"]["released"] is not None, **result)
         dry_run = module.check_mode or p["state"] == "check"
         before = None
-        observed, path = {}, None
+        observed, path, everything = {}, None, {}
         if api is not None and p["max_concurrent"]:
             before = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"]).mine()
             if p["lock_ttl"]:
-                path = _observations_path(p)
-                observed = load_observations(path)
+                path = p["lock_observations"]
+                everything = load_observations(path)
+                prefix = _observation_key(p, "")
+                observed = dict((k[len(prefix):], v) for k, v in everything.items() if k.startswith(prefix))
         result = decide(p, window, filter_re, api, dry_run,
                         clock=lambda: datetime.datetime.now(datetime.timezone.utc), sleep=time.sleep,
                         observed=observed)
         if path and not module.check_mode:
-            save_observations(module, path, observed)
+            everything.update((_observation_key(p, slot), seen) for slot, seen in observed.items())
+            save_observations(module, path, everything)
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
     result["allowed"] = not result["held_by"]

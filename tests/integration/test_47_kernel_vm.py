@@ -71,7 +71,8 @@ cp "/boot/initrd.img-$(uname -r)" "/boot/initrd.img-$1"
 def node_state(name):
     out = vm_shell(name, "uname -r; grub-editenv /boot/grub/grubenv list; echo ---; "
                          "test -e /etc/default/grub.d/nodefix-k8s.cfg && echo drop-in || echo no-drop-in; "
-                         "grep -m1 '^ *set default=' /boot/grub/grub.cfg; ls /boot; echo ---; "
+                         "grep '^ *set default=' /boot/grub/grub.cfg | grep -v next_entry | head -1; ls /boot; "
+                         "echo ---; "
                          "cat /var/lib/nodefix-k8s/kernel-boot.json 2>/dev/null || echo '{}'")
     head, grub, record = out.split("---\n", 2)
     lines = head.strip().splitlines()

@@ -155,6 +155,11 @@ def _run(tmp_path_factory):
             "-e", json.dumps({"nodefix_reboot_dying_memcgs": True,
                               "nodefix_audit_options": {"kernel": {"dying_memcgs_threshold": DYING // 2}}})])
         result["good"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-good-after")}
+        # 3. the plan of the node's own 6.1 image package (still installed), now that 6.12 runs: a downgrade
+        rc, out = run_logged("kernel-vm-downgrade", [
+            "ansible", "-i", inv, VM, "-m", "nodefix.k8s.kernel_package",
+            "-a", json.dumps({"name": "linux-image-%s" % result["bad_before"]["running"]})], timeout=600)
+        result["downgrade"] = {"rc": rc, "out": out}
         result["api"] = double.state()
         yield result
     finally:
@@ -224,6 +229,15 @@ def test_the_same_reboot_frees_the_dying_memory_cgroups_and_proves_it(run):
     assert len(dying) == 1 and int(dying[0].split()[0]) >= DYING, reasons
     assert node["remediation"]["actions"][0].endswith("; the same reboot: %s, gone" % dying[0]), node["remediation"]
     assert "kernel.dying_memcgs" not in node["ids"] and node["remediation"]["reboot"]["still_open"] == []
+
+
+def test_a_kernel_older_than_the_running_one_is_refused(run):
+    """6.12 runs now; the node's own Debian 12 kernel (6.1, its image package still installed) is a downgrade:
+    refused, nothing installed."""
+    down = run["downgrade"]
+    said = " ".join(down["out"].split())
+    assert down["rc"] != 0 and "not newer than the running %s" % run["good"]["after"]["running"] in said, said[-2000:]
+    assert "that is a downgrade" in said
 
 
 def test_drained_and_given_back_each_time_with_the_lock_released(run):

@@ -112,3 +112,37 @@ def test_the_daemonset_gets_the_answers_the_node_gets(lab):
 def test_without_host_pid_every_condition_is_unknown_never_a_problem(lab):
     assert all(rc == 2 for _c, rc, _m in lab["no_host_pid"]), lab["no_host_pid"]
     assert all("could not run the plugin in the node's namespaces" in msg for _c, _rc, msg in lab["no_host_pid"])
+
+
+DEBIAN11 = "localhost/nodefix-debian11"   # Python 3.9, no tomllib, no tomlkit: a Debian 11 / EL 9 / Ubuntu 22.04 node
+ON_PY39 = r"""
+set -e
+mkdir -p /tmp/c && cp -r /mu/ansible_collections /tmp/c/
+for d in ansible_collections ansible_collections/nodefix ansible_collections/nodefix/k8s \
+         ansible_collections/nodefix/k8s/plugins; do touch /tmp/c/$d/__init__.py; done
+! python3 -c 'import tomlkit' 2>/dev/null && ! python3 -c 'import tomllib' 2>/dev/null
+mkdir -p /etc/containerd
+printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]\n  runtime_type = "io.containerd.runsc.v1"\n' \
+  > /etc/containerd/config.toml
+printf 'import sys\nsys.path.insert(0, "/tmp/c")\nfrom ansible_collections.nodefix.k8s.plugins.module_utils._npd import cli\nsys.exit(cli())\n' > /tmp/p.py
+python3 --version
+for c in ContainerRuntimeRisk GVisorMemoryLimitIgnored; do
+  set +e; out=$(python3 /tmp/p.py --condition $c); rc=$?; set -e
+  echo "$c|$rc|$out"
+done
+"""
+
+
+def test_a_python_without_a_toml_parser_says_cannot_check_never_invalid(lab):
+    """The real Python 3.9 of Debian 11 (no tomllib, no tomlkit) and a valid containerd config: the
+    conditions that read TOML are Unknown ("cannot check"), never a problem (config_invalid)."""
+    mu = os.path.join(ROOT, "plugins", "module_utils")
+    out = podman("run", "--rm", "-v", "%s:/mu/ansible_collections/nodefix/k8s/plugins/module_utils:ro" % mu, DEBIAN11,
+                 "bash", "-c", ON_PY39)
+    assert "Python 3.9" in out, out
+    rows = dict((line.split("|")[0], line.split("|")[1:]) for line in out.splitlines() if "|" in line)
+    for condition in ("ContainerRuntimeRisk", "GVisorMemoryLimitIgnored"):
+        rc, msg = rows[condition]
+        assert rc == "2" and msg.startswith("cannot check: %s: cannot read /etc/containerd/config.toml" % (
+            "containerd" if condition == "ContainerRuntimeRisk" else "gvisor")), rows
+        assert "config_invalid" not in msg, rows

@@ -288,3 +288,22 @@ def printable(value, depth=0):
     if isinstance(value, (list, tuple)):
         return [printable(v, depth + 1) for v in value]
     return value
+
+
+_MOUNTINFO_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def mountinfo_entries(text):
+    """[(mount point, fs type, source)] of a ``/proc/self/mountinfo`` text, octal escapes decoded
+    (proc(5): fields separated by single spaces, the mount point fifth; fs type and source after the
+    `` - `` separator, None when a line has none). The one parser of that file."""
+    entries = []
+    for line in (text or "").splitlines():
+        fields = line.split(" ")
+        if len(fields) < 5:
+            continue
+        _left, sep, right = line.partition(" - ")
+        tail = right.split(" ") if sep else []
+        entries.append(tuple(_MOUNTINFO_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), f) if f is not None else None
+                             for f in (fields[4], tail[0] if tail else None, tail[1] if len(tail) > 1 else None)))
+    return entries

@@ -167,14 +167,34 @@ def resolve_target(root, path, must_exist=False, what="file"):
     return real
 
 
-def read_utf8(path, max_bytes=MAX_CONFIG_BYTES, what="file"):
-    """Text of ``path`` (None when absent); non-UTF-8 or oversized is a FileSafetyError."""
+def file_kind(mode):
+    """What a ``st_mode`` that is not a regular file is, in words."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def read_utf8(path, max_bytes=MAX_CONFIG_BYTES, what="file", follow=True):
+    """Text of ``path`` (None when absent); non-UTF-8 or oversized is a FileSafetyError, and so is a
+    path that is not a regular file (opened without blocking: a FIFO planted there would hang the
+    reader) and, with ``follow`` false, a symbolic link."""
+    flags = os.O_NONBLOCK | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        with open(path, "rb") as fh:
+        with open(path, "rb", opener=lambda name, open_flags: os.open(name, open_flags | flags)) as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise FileSafetyError("%s %s is not a regular file (it is %s)" % (what, path, file_kind(mode)), path)
             raw = fh.read(max_bytes + 1)
     except (IOError, OSError) as exc:
         if exc.errno == errno.ENOENT:
             return None
+        if exc.errno == errno.EISDIR:
+            raise FileSafetyError("%s %s is not a regular file (it is a directory)" % (what, path), path)
+        if exc.errno == errno.ELOOP and not follow:
+            raise FileSafetyError("%s %s is not a regular file (it is a symbolic link)" % (what, path), path)
         raise FileSafetyError("cannot read %s %s: %s" % (what, path, exc.strerror or exc), path)
     if len(raw) > max_bytes:
         raise FileSafetyError("%s %s is larger than %d bytes; refusing to parse or rewrite it (a config this big is "

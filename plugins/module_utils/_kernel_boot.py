@@ -50,7 +50,12 @@ import re
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
+    NodefixError,
+    mountinfo_entries,
+    read_text,
+    root_path,
+)
 from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import node_path, resolve_target
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
@@ -115,19 +120,13 @@ def node_grub_default(root):
     """GRUB_DEFAULT as the node sets it without the collection's drop-in: the last assignment in
     /etc/default/grub and /etc/default/grub.d/*.cfg (in the order grub-mkconfig sources them);
     ``0`` (GRUB's own default: the first entry, the newest kernel on Debian and Ubuntu) when none."""
-    value = "0"
-    paths = ["/etc/default/grub"]
     try:
-        paths += ["/etc/default/grub.d/" + n for n in sorted(os.listdir(root_path(root, "/etc/default/grub.d")))
-                  if n.endswith(".cfg") and "/etc/default/grub.d/" + n != DROP_IN]
+        parts = ["/etc/default/grub.d/" + n for n in sorted(os.listdir(root_path(root, "/etc/default/grub.d")))
+                 if n.endswith(".cfg") and "/etc/default/grub.d/" + n != DROP_IN]
     except OSError:
-        pass
-    for path in paths:
-        for line in (read_text(root_path(root, path)) or "").splitlines():
-            line = line.strip()
-            if line.startswith("GRUB_DEFAULT="):
-                value = line.split("=", 1)[1].strip().strip("\"'")
-    return value
+        parts = []
+    value = bls.grub_default(root, [bls.DEFAULT_GRUB] + parts)
+    return "0" if value is None else value
 
 
 def plan_keep(st, root, target):
@@ -153,23 +152,14 @@ MOUNTINFO = "/proc/self/mountinfo"
 ENV_UNWRITABLE_FS = ("zfs", "btrfs")
 
 
-def _unescape(field):
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
 def mount_of(root, path):
     """(mount point, fs type, source) of the mount holding ``path`` on the node, from its
     /proc/self/mountinfo (the longest mount point that is a prefix); None when it cannot be read."""
     best = None
-    for line in (read_text(root_path(root, MOUNTINFO)) or "").splitlines():
-        left, sep, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if not sep or len(fields) < 5 or len(tail) < 2:
-            continue
-        point = _unescape(fields[4])
+    for point, fstype, source in mountinfo_entries(read_text(root_path(root, MOUNTINFO))):
         inside = path == point or path.startswith(point.rstrip("/") + "/")
-        if inside and (best is None or len(point) >= len(best[0])):
-            best = (point, tail[0], _unescape(tail[1]))
+        if fstype and source and inside and (best is None or len(point) >= len(best[0])):
+            best = (point, fstype, source)
     return best
 
 
@@ -368,7 +358,7 @@ def plan_once(st, release, panic_seconds, kernel_present, why=None, root="/"):
     """What ``once`` changes: {drop_in, update_grub, fallback, target, changed} (entry paths as grub.cfg has
     them now: None for one only ``update-grub`` will add)."""
     _check_once(st, release, kernel_present, why)
-    check_env_block(root, GRUBENV)
+    check_env_block(root, env_path(st, root))
     running = st["running_release"]
     drop_in = drop_in_text(panic_seconds)
     fallback = entry_for(st["entries"], running)

@@ -87,13 +87,15 @@ def read_entries(root):
     return entries
 
 
-def grub_default(root):
-    """GRUB_DEFAULT of ``/etc/default/grub`` (quotes removed); None when the file or the key is missing."""
+def grub_default(root, paths=(DEFAULT_GRUB,)):
+    """GRUB_DEFAULT (quotes removed) as the last of ``paths`` that sets it says (default
+    ``/etc/default/grub``); None when none does. The one reader of GRUB_DEFAULT."""
     value = None
-    for line in (read_text(root_path(root, DEFAULT_GRUB)) or "").splitlines():
-        line = line.strip()
-        if line.startswith("GRUB_DEFAULT="):
-            value = line.split("=", 1)[1].strip().strip("\"'")
+    for path in paths:
+        for line in (read_text(root_path(root, path)) or "").splitlines():
+            line = line.strip()
+            if line.startswith("GRUB_DEFAULT="):
+                value = line.split("=", 1)[1].strip().strip("\"'")
     return value
 
 

@@ -352,18 +352,12 @@ def plan(pm, name, version=None, min_release=None, below=None, running=None, all
     if min_release and below is not None and below(release):
         raise NodefixError("package %s %s installs kernel %s, still below the minimum %s: it would not fix the node"
                            % (name, want, release, min_release))
-    if running and not allow_downgrade and not newer(release, running, pm.FAMILY):
+    # versions only: a move to another flavour of the same version is not an upgrade either
+    if running and not allow_downgrade and _kernel_release.compare_versions(release, running, pm.FAMILY) <= 0:
         raise NodefixError("package %s %s installs kernel %s, not newer than the running %s: that is a downgrade (or "
                            "the same kernel) - nothing is installed or booted; set allow_downgrade to go back to an "
                            "older kernel on purpose" % (name, want, release, running))
     return {"package": name, "version": want, "release": release, "installed_version": installed}
-
-
-def newer(release, running, family):
-    """Whether ``release``'s version is above ``running``'s in the package manager's order (their
-    flavours aside: a move to another flavour of the same version is not an upgrade)."""
-    order = _kernel_release.rpm_compare if family == "el" else _kernel_release.dpkg_compare
-    return order(_kernel_release.split_flavour(release)[0], _kernel_release.split_flavour(running)[0]) > 0
 
 
 BOOT_FILES = {"debian": ("/boot/vmlinuz-%s", "/boot/initrd.img-%s"), "el": ("/boot/vmlinuz-%s", "/boot/initramfs-%s.img")}

@@ -114,13 +114,18 @@ def rpm_compare(a, b):
     return sign
 
 
+def compare_versions(a, b, family="debian"):
+    """-1, 0 or 1: the version of release ``a`` against ``b``'s, their flavours aside.
+    ``family``: ``debian`` (dpkg's order) or ``el`` (rpm's)."""
+    return (rpm_compare if family == "el" else dpkg_compare)(split_flavour(a)[0], split_flavour(b)[0])
+
+
 def compare(a, b, family="debian"):
     """-1, 0 or 1: release ``a`` against ``b``; None when they are of different flavours
-    (neither is an upgrade of the other). ``family``: ``debian`` (dpkg's order) or ``el`` (rpm's)."""
-    (va, fa), (vb, fb) = split_flavour(a), split_flavour(b)
-    if fa != fb:
+    (neither is an upgrade of the other)."""
+    if split_flavour(a)[1] != split_flavour(b)[1]:
         return None
-    return (rpm_compare if family == "el" else dpkg_compare)(va, vb)
+    return compare_versions(a, b, family)
 
 
 def newest(releases, like, family="debian"):

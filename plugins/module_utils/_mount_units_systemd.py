@@ -19,7 +19,7 @@ import os
 import posixpath
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import mountinfo_entries, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import is_pod_uid
 
 DEFAULT_KUBELET_ROOT_DIR = "/var/lib/kubelet"
@@ -97,18 +97,9 @@ def parse_show(text):
     return result
 
 
-_OCTAL_RE = re.compile(r"\\([0-7]{3})")
-
-
 def parse_mountinfo(text):
     """Mount points of ``/proc/self/mountinfo`` (octal escapes decoded)."""
-    points = []
-    for line in (text or "").splitlines():
-        fields = line.split(" ")
-        if len(fields) < 5:
-            continue
-        points.append(_OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), fields[4]))
-    return points
+    return [point for point, _fstype, _source in mountinfo_entries(text)]
 
 
 def pods_dirs_for(root, kubelet_root_dir):

@@ -45,6 +45,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import Nodefix
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index: Python's weekday()
 MANAGED_BY = "nodefix.k8s"
+_SEEN_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 # kured's day spellings (pkg/timewindow/days.go): two letters, three letters, the full name, any
 # case; or a number 0-6, Sunday first (Go's time.Weekday).
@@ -307,16 +308,21 @@ class LeaseLock(object):
         slot = (lease.get("metadata") or {}).get("name")
         now = self.now()
         key = self._key(lease)
-        seen = self.observed.get(slot)
-        if not isinstance(seen, dict) or seen.get("key") != key:
-            self.observed[slot] = {"key": key, "seen": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
-            return False
-        try:
-            since = _utc(datetime.datetime.strptime(seen["seen"], "%Y-%m-%dT%H:%M:%SZ"))
-        except (KeyError, TypeError, ValueError):
-            self.observed[slot] = {"key": key, "seen": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        since = self._seen_since(self.observed.get(slot), key)
+        if since is None:  # first seen in this state now (or what was kept is unreadable)
+            self.observed[slot] = {"key": key, "seen": now.strftime(_SEEN_FORMAT)}
             return False
         return now >= since + datetime.timedelta(seconds=duration)
+
+    @staticmethod
+    def _seen_since(seen, key):
+        """When this controller first saw the Lease in state ``key`` (None: not in that state, or unreadable)."""
+        if not isinstance(seen, dict) or seen.get("key") != key:
+            return None
+        try:
+            return _utc(datetime.datetime.strptime(seen["seen"], _SEEN_FORMAT))
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def holders(self):
         """[{slot, holder, since, expired}] of the slots held now."""

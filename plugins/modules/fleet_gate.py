@@ -159,7 +159,6 @@ ignored:
 import datetime
 import json
 import os
-import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -176,35 +175,18 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._fleet_gate import (
 
 
 def read_record(path):
-    """The decoded record at ``path``: a regular file only (never a FIFO, a device or a link, which
-    could block or lead elsewhere), read without blocking; GateInputError naming it otherwise."""
+    """The decoded record at ``path``: a regular file only (``_fileio.read_utf8`` without following a
+    link, without blocking on a FIFO); GateInputError naming it otherwise."""
     try:
-        st = os.lstat(path)
-    except OSError as exc:
-        raise GateInputError("slice record %s cannot be read: %s" % (path, exc.strerror or exc))
-    if not stat.S_ISREG(st.st_mode):
-        raise GateInputError("slice record %s is not a regular file (%s)" % (path, _kind(st.st_mode)))
+        text = _fileio.read_utf8(path, what="slice record", follow=False)
+    except _fileio.FileSafetyError as exc:
+        raise GateInputError(exc.msg)
+    if text is None:
+        raise GateInputError("slice record %s cannot be read: it is gone" % path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(_fileio.MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise GateInputError("slice record %s cannot be read: %s" % (path, exc.strerror or exc))
-    if len(raw) > _fileio.MAX_CONFIG_BYTES:
-        raise GateInputError("slice record %s is larger than %d bytes" % (path, _fileio.MAX_CONFIG_BYTES))
-    try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise GateInputError("slice record %s is not JSON (%s)" % (path, str(exc)[:200] or type(exc).__name__))
-
-
-def _kind(mode):
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def read_records(directory):

@@ -250,13 +250,13 @@ lock:
 import datetime
 import json
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot_gate as gate
 
 
@@ -305,12 +305,17 @@ def validate(p):
     return window, filter_re
 
 
+def empty_result(p, window, window_open):
+    """The module's answer before any control or lock has said anything."""
+    return {"held_by": [], "blocking_pods": [], "alerts": [],
+            "window": {"describe": window.describe(), "open": window_open},
+            "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None,
+                     "taken_over_by": None}}
+
+
 def controls(p, window, filter_re, api, now):
     """Every control but the lock, read now: the result with ``held_by`` filled."""
-    result = {"held_by": [], "blocking_pods": [], "alerts": [],
-              "window": {"describe": window.describe(), "open": window.contains(now)},
-              "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None,
-                       "taken_over_by": None}}
+    result = empty_result(p, window, window.contains(now))
     if not result["window"]["open"]:
         local = now.astimezone(window.tz).strftime("%a %H:%M %Z")
         result["held_by"].append("outside the reboot window (%s; now %s)" % (window.describe(), local))
@@ -330,10 +335,11 @@ def controls(p, window, filter_re, api, now):
     return result
 
 
-def decide(p, window, filter_re, api, dry_run, clock, sleep, observed=None):
+def decide(p, window, filter_re, api, dry_run, clock, sleep, observed=None, held_before=None):
     """The controls; the lock only while all the others allow the reboot. While waiting for a slot
     (``lock_wait``) every poll reads every control again: a wait ends, held, as soon as one of them
-    says no (the window closed, an alert fires, a blocking pod starts)."""
+    says no (the window closed, an alert fires, a blocking pod starts). ``held_before``: the slot this
+    node held before the run (a re-run keeps it), never given back here."""
     lock = None
     if p["max_concurrent"]:
         lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"],
@@ -343,7 +349,6 @@ def decide(p, window, filter_re, api, dry_run, clock, sleep, observed=None):
         result = controls(p, window, filter_re, api, clock())
         if result["held_by"] or lock is None:
             return result
-        held_before = lock.mine()
         slot, holders = lock.acquire(p["reason"], dry_run=dry_run)
         result["lock"].update(slot=slot, holders=holders)
         if slot:
@@ -382,25 +387,20 @@ def load_observations(path):
 
 
 def save_observations(module, path, observed):
-    """Keep what was seen for the next run (atomically; a failure is a warning: the next run sees
-    the Leases as new, which only delays a takeover)."""
+    """Keep what was seen for the next run (the collection's atomic writer; a failure is a warning:
+    the next run sees the Leases as new, which only delays a takeover)."""
     try:
         directory = os.path.dirname(path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".lock-observations.")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(observed, handle, sort_keys=True)
-        module.atomic_move(tmp, path)
-    except (IOError, OSError) as exc:
-        module.warn("could not keep the lock's observations in %s: %s" % (path, exc))
+        _fileio.write_files(module, [(_fileio.resolve_target("/", path, what="lock observations"),
+                                      json.dumps(observed, sort_keys=True) + "\n")], backup=False, mode=0o600)
+    except (IOError, OSError, _fileio.FileSafetyError) as exc:
+        module.warn("could not keep the lock's observations in %s: %s" % (path, getattr(exc, "msg", None) or exc))
 
 
 def release(module, p, window, api):
-    result = {"held_by": [], "blocking_pods": [], "alerts": [],
-              "window": {"describe": window.describe(), "open": None},
-              "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"], "released": None,
-                       "taken_over_by": None}}
+    result = empty_result(p, window, None)
     if api is not None and p["max_concurrent"]:
         lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"])
         result["lock"]["released"] = lock.release(dry_run=module.check_mode, slot=p["slot"])
@@ -434,7 +434,7 @@ def main():
                 observed = dict((k[len(prefix):], v) for k, v in everything.items() if k.startswith(prefix))
         result = decide(p, window, filter_re, api, dry_run,
                         clock=lambda: datetime.datetime.now(datetime.timezone.utc), sleep=time.sleep,
-                        observed=observed)
+                        observed=observed, held_before=before)
         if path and not module.check_mode:
             everything.update((_observation_key(p, slot), seen) for slot, seen in observed.items())
             save_observations(module, path, everything)

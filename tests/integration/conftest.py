@@ -117,6 +117,15 @@ def assert_ok(name, rc, output, lines=120):
         pytest.fail("%s failed (rc=%s); log: .cache/test-logs/%s.log\n%s" % (name, rc, name, tail), pytrace=False)
 
 
+def podman(*args, check=True, timeout=300, **kw):
+    """``podman ARGS`` with the project's environment; its stdout, AssertionError on rc != 0 (``check``)."""
+    proc = subprocess.run(["podman"] + list(args), env=ENV, capture_output=True, text=True, timeout=timeout,
+                          check=False, **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError("podman %s: rc=%s\n%s%s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr))
+    return proc.stdout
+
+
 @contextlib.contextmanager
 def held(lock_name):
     """Hold the lock file ENV[lock_name] (flock, exclusive) for the block."""

@@ -44,7 +44,7 @@ import subprocess
 
 import pytest
 
-from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, run_logged
+from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, podman, run_logged
 
 pytestmark = pytest.mark.lab
 DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -59,13 +59,6 @@ MARKER = "/run/nodefix-lab-boot-marker"
 BOOT_TIME = "cut -d' ' -f22 /proc/1/stat"  # PID 1's start time: a container shares the host's boot_id
 CONNECTION = {"ansible_connection": "nodefix_podman", "ansible_python_interpreter": "/usr/bin/python3",
               "ansible_remote_tmp": "/root/.ansible/tmp"}
-
-
-def podman(*args, check=True):
-    proc = subprocess.run(["podman"] + list(args), env=ENV, capture_output=True, text=True, timeout=300, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError("podman %s: rc=%s\n%s%s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr))
-    return proc.stdout
 
 
 def on_node(node, script):

@@ -21,7 +21,7 @@ import subprocess
 
 import pytest
 
-from conftest import ENV, ROOT, assert_ok, lab_exclusive, run_logged
+from conftest import ENV, ROOT, assert_ok, lab_exclusive, podman, run_logged
 
 pytestmark = pytest.mark.lab
 
@@ -35,14 +35,6 @@ CONTAINERFILE = """FROM %s
 RUN rm -rf /usr/bin/python3* /usr/lib/python3* /usr/local/lib/python3* /usr/share/python3 \\
  && command -v nsenter && command -v bash && ! command -v python3
 """ % IMAGE
-
-
-def podman(*args, check=True, **kw):
-    proc = subprocess.run(["podman"] + list(args), env=ENV, capture_output=True, text=True, timeout=600, check=False,
-                          **kw)
-    if check and proc.returncode != 0:
-        raise AssertionError("podman %s: rc=%s\n%s%s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr))
-    return proc.stdout
 
 
 def run_rules(rules, *prefix):
@@ -67,7 +59,7 @@ def _lab(tmp_path_factory):
     try:
         podman("run", "-d", "--name", NODE, "--hostname", NODE, "--privileged", "--systemd=always", IMAGE, "/sbin/init")
         # (a layer on the lab image: cached by podman while the lab image is unchanged)
-        podman("build", "-t", NPD_LIKE, "-f", "-", str(work), input=CONTAINERFILE)
+        podman("build", "-t", NPD_LIKE, "-f", "-", str(work), input=CONTAINERFILE, timeout=600)
         # systemd up before the first module (a pipelined payload races tmp.mount otherwise)
         podman("exec", NODE, "timeout", "120", "systemctl", "is-system-running", "--wait", check=False)
         inv = work / "inventory.json"

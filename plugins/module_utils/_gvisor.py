@@ -43,7 +43,8 @@ import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
+from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import UNIT as KUBELET_UNIT, unit_name_errors
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
 
 # First release with the #9580 fix (google/gvisor PR #9631).
@@ -241,11 +242,11 @@ def read_containerd(root, config_path):
     return info
 
 
-def node_cgroup_driver(runner, root, ctd, kubelet_unit=_kubelet.UNIT):
+def node_cgroup_driver(runner, root, ctd, kubelet_unit=KUBELET_UNIT):
     """(driver, source, kubelet facts): the kubelet's effective cgroupDriver (flags >
     drop-ins > --config file, read by the kubelet detector's reader), else
     containerd's runc ``SystemdCgroup``, else the kubelet's default cgroupfs."""
-    kube = _kubelet.cgroup_driver(runner, root, kubelet_unit)
+    kube = _kubelet_node.cgroup_driver(runner, root, kubelet_unit)
     if kube["driver"]:
         where = kube["flag"] or kube["path"] or "-"
         return kube["driver"], "kubelet %s %s" % (kube["source"], where), kube
@@ -443,7 +444,7 @@ OPTIONS = {
     "runsc_path": {"type": "path"},
     "shim_path": {"type": "path"},
     "containerd_config": {"type": "path", "default": DEFAULT_CONTAINERD_CONFIG},
-    "kubelet_unit": {"type": "str", "default": _kubelet.UNIT},
+    "kubelet_unit": {"type": "str", "default": KUBELET_UNIT},
     "minimum_release": {"type": "str", "default": FIXED_RELEASE},
     "inspect_sandboxes": {"type": "bool", "default": True},
     # what the remedy is planned against (the gvisor role passes its own variables)
@@ -455,7 +456,7 @@ OPTIONS = {
 
 def option_errors(p):
     """What the spec cannot say about the options (typed ``p``): one message per problem."""
-    errors = _kubelet.unit_name_errors(p.get("kubelet_unit"), "kubelet_unit")
+    errors = unit_name_errors(p.get("kubelet_unit"), "kubelet_unit")
     if p.get("minimum_release") and parse_release(p["minimum_release"]) is None:
         errors.append("minimum_release %r is not a runsc release (expected e.g. 20231106.0)" % p["minimum_release"])
     return errors
@@ -566,7 +567,7 @@ def check(runner, root="/", **opts):
     facts["containerd"] = ctd
     runtime = ctd["runsc_runtimes"][0] if ctd["runsc_runtimes"] else None
 
-    driver, source, kube = node_cgroup_driver(runner, root, ctd, opts.get("kubelet_unit") or _kubelet.UNIT)
+    driver, source, kube = node_cgroup_driver(runner, root, ctd, opts.get("kubelet_unit") or KUBELET_UNIT)
     facts["kubelet_cgroup_driver"] = kube["driver"]
     facts["kubelet_error"] = kube["error"]
     facts["cgroup_driver"] = driver

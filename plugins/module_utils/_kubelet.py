@@ -27,7 +27,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_durable
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kflags
@@ -48,6 +47,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import
     RATE_LIMIT_FLOOR,
     SUPPORTED,
     UNIT,
+    unit_name_errors,
     validate_settings,
     version_defaults,
 )
@@ -58,13 +58,13 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_unit import (
     split_systemctl_cat,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_yaml import (  # noqa: F401 pylint: disable=unused-import
-    CommentedMap,
     dump_yaml,
-    HAS_RUAMEL,
     load_yaml,
     merge_patch,
+    new_map,
     plain,
-    RUAMEL_IMPORT_ERROR,
+    ruamel,
+    ruamel_error,
     subset_yaml_load,
     YamlError,
 )
@@ -292,16 +292,6 @@ OPTIONS = {
 }
 
 
-_UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.service$")
-
-
-def unit_name_errors(name, key="unit"):
-    """A systemd service name (no path): the unit is looked up by name in systemd's directories."""
-    if name is not None and (not _UNIT_NAME_RE.match(name) or name.startswith(".")):
-        return ["%s %r is not a systemd service name (like kubelet.service)" % (key, name)]
-    return []
-
-
 def option_errors(p):
     """What the spec cannot say about the options (typed ``p``): one message per problem."""
     errors = unit_name_errors(p.get("unit"))
@@ -364,7 +354,7 @@ def _set_in(data, field, value, fresh_map=False):
                     existing[key] = val
                     changed = True
             return changed
-        cm = CommentedMap()
+        cm = new_map()
         for key, val in value.items():
             cm[key] = val
         data[field] = cm
@@ -456,7 +446,7 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
     ``floors``: fields of ``settings`` that are a floor by intent (the profile's rate limits): a higher
     version default or value in effect is kept without being a surprise (``raised`` says ``source: profile``).
     """
-    if not HAS_RUAMEL:
+    if ruamel() is None:
         raise KubeletError("the Python library ruamel.yaml is required on the node (Debian/Ubuntu: python3-ruamel.yaml)")
     before, merged_before, sources_before, flag_errors = effective(node, layers)
     if flag_errors:
@@ -499,7 +489,7 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
             if layer.path == path:
                 target_layer = layer
         if target_layer is None:
-            data = CommentedMap()
+            data = new_map()
             data["apiVersion"] = API_VERSION
             data["kind"] = KIND
             target_layer = Layer(path, "drop-in", None, data, exists=False)
@@ -585,11 +575,11 @@ def configmap_plan(text, targets, allow_lower=False):
     stays byte for byte. Returns {"changed", "text", "fields": {field: {"before", "after"}}};
     KubeletError when the text is not a KubeletConfiguration.
     """
-    if not HAS_RUAMEL:
+    if ruamel() is None:
         raise KubeletError("the Python library ruamel.yaml is required to edit the kubelet-config ConfigMap")
     data = load_yaml(text or "", "the kubelet-config ConfigMap (data.kubelet)")
     if data is None:
-        data = CommentedMap()
+        data = new_map()
     if not isinstance(data, dict) or data.get("kind", KIND) != KIND:
         raise KubeletError("the kubelet-config ConfigMap's data.kubelet is not a KubeletConfiguration; nothing was changed")
     errors = []

@@ -13,8 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import difflib
-import fractions
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
@@ -220,6 +218,7 @@ def parse_quantity(text):
     leading sign, ``5.`` and ``.5``), and bounded as a Quantity is: a magnitude
     above 2^63-1 (``1e999``) is refused, where Kubernetes would silently cap it.
     """
+    import fractions  # pylint: disable=import-outside-toplevel  # only here: the NPD plugin imports this module every tick
     found = _QUANTITY_RE.match(text) if isinstance(text, str) else None
     if not found:
         raise ValueError("%r is not a Kubernetes quantity (like 500Mi, 1.5G, 100m or 12e6)" % (text,))
@@ -266,6 +265,7 @@ def _to_bool(name, value, errors):
 
 
 def _suggest(name, choices):
+    import difflib  # pylint: disable=import-outside-toplevel  # only for a misspelled name (the NPD plugin imports this module every tick)
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     if not close:
         lowered = dict((c.lower(), c) for c in choices)
@@ -427,3 +427,13 @@ def profile_settings(profile, version, version_text=None):
                          "pulls stay serial; set unbounded_parallel_pulls to pull in parallel without a bound"
                          % (version_text or "of unknown version"))
     return settings, floors, notes
+
+
+_UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.service$")
+
+
+def unit_name_errors(name, key="unit"):
+    """A systemd service name (no path): the unit is looked up by name in systemd's directories."""
+    if name is not None and (not _UNIT_NAME_RE.match(name) or name.startswith(".")):
+        return ["%s %r is not a systemd service name (like kubelet.service)" % (key, name)]
+    return []

@@ -23,16 +23,33 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import
     KubeletError,
 )
 
-try:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap
-    HAS_RUAMEL = True
-    RUAMEL_IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - depends on the node
-    HAS_RUAMEL = False
-    RUAMEL_IMPORT_ERROR = exc
-    YAML = None
-    CommentedMap = dict
+_LIB = {}
+
+
+def ruamel():
+    """ruamel.yaml's ``(YAML, CommentedMap)``, imported on first use; None when the node lacks it
+    (``ruamel_error()`` says why). Not at import time: the node-problem-detector plugin imports this
+    module every few minutes and only reads, mostly with the subset parser below (~15 ms saved a tick)."""
+    if "ruamel" not in _LIB:
+        try:
+            from ruamel.yaml import YAML  # pylint: disable=import-outside-toplevel
+            from ruamel.yaml.comments import CommentedMap  # pylint: disable=import-outside-toplevel
+            _LIB.update(ruamel=(YAML, CommentedMap), error=None)
+        except ImportError as exc:  # pragma: no cover - depends on the node
+            _LIB.update(ruamel=None, error=exc)
+    return _LIB["ruamel"]
+
+
+def ruamel_error():
+    """Why ruamel.yaml could not be imported (None when it can)."""
+    ruamel()
+    return _LIB.get("error")
+
+
+def new_map():
+    """An empty mapping that keeps its order and comments when dumped (a plain dict without ruamel.yaml)."""
+    lib = ruamel()
+    return lib[1]() if lib else {}
 
 
 def _pyyaml():
@@ -50,7 +67,7 @@ def _pyyaml():
 
 
 def _rt_yaml(text=None):
-    yml = YAML(typ="rt")
+    yml = ruamel()[0](typ="rt")
     yml.preserve_quotes = True
     yml.width = 4096
     offset = 0
@@ -95,7 +112,7 @@ def _strip_comment(line):
     return line
 
 
-def _split_key(content, lineno):
+def _split_key(content, lineno, strict=False):
     quote = None
     for i, c in enumerate(content):
         if quote:
@@ -104,7 +121,7 @@ def _split_key(content, lineno):
         elif c in "\"'" and i == 0:
             quote = c
         elif c == ":" and (i + 1 == len(content) or content[i + 1] in " \t"):
-            return _scalar(content[:i].strip(), lineno), content[i + 1:].strip()
+            return _scalar(content[:i].strip(), lineno, strict), content[i + 1:].strip()
     return None, None
 
 
@@ -132,24 +149,59 @@ def _split_flow(text):
     return parts
 
 
-def _scalar(text, lineno):
+# strict mode (the read-only fast path): a plain scalar is taken only when its meaning is the same in
+# YAML 1.2 (ruamel.yaml's default) and 1.1 (PyYAML) and plain to this parser: decimal integers without
+# leading zeros or "_", simple decimal floats, the 1.2 null/bool words, and strings that no resolver of
+# either version could read as another type (no leading digit/sign/dot/indicator unless dotted like an
+# address, none of 1.1's yes/no/on/off/y/n). Anything else: YamlError, and a YAML library decides.
+_STRICT_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_STRICT_FLOAT = re.compile(r"^[-+]?(0|[1-9][0-9]*)\.[0-9]+$")
+_STRICT_STR = re.compile(r"^([A-Za-z/][A-Za-z0-9_./=@%+-]*"          # a word, a path, an API version
+                         r"|[0-9]+(\.[0-9]+){2,}"                    # an address, a version
+                         r"|[0-9]+(\.[0-9]+)?%"                      # a percentage
+                         # a quantity or a duration: the first letter is none of a float's exponent
+                         # or an int's base (1e3, 0x1f, 0o17, 0b1 are numbers)
+                         r"|[0-9][0-9.]*[AC-DF-NP-WYZacdf-npq-wyz][A-Za-z0-9.]*)$")
+_YAML11_WORDS = frozenset("y Y yes Yes YES n N no No NO on On ON off Off OFF".split())
+
+
+def _strict_plain(t, lineno):
+    if t in ("", "~", "null", "Null", "NULL"):
+        return None
+    if t in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return t in ("true", "True", "TRUE")
+    if _STRICT_INT.match(t):
+        return int(t)
+    if _STRICT_FLOAT.match(t):
+        return float(t)
+    if t in _YAML11_WORDS or not _STRICT_STR.match(t) or t.lower() in (".inf", ".nan", "null", "true", "false"):
+        raise YamlError("line %d: %r left to a YAML library" % (lineno, t))
+    return t
+
+
+def _scalar(text, lineno, strict=False):
     t = text.strip()
     if t.startswith(("|", ">", "&", "*", "!")):
         raise YamlError("line %d: unsupported YAML construct %r" % (lineno, t[:10]))
+    if strict and t.startswith(("{", "[")) and (
+            "\\" in t or (t[1:-1].strip() and any(not part for part in _split_flow(t[1:-1] + ",")))):
+        raise YamlError("line %d: a flow collection left to a YAML library" % lineno)
     if t.startswith("{"):
         if not t.endswith("}"):
             raise YamlError("line %d: unterminated flow mapping" % lineno)
         out = {}
         for part in _split_flow(t[1:-1]):
-            k, v = _split_key(part, lineno)
+            k, v = _split_key(part, lineno, strict)
             if k is None:
                 raise YamlError("line %d: bad flow mapping entry %r" % (lineno, part))
-            out[k] = _scalar(v, lineno)
+            if strict and k in out:
+                raise YamlError("line %d: mapping key %r already defined" % (lineno, k))
+            out[k] = _scalar(v, lineno, strict)
         return out
     if t.startswith("["):
         if not t.endswith("]"):
             raise YamlError("line %d: unterminated flow sequence" % lineno)
-        return [_scalar(p, lineno) for p in _split_flow(t[1:-1])]
+        return [_scalar(p, lineno, strict) for p in _split_flow(t[1:-1])]
     if t.startswith('"'):
         if len(t) < 2 or not t.endswith('"'):
             raise YamlError("line %d: unterminated double-quoted string" % lineno)
@@ -158,9 +210,11 @@ def _scalar(text, lineno):
         except ValueError:
             raise YamlError("line %d: bad double-quoted string" % lineno)
     if t.startswith("'"):
-        if len(t) < 2 or not t.endswith("'"):
+        if len(t) < 2 or not t.endswith("'") or (strict and "'" in t[1:-1].replace("''", "")):
             raise YamlError("line %d: unterminated single-quoted string" % lineno)
         return t[1:-1].replace("''", "'")
+    if strict:
+        return _strict_plain(t, lineno)
     if t in ("", "~", "null", "Null", "NULL"):
         return None
     if t in ("true", "True", "TRUE"):
@@ -177,8 +231,10 @@ def _scalar(text, lineno):
 
 
 # Long on purpose (~90 lines): a small indentation parser's state machine reads best as one loop.
-def subset_yaml_load(text):
-    """A YAML subset: block mappings/sequences, flow {}/[], plain/quoted scalars, comments."""
+def subset_yaml_load(text, strict=False):
+    """A YAML subset: block mappings/sequences, flow {}/[], plain/quoted scalars, comments.
+
+    ``strict``: only what reads the same in every YAML library (see _strict_plain); YamlError otherwise."""
     lines = []
     for no, raw in enumerate(text.splitlines(), 1):
         if raw.strip() in ("---",) and not lines:
@@ -193,7 +249,10 @@ def subset_yaml_load(text):
     if not lines:
         return None
     if lines[0][1].startswith(("{", "[")) and len(lines) == 1:
-        return _scalar(lines[0][1], lines[0][2])
+        return _scalar(lines[0][1], lines[0][2], strict)
+    if strict and (text.lstrip().startswith(("{", "[", "%")) or any(c[1] in ("---", "...") for c in lines)
+                   or re.search(r"[^\x20-\x7e\n]", text)):
+        raise YamlError("a JSON document, a directive or several documents: left to a YAML library")
     if text.lstrip().startswith("{"):
         try:
             return json.loads(text)
@@ -224,7 +283,7 @@ def subset_yaml_load(text):
                 raise YamlError("line %d: bad indentation of a mapping entry" % no)
             if is_item(content):
                 break
-            key, rest = _split_key(content, no)
+            key, rest = _split_key(content, no, strict)
             if key is None:
                 raise YamlError("line %d: could not find expected ':'" % no)
             if key in out:
@@ -238,7 +297,7 @@ def subset_yaml_load(text):
                 else:
                     out[key] = None
             else:
-                out[key] = _scalar(rest, no)
+                out[key] = _scalar(rest, no, strict)
         return out
 
     def seq(ind):
@@ -254,14 +313,14 @@ def subset_yaml_load(text):
                 pos[0] += 1
                 out.append(node(ind + 1))
                 continue
-            key, _rest = _split_key(item, no)
+            key, _rest = _split_key(item, no, strict)
             if key is not None and not item.startswith(("\"", "'", "{", "[")):
                 # "- key: value" starts a mapping whose column is the item's
                 lines[pos[0]] = [cur_ind + (len(content) - len(item)), item, no]
                 out.append(mapping(lines[pos[0]][0]))
                 continue
             pos[0] += 1
-            out.append(_scalar(item, no))
+            out.append(_scalar(item, no, strict))
         return out
 
     result = node(0)
@@ -270,14 +329,32 @@ def subset_yaml_load(text):
     return result
 
 
+_UNSURE = object()
+
+
 def load_yaml(text, path, roundtrip=True):
-    """Parse a KubeletConfiguration document; raise KubeletError on malformed input."""
-    if roundtrip and not HAS_RUAMEL:
+    """Parse a KubeletConfiguration document; raise KubeletError on malformed input.
+
+    ``roundtrip``: ruamel.yaml's round-trip document (comments, order, quoting kept), for an edit.
+    Read-only: the strict subset parser first (the common kubeadm/kubespray files, in a fraction of
+    the time a YAML library takes to import), which gives up on anything whose meaning it is not
+    sure of; then ruamel.yaml (YAML 1.2), PyYAML, or the lenient subset parser, whichever the node has."""
+    if roundtrip and ruamel() is None:
         raise KubeletError("the Python library ruamel.yaml is required on the node to edit %s "
                            "(Debian/Ubuntu: python3-ruamel.yaml)" % path)
+    data = _UNSURE
+    if not roundtrip:
+        try:
+            data = subset_yaml_load(text, strict=True)
+        except YamlError:
+            data = _UNSURE
     try:
-        if HAS_RUAMEL:
-            data = _rt_yaml(text).load(text) if roundtrip else YAML(typ="safe", pure=True).load(text)
+        if data is not _UNSURE:
+            pass
+        elif roundtrip:
+            data = _rt_yaml(text).load(text)
+        elif ruamel() is not None:
+            data = ruamel()[0](typ="safe", pure=True).load(text)
         elif _pyyaml() is not None:
             data = _pyyaml().safe_load(text)
         else:
@@ -287,7 +364,7 @@ def load_yaml(text, path, roundtrip=True):
     except Exception as exc:  # ruamel/pyyaml raise many error types
         raise KubeletError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " ")), path=path)
     if data is None:
-        data = CommentedMap() if roundtrip and HAS_RUAMEL else {}
+        data = new_map() if roundtrip else {}
     if not isinstance(data, dict):
         raise KubeletError("%s: expected a KubeletConfiguration mapping, got %s" % (path, type(data).__name__), path=path)
     kind = data.get("kind")

@@ -476,9 +476,9 @@ def main():
             settings = kl.validate_settings(dict(wanted, **settings))
     except kl.KubeletError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
-    if settings and not kl.HAS_RUAMEL:
+    if settings and kl.ruamel() is None:
         module.fail_json(msg=missing_required_lib("ruamel.yaml (Debian/Ubuntu: python3-ruamel.yaml)"),
-                         exception=str(kl.RUAMEL_IMPORT_ERROR))
+                         exception=str(kl.ruamel_error()))
     if not facts.get("present"):
         module.fail_json(msg="no systemd unit %s found on this node" % p["unit"])
 

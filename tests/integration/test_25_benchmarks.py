@@ -99,6 +99,9 @@ def test_npd_plugin_cost_benchmark(tmp_path):
     data = json.loads(result.read_text())
     assert sorted(data["conditions"]) == sorted(["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking",
                                                  "PIDPressureRisk", "KubeletConfigRisk", "ContainerRuntimeRisk",
-                                                 "KernelRisk"])
+                                                 "KernelRisk", "KubeletConfigRisk (kubeadm node)",
+                                                 "GVisorMemoryLimitIgnored (kubeadm node)"])
     # every run answered in NPD's protocol (0, 1 or 2), never a crash
     assert all(set(r[k]["exit"]) <= {0, 1, 2} for r in data["conditions"].values() for k in ("before", "now")), data
+    # on the kubeadm node's files the kubelet condition READ them: its findings (exit 1), not "could not check"
+    assert data["conditions"]["KubeletConfigRisk (kubeadm node)"]["now"]["exit"] == [1], data

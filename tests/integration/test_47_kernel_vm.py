@@ -6,7 +6,7 @@ guest installs is the one that boots. The guest's package source is the lab's mi
 
 ``playbooks/remediate.yml`` with ``nodefix_kernel_upgrade`` and ``nodefix_kernel_min_release: 6.12``,
 cordon/drain/uncordon and the reboot lock against lab/apiserver-double (a TEST DOUBLE of
-kube-apiserver: no Debian package ships one), one VM, two runs:
+kube-apiserver: no Debian package ships one), one VM, three runs:
 
 1. **a kernel that cannot boot**: the node gets a kernel hook first
    (``/etc/kernel/postinst.d/zz-nodefix-lab-stale-initramfs``, run by the 6.12 package's postinst
@@ -17,8 +17,13 @@ kube-apiserver: no Debian package ships one), one VM, two runs:
    machine resets and GRUB boots its saved default - the old kernel - by itself. The run fails the
    node, the report says the kernel did not boot and the node came back on the old one, the finding
    stays open, and the failed kernel is recorded (the reboot detector no longer asks for it);
-2. **the cause fixed**: the operator removes the hook, puts 6.12's own initramfs back and removes
-   the record's entry (as the kernel role's README says to try once more). The node has also
+2. **booted, but the node not healthy on it**: the operator removes the hook, puts 6.12's own
+   initramfs back and removes the record's entry (as the kernel role's README says to try once
+   more); but a service the node needs (``reboot_services``: a unit that runs now and is not
+   enabled) does not come back after the reboot. 6.12 boots once, the reboot path's verification
+   fails, and 6.12 is NOT kept: the run fails the node saying so, GRUB's default is still 6.1 and
+   the node's next boot (a plain reboot by the test) is 6.1 again - the fallback, proven;
+3. **the cause fixed**: the service is enabled and the record's entry removed again. The node has also
    gathered dying memory cgroups by then (REAL ones: cgroups whose page cache outlives them, made
    and removed by a shell loop), above the run's ``dying_memcgs_threshold``, and the run has
    ``nodefix_reboot_dying_memcgs``: one reboot for both reasons. It boots 6.12 once, verifies the
@@ -28,6 +33,7 @@ kube-apiserver: no Debian package ships one), one VM, two runs:
 
 import json
 import os
+import time
 
 import pytest
 import yaml
@@ -66,6 +72,34 @@ STALE_INITRAMFS = """#!/bin/sh
 mv "/boot/initrd.img-$1" "/boot/initrd.img-$1.lab-good"
 cp "/boot/initrd.img-$(uname -r)" "/boot/initrd.img-$1"
 """
+
+
+# a service the node needs, running now but not enabled: it does not come back after a reboot
+NEEDED = "nodefix-lab-needed.service"
+NEEDED_UNIT = ("[Unit]\\nDescription=nodefix lab: a service the node needs\\n[Service]\\nType=oneshot\\n"
+               "RemainAfterExit=yes\\nExecStart=/bin/true\\n[Install]\\nWantedBy=multi-user.target\\n")
+
+
+def forget(release):
+    """Shell: remove RELEASE from the node's record of failed kernels (the kernel role's README: to try
+    a kernel once more)."""
+    return ("python3 -c \"import json; p='/var/lib/nodefix-k8s/kernel-boot.json'; d=json.load(open(p)); "
+            "d['failed'].pop('%s'); json.dump(d, open(p, 'w'))\"" % release)
+
+
+def reboot_plainly(name, timeout=600):
+    """`systemctl reboot` on the VM and wait for its next boot (a new boot id) to answer over SSH."""
+    before = vm_shell(name + "-before", "cat /proc/sys/kernel/random/boot_id").strip()
+    run_logged(name, ["bash", VMSH, "ssh", VM, "systemctl reboot"], timeout=60)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(5)
+        rc, out = run_logged(name + "-wait", ["timeout", "20", "bash", VMSH, "ssh", VM,
+                                              "cat /proc/sys/kernel/random/boot_id; systemctl is-system-running --wait"],
+                             timeout=60)
+        if rc in (0, 1) and out.split() and out.split()[0] not in ("", before) and len(out.split()[0]) == 36:
+            return
+    raise AssertionError("%s: the VM did not come back within %d s" % (name, timeout))
 
 
 def node_state(name):
@@ -140,16 +174,25 @@ def _run(tmp_path_factory):
         result["bad"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-bad-after"),
                          "serial": open(os.path.join(ROOT, ".cache", "lab-vm", "run", VM, "serial.log"),
                                         errors="replace").read()}
-        # 2. the operator fixes the cause and asks for one more try
+        # 2. the operator fixes the initramfs and asks for one more try; a service the node needs
+        #    runs now but is not enabled: it does not come back after the reboot
         new = [k for k in result["bad"]["node"].get("remediation", {}).get("msg", "").split() if k.startswith(NEW)]
         release = result["bad"]["after"]["record"].get("failed", {})
         release = sorted(release)[0] if release else (new[0] if new else "")
-        # (and the node has gathered dying memory cgroups meanwhile: the same ssh)
-        out = vm_shell("kernel-vm-fix", "rm %s && mv /boot/initrd.img-%s.lab-good /boot/initrd.img-%s && "
-                                        "python3 -c \"import json; "
-                                        "p='/var/lib/nodefix-k8s/kernel-boot.json'; d=json.load(open(p)); "
-                                        "d['failed'].pop('%s'); json.dump(d, open(p, 'w'))\" && %s"
-                       % (HOOK, release, release, release, PLANT_DYING))
+        vm_shell("kernel-vm-fix", "rm %s && mv /boot/initrd.img-%s.lab-good /boot/initrd.img-%s && %s && "
+                                  "printf '%s' > /etc/systemd/system/%s && systemctl daemon-reload && systemctl start %s"
+                 % (HOOK, release, release, forget(release), NEEDED_UNIT, NEEDED, NEEDED))
+        rc, out, node = remediate("kernel-vm-remediate-unhealthy", inv, work / "unhealthy", [
+            # (the wait for a service that never comes back: 15 s, not the role's 300)
+            "-e", json.dumps({"reboot_services": ["containerd", NEEDED], "reboot_settle_timeout": 15})])
+        result["unhealthy"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-unhealthy-after")}
+        # ... and its next boot, a plain one: GRUB's default
+        reboot_plainly("kernel-vm-next-boot")
+        result["next_boot"] = node_state("kernel-vm-next-boot-after")
+        # 3. the operator enables the service and asks for one more try (the node has gathered dying
+        #    memory cgroups meanwhile: the same ssh)
+        out = vm_shell("kernel-vm-fix-service", "systemctl enable --now %s && %s && %s"
+                       % (NEEDED, forget(release), PLANT_DYING))
         result["dying_before"] = int(out.split()[-1])
         rc, out, node = remediate("kernel-vm-remediate-good", inv, work / "good", [
             "-e", json.dumps({"nodefix_reboot_dying_memcgs": True,
@@ -202,6 +245,30 @@ def test_a_kernel_that_cannot_boot_falls_back_to_the_old_one(run):
     assert OLD in bad["after"]["grubenv"].get("saved_entry", "") and not bad["after"]["grubenv"].get("next_entry")
 
 
+def test_a_kernel_that_boots_on_a_node_that_is_not_healthy_is_not_kept(run):
+    """Issue: the new kernel was made GRUB's default even when the reboot path's verification failed. It
+    booted here (a one-shot boot), the node was not healthy on it: not kept, and the node's next boot -
+    a plain reboot, nothing of the collection's - is the old kernel again."""
+    bad = run["unhealthy"]
+    assert bad["rc"] != 0, bad["out"][-3000:]
+    assert bad["after"]["running"].startswith(NEW), bad["after"]          # it did boot
+    remediation = bad["node"]["remediation"]
+    assert remediation["status"] == "failed", remediation
+    said = " ".join(remediation["msg"].split())
+    assert "kernel %s booted but the node was not healthy on it (" % bad["after"]["running"] in said, said
+    # the service that did not come back, named (systemctl is-active exits 0 when ANY of its units is active)
+    assert "not active: %s is inactive" % NEEDED in said, said
+    assert "not kept - GRUB's default is still the previous kernel, which the node boots at its next reboot" in said
+    failed = bad["after"]["record"]["failed"][bad["after"]["running"]]
+    assert failed["came_back_on"] == bad["after"]["running"] and any(NEEDED in u for u in failed["unhealthy"]), failed
+    assert bad["after"]["running"] not in bad["after"]["record"]["booted"]
+    # GRUB: the old kernel is still the saved default, nothing queued, the drop-in still in place
+    env = bad["after"]["grubenv"]
+    assert OLD in env.get("saved_entry", "") and not env.get("next_entry") and bad["after"]["drop_in"], bad["after"]
+    # the fallback, by the node's own next boot
+    assert run["next_boot"]["running"] == run["bad_before"]["running"], run["next_boot"]
+
+
 def test_after_the_fix_the_new_kernel_boots_and_becomes_the_default(run):
     good = run["good"]
     assert good["rc"] == 0, good["out"][-3000:]
@@ -243,8 +310,8 @@ def test_a_kernel_older_than_the_running_one_is_refused(run):
 def test_drained_and_given_back_each_time_with_the_lock_released(run):
     patches = [e["body"]["spec"]["unschedulable"] for e in run["api"]["log"]
                if e["method"] == "PATCH" and e["path"].endswith("/nodes/" + VM)]
-    assert patches == [True, False, True, False], patches
+    assert patches == [True, False] * 3, patches
     assert run["api"]["nodes"][VM]["unschedulable"] is False
     leases = [(e["method"], e.get("holder")) for e in run["api"]["log"] if "/leases/" in e["path"]]
-    assert leases == [("POST", VM), ("DELETE", VM)] * 2, leases
+    assert leases == [("POST", VM), ("DELETE", VM)] * 3, leases
     assert yaml.safe_load(json.dumps(run["api"]["leases"])) == {}

@@ -54,7 +54,7 @@ def test_gvisor_has_no_containerd_or_kubelet_reader_of_its_own():
     for path in ("/var/lib/kubelet/config.yaml", "kubeadm-flags.env", "/etc/kubernetes/kubelet"):
         assert path not in src, path
     assert "_containerd.read_runtimes(" in src
-    assert "_kubelet.cgroup_driver(" in src
+    assert "_kubelet_node.cgroup_driver(" in src     # the one reader of the kubelet's cgroup driver
 
 
 def test_one_owner_per_finding_id():

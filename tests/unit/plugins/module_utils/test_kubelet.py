@@ -446,7 +446,7 @@ def test_subset_parser_rejects_what_it_cannot_read(text):
 def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
     # the YAML reader (_kubelet_yaml) decides which library it uses
     from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml
-    monkeypatch.setattr(_kubelet_yaml, "HAS_RUAMEL", False)
+    monkeypatch.setitem(_kubelet_yaml._LIB, "ruamel", None)
     monkeypatch.setattr(_kubelet_yaml, "_pyyaml", lambda: None)
     root = layout_tree(tmp_path, "kubespray")
     result = kl.check(None, root, kubelet_version="1.26.15")

@@ -14,7 +14,6 @@
 - ``NodefixError``: the one typed error of the collection's module_utils.
 - ``make_finding``: the one shape every detector returns.
 - Writing node files: see ``_fileio.py`` (symlinks followed, all-or-nothing, pruned backups).
-- ``version_key``: compare dotted versions.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -208,23 +207,6 @@ def worst_severity(findings):
         if level in levels:
             return level
     return None
-
-
-_NUM_RE = re.compile(r"\d+")
-
-
-def version_key(text):
-    """Tuple of the integers in a dotted version (``'1.7.0'`` -> (1, 7, 0))."""
-    return tuple(int(n) for n in _NUM_RE.findall(text or ""))
-
-
-def version_ge(a, b):
-    """True when version ``a`` >= ``b`` (missing trailing parts count as 0)."""
-    ka, kb = list(version_key(a)), list(version_key(b))
-    width = max(len(ka), len(kb))
-    ka += [0] * (width - len(ka))
-    kb += [0] * (width - len(kb))
-    return ka >= kb
 
 
 def read_text(path, default=None):

@@ -259,22 +259,6 @@ def parse_config(text, path="config.toml"):
         raise ContainerdConfigError("%s is not valid TOML: %s" % (path, exc))
 
 
-def load_config(path):
-    """Return (text, document) of ``path``; text None when the file is absent."""
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except (IOError, OSError) as exc:
-        raise ContainerdConfigError("cannot read %s: %s" % (path, exc))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ContainerdConfigError("%s is not UTF-8 text: %s" % (path, exc))
-    return text, parse_config(text, path)
-
-
 class NoTomlParser(NodefixError):
     """Neither tomlkit nor tomllib (Python < 3.11 without python3-tomlkit): nothing TOML can be read.
     Not a ContainerdConfigError - the config is not known to be invalid, it could not be looked at:
@@ -357,10 +341,6 @@ def schema_for_containerd(version_text):
     if parsed["major"] == 2 and parsed["minor"] < 3:
         return 3
     return 4
-
-
-def runtimes_path(schema):
-    return RUNTIMES_PATH[schema]
 
 
 def runtime_path(schema, name):

@@ -136,10 +136,6 @@ def parse_exec_start(value):
     return split_words(value, keep_quotes=True)
 
 
-def _unquote(word):
-    return split_words(word)[0] if split_words(word) else ""
-
-
 # ---------------------------------------------------------------------------
 # Flags
 # ---------------------------------------------------------------------------

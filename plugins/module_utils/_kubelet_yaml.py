@@ -163,13 +163,13 @@ _STRICT_STR = re.compile(r"^([A-Za-z/][A-Za-z0-9_./=@%+-]*"          # a word, a
                          # or an int's base (1e3, 0x1f, 0o17, 0b1 are numbers)
                          r"|[0-9][0-9.]*[AC-DF-NP-WYZacdf-npq-wyz][A-Za-z0-9.]*)$")
 _YAML11_WORDS = frozenset("y Y yes Yes YES n N no No NO on On ON off Off OFF".split())
+# the null and bool words of YAML 1.2's core schema (also read so by 1.1): both parsers
+_NULL_WORDS = ("", "~", "null", "Null", "NULL")
+_BOOL_WORDS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 
 
 def _strict_plain(t, lineno):
-    if t in ("", "~", "null", "Null", "NULL"):
-        return None
-    if t in ("true", "True", "TRUE", "false", "False", "FALSE"):
-        return t in ("true", "True", "TRUE")
+    """A plain scalar that is not a null or bool word (_scalar read those), in strict mode."""
     if _STRICT_INT.match(t):
         return int(t)
     if _STRICT_FLOAT.match(t):
@@ -213,14 +213,12 @@ def _scalar(text, lineno, strict=False):
         if len(t) < 2 or not t.endswith("'") or (strict and "'" in t[1:-1].replace("''", "")):
             raise YamlError("line %d: unterminated single-quoted string" % lineno)
         return t[1:-1].replace("''", "'")
+    if t in _NULL_WORDS:
+        return None
+    if t in _BOOL_WORDS:
+        return _BOOL_WORDS[t]
     if strict:
         return _strict_plain(t, lineno)
-    if t in ("", "~", "null", "Null", "NULL"):
-        return None
-    if t in ("true", "True", "TRUE"):
-        return True
-    if t in ("false", "False", "FALSE"):
-        return False
     if re.match(r"^[-+]?[0-9]+$", t):
         return int(t)
     if re.match(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$", t):
@@ -329,7 +327,18 @@ def subset_yaml_load(text, strict=False):
     return result
 
 
-_UNSURE = object()
+def _read_only_load(text):
+    """The document read-only: the strict subset parser, else the first of ruamel.yaml, PyYAML and the
+    lenient subset parser the node has (see load_yaml)."""
+    try:
+        return subset_yaml_load(text, strict=True)
+    except YamlError:
+        pass
+    if ruamel() is not None:
+        return ruamel()[0](typ="safe", pure=True).load(text)
+    if _pyyaml() is not None:
+        return _pyyaml().safe_load(text)
+    return subset_yaml_load(text)
 
 
 def load_yaml(text, path, roundtrip=True):
@@ -342,23 +351,8 @@ def load_yaml(text, path, roundtrip=True):
     if roundtrip and ruamel() is None:
         raise KubeletError("the Python library ruamel.yaml is required on the node to edit %s "
                            "(Debian/Ubuntu: python3-ruamel.yaml)" % path)
-    data = _UNSURE
-    if not roundtrip:
-        try:
-            data = subset_yaml_load(text, strict=True)
-        except YamlError:
-            data = _UNSURE
     try:
-        if data is not _UNSURE:
-            pass
-        elif roundtrip:
-            data = _rt_yaml(text).load(text)
-        elif ruamel() is not None:
-            data = ruamel()[0](typ="safe", pure=True).load(text)
-        elif _pyyaml() is not None:
-            data = _pyyaml().safe_load(text)
-        else:
-            data = subset_yaml_load(text)
+        data = _rt_yaml(text).load(text) if roundtrip else _read_only_load(text)
     except KubeletError:
         raise
     except Exception as exc:  # ruamel/pyyaml raise many error types

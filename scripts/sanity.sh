@@ -8,12 +8,19 @@
 # With the oldest ansible-core the collection supports (meta/runtime.yml;
 # requirements/ansible-core-oldest.txt, its venv made by scripts/setup.sh):
 #   NODEFIX_SANITY_CORE=oldest scripts/sanity.sh
+# With the oldest core only the tests that check the collection against that
+# core's own API run (the docs schema, the argument spec, the imports and the
+# runtime metadata it accepts); the style tests (pylint, pep8, yamllint, ...)
+# do not depend on the core the collection later runs on and run with the newest.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$NODEFIX_ROOT"
+tests=()
 case "${NODEFIX_SANITY_CORE:-newest}" in
   newest) venv="$NODEFIX_CACHE/sanity-venv"; copy="$NODEFIX_CACHE/sanity" ;;
-  oldest) venv="$NODEFIX_CACHE/sanity-venv-oldest"; copy="$NODEFIX_CACHE/sanity-oldest" ;;
+  oldest) venv="$NODEFIX_CACHE/sanity-venv-oldest"; copy="$NODEFIX_CACHE/sanity-oldest"
+          for t in action-plugin-docs ansible-doc import runtime-metadata validate-modules; do
+            tests+=(--test "$t"); done ;;
   *) echo "NODEFIX_SANITY_CORE must be newest or oldest" >&2; exit 2 ;;
 esac
 echo "ansible-test sanity with $("$venv/bin/ansible" --version | head -1)"
@@ -33,5 +40,5 @@ git add -A .
 # environment and fail here; scripts/setup.sh pre-installs the pinned sanity
 # requirements into .cache/sanity-venv and the tests run --local in it.
 export PATH="$venv/bin:$PATH"
-"$venv/bin/ansible-test" sanity --local --python 3.11 --color no "$@" || {
+"$venv/bin/ansible-test" sanity --local --python 3.11 --color no "${tests[@]}" "$@" || {
   echo "sanity failed: see docs/DEVELOPING.md, section \"Sanity rules that bite\"" >&2; exit 1; }

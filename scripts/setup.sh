@@ -105,14 +105,17 @@ sanity_venv() {
 sanity_venv_oldest() {
   local venv="$NODEFIX_CACHE/sanity-venv-oldest" core
   core=$(grep -E '^ansible-core==' requirements/ansible-core-oldest.txt)
-  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$core" ]; then
+  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$core subset" ]; then
     log "ansible-test sanity venv ($core)"
     rm -rf "$venv"
     "$NODEFIX_VENV/bin/python" -m venv "$venv"
     "$venv/bin/pip" install -q "$core" 2>&1 | quiet_pip
+    # the requirements of the tests scripts/sanity.sh runs with the oldest core
+    local req="$venv/lib/python3.11/site-packages/ansible_test/_data/requirements"
     "$venv/bin/pip" install -q "$core" \
-      $(printf -- '-r %s ' "$venv"/lib/python3.11/site-packages/ansible_test/_data/requirements/sanity.*.txt) 2>&1 | quiet_pip
-    echo "$core" > "$venv/.nodefix-req"
+      $(printf -- "-r $req/sanity.%s.txt " ansible-doc import import.plugin runtime-metadata validate-modules) \
+      2>&1 | quiet_pip
+    echo "$core subset" > "$venv/.nodefix-req"
   fi
   "$venv/bin/python" scripts/offline_get_pip.py   # the pip version that ansible-test pins
 }

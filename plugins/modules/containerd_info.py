@@ -116,6 +116,13 @@ config_exists:
   description: Whether the config file exists (containerd uses built-in defaults without it).
   returned: always
   type: bool
+edit_library:
+  description:
+    - Whether tomlkit, the library the config modules edit TOML with, is on the node. Reading needs it only on
+      Python before 3.11 (tomllib), so a role installs the package only on a node this says lacks it.
+  returned: always
+  type: bool
+  sample: true
 config_error:
   description: Why the config could not be read (bad TOML, unknown schema version, unreadable).
   returned: always
@@ -184,7 +191,7 @@ def main():
         facts = ctrd.check(Runner(module), root=params["root"], **dict((k, params[k]) for k in ctrd.OPTIONS))
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
-    module.exit_json(changed=False, **facts)
+    module.exit_json(changed=False, edit_library=ctrd.HAS_TOMLKIT, **facts)
 
 
 if __name__ == "__main__":

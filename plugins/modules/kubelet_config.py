@@ -226,6 +226,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+edit_library:
+  description:
+    - Whether ruamel.yaml, the library the module edits YAML with, is on the node. Reading needs no library,
+      so a read-only run tells a role whether the node needs the package before the first edit.
+  returned: always
+  type: bool
+  sample: true
 layout:
   description: How the kubelet is deployed - V(kubeadm), V(kubespray), V(kops), V(config-file) or V(flags-only).
   returned: always
@@ -505,6 +512,7 @@ def main():
         daemon_reload_required=False,
         restart_required=False,
         findings=facts["findings"],
+        edit_library=kl.ruamel() is not None,
     )
     if profile is not None:
         result["profile"] = profile

@@ -161,7 +161,7 @@ def test_wrong_published_checksum_is_refused(site):
 
 def test_wrong_pinned_checksum_is_refused(site):
     rc, out = gvisor(site, "https", gvisor_checksums={"runsc": "ab" * 64})
-    refused(site, rc, out, ["Checksum mismatch", "gvisor_checksums (pinned)", "Nothing was replaced"])
+    refused(site, rc, out, ["Checksum mismatch", "checksums (pinned)", "Nothing was replaced"])
 
 
 def test_missing_checksum_file_is_refused(site):
@@ -189,6 +189,85 @@ def test_pinned_checksum_must_be_sha512_hex(site):
 def test_ftp_scheme_is_refused(site):
     rc, out = gvisor(site, "https", gvisor_mirror_base_url="ftp://127.0.0.1/release")
     refused(site, rc, out, ["must be an https:// URL"], requests=[])
+
+
+def publish(site, name, data):
+    (site["arch"] / name).write_bytes(data)
+    (site["arch"] / (name + ".sha512")).write_text("%s  %s\n" % (hashlib.sha512(data).hexdigest(), name))
+
+
+def tarball(members):
+    """A gvisor.tar.bz2 from (name, bytes or None for a directory, tar type) tuples."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:bz2") as tar:
+        for name, data, kind in members:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.mode = 0o755
+            if kind == tarfile.SYMTYPE:
+                info.linkname = "/etc/passwd"
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+def test_tarball_layout_installs_runsc_shim_and_gvisor_bin_and_skips_hostile_members(site):
+    import tarfile
+    shim = b"#!/bin/sh\necho shim\n"
+    publish(site, "gvisor.tar.bz2", tarball([
+        ("gvisor", None, tarfile.DIRTYPE), ("gvisor/runsc", site["runsc"], tarfile.REGTYPE),
+        ("gvisor/containerd-shim-runsc-v1", shim, tarfile.REGTYPE),
+        ("gvisor/gvisor-bin", None, tarfile.DIRTYPE), ("gvisor/gvisor-bin/helper", b"helper", tarfile.REGTYPE),
+        ("../../escaped", b"x", tarfile.REGTYPE), ("/abs-escaped", b"x", tarfile.REGTYPE),
+        ("gvisor/link", None, tarfile.SYMTYPE)]))
+    node = site["node"] / "bin"
+    rc, out = gvisor(site, "https", gvisor_mirror_layout="tarball", gvisor_install_shim=True,
+                     gvisor_shim_install_path=str(node / "containerd-shim-runsc-v1"))
+    assert rc == 0, out[-3000:]
+    assert (node / "runsc").read_bytes() == site["runsc"]
+    assert (node / "containerd-shim-runsc-v1").read_bytes() == shim
+    assert (node / "gvisor-bin" / "helper").read_bytes() == b"helper"
+    assert (node / "runsc.nodefix-release-20221219.0").read_text() == OLD_RUNSC  # the old binary, kept
+    assert not (site["tmp"] / "escaped").exists() and not os.path.exists("/abs-escaped")
+    assert not [p for p in os.listdir(tempfile_dir()) if p.startswith("nodefix-gvisor-")]  # downloads removed
+
+
+def tempfile_dir():
+    import tempfile
+    return tempfile.gettempdir()
+
+
+def test_tarball_without_the_shim_is_refused(site):
+    import tarfile
+    publish(site, "gvisor.tar.bz2", tarball([("runsc", site["runsc"], tarfile.REGTYPE)]))
+    rc, out = gvisor(site, "https", gvisor_mirror_layout="tarball", gvisor_install_shim=True,
+                     gvisor_shim_install_path=str(site["node"] / "bin" / "containerd-shim-runsc-v1"))
+    assert rc != 0 and "has no runsc or no containerd-shim-runsc-v1" in out and "nothing was replaced" in out, out[-3000:]
+    assert (site["node"] / "bin" / "runsc").read_text() == OLD_RUNSC
+
+
+def test_installed_runsc_that_does_not_answer_as_downloaded_is_put_back(site):
+    """The download reports the new release from the temporary directory but something else once
+    installed (as a binary that reads a missing helper would): the old runsc must come back."""
+    fickle = ("#!/bin/sh\ncase \"$0\" in */nodefix-gvisor-*) echo 'runsc version release-%s';;\n"
+              "*) echo 'runsc version release-20221219.0';; esac\n" % RELEASE).encode()
+    publish(site, "runsc", fickle)
+    rc, out = gvisor(site, "https")
+    assert rc != 0, out[-3000:]
+    assert "after the install, expected release-%s" % RELEASE in out and "the old files were put back" in out, out[-3000:]
+    assert (site["node"] / "bin" / "runsc").read_text() == OLD_RUNSC
+
+
+def test_second_run_with_the_same_release_changes_nothing(site):
+    rc, out = gvisor(site, "https")
+    assert rc == 0, out[-3000:]
+    before = node_files(site)
+    rc, out = gvisor(site, "https")
+    assert rc == 0 and node_files(site) == before, out[-3000:]
+    assert "changed=0" in out, out[-3000:]
 
 
 # ---- containerd's release archive -----------------------------------------------------------------

@@ -10,7 +10,9 @@ The tools are the real ones from PyPI, pinned in requirements/publish.txt and in
 - the docsite (scripts/docsite.sh: sphinx-init + Sphinx, warnings are errors), whose module,
   role and guide pages are opened in headless Chromium;
 - ansible-test sanity and the playbooks' syntax check with the oldest ansible-core the
-  collection supports (meta/runtime.yml; the newest is the static layer's, test_20_static.py).
+  collection supports (meta/runtime.yml): the sanity tests that judge the collection against
+  that core's API (validate-modules, ansible-doc, import, runtime-metadata, action-plugin-docs);
+  the style tests run with the newest core in the static layer (test_20_static.py).
 """
 
 import glob
@@ -195,6 +197,8 @@ def test_sanity_with_the_oldest_supported_ansible_core():
     with open(os.path.join(ROOT, "requirements", "ansible-core-oldest.txt"), encoding="utf-8") as fh:
         pin = re.search(r"^ansible-core==(\S+)", fh.read(), re.M).group(1)
     assert "ansible [core %s]" % pin in out
+    ran = set(re.findall(r'^Running sanity test "([^"]+)"', out, re.M))
+    assert ran == {"action-plugin-docs", "ansible-doc", "import", "runtime-metadata", "validate-modules"}, ran
 
 
 @pytest.mark.parametrize("playbook", ["audit", "remediate", "npd"])

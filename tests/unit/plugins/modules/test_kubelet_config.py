@@ -60,6 +60,20 @@ def test_report_only(run_module, kubeadm):
     assert result["effective"]["kubeAPIQPS"]["source"] == "flag"
     assert {f["flag"] for f in result["deprecated_flags"]} >= {"--kube-api-qps", "--event-qps"}
     assert tree_hashes(kubeadm) == before
+    assert result["edit_library"] is True
+
+
+def test_read_without_the_edit_library_says_so(run_module, kubeadm, monkeypatch):
+    # the role installs the package only when a read says the node lacks it
+    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml
+    monkeypatch.setitem(_kubelet_yaml._LIB, "ruamel", None)
+    monkeypatch.setitem(_kubelet_yaml._LIB, "error", ImportError("No module named 'ruamel'"))
+    cmds = version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3")
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm}, commands=cmds)
+    assert not failed and result["edit_library"] is False
+    assert result["effective"]["kubeAPIQPS"]["source"] == "flag"
+    result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": {"kubeAPIQPS": 50}}, commands=cmds)
+    assert failed and "ruamel.yaml" in result["msg"]
 
 
 def test_converge_kubeadm_layout_then_idempotent(run_module, kubeadm):

@@ -1,0 +1,345 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: runsc_install
+short_description: Install runsc from a gVisor release mirror, checksum first, with rollback
+version_added: "1.0.0"
+description:
+  - Downloads a gVisor release (runsc, and containerd-shim-runsc-v1) from a mirror laid out like gVisor's release
+    bucket (U(https://gvisor.dev/docs/user_guide/install/)) and installs it in one module round trip.
+  - O(layout=loose) downloads C(<base_url>/<release>/<arch>/runsc) (and C(containerd-shim-runsc-v1)), each with its
+    C(.sha512); O(layout=tarball) downloads C(gvisor.tar.bz2) and its C(.sha512) and unpacks runsc, the shim and
+    C(gvisor-bin/) from it (regular files and directories only; absolute and C(..) names are skipped).
+  - Every file's sha512 is compared with the one pinned in O(checksums), else with the one the mirror publishes,
+    before anything is unpacked, run or installed. A plain-HTTP mirror needs O(allow_insecure) and a pinned
+    checksum for every file (a checksum from the same plain-HTTP mirror proves nothing).
+  - The downloaded runsc must answer C(--version) with a release at or after O(minimum_release); only then are the
+    files replaced. The old binaries are copied aside as C(<path>.nodefix-<old version>) (an existing copy is kept)
+    and the new ones moved in atomically (through a symlink, mode C(0755), owned by root).
+  - The runsc now installed is run again and must report the downloaded version; any failure after the first file
+    was replaced puts every replaced file back. The temporary downloads are always removed.
+  - Nothing changes when O(dest) (and the shim, and C(gvisor-bin/)) already hold exactly the downloaded files.
+author:
+  - nodefix.k8s developers (@nodefix)
+options:
+  base_url:
+    description: The mirror, without the release and architecture (for example C(https://storage.googleapis.com/gvisor/releases/release)).
+    type: str
+    required: true
+  release:
+    description: V(latest), or a release as C(YYYYMMDD) or C(YYYYMMDD.N) (a C(release-) prefix is accepted).
+    type: str
+    required: true
+  arch:
+    description: The build to download, V(x86_64) or V(aarch64); empty means the node's own architecture.
+    type: str
+    default: ""
+  layout:
+    description: How the mirror lays out a release.
+    type: str
+    choices: [loose, tarball]
+    default: loose
+  install_shim:
+    description: Install containerd-shim-runsc-v1 too (the tarball must then hold it).
+    type: bool
+    default: true
+  dest:
+    description: Where runsc is installed.
+    type: path
+    default: /usr/local/bin/runsc
+  shim_dest:
+    description: Where containerd-shim-runsc-v1 is installed.
+    type: path
+    default: /usr/local/bin/containerd-shim-runsc-v1
+  checksums:
+    description:
+      - Pinned sha512 digests by file name (C(runsc), C(containerd-shim-runsc-v1), C(gvisor.tar.bz2)); a file without
+        one is checked against the C(.sha512) the mirror publishes.
+    type: dict
+    default: {}
+  allow_insecure:
+    description: Allow a plain-HTTP O(base_url) (every file then needs a pinned checksum).
+    type: bool
+    default: false
+  validate_certs:
+    description: Verify the mirror's TLS certificate.
+    type: bool
+    default: true
+  ca_path:
+    description: A CA bundle to verify a private mirror's certificate with.
+    type: path
+  timeout:
+    description: Seconds each request may take.
+    type: int
+    default: 60
+  minimum_release:
+    description: The oldest runsc release the download may be (the google/gvisor#9580 fix by default).
+    type: str
+    default: "20231106.0"
+  containerd_config:
+    description: containerd's configuration, read for the plan returned after the install.
+    type: path
+    default: /etc/containerd/config.toml
+  kubelet_unit:
+    description: The kubelet's systemd unit, read for the node's cgroup driver.
+    type: str
+    default: kubelet.service
+  runtime_name:
+    description: The containerd runtime name the returned plan is made for.
+    type: str
+    default: runsc
+  shim_config_path:
+    description: The shim configuration file the returned plan is made for.
+    type: path
+    default: /etc/containerd/runsc.toml
+  systemd_cgroup:
+    description: The returned plan's C(systemd-cgroup) policy (see M(nodefix.k8s.runsc_info)).
+    type: str
+    choices: [auto, never]
+    default: auto
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.attributes.writes
+attributes:
+  check_mode:
+    details: Downloads and verifies the files and runs the new runsc's C(--version), then reports the change without
+      replacing anything.
+  diff_mode:
+    details: The runsc version before and after.
+  platform:
+    details: Linux nodes, x86_64 or aarch64.
+notes:
+  - The role M(nodefix.k8s.gvisor) calls this module for its mirror upgrade and restarts containerd afterwards; the
+    module itself restarts nothing.
+seealso:
+  - module: nodefix.k8s.runsc_info
+  - name: Installing gVisor
+    description: The release bucket's layout and its checksums.
+    link: https://gvisor.dev/docs/user_guide/install/
+"""
+
+EXAMPLES = r"""
+- name: Upgrade runsc from a private HTTPS mirror (published checksums)
+  nodefix.k8s.runsc_install:
+    base_url: https://mirror.example.com/gvisor/release
+    release: "20240729.0"
+    dest: /usr/bin/runsc
+    shim_dest: /usr/bin/containerd-shim-runsc-v1
+    ca_path: /etc/pki/mirror-ca.pem
+
+- name: The tarball layout, its checksum pinned
+  nodefix.k8s.runsc_install:
+    base_url: https://mirror.example.com/gvisor/release
+    release: "20240729.0"
+    layout: tarball
+    checksums:
+      gvisor.tar.bz2: "{{ gvisor_tarball_sha512 }}"
+"""
+
+RETURN = r"""
+url:
+  description: The release directory the files came from.
+  returned: success
+  type: str
+  sample: https://mirror.example.com/gvisor/release/20240729.0/x86_64
+files:
+  description: Each downloaded file, its sha512 and where the expected digest came from (V(pinned) or V(mirror)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"name": "runsc", "sha512": "9f86d0...", "source": "mirror"}]
+version_before:
+  description: What the runsc at O(dest) reported before (null when there was none or it did not answer).
+  returned: success
+  type: str
+  sample: 0.0~20221219.0
+version:
+  description: What the downloaded runsc reports.
+  returned: success
+  type: str
+  sample: release-20240729.0
+installed:
+  description: The files replaced (or that would be, in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: [/usr/bin/runsc, /usr/bin/containerd-shim-runsc-v1]
+backups:
+  description: The copies of the old binaries made by this run (C(<path>.nodefix-<old version>)).
+  returned: success
+  type: list
+  elements: str
+  sample: [/usr/bin/runsc.nodefix-0.0_20221219.0]
+runsc:
+  description: The runsc at O(dest) as M(nodefix.k8s.runsc_info) reports it, read again after the install.
+  returned: success
+  type: dict
+plan:
+  description: M(nodefix.k8s.runsc_info)'s plan, made again against the runsc now installed.
+  returned: success
+  type: dict
+"""
+
+import os
+import platform
+import re
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
+from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor_install as gi
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
+
+PLAN_OPTIONS = ("containerd_config", "kubelet_unit", "minimum_release", "runtime_name", "shim_config_path",
+                "systemd_cgroup")
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            base_url=dict(type="str", required=True),
+            release=dict(type="str", required=True),
+            arch=dict(type="str", default=""),
+            layout=dict(type="str", choices=["loose", "tarball"], default="loose"),
+            install_shim=dict(type="bool", default=True),
+            dest=dict(type="path", default="/usr/local/bin/runsc"),
+            shim_dest=dict(type="path", default="/usr/local/bin/" + _gvisor.SHIM_NAME),
+            checksums=dict(type="dict", default={}),
+            allow_insecure=dict(type="bool", default=False),
+            validate_certs=dict(type="bool", default=True),
+            ca_path=dict(type="path"),
+            timeout=dict(type="int", default=60),
+            minimum_release=dict(type="str", default=_gvisor.FIXED_RELEASE),
+            containerd_config=dict(type="path", default=_gvisor.DEFAULT_CONTAINERD_CONFIG),
+            kubelet_unit=dict(type="str", default=_gvisor.KUBELET_UNIT),
+            runtime_name=dict(type="str", default="runsc"),
+            shim_config_path=dict(type="path", default=_gvisor.DEFAULT_SHIM_CONFIG),
+            systemd_cgroup=dict(type="str", choices=["auto", "never"], default="auto"),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def _current(runner, dest):
+    """(parsed version or None, the text for messages) of the runsc at ``dest`` now."""
+    if not (os.path.isfile(dest) and os.access(dest, os.X_OK)):
+        return None, "%s is still %s" % (dest, "absent" if not os.path.lexists(dest) else "not an executable file")
+    parsed, _raw = _gvisor.runsc_version(runner, dest)
+    return parsed, "%s is still runsc %s" % (dest, parsed["version"] if parsed else "(version unknown)")
+
+
+def _new_files(p, url, workdir):
+    """(runsc, shim or None, gvisor-bin or None) downloaded and verified in ``workdir``."""
+    if p["layout"] == "tarball":
+        runsc, shim, bindir = gi.unpack(os.path.join(workdir, gi.TARBALL), workdir)
+        if not runsc or (p["install_shim"] and not shim):
+            raise gi.InstallError("%s/%s has no runsc%s; nothing was replaced" % (
+                url, gi.TARBALL, " or no " + _gvisor.SHIM_NAME if p["install_shim"] else ""))
+        return runsc, shim if p["install_shim"] else None, bindir
+    return (os.path.join(workdir, "runsc"),
+            os.path.join(workdir, _gvisor.SHIM_NAME) if p["install_shim"] else None, None)
+
+
+def _same(new, dest):
+    real = os.path.realpath(dest)
+    return os.path.isfile(real) and gi.sha512_of(real) == gi.sha512_of(new)
+
+
+def _tree_same(src, dest):
+    for dirpath, _dirs, files in os.walk(src):
+        for name in files:
+            if not _same(os.path.join(dirpath, name), os.path.join(dest, os.path.relpath(dirpath, src), name)):
+                return False
+    return True
+
+
+def _install(module, runner, p, new, workdir, before, expected):
+    """Back up, replace, read again (it must report ``expected``, the downloaded runsc's version);
+    undo everything on any failure. Returns (installed, backups)."""
+    runsc, shim, bindir = new
+    suffix = re.sub(r"[^A-Za-z0-9._-]", "_", before["version"] if before else "unknown")
+    inst = gi.Installer(module, workdir)
+    targets = [(runsc, p["dest"])] + ([(shim, p["shim_dest"])] if shim else [])
+    bindest = os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gi.BINDIR)
+    try:
+        for _new, dest in targets:
+            inst.backup(dest, suffix)
+        for src, dest in targets:
+            inst.replace(src, dest)
+        if bindir:
+            gi.copy_tree(bindir, bindest)
+        parsed, raw = _gvisor.runsc_version(runner, p["dest"])
+        if parsed is None or parsed["version"] != expected["version"]:
+            raise gi.InstallError("%s reports %s after the install, expected %s" % (
+                p["dest"], raw or "nothing", expected["version"]), version_output=raw)
+    except (NodefixError, EnvironmentError) as exc:
+        inst.undo()
+        msg = exc.msg if isinstance(exc, NodefixError) else str(exc)
+        raise gi.InstallError("%s; the old files were put back" % msg)
+    return [dest for _src, dest in targets] + ([bindest] if bindir else []), inst.backups
+
+
+def run(module, runner, p, workdir):
+    arch = p["arch"] or platform.machine()
+    if arch not in gi.ARCHES:
+        raise gi.InstallError("gVisor publishes x86_64 and aarch64 builds only; this node is %s" % arch)
+    url = "%s/%s/%s" % (p["base_url"].rstrip("/"), gi.release_dir(p["release"]), arch)
+    before, still = _current(runner, p["dest"])
+
+    def fetch(u):
+        return fetch_url(module, u, timeout=p["timeout"], ca_path=p["ca_path"])
+
+    files = gi.verify(fetch, url, workdir, gi.files_for(p["layout"], p["install_shim"]), p["checksums"], still)
+    new = _new_files(p, url, workdir)
+    downloaded = gi.check_new_runsc(runner, new[0], url + "/runsc", p["minimum_release"])
+    same = _same(new[0], p["dest"]) and (not new[1] or _same(new[1], p["shim_dest"])) and (
+        not new[2] or _tree_same(new[2], os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gi.BINDIR)))
+    installed, backups = [], []
+    if not same and not module.check_mode:
+        installed, backups = _install(module, runner, p, new, workdir, before, downloaded)
+    elif not same:
+        installed = [p["dest"]] + ([p["shim_dest"]] if new[1] else [])
+    opts = dict((k, p[k]) for k in PLAN_OPTIONS)
+    if os.path.isfile(p["dest"]) and os.access(p["dest"], os.X_OK):
+        opts["runsc_path"] = p["dest"]
+    facts = _gvisor.check(runner, root="/", inspect_sandboxes=False, **opts)
+    result = dict(changed=not same, url=url, files=files, version_before=before["version"] if before else None,
+                  version=downloaded["version"], installed=installed, backups=backups, runsc=facts["runsc"],
+                  plan=facts["plan"])
+    if module._diff:
+        result["diff"] = {"before_header": p["dest"], "after_header": p["dest"],
+                          "before": "runsc %s\n" % result["version_before"],
+                          "after": "runsc %s\n" % (downloaded["version"] if not same else result["version_before"])}
+    return result
+
+
+def main():
+    module = build_module()
+    p = module.params
+    errors = gi.input_errors(p)
+    if errors:
+        module.fail_json(msg="; ".join(errors) + "; nothing was downloaded")
+    workdir = tempfile.mkdtemp(prefix="nodefix-gvisor-")
+    try:
+        result = run(module, Runner(module), p, workdir)
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

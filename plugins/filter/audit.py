@@ -2,7 +2,8 @@
 # Copyright (c) nodefix.k8s contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters for the fleet report (per-host results), the severity ladder for roles, and the NPD monitor config."""
+"""Filters for the fleet report (per-host results), the severity ladder for roles, the NPD monitor config, and
+what remediate does for a node (its plan, and the reboot's reasons after the boot)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,10 +12,11 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import findings_at_or_above as _at_or_above
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config as _monitor_config
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config_errors as _monitor_config_errors
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import reasons_after as _reasons_after
+from ansible_collections.nodefix.k8s.plugins.module_utils._remediation import plan as _remediation_plan
 
 
 def audit_results(hostvars, hosts, name="nodefix_audit", not_run=None):
@@ -84,7 +86,18 @@ def reboot_reasons_after(audit, reasons):
         raise AnsibleFilterError("reboot_reasons_after: %s" % exc.msg)
 
 
+def remediation_plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_memcgs=False,
+                     kubelet_guard_rails="auto"):
+    """What remediate does for a node (roles, reboot reasons, guard rails): ``_remediation.plan``."""
+    try:
+        return _remediation_plan(audit, drainable=drainable, reboot=reboot, mount_units_reboot=mount_units_reboot,
+                                 dying_memcgs=dying_memcgs, kubelet_guard_rails=kubelet_guard_rails)
+    except NodefixError as exc:
+        raise AnsibleFilterError("remediation_plan: %s" % exc.msg)
+
+
 class FilterModule(object):
     def filters(self):
         return {"audit_results": audit_results, "findings_at_or_above": findings_at_or_above,
-                "npd_monitor_config": npd_monitor_config, "reboot_reasons_after": reboot_reasons_after}
+                "npd_monitor_config": npd_monitor_config, "reboot_reasons_after": reboot_reasons_after,
+                "remediation_plan": remediation_plan}

@@ -28,6 +28,7 @@ import subprocess
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import CommandError, NodefixError
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
 
@@ -36,26 +37,6 @@ SEVERITIES = ("critical", "high", "medium", "low", "info")
 # Directories searched in addition to PATH for node binaries (sbin is often
 # missing from PATH when Ansible connects as a non-login user).
 NODE_BIN_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/bin"]
-
-
-class NodefixError(Exception):
-    """A problem a module reports with ``fail_json(msg=..., **details)``; nothing was changed
-    unless the message says so. ``details`` are extra result keys (``path``, ``rc`` ...)."""
-
-    def __init__(self, msg, **details):
-        super(NodefixError, self).__init__(msg)
-        self.msg = msg
-        self.details = details
-
-    def fail_kwargs(self):
-        """The keyword arguments for ``module.fail_json``."""
-        out = dict(self.details)
-        out["msg"] = self.msg
-        return out
-
-
-class CommandError(NodefixError):
-    """A node command that had to succeed did not: ``cmd``, ``rc``, ``stdout``, ``stderr``."""
 
 
 class Runner(object):

@@ -36,11 +36,11 @@ import re
 import sys
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    NodefixError,
     finding_from,
     read_text,
     root_path,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 # tomlkit (the editor's parser, _containerd_edit) is imported only when used: the detectors read
 # with Python's tomllib where there is one, and the node-problem-detector plugin runs them every few
@@ -108,7 +108,7 @@ FINDINGS = {
 }
 
 
-class ContainerdConfigError(Exception):
+class ContainerdConfigError(NodefixError):
     """A config.toml that cannot be read, parsed or understood."""
 
 

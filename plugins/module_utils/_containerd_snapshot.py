@@ -35,7 +35,8 @@ import os
 import shutil
 import stat
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 MANIFEST = "manifest.json"
 FILES = "files"

@@ -19,10 +19,10 @@ import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     SEVERITIES,
-    NodefixError,
     finding_from,
     worst_severity,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 FINDINGS = {
     "audit.check_failed": {

@@ -35,6 +35,8 @@ import os
 import re
 import stat
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+
 # A kubelet or containerd config is a few KiB; 1 MiB leaves room for large
 # comment blocks and stays fast to parse. Above it the file is refused.
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -43,12 +45,11 @@ DEFAULT_KEEP_BACKUPS = 3
 _BACKUP_SUFFIX_RE = re.compile(r"^\.[0-9]+\.[0-9]{4}-[0-9]{2}-[0-9]{2}@[0-9]{2}:[0-9]{2}:[0-9]{2}~$")
 
 
-class FileSafetyError(Exception):
+class FileSafetyError(NodefixError):
     """A file cannot be read or written safely; the message names file and problem."""
 
     def __init__(self, msg, path=None):
-        super(FileSafetyError, self).__init__(msg)
-        self.msg = msg
+        super(FileSafetyError, self).__init__(msg, **({"path": path} if path is not None else {}))
         self.path = path
 
 

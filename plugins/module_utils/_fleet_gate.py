@@ -26,11 +26,13 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+
 RECORD = "rollout.json"
 SLICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class GateInputError(ValueError):
+class GateInputError(NodefixError, ValueError):
     """A record or an option of the wrong shape."""
 
 

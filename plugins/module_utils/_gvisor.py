@@ -45,7 +45,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import UNIT as KUBELET_UNIT, unit_name_errors
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding_from, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 # First release with the #9580 fix (google/gvisor PR #9631).
 FIXED_RELEASE = "20231106.0"

@@ -32,7 +32,7 @@ import shutil
 import tarfile
 import tempfile
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import SHIM_NAME, parse_release, release_ge, runsc_version
 
 RELEASE_RE = re.compile(r"^(latest|(release-)?[0-9]{8}(\.[0-9]+)?)$")

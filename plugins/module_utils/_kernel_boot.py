@@ -51,11 +51,11 @@ import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    NodefixError,
     mountinfo_entries,
     read_text,
     root_path,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import node_path, resolve_target
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 

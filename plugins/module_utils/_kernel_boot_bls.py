@@ -35,7 +35,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 BLS_DIR = "/boot/loader/entries"
 GRUBENV = "/boot/grub2/grubenv"

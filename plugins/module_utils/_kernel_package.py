@@ -34,7 +34,8 @@ import os
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_release
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 _RPM_VERSION_RE = re.compile(r"^(?:[0-9]+:)?[0-9A-Za-z._+~^]+-[0-9A-Za-z._+~^]+$")

@@ -34,10 +34,12 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/<=@+%-]*$")
 
 
-class FlagEditError(Exception):
+class FlagEditError(NodefixError):
     """The edit cannot be made safely; nothing is written."""
 
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 UNIT = "kubelet.service"
 API_VERSION = "kubelet.config.k8s.io/v1beta1"

@@ -22,6 +22,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import
     KIND,
     KubeletError,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 _LIB = {}
 
@@ -95,7 +96,7 @@ def _rt_yaml(text=None):
 # files use - block mappings and sequences, flow {} / [], plain and quoted
 # scalars, comments. The same parser is in lab/kubelet-double/kubelet.
 
-class YamlError(Exception):
+class YamlError(NodefixError):
     """Input outside the YAML subset, or malformed."""
 
 

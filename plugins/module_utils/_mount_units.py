@@ -67,11 +67,11 @@ import sys
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    NodefixError,
     finding_from,
     read_text,
     root_path,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils import _common
 from ansible_collections.nodefix.k8s.plugins.module_utils._cgroup import describe_path, is_pod_uid, parse_proc_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units_systemd import (  # noqa: F401 pylint: disable=unused-import

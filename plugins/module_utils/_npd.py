@@ -57,6 +57,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     root_path,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import WaiverError, check_waivers, waiver_for
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 OK, NONOK, UNKNOWN = 0, 1, 2
 
@@ -95,11 +96,11 @@ MAX_OUTPUT = 80
 BUDGET_SHARE = 0.6
 
 
-class NpdConfigError(ValueError):
+class NpdConfigError(NodefixError, ValueError):
     """A bad plugin configuration (the plugin then exits Unknown with this message)."""
 
 
-class NpdArgumentError(ValueError):
+class NpdArgumentError(NodefixError, ValueError):
     """Bad command-line arguments (exit Unknown, the message saying so)."""
 
 

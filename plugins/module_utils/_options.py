@@ -24,7 +24,7 @@ import copy
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 
 def module_spec(detector_module, **extra):

@@ -36,7 +36,8 @@ import os
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot, _kernel_package, _kernel_release
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, finding_from, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import finding_from, read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
 REQUIRED_FILE = "/var/run/reboot-required"

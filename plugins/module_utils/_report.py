@@ -28,6 +28,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import failed_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import check_waivers, waiver_for
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 COLOURS = {
     "critical": "#b71c1c",
@@ -185,7 +186,7 @@ def change_rows(node):
     return rows
 
 
-class ReportInputError(ValueError):
+class ReportInputError(NodefixError, ValueError):
     """A node_audit result (or before/remediation entry) of the wrong shape."""
 
 

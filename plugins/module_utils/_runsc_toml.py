@@ -24,6 +24,8 @@ import copy
 import re
 import traceback
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+
 TOMLKIT_IMP_ERR = None
 try:
     import tomlkit
@@ -40,7 +42,7 @@ FLAG_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 SETTING_KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
-class RunscTomlError(Exception):
+class RunscTomlError(NodefixError):
     """Bad input or a file this module cannot edit; nothing is written."""
 
 

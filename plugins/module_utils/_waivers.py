@@ -17,10 +17,12 @@ __metaclass__ = type
 import datetime
 import fnmatch
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+
 WAIVER_KEYS = ("id", "reason", "hosts", "subject", "expires")
 
 
-class WaiverError(ValueError):
+class WaiverError(NodefixError, ValueError):
     pass
 
 

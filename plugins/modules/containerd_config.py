@@ -176,7 +176,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_edit as ctrd_edit
@@ -241,7 +242,7 @@ def main():
         before = _fileio.read_utf8(real, what="containerd config")
         if before is not None:
             ctrd.parse_config(before, path)
-    except (ctrd.ContainerdConfigError, _fileio.FileSafetyError) as exc:
+    except NodefixError as exc:
         module.fail_json(msg=str(exc), **result)
     if real != path:
         result["real_path"] = real

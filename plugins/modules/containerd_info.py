@@ -170,7 +170,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
 from ansible_collections.nodefix.k8s.plugins.module_utils import _options
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 
 def argument_spec():

@@ -169,7 +169,7 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_snapshot as snapshot
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 
 def main():

@@ -177,7 +177,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
     FileSafetyError,
     node_path,
@@ -239,7 +240,7 @@ def _once_bls(module, runner, root, p, st, result, present, why):
             _write(module, root, plan["entry_file"], plan["entry_after"], edit=True)
         grub.set_default(plan["fallback"])
         grub.reboot_once(plan["target"])
-    except (NodefixError, FileSafetyError) as exc:
+    except NodefixError as exc:
         if wrote:
             _write(module, root, plan["entry_file"], plan["entry_before"], edit=True, backup=False)
         raise NodefixError("%s; %s was put back" % (getattr(exc, "msg", exc), plan["entry_file"]))
@@ -269,7 +270,7 @@ def _once(module, runner, root, p, st, result):
         target = kb._entry_path(st["entries"], release, "is linux-image-%s installed?" % release)
         grub.set_default(fallback)
         grub.reboot_once(target)
-    except (NodefixError, FileSafetyError) as exc:
+    except NodefixError as exc:
         if plan["update_grub"]:  # undo: the drop-in as it was, grub.cfg regenerated from it
             _restore_drop_in(module, root, before)
             grub.update()
@@ -366,7 +367,7 @@ def _keep(module, runner, root, st, keep):
             grub.set_default(keep["set_default"])
         if keep["unset_saved"]:
             grub.unset_saved()
-    except (NodefixError, FileSafetyError, OSError) as exc:
+    except (NodefixError, OSError) as exc:
         if keep["remove_drop_in"]:
             _restore_drop_in(module, root, st["drop_in"])
             grub.update()
@@ -406,7 +407,7 @@ def main():
             _once(module, runner, root, p, st, result)
         elif p["state"] == "confirm":
             _confirm(module, runner, root, p, st, result)
-    except (NodefixError, FileSafetyError) as exc:
+    except NodefixError as exc:
         kwargs = exc.fail_kwargs() if isinstance(exc, NodefixError) else {"msg": exc.msg}
         module.fail_json(**kwargs)
     if not module._diff:

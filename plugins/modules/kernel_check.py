@@ -167,7 +167,8 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel, _options
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 
 def build_module():

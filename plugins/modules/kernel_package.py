@@ -175,7 +175,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
 
 

@@ -404,6 +404,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _options
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
@@ -438,7 +439,7 @@ def _write_all(module, files, root, backup, keep_backups):
                 raise kl.KubeletError("drop-in directory %s does not exist" % os.path.dirname(f["path"]))
             changes.append((real, f["after"]))
         written = _fileio.write_files(module, changes, backup=backup, keep_backups=keep_backups)
-    except (kl.KubeletError, _fileio.FileSafetyError) as exc:
+    except NodefixError as exc:
         module.fail_json(msg="writing the kubelet configuration failed: %s" % exc.msg)
     backups = []
     for f, (real, _text) in zip(files, changes):

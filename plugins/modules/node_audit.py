@@ -214,10 +214,10 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, detector, run_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
     SEVERITIES,
-    NodefixError,
     Runner,
     findings_at_or_above,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 
 def build_module():

@@ -151,6 +151,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils import _runsc_toml as rt
 
@@ -188,7 +189,7 @@ def main():
                 raise rt.RunscTomlError("directory %s does not exist" % os.path.dirname(real))
         after_text, changes, final_table, final_settings = rt.edit(
             before, path, wanted, p["runsc_config_absent"], settings, p["settings_absent"])
-    except (rt.RunscTomlError, _fileio.FileSafetyError) as exc:
+    except NodefixError as exc:
         module.fail_json(msg=str(exc), path=path)
 
     changed = bool(changes)

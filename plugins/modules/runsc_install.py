@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: runsc_install
 short_description: Install runsc from a gVisor release mirror, checksum first, with rollback
-version_added: "1.0.0"
+version_added: 1.1.0
 description:
   - Downloads a gVisor release (runsc, and containerd-shim-runsc-v1) from a mirror laid out like gVisor's release
     bucket (U(https://gvisor.dev/docs/user_guide/install/)) and installs it in one module round trip.
@@ -200,7 +200,8 @@ from ansible.module_utils.urls import fetch_url
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
 from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor_install as gi
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError, Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 PLAN_OPTIONS = ("containerd_config", "kubelet_unit", "minimum_release", "runtime_name", "shim_config_path",
                 "systemd_cgroup")

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _npd
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import CommandError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import CommandError
 
 
 def fake(monkeypatch, behaviours):

@@ -8,7 +8,7 @@ import datetime
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot, _reboot, _reboot_gate
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 UTC = datetime.timezone.utc
 

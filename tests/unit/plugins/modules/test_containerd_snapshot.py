@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import containerd_snapshot
 from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_snapshot as snap
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.tests.badinput.conftest import snapshot as tree
 
 

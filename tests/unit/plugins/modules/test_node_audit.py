@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _options, _process
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import CommandError
+from ansible_collections.nodefix.k8s.plugins.module_utils._errors import CommandError
 from ansible_collections.nodefix.k8s.plugins.modules import node_audit
 
 

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for _remediation.plan: what remediate does for a node, from its before-audit."""
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils import _remediation as rp
+
+
+def finding(fid, role=None, **evidence):
+    out = {"id": fid, "check": fid.split(".", 1)[0], "title": "title of %s" % fid, "evidence": evidence}
+    if role:
+        out["fix"] = {"role": role, "tag": "x"}
+    return out
+
+
+AUDIT = {"findings": [
+    finding("reboot.required", "nodefix.k8s.reboot", reasons=["/var/run/reboot-required", "newer kernel installed"]),
+    finding("kernel.dying_memcgs", "nodefix.k8s.kernel", count=4100, threshold=1000),
+    finding("mount_units.cleanup_slow", "nodefix.k8s.mount_units"),
+    finding("kubelet.no_eviction_guard", "nodefix.k8s.kubelet"),
+    finding("gvisor.runsc_outdated", "nodefix.k8s.gvisor"),
+]}
+
+
+def test_nothing_switched_on_no_reboot_and_no_reboot_role():
+    out = rp.plan(AUDIT, drainable=True)
+    assert out["reboot_reasons"] == []
+    assert out["fix_roles"] == ["nodefix.k8s.gvisor", "nodefix.k8s.kernel", "nodefix.k8s.kubelet",
+                                "nodefix.k8s.mount_units"]
+    assert out["kubelet_guard_rails"] is True  # auto: the audit found one missing
+
+
+def test_every_switch_on_gives_each_reason_its_words():
+    out = rp.plan(AUDIT, drainable=True, reboot=True, mount_units_reboot="yes", dying_memcgs="true")
+    assert out["reboot_reasons"] == [
+        {"id": "reboot.required", "check": "reboot", "reason": "/var/run/reboot-required; newer kernel installed"},
+        {"id": "kernel.dying_memcgs", "check": "kernel", "reason": "4100 dying memory cgroups (threshold 1000)"},
+        {"id": "mount_units.cleanup_slow", "check": "mount_units", "reason": "title of mount_units.cleanup_slow"}]
+    assert out["fix_roles"][-1] == "nodefix.k8s.reboot"
+
+
+def test_a_node_this_run_does_not_drain_is_never_rebooted():
+    out = rp.plan(AUDIT, drainable=False, reboot=True, mount_units_reboot=True, dying_memcgs=True)
+    assert out["reboot_reasons"] == [] and "nodefix.k8s.reboot" not in out["fix_roles"]
+
+
+def test_the_slow_cleanup_alone_leaves_the_reboot_to_the_mount_units_role():
+    out = rp.plan(AUDIT, drainable=True, mount_units_reboot=True)
+    assert [r["id"] for r in out["reboot_reasons"]] == ["mount_units.cleanup_slow"]
+    assert "nodefix.k8s.reboot" not in out["fix_roles"]
+
+
+@pytest.mark.parametrize("value,want", [("auto", True), (True, True), ("false", False), (False, False), ("on", True)])
+def test_guard_rails(value, want):
+    assert rp.plan(AUDIT, kubelet_guard_rails=value)["kubelet_guard_rails"] is want
+
+
+def test_guard_rails_auto_without_the_findings_stays_off():
+    assert rp.plan({"findings": [finding("gvisor.runsc_outdated", "nodefix.k8s.gvisor")]})["kubelet_guard_rails"] is False
+
+
+def test_a_clean_node_gets_nothing():
+    assert rp.plan({"findings": []}, drainable=True, reboot=True) == {
+        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False}
+
+
+@pytest.mark.parametrize("audit,kwargs,words", [
+    (None, {}, "not a node_audit result"),
+    ({"findings": "x"}, {}, "not a node_audit result"),
+    ({"findings": [{"check": "x"}]}, {}, "finding 0 has no id"),
+    (AUDIT, {"reboot": "maybe"}, "nodefix_reboot must be true or false, got 'maybe'"),
+    (AUDIT, {"kubelet_guard_rails": "sometimes"}, "nodefix_kubelet_guard_rails must be true or false or auto"),
+])
+def test_bad_input_decides_nothing(audit, kwargs, words):
+    with pytest.raises(rp.PlanInputError) as exc:
+        rp.plan(audit, **kwargs)
+    assert words in exc.value.msg
+
+
+def test_the_filter_wraps_it():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.nodefix.k8s.plugins.filter.audit import FilterModule
+    flt = FilterModule().filters()["remediation_plan"]
+    assert flt(AUDIT, drainable=True, reboot=True)["reboot_reasons"][0]["id"] == "reboot.required"
+    with pytest.raises(AnsibleFilterError, match="remediation_plan: the before-audit"):
+        flt("not an audit")

@@ -68,7 +68,7 @@ def start_container(name, image):
     sh(["podman", "rm", "-f", name], check=False)
     sh(["podman", "run", "-d", "--name", name, "--privileged", "--systemd=always", "--pids-limit=-1", image,
         "/sbin/init"])
-    for dummy in range(120):
+    for _attempt in range(120):
         out = pexec(name, "systemctl", "is-system-running", check=False).stdout.decode().strip()
         if out in ("running", "degraded"):
             return

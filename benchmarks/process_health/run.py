@@ -102,7 +102,7 @@ def main():
         times = []
         cpu = []
         result = None
-        for dummy in range(args.repeat):
+        for _run in range(args.repeat):
             t0, c0 = time.perf_counter(), time.process_time()
             result = _process.check(None, root=base, clk_tck=100)
             times.append(time.perf_counter() - t0)

@@ -292,7 +292,7 @@ def cpu_quota(root, mode, cg_path):
         quota = None if fields[0] == "max" else int(fields[0])
         return quota, period
     quota, found_q = _read_int_file(os.path.join(directory, "cpu.cfs_quota_us"))
-    period, found_p = _read_int_file(os.path.join(directory, "cpu.cfs_period_us"))
+    period, _found_p = _read_int_file(os.path.join(directory, "cpu.cfs_period_us"))
     if not found_q:
         return None
     if quota is not None and quota < 0:

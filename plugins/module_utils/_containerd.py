@@ -215,9 +215,9 @@ def parse_runc_version(text):
     return result
 
 
-def runc_has_quota_bug(version_text):
-    """True when runc predates the CPU-quota rounding fix (v1.0.0-rc5)."""
-    return semver_lt(version_text, RUNC_QUOTA_FIX)
+def runc_has_quota_bug(info):
+    """True when runc (``parse_runc_version``'s result) predates the CPU-quota rounding fix (v1.0.0-rc5)."""
+    return info["key"] < parse_semver(RUNC_QUOTA_FIX)["key"]
 
 
 def parse_ctr_version(text):
@@ -497,7 +497,7 @@ def runc_state(runner, root="/", runc_binary=None, runtimes=()):
     if info is not None:
         state["version"] = info["version"]
         state["version_info"] = info
-        state["cpu_quota_rounding_bug"] = info["key"] < parse_semver(RUNC_QUOTA_FIX)["key"]
+        state["cpu_quota_rounding_bug"] = runc_has_quota_bug(info)
     return state
 
 
@@ -530,8 +530,29 @@ def option_errors(p):
     return []
 
 
-# Long on purpose (~85 lines): one straight read of containerd, its config, runc and the socket, in the
-# order the facts depend on each other.
+def _socket_state(runner, root, ctr_binary, address, timeout):
+    """Whether containerd answers on ``address`` (``ctr version``): address, reachable, server version, error."""
+    sock = {"address": address, "reachable": None, "server_version": None, "server_base": None, "error": None}
+    ctr = runner.bin(ctr_binary)
+    if not ctr:
+        sock["error"] = "ctr not found"
+    elif not os.path.exists(root_path(root, address)):
+        sock["reachable"] = False
+        sock["error"] = "socket %s does not exist" % address
+    else:
+        rc, out, err = runner.run([ctr, "--address", address, "--timeout", timeout, "version"], check=False)
+        parsed = parse_ctr_version(out)
+        sock["reachable"] = rc == 0 and parsed["server"] is not None
+        sock["server_version"] = parsed["server"]
+        server = parse_semver(parsed["server"] or "")
+        sock["server_base"] = server["base"] if server else None
+        if not sock["reachable"]:
+            sock["error"] = (err or out).strip() or "ctr version rc=%s" % rc
+    return sock
+
+
+# One straight read of containerd, its config, runc and the socket, in the order the facts depend on
+# each other.
 def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_binary="containerd",
           ctr_binary="ctr", runc_binary=None, config_path=None, check_socket=True, timeout="5s",
           **_opts):
@@ -594,26 +615,11 @@ def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_
     facts["runc"] = runc_state(runner, root, runc_binary, facts["runtimes"])
     findings.extend(runc_findings(facts["runc"]))
 
-    address = ctd["grpc_address"]
-    facts["socket"]["address"] = address
+    facts["socket"]["address"] = ctd["grpc_address"]
     if check_socket and facts["installed"]:
-        ctr = runner.bin(ctr_binary)
-        if not ctr:
-            facts["socket"]["error"] = "ctr not found"
-        elif not os.path.exists(root_path(root, address)):
-            facts["socket"]["reachable"] = False
-            facts["socket"]["error"] = "socket %s does not exist" % address
-        else:
-            rc, out, err = runner.run([ctr, "--address", address, "--timeout", timeout, "version"], check=False)
-            parsed = parse_ctr_version(out)
-            facts["socket"]["reachable"] = rc == 0 and parsed["server"] is not None
-            facts["socket"]["server_version"] = parsed["server"]
-            server = parse_semver(parsed["server"] or "")
-            facts["socket"]["server_base"] = server["base"] if server else None
-            if not facts["socket"]["reachable"]:
-                facts["socket"]["error"] = (err or out).strip() or "ctr version rc=%s" % rc
+        facts["socket"] = _socket_state(runner, root, ctr_binary, ctd["grpc_address"], timeout)
         if facts["socket"]["reachable"] is False:
-            findings.append(finding_from(FINDINGS, "containerd.socket_unreachable", subject=address, evidence={
-                "error": facts["socket"]["error"]}))
+            findings.append(finding_from(FINDINGS, "containerd.socket_unreachable", subject=ctd["grpc_address"],
+                                         evidence={"error": facts["socket"]["error"]}))
     facts["findings"] = findings
     return facts

@@ -549,13 +549,86 @@ def plan(facts, runtime_name="runsc", shim_config_path=DEFAULT_SHIM_CONFIG, syst
     }
 
 
-# Long on purpose (~115 lines): it reads the facts in dependency order (containerd -> driver -> shim config
-# -> binaries -> sandboxes) and states each finding's condition next to the facts it needs; the remedy is in
-# plan().
+def _read_runsc(runner, name, minimum):
+    """The runsc ``name`` resolves to (PATH and the node's bin directories) and what its --version says."""
+    path = runner.bin(name)
+    parsed, raw = (runsc_version(runner, path) if path else (None, None))
+    return {
+        "path": path,
+        "installed": path is not None,
+        "version_output": raw,
+        "version": parsed["version"] if parsed else None,
+        "release": parsed["release"] if parsed else None,
+        "untagged": parsed["untagged"] if parsed else None,
+        "flavor": parsed["flavor"] if parsed else None,
+        "has_9580_fix": release_ge(parsed, minimum) if parsed else None,
+        "supports_systemd_cgroup": release_ge(parsed, SYSTEMD_CGROUP_RELEASE) if parsed else None,
+    }
+
+
+def _binary_findings(add, facts, runtime, runsc_name):
+    runsc = facts["runsc"]
+    if runsc["path"] and runsc["version"] is None:
+        add("gvisor.runsc_version_unknown", subject=runsc["path"], path=runsc["path"], output=runsc["version_output"])
+    elif runsc["version"] and not runsc["has_9580_fix"]:
+        add("gvisor.runsc_outdated", subject=runsc["path"], path=runsc["path"], version=runsc["version"],
+            release=runsc["release"], minimum=facts["minimum_release"])
+    if runtime and not runsc["path"]:
+        add("gvisor.runsc_missing", subject=runtime["name"], runtime=runtime["name"], searched=runsc_name)
+    if runtime and not facts["shim"]["installed"]:
+        add("gvisor.shim_missing", subject=runtime["name"], runtime=runtime["name"], binary=SHIM_NAME)
+
+
+def _config_findings(add, facts, runtime):
+    """The shim config and systemd-cgroup findings: each condition next to the facts it needs."""
+    shim, ctd, runsc = facts["shim_config"], facts["containerd"], facts["runsc"]
+    driver, source, mode = facts["cgroup_driver"], facts["cgroup_driver_source"], facts["cgroup_layout"]
+    shim_cfg_path = runtime["config_path"] if runtime and runtime["config_path"] else None
+    sd_wanted = driver == "systemd"
+    if runtime:
+        if not runtime["config_path"]:
+            if sd_wanted:
+                add("gvisor.no_config_path", subject=runtime["name"], runtime=runtime["name"],
+                    containerd_config=ctd["config_path"], cgroup_driver=driver, driver_source=source)
+        elif not shim["exists"]:
+            add("gvisor.config_missing", subject=shim_cfg_path, path=shim_cfg_path, runtime=runtime["name"])
+        elif not shim["valid"]:
+            add("gvisor.config_invalid", subject=shim_cfg_path, path=shim_cfg_path, error=shim["error"])
+    sd_set = bool(shim and shim["systemd_cgroup"])
+    if runtime and sd_wanted and not sd_set and runtime["config_path"] and shim and shim["exists"] and shim["valid"]:
+        add("gvisor.systemd_cgroup_missing", subject=shim_cfg_path, path=shim_cfg_path, cgroup_driver=driver,
+            driver_source=source, runsc_config=shim["runsc_config"])
+    if sd_set and not sd_wanted:
+        add("gvisor.systemd_cgroup_on_cgroupfs", subject=shim_cfg_path, path=shim_cfg_path, cgroup_driver=driver,
+            driver_source=source)
+    if sd_set and runsc["version"] and not runsc["supports_systemd_cgroup"]:
+        add("gvisor.systemd_cgroup_unsupported", subject=shim_cfg_path, path=shim_cfg_path,
+            version=runsc["version"], needs=SYSTEMD_CGROUP_RELEASE)
+    if facts["uses_gvisor"] and sd_wanted and mode != "v2":
+        add("gvisor.systemd_cgroup_needs_v2", subject=driver, cgroup_layout=mode, cgroup_driver=driver,
+            driver_source=source)
+
+
+def _sandbox_findings(add, sandboxes):
+    for sb in sandboxes:
+        subject = sb["container_id"] or str(sb["pid"])
+        if sb["oversized"]:
+            add("gvisor.sandbox_oversized", subject=subject, container_id=sb["container_id"], pid=sb["pid"],
+                total_memory=sb["total_memory"], total_memory_mib=_mib(sb["total_memory"]),
+                total_host_memory=sb["total_host_memory"], memory_limit=sb["memory_limit"],
+                memory_limit_mib=_mib(sb["memory_limit"]), limited_by=sb["limited_by"],
+                excess_bytes=sb["excess_bytes"], cgroup=sb["cgroup"], pod_uid=sb["pod_uid"])
+        if sb["outside_pod_slice"]:
+            add("gvisor.sandbox_outside_pod_slice", subject=subject, container_id=sb["container_id"],
+                pid=sb["pid"], cgroup=sb["cgroup"], pod_uid=sb["pod_uid"], total_memory=sb["total_memory"])
+
+
 def check(runner, root="/", **opts):
     """Read-only gVisor check; returns facts plus ``findings``.
 
-    Options: see OPTIONS; ``cgroup_layout`` (tests). An explicit
+    Reads in dependency order (containerd -> driver -> shim config -> binaries -> sandboxes); the
+    findings' conditions are in ``_binary_findings``, ``_config_findings`` and ``_sandbox_findings``,
+    the remedy in ``plan()``. Options: see OPTIONS; ``cgroup_layout`` (tests). An explicit
     ``runsc_path`` that is missing or not executable raises NodefixError.
     """
     if opts.get("runsc_path"):
@@ -581,77 +654,20 @@ def check(runner, root="/", **opts):
     shim = read_shim_config(root, shim_cfg_path) if shim_cfg_path else None
     facts["shim_config"] = shim
     runsc_name = opts.get("runsc_path") or (shim or {}).get("settings", {}).get("binary_name") or "runsc"
-    runsc_path = runner.bin(runsc_name)
+    facts["runsc"] = _read_runsc(runner, runsc_name, minimum)
     shim_bin = runner.bin(opts.get("shim_path") or SHIM_NAME)
-    parsed, raw = (runsc_version(runner, runsc_path) if runsc_path else (None, None))
-    has_fix = release_ge(parsed, minimum)
-    supports_sd = release_ge(parsed, SYSTEMD_CGROUP_RELEASE)
-    facts["runsc"] = {
-        "path": runsc_path,
-        "installed": runsc_path is not None,
-        "version_output": raw,
-        "version": parsed["version"] if parsed else None,
-        "release": parsed["release"] if parsed else None,
-        "untagged": parsed["untagged"] if parsed else None,
-        "flavor": parsed["flavor"] if parsed else None,
-        "has_9580_fix": has_fix if parsed else None,
-        "supports_systemd_cgroup": supports_sd if parsed else None,
-    }
     facts["shim"] = {"path": shim_bin, "installed": shim_bin is not None}
 
     sandboxes = scan_sandboxes(root, mode) if opts.get("inspect_sandboxes", True) else []
     facts["sandboxes"] = sandboxes
-    uses_gvisor = bool(runsc_path or runtime or sandboxes)
-    facts["uses_gvisor"] = uses_gvisor
+    facts["uses_gvisor"] = bool(facts["runsc"]["path"] or runtime or sandboxes)
 
     def add(fid, subject=None, **evidence):
         findings.append(finding_from(FINDINGS, fid, evidence=evidence, subject=subject))
 
-    if runsc_path and parsed is None:
-        add("gvisor.runsc_version_unknown", subject=runsc_path, path=runsc_path, output=raw)
-    elif parsed and not has_fix:
-        add("gvisor.runsc_outdated", subject=runsc_path, path=runsc_path, version=parsed["version"],
-            release=parsed["release"], minimum=minimum)
-    if runtime and not runsc_path:
-        add("gvisor.runsc_missing", subject=runtime["name"], runtime=runtime["name"], searched=runsc_name)
-    if runtime and not shim_bin:
-        add("gvisor.shim_missing", subject=runtime["name"], runtime=runtime["name"], binary=SHIM_NAME)
-
-    sd_wanted = driver == "systemd"
-    if runtime:
-        if not runtime["config_path"]:
-            if sd_wanted:
-                add("gvisor.no_config_path", subject=runtime["name"], runtime=runtime["name"],
-                    containerd_config=ctd["config_path"], cgroup_driver=driver, driver_source=source)
-        elif not shim["exists"]:
-            add("gvisor.config_missing", subject=shim_cfg_path, path=shim_cfg_path, runtime=runtime["name"])
-        elif not shim["valid"]:
-            add("gvisor.config_invalid", subject=shim_cfg_path, path=shim_cfg_path, error=shim["error"])
-    sd_set = bool(shim and shim["systemd_cgroup"])
-    if runtime and sd_wanted and not sd_set and runtime["config_path"] and shim and shim["exists"] and shim["valid"]:
-        add("gvisor.systemd_cgroup_missing", subject=shim_cfg_path, path=shim_cfg_path, cgroup_driver=driver,
-            driver_source=source, runsc_config=shim["runsc_config"])
-    if sd_set and not sd_wanted:
-        add("gvisor.systemd_cgroup_on_cgroupfs", subject=shim_cfg_path, path=shim_cfg_path, cgroup_driver=driver,
-            driver_source=source)
-    if sd_set and parsed and not supports_sd:
-        add("gvisor.systemd_cgroup_unsupported", subject=shim_cfg_path, path=shim_cfg_path,
-            version=parsed["version"], needs=SYSTEMD_CGROUP_RELEASE)
-    if uses_gvisor and sd_wanted and mode != "v2":
-        add("gvisor.systemd_cgroup_needs_v2", subject=driver, cgroup_layout=mode, cgroup_driver=driver,
-            driver_source=source)
-
-    for sb in sandboxes:
-        subject = sb["container_id"] or str(sb["pid"])
-        if sb["oversized"]:
-            add("gvisor.sandbox_oversized", subject=subject, container_id=sb["container_id"], pid=sb["pid"],
-                total_memory=sb["total_memory"], total_memory_mib=_mib(sb["total_memory"]),
-                total_host_memory=sb["total_host_memory"], memory_limit=sb["memory_limit"],
-                memory_limit_mib=_mib(sb["memory_limit"]), limited_by=sb["limited_by"],
-                excess_bytes=sb["excess_bytes"], cgroup=sb["cgroup"], pod_uid=sb["pod_uid"])
-        if sb["outside_pod_slice"]:
-            add("gvisor.sandbox_outside_pod_slice", subject=subject, container_id=sb["container_id"],
-                pid=sb["pid"], cgroup=sb["cgroup"], pod_uid=sb["pod_uid"], total_memory=sb["total_memory"])
+    _binary_findings(add, facts, runtime, runsc_name)
+    _config_findings(add, facts, runtime)
+    _sandbox_findings(add, sandboxes)
 
     bad = [sb for sb in sandboxes if sb["oversized"] or sb["outside_pod_slice"]]
     facts["oversized_sandboxes"] = [sb["container_id"] for sb in sandboxes if sb["oversized"]]

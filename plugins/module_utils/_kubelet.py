@@ -183,7 +183,7 @@ def _rank(field, value):
     return value
 
 
-def stale_flags(node, layers_merged, sources):
+def stale_flags(node, sources):
     """Active deprecated flags that set a KubeletConfiguration field."""
     out = []
     for f in node.flags:
@@ -262,7 +262,7 @@ def inspect(runner, root="/", unit=UNIT, kubelet_version=None, roundtrip=False):
     layers = load_layers(node, root, roundtrip=roundtrip)
     config, _merged, sources, flag_errors = effective(node, layers)
     errors = flag_errors + kubelet_errors(config, node.version)
-    flags_found = stale_flags(node, _merged, sources)
+    flags_found = stale_flags(node, sources)
     facts = {
         "present": True,
         "unit": unit,
@@ -434,8 +434,119 @@ def missing_targets(config, targets):
     return mismatch
 
 
-# Long on purpose (~115 lines): one pass that computes every target, the layer it goes to and the flag
-# edits, then proves the result by re-merging; splitting it would pass a dozen locals around.
+def _check_version(node, settings):
+    if "maxParallelImagePulls" in settings and settings["maxParallelImagePulls"] is not None:
+        if node.version is None:
+            raise KubeletError("maxParallelImagePulls needs kubelet 1.27 or later and the kubelet version is unknown: "
+                               "set kubelet_version")
+        if tuple(node.version[:2]) < (1, 27):
+            raise KubeletError("maxParallelImagePulls needs kubelet 1.27 or later; this kubelet is %s "
+                               "(it does not know the field: pulls would stay serial)" % node.version_text)
+
+
+def _targets(settings, before, merged_before, defaults, allow_lower, floors):
+    """(targets, raised): the value each field gets (never below what is in effect unless ``allow_lower``),
+    and the fields written higher than requested, with why."""
+    targets = {}
+    raised = []
+    for field, requested in settings.items():
+        if SUPPORTED[field]["type"] == "map":
+            base = merged_before.get(field)
+            target = dict(base if base is not None else (defaults.get(field) or {}))
+            target.update(requested)
+            targets[field] = target
+            continue
+        target = _target_for(field, requested, before.get(field) if field in merged_before else None,
+                             defaults.get(field), allow_lower)
+        if target != requested:
+            reason = "version default" if target == defaults.get(field) else "current value is higher"
+            raised.append({"field": field, "requested": requested, "written": target, "reason": reason,
+                           "source": "profile" if field in floors else "settings"})
+        targets[field] = target
+    return targets, raised
+
+
+def _target_layer(node, layers, dropin_name, use_config_dir):
+    """(layer to write, layers with a new drop-in when one is created, created): the --config-dir drop-in
+    when there is a config dir, else the --config file; a flags-only kubelet is refused."""
+    if node.config_dir and use_config_dir:
+        path = os.path.join(node.config_dir, dropin_name)
+        for layer in layers:
+            if layer.path == path:
+                return layer, layers, False
+        data = new_map()
+        data["apiVersion"] = API_VERSION
+        data["kind"] = KIND
+        layer = Layer(path, "drop-in", None, data, exists=False)
+        layer.header = ("# Managed by the nodefix.k8s collection (kubelet_config module).\n"
+                        "# Drop-in for kubelet --config-dir; later files and command-line flags override it.\n")
+        layers = sorted(layers + [layer], key=lambda x: (x.kind != "config", x.path))
+        return layer, layers, True
+    if node.config_path:
+        return [layer for layer in layers if layer.kind == "config"][0], layers, False
+    raise KubeletError("this kubelet runs on flags only (no --config file, no --config-dir): "
+                       "create a KubeletConfiguration file and pass --config first; refusing to add more deprecated flags")
+
+
+def _set_targets(layers, target_layer, targets):
+    """Set the targets in ``target_layer``, and align drop-ins sorting after it that set the same fields
+    (they would win); return the paths changed."""
+    modified = set()
+    for field, value in targets.items():
+        if _set_in(target_layer.data, field, value):
+            modified.add(target_layer.path)
+    after = False
+    for layer in layers:
+        if layer is target_layer:
+            after = True
+            continue
+        if after and layer.kind == "drop-in":
+            for field, value in targets.items():
+                if field in layer.data and _set_in(layer.data, field, value):
+                    modified.add(layer.path)
+    for layer in layers:
+        if layer.path in modified:
+            _ensure_header_keys(layer.data)
+    return modified
+
+
+def _new_files(node, layers, modified, env_changes):
+    files = []
+    for layer in layers:
+        if layer.path in modified or not layer.exists:
+            new_text = dump_yaml(layer.data, layer.text or "")
+            if not layer.exists:
+                new_text = getattr(layer, "header", "") + new_text
+            if new_text != (layer.text or "") or not layer.exists:
+                files.append({"path": layer.path, "before": layer.text, "after": new_text,
+                              "created": not layer.exists, "unit": False})
+    for path, (old, new) in env_changes.items():
+        if old != new:
+            files.append({"path": path, "before": old, "after": new, "created": False,
+                          "unit": any(path == p for p, _t in node.unit_files)})
+    return files
+
+
+def _prove(node, root, files, targets, capacity):
+    """Re-read the texts about to be written with the discovery's parsers; raise KubeletError when kubelet
+    would reject them, the node could not hold the reservations, or a target would still be overridden."""
+    after_cfg, sources_after = reread(node, root, overlay=dict((f["path"], f["after"]) for f in files))
+    errors = kubelet_errors(after_cfg, node.version)
+    if errors:
+        raise KubeletError("refusing to write a configuration kubelet rejects: " + "; ".join(errors), errors=errors)
+    reserving = [f for f in ("systemReserved", "kubeReserved", "evictionHard") if f in targets]
+    short = reservation_errors(after_cfg, capacity or {}, reserving) if reserving else []
+    if short:
+        raise KubeletError("refusing reservations the node cannot hold: " + "; ".join(short) + "; nothing was written",
+                           errors=short)
+    mismatch = missing_targets(after_cfg, targets)
+    if mismatch:
+        raise KubeletError("after the change these fields would still not have the wanted value (another file or "
+                           "flag overrides them, or a flag this module cannot edit safely): %s; nothing was written"
+                           % ", ".join(mismatch), effective=report(after_cfg, sources_after, mismatch))
+    return after_cfg, sources_after
+
+
 def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_name=DEFAULT_DROPIN_NAME,
          use_config_dir=True, root="/", floors=(), capacity=None):
     """Compute the new texts of every file; raise KubeletError before any write.
@@ -451,108 +562,13 @@ def plan(node, layers, settings, allow_lower=False, stale_mode="remove", dropin_
     before, merged_before, sources_before, flag_errors = effective(node, layers)
     if flag_errors:
         raise KubeletError("the kubelet command line cannot be parsed: " + "; ".join(flag_errors))
-    defaults = version_defaults(node.version)
-    if "maxParallelImagePulls" in settings and settings["maxParallelImagePulls"] is not None:
-        if node.version is None:
-            raise KubeletError("maxParallelImagePulls needs kubelet 1.27 or later and the kubelet version is unknown: "
-                               "set kubelet_version")
-        if tuple(node.version[:2]) < (1, 27):
-            raise KubeletError("maxParallelImagePulls needs kubelet 1.27 or later; this kubelet is %s "
-                               "(it does not know the field: pulls would stay serial)" % node.version_text)
-
-    targets = {}
-    raised = []
-    for field, requested in settings.items():
-        spec = SUPPORTED[field]
-        if spec["type"] == "map":
-            base = merged_before.get(field)
-            if base is None:
-                base = dict(defaults.get(field) or {})
-            target = dict(base)
-            target.update(requested)
-            targets[field] = target
-            continue
-        target = _target_for(field, requested, before.get(field) if field in merged_before else None,
-                             defaults.get(field), allow_lower)
-        if target != requested:
-            reason = "version default" if target == defaults.get(field) else "current value is higher"
-            raised.append({"field": field, "requested": requested, "written": target, "reason": reason,
-                           "source": "profile" if field in floors else "settings"})
-        targets[field] = target
-
-    # where to write
-    target_layer = None
-    created = False
-    if node.config_dir and use_config_dir:
-        path = os.path.join(node.config_dir, dropin_name)
-        for layer in layers:
-            if layer.path == path:
-                target_layer = layer
-        if target_layer is None:
-            data = new_map()
-            data["apiVersion"] = API_VERSION
-            data["kind"] = KIND
-            target_layer = Layer(path, "drop-in", None, data, exists=False)
-            target_layer.header = ("# Managed by the nodefix.k8s collection (kubelet_config module).\n"
-                                   "# Drop-in for kubelet --config-dir; later files and command-line flags override it.\n")
-            layers = layers + [target_layer]
-            layers.sort(key=lambda x: (x.kind != "config", x.path))
-            created = True
-    elif node.config_path:
-        target_layer = [layer for layer in layers if layer.kind == "config"][0]
-    else:
-        raise KubeletError("this kubelet runs on flags only (no --config file, no --config-dir): "
-                           "create a KubeletConfiguration file and pass --config first; refusing to add more deprecated flags")
-
-    modified = set()
-    for field, value in targets.items():
-        if _set_in(target_layer.data, field, value):
-            modified.add(target_layer.path)
-    # drop-ins that sort after ours and set the same field would win: align them
-    after = False
-    for layer in layers:
-        if layer is target_layer:
-            after = True
-            continue
-        if after and layer.kind == "drop-in":
-            for field, value in targets.items():
-                if field in layer.data and _set_in(layer.data, field, value):
-                    modified.add(layer.path)
-
-    for layer in layers:
-        if layer.path in modified:
-            _ensure_header_keys(layer.data)
+    _check_version(node, settings)
+    targets, raised = _targets(settings, before, merged_before, version_defaults(node.version), allow_lower, floors)
+    target_layer, layers, created = _target_layer(node, layers, dropin_name, use_config_dir)
+    modified = _set_targets(layers, target_layer, targets)
     env_changes, flag_edits = _edit_stale_flags(node, root, targets, stale_mode)
-
-    files = []
-    for layer in layers:
-        if layer.path in modified or not layer.exists:
-            new_text = dump_yaml(layer.data, layer.text or "")
-            if not layer.exists:
-                new_text = getattr(layer, "header", "") + new_text
-            if new_text != (layer.text or "") or not layer.exists:
-                files.append({"path": layer.path, "before": layer.text, "after": new_text,
-                              "created": not layer.exists, "unit": False})
-    for path, (old, new) in env_changes.items():
-        if old != new:
-            files.append({"path": path, "before": old, "after": new, "created": False,
-                          "unit": any(path == p for p, _t in node.unit_files)})
-
-    # re-read the texts about to be written with the same parsers as discovery
-    after_cfg, sources_after = reread(node, root, overlay=dict((f["path"], f["after"]) for f in files))
-    errors = kubelet_errors(after_cfg, node.version)
-    if errors:
-        raise KubeletError("refusing to write a configuration kubelet rejects: " + "; ".join(errors), errors=errors)
-    reserving = [f for f in ("systemReserved", "kubeReserved", "evictionHard") if f in targets]
-    short = reservation_errors(after_cfg, capacity or {}, reserving) if reserving else []
-    if short:
-        raise KubeletError("refusing reservations the node cannot hold: " + "; ".join(short) + "; nothing was written",
-                           errors=short)
-    mismatch = missing_targets(after_cfg, targets)
-    if mismatch:
-        raise KubeletError("after the change these fields would still not have the wanted value (another file or "
-                           "flag overrides them, or a flag this module cannot edit safely): %s; nothing was written"
-                           % ", ".join(mismatch), effective=report(after_cfg, sources_after, mismatch))
+    files = _new_files(node, layers, modified, env_changes)
+    after_cfg, sources_after = _prove(node, root, files, targets, capacity)
     return {
         "targets": targets,
         "raised": raised,

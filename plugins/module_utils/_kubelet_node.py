@@ -105,67 +105,53 @@ class Node(object):
         self.version_text = None
 
 
-# Long on purpose (~120 lines): systemd's own order (unit, drop-ins, Environment=, EnvironmentFile=,
-# ExecStart=) read in one pass, as systemd applies it.
-def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit_paths=None):
-    """Read the unit and its environment; return a Node (no config parsing yet).
-
-    ``unit_paths`` re-reads the unit from these files (a planned change,
-    with ``overlay``) instead of asking systemd again.
-    """
-    node = Node()
-    paths = None
+def _unit_files(runner, root, unit, use_systemctl, overlay, unit_paths):
+    """[(path, text)]: the unit and its drop-ins in systemd's order (``systemctl cat`` on the live node,
+    else the unit search path of the tree; ``unit_paths`` re-reads a planned change)."""
+    files = []
     if unit_paths is not None:
         use_systemctl = False
-    systemctl = None
     if use_systemctl is None:
         use_systemctl = root in (None, "", "/")
-    if use_systemctl and runner is not None:
-        systemctl = runner.bin("systemctl")
+    systemctl = runner.bin("systemctl") if use_systemctl and runner is not None else None
     if systemctl:
         rc, out, _err = runner.run([systemctl, "cat", "--no-pager", unit], check=False)
         if rc == 0 and out.strip():
-            cat_files = split_systemctl_cat(out)
-            node.unit_files = []
-            for path, content in cat_files:
+            for path, content in split_systemctl_cat(out):
                 text = _read(root, path, overlay)
-                node.unit_files.append((path, text if text is not None else content))
-            paths = [p for p, _t in node.unit_files]
-    if paths is None:
-        for path in unit_paths_from_tree(root, unit) if unit_paths is None else unit_paths:
-            node.unit_files.append((path, _read(root, path, overlay) or ""))
-    if not node.unit_files:
-        return node
+                files.append((path, text if text is not None else content))
+            return files
+    for path in unit_paths_from_tree(root, unit) if unit_paths is None else unit_paths:
+        files.append((path, _read(root, path, overlay) or ""))
+    return files
 
-    entries = []
-    for path, text in node.unit_files:
-        entries.extend(parse_unit(text, path))
 
-    env_assign = []   # Environment=
-    env_files = []
-    exec_starts = []
-    for key, value, path in entries:
-        if key == "Environment":
-            if value == "":
-                env_assign = []
-                continue
-            for word in split_words(value):
-                if "=" in word:
-                    name, val = word.split("=", 1)
-                    env_assign.append({"name": name, "value": val, "path": path, "kind": "unit"})
-        elif key == "EnvironmentFile":
-            if value == "":
-                env_files = []
-                continue
-            optional = value.startswith("-")
-            env_files.append((value.lstrip("-"), optional))
-        elif key == "ExecStart":
-            if value == "":
-                exec_starts = []
-            else:
-                exec_starts.append((value, path))
-    node.env_files = env_files
-    # Environment= first, then EnvironmentFile= override (systemd.exec(5)).
+def _unit_entries(unit_files):
+    """(Environment= assignments, EnvironmentFile= entries, ExecStart= lines), an empty assignment
+    resetting the list as systemd does."""
+    env_assign, env_files, exec_starts = [], [], []
+    for path, text in unit_files:
+        for key, value, epath in parse_unit(text, path):
+            if key == "Environment":
+                if value == "":
+                    env_assign = []
+                    continue
+                for word in split_words(value):
+                    if "=" in word:
+                        name, val = word.split("=", 1)
+                        env_assign.append({"name": name, "value": val, "path": epath, "kind": "unit"})
+            elif key == "EnvironmentFile":
+                if value == "":
+                    env_files = []
+                    continue
+                env_files.append((value.lstrip("-"), value.startswith("-")))
+            elif key == "ExecStart":
+                exec_starts = [] if value == "" else exec_starts + [(value, epath)]
+    return env_assign, env_files, exec_starts
+
+
+def _environment(root, unit, env_assign, env_files, overlay):
+    """Environment= first, then EnvironmentFile= override (systemd.exec(5)); a missing required file raises."""
     defs = list(env_assign)
     for fpath, optional in env_files:
         text = _read(root, fpath, overlay)
@@ -175,59 +161,76 @@ def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit
             continue
         for name, val in parse_env_file(text):
             defs.append({"name": name, "value": val, "path": fpath, "kind": "envfile"})
-    node.env_defs = defs
-    for d in defs:
+    return defs
+
+
+def _expand(exec_start, env, epath):
+    """ExecStart='s words with $VAR (split into words) and ${VAR} (in place) expanded; each word with its origin."""
+    argv = []
+    for word in exec_start:
+        m = re.match(r"^\$([A-Za-z_][A-Za-z0-9_]*)$", word)
+        if m:
+            d = env.get(m.group(1))
+            if d is not None:
+                for w in split_words(d["value"]):
+                    argv.append((w, {"kind": d["kind"], "path": d["path"], "variable": d["name"]}))
+            continue
+        expanded = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}",
+                          lambda mm: env[mm.group(1)]["value"] if mm.group(1) in env else "", word)
+        words = split_words(expanded)
+        argv.append((words[0] if words else "", {"kind": "execstart", "path": epath}))
+    return argv
+
+
+def _layout(node):
+    env_paths = [p for p, _o in node.env_files]
+    if node.kops:
+        return "kops"
+    if any(p.endswith("/kubelet.env") for p in env_paths) or node.config_path == "/etc/kubernetes/kubelet-config.yaml":
+        return "kubespray"
+    if any(p.endswith("kubeadm-flags.env") for p in env_paths) or any(p.endswith("10-kubeadm.conf")
+                                                                        for p, _t in node.unit_files):
+        return "kubeadm"
+    return "config-file" if node.config_path else "flags-only"
+
+
+def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit_paths=None):
+    """Read the unit and its environment in systemd's own order (unit, drop-ins, Environment=,
+    EnvironmentFile=, ExecStart=); return a Node (no config parsing yet).
+
+    ``unit_paths`` re-reads the unit from these files (a planned change,
+    with ``overlay``) instead of asking systemd again.
+    """
+    node = Node()
+    node.unit_files = _unit_files(runner, root, unit, use_systemctl, overlay, unit_paths)
+    if not node.unit_files:
+        return node
+    env_assign, node.env_files, exec_starts = _unit_entries(node.unit_files)
+    node.env_defs = _environment(root, unit, env_assign, node.env_files, overlay)
+    for d in node.env_defs:
         node.env[d["name"]] = d
     if not exec_starts:
         raise KubeletError("%s has no ExecStart= line" % unit)
     value, epath = exec_starts[-1]
     node.exec_start = parse_exec_start(value)
-
-    argv = []
-    for idx, word in enumerate(node.exec_start):
-        origin_lit = {"kind": "execstart", "path": epath}
-        m = re.match(r"^\$([A-Za-z_][A-Za-z0-9_]*)$", word)
-        if m:
-            d = node.env.get(m.group(1))
-            if d is not None:
-                for w in split_words(d["value"]):
-                    argv.append((w, {"kind": d["kind"], "path": d["path"], "variable": d["name"]}))
-            continue
-
-        def _sub(mm):
-            d = node.env.get(mm.group(1))
-            return d["value"] if d else ""
-        expanded = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", _sub, word)
-        words = split_words(expanded)
-        argv.append((words[0] if words else "", origin_lit))
-    node.argv = argv
+    node.argv = _expand(node.exec_start, node.env, epath)
     # the binary: first word, or the first one named like kubelet (wrappers)
-    words = [w for w, _o in argv]
+    words = [w for w, _o in node.argv]
     node.binary = words[0] if words else None
     for w in words:
         if os.path.basename(w).startswith("kubelet") or os.path.basename(w) == "hyperkube":
             node.binary = w
             break
     start = words.index(node.binary) + 1 if node.binary in words else 1
-    node.flags = parse_flags(argv[start:])
-    node.positional = positional_words(argv[start:])
+    node.flags = parse_flags(node.argv[start:])
+    node.positional = positional_words(node.argv[start:])
     for f in node.flags:
         if f["name"] == "config":
             node.config_path = f["value"]
         elif f["name"] == "config-dir":
             node.config_dir = f["value"] or None
     node.kops = kops_markers(root, node.unit_files)
-    env_paths = [p for p, _o in env_files]
-    if node.kops:
-        node.layout = "kops"
-    elif any(p.endswith("/kubelet.env") for p in env_paths) or node.config_path == "/etc/kubernetes/kubelet-config.yaml":
-        node.layout = "kubespray"
-    elif any(p.endswith("kubeadm-flags.env") for p in env_paths) or any(p.endswith("10-kubeadm.conf") for p, _t in node.unit_files):
-        node.layout = "kubeadm"
-    elif node.config_path:
-        node.layout = "config-file"
-    else:
-        node.layout = "flags-only"
+    node.layout = _layout(node)
     return node
 
 

@@ -229,7 +229,7 @@ def _scalar(text, lineno, strict=False):
     return t
 
 
-# Long on purpose (~90 lines): a small indentation parser's state machine reads best as one loop.
+# Long on purpose (96 lines): a small indentation parser's state machine reads best as one loop.
 def subset_yaml_load(text, strict=False):
     """A YAML subset: block mappings/sequences, flow {}/[], plain/quoted scalars, comments.
 

@@ -187,8 +187,8 @@ def kubelet_units(listed, pods_dirs):
             name_path = unit_name_to_path(name)
             desc = row["description"]
             desc_path = desc if desc.startswith("/") else None
-            name_uid, name_why = pod_of_path(name_path, pods_dirs)
-            desc_uid, desc_why = pod_of_path(desc_path, pods_dirs) if desc_path else (None, "outside")
+            _name_uid, name_why = pod_of_path(name_path, pods_dirs)
+            _desc_uid, desc_why = pod_of_path(desc_path, pods_dirs) if desc_path else (None, "outside")
             if name_why == "outside" and desc_why == "outside":
                 continue
             unit = dict(row, kind="mount", path=desc_path or name_path)
@@ -465,6 +465,64 @@ def _systemctl(runner, opts):
     return path
 
 
+def _list_units(runner, systemctl, pods_dirs):
+    """(every unit listed, kubelet's units attributed to pods, ``systemctl show`` calls made)."""
+    argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
+    rc, out, err = runner.run(argv, check=False)
+    if rc != 0:
+        raise MountUnitsError("systemctl list-units failed (rc=%s)" % rc, cmd=argv, rc=rc, stdout=out, stderr=err)
+    listed = parse_list_units(out)
+    units, needs_show = kubelet_units(listed, pods_dirs)
+    show_calls = 0
+    if needs_show:
+        shown = {}
+        for batch in chunks(needs_show):
+            argv = [systemctl, "show", "-p", "Id,Description,LoadState,ActiveState,SubState,Where"] + batch
+            rc, out, err = runner.run(argv, check=False)
+            show_calls += 1
+            if rc != 0:
+                raise MountUnitsError("systemctl show failed (rc=%s)" % rc, cmd=argv[:5], rc=rc, stdout=out, stderr=err)
+            shown.update(parse_show(out))
+        units = apply_show(units, shown)
+    attribute(units, pods_dirs)
+    return listed, units, show_calls
+
+
+def _live_pods(runner, o, runtime_errors):
+    """(live pod uids -> who said so, the runtime query's record)."""
+    live = {}
+    runtime = {"source": o["pod_source"], "queried": False, "pods": 0, "error": None}
+    if o["pod_source"] != "list":
+        try:
+            if o["pod_source"] == "crictl":
+                uids, detail = crictl_pod_uids(runner, o["crictl_path"], o["runtime_endpoint"])
+            else:
+                uids, detail = docker_pod_uids(runner, o["docker_path"])
+        except MountUnitsError as exc:
+            if runtime_errors == "raise":
+                raise
+            runtime["error"] = exc.msg
+        else:
+            runtime.update(detail, queried=True, pods=len(uids))
+            for uid in uids:
+                live[uid] = o["pod_source"]
+    return live, runtime
+
+
+def _guards(root, o, pods_dirs):
+    """Pod uids a unit must not be stopped for, with why (a mount in use, a process, a young pod dir)."""
+    guards = {}
+    mountinfo = read_text(root_path(root, "/proc/self/mountinfo"), "")
+    for uid, reasons in mount_guard(mountinfo, pods_dirs).items():
+        guards.setdefault(uid, set()).update(reasons)
+    if o["process_guard"]:
+        for uid, reasons in process_guard(root).items():
+            guards.setdefault(uid, set()).update(reasons)
+    for uid, reasons in young_pod_dirs(root, pods_dirs).items():
+        guards.setdefault(uid, set()).update(reasons)
+    return guards
+
+
 def survey(runner, root="/", runtime_errors="raise", **opts):
     """List and attribute kubelet's units; learn live pods and guards; classify.
 
@@ -479,59 +537,21 @@ def survey(runner, root="/", runtime_errors="raise", **opts):
     systemctl = _systemctl(runner, o)
     timings = {}
     t0 = time.time()
-    rc, out, err = runner.run([systemctl, "--version"], check=False)
+    rc, out, _err = runner.run([systemctl, "--version"], check=False)
     version = parse_systemd_version(out) if rc == 0 else None
-    argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
-    rc, out, err = runner.run(argv, check=False)
-    if rc != 0:
-        raise MountUnitsError("systemctl list-units failed (rc=%s)" % rc, cmd=argv, rc=rc, stdout=out, stderr=err)
-    listed = parse_list_units(out)
     pods_dirs = pods_dirs_for(root, o["kubelet_root_dir"])
-    units, needs_show = kubelet_units(listed, pods_dirs)
-    show_calls = 0
-    if needs_show:
-        shown = {}
-        for batch in chunks(needs_show):
-            argv = [systemctl, "show", "-p", "Id,Description,LoadState,ActiveState,SubState,Where"] + batch
-            rc, out, err = runner.run(argv, check=False)
-            show_calls += 1
-            if rc != 0:
-                raise MountUnitsError("systemctl show failed (rc=%s)" % rc, cmd=argv[:5], rc=rc, stdout=out, stderr=err)
-            shown.update(parse_show(out))
-        units = apply_show(units, shown)
-    attribute(units, pods_dirs)
+    listed, units, show_calls = _list_units(runner, systemctl, pods_dirs)
     timings["list_s"] = round(time.time() - t0, 3)
 
-    live = {}
-    runtime = {"source": o["pod_source"], "queried": False, "pods": 0, "error": None}
-    attributable = [u for u in units if u["pod_uid"]]
     t1 = time.time()
-    if attributable and o["pod_source"] != "list":
-        try:
-            if o["pod_source"] == "crictl":
-                uids, detail = crictl_pod_uids(runner, o["crictl_path"], o["runtime_endpoint"])
-            else:
-                uids, detail = docker_pod_uids(runner, o["docker_path"])
-        except MountUnitsError as exc:
-            if runtime_errors == "raise":
-                raise
-            runtime["error"] = exc.msg
-        else:
-            runtime.update(detail, queried=True, pods=len(uids))
-            for uid in uids:
-                live[uid] = o["pod_source"]
+    attributable = [u for u in units if u["pod_uid"]]
+    if attributable:
+        live, runtime = _live_pods(runner, o, runtime_errors)
+    else:
+        live, runtime = {}, {"source": o["pod_source"], "queried": False, "pods": 0, "error": None}
     for uid in o["live_pod_uids"] or []:
         live.setdefault(str(uid).strip().lower(), "caller")
-    guards = {}
-    if attributable:
-        mountinfo = read_text(root_path(root, "/proc/self/mountinfo"), "")
-        for uid, reasons in mount_guard(mountinfo, pods_dirs).items():
-            guards.setdefault(uid, set()).update(reasons)
-        if o["process_guard"]:
-            for uid, reasons in process_guard(root).items():
-                guards.setdefault(uid, set()).update(reasons)
-        for uid, reasons in young_pod_dirs(root, pods_dirs).items():
-            guards.setdefault(uid, set()).update(reasons)
+    guards = _guards(root, o, pods_dirs) if attributable else {}
     timings["pods_s"] = round(time.time() - t1, 3)
     classify(units, live, guards, runtime_known=runtime["error"] is None)
     return {

@@ -403,41 +403,15 @@ def option_errors(p):
     return errors
 
 
-# Long on purpose (~105 lines): one pass over /proc; the findings are stated next to the numbers they compare.
-def check(runner, root="/", **opts):
-    """Task usage against kernel.pid_max/threads-max and zombie leakers.
-
-    ``opts`` override DEFAULTS; ``clk_tck`` (clock ticks a second) and
-    ``now`` (epoch seconds) can be given for tests.
-    """
-    o = dict(DEFAULTS)
-    o.update(dict((k, v) for k, v in opts.items() if v is not None))
-    proc = root_path(root, "/proc")
-    clk_tck = o.get("clk_tck") or os.sysconf("SC_CLK_TCK")
-    now = o.get("now") or time.time()
-    pid_max = read_int(os.path.join(proc, "sys/kernel/pid_max"))
-    persisted = persisted_sysctl(root, "kernel.pid_max", extra=o.get("sysctl_file"))
-    persisted["value"] = _as_int(persisted["value"])
-    threads_max = read_int(os.path.join(proc, "sys/kernel/threads-max"))
-    btime = _btime(proc)
-    uptime = _uptime(proc)
-
-    processes, tasks, zombies = scan(proc)
-    kernel_tasks = _kernel_threads(proc)
-    counted = max(tasks, kernel_tasks or 0)
-
-    limits = [(v, n) for v, n in ((pid_max, "kernel.pid_max"), (threads_max, "kernel.threads-max")) if v]
-    limit, limited_by = min(limits) if limits else (None, None)
-    usage = round(100.0 * counted / limit, 2) if limit else None
-
+def _limit_findings(o, counted, zombies, pid_max, persisted, threads_max, limit, limited_by, usage):
+    """Task usage against the limits, and the limits themselves (live and as persisted for the next boot)."""
     findings = []
     if usage is not None and usage >= o["usage_percent"]:
         findings.append(finding_from(
             FINDINGS, "pids.usage_high", subject=limited_by,
             severity="critical" if usage >= 95 else None,
             evidence={"tasks": counted, "limit": limit, "limited_by": limited_by,
-                      "usage_percent": usage, "threshold_percent": o["usage_percent"],
-                      "zombies": sum(len(v) for v in zombies.values())}))
+                      "usage_percent": usage, "threshold_percent": o["usage_percent"], "zombies": zombies}))
     pid_max_min = o["pid_max_min"] or _default_pid_max_min()
     if pid_max is not None and pid_max < pid_max_min:
         findings.append(finding_from(
@@ -451,13 +425,15 @@ def check(runner, root="/", **opts):
     if threads_max is not None and threads_max < o["threads_max_min"]:
         findings.append(finding_from(
             FINDINGS, "pids.threads_max_low", subject="kernel.threads-max",
-            evidence={"threads_max": threads_max, "recommended": o["threads_max_min"],
-                      "pid_max": pid_max}))
+            evidence={"threads_max": threads_max, "recommended": o["threads_max_min"], "pid_max": pid_max}))
+    return findings
 
+
+def _zombie_parents(zombies, clk_tck, uptime, btime, now):
+    """One entry per parent of zombies (count, age of the oldest), most zombies first."""
     parents = []
     for ppid, starts in zombies.items():
-        oldest = min(starts)
-        since_boot = oldest / float(clk_tck)
+        since_boot = min(starts) / float(clk_tck)
         if uptime is not None:
             age = uptime - since_boot
         elif btime is not None:
@@ -465,34 +441,68 @@ def check(runner, root="/", **opts):
         else:
             age = None
         started = btime + since_boot if btime is not None else None
-        parent = {"pid": ppid, "zombies": len(starts),
-                  "oldest_age_seconds": int(age) if age is not None else None,
-                  "oldest_started": (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
-                                     if started is not None else None)}
-        parents.append(parent)
+        parents.append({"pid": ppid, "zombies": len(starts),
+                        "oldest_age_seconds": int(age) if age is not None else None,
+                        "oldest_started": (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
+                                           if started is not None else None)})
     parents.sort(key=lambda p: (-p["zombies"], p["pid"]))
+    return parents
+
+
+def _judge_parent(proc, parent, o):
+    """Who the parent is (command line, namespace pid, pod/unit) and whether it leaks; its finding or None."""
+    pid = parent["pid"]
+    data = _read_small("%s/%d/stat" % (proc, pid))
+    parent["comm"], parent["ppid"] = _comm_ppid(data) if data else (None, None)
+    parent["cmdline"] = _cmdline(proc, pid, parent["comm"]) if data else None
+    parent["ns_pid"] = _ns_pid(proc, pid)
+    parent.update(owner(read_text("%s/%d/cgroup" % (proc, pid))))
+    parent["leaker"] = (parent["zombies"] >= o["zombie_threshold"]
+                        and (parent["oldest_age_seconds"] is None or parent["oldest_age_seconds"] >= o["zombie_min_age"]))
+    parent["advice"] = zombie_advice(parent["ns_pid"])
+    if not parent["leaker"]:
+        return None
+    where = parent["pod_uid"] and "pod %s" % parent["pod_uid"] or parent["unit"] or parent["cgroup"]
+    return finding_from(
+        FINDINGS, "pids.zombie_leaker",
+        subject="pid %d (%s)%s" % (pid, parent["comm"], " in %s" % where if where else ""),
+        evidence={"pid": pid, "cmdline": parent["cmdline"], "zombies": parent["zombies"],
+                  "oldest_age_seconds": parent["oldest_age_seconds"],
+                  "pid1_of_namespace": parent["ns_pid"] == 1, "advice": parent["advice"],
+                  "cgroup": parent["cgroup"], "unit": parent["unit"],
+                  "pod_uid": parent["pod_uid"], "container_id": parent["container_id"],
+                  "threshold": o["zombie_threshold"]})
+
+
+def check(runner, root="/", **opts):
+    """Task usage against kernel.pid_max/threads-max and zombie leakers: one pass over /proc.
+
+    ``opts`` override DEFAULTS; ``clk_tck`` (clock ticks a second) and
+    ``now`` (epoch seconds) can be given for tests.
+    """
+    o = dict(DEFAULTS)
+    o.update(dict((k, v) for k, v in opts.items() if v is not None))
+    proc = root_path(root, "/proc")
+    pid_max = read_int(os.path.join(proc, "sys/kernel/pid_max"))
+    persisted = persisted_sysctl(root, "kernel.pid_max", extra=o.get("sysctl_file"))
+    persisted["value"] = _as_int(persisted["value"])
+    threads_max = read_int(os.path.join(proc, "sys/kernel/threads-max"))
+
+    processes, tasks, zombies = scan(proc)
+    kernel_tasks = _kernel_threads(proc)
+    counted = max(tasks, kernel_tasks or 0)
+    limits = [(v, n) for v, n in ((pid_max, "kernel.pid_max"), (threads_max, "kernel.threads-max")) if v]
+    limit, limited_by = min(limits) if limits else (None, None)
+    usage = round(100.0 * counted / limit, 2) if limit else None
+    findings = _limit_findings(o, counted, sum(len(v) for v in zombies.values()), pid_max, persisted,
+                               threads_max, limit, limited_by, usage)
+
+    parents = _zombie_parents(zombies, o.get("clk_tck") or os.sysconf("SC_CLK_TCK"), _uptime(proc), _btime(proc),
+                              o.get("now") or time.time())
     for parent in parents[:o["max_parents"]]:
-        pid = parent["pid"]
-        data = _read_small("%s/%d/stat" % (proc, pid))
-        parent["comm"], parent["ppid"] = _comm_ppid(data) if data else (None, None)
-        parent["cmdline"] = _cmdline(proc, pid, parent["comm"]) if data else None
-        parent["ns_pid"] = _ns_pid(proc, pid)
-        parent.update(owner(read_text("%s/%d/cgroup" % (proc, pid))))
-        leaker = (parent["zombies"] >= o["zombie_threshold"]
-                  and (parent["oldest_age_seconds"] is None or parent["oldest_age_seconds"] >= o["zombie_min_age"]))
-        parent["leaker"] = leaker
-        parent["advice"] = zombie_advice(parent["ns_pid"])
-        if leaker:
-            where = parent["pod_uid"] and "pod %s" % parent["pod_uid"] or parent["unit"] or parent["cgroup"]
-            findings.append(finding_from(
-                FINDINGS, "pids.zombie_leaker",
-                subject="pid %d (%s)%s" % (pid, parent["comm"], " in %s" % where if where else ""),
-                evidence={"pid": pid, "cmdline": parent["cmdline"], "zombies": parent["zombies"],
-                          "oldest_age_seconds": parent["oldest_age_seconds"],
-                          "pid1_of_namespace": parent["ns_pid"] == 1, "advice": parent["advice"],
-                          "cgroup": parent["cgroup"], "unit": parent["unit"],
-                          "pod_uid": parent["pod_uid"], "container_id": parent["container_id"],
-                          "threshold": o["zombie_threshold"]}))
+        leak = _judge_parent(proc, parent, o)
+        if leak:
+            findings.append(leak)
 
     return {
         "processes": processes,

@@ -458,65 +458,83 @@ def _undo(module, files, changes):
             os.unlink(real)
 
 
-# Long on purpose (~95 lines): the module's steps in order (validate, inspect, plan, diff, write, re-read,
-# undo).
-def main():
-    module = build_module()
+def _check_params(module):
+    """What the argument spec cannot say; fails before anything is read."""
     p = module.params
-    root = p["root"]
     errors = _options.value_errors(kl, p)
+    if p["keep_backups"] < 0:
+        errors.append("keep_backups must be 0 or more, got %d" % p["keep_backups"])
+    if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"] or p["dropin_name"].startswith("."):
+        errors.append("dropin_name must be a file name ending in .conf (kubelet only reads *.conf drop-ins)")
     if errors:
         module.fail_json(msg="; ".join(errors))
-    if p["keep_backups"] < 0:
-        module.fail_json(msg="keep_backups must be 0 or more, got %d" % p["keep_backups"])
-    if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"] or p["dropin_name"].startswith("."):
-        module.fail_json(msg="dropin_name must be a file name ending in .conf (kubelet only reads *.conf drop-ins)")
-    runner = Runner(module)
+
+
+def _inspect(module, runner):
+    """(node, layers, facts, settings, profile): the node read, and the settings asked for (with the profile's)."""
+    p = module.params
     profile = None
     try:
         settings = kl.validate_settings(p["settings"])
-        node, layers, facts = kl.inspect(runner, root, unit=p["unit"], kubelet_version=p["kubelet_version"],
+        node, layers, facts = kl.inspect(runner, p["root"], unit=p["unit"], kubelet_version=p["kubelet_version"],
                                          roundtrip=bool(settings) or p["profile"] is not None)
         if p["profile"] is not None:
             # the profile as this kubelet version understands it; explicit settings win over it
             wanted, floors, notes = kl.profile_settings(p["profile"], node.version, node.version_text)
             profile = {"settings": wanted, "floors": [f for f in floors if f not in settings], "notes": notes}
             settings = kl.validate_settings(dict(wanted, **settings))
-    except kl.KubeletError as exc:
-        module.fail_json(msg=exc.msg, **exc.details)
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
     if settings and kl.ruamel() is None:
         module.fail_json(msg=missing_required_lib("ruamel.yaml (Debian/Ubuntu: python3-ruamel.yaml)"),
                          exception=str(kl.ruamel_error()))
     if not facts.get("present"):
         module.fail_json(msg="no systemd unit %s found on this node" % p["unit"])
+    return node, layers, facts, settings, profile
 
+
+def _read_result(facts, profile):
+    """The result of a read: what the node has, nothing planned yet."""
     result = dict(
-        changed=False,
-        layout=facts["layout"],
-        kops=facts["kops"],
-        version=facts["version"],
-        unit_files=facts["unit_files"],
-        env_files=facts["env_files"],
-        argv=facts["argv"],
-        config_path=facts["config_path"],
-        config_dir=facts["config_dir"],
-        dropins=facts["dropins"],
-        before=facts["effective"],
-        effective=facts["effective"],
-        deprecated_flags=facts["deprecated_flags"],
-        flag_edits=[],
-        target={},
-        raised=[],
-        files=[],
-        backups=[],
-        created=[],
-        daemon_reload_required=False,
-        restart_required=False,
-        findings=facts["findings"],
-        edit_library=kl.ruamel() is not None,
+        changed=False, layout=facts["layout"], kops=facts["kops"], version=facts["version"],
+        unit_files=facts["unit_files"], env_files=facts["env_files"], argv=facts["argv"],
+        config_path=facts["config_path"], config_dir=facts["config_dir"], dropins=facts["dropins"],
+        before=facts["effective"], effective=facts["effective"], deprecated_flags=facts["deprecated_flags"],
+        flag_edits=[], target={}, raised=[], files=[], backups=[], created=[], daemon_reload_required=False,
+        restart_required=False, findings=facts["findings"], edit_library=kl.ruamel() is not None,
     )
     if profile is not None:
         result["profile"] = profile
+    return result
+
+
+def _write_and_reread(module, node, planned, result, before):
+    """Write the planned files, read them back; undo and fail when the files do not give the targets."""
+    p = module.params
+    files = planned["files"]
+    backups, created, changes = _write_all(module, files, p["root"], p["backup"], p["keep_backups"])
+    result["backups"] = backups
+    result["created"] = created
+    # the after-state reported is read back from the files as written
+    try:
+        config, sources = kl.reread(node, p["root"])
+        missing = kl.missing_targets(config, planned["targets"])
+    except kl.KubeletError as exc:
+        config, missing = None, ["(unreadable: %s)" % exc.msg]
+    if missing:
+        _undo(module, files, changes)
+        module.fail_json(msg="the files as written do not give %s; the change was undone" % ", ".join(missing),
+                         before=before)
+    result["effective"] = kl.report(config, sources)
+
+
+def main():
+    """Validate, inspect, plan, diff, write, re-read (undo on a mismatch)."""
+    module = build_module()
+    p = module.params
+    _check_params(module)
+    node, layers, facts, settings, profile = _inspect(module, Runner(module))
+    result = _read_result(facts, profile)
     if facts["kops"]:
         module.warn("kOps manages this node (%s): nodeup regenerates the kubelet files; change the cluster spec instead"
                     % ", ".join(facts["kops"]))
@@ -525,8 +543,8 @@ def main():
 
     try:
         planned = kl.plan(node, layers, settings, allow_lower=p["allow_lower"], stale_mode=p["stale_flags"],
-                          dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=root,
-                          floors=profile["floors"] if profile else (), capacity=kl.node_capacity(root))
+                          dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=p["root"],
+                          floors=profile["floors"] if profile else (), capacity=kl.node_capacity(p["root"]))
     except kl.KubeletError as exc:
         module.fail_json(msg=exc.msg, **dict(exc.details, before=facts["effective"]))
 
@@ -551,20 +569,7 @@ def main():
     if module._diff:
         result["diff"] = [file_diff(f["path"], f["before"], f["after"]) for f in files]
     if files and not module.check_mode:
-        backups, created, changes = _write_all(module, files, root, p["backup"], p["keep_backups"])
-        result["backups"] = backups
-        result["created"] = created
-        # the after-state reported is read back from the files as written
-        try:
-            config, sources = kl.reread(node, root)
-            missing = kl.missing_targets(config, planned["targets"])
-        except kl.KubeletError as exc:
-            config, missing = None, ["(unreadable: %s)" % exc.msg]
-        if missing:
-            _undo(module, files, changes)
-            module.fail_json(msg="the files as written do not give %s; the change was undone" % ", ".join(missing),
-                             before=facts["effective"])
-        result["effective"] = kl.report(config, sources)
+        _write_and_reread(module, node, planned, result, facts["effective"])
     module.exit_json(**result)
 
 

@@ -94,11 +94,11 @@ def test_runc_versions_and_quota_bug():
     assert (rc93["version"], rc93["prerelease"], rc93["spec"]) == ("1.0.0-rc93", "rc93", "1.0.2-dev")
     v115 = c.parse_runc_version(fixture("runc-version-1.1.5.txt"))
     assert (v115["version"], v115["commit"]) == ("1.1.5", "1.1.5+ds1-1+deb12u1")
-    assert c.runc_has_quota_bug("1.0.0-rc4")
-    assert c.runc_has_quota_bug("0.1.1")
-    assert not c.runc_has_quota_bug("1.0.0-rc5")
-    assert not c.runc_has_quota_bug(rc93["version"])
-    assert not c.runc_has_quota_bug("1.1.5+ds1")
+    assert c.runc_has_quota_bug(c.parse_semver("1.0.0-rc4"))
+    assert c.runc_has_quota_bug(c.parse_semver("0.1.1"))
+    assert not c.runc_has_quota_bug(c.parse_semver("1.0.0-rc5"))
+    assert not c.runc_has_quota_bug(rc93)
+    assert not c.runc_has_quota_bug(c.parse_semver("1.1.5+ds1"))
     old = c.parse_runc_version("runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n")
     assert old["version"] == "1.0.0-rc4"
 

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Reviewed allow-list for the dead-code check (tests/unit/test_dead_code.py): each name vulture
+# cannot see used, and why it is used. vulture reads this file as code that uses the names.
+# pylint: skip-file
+# flake8: noqa
+
+# Set on objects of other libraries, read there:
+preserve_quotes  # ruamel.yaml's YAML(): keep the document's quoting on dump (_kubelet_yaml)
+run_command_environ_update  # AnsibleModule: the environment of run_command (_common.Runner)
+
+# Looked up by Ansible, not called by name:
+ModuleDocFragment  # doc_fragments/*.py
+FilterModule  # filter/*.py
+filters  # FilterModule.filters
+transport  # lab/connection_plugins: the connection plugin's class attributes
+has_pipelining
+
+# The http.server handler interface (lab/apiserver-double):
+server_version
+log_message
+do_GET
+do_PATCH
+do_POST
+do_DELETE
+do_PUT
+
+# Used by the tests only, and meant to be: the inverse of _mount_units_systemd.unit_name_to_path,
+# checked against it and used to name the units the tests leak.
+systemd_escape_path

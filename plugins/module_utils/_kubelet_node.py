@@ -188,8 +188,8 @@ def _layout(node):
         return "kops"
     if any(p.endswith("/kubelet.env") for p in env_paths) or node.config_path == "/etc/kubernetes/kubelet-config.yaml":
         return "kubespray"
-    if any(p.endswith("kubeadm-flags.env") for p in env_paths) or any(p.endswith("10-kubeadm.conf")
-                                                                        for p, _t in node.unit_files):
+    kubeadm_dropin = any(p.endswith("10-kubeadm.conf") for p, _t in node.unit_files)
+    if any(p.endswith("kubeadm-flags.env") for p in env_paths) or kubeadm_dropin:
         return "kubeadm"
     return "config-file" if node.config_path else "flags-only"
 

@@ -180,7 +180,6 @@ from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package
 from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
-    FileSafetyError,
     node_path,
     resolve_target,
     write_files,

@@ -118,7 +118,7 @@ attributes:
   platform:
     details: Linux nodes, x86_64 or aarch64.
 notes:
-  - The role M(nodefix.k8s.gvisor) calls this module for its mirror upgrade and restarts containerd afterwards; the
+  - The role C(nodefix.k8s.gvisor) calls this module for its mirror upgrade and restarts containerd afterwards; the
     module itself restarts nothing.
 seealso:
   - module: nodefix.k8s.runsc_info

@@ -146,7 +146,7 @@ def held(lock_name):
 # and /kubepods cgroups), kernel (CPU quota cgroups), npd and pid_limits (every
 # detector, host-wide reads) must not run beside the lab's container nodes,
 # whose audits must come out exact (and the other way round).
-MOLECULE_ISOLATED = ("containerd", "containerd_rollback", "kubelet_kubeadm", "kubelet_kubespray", "kubelet_rollback",
+MOLECULE_ISOLATED = ("containerd", "containerd_rollback", "kubelet", "kubelet_rollback",
                      "mount_units", "mount_units_reboot")
 MOLECULE_ALL = sorted(os.path.basename(os.path.dirname(p))
                       for p in glob.glob(os.path.join(ROOT, "molecule", "*", "molecule.yml")))

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""testinfra checks for kubelet_kubespray: kubespray layout on 1.26 and a --config-dir node on 1.31."""
+"""testinfra checks for the kubelet scenario's kubespray node (1.26) and --config-dir node (1.31), both with guard rails."""
 
 import json
 import os
@@ -10,6 +10,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 import floor  # noqa: E402  pylint: disable=wrong-import-position
 import untouched  # noqa: E402  pylint: disable=wrong-import-position
+
+# the nodes these checks are about (conftest.py runs them on them alone)
+NODES = ("nodefix-kubelet-kubespray", "nodefix-kubelet-configdir")
 
 
 def configz(host):

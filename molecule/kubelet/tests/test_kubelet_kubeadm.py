@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""testinfra checks for kubelet_kubeadm: profile in effect, stale flags gone, comments kept."""
+"""testinfra checks for the kubeadm node of the kubelet scenario: profile in effect, stale flags gone, comments kept."""
 
 import json
 import os
@@ -10,6 +10,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 import floor  # noqa: E402  pylint: disable=wrong-import-position
 import untouched  # noqa: E402  pylint: disable=wrong-import-position
+
+# the node these checks are about (conftest.py runs them on it alone)
+NODES = ("nodefix-kubelet-kubeadm",)
 
 
 def configz(host):

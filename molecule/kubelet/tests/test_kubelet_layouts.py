@@ -53,9 +53,8 @@ def test_rate_limits(host):
     assert dict((f, kc[f]) for f in rates) == want
 
 
+@pytest.mark.nodes("nodefix-kubelet-kubespray")
 def test_kubespray_files(host):
-    if kind(host) != "kubespray":
-        pytest.skip("kubespray node only")
     env = host.file("/etc/kubernetes/kubelet.env").content_string
     assert "--kube-api-qps" not in env and "--kube-api-burst" not in env
     assert "--config=/etc/kubernetes/kubelet-config.yaml \\\n" in env
@@ -64,9 +63,8 @@ def test_kubespray_files(host):
     assert "clusterDNS:\n  - 169.254.25.10\n" in cfg
 
 
+@pytest.mark.nodes("nodefix-kubelet-configdir")
 def test_configdir_dropin_owned_by_the_collection(host):
-    if kind(host) != "configdir":
-        pytest.skip("--config-dir node only")
     dropin = host.file("/etc/kubernetes/kubelet.conf.d/99-nodefix-k8s.conf")
     assert dropin.exists
     assert dropin.content_string.startswith("# Managed by the nodefix.k8s collection")

@@ -35,6 +35,11 @@ FINDINGS = {
 }
 
 
+def fix_roles(findings):
+    """The roles that fix ``findings`` (their ``fix.role``), sorted, each once."""
+    return sorted(set(f["fix"]["role"] for f in findings if f.get("fix", {}).get("role")))
+
+
 def run_detectors(runner, detectors, root="/", options=None):
     """Run ``detectors`` ([(name, module_utils module)], in that order); return {checks: {name: facts},
     findings, summary, timings}.
@@ -76,7 +81,6 @@ def run_detectors(runner, detectors, root="/", options=None):
     counts = dict((level, 0) for level in SEVERITIES)
     for f in findings:
         counts[f["severity"]] += 1
-    fix_roles = sorted(set(f["fix"]["role"] for f in findings if f.get("fix", {}).get("role")))
     return {
         "checks": results,
         "findings": findings,
@@ -84,7 +88,7 @@ def run_detectors(runner, detectors, root="/", options=None):
             "total": len(findings),
             "by_severity": counts,
             "worst": worst_severity(findings),
-            "fix_roles": fix_roles,
+            "fix_roles": fix_roles(findings),
             "ids": sorted(set(f["id"] for f in findings)),
         },
         "timings": timings,

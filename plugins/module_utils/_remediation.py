@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._detect import fix_roles
 from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
 
 REBOOT_ROLE = "nodefix.k8s.reboot"
@@ -56,16 +57,17 @@ def _findings(audit):
     bad = [i for i, f in enumerate(found) if not isinstance(f, dict) or not isinstance(f.get("id"), str)]
     if bad:
         raise PlanInputError("the before-audit's finding %d has no id" % bad[0])
+    bad = [f["id"] for f in found if not isinstance(f.get("fix", {}), dict)]
+    if bad:
+        raise PlanInputError("the before-audit's finding %s has a fix that is not a mapping" % bad[0])
     return found
 
 
-def _reason(finding, dying_memcgs):
-    """The reboot reason a finding gives ({id, check, reason}), or None."""
+def _reason(finding):
+    """The reboot reason a finding gives: {id, check, reason}."""
     fid = finding["id"]
     evidence = finding.get("evidence") if isinstance(finding.get("evidence"), dict) else {}
     if fid == "kernel.dying_memcgs":
-        if not dying_memcgs:
-            return None
         text = "%s dying memory cgroups (threshold %s)" % (evidence.get("count"), evidence.get("threshold"))
     else:
         reasons = evidence.get("reasons") if isinstance(evidence.get("reasons"), list) else []
@@ -82,19 +84,10 @@ def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_m
     mount_units_reboot = _switch("nodefix_mount_units_reboot", mount_units_reboot)
     dying_memcgs = _switch("nodefix_reboot_dying_memcgs", dying_memcgs)
     guard = _switch("nodefix_kubelet_guard_rails", kubelet_guard_rails, allow_auto=True)
-    reasons = []
-    for f in found if drainable else []:
-        wanted = ((f["id"].startswith("reboot.") and reboot) or (f["id"] == SLOW_CLEANUP and mount_units_reboot)
-                  or f["id"] == "kernel.dying_memcgs")
-        reason = _reason(f, dying_memcgs) if wanted else None
-        if reason:
-            reasons.append(reason)
-    roles = []
-    for f in found:
-        role = (f.get("fix") or {}).get("role") if isinstance(f.get("fix"), dict) else None
-        if role and role != REBOOT_ROLE and role not in roles:
-            roles.append(role)
-    roles.sort()
+    reasons = [_reason(f) for f in (found if drainable else [])
+               if (f["id"].startswith("reboot.") and reboot) or (f["id"] == SLOW_CLEANUP and mount_units_reboot)
+               or (f["id"] == "kernel.dying_memcgs" and dying_memcgs)]
+    roles = [role for role in fix_roles(found) if role != REBOOT_ROLE]
     if [r for r in reasons if r["id"] != SLOW_CLEANUP]:
         roles.append(REBOOT_ROLE)
     ids = set(f["id"] for f in found)

@@ -254,8 +254,10 @@ def _new_files(p, url, workdir):
 
 
 def _same(new, dest):
+    """Whether ``dest`` (through a symlink) holds exactly ``new``: sizes first, hashed only when they agree."""
     real = os.path.realpath(dest)
-    return os.path.isfile(real) and gi.sha512_of(real) == gi.sha512_of(new)
+    return (os.path.isfile(real) and os.path.getsize(real) == os.path.getsize(new)
+            and gi.sha512_of(real) == gi.sha512_of(new))
 
 
 def _tree_same(src, dest):
@@ -266,14 +268,13 @@ def _tree_same(src, dest):
     return True
 
 
-def _install(module, runner, p, new, workdir, before, expected):
+def _install(module, runner, p, new, bindest, workdir, before, expected):
     """Back up, replace, read again (it must report ``expected``, the downloaded runsc's version);
     undo everything on any failure. Returns (installed, backups)."""
     runsc, shim, bindir = new
     suffix = re.sub(r"[^A-Za-z0-9._-]", "_", before["version"] if before else "unknown")
     inst = gi.Installer(module, workdir)
     targets = [(runsc, p["dest"])] + ([(shim, p["shim_dest"])] if shim else [])
-    bindest = os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gi.BINDIR)
     try:
         for _new, dest in targets:
             inst.backup(dest, suffix)
@@ -305,11 +306,13 @@ def run(module, runner, p, workdir):
     files = gi.verify(fetch, url, workdir, gi.files_for(p["layout"], p["install_shim"]), p["checksums"], still)
     new = _new_files(p, url, workdir)
     downloaded = gi.check_new_runsc(runner, new[0], url + "/runsc", p["minimum_release"])
-    same = _same(new[0], p["dest"]) and (not new[1] or _same(new[1], p["shim_dest"])) and (
-        not new[2] or _tree_same(new[2], os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gi.BINDIR)))
+    # gvisor-bin/ goes beside the runsc the link points to
+    bindest = os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gi.BINDIR)
+    same = (_same(new[0], p["dest"]) and (not new[1] or _same(new[1], p["shim_dest"]))
+            and (not new[2] or _tree_same(new[2], bindest)))
     installed, backups = [], []
     if not same and not module.check_mode:
-        installed, backups = _install(module, runner, p, new, workdir, before, downloaded)
+        installed, backups = _install(module, runner, p, new, bindest, workdir, before, downloaded)
     elif not same:
         installed = [p["dest"]] + ([p["shim_dest"]] if new[1] else [])
     opts = dict((k, p[k]) for k in PLAN_OPTIONS)

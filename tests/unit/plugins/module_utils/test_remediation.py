@@ -68,6 +68,8 @@ def test_a_clean_node_gets_nothing():
     (None, {}, "not a node_audit result"),
     ({"findings": "x"}, {}, "not a node_audit result"),
     ({"findings": [{"check": "x"}]}, {}, "finding 0 has no id"),
+    ({"findings": [{"id": "gvisor.runsc_outdated", "fix": "nodefix.k8s.gvisor"}]}, {},
+     "finding gvisor.runsc_outdated has a fix that is not a mapping"),
     (AUDIT, {"reboot": "maybe"}, "nodefix_reboot must be true or false, got 'maybe'"),
     (AUDIT, {"kubelet_guard_rails": "sometimes"}, "nodefix_kubelet_guard_rails must be true or false or auto"),
 ])

@@ -26,3 +26,6 @@ export NODEFIX_LAB_LOCK="${NODEFIX_LAB_LOCK:-/tmp/nodefix-lab.lock}"
 # one at a time among themselves, beside a holder of the lab lock
 # (MOLECULE_ISOLATED in tests/integration/conftest.py says which jobs these are).
 export NODEFIX_POD_LOCK="${NODEFIX_POD_LOCK:-/tmp/nodefix-pods.lock}"
+# The lock of the emulated QEMU VMs (the end-to-end lab's cgroup v2 node, the kernel VM):
+# one at a time - each takes a core or two under TCG (tests/nodefix_lab_chain.py).
+export NODEFIX_VM_LOCK="${NODEFIX_VM_LOCK:-/tmp/nodefix-vm.lock}"

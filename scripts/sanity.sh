@@ -23,7 +23,7 @@ case "${NODEFIX_SANITY_CORE:-newest}" in
             tests+=(--test "$t"); done ;;
   *) echo "NODEFIX_SANITY_CORE must be newest or oldest" >&2; exit 2 ;;
 esac
-echo "ansible-test sanity with $("$venv/bin/ansible" --version | head -1)"
+echo "ansible-test sanity with $("$venv/bin/ansible" --version | sed -n 1p)"
 dest="$copy/ansible_collections/nodefix/k8s"
 rm -rf "$dest"
 mkdir -p "$dest"

@@ -13,8 +13,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _audit  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_schema  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
 
 HEADER = """# Finding ids
 
@@ -31,7 +31,7 @@ one module call; `nodefix.k8s.remediate` runs the fixing roles of what it found.
 
 
 def render():
-    registries = [("audit", _audit.FINDINGS)] + [(name, getattr(mod, "FINDINGS", {})) for name, mod in _audit.DETECTORS]
+    registries = [("audit", audit_checks.FINDINGS)] + [(name, getattr(mod, "FINDINGS", {})) for name, mod in audit_checks.DETECTORS]
     out = [HEADER]
     seen = set()
     for check, registry in registries:
@@ -58,7 +58,7 @@ FLOOR_HEADER = """## The kubelet rate-limit floor
 
 The floor the `nodefix.k8s.kubelet` role writes (`kubelet_config` option
 `profile`) and below which the kubelet detector reports a limit, set in one
-place: `RATE_LIMIT_FLOOR` in `plugins/module_utils/_kubelet_schema.py`. A kubelet
+place: `RATE_LIMIT_FLOOR` in `plugins/module_utils/_kubelet/schema.py`. A kubelet
 version default that is higher wins (kubelet 1.27 raised the API and event
 defaults, kubernetes PR #116121); a higher value in effect is never lowered.
 """
@@ -67,8 +67,8 @@ defaults, kubernetes PR #116121); a higher value in effect is never lowered.
 def render_floor():
     """The floor table, from the one place that sets it."""
     out = [FLOOR_HEADER, "| field | floor | default before 1.27 | default since 1.27 |", "|---|---|---|---|"]
-    old, new = _kubelet_schema.version_defaults((1, 26)), _kubelet_schema.version_defaults((1, 27))
-    for field, floor in _kubelet_schema.RATE_LIMIT_FLOOR.items():
+    old, new = kubelet_schema.version_defaults((1, 26)), kubelet_schema.version_defaults((1, 27))
+    for field, floor in kubelet_schema.RATE_LIMIT_FLOOR.items():
         out.append("| `%s` | %d | %d | %d |" % (field, floor, old[field], new[field]))
     out.append("")
     return "\n".join(out)

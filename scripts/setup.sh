@@ -25,6 +25,7 @@ step() {
 
 # 1. Debian packages -------------------------------------------------------
 APT_PACKAGES=(podman runc mmdebstrap python3 python3-venv python3-pip rsync git ca-certificates util-linux chromium openssl
+              shellcheck
               qemu-system-x86 qemu-utils e2fsprogs openssh-client systemd ovmf mtools dosfstools fdisk
               dnf rpm createrepo-c grub-common)
 apt_packages() {
@@ -94,7 +95,9 @@ sanity_venv() {
     rm -rf "$NODEFIX_CACHE/sanity-venv"
     "$NODEFIX_VENV/bin/python" -m venv "$NODEFIX_CACHE/sanity-venv"
     core=$(grep -E '^ansible-core==' requirements/dev.txt)
-    "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" $(printf -- '-r %s ' "${sanity_req[@]}") 2>&1 | quiet_pip
+    local reqs=() r
+    for r in "${sanity_req[@]}"; do reqs+=(-r "$r"); done
+    "$NODEFIX_CACHE/sanity-venv/bin/pip" install -q "$core" "${reqs[@]}" 2>&1 | quiet_pip
     echo "$sanity_hash" > "$NODEFIX_CACHE/sanity-venv/.nodefix-req"
   fi
   "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
@@ -112,9 +115,9 @@ sanity_venv_oldest() {
     "$venv/bin/pip" install -q "$core" 2>&1 | quiet_pip
     # the requirements of the tests scripts/sanity.sh runs with the oldest core
     local req="$venv/lib/python3.11/site-packages/ansible_test/_data/requirements"
-    "$venv/bin/pip" install -q "$core" \
-      $(printf -- "-r $req/sanity.%s.txt " ansible-doc import import.plugin runtime-metadata validate-modules) \
-      2>&1 | quiet_pip
+    local reqs=() t
+    for t in ansible-doc import import.plugin runtime-metadata validate-modules; do reqs+=(-r "$req/sanity.$t.txt"); done
+    "$venv/bin/pip" install -q "$core" "${reqs[@]}" 2>&1 | quiet_pip
     echo "$core subset" > "$venv/.nodefix-req"
   fi
   "$venv/bin/python" scripts/offline_get_pip.py   # the pip version that ansible-test pins

@@ -16,7 +16,7 @@
 # Extra arguments go to pytest (e.g. `-k unit`, `-m "not lab"`).
 set -uo pipefail
 start=$SECONDS
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 . scripts/env.sh
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }

@@ -20,22 +20,22 @@ limit=${1:-0}
 stoppedCount=0
 seen=0
 # counting actual subpath units in systemd
-countBefore=$(systemctl list-units | grep subpath | grep "run-" | wc -l)
+countBefore=$(systemctl list-units | grep subpath | grep -c "run-")
 for unit in $(systemctl list-units | grep subpath | grep "run-" | awk '{print $1}'); do
   if [ "$limit" -gt 0 ] && [ "$seen" -ge "$limit" ]; then break; fi
   seen=$((seen + 1))
-  status=$(systemctl status ${unit})
+  status=$(systemctl status "${unit}")
   DropFile=$(echo "$status" | grep Drop | awk -F': ' '{print $2}')
   if [ -n "$DropFile" ]; then
-    PodUid=$(cat ${DropFile}/50-Description.conf | awk '{print $5}' | cut -d/ -f6)
+    PodUid=$(awk '{print $5}' "${DropFile}/50-Description.conf" | cut -d/ -f6)
   else
     UnitFile=$(echo "$status" | grep 'Loaded:' | sed 's/.*(\([^;]*\);.*/\1/')
-    PodUid=$(cat ${UnitFile} | grep '^Description=' | awk '{print $5}' | cut -d/ -f6)
+    PodUid=$(grep '^Description=' "${UnitFile}" | awk '{print $5}' | cut -d/ -f6)
   fi
   # checking pod status (originally: docker ps | grep -c)
-  checkFlag=$(crictl pods -o json | grep -c ${PodUid})
+  checkFlag=$(crictl pods -o json | grep -c "${PodUid}")
   if [[ ${checkFlag} -eq 0 ]]; then
-    systemctl stop $unit
+    systemctl stop "$unit"
     ((stoppedCount++))
   fi
 done

@@ -90,11 +90,12 @@ def install(name):
     # the files the CLI imports, as the role's timer ships them (meta/node_files.yml)
     with open(os.path.join(ROOT, "meta", "node_files.yml")) as fh:
         files = yaml.safe_load(fh)["mount_units_cli"]["module_utils"]
+    pexec(name, "mkdir", "-p", *sorted(set(mu + os.path.dirname(f) for f in files)))   # the packages
     for f in files:
         put(name, os.path.join(ROOT, "plugins", "module_utils", f), mu + f)
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write("import sys\nsys.path.insert(0, '/opt/nodefix')\n"
-                 "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cli\n"
+                 "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.cleanup import cli\n"
                  "sys.exit(cli())\n")
     put(name, fh.name, "/opt/nodefix/nodefix-mount-units", "0755")
     os.unlink(fh.name)

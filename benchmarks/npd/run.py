@@ -36,8 +36,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONDITIONS = ["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking", "PIDPressureRisk", "KubeletConfigRisk",
               "ContainerRuntimeRisk", "KernelRisk"]
 KUBELET_CONDITIONS = ["KubeletConfigRisk", "GVisorMemoryLimitIgnored"]
+# the plugin's entry: module_utils/_npd/plugin.py since the package split, module_utils/_npd.py before it
 ENTRY = ("import sys; sys.path.insert(0, %r); "
-         "from ansible_collections.nodefix.k8s.plugins.module_utils._npd import cli; sys.exit(cli())")
+         "from ansible_collections.nodefix.k8s.plugins.module_utils import _npd; "
+         "cli = _npd.cli if hasattr(_npd, 'cli') else __import__(_npd.__name__ + '.plugin', fromlist=['cli']).cli; "
+         "sys.exit(cli())")
 
 
 def tree(rev, dest):
@@ -45,9 +48,13 @@ def tree(rev, dest):
     target = os.path.join(dest, "ansible_collections", "nodefix", "k8s", "plugins", "module_utils")
     os.makedirs(target)
     if rev is None:
-        for name in os.listdir(os.path.join(REPO, "plugins", "module_utils")):
+        source = os.path.join(REPO, "plugins", "module_utils")
+        for name in os.listdir(source):
             if name.endswith(".py"):
-                shutil.copy(os.path.join(REPO, "plugins", "module_utils", name), target)
+                shutil.copy(os.path.join(source, name), target)
+            elif name.startswith("_") and os.path.isdir(os.path.join(source, name)) and name != "__pycache__":
+                shutil.copytree(os.path.join(source, name), os.path.join(target, name),
+                                ignore=shutil.ignore_patterns("__pycache__"))
     else:
         archive = subprocess.run(["git", "-C", REPO, "archive", rev, "plugins/module_utils"], check=True,
                                  capture_output=True).stdout

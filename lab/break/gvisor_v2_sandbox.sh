@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Lab helper, run by lab/break/gvisor_v2_sandbox.yml as `sh -c "<this text>" sh ARGS`
 # through ansible.builtin.command (argv, so nothing is interpolated into the script
 # and runsc starts exactly as the command module would start it on its own):

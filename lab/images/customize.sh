@@ -8,10 +8,9 @@ suite=$2
 : > "$root/etc/machine-id"
 rm -f "$root/var/lib/dbus/machine-id"
 # systemd-modules-load fails in a container and marks Debian 13 "degraded".
-for unit in systemd-modules-load.service; do
-  mkdir -p "$root/etc/systemd/system/$unit.d"
-  printf '[Unit]\nConditionVirtualization=!container\n' > "$root/etc/systemd/system/$unit.d/10-nodefix-container.conf"
-done
+unit=systemd-modules-load.service
+mkdir -p "$root/etc/systemd/system/$unit.d"
+printf '[Unit]\nConditionVirtualization=!container\n' > "$root/etc/systemd/system/$unit.d/10-nodefix-container.conf"
 # Nothing in the lab needs a login prompt on a console.
 ln -sf /dev/null "$root/etc/systemd/system/console-getty.service"
 ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"

@@ -94,7 +94,7 @@ dpkg-deb -x "$work"/runsc_*.deb "$root/var/lib/nodefix-gvisor-mirror/extract"
 
 # 2b. The lab's package mirror: the backports kernel, a flat repository ---------
 mkdir -p "$KERNEL_CACHE"
-if [ "$(ls "$KERNEL_CACHE"/*.deb 2>/dev/null | wc -l)" != 2 ]; then
+if [ "$(find "$KERNEL_CACHE" -maxdepth 1 -name '*.deb' | wc -l)" != 2 ]; then
   echo "deb $MIRROR $KERNEL_SUITE main" > "$apt_next/sources.list"
   apt-get "${A[@]}" update >> "$work/apt-next.log" 2>&1 || { tail -20 "$work/apt-next.log"; exit 1; }
   dep=$(apt-cache "${A[@]}" show "$KERNEL_META/$KERNEL_SUITE" | sed -n 's/^Depends: \([^ ,]*\).*/\1/p' | head -1)
@@ -154,6 +154,8 @@ menuentry 'Debian GNU/Linux, with Linux $release (lab image)' {
 }
 CFG
 grub-editenv "$root/boot/grub/grubenv" create 2>/dev/null || chroot "$root" grub-editenv /boot/grub/grubenv create
+# GRUB's own $root, not the shell's:
+# shellcheck disable=SC2016
 printf 'search --no-floppy --label root --set=root\nset prefix=($root)/boot/grub\n' > "$root/tmp/embed.cfg"
 chroot "$root" grub-mkimage -O x86_64-efi -o /tmp/BOOTX64.EFI -p /boot/grub -c /tmp/embed.cfg \
   part_gpt ext2 search search_label normal configfile linux echo test loadenv

@@ -35,7 +35,7 @@ set -euo pipefail
 BASE=$NODEFIX_CACHE/lab-vm
 WAIT=${NODEFIX_VM_WAIT_SECONDS:-400}
 cmd=${1:-}; name=${2:-}
-[ -n "$cmd" ] && [ -n "$name" ] || { sed -n '3,8p' "$0" >&2; exit 2; }
+if [ -z "$cmd" ] || [ -z "$name" ]; then sed -n '3,8p' "$0" >&2; exit 2; fi
 [[ $name =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || { echo "bad VM name: $name" >&2; exit 2; }
 run=$BASE/run/$name
 pidf=$run/qemu.pid
@@ -70,12 +70,15 @@ stop_vm() {
 
 image_dir() {
   img=$NODEFIX_VM_IMAGE_DIR
-  [ -f "$img/recipe" ] && [ -f "$img/disk.qcow2" ] \
-    || { echo "no VM image in $img: run lab/vm/build.sh (scripts/setup.sh does)" >&2; exit 1; }
+  if [ ! -f "$img/recipe" ] || [ ! -f "$img/disk.qcow2" ]; then
+    echo "no VM image in $img: run lab/vm/build.sh (scripts/setup.sh does)" >&2; exit 1
+  fi
 }
 
 launch() { # $1 = kvm|tcg
   local acc
+  # (QEMU's -accel takes one comma-separated argument)
+  # shellcheck disable=SC2054
   if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu "${NODEFIX_VM_CPU:-max}"); fi
   rm -f "$pidf"; : > "$run/serial.log"
   qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"

@@ -12,7 +12,7 @@ CACHE="$ROOT/lab/cache/containerd"
 "$ROOT/tests/unit/fixtures/containerd/fetch-debs.sh" >/dev/null
 mkdir -p "$CACHE/mirror" "$CACHE/apt-repo"
 for ver in "$@"; do
-  pkgdir=$(ls -d "$CACHE"/containerd_"$ver"[~+]ds1-*_amd64 | head -n1)
+  pkgdir=$(find "$CACHE" -maxdepth 1 -type d -name "containerd_${ver}[~+]ds1-*_amd64" | sort | head -n1)
   out="$CACHE/mirror/v$ver"
   name="containerd-$ver-linux-amd64.tar.gz"
   mkdir -p "$out"

@@ -11,7 +11,7 @@ import ast
 import os
 
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                      "plugins", "module_utils", "_kubelet_schema.py")
+                      "plugins", "module_utils", "_kubelet", "schema.py")
 
 # kubelet's own defaults (KubeletConfiguration v1beta1; 1.27 raised the API and
 # event ones, kubernetes PR #116121): a floor below them leaves them in effect.

@@ -2,7 +2,7 @@
 # Copyright (c) nodefix.k8s contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The ``root`` option of the modules that read node files (``_common.root_path``)."""
+"""The ``root`` option of the modules that read node files (``_core.paths.root_path``)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -11,12 +11,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import findings_at_or_above as _at_or_above
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config as _monitor_config
-from ansible_collections.nodefix.k8s.plugins.module_utils._npd import monitor_config_errors as _monitor_config_errors
-from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import reasons_after as _reasons_after
-from ansible_collections.nodefix.k8s.plugins.module_utils._remediation import plan as _remediation_plan
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import findings_at_or_above as _at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd.plugin import monitor_config as _monitor_config
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd.plugin import (
+    monitor_config_errors as _monitor_config_errors,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot.detect import reasons_after as _reasons_after
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit.remediation import plan as _remediation_plan
 
 
 def audit_results(hostvars, hosts, name="nodefix_audit", not_run=None):
@@ -50,7 +52,7 @@ def audit_results(hostvars, hosts, name="nodefix_audit", not_run=None):
 
 
 def findings_at_or_above(findings, threshold, ignore=None):
-    """The findings at ``threshold`` or worse (``_common.at_or_above``), without the ids in ``ignore``."""
+    """The findings at ``threshold`` or worse (``_core.findings.at_or_above``), without the ids in ``ignore``."""
     if not isinstance(findings, (list, tuple)):
         raise AnsibleFilterError("findings_at_or_above: expected a list of findings, got %s" % type(findings).__name__)
     try:
@@ -61,8 +63,8 @@ def findings_at_or_above(findings, threshold, ignore=None):
 
 def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout="5s", source="nodefix-k8s",
                        concurrency=1):
-    """node-problem-detector's custom plugin monitor config for the nodefix.k8s plugin (``_npd.monitor_config``);
-    a config node-problem-detector would refuse, or whose schedule drops ticks (``_npd.monitor_config_errors``),
+    """node-problem-detector's custom plugin monitor config for the nodefix.k8s plugin (``_npd.plugin.monitor_config``);
+    a config node-problem-detector would refuse, or whose schedule drops ticks (``_npd.plugin.monitor_config_errors``),
     is an error naming the rule."""
     for name, value in (("invoke_interval", invoke_interval), ("timeout", timeout)):
         if not isinstance(value, str) or not value[:-1].isdigit() or not value.endswith("s") or int(value[:-1]) < 1:
@@ -79,7 +81,7 @@ def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout
 
 
 def reboot_reasons_after(audit, reasons):
-    """The reboot's reasons still open, and those whose detector could not run (``_reboot.reasons_after``)."""
+    """The reboot's reasons still open, and those whose detector could not run (``_reboot.detect.reasons_after``)."""
     try:
         return _reasons_after(audit, reasons)
     except NodefixError as exc:
@@ -88,7 +90,7 @@ def reboot_reasons_after(audit, reasons):
 
 def remediation_plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_memcgs=False,
                      kubelet_guard_rails="auto"):
-    """What remediate does for a node (roles, reboot reasons, guard rails): ``_remediation.plan``."""
+    """What remediate does for a node (roles, reboot reasons, guard rails): ``_audit.remediation.plan``."""
     try:
         return _remediation_plan(audit, drainable=drainable, reboot=reboot, mount_units_reboot=mount_units_reboot,
                                  dying_memcgs=dying_memcgs, kubelet_guard_rails=kubelet_guard_rails)

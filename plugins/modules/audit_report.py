@@ -260,13 +260,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import refresh
-from ansible_collections.nodefix.k8s.plugins.module_utils._report_merge import merge_models
-from ansible_collections.nodefix.k8s.plugins.module_utils._report_html import RENDERERS
-from ansible_collections.nodefix.k8s.plugins.module_utils._waivers import WaiverError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import refresh
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.merge import merge_models
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.html_page import RENDERERS
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import WaiverError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     ReportInputError,
     build_model,
     check_remediation,
@@ -291,9 +292,9 @@ def plan_files(module, p, model):
         path = os.path.join(dest, name)
         files[fmt] = path
         try:
-            real = _fileio.resolve_target("/", path, what="report file")
-            current = _fileio.read_utf8(real, max_bytes=64 * _fileio.MAX_CONFIG_BYTES, what="report file")
-        except _fileio.FileSafetyError as exc:
+            real = core_paths.resolve_target("/", path, what="report file")
+            current = core_paths.read_utf8(real, max_bytes=64 * core_paths.MAX_CONFIG_BYTES, what="report file")
+        except core_paths.FileSafetyError as exc:
             module.fail_json(msg="%s; nothing was written" % exc.msg)
         if current != content:
             writes.append((real, content))
@@ -307,9 +308,9 @@ def read_slices(module, paths):
     slices = []
     for path in paths:
         try:
-            real = _fileio.resolve_target("/", path, what="slice report")
-            text = _fileio.read_utf8(real, max_bytes=256 * _fileio.MAX_CONFIG_BYTES, what="slice report")
-        except _fileio.FileSafetyError as exc:
+            real = core_paths.resolve_target("/", path, what="slice report")
+            text = core_paths.read_utf8(real, max_bytes=256 * core_paths.MAX_CONFIG_BYTES, what="slice report")
+        except core_paths.FileSafetyError as exc:
             module.fail_json(msg="%s; nothing was written" % exc.msg)
         if text is None:
             module.fail_json(msg="slice report %s does not exist; nothing was written" % path)
@@ -371,10 +372,10 @@ def main():
             if writes:
                 if not os.path.isdir(p["dest"]):
                     os.makedirs(p["dest"])
-                _fileio.write_files(module, writes, backup=False, mode=0o644)
+                core_fileio.write_files(module, writes, backup=False, mode=0o644)
             for real in unchanged:
                 refresh(real)
-        except (OSError, _fileio.FileSafetyError) as exc:
+        except (OSError, core_paths.FileSafetyError) as exc:
             module.fail_json(msg="cannot write the report: %s" % (getattr(exc, "msg", None) or exc))
     for w in model["waivers_expired"]:
         module.warn("waiver for %s on %s expired on %s: its findings count again" % (

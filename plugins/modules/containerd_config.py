@@ -176,23 +176,25 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_edit as ctrd_edit
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import edit as containerd_edit
 
 
 def argument_spec():
     return dict(
-        path=dict(type="path", default=ctrd.DEFAULT_CONFIG),
+        path=dict(type="path", default=containerd_detect.DEFAULT_CONFIG),
         runtimes=dict(type="dict"),
         runc_systemd_cgroup=dict(type="bool"),
-        schema_version=dict(type="int", choices=list(ctrd.KNOWN_SCHEMAS)),
+        schema_version=dict(type="int", choices=list(containerd_detect.KNOWN_SCHEMAS)),
         validate=dict(type="bool", default=True),
         containerd_binary=dict(type="str", default="containerd"),
         backup=dict(type="bool", default=True),
-        keep_backups=dict(type="int", default=_fileio.DEFAULT_KEEP_BACKUPS),
+        keep_backups=dict(type="int", default=core_fileio.DEFAULT_KEEP_BACKUPS),
     )
 
 
@@ -214,8 +216,8 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
         module.fail_json(msg="%s rejects the edited config (file left unchanged): %s" % (binary, (err or out).strip()),
                          rc=rc, stdout=out, stderr=err, path=path)
     try:
-        problems = ctrd_edit.dump_has(out, runtimes, systemd_cgroup)
-    except ctrd.ContainerdConfigError as exc:
+        problems = containerd_edit.dump_has(out, runtimes, systemd_cgroup)
+    except containerd_detect.ContainerdConfigError as exc:
         module.fail_json(msg="cannot read %s config dump output: %s" % (binary, exc), stdout=out, stderr=err)
     if problems:
         module.fail_json(msg="%s loads the edited config but does not apply it (file left unchanged): %s" % (binary, "; ".join(problems)),
@@ -225,8 +227,8 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
 
 def main():
     module = build_module()
-    if not ctrd.HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=str(ctrd.TOMLKIT_IMPORT_ERROR))
+    if not containerd_detect.HAS_TOMLKIT:
+        module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=str(containerd_detect.TOMLKIT_IMPORT_ERROR))
     params = module.params
     path = params["path"]
     runtimes = params["runtimes"] or {}
@@ -235,13 +237,13 @@ def main():
 
     result = dict(changed=False, path=path, changes=[], validated=False)
     try:
-        ctrd_edit.check_runtime_specs(runtimes)
+        containerd_edit.check_runtime_specs(runtimes)
         if params["keep_backups"] < 0:
-            raise ctrd.ContainerdConfigError("keep_backups must be 0 or more, got %d" % params["keep_backups"])
-        real = _fileio.resolve_target("/", path, what="containerd config")
-        before = _fileio.read_utf8(real, what="containerd config")
+            raise containerd_detect.ContainerdConfigError("keep_backups must be 0 or more, got %d" % params["keep_backups"])
+        real = core_paths.resolve_target("/", path, what="containerd config")
+        before = core_paths.read_utf8(real, what="containerd config")
         if before is not None:
-            ctrd.parse_config(before, path)
+            containerd_detect.parse_config(before, path)
     except NodefixError as exc:
         module.fail_json(msg=str(exc), **result)
     if real != path:
@@ -259,22 +261,22 @@ def main():
             rc, out, err = runner.run([binary, "--version"])
         except NodefixError as exc:
             module.fail_json(**dict(result, **exc.fail_kwargs()))
-        info = ctrd.parse_containerd_version(out)
+        info = containerd_detect.parse_containerd_version(out)
         if info is None:
             module.fail_json(msg="cannot parse `%s --version` output: %r" % (binary, out), **result)
-        schema = ctrd.schema_for_containerd(info["version"])
+        schema = containerd_detect.schema_for_containerd(info["version"])
 
     try:
-        after, schema, changes = ctrd_edit.edit_config(before, runtimes, systemd_cgroup, schema=schema, path=path)
-        new_doc = ctrd.parse_config(after, path)
-    except ctrd.ContainerdConfigError as exc:
+        after, schema, changes = containerd_edit.edit_config(before, runtimes, systemd_cgroup, schema=schema, path=path)
+        new_doc = containerd_detect.parse_config(after, path)
+    except containerd_detect.ContainerdConfigError as exc:
         module.fail_json(msg=str(exc), **result)
 
     result.update(
         schema_version=schema,
         changes=changes,
-        runtimes=ctrd.list_runtimes(new_doc, schema),
-        runc_systemd_cgroup=ctrd.runc_systemd_cgroup(new_doc, schema),
+        runtimes=containerd_detect.list_runtimes(new_doc, schema),
+        runc_systemd_cgroup=containerd_detect.runc_systemd_cgroup(new_doc, schema),
     )
     if after == (before or "") and before is not None:
         module.exit_json(**result)
@@ -289,9 +291,9 @@ def main():
         result["diff"] = file_diff(path, before, after)
     if not module.check_mode:
         try:
-            backups = _fileio.write_files(module, [(real, after)], backup=params["backup"],
-                                          keep_backups=params["keep_backups"], mode=0o644)
-        except _fileio.FileSafetyError as exc:
+            backups = core_fileio.write_files(module, [(real, after)], backup=params["backup"],
+                                              keep_backups=params["keep_backups"], mode=0o644)
+        except core_paths.FileSafetyError as exc:
             module.fail_json(msg=str(exc), **result)
         if backups.get(real):
             result["backup_file"] = backups[real]

@@ -168,14 +168,14 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as ctrd
-from ansible_collections.nodefix.k8s.plugins.module_utils import _options
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def argument_spec():
-    return _options.module_spec(ctrd)
+    return core_options.module_spec(containerd_detect)
 
 
 def build_module():
@@ -185,14 +185,14 @@ def build_module():
 def main():
     module = build_module()
     params = module.params
-    errors = _options.value_errors(ctrd, params)
+    errors = core_options.value_errors(containerd_detect, params)
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        facts = ctrd.check(Runner(module), root=params["root"], **dict((k, params[k]) for k in ctrd.OPTIONS))
+        facts = containerd_detect.check(Runner(module), root=params["root"], **dict((k, params[k]) for k in containerd_detect.OPTIONS))
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
-    module.exit_json(changed=False, edit_library=ctrd.HAS_TOMLKIT, **facts)
+    module.exit_json(changed=False, edit_library=containerd_detect.HAS_TOMLKIT, **facts)
 
 
 if __name__ == "__main__":

@@ -168,8 +168,8 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_snapshot as snapshot
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import snapshot as containerd_snapshot_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def main():
@@ -186,9 +186,9 @@ def main():
     )
     p = module.params
     try:
-        result = snapshot.run(p["path"], p["files"], version=p["version"], binary=p["binary"],
-                              daemon_reachable=p["daemon_reachable"], daemon_started=p["daemon_started"],
-                              check_mode=module.check_mode)
+        result = containerd_snapshot_lib.run(p["path"], p["files"], version=p["version"], binary=p["binary"],
+                                             daemon_reachable=p["daemon_reachable"], daemon_started=p["daemon_started"],
+                                             check_mode=module.check_mode)
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
     if not module._diff:

@@ -163,8 +163,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils._fleet_gate import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import (
     RECORD,
     SLICE_NAME,
     GateInputError,
@@ -175,11 +175,11 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._fleet_gate import (
 
 
 def read_record(path):
-    """The decoded record at ``path``: a regular file only (``_fileio.read_utf8`` without following a
+    """The decoded record at ``path``: a regular file only (``core_paths.read_utf8`` without following a
     link, without blocking on a FIFO); GateInputError naming it otherwise."""
     try:
-        text = _fileio.read_utf8(path, what="slice record", follow=False)
-    except _fileio.FileSafetyError as exc:
+        text = core_paths.read_utf8(path, what="slice record", follow=False)
+    except core_paths.FileSafetyError as exc:
         raise GateInputError(exc.msg)
     if text is None:
         raise GateInputError("slice record %s cannot be read: it is gone" % path)

@@ -175,15 +175,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
-    node_path,
-    resolve_target,
-    write_files,
-)
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot as kernel_boot_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import distro as kernel_distro
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import node_path, resolve_target
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.fileio import write_files
 
 
 def _json(data):
@@ -204,26 +204,26 @@ def _write(module, root, path, text, edit=False, backup=True):
 def _restore_drop_in(module, root, before):
     """Undo a drop-in write: the text it had, or no file when there was none."""
     if before is None:
-        os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
+        os.unlink(resolve_target(root, node_path(root, kernel_boot_lib.DROP_IN)))
     else:
-        _write(module, root, kb.DROP_IN, before)
+        _write(module, root, kernel_boot_lib.DROP_IN, before)
 
 
 def _installed(module, runner, root, st, release):
-    """(installed, why): the package manager says so and the boot files are there (_kernel_package.installed);
+    """(installed, why): the package manager says so and the boot files are there (_kernel.package.installed);
     in check mode (True, None) - the kernel may be one the same run would have installed first."""
     if module.check_mode:
         return True, None
-    family = kp.family(root) or ("el" if st["flavour"] == "bls" else "debian")
-    pm = kp.Dnf(runner, root=root) if family == "el" else kp.Apt(runner)
-    return kp.installed(pm, root, release)
+    family = kernel_distro.family(root) or ("el" if st["flavour"] == "bls" else "debian")
+    pm = kernel_package_lib.Dnf(runner, root=root) if family == "el" else kernel_package_lib.Apt(runner)
+    return kernel_package_lib.installed(pm, root, release)
 
 
 def _once_bls(module, runner, root, p, st, result, present, why):
     """``once`` on an EL/Fedora node: panic= on the new kernel's BLS entry, saved_entry, next_entry."""
     release = p["release"]
-    plan = kb.plan_once_bls(st, root, release, p["panic_seconds"], present, why)
-    record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
+    plan = kernel_boot_lib.plan_once_bls(st, root, release, p["panic_seconds"], present, why)
+    record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kernel_boot_lib.stamp()})
     result["changed"] = plan["changed"]
     result["diff"] = [file_diff(plan["entry_file"], plan["entry_before"], plan["entry_after"])]
     result.update(default=plan["fallback"], next_entry=plan["target"])
@@ -233,7 +233,7 @@ def _once_bls(module, runner, root, p, st, result, present, why):
     if module.check_mode or not plan["changed"]:
         return
     wrote = plan["entry_after"] != plan["entry_before"]
-    grub = kb.tools(runner, st)
+    grub = kernel_boot_lib.tools(runner, st)
     try:
         if wrote:
             _write(module, root, plan["entry_file"], plan["entry_after"], edit=True)
@@ -243,7 +243,7 @@ def _once_bls(module, runner, root, p, st, result, present, why):
         if wrote:
             _write(module, root, plan["entry_file"], plan["entry_before"], edit=True, backup=False)
         raise NodefixError("%s; %s was put back" % (getattr(exc, "msg", exc), plan["entry_file"]))
-    _write(module, root, kb.RECORD, _json(record))
+    _write(module, root, kernel_boot_record.RECORD, _json(record))
 
 
 def _once(module, runner, root, p, st, result):
@@ -251,22 +251,22 @@ def _once(module, runner, root, p, st, result):
     present, why = _installed(module, runner, root, st, release)
     if st["flavour"] == "bls":
         return _once_bls(module, runner, root, p, st, result, present, why)
-    plan = kb.plan_once(st, release, p["panic_seconds"], present, why, root)
-    record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kb.stamp()})
+    plan = kernel_boot_lib.plan_once(st, release, p["panic_seconds"], present, why, root)
+    record = dict(st["record"], pending={"release": release, "previous": st["running_release"], "at": kernel_boot_lib.stamp()})
     result["changed"] = plan["changed"]
-    result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
+    result["diff"] = [file_diff(kernel_boot_lib.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
     if module.check_mode or not plan["changed"]:
         result.update(default=plan["fallback"], next_entry=plan["target"])
         return
-    grub = kb.Grub(runner)
+    grub = kernel_boot_lib.Grub(runner)
     before = st["drop_in"]
     try:
         if plan["update_grub"]:
-            _write(module, root, kb.DROP_IN, plan["drop_in"])
+            _write(module, root, kernel_boot_lib.DROP_IN, plan["drop_in"])
             grub.update()
-            st = kb.state(root)
-        fallback = kb._entry_path(st["entries"], st["running_release"], "the running kernel, the fallback")
-        target = kb._entry_path(st["entries"], release, "is linux-image-%s installed?" % release)
+            st = kernel_boot_lib.state(root)
+        fallback = kernel_boot_lib._entry_path(st["entries"], st["running_release"], "the running kernel, the fallback")
+        target = kernel_boot_lib._entry_path(st["entries"], release, "is linux-image-%s installed?" % release)
         grub.set_default(fallback)
         grub.reboot_once(target)
     except NodefixError as exc:
@@ -274,25 +274,25 @@ def _once(module, runner, root, p, st, result):
             _restore_drop_in(module, root, before)
             grub.update()
         raise NodefixError("%s; the drop-in and grub.cfg were put back" % getattr(exc, "msg", exc))
-    _write(module, root, kb.RECORD, _json(record))
+    _write(module, root, kernel_boot_record.RECORD, _json(record))
     result.update(default=fallback, next_entry=target)
 
 
 def _prepare(module, runner, root, p, st, result):
-    plan = kb.plan_prepare(st, p["panic_seconds"])
+    plan = kernel_boot_lib.plan_prepare(st, p["panic_seconds"])
     result["changed"] = plan["changed"]
     if plan["drop_in"] is not None:
-        result["diff"] = [file_diff(kb.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
+        result["diff"] = [file_diff(kernel_boot_lib.DROP_IN, st["drop_in"] or "", plan["drop_in"])]
     result["default"] = plan["fallback"] or st["grubenv"].get("saved_entry")
     if module.check_mode or not plan["changed"]:
         return
     # an unchanged drop-in is not rewritten: its mtime would make grub.cfg look stale to `once`
     wrote = plan["drop_in"] is not None and plan["drop_in"] != st["drop_in"]
     if wrote:
-        _write(module, root, kb.DROP_IN, plan["drop_in"])
+        _write(module, root, kernel_boot_lib.DROP_IN, plan["drop_in"])
     try:
         if plan["set_default"] is not None:
-            kb.tools(runner, st).set_default(plan["set_default"])
+            kernel_boot_lib.tools(runner, st).set_default(plan["set_default"])
     except NodefixError as exc:
         if wrote:
             _restore_drop_in(module, root, st["drop_in"])
@@ -308,17 +308,17 @@ def _confirm(module, runner, root, p, st, result):
     running = st["running_release"]
     record = dict(st["record"], pending=None)
     env = st["grubenv"]
-    grub = kb.tools(runner, st)
+    grub = kernel_boot_lib.tools(runner, st)
     booted = running == release
     kept = booted and p["healthy"]
     result.update(booted=booted, fell_back=not booted, kept=kept)
     keep = None
     if kept:
-        target = kb._entry_path(st["entries"], release, "the kernel running", st["source"])
+        target = kernel_boot_lib._entry_path(st["entries"], release, "the kernel running", st["source"])
         # a release confirmed before keeps its first time: a second confirm changes nothing
-        record["booted"] = dict(record["booted"], **{release: record["booted"].get(release) or {"at": kb.stamp()}})
+        record["booted"] = dict(record["booted"], **{release: record["booted"].get(release) or {"at": kernel_boot_lib.stamp()}})
         if st["flavour"] == "grub":
-            keep = kb.plan_keep(st, root, target)
+            keep = kernel_boot_lib.plan_keep(st, root, target)
             todo = keep["changed"]
             result["default"] = target if keep["own_default"] == "saved" else "GRUB_DEFAULT=%s" % keep["own_default"]
         else:
@@ -329,7 +329,7 @@ def _confirm(module, runner, root, p, st, result):
         why = {"came_back_on": running} if not booted else {
             "came_back_on": running, "unhealthy": list(p["problems"] or ["the node was not verified healthy"])}
         if not failed or any(failed.get(k) != v for k, v in why.items()):
-            failed = dict(why, at=kb.stamp())
+            failed = dict(why, at=kernel_boot_lib.stamp())
         record["failed"] = dict(record["failed"], **{release: failed})
         todo = bool(env.get("next_entry"))
         result["default"] = env.get("saved_entry")
@@ -340,9 +340,9 @@ def _confirm(module, runner, root, p, st, result):
     new = _json(record)
     old = _json(st["record"]) if st["record"] != {"booted": {}, "failed": {}, "pending": None} else ""
     result["changed"] = todo or new != old
-    result["diff"] = [file_diff(kb.RECORD, old, new)]
+    result["diff"] = [file_diff(kernel_boot_record.RECORD, old, new)]
     if keep is not None and keep["remove_drop_in"]:
-        result["diff"].append(file_diff(kb.DROP_IN, st["drop_in"], ""))
+        result["diff"].append(file_diff(kernel_boot_lib.DROP_IN, st["drop_in"], ""))
     result["record"] = record
     if module.check_mode or not result["changed"]:
         return
@@ -352,15 +352,15 @@ def _confirm(module, runner, root, p, st, result):
         grub.set_default(target)
     if not kept and todo:
         grub.unset_next()
-    _write(module, root, kb.RECORD, new)
+    _write(module, root, kernel_boot_record.RECORD, new)
 
 
 def _keep(module, runner, root, st, keep):
     """plan_keep's changes; the drop-in and grub.cfg put back when a GRUB command fails."""
-    grub = kb.Grub(runner)
+    grub = kernel_boot_lib.Grub(runner)
     try:
         if keep["remove_drop_in"]:
-            os.unlink(resolve_target(root, node_path(root, kb.DROP_IN)))
+            os.unlink(resolve_target(root, node_path(root, kernel_boot_lib.DROP_IN)))
             grub.update()
         if keep["set_default"]:
             grub.set_default(keep["set_default"])
@@ -390,16 +390,16 @@ def main():
     root = p["root"]
     if p["panic_seconds"] < 0:
         module.fail_json(msg="panic_seconds must be 0 (no panic=) or more, got %d" % p["panic_seconds"])
-    if p["release"] is not None and not kb.RELEASE_RE.match(p["release"]):
+    if p["release"] is not None and not kernel_boot_lib.RELEASE_RE.match(p["release"]):
         module.fail_json(msg="release %r is not a kernel release (e.g. 6.12.95+deb12-amd64)" % p["release"])
     runner = Runner(module)
     result = {"changed": False, "release": p["release"]}
     try:
-        st = kb.state(root)
+        st = kernel_boot_lib.state(root)
         result.update(running_release=st["running_release"], entries=st["entries"], record=st["record"],
                       default=st["grubenv"].get("saved_entry"), next_entry=st["grubenv"].get("next_entry", ""))
         if p["state"] == "preflight":
-            kb.preflight(st, root)
+            kernel_boot_lib.preflight(st, root)
         elif p["state"] == "prepare":
             _prepare(module, runner, root, p, st, result)
         elif p["state"] == "once":

@@ -92,7 +92,7 @@ attributes:
     details: Debian and Ubuntu nodes (apt); EL and Fedora nodes (dnf).
 seealso:
   - module: nodefix.k8s.kernel_boot
-  - module: nodefix.k8s.kernel_check
+  - module: nodefix.k8s.kernel_info
 """
 
 EXAMPLES = r"""
@@ -172,26 +172,27 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import read_running_release
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import distro as kernel_distro
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel.detect import read_running_release
 
 
 def below(min_release):
     def _below(release):
-        info = _kernel.parse_release(release)
+        info = kernel_detect.parse_release(release)
         if info is None:
             raise NodefixError("kernel release %r cannot be compared with min_release %s" % (release, min_release))
-        return _kernel.below_minimum(info, min_release)
+        return kernel_detect.below_minimum(info, min_release)
     return _below
 
 
 def manager_family(runner, root):
     """``debian`` (apt) or ``el`` (dnf): the node's os-release first, then whichever tool the node has."""
-    family = kp.family(root)
+    family = kernel_distro.family(root)
     if family is None:
         family = "debian" if runner.bin("apt-cache") else "el" if runner.bin("dnf") else None
     if family is None:
@@ -220,8 +221,8 @@ def main():
     lists = None
     try:
         family = manager_family(runner, p["root"])
-        kp.check_input(p["name"], p["version"], p["default_release"], family, p["enablerepo"])
-        errors = _kernel.option_errors({"min_release": p["min_release"]})
+        kernel_package_lib.check_input(p["name"], p["version"], p["default_release"], family, p["enablerepo"])
+        errors = kernel_detect.option_errors({"min_release": p["min_release"]})
         if errors:
             raise NodefixError(errors[0])
         # check mode refreshes nothing on the node: the lists are fetched into a private directory
@@ -230,33 +231,33 @@ def main():
             os.mkdir(os.path.join(lists, "partial"))
         name = p["name"]
         if family == "el":
-            pm = kp.Dnf(runner, p["enablerepo"], p["root"], lists=lists)
-            name = name or kp.default_package(p["root"], None)
+            pm = kernel_package_lib.Dnf(runner, p["enablerepo"], p["root"], lists=lists)
+            name = name or kernel_package_lib.default_package(p["root"], None)
         else:
             if name is None:
                 _rc, arch, _err = runner.run([runner.bin("dpkg", required=True), "--print-architecture"])
-                name = kp.default_package(p["root"], arch.strip())
-            pm = kp.Apt(runner, p["default_release"], lists=lists)
+                name = kernel_package_lib.default_package(p["root"], arch.strip())
+            pm = kernel_package_lib.Apt(runner, p["default_release"], lists=lists)
         if p["update_cache"]:
             pm.update()
-        result = kp.plan(pm, name, p["version"], p["min_release"], below(p["min_release"]),
-                         running=read_running_release(p["root"]), allow_downgrade=p["allow_downgrade"])
+        result = kernel_package_lib.plan(pm, name, p["version"], p["min_release"], below(p["min_release"]),
+                                         running=read_running_release(p["root"]), allow_downgrade=p["allow_downgrade"])
         result["manager"] = "dnf" if family == "el" else "apt"
         result["lists"] = "refreshed privately (check mode)" if lists else (
             "refreshed" if p["update_cache"] else "as the node had them")
-        failed = kb.read_record(p["root"])["failed"]
+        failed = kernel_boot_record.read_record(p["root"])["failed"]
         if result["release"] in failed:
             raise NodefixError("kernel %s (%s %s) failed to boot on this node before (%s, came back on %s): it is not "
                                "tried again; fix the cause and remove its entry from %s to try once more"
                                % (result["release"], result["package"], result["version"],
                                   failed[result["release"]].get("at"), failed[result["release"]].get("came_back_on"),
-                                  kb.RECORD))
-        present, why = kp.installed(pm, p["root"], result["release"])
+                                  kernel_boot_record.RECORD))
+        present, why = kernel_package_lib.installed(pm, p["root"], result["release"])
         result["not_installed_because"] = why
         changed = p["state"] == "present" and not present
         if changed and not module.check_mode:
             pm.install(result["package"], result["version"])
-            present, why = kp.installed(pm, p["root"], result["release"])
+            present, why = kernel_package_lib.installed(pm, p["root"], result["release"])
             if not present:
                 raise NodefixError("%s installed %s %s but kernel %s is not installed: %s" % (
                     result["manager"], result["package"], result["version"], result["release"], why))

@@ -403,27 +403,33 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner, file_diff
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils import _options
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_durable as kd
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import detect as kubelet_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import plan as kubelet_plan
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import durable as kubelet_durable
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml as kubelet_config_yaml
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
 
 
 def build_module():
     return AnsibleModule(
         # unit and kubelet_version are the kubelet detector's options (node_audit's options.kubelet)
-        argument_spec=_options.module_spec(
-            kl,
+        argument_spec=core_options.module_spec(
+            kubelet_detect,
             settings=dict(type="dict", default={}),
-            profile=dict(type="dict", options=kl.PROFILE_OPTIONS),
+            profile=dict(type="dict", options=kubelet_schema.PROFILE_OPTIONS),
             allow_lower=dict(type="bool", default=False),
             stale_flags=dict(type="str", default="remove", choices=["remove", "rewrite"]),
             use_config_dir=dict(type="bool", default=True),
-            dropin_name=dict(type="str", default=kl.DEFAULT_DROPIN_NAME),
+            dropin_name=dict(type="str", default=kubelet_schema.DEFAULT_DROPIN_NAME),
             backup=dict(type="bool", default=True),
-            keep_backups=dict(type="int", default=_fileio.DEFAULT_KEEP_BACKUPS),
+            keep_backups=dict(type="int", default=core_fileio.DEFAULT_KEEP_BACKUPS),
         ),
         supports_check_mode=True,
     )
@@ -434,11 +440,11 @@ def _write_all(module, files, root, backup, keep_backups):
     changes = []
     try:
         for f in files:
-            real = _fileio.resolve_target(root, _fileio.node_path(root, f["path"]), what="kubelet file")
+            real = core_paths.resolve_target(root, core_paths.node_path(root, f["path"]), what="kubelet file")
             if f["created"] and not os.path.isdir(os.path.dirname(real)):
-                raise kl.KubeletError("drop-in directory %s does not exist" % os.path.dirname(f["path"]))
+                raise kubelet_schema.KubeletError("drop-in directory %s does not exist" % os.path.dirname(f["path"]))
             changes.append((real, f["after"]))
-        written = _fileio.write_files(module, changes, backup=backup, keep_backups=keep_backups)
+        written = core_fileio.write_files(module, changes, backup=backup, keep_backups=keep_backups)
     except NodefixError as exc:
         module.fail_json(msg="writing the kubelet configuration failed: %s" % exc.msg)
     backups = []
@@ -452,7 +458,7 @@ def _write_all(module, files, root, backup, keep_backups):
 def _undo(module, files, changes):
     """Put back what _write_all wrote (the re-read after the write disagreed)."""
     restore = [(real, f["before"]) for f, (real, _t) in zip(files, changes) if not f["created"]]
-    _fileio.write_files(module, restore, backup=False)
+    core_fileio.write_files(module, restore, backup=False)
     for f, (real, _t) in zip(files, changes):
         if f["created"] and os.path.exists(real):
             os.unlink(real)
@@ -461,7 +467,7 @@ def _undo(module, files, changes):
 def _check_params(module):
     """What the argument spec cannot say; fails before anything is read."""
     p = module.params
-    errors = _options.value_errors(kl, p)
+    errors = core_options.value_errors(kubelet_detect, p)
     if p["keep_backups"] < 0:
         errors.append("keep_backups must be 0 or more, got %d" % p["keep_backups"])
     if not p["dropin_name"].endswith(".conf") or "/" in p["dropin_name"] or p["dropin_name"].startswith("."):
@@ -475,19 +481,19 @@ def _inspect(module, runner):
     p = module.params
     profile = None
     try:
-        settings = kl.validate_settings(p["settings"])
-        node, layers, facts = kl.inspect(runner, p["root"], unit=p["unit"], kubelet_version=p["kubelet_version"],
-                                         roundtrip=bool(settings) or p["profile"] is not None)
+        settings = kubelet_schema.validate_settings(p["settings"])
+        node, layers, facts = kubelet_detect.inspect(runner, p["root"], unit=p["unit"], kubelet_version=p["kubelet_version"],
+                                                     roundtrip=bool(settings) or p["profile"] is not None)
         if p["profile"] is not None:
             # the profile as this kubelet version understands it; explicit settings win over it
-            wanted, floors, notes = kl.profile_settings(p["profile"], node.version, node.version_text)
+            wanted, floors, notes = kubelet_schema.profile_settings(p["profile"], node.version, node.version_text)
             profile = {"settings": wanted, "floors": [f for f in floors if f not in settings], "notes": notes}
-            settings = kl.validate_settings(dict(wanted, **settings))
+            settings = kubelet_schema.validate_settings(dict(wanted, **settings))
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
-    if settings and kl.ruamel() is None:
+    if settings and kubelet_config_yaml.ruamel() is None:
         module.fail_json(msg=missing_required_lib("ruamel.yaml (Debian/Ubuntu: python3-ruamel.yaml)"),
-                         exception=str(kl.ruamel_error()))
+                         exception=str(kubelet_config_yaml.ruamel_error()))
     if not facts.get("present"):
         module.fail_json(msg="no systemd unit %s found on this node" % p["unit"])
     return node, layers, facts, settings, profile
@@ -501,7 +507,7 @@ def _read_result(facts, profile):
         config_path=facts["config_path"], config_dir=facts["config_dir"], dropins=facts["dropins"],
         before=facts["effective"], effective=facts["effective"], deprecated_flags=facts["deprecated_flags"],
         flag_edits=[], target={}, raised=[], files=[], backups=[], created=[], daemon_reload_required=False,
-        restart_required=False, findings=facts["findings"], edit_library=kl.ruamel() is not None,
+        restart_required=False, findings=facts["findings"], edit_library=kubelet_config_yaml.ruamel() is not None,
     )
     if profile is not None:
         result["profile"] = profile
@@ -517,15 +523,15 @@ def _write_and_reread(module, node, planned, result, before):
     result["created"] = created
     # the after-state reported is read back from the files as written
     try:
-        config, sources = kl.reread(node, p["root"])
-        missing = kl.missing_targets(config, planned["targets"])
-    except kl.KubeletError as exc:
+        config, sources = kubelet_plan.reread(node, p["root"])
+        missing = kubelet_plan.missing_targets(config, planned["targets"])
+    except kubelet_schema.KubeletError as exc:
         config, missing = None, ["(unreadable: %s)" % exc.msg]
     if missing:
         _undo(module, files, changes)
         module.fail_json(msg="the files as written do not give %s; the change was undone" % ", ".join(missing),
                          before=before)
-    result["effective"] = kl.report(config, sources)
+    result["effective"] = kubelet_node.report(config, sources)
 
 
 def main():
@@ -542,10 +548,10 @@ def main():
         module.exit_json(**result)
 
     try:
-        planned = kl.plan(node, layers, settings, allow_lower=p["allow_lower"], stale_mode=p["stale_flags"],
-                          dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=p["root"],
-                          floors=profile["floors"] if profile else (), capacity=kl.node_capacity(p["root"]))
-    except kl.KubeletError as exc:
+        planned = kubelet_plan.plan(node, layers, settings, allow_lower=p["allow_lower"], stale_mode=p["stale_flags"],
+                                    dropin_name=p["dropin_name"], use_config_dir=p["use_config_dir"], root=p["root"],
+                                    floors=profile["floors"] if profile else (), capacity=kubelet_node.node_capacity(p["root"]))
+    except kubelet_schema.KubeletError as exc:
         module.fail_json(msg=exc.msg, **dict(exc.details, before=facts["effective"]))
 
     files = planned["files"]
@@ -561,8 +567,8 @@ def main():
         restart_required=bool(files),
     )
     # will the fix survive the tool that manages the node (kubeadm, kubespray, kOps)?
-    result["durability"] = kd.durability(facts["layout"], planned["targets"], planned["after"], planned["flag_edits"])
-    result["findings"] = facts["findings"] + kd.findings(result["durability"])
+    result["durability"] = kubelet_durable.durability(facts["layout"], planned["targets"], planned["after"], planned["flag_edits"])
+    result["findings"] = facts["findings"] + kubelet_durable.findings(result["durability"])
     for r in [r for r in planned["raised"] if r["source"] == "settings"] if files else []:
         module.warn("%s: requested %s, ensured %s (%s); set allow_lower to force the lower value"
                     % (r["field"], r["requested"], r["written"], r["reason"]))

@@ -365,15 +365,16 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 
 
 def build_module():
     return AnsibleModule(
         # kubelet_root_dir ... list_limit: the survey options node_audit's options.mount_units shares
         argument_spec=dict(
-            copy.deepcopy(_mount_units.SURVEY_OPTIONS),
+            copy.deepcopy(mount_units_detect.SURVEY_OPTIONS),
             state=dict(type="str", default="query", choices=["absent", "query"]),
             batch_size=dict(type="int", default=1000),
             max_seconds=dict(type="float"),
@@ -397,11 +398,11 @@ def main():
         module.fail_json(msg="reboot_over_seconds must be 0 (never) or more, got %s" % p["reboot_over_seconds"],
                          changed=False)
     try:
-        result = _mount_units.run(Runner(module), root=p["root"], state=p["state"], check_mode=module.check_mode,
-                                  **opts)
-    except _mount_units.MountUnitsError as exc:
+        result = mount_units_cleanup.run(Runner(module), root=p["root"], state=p["state"], check_mode=module.check_mode,
+                                         **opts)
+    except mount_units_detect.MountUnitsError as exc:
         module.fail_json(msg=exc.msg, changed=False, **exc.details)
-    result["reboot_recommended"] = _mount_units.reboot_faster(result["estimate_seconds"], p["reboot_over_seconds"])
+    result["reboot_recommended"] = mount_units_detect.reboot_faster(result["estimate_seconds"], p["reboot_over_seconds"])
     if module._diff:
         to_stop = result["to_stop_units"] if p["state"] == "absent" else []
         result["diff"] = {

@@ -19,8 +19,8 @@ description:
     findings, each with a stable id, a severity, evidence and the role and tag that fix it.
   - The detectors are the same code the per-problem modules run
     (M(nodefix.k8s.containerd_info), M(nodefix.k8s.runsc_info), M(nodefix.k8s.kubelet_config),
-    M(nodefix.k8s.kubelet_mount_units), M(nodefix.k8s.process_health), M(nodefix.k8s.kernel_check),
-    M(nodefix.k8s.cpu_quota_check)); C(reboot) reads whether the node asks for a reboot
+    M(nodefix.k8s.kubelet_mount_units), M(nodefix.k8s.pids_info), M(nodefix.k8s.kernel_info),
+    M(nodefix.k8s.cpu_quota_info)); C(reboot) reads whether the node asks for a reboot
     (C(/var/run/reboot-required), EL's C(needs-restarting -r), a newer kernel installed than the one running).
   - Read-only, except that with O(textfile) it writes the findings in the Prometheus text format
     for node_exporter's textfile collector. A detector that fails does not stop the others; it is
@@ -55,8 +55,8 @@ options:
         (C(containerd) - M(nodefix.k8s.containerd_info), C(gvisor) - M(nodefix.k8s.runsc_info),
         C(kubelet) - O(nodefix.k8s.kubelet_config#module:unit) and O(nodefix.k8s.kubelet_config#module:kubelet_version),
         C(mount_units) - the query options of M(nodefix.k8s.kubelet_mount_units) plus C(near_limit_ratio) and C(reboot_over_seconds),
-        C(pids) - M(nodefix.k8s.process_health), C(kernel) - M(nodefix.k8s.kernel_check),
-        C(cpu_quota) - M(nodefix.k8s.cpu_quota_check); C(reboot) takes none). An unknown key, a wrong type or a bad value fails
+        C(pids) - M(nodefix.k8s.pids_info), C(kernel) - M(nodefix.k8s.kernel_info),
+        C(cpu_quota) - M(nodefix.k8s.cpu_quota_info); C(reboot) takes none). An unknown key, a wrong type or a bad value fails
         the task with a message naming the detector and the key; nothing is checked then.
       - 'For example C({"pids": {"zombie_threshold": 10}}).'
     type: dict
@@ -203,21 +203,19 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _options, _prometheus
-from ansible_collections.nodefix.k8s.plugins.module_utils._fileio import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import (
     FileSafetyError,
     node_path,
     read_utf8,
     resolve_target,
-    write_files,
 )
-from ansible_collections.nodefix.k8s.plugins.module_utils._audit import CHECK_NAMES, detector, run_checks
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import (
-    SEVERITIES,
-    Runner,
-    findings_at_or_above,
-)
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.fileio import write_files
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit.checks import CHECK_NAMES, detector, run_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES, findings_at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def build_module():
@@ -255,7 +253,7 @@ def write_textfile(module, real, result):
     """Render and (not in check mode) write the textfile atomically when its bytes change
     (changed); an unchanged one keeps its bytes and gets a new modification time, the
     audit's heartbeat (node_exporter's node_textfile_mtime_seconds)."""
-    text = _prometheus.node_textfile(result)
+    text = report_prometheus.node_textfile(result)
     try:
         old = read_utf8(real, what="textfile")
     except FileSafetyError:
@@ -271,7 +269,7 @@ def write_textfile(module, real, result):
         write_files(module, [(real, text)], backup=False, mode=0o644)
         info["written"] = True
     else:
-        _prometheus.refresh(real)
+        report_prometheus.refresh(real)
     return info
 
 
@@ -283,7 +281,7 @@ def main():
     options, problems = {}, []
     for name in sorted(module.params["options"]):
         try:
-            options[name] = _options.validate(name, detector(name), module.params["options"][name])
+            options[name] = core_options.validate(name, detector(name), module.params["options"][name])
         except NodefixError as exc:
             problems.append(exc.msg)
     textfile = None

@@ -255,9 +255,10 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils import _reboot_gate as gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 
 
 def argument_spec():
@@ -289,8 +290,8 @@ def argument_spec():
 
 def validate(p):
     """Everything that can be checked without asking anyone: (window, alert filter); NodefixError otherwise."""
-    window = gate.Window(p["window_days"], p["window_start"], p["window_end"], p["time_zone"])
-    filter_re = gate.alert_filter(p["alert_filter_regexp"])
+    window = reboot_gate_lib.Window(p["window_days"], p["window_start"], p["window_end"], p["time_zone"])
+    filter_re = reboot_gate_lib.alert_filter(p["alert_filter_regexp"])
     for name in ("max_concurrent", "lock_ttl", "lock_wait"):
         if p[name] < 0:
             raise NodefixError("%s must not be negative (got %d)" % (name, p[name]))
@@ -320,14 +321,14 @@ def controls(p, window, filter_re, api, now):
         local = now.astimezone(window.tz).strftime("%a %H:%M %Z")
         result["held_by"].append("outside the reboot window (%s; now %s)" % (window.describe(), local))
     if p["blocking_pod_selectors"]:
-        result["blocking_pods"] = gate.pods_blocking(api, p["node"], p["blocking_pod_selectors"])
+        result["blocking_pods"] = reboot_gate_lib.pods_blocking(api, p["node"], p["blocking_pod_selectors"])
         if result["blocking_pods"]:
             result["held_by"].append("blocking pod(s) on the node: %s" % ", ".join(result["blocking_pods"]))
     if p["prometheus_url"]:
         try:
-            body = gate.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
-            result["alerts"] = gate.blocking_alerts(body, filter_re, p["alert_firing_only"])
-        except gate.MalformedAnswer as exc:
+            body = reboot_gate_lib.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
+            result["alerts"] = reboot_gate_lib.blocking_alerts(body, filter_re, p["alert_firing_only"])
+        except reboot_gate_lib.MalformedAnswer as exc:
             result["held_by"].append("Prometheus at %s gave no well-formed answer, so no alert can be ruled out: %s"
                                      % (p["prometheus_url"], exc.msg))
         if result["alerts"]:
@@ -342,8 +343,8 @@ def decide(p, window, filter_re, api, dry_run, clock, sleep, observed=None, held
     node held before the run (a re-run keeps it), never given back here."""
     lock = None
     if p["max_concurrent"]:
-        lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"],
-                              p["lock_ttl"], now=clock, observed=observed)
+        lock = reboot_gate_lib.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"],
+                                         p["lock_ttl"], now=clock, observed=observed)
     deadline = clock() + datetime.timedelta(seconds=p["lock_wait"])
     while True:
         result = controls(p, window, filter_re, api, clock())
@@ -393,16 +394,16 @@ def save_observations(module, path, observed):
         directory = os.path.dirname(path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
-        _fileio.write_files(module, [(_fileio.resolve_target("/", path, what="lock observations"),
-                                      json.dumps(observed, sort_keys=True) + "\n")], backup=False, mode=0o600)
-    except (IOError, OSError, _fileio.FileSafetyError) as exc:
+        core_fileio.write_files(module, [(core_paths.resolve_target("/", path, what="lock observations"),
+                                          json.dumps(observed, sort_keys=True) + "\n")], backup=False, mode=0o600)
+    except (IOError, OSError, core_paths.FileSafetyError) as exc:
         module.warn("could not keep the lock's observations in %s: %s" % (path, getattr(exc, "msg", None) or exc))
 
 
 def release(module, p, window, api):
     result = empty_result(p, window, None)
     if api is not None and p["max_concurrent"]:
-        lock = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"])
+        lock = reboot_gate_lib.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"])
         result["lock"]["released"] = lock.release(dry_run=module.check_mode, slot=p["slot"])
         result["lock"]["holders"] = [] if module.check_mode else lock.holders()
         result["lock"]["taken_over_by"] = lock.taken_over
@@ -418,7 +419,7 @@ def main():
     p = module.params
     try:
         window, filter_re = validate(p)
-        api = gate.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
+        api = reboot_gate_lib.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
         if p["state"] == "release":
             result = release(module, p, window, api)
             module.exit_json(changed=result["lock"]["released"] is not None, **result)
@@ -426,7 +427,7 @@ def main():
         before = None
         observed, path, everything = {}, None, {}
         if api is not None and p["max_concurrent"]:
-            before = gate.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"]).mine()
+            before = reboot_gate_lib.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"]).mine()
             if p["lock_ttl"]:
                 path = p["lock_observations"]
                 everything = load_observations(path)

@@ -150,10 +150,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import file_diff
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils import _runsc_toml as rt
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import runsc_toml as gvisor_runsc_toml
 
 
 def main():
@@ -166,28 +167,28 @@ def main():
             settings_absent=dict(type="list", elements="str", default=[]),
             create=dict(type="bool", default=True),
             backup=dict(type="bool", default=False),
-            keep_backups=dict(type="int", default=_fileio.DEFAULT_KEEP_BACKUPS),
+            keep_backups=dict(type="int", default=core_fileio.DEFAULT_KEEP_BACKUPS),
             mode=dict(type="raw", default="0644"),
         ),
         supports_check_mode=True,
     )
-    if not rt.HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=rt.TOMLKIT_IMP_ERR)
+    if not gvisor_runsc_toml.HAS_TOMLKIT:
+        module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=gvisor_runsc_toml.TOMLKIT_IMP_ERR)
     p = module.params
     path = p["path"]
     try:
-        wanted, settings = rt.check_inputs(p)
-        mode = _fileio.check_mode_value(p["mode"])
+        wanted, settings = gvisor_runsc_toml.check_inputs(p)
+        mode = core_fileio.check_mode_value(p["mode"])
         if p["keep_backups"] < 0:
-            raise rt.RunscTomlError("keep_backups must be 0 or more, got %d" % p["keep_backups"])
-        real = _fileio.resolve_target("/", path, what="runsc shim config")
-        before = _fileio.read_utf8(real, what="runsc shim config")
+            raise gvisor_runsc_toml.RunscTomlError("keep_backups must be 0 or more, got %d" % p["keep_backups"])
+        real = core_paths.resolve_target("/", path, what="runsc shim config")
+        before = core_paths.read_utf8(real, what="runsc shim config")
         if before is None:
             if not p["create"]:
-                raise rt.RunscTomlError("%s does not exist and create=false" % path)
+                raise gvisor_runsc_toml.RunscTomlError("%s does not exist and create=false" % path)
             if not os.path.isdir(os.path.dirname(real) or "."):
-                raise rt.RunscTomlError("directory %s does not exist" % os.path.dirname(real))
-        after_text, changes, final_table, final_settings = rt.edit(
+                raise gvisor_runsc_toml.RunscTomlError("directory %s does not exist" % os.path.dirname(real))
+        after_text, changes, final_table, final_settings = gvisor_runsc_toml.edit(
             before, path, wanted, p["runsc_config_absent"], settings, p["settings_absent"])
     except NodefixError as exc:
         module.fail_json(msg=str(exc), path=path)
@@ -200,9 +201,9 @@ def main():
         result["diff"] = file_diff(path, before, after_text)
     if changed and not module.check_mode:
         try:
-            backups = _fileio.write_files(module, [(real, after_text)], backup=p["backup"],
-                                          keep_backups=p["keep_backups"], mode=mode)
-        except _fileio.FileSafetyError as exc:
+            backups = core_fileio.write_files(module, [(real, after_text)], backup=p["backup"],
+                                              keep_backups=p["keep_backups"], mode=mode)
+        except core_paths.FileSafetyError as exc:
             module.fail_json(msg=str(exc), **result)
         if backups.get(real):
             result["backup_file"] = backups[real]

@@ -278,14 +278,15 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor, _options
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def build_module():
     return AnsibleModule(
-        argument_spec=_options.module_spec(_gvisor),
+        argument_spec=core_options.module_spec(gvisor_detect),
         supports_check_mode=True,
     )
 
@@ -293,11 +294,11 @@ def build_module():
 def main():
     module = build_module()
     p = module.params
-    errors = _options.value_errors(_gvisor, p)
+    errors = core_options.value_errors(gvisor_detect, p)
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        facts = _gvisor.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in _gvisor.OPTIONS))
+        facts = gvisor_detect.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in gvisor_detect.OPTIONS))
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=False, **facts)

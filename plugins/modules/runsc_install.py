@@ -198,10 +198,11 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor
-from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor_install as gi
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import install as gvisor_install
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
 
 PLAN_OPTIONS = ("containerd_config", "kubelet_unit", "minimum_release", "runtime_name", "shim_config_path",
                 "systemd_cgroup")
@@ -216,17 +217,17 @@ def build_module():
             layout=dict(type="str", choices=["loose", "tarball"], default="loose"),
             install_shim=dict(type="bool", default=True),
             dest=dict(type="path", default="/usr/local/bin/runsc"),
-            shim_dest=dict(type="path", default="/usr/local/bin/" + _gvisor.SHIM_NAME),
+            shim_dest=dict(type="path", default="/usr/local/bin/" + gvisor_detect.SHIM_NAME),
             checksums=dict(type="dict", default={}),
             allow_insecure=dict(type="bool", default=False),
             validate_certs=dict(type="bool", default=True),
             ca_path=dict(type="path"),
             timeout=dict(type="int", default=60),
-            minimum_release=dict(type="str", default=_gvisor.FIXED_RELEASE),
-            containerd_config=dict(type="path", default=_gvisor.DEFAULT_CONTAINERD_CONFIG),
-            kubelet_unit=dict(type="str", default=_gvisor.KUBELET_UNIT),
+            minimum_release=dict(type="str", default=gvisor_detect.FIXED_RELEASE),
+            containerd_config=dict(type="path", default=gvisor_detect.DEFAULT_CONTAINERD_CONFIG),
+            kubelet_unit=dict(type="str", default=kubelet_schema.UNIT),
             runtime_name=dict(type="str", default="runsc"),
-            shim_config_path=dict(type="path", default=_gvisor.DEFAULT_SHIM_CONFIG),
+            shim_config_path=dict(type="path", default=gvisor_detect.DEFAULT_SHIM_CONFIG),
             systemd_cgroup=dict(type="str", choices=["auto", "never"], default="auto"),
         ),
         supports_check_mode=True,
@@ -237,27 +238,27 @@ def _current(runner, dest):
     """(parsed version or None, the text for messages) of the runsc at ``dest`` now."""
     if not (os.path.isfile(dest) and os.access(dest, os.X_OK)):
         return None, "%s is still %s" % (dest, "absent" if not os.path.lexists(dest) else "not an executable file")
-    parsed, _raw = _gvisor.runsc_version(runner, dest)
+    parsed, _raw = gvisor_detect.runsc_version(runner, dest)
     return parsed, "%s is still runsc %s" % (dest, parsed["version"] if parsed else "(version unknown)")
 
 
 def _new_files(p, url, workdir):
     """(runsc, shim or None, gvisor-bin or None) downloaded and verified in ``workdir``."""
     if p["layout"] == "tarball":
-        runsc, shim, bindir = gi.unpack(os.path.join(workdir, gi.TARBALL), workdir)
+        runsc, shim, bindir = gvisor_install.unpack(os.path.join(workdir, gvisor_install.TARBALL), workdir)
         if not runsc or (p["install_shim"] and not shim):
-            raise gi.InstallError("%s/%s has no runsc%s; nothing was replaced" % (
-                url, gi.TARBALL, " or no " + _gvisor.SHIM_NAME if p["install_shim"] else ""))
+            raise gvisor_install.InstallError("%s/%s has no runsc%s; nothing was replaced" % (
+                url, gvisor_install.TARBALL, " or no " + gvisor_detect.SHIM_NAME if p["install_shim"] else ""))
         return runsc, shim if p["install_shim"] else None, bindir
     return (os.path.join(workdir, "runsc"),
-            os.path.join(workdir, _gvisor.SHIM_NAME) if p["install_shim"] else None, None)
+            os.path.join(workdir, gvisor_detect.SHIM_NAME) if p["install_shim"] else None, None)
 
 
 def _same(new, dest):
     """Whether ``dest`` (through a symlink) holds exactly ``new``: sizes first, hashed only when they agree."""
     real = os.path.realpath(dest)
     return (os.path.isfile(real) and os.path.getsize(real) == os.path.getsize(new)
-            and gi.sha512_of(real) == gi.sha512_of(new))
+            and gvisor_install.sha512_of(real) == gvisor_install.sha512_of(new))
 
 
 def _tree_same(src, dest):
@@ -273,7 +274,7 @@ def _install(module, runner, p, new, bindest, workdir, before, expected):
     undo everything on any failure. Returns (installed, backups)."""
     runsc, shim, bindir = new
     suffix = re.sub(r"[^A-Za-z0-9._-]", "_", before["version"] if before else "unknown")
-    inst = gi.Installer(module, workdir)
+    inst = gvisor_install.Installer(module, workdir)
     targets = [(runsc, p["dest"])] + ([(shim, p["shim_dest"])] if shim else [])
     try:
         for _new, dest in targets:
@@ -281,33 +282,33 @@ def _install(module, runner, p, new, bindest, workdir, before, expected):
         for src, dest in targets:
             inst.replace(src, dest)
         if bindir:
-            gi.copy_tree(bindir, bindest)
-        parsed, raw = _gvisor.runsc_version(runner, p["dest"])
+            gvisor_install.copy_tree(bindir, bindest)
+        parsed, raw = gvisor_detect.runsc_version(runner, p["dest"])
         if parsed is None or parsed["version"] != expected["version"]:
-            raise gi.InstallError("%s reports %s after the install, expected %s" % (
+            raise gvisor_install.InstallError("%s reports %s after the install, expected %s" % (
                 p["dest"], raw or "nothing", expected["version"]), version_output=raw)
     except (NodefixError, EnvironmentError) as exc:
         inst.undo()
         msg = exc.msg if isinstance(exc, NodefixError) else str(exc)
-        raise gi.InstallError("%s; the old files were put back" % msg)
+        raise gvisor_install.InstallError("%s; the old files were put back" % msg)
     return [dest for _src, dest in targets] + ([bindest] if bindir else []), inst.backups
 
 
 def run(module, runner, p, workdir):
     arch = p["arch"] or platform.machine()
-    if arch not in gi.ARCHES:
-        raise gi.InstallError("gVisor publishes x86_64 and aarch64 builds only; this node is %s" % arch)
-    url = "%s/%s/%s" % (p["base_url"].rstrip("/"), gi.release_dir(p["release"]), arch)
+    if arch not in gvisor_install.ARCHES:
+        raise gvisor_install.InstallError("gVisor publishes x86_64 and aarch64 builds only; this node is %s" % arch)
+    url = "%s/%s/%s" % (p["base_url"].rstrip("/"), gvisor_install.release_dir(p["release"]), arch)
     before, still = _current(runner, p["dest"])
 
     def fetch(u):
         return fetch_url(module, u, timeout=p["timeout"], ca_path=p["ca_path"])
 
-    files = gi.verify(fetch, url, workdir, gi.files_for(p["layout"], p["install_shim"]), p["checksums"], still)
+    files = gvisor_install.verify(fetch, url, workdir, gvisor_install.files_for(p["layout"], p["install_shim"]), p["checksums"], still)
     new = _new_files(p, url, workdir)
-    downloaded = gi.check_new_runsc(runner, new[0], url + "/runsc", p["minimum_release"])
+    downloaded = gvisor_install.check_new_runsc(runner, new[0], url + "/runsc", p["minimum_release"])
     # gvisor-bin/ goes beside the runsc the link points to
-    bindest = os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gi.BINDIR)
+    bindest = os.path.join(os.path.dirname(os.path.realpath(p["dest"])), gvisor_install.BINDIR)
     same = (_same(new[0], p["dest"]) and (not new[1] or _same(new[1], p["shim_dest"]))
             and (not new[2] or _tree_same(new[2], bindest)))
     installed, backups = [], []
@@ -318,7 +319,7 @@ def run(module, runner, p, workdir):
     opts = dict((k, p[k]) for k in PLAN_OPTIONS)
     if os.path.isfile(p["dest"]) and os.access(p["dest"], os.X_OK):
         opts["runsc_path"] = p["dest"]
-    facts = _gvisor.check(runner, root="/", inspect_sandboxes=False, **opts)
+    facts = gvisor_detect.check(runner, root="/", inspect_sandboxes=False, **opts)
     result = dict(changed=not same, url=url, files=files, version_before=before["version"] if before else None,
                   version=downloaded["version"], installed=installed, backups=backups, runsc=facts["runsc"],
                   plan=facts["plan"])
@@ -332,7 +333,7 @@ def run(module, runner, p, workdir):
 def main():
     module = build_module()
     p = module.params
-    errors = gi.input_errors(p)
+    errors = gvisor_install.input_errors(p)
     if errors:
         module.fail_json(msg="; ".join(errors) + "; nothing was downloaded")
     workdir = tempfile.mkdtemp(prefix="nodefix-gvisor-")

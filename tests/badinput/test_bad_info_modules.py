@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""containerd_info, runsc_info, kubelet_mount_units and cpu_quota_check with hostile options and files:
+"""containerd_info, runsc_info, kubelet_mount_units and cpu_quota_info with hostile options and files:
 a clear failure or a clean report, never a traceback, and nothing under the node root changes.
 
 No command is expected (``bins={}``: no containerd, runsc, crictl or systemctl on the fake node), so
@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import (
     containerd_info,
-    cpu_quota_check,
+    cpu_quota_info,
     kubelet_mount_units,
     runsc_info,
 )
@@ -54,8 +54,8 @@ CASES = [
     (kubelet_mount_units, {"list_limit": -1}),
     (kubelet_mount_units, {"kubelet_root_dir": "relative/path"}),
     (kubelet_mount_units, {"runtime_endpoint": "tcp://10.0.0.1:1234"}),
-    (cpu_quota_check, {"runc_binary": "{root}/etc/containerd/runsc.toml"}),
-    (cpu_quota_check, {"runc_binary": "runc; rm -rf /"}),
+    (cpu_quota_info, {"runc_binary": "{root}/etc/containerd/runsc.toml"}),
+    (cpu_quota_info, {"runc_binary": "runc; rm -rf /"}),
 ]
 
 

@@ -12,7 +12,8 @@ import shutil
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import kubelet_config
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import plan as kubelet_plan
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
 from ansible_collections.nodefix.k8s.tests.badinput.conftest import read, refused, snapshot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,9 +48,9 @@ def run(run_module, root, settings=None, **kw):
 
 
 def effective_qps(root):
-    node = kl.discover(None, root, use_systemctl=False)
+    node = kubelet_node.discover(None, root, use_systemctl=False)
     node.version, node.version_text = (1, 29, 3), "1.29.3"
-    config, _sources = kl.reread(node, root)
+    config, _sources = kubelet_plan.reread(node, root)
     return config["kubeAPIQPS"]
 
 
@@ -94,7 +95,7 @@ def test_another_flags_value_is_never_touched(run_module, node, rel, line):
     assert not failed, result
     after = read(os.path.join(root, rel))
     assert "note=--kube-api-qps=7" in after and "qps=5" not in after and "qps 5" not in after
-    node_ = kl.discover(None, root, use_systemctl=False)
+    node_ = kubelet_node.discover(None, root, use_systemctl=False)
     assert [f["value"] for f in node_.flags if f["name"] == "node-labels"] == ["note=--kube-api-qps=7"]
     assert [f for f in node_.flags if f["name"] == "kube-api-qps"] == []
     assert effective_qps(root) == 60
@@ -150,7 +151,7 @@ def test_a_comment_inside_a_continued_execstart_is_not_read_and_not_edited(run_m
     _base, root = node
     put(root, DEFAULTS, "")
     put(root, DROPIN, read(os.path.join(root, DROPIN)).replace(ORIGINAL_EXEC, COMMENTED))
-    before = kl.discover(None, root, use_systemctl=False)
+    before = kubelet_node.discover(None, root, use_systemctl=False)
     assert [(f["name"], f["value"]) for f in before.flags if f["name"] in ("kube-api-qps", "event-qps")] == \
         [("kube-api-qps", "7")]
     assert "--config" in [w for w, _o in before.argv][-1] or before.config_path  # the words after the comments
@@ -162,7 +163,7 @@ def test_a_comment_inside_a_continued_execstart_is_not_read_and_not_edited(run_m
     assert "\n#    --kube-api-qps=5 (removed in the last change) \\\n" in text
     assert "\n  ; --event-qps=1\n" in text
     assert [e["old"] for e in result["flag_edits"]] == ["--kube-api-qps 7"], result["flag_edits"]
-    after = kl.discover(None, root, use_systemctl=False)
+    after = kubelet_node.discover(None, root, use_systemctl=False)
     assert [f for f in after.flags if f["name"] in ("kube-api-qps", "event-qps")] == []
     assert after.config_path == "/var/lib/kubelet/config.yaml"
     assert effective_qps(root) == 60
@@ -190,7 +191,7 @@ def test_a_quoted_environment_value_continued_in_the_unit(run_module, node):
                '  --kube-api-qps=7 --max-pods=90"\n')
     dropin = read(os.path.join(root, DROPIN))
     put(root, DROPIN, dropin.replace("EnvironmentFile=-/etc/default/kubelet\n", ""))
-    node_ = kl.discover(None, root, use_systemctl=False)
+    node_ = kubelet_node.discover(None, root, use_systemctl=False)
     assert [(f["name"], f["value"]) for f in node_.flags if f["name"] in ("v", "kube-api-qps", "event-qps", "max-pods")] \
         == [("v", "2"), ("kube-api-qps", "7"), ("max-pods", "90")]
     result, failed, _t = run(run_module, root)
@@ -223,12 +224,12 @@ def test_percent_in_unit_file_is_a_systemd_specifier_escape(run_module, node):
                              stale_flags="rewrite")
     assert not failed, result
     assert "--eviction-hard=memory.available<10%% $KUBELET" in read(os.path.join(root, DROPIN))
-    node_ = kl.discover(None, root, use_systemctl=False)
+    node_ = kubelet_node.discover(None, root, use_systemctl=False)
     assert [f["value"] for f in node_.flags if f["name"] == "eviction-hard"] == ["memory.available<10%"]
 
 
 # ---- confinement: paths from the node's files stay under root ------------------------------------------
-# Chroot semantics (_fileio.in_root): on the node, /../x is /x and a symlink's
+# Chroot semantics (_core.paths.in_root): on the node, /../x is /x and a symlink's
 # absolute target starts at the node's /, so under a root they name files inside
 # it, never the same path on the machine running the module.
 

@@ -13,9 +13,9 @@ import shutil
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.modules import kernel_check, node_audit, process_health
+from ansible_collections.nodefix.k8s.plugins.modules import kernel_info, node_audit, pids_info
 from ansible_collections.nodefix.k8s.tests.badinput.conftest import snapshot
-from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.test_process import (
+from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.test_pids import (
     V2_POD_CGROUP, fake_proc, zombies)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,10 +113,10 @@ def test_node_audit_survives_a_corrupt_file(run_module, make_tree, rel, kind):
 
 
 @pytest.mark.parametrize("module,args", [
-    (process_health, {"zombie_threshold": "many"}),
-    (process_health, {"pid_max_min": -5}),
-    (kernel_check, {"release": "6.1; rm -rf /"}),
-    (kernel_check, {"memory_stat_slow_ms": "slow"}),
+    (pids_info, {"zombie_threshold": "many"}),
+    (pids_info, {"pid_max_min": -5}),
+    (kernel_info, {"release": "6.1; rm -rf /"}),
+    (kernel_info, {"memory_stat_slow_ms": "slow"}),
     (node_audit, {"checks": ["kernel", "no_such_check"]}),
     (node_audit, {"options": {"pids": "zombie_threshold=5"}}),
 ])

@@ -3,7 +3,7 @@
 
 A node file that is a symlink (config management often links /etc/containerd/config.toml or a
 kubelet flags file into a managed tree) must keep its link: ``follow: true`` makes copy/template
-write the link's target, as the collection's own modules do (module_utils/_fileio.py).
+write the link's target, as the collection's own modules do (module_utils/_core/fileio.py).
 """
 
 import glob

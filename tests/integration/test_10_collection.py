@@ -4,6 +4,7 @@
 import glob
 import os
 import re
+import sys
 
 from conftest import ROOT, assert_ok, run_logged
 
@@ -44,3 +45,16 @@ def test_every_module_renders_in_ansible_doc():
     for name in modules:
         assert "nodefix.k8s.%s" % name in out
     assert "ERROR" not in out and "[WARNING]" not in out, out[-3000:]
+
+
+def test_an_old_module_name_still_works_through_its_redirect():
+    """1.0.0's process_health is pids_info since 1.1.0 (meta/runtime.yml plugin_routing): the old name runs
+    the same module, with a deprecation warning naming the new one."""
+    rc, out = run_logged("redirect-process-health", [
+        "ansible", "localhost", "-i", "localhost,", "-c", "local", "-m", "nodefix.k8s.process_health",
+        "-e", "ansible_python_interpreter=%s" % sys.executable, "-a", "zombie_threshold=100000"],
+        env={"ANSIBLE_DEPRECATION_WARNINGS": "true"})
+    assert_ok("redirect-process-health", rc, out)
+    assert "localhost | SUCCESS" in out and "limited_by:" in out and "pid_max:" in out, out[-2000:]  # pids_info's result
+    said = " ".join(out.split())
+    assert "nodefix.k8s.process_health has been deprecated" in said and "nodefix.k8s.pids_info" in said, said[-2000:]

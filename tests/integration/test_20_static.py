@@ -17,6 +17,11 @@ def test_no_sanity_ignore_files():
 def test_ansible_test_sanity():
     rc, out = run_logged("sanity", ["bash", "scripts/sanity.sh"], timeout=3600)
     assert_ok("sanity", rc, out)
+    # a test ansible-test skips for a missing tool (it says so and passes) is not a test that ran
+    # (scripts/setup.sh installs shellcheck; ansible-test sanity checks every *.sh with it)
+    assert "Required program" not in out and "Skipping sanity test" not in out, \
+        [line for line in out.splitlines() if "Required program" in line or "Skipping" in line]
+    assert 'Running sanity test "shellcheck"' in out
 
 
 def test_ansible_lint_production():

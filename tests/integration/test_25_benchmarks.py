@@ -3,7 +3,7 @@
 none can rot unnoticed. The numbers are not looked at (benchmarks are not timed
 tests); each run must end well, and each script checks its own result: the dead
 units gone and every live one still active (mount_units), the planted zombies
-and leakers found (process_health). The audit benchmark needs the lab up:
+and leakers found (pids_info). The audit benchmark needs the lab up:
 tests/integration/test_40_lab.py runs it there."""
 
 import json
@@ -15,9 +15,9 @@ from conftest import assert_ok, held, run_logged
 
 
 def test_process_health_benchmark(tmp_path):
-    rc, out = run_logged("bench-process-health", [sys.executable, "benchmarks/process_health/run.py",
+    rc, out = run_logged("bench-pids-info", [sys.executable, "benchmarks/pids_info/run.py",
                                                   "--tasks", "600", "--repeat", "1", "--dir", str(tmp_path)])
-    assert_ok("bench-process-health", rc, out)
+    assert_ok("bench-pids-info", rc, out)
 
 
 @pytest.mark.lab

@@ -116,7 +116,8 @@ for d in ansible_collections ansible_collections/nodefix ansible_collections/nod
 mkdir -p /etc/containerd
 printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]\n  runtime_type = "io.containerd.runsc.v1"\n' \
   > /etc/containerd/config.toml
-printf 'import sys\nsys.path.insert(0, "/tmp/c")\nfrom ansible_collections.nodefix.k8s.plugins.module_utils._npd import cli\nsys.exit(cli())\n' > /tmp/p.py
+printf 'import sys\nsys.path.insert(0, "/tmp/c")\n' > /tmp/p.py
+printf 'from ansible_collections.nodefix.k8s.plugins.module_utils._npd.plugin import cli\nsys.exit(cli())\n' >> /tmp/p.py
 python3 --version
 for c in ContainerRuntimeRisk GVisorMemoryLimitIgnored; do
   set +e; out=$(python3 /tmp/p.py --condition $c); rc=$?; set -e

@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
-from ansible_collections.nodefix.k8s.plugins.module_utils._common import SEVERITIES
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -19,7 +19,7 @@ def test_doc_is_current():
 
 def test_registry_entries_are_complete():
     ids_re = re.compile(r"^[a-z][a-z0-9_]*\.[a-z0-9_]+$")
-    for fid, entry in _audit.registries().items():
+    for fid, entry in audit_checks.registries().items():
         assert ids_re.match(fid), fid
         assert entry["severity"] in SEVERITIES, fid
         assert entry["title"] and entry.get("remedy"), fid

@@ -18,31 +18,38 @@ def manifest():
 
 
 def imported_module_utils(name):
-    """The collection's module_utils a file imports (at any depth of the code: lazy imports count)."""
-    with open(os.path.join(MU, name + ".py")) as fh:
+    """The collection's module_utils modules (``_pkg.module``) a module imports (at any depth of the code:
+    lazy imports count)."""
+    with open(os.path.join(MU, name.replace(".", os.sep) + ".py")) as fh:
         tree = ast.parse(fh.read())
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == PKG:
-                found.update(a.name for a in node.names)
-            elif node.module.startswith(PKG + "."):
-                found.add(node.module[len(PKG) + 1:].split(".")[0])
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PKG + "."):
+            sub = node.module[len(PKG) + 1:]
+            if "." in sub:                      # from PKG._pkg.module import name
+                found.add(sub)
+            else:                               # from PKG._pkg import module
+                found.update("%s.%s" % (sub, a.name) for a in node.names)
         elif isinstance(node, ast.Import):
-            found.update(a.name[len(PKG) + 1:].split(".")[0] for a in node.names if a.name.startswith(PKG + "."))
+            found.update(a.name[len(PKG) + 1:] for a in node.names if a.name.startswith(PKG + "."))
     return found
 
 
 def closure(entry, by_name=()):
     """The files ``entry`` needs: its imports, and (``by_name``) the modules it imports by name
-    (importlib: the npd plugin loads a condition's detectors only when the condition runs)."""
+    (importlib: the npd plugin loads a condition's detectors only when the condition runs), with
+    the ``__init__.py`` of each package they are in."""
     seen, todo = set([entry] + list(by_name)), [entry] + list(by_name)
     while todo:
         for dep in imported_module_utils(todo.pop()):
             if dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
-    return sorted(name + ".py" for name in seen)
+    files = set()
+    for name in seen:
+        package, module = name.split(".")
+        files.update(["%s/__init__.py" % package, "%s/%s.py" % (package, module)])
+    return sorted(files)
 
 
 def test_each_list_is_the_closure_of_its_entry_point():
@@ -55,13 +62,13 @@ def test_each_list_is_the_closure_of_its_entry_point():
 def test_the_modules_the_plugin_imports_by_name_are_listed():
     import sys  # pylint: disable=import-outside-toplevel
     sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _npd  # pylint: disable=import-outside-toplevel
-    assert sorted(manifest()["npd_plugin"]["by_name"]) == sorted(_npd.DETECTOR_MODULES.values())
+    from ansible_collections.nodefix.k8s.plugins.module_utils._npd import plugin as npd_plugin
+    assert sorted(manifest()["npd_plugin"]["by_name"]) == sorted(npd_plugin.DETECTOR_MODULES.values())
 
 
 def test_the_reader_sees_both_import_forms():
-    # `from <pkg>._x import y` and `from <pkg> import _x` (both in _mount_units.py)
-    assert {"_common", "_cgroup", "_mount_units_systemd"} <= imported_module_utils("_mount_units")
+    # `from <pkg>._x.y import name` and `from <pkg>._x import y` (both in _mount_units/cleanup.py)
+    assert {"_core.runner", "_mount_units.systemd", "_mount_units.detect"} <= imported_module_utils("_mount_units.cleanup")
 
 
 def test_every_shipper_reads_the_manifest_and_keeps_no_list_of_its_own():

@@ -40,7 +40,7 @@ def test_no_role_decides_what_a_detector_decided():
 
 
 def test_gvisor_has_no_containerd_or_kubelet_reader_of_its_own():
-    src = read("plugins/module_utils/_gvisor.py")
+    src = read("plugins/module_utils/_gvisor/detect.py")
     tree = ast.parse(src)
     imported = set()
     for node in ast.walk(tree):
@@ -53,17 +53,17 @@ def test_gvisor_has_no_containerd_or_kubelet_reader_of_its_own():
     assert "CRI_PLUGIN" not in src
     for path in ("/var/lib/kubelet/config.yaml", "kubeadm-flags.env", "/etc/kubernetes/kubelet"):
         assert path not in src, path
-    assert "_containerd.read_runtimes(" in src
-    assert "_kubelet_node.cgroup_driver(" in src     # the one reader of the kubelet's cgroup driver
+    assert "containerd_detect.read_runtimes(" in src
+    assert "kubelet_node.cgroup_driver(" in src     # the one reader of the kubelet's cgroup driver
 
 
 def test_one_owner_per_finding_id():
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
     owners = {}
-    for name, mod in _audit.DETECTORS:
+    for name, mod in audit_checks.DETECTORS:
         for fid in getattr(mod, "FINDINGS", {}):
             owners.setdefault(fid, set()).add(name)
-    # the kubelet registry lists _kubelet_durable's id for the docs; its maker is one module
+    # the kubelet registry lists _kubelet/durable.py's id for the docs; its maker is one module
     shared = dict((fid, names) for fid, names in owners.items() if len(names) > 1)
     assert shared == {}
 
@@ -83,13 +83,13 @@ def test_nothing_outside_the_collection_is_cited():
 
 
 def test_unit_file_syntax_has_one_reader():
-    """Continued lines and comments of unit files are read by _kubelet_flags.unit_entries alone (held to
+    """Continued lines and comments of unit files are read by _kubelet/flags.py's unit_entries alone (held to
     systemd-analyze by test_unit_syntax_systemd.py); discovery's parse_unit and the flag editor use it."""
     bad = []
     for rel in tracked("plugins"):
-        if rel.endswith(".py") and rel != "plugins/module_utils/_kubelet_flags.py" and 'endswith("\\\\")' in read(rel):
+        if rel.endswith(".py") and rel != "plugins/module_utils/_kubelet/flags.py" and 'endswith("\\\\")' in read(rel):
             bad.append(rel)
     assert bad == []
-    assert "kflags.unit_entries(text)" in read("plugins/module_utils/_kubelet_unit.py")
-    flags = read("plugins/module_utils/_kubelet_flags.py")
+    assert "kubelet_flags.unit_entries(text)" in read("plugins/module_utils/_kubelet/unit.py")
+    flags = read("plugins/module_utils/_kubelet/flags.py")
     assert "in unit_entries(text)" in flags.split("def unit_flag_words", 1)[1].split("\ndef ", 1)[0]

@@ -5,8 +5,8 @@
 # flake8: noqa
 
 # Set on objects of other libraries, read there:
-preserve_quotes  # ruamel.yaml's YAML(): keep the document's quoting on dump (_kubelet_yaml)
-run_command_environ_update  # AnsibleModule: the environment of run_command (_common.Runner)
+preserve_quotes  # ruamel.yaml's YAML(): keep the document's quoting on dump (_kubelet.config_yaml)
+run_command_environ_update  # AnsibleModule: the environment of run_command (_core.runner.Runner)
 
 # Looked up by Ansible, not called by name:
 ModuleDocFragment  # doc_fragments/*.py
@@ -24,6 +24,6 @@ do_POST
 do_DELETE
 do_PUT
 
-# Used by the tests only, and meant to be: the inverse of _mount_units_systemd.unit_name_to_path,
+# Used by the tests only, and meant to be: the inverse of _mount_units.systemd.unit_name_to_path,
 # checked against it and used to name the units the tests leak.
 systemd_escape_path

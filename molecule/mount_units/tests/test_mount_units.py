@@ -53,7 +53,7 @@ def test_timer_installed_and_enabled(host):
     # a time limit: the cleanup's budget (its commands killed there) and systemd's hard stop behind it
     assert cfg["max_seconds"] == 540 and "TimeoutStartSec=600" in unit
     shipped = host.file("/usr/local/lib/nodefix-k8s/ansible_collections/nodefix/k8s/plugins/module_utils/"
-                        "_mount_units.py")
+                        "_mount_units/cleanup.py")
     assert shipped.exists and "def cli(" in shipped.content_string
 
 

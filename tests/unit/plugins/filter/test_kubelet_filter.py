@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodefix.k8s.plugins.filter.kubelet import kubelet_configmap
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml as ky
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml as kubelet_config_yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "..", "..", "..", "..", "lab", "kubelet-double", "layouts", "kubeadm", "var", "lib",
@@ -19,7 +19,7 @@ def test_sets_the_targets_and_keeps_every_other_line():
     out = kubelet_configmap(KUBEADM, {"kubeAPIQPS": 50, "kubeAPIBurst": 100, "serializeImagePulls": False})
     assert out["changed"] and sorted(out["fields"]) == ["kubeAPIBurst", "kubeAPIQPS", "serializeImagePulls"]
     assert out["fields"]["kubeAPIQPS"] == {"before": 5, "after": 50}
-    data = ky.plain(ky.load_yaml(out["text"], "cm"))
+    data = kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out["text"], "cm"))
     assert (data["kubeAPIQPS"], data["kubeAPIBurst"], data["serializeImagePulls"]) == (50, 100, False)
     untouched = [line for line in KUBEADM.splitlines() if not line.startswith("kubeAPIQPS:")]
     assert [line for line in out["text"].splitlines()[:len(untouched) + 1] if not line.startswith("kubeAPIQPS:")] == untouched

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as c
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_edit as ce
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import edit as containerd_edit
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "containerd")
 
@@ -38,20 +38,20 @@ def fixture(name):
     ("containerd-version-2.1.9.txt", "2.1.9", None, "github.com/containerd/containerd/v2"),
 ])
 def test_real_containerd_version_outputs(name, version, pre, package):
-    info = c.parse_containerd_version(fixture(name))
+    info = containerd_detect.parse_containerd_version(fixture(name))
     assert info["version"] == version
     assert info["prerelease"] is pre and info["is_prerelease"] is False
     assert info["package"] == package
 
 
 def test_debian_version_keeps_distro_suffix_and_revision():
-    info = c.parse_containerd_version(fixture("containerd-version-1.6.20.txt"))
+    info = containerd_detect.parse_containerd_version(fixture("containerd-version-1.6.20.txt"))
     assert info["distro_suffix"] == "ds1"
     assert info["revision"] == "1.6.20~ds1-1+deb12u3"
 
 
 def test_v2_version_with_trailing_space_and_build_suffix():
-    info = c.parse_containerd_version("containerd github.com/containerd/containerd/v2 2.1.9+unknown \n")
+    info = containerd_detect.parse_containerd_version("containerd github.com/containerd/containerd/v2 2.1.9+unknown \n")
     assert (info["version"], info["build"], info["revision"], info["major"]) == ("2.1.9", "unknown", None, 2)
 
 
@@ -63,15 +63,15 @@ def test_v2_version_with_trailing_space_and_build_suffix():
     ("containerd containerd.io 1.6.28 ae07eda36dd25f8a1b98dfbf587313b99c0190bb", "1.6.28", None),
 ])
 def test_prerelease_and_vendor_builds(line, version, pre):
-    info = c.parse_containerd_version(line)
+    info = containerd_detect.parse_containerd_version(line)
     assert info["version"] == version
     assert info["prerelease"] == pre
     assert info["is_prerelease"] is (pre is not None)
 
 
 def test_not_a_version():
-    assert c.parse_containerd_version("") is None
-    assert c.parse_containerd_version("bash: containerd: command not found") is None
+    assert containerd_detect.parse_containerd_version("") is None
+    assert containerd_detect.parse_containerd_version("bash: containerd: command not found") is None
 
 
 @pytest.mark.parametrize("older, newer", [
@@ -85,31 +85,31 @@ def test_not_a_version():
     ("1.9.9", "1.10.0"),
 ])
 def test_ordering(older, newer):
-    assert c.semver_lt(older, newer)
-    assert not c.semver_lt(newer, older)
+    assert containerd_detect.semver_lt(older, newer)
+    assert not containerd_detect.semver_lt(newer, older)
 
 
 def test_runc_versions_and_quota_bug():
-    rc93 = c.parse_runc_version(fixture("runc-version-1.0.0-rc93.txt"))
+    rc93 = containerd_detect.parse_runc_version(fixture("runc-version-1.0.0-rc93.txt"))
     assert (rc93["version"], rc93["prerelease"], rc93["spec"]) == ("1.0.0-rc93", "rc93", "1.0.2-dev")
-    v115 = c.parse_runc_version(fixture("runc-version-1.1.5.txt"))
+    v115 = containerd_detect.parse_runc_version(fixture("runc-version-1.1.5.txt"))
     assert (v115["version"], v115["commit"]) == ("1.1.5", "1.1.5+ds1-1+deb12u1")
-    assert c.runc_has_quota_bug(c.parse_semver("1.0.0-rc4"))
-    assert c.runc_has_quota_bug(c.parse_semver("0.1.1"))
-    assert not c.runc_has_quota_bug(c.parse_semver("1.0.0-rc5"))
-    assert not c.runc_has_quota_bug(rc93)
-    assert not c.runc_has_quota_bug(c.parse_semver("1.1.5+ds1"))
-    old = c.parse_runc_version("runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n")
+    assert containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("1.0.0-rc4"))
+    assert containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("0.1.1"))
+    assert not containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("1.0.0-rc5"))
+    assert not containerd_detect.runc_has_quota_bug(rc93)
+    assert not containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("1.1.5+ds1"))
+    old = containerd_detect.parse_runc_version("runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n")
     assert old["version"] == "1.0.0-rc4"
 
 
 def test_ctr_version():
     out = ("Client:\n  Version:  1.7.24~ds1\n  Revision: 1.7.24~ds1-6+deb13u1\n  Go version: go1.23.5\n\n"
            "Server:\n  Version:  1.7.24~ds1\n  Revision: 1.7.24~ds1-6+deb13u1\n  UUID: 5b4b3c1d-3c1e-4a8b-9c57-6a0f1a0e2b11\n")
-    got = c.parse_ctr_version(out)
+    got = containerd_detect.parse_ctr_version(out)
     assert got["client"] == got["server"] == "1.7.24~ds1"
     assert got["uuid"].startswith("5b4b")
-    assert c.parse_ctr_version("Client:\n  Version:  1.6.20~ds1\n")["server"] is None
+    assert containerd_detect.parse_ctr_version("Client:\n  Version:  1.6.20~ds1\n")["server"] is None
 
 
 # ---------------------------------------------------------------- schemas
@@ -124,35 +124,35 @@ def test_ctr_version():
     ("debian-shipped-config.toml", 2),
 ])
 def test_schema_detection(name, schema):
-    assert c.schema_version(c.parse_config(fixture(name))) == schema
+    assert containerd_detect.schema_version(containerd_detect.parse_config(fixture(name))) == schema
 
 
 @pytest.mark.parametrize("text", ["version = 9\n", "version = '2'\n", "version = true\n", "version = 0\n"])
 def test_unknown_schema(text):
-    with pytest.raises(c.ContainerdConfigError, match="unknown config schema version"):
-        c.schema_version(c.parse_config(text))
+    with pytest.raises(containerd_detect.ContainerdConfigError, match="unknown config schema version"):
+        containerd_detect.schema_version(containerd_detect.parse_config(text))
 
 
 def test_malformed_toml():
-    with pytest.raises(c.ContainerdConfigError, match="not valid TOML"):
-        c.parse_config("version = 2\n[plugins\n")
+    with pytest.raises(containerd_detect.ContainerdConfigError, match="not valid TOML"):
+        containerd_detect.parse_config("version = 2\n[plugins\n")
 
 
 def test_schema_for_containerd():
-    assert [c.schema_for_containerd(v) for v in ("1.4.13", "1.7.24~ds1", "2.1.9", "2.3.0")] == [2, 2, 3, 4]
+    assert [containerd_detect.schema_for_containerd(v) for v in ("1.4.13", "1.7.24~ds1", "2.1.9", "2.3.0")] == [2, 2, 3, 4]
 
 
 def test_list_runtimes_real_configs():
-    doc = c.parse_config(fixture("config-default-2.1.9.toml"))
-    (runc,) = c.list_runtimes(doc, 3)
+    doc = containerd_detect.parse_config(fixture("config-default-2.1.9.toml"))
+    (runc,) = containerd_detect.list_runtimes(doc, 3)
     assert runc["name"] == "runc" and runc["runtime_type"] == "io.containerd.runc.v2"
     assert runc["options"]["SystemdCgroup"] is False
-    assert c.runc_systemd_cgroup(doc, 3) is False
-    doc = c.parse_config(fixture("config-default-1.4.13.toml"))
-    assert [r["name"] for r in c.list_runtimes(doc, 2)] == ["runc"]
-    assert c.runc_systemd_cgroup(doc, 2) is None
-    doc = c.parse_config(fixture("config-v1-handwritten.toml"))
-    assert c.list_runtimes(doc, 1)[0]["table"] == "plugins.cri.containerd.runtimes.runc"
+    assert containerd_detect.runc_systemd_cgroup(doc, 3) is False
+    doc = containerd_detect.parse_config(fixture("config-default-1.4.13.toml"))
+    assert [r["name"] for r in containerd_detect.list_runtimes(doc, 2)] == ["runc"]
+    assert containerd_detect.runc_systemd_cgroup(doc, 2) is None
+    doc = containerd_detect.parse_config(fixture("config-v1-handwritten.toml"))
+    assert containerd_detect.list_runtimes(doc, 1)[0]["table"] == "plugins.cri.containerd.runtimes.runc"
 
 
 # ---------------------------------------------------------------- edits
@@ -184,7 +184,7 @@ PREFIX = {
 ])
 def test_edit_real_configs_only_needed_lines(name, schema):
     before = fixture(name)
-    after, got_schema, changes = ce.edit_config(before, RUNSC, True)
+    after, got_schema, changes = containerd_edit.edit_config(before, RUNSC, True)
     assert got_schema == schema
     removed, added = changed_lines(before, after)
     assert [r.strip() for r in removed] == ["SystemdCgroup = false"]
@@ -206,70 +206,70 @@ def test_edit_real_configs_only_needed_lines(name, schema):
     # every comment survives
     assert [ln for ln in before.splitlines() if ln.strip().startswith("#")] == [ln for ln in after.splitlines() if ln.strip().startswith("#")]
     # idempotent
-    again, dummy, changes2 = ce.edit_config(after, RUNSC, True)
+    again, dummy, changes2 = containerd_edit.edit_config(after, RUNSC, True)
     assert again == after and changes2 == []
-    doc = c.parse_config(after)
-    assert c.runc_systemd_cgroup(doc, schema) is True
-    runsc = [r for r in c.list_runtimes(doc, schema) if r["name"] == "runsc"][0]
+    doc = containerd_detect.parse_config(after)
+    assert containerd_detect.runc_systemd_cgroup(doc, schema) is True
+    runsc = [r for r in containerd_detect.list_runtimes(doc, schema) if r["name"] == "runsc"][0]
     assert runsc["options"] == RUNSC["runsc"]["options"]
 
 
 def test_edit_1_4_13_fills_empty_runc_options():
     before = fixture("config-default-1.4.13.toml")
-    after, schema, _changes = ce.edit_config(before, RUNSC, True)
+    after, schema, _changes = containerd_edit.edit_config(before, RUNSC, True)
     removed, added = changed_lines(before, after)
     assert removed == []
     assert added[0] == "            SystemdCgroup = true"
-    assert c.runc_systemd_cgroup(c.parse_config(after), 2) is True
+    assert containerd_detect.runc_systemd_cgroup(containerd_detect.parse_config(after), 2) is True
 
 
 def test_edit_debian_shipped_config_creates_tables_in_style():
     before = fixture("debian-shipped-config.toml")
-    after, schema, dummy = ce.edit_config(before, RUNSC, True)
+    after, schema, dummy = containerd_edit.edit_config(before, RUNSC, True)
     removed, added = changed_lines(before, after)
     assert removed == []
     assert added[0] == '    [plugins."io.containerd.grpc.v1.cri".containerd]'
     assert added[1] == '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]'
-    doc = c.parse_config(after)
-    assert sorted(r["name"] for r in c.list_runtimes(doc, 2)) == ["runc", "runsc"]
-    assert c.runc_systemd_cgroup(doc, 2) is True
-    assert ce.edit_config(after, RUNSC, True)[0] == after
+    doc = containerd_detect.parse_config(after)
+    assert sorted(r["name"] for r in containerd_detect.list_runtimes(doc, 2)) == ["runc", "runsc"]
+    assert containerd_detect.runc_systemd_cgroup(doc, 2) is True
+    assert containerd_edit.edit_config(after, RUNSC, True)[0] == after
 
 
 def test_noop_when_already_right_keeps_text_byte_identical():
     before = fixture("config-default-2.1.9.toml")
-    after, dummy, changes = ce.edit_config(before, {"runc": {"runtime_type": "io.containerd.runc.v2"}}, False)
+    after, dummy, changes = containerd_edit.edit_config(before, {"runc": {"runtime_type": "io.containerd.runc.v2"}}, False)
     assert after == before and changes == []
 
 
 def test_change_existing_option_in_place():
     text = fixture("config-dump-1.6.20-runsc-systemd.toml")
     spec = {"runsc": {"options": {"ConfigPath": "/etc/containerd/runsc-new.toml"}}}
-    after, dummy, changes = ce.edit_config(text, spec, None)
+    after, dummy, changes = containerd_edit.edit_config(text, spec, None)
     removed, added = changed_lines(text, after)
     assert [r.strip() for r in removed] == ['ConfigPath = "/etc/containerd/runsc.toml"']
     assert [a.strip() for a in added] == ['ConfigPath = "/etc/containerd/runsc-new.toml"']
 
 
 def test_new_file_needs_schema():
-    with pytest.raises(c.ContainerdConfigError, match="no schema version"):
-        ce.edit_config("", RUNSC, True)
-    text, schema, dummy = ce.edit_config(None, RUNSC, True, schema=3)
-    doc = c.parse_config(text)
-    assert c.schema_version(doc) == 3
+    with pytest.raises(containerd_detect.ContainerdConfigError, match="no schema version"):
+        containerd_edit.edit_config("", RUNSC, True)
+    text, schema, dummy = containerd_edit.edit_config(None, RUNSC, True, schema=3)
+    doc = containerd_detect.parse_config(text)
+    assert containerd_detect.schema_version(doc) == 3
     assert "'io.containerd.runsc.v1'" in text
-    assert c.runc_systemd_cgroup(doc, 3) is True
+    assert containerd_detect.runc_systemd_cgroup(doc, 3) is True
 
 
 def test_refuses_to_mix_schemas():
-    with pytest.raises(c.ContainerdConfigError, match="refusing to mix"):
-        ce.edit_config(fixture("config-default-1.6.20.toml"), RUNSC, True, schema=3)
+    with pytest.raises(containerd_detect.ContainerdConfigError, match="refusing to mix"):
+        containerd_edit.edit_config(fixture("config-default-1.6.20.toml"), RUNSC, True, schema=3)
 
 
 def test_runtimes_not_a_table():
     text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = "x"\n'
-    with pytest.raises(c.ContainerdConfigError, match="not a table"):
-        ce.edit_config(text, RUNSC, None)
+    with pytest.raises(containerd_detect.ContainerdConfigError, match="not a table"):
+        containerd_edit.edit_config(text, RUNSC, None)
 
 
 # ---------------------------------------------------------------- config dump check
@@ -277,15 +277,15 @@ def test_runtimes_not_a_table():
 @pytest.mark.parametrize("name", ["config-dump-1.6.20-runsc-systemd.toml", "config-dump-2.1.9-runsc-systemd.toml"])
 def test_dump_has(name):
     dump = fixture(name)
-    assert ce.dump_has(dump, RUNSC, True) == []
-    problems = ce.dump_has(dump, {"kata": {"runtime_type": "io.containerd.kata.v2"}}, False)
+    assert containerd_edit.dump_has(dump, RUNSC, True) == []
+    problems = containerd_edit.dump_has(dump, {"kata": {"runtime_type": "io.containerd.kata.v2"}}, False)
     assert problems == ["runtime kata missing from config dump", "runc SystemdCgroup is True in config dump"]
 
 
 def test_dump_without_runtime_means_v1_config_ignored_by_containerd_2():
     # containerd 2.x ignores a v1 file's plugins.cri tables: its dump has no runsc
     dump = fixture("config-default-2.1.9.toml")
-    assert ce.dump_has(dump, RUNSC, None) == ["runtime runsc missing from config dump"]
+    assert containerd_edit.dump_has(dump, RUNSC, None) == ["runtime runsc missing from config dump"]
 
 
 # ---------------------------------------------------------------- detector
@@ -323,7 +323,7 @@ def test_check_prerelease_and_old_runc(make_tree):
         ("runc", "--version"): (0, "runc version 1.0.0-rc4\ncommit: 3f2f8b84\nspec: 1.0.0\n", ""),
         ("ctr", "version"): (0, "Client:\n  Version:  v1.7.0-rc.1\n\nServer:\n  Version:  v1.7.0-rc.1\n", ""),
     })
-    facts = c.check(runner, root=root)
+    facts = containerd_detect.check(runner, root=root)
     ids = sorted(f["id"] for f in facts["findings"])
     assert ids == ["containerd.prerelease", "runc.cpu_quota_rounding_bug"]
     assert facts["prerelease"] is True and facts["version"] == "1.7.0-rc.1"
@@ -339,7 +339,7 @@ def test_check_healthy_node_has_no_findings(make_tree):
         ("runc", "--version"): (0, fixture("runc-version-1.1.5.txt"), ""),
         ("ctr", "version"): (0, "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n", ""),
     })
-    facts = c.check(runner, root=root)
+    facts = containerd_detect.check(runner, root=root)
     assert facts["findings"] == []
     assert facts["runc"]["cpu_quota_rounding_bug"] is False
 
@@ -347,7 +347,7 @@ def test_check_healthy_node_has_no_findings(make_tree):
 def test_runc_is_run_once_per_audit_when_the_runner_has_a_memo(make_tree):
     # node_audit and the node-problem-detector plugin run the containerd and cpu_quota
     # detectors with one runner: runc --version runs once, both detectors see it
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
     root = node(make_tree, fixture("config-default-1.6.20.toml"))
     runner = FakeRunner({"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc", "ctr": "/usr/bin/ctr"}, {
         ("containerd", "--version"): (0, fixture("containerd-version-1.6.20.txt"), ""),
@@ -355,7 +355,7 @@ def test_runc_is_run_once_per_audit_when_the_runner_has_a_memo(make_tree):
         ("ctr", "version"): (0, "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n", ""),
     })
     runner.memo = {}
-    out = _audit.run_checks(runner, root=root, checks=["containerd", "cpu_quota"])
+    out = audit_checks.run_checks(runner, root=root, checks=["containerd", "cpu_quota"])
     assert [call for call in runner.calls if call[0] == "/usr/sbin/runc"] == [["/usr/sbin/runc", "--version"]]
     assert out["checks"]["containerd"]["runc"]["version"] == out["checks"]["cpu_quota"]["runc"]["version"] == "1.0.0-rc4"
     # one owner: the finding once, from containerd
@@ -363,7 +363,7 @@ def test_runc_is_run_once_per_audit_when_the_runner_has_a_memo(make_tree):
     # a runner without a memo (a module's own) runs it each time
     del runner.memo
     runner.calls[:] = []
-    _audit.run_checks(runner, root=root, checks=["containerd", "cpu_quota"])
+    audit_checks.run_checks(runner, root=root, checks=["containerd", "cpu_quota"])
     assert len([call for call in runner.calls if call[0] == "/usr/sbin/runc"]) == 2
 
 
@@ -373,7 +373,7 @@ def test_check_below_minimum_socket_down_and_config_from_cmdline(make_tree):
     runner = FakeRunner({"containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr"}, {
         ("containerd", "--version"): (0, fixture("containerd-version-1.4.13.txt"), ""),
     })
-    facts = c.check(runner, root=root, minimum_version="1.6.0")
+    facts = containerd_detect.check(runner, root=root, minimum_version="1.6.0")
     assert facts["config_path"] == "/etc/containerd/custom.toml" and facts["config_source"] == "cmdline"
     assert facts["daemon"]["pid"] == 812 and facts["daemon"]["started"] == 1700000000 + 1234.0 * 100 / os.sysconf("SC_CLK_TCK")
     assert facts["socket"]["address"] == "/run/k8s/containerd.sock"
@@ -384,13 +384,13 @@ def test_check_below_minimum_socket_down_and_config_from_cmdline(make_tree):
 def test_check_reports_invalid_config(make_tree):
     root = node(make_tree, "version = 7\n")
     runner = FakeRunner({}, {})
-    facts = c.check(runner, root=root)
+    facts = containerd_detect.check(runner, root=root)
     assert facts["installed"] is False
     assert [f["id"] for f in facts["findings"]] == ["containerd.config_invalid"]
     assert "unknown config schema version 7" in facts["config_error"]
 
 
 def test_registry_shape():
-    for fid, entry in c.FINDINGS.items():
+    for fid, entry in containerd_detect.FINDINGS.items():
         assert fid.split(".", maxsplit=1)[0] in ("containerd", "runc")
         assert set(entry) >= {"severity", "title", "remedy", "role", "tag"}

@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd as c
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_edit as ce
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import edit as containerd_edit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
@@ -56,16 +56,16 @@ def test_real_binary_loads_edited_default_config(tmp_path, version, config):
     exe = binary(version)
     with open(os.path.join(FIX, config)) as fh:
         before = fh.read()
-    after, _schema, changes = ce.edit_config(before, RUNSC, True)
+    after, _schema, changes = containerd_edit.edit_config(before, RUNSC, True)
     assert changes
     path = tmp_path / "config.toml"
     path.write_text(after)
     proc = run([exe, "--config", str(path), "config", "dump"])
     assert proc.returncode == 0, proc.stderr
-    assert ce.dump_has(proc.stdout, RUNSC, True) == []
-    dumped = c.parse_config(proc.stdout)
-    schema = c.schema_version(dumped)
-    names = [r["name"] for r in c.list_runtimes(dumped, schema)]
+    assert containerd_edit.dump_has(proc.stdout, RUNSC, True) == []
+    dumped = containerd_detect.parse_config(proc.stdout)
+    schema = containerd_detect.schema_version(dumped)
+    names = [r["name"] for r in containerd_detect.list_runtimes(dumped, schema)]
     assert "runsc" in names and "runc" in names
 
 
@@ -80,9 +80,9 @@ def test_v1_config_is_ignored_by_containerd_2(tmp_path):
     """Why containerd_config validates the dump: 2.x loads a v1 file but drops plugins.cri."""
     exe = binary("2.1.9")
     with open(os.path.join(FIX, "config-v1-handwritten.toml")) as fh:
-        after, _s, _c = ce.edit_config(fh.read(), RUNSC, True)
+        after, _s, _c = containerd_edit.edit_config(fh.read(), RUNSC, True)
     path = tmp_path / "config.toml"
     path.write_text(after)
     proc = run([exe, "--config", str(path), "config", "dump"])
     assert proc.returncode == 0
-    assert ce.dump_has(proc.stdout, RUNSC, None) == ["runtime runsc missing from config dump"]
+    assert containerd_edit.dump_has(proc.stdout, RUNSC, None) == ["runtime runsc missing from config dump"]

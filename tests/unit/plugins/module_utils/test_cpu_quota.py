@@ -3,7 +3,8 @@
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd, _cpu_quota
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
 
 # the incident: pod db841b6d..., docker container b686057013a3..., limit 2953m
 POD = "db841b6d-ca29-11e7-9644-02306c0cdc4b"
@@ -53,7 +54,7 @@ INCIDENT_V1 = {
 
 def test_incident_295300_under_295000_v1_systemd(make_tree):
     root = v1_tree(make_tree, INCIDENT_V1)
-    got = _cpu_quota.check(None, root=root, check_runc=False)
+    got = cpu_quota_detect.check(None, root=root, check_runc=False)
     assert (got["cgroup_layout"], got["cpu_hierarchy"], got["limited_cgroups"]) == ("v1", "/sys/fs/cgroup/cpu,cpuacct", 5)
     assert got["violations"] == [{
         "path": INCIDENT_CTR, "quota": 295300, "period": 100000, "cpus": 2.953,
@@ -88,7 +89,7 @@ def test_nearest_limited_ancestor_and_period_normalisation(make_tree):
         "/b/c/d": (70000, 50000),             # 1.4 under 1.2 (its nearest is /b/c, itself over /b)
     }
     root = v1_tree(make_tree, cgroups, base="/sys/fs/cgroup/cpu")
-    got = _cpu_quota.check(None, root=root, check_runc=False)
+    got = cpu_quota_detect.check(None, root=root, check_runc=False)
     assert [(v["path"], v["parent"], v["cpus"], v["parent_cpus"]) for v in got["violations"]] == [
         ("/a/unlimited/deep", "/a", 1.6, 1.5), ("/b/c", "/b", 1.2, 1.0), ("/b/c/d", "/b/c", 1.4, 1.2)]
     # outside kubepods nothing is judged by whole percents
@@ -104,7 +105,7 @@ def test_v2_cgroupfs_capped_not_refused(make_tree):
         pod + "/" + CID: "295300 100000",
         "/kubepods/besteffort": "max 100000",
     })
-    got = _cpu_quota.check(None, root=root, check_runc=False)
+    got = cpu_quota_detect.check(None, root=root, check_runc=False)
     assert got["cgroup_layout"] == "v2" and got["cpu_hierarchy"] == "/sys/fs/cgroup"
     assert [(v["path"], v["parent"], v["pod_uid"], v["container_id"], v["driver"]) for v in got["violations"]] == [
         (pod + "/" + CID, pod, POD, CID, "cgroupfs")]
@@ -118,7 +119,7 @@ def test_v2_systemd_51m(make_tree):
     pod = "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice" % POD_S
     ctr = pod + "/cri-containerd-%s.scope" % CID
     root = v2_tree(make_tree, {"/kubepods.slice": "max 100000", pod: "max 100000", ctr: "5100 100000"})
-    got = _cpu_quota.check(None, root=root, check_runc=False)
+    got = cpu_quota_detect.check(None, root=root, check_runc=False)
     assert got["violations"] == []
     assert got["not_whole_percent"] == [
         {"path": ctr, "quota": 5100, "period": 100000, "percent": 5.1, "systemd_truncates_to": 5000,
@@ -127,13 +128,13 @@ def test_v2_systemd_51m(make_tree):
 
 def test_hybrid_reads_the_v1_cpu_hierarchy(make_tree):
     root = v1_tree(make_tree, INCIDENT_V1, extra={"/sys/fs/cgroup/unified/cgroup.procs": "1\n"})
-    got = _cpu_quota.check(None, root=root, check_runc=False)
+    got = cpu_quota_detect.check(None, root=root, check_runc=False)
     assert got["cgroup_layout"] == "hybrid"
     assert [v["path"] for v in got["violations"]] == [INCIDENT_CTR]
 
 
 def test_no_cpu_controller(tmp_path):
-    got = _cpu_quota.check(None, root=str(tmp_path), check_runc=False)
+    got = cpu_quota_detect.check(None, root=str(tmp_path), check_runc=False)
     assert (got["cpu_hierarchy"], got["limited_cgroups"], got["findings"]) == (None, 0, [])
 
 
@@ -160,28 +161,28 @@ class FakeRunner(object):
 ])
 def test_runc_versions(make_tree, out, version, bug):
     runner = FakeRunner(out)
-    got = _cpu_quota.check(runner, root=v1_tree(make_tree, {"/": (-1, 100000)}))
+    got = cpu_quota_detect.check(runner, root=v1_tree(make_tree, {"/": (-1, 100000)}))
     assert runner.calls == [["/usr/sbin/runc", "--version"]]
     assert got["runc"] == {"binary": "/usr/sbin/runc", "version": version, "cpu_quota_rounding_bug": bug}
     # one owner: the containerd detector makes runc.cpu_quota_rounding_bug, so an
     # old runc counts once in node_audit; this detector only reports the facts
     assert got["findings"] == []
-    made = _containerd.runc_findings(got["runc"])
+    made = containerd_detect.runc_findings(got["runc"])
     assert [f["id"] for f in made] == (["runc.cpu_quota_rounding_bug"] if bug else [])
 
 
 def test_runc_missing_or_failing(make_tree):
     root = v1_tree(make_tree, {"/": (-1, 100000)})
-    got = _cpu_quota.check(FakeRunner("", path=None), root=root)
+    got = cpu_quota_detect.check(FakeRunner("", path=None), root=root)
     assert got["runc"] == {"binary": None, "version": None, "cpu_quota_rounding_bug": None}
-    got = _cpu_quota.check(FakeRunner("boom", rc=1), root=root)
+    got = cpu_quota_detect.check(FakeRunner("boom", rc=1), root=root)
     assert got["runc"] == {"binary": "/usr/sbin/runc", "version": None, "cpu_quota_rounding_bug": None}
     assert got["findings"] == []
 
 
 def test_helpers():
-    assert _cpu_quota.whole_percent(295000, 100000) and not _cpu_quota.whole_percent(295300, 100000)
-    assert _cpu_quota.whole_percent(5000, 50000) and not _cpu_quota.whole_percent(5100, 50000)
-    assert _cpu_quota.systemd_truncated(295300, 100000) == 295000
-    assert _cpu_quota.exceeds((295300, 100000), (295000, 100000))
-    assert not _cpu_quota.exceeds((147500, 50000), (295000, 100000))
+    assert cpu_quota_detect.whole_percent(295000, 100000) and not cpu_quota_detect.whole_percent(295300, 100000)
+    assert cpu_quota_detect.whole_percent(5000, 50000) and not cpu_quota_detect.whole_percent(5100, 50000)
+    assert cpu_quota_detect.systemd_truncated(295300, 100000) == 295000
+    assert cpu_quota_detect.exceeds((295300, 100000), (295000, 100000))
+    assert not cpu_quota_detect.exceeds((147500, 50000), (295000, 100000))

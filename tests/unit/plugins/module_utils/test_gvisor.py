@@ -3,8 +3,10 @@
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor as gv
-from ansible_collections.nodefix.k8s.plugins.module_utils import _cgroup, _common
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import findings as core_findings
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 
 MIB = 1048576
 HOST_RAM = 25276510208          # what the lab's real runsc printed for an unlimited leaf
@@ -37,7 +39,7 @@ def v2_cgroup(path):
 
 
 class FakeRunner(object):
-    """Stands in for _common.Runner: fixed binaries and ``--version`` output."""
+    """Stands in for core_runner.Runner: fixed binaries and ``--version`` output."""
 
     def __init__(self, bins=None, version_out=None, rc=0):
         self.bins = bins or {}
@@ -64,18 +66,18 @@ class FakeRunner(object):
     ("runsc version release-20240603.1\n", "20240603.1", "upstream", False, [20240603, 1, 0]),
 ])
 def test_parse_runsc_version(out, release, flavor, untagged, key):
-    got = gv.parse_runsc_version(out)
+    got = gvisor_detect.parse_runsc_version(out)
     assert (got["release"], got["flavor"], got["untagged"], got["key"]) == (release, flavor, untagged, key)
 
 
 def test_parse_untagged_keeps_commit():
-    got = gv.parse_runsc_version("runsc version release-20201216.0-72-gbf343394d498\n")
+    got = gvisor_detect.parse_runsc_version("runsc version release-20201216.0-72-gbf343394d498\n")
     assert got["commit"] == "bf343394d498" and got["commits_after_tag"] == 72
 
 
 @pytest.mark.parametrize("out", ["", "runsc version VERSION_MISSING\n", "something else", "runsc version\n"])
 def test_parse_unknown(out):
-    assert gv.parse_runsc_version(out) is None
+    assert gvisor_detect.parse_runsc_version(out) is None
 
 
 @pytest.mark.parametrize("version,fixed,systemd", [
@@ -90,9 +92,9 @@ def test_parse_unknown(out):
     ("release-20201216.0-72-gbf343394d498", False, False),
 ])
 def test_thresholds(version, fixed, systemd):
-    parsed = gv.parse_release(version)
-    assert gv.release_ge(parsed, gv.FIXED_RELEASE) is fixed
-    assert gv.release_ge(parsed, gv.SYSTEMD_CGROUP_RELEASE) is systemd
+    parsed = gvisor_detect.parse_release(version)
+    assert gvisor_detect.release_ge(parsed, gvisor_detect.FIXED_RELEASE) is fixed
+    assert gvisor_detect.release_ge(parsed, gvisor_detect.SYSTEMD_CGROUP_RELEASE) is systemd
 
 
 # ------------------------------------------------------------------ configs
@@ -130,19 +132,19 @@ CTD_V1 = """[plugins.cri.containerd.runtimes.runsc]
 def test_read_containerd_schemas(make_tree):
     root = make_tree({"/a.toml": CTD_V2_FIXED, "/b.toml": CTD_V3, "/c.toml": CTD_V1, "/d.toml": "version = 9\n",
                       "/e.toml": "version = [\n"})
-    a = gv.read_containerd(root, "/a.toml")
+    a = gvisor_detect.read_containerd(root, "/a.toml")
     assert a["schema_version"] == 2 and a["runc_systemd_cgroup"] is True
-    assert a["runsc_runtimes"] == [{"name": "runsc", "runtime_type": gv.RUNSC_RUNTIME_TYPE,
-                                    "type_url": gv.RUNSC_TYPE_URL, "config_path": "/etc/containerd/runsc.toml"}]
-    b = gv.read_containerd(root, "/b.toml")
+    assert a["runsc_runtimes"] == [{"name": "runsc", "runtime_type": gvisor_detect.RUNSC_RUNTIME_TYPE,
+                                    "type_url": gvisor_detect.RUNSC_TYPE_URL, "config_path": "/etc/containerd/runsc.toml"}]
+    b = gvisor_detect.read_containerd(root, "/b.toml")
     assert b["schema_version"] == 3 and b["runc_systemd_cgroup"] is False
     assert b["runsc_runtimes"][0]["name"] == "gvisor"
     assert b["runsc_runtimes"][0]["config_path"] == "/etc/containerd/gvisor.toml"
-    c = gv.read_containerd(root, "/c.toml")
+    c = gvisor_detect.read_containerd(root, "/c.toml")
     assert c["schema_version"] == 1 and c["runsc_runtimes"][0]["config_path"] is None
-    assert "unknown config schema version 9" in gv.read_containerd(root, "/d.toml")["error"]
-    assert gv.read_containerd(root, "/e.toml")["error"].startswith("/e.toml is not valid TOML")
-    assert gv.read_containerd(root, "/missing.toml")["exists"] is False
+    assert "unknown config schema version 9" in gvisor_detect.read_containerd(root, "/d.toml")["error"]
+    assert gvisor_detect.read_containerd(root, "/e.toml")["error"].startswith("/e.toml is not valid TOML")
+    assert gvisor_detect.read_containerd(root, "/missing.toml")["exists"] is False
 
 
 def test_shim_config_quoted_and_unquoted(make_tree):
@@ -151,11 +153,11 @@ def test_shim_config_quoted_and_unquoted(make_tree):
         "/bad.toml": "[runsc_config]\n  systemd-cgroup = true\n  debug = \"true\"\n",
         "/broken.toml": "[runsc_config\n",
     })
-    ok = gv.read_shim_config(root, "/ok.toml")
+    ok = gvisor_detect.read_shim_config(root, "/ok.toml")
     assert ok["valid"] is True and ok["systemd_cgroup"] is True and ok["settings"] == {"log_level": "debug"}
-    bad = gv.read_shim_config(root, "/bad.toml")
+    bad = gvisor_detect.read_shim_config(root, "/bad.toml")
     assert bad["valid"] is False and "systemd-cgroup = true" in bad["error"] and "debug" not in bad["error"]
-    assert gv.read_shim_config(root, "/broken.toml")["valid"] is False
+    assert gvisor_detect.read_shim_config(root, "/broken.toml")["valid"] is False
 
 
 def kubelet_files(config_text=None, args="", dropins=None, env=None):
@@ -183,14 +185,14 @@ def test_cgroup_driver_is_the_kubelets_effective_configuration(make_tree):
     """One reader (the kubelet detector's): flags > --config-dir drop-ins > --config file."""
     ctd = {"config_path": "/etc/containerd/config.toml", "runc_systemd_cgroup": None}
     only_file = make_tree(kubelet_files(KCFG % "systemd"))
-    assert gv.node_cgroup_driver(None, only_file, ctd)[:2] == (
+    assert gvisor_detect.node_cgroup_driver(None, only_file, ctd)[:2] == (
         "systemd", "kubelet config /var/lib/kubelet/config.yaml")
     dropin = make_tree(kubelet_files(KCFG % "systemd", dropins={"50-driver.conf": KCFG % "cgroupfs"}))
-    assert gv.node_cgroup_driver(None, dropin, ctd)[:2] == (
+    assert gvisor_detect.node_cgroup_driver(None, dropin, ctd)[:2] == (
         "cgroupfs", "kubelet drop-in /etc/kubernetes/kubelet.conf.d/50-driver.conf")
     flag = make_tree(kubelet_files(KCFG % "systemd", args="--cgroup-driver=cgroupfs --v=2",
                                    dropins={"50-driver.conf": KCFG % "systemd"}))
-    assert gv.node_cgroup_driver(None, flag, ctd)[:2] == ("cgroupfs", "kubelet flag --cgroup-driver")
+    assert gvisor_detect.node_cgroup_driver(None, flag, ctd)[:2] == ("cgroupfs", "kubelet flag --cgroup-driver")
 
 
 def test_cgroup_driver_falls_back_to_runc_then_default(make_tree):
@@ -199,9 +201,9 @@ def test_cgroup_driver_falls_back_to_runc_then_default(make_tree):
         on = {"config_path": "/c.toml", "runc_systemd_cgroup": True}
         off = {"config_path": "/c.toml", "runc_systemd_cgroup": False}
         unset = {"config_path": "/c.toml", "runc_systemd_cgroup": None}
-        assert gv.node_cgroup_driver(None, root, on)[:2] == ("systemd", "/c.toml (runc SystemdCgroup = true)")
-        assert gv.node_cgroup_driver(None, root, off)[:2] == ("cgroupfs", "/c.toml (runc SystemdCgroup = false)")
-        assert gv.node_cgroup_driver(None, root, unset)[0] == "cgroupfs"
+        assert gvisor_detect.node_cgroup_driver(None, root, on)[:2] == ("systemd", "/c.toml (runc SystemdCgroup = true)")
+        assert gvisor_detect.node_cgroup_driver(None, root, off)[:2] == ("cgroupfs", "/c.toml (runc SystemdCgroup = false)")
+        assert gvisor_detect.node_cgroup_driver(None, root, unset)[0] == "cgroupfs"
 
 
 def test_kubelet_driver_beats_runc_option_in_check(make_tree):
@@ -211,9 +213,9 @@ def test_kubelet_driver_beats_runc_option_in_check(make_tree):
              "/etc/containerd/config.toml": CTD_V2_FIXED,
              "/etc/containerd/runsc.toml": '[runsc_config]\n  debug = "true"\n'}
     files.update(kubelet_files(KCFG % "systemd", dropins={"10-driver.conf": KCFG % "cgroupfs"}))
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/bin/" + gvisor_detect.SHIM_NAME},
                         "runsc version release-20240603.0\n")
-    facts = gv.check(runner, root=make_tree(files))
+    facts = gvisor_detect.check(runner, root=make_tree(files))
     assert facts["cgroup_driver"] == "cgroupfs" and facts["kubelet_cgroup_driver"] == "cgroupfs"
     assert facts["cgroup_driver_source"] == "kubelet drop-in /etc/kubernetes/kubelet.conf.d/10-driver.conf"
     assert ids(facts) == []
@@ -221,9 +223,9 @@ def test_kubelet_driver_beats_runc_option_in_check(make_tree):
 
 def test_containerd_read_without_tomlkit(make_tree, monkeypatch):
     """The reader still reads a node without python3-tomlkit (Python's tomllib)."""
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd
-    monkeypatch.setattr(_containerd, "HAS_TOMLKIT", False)
-    a = gv.read_containerd(make_tree({"/a.toml": CTD_V2_FIXED}), "/a.toml")
+    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+    monkeypatch.setattr(containerd_detect, "HAS_TOMLKIT", False)
+    a = gvisor_detect.read_containerd(make_tree({"/a.toml": CTD_V2_FIXED}), "/a.toml")
     assert a["error"] is None and a["runc_systemd_cgroup"] is True
     assert a["runsc_runtimes"][0]["config_path"] == "/etc/containerd/runsc.toml"
 
@@ -233,13 +235,14 @@ def test_no_toml_parser_at_all_is_a_failed_check_never_an_invalid_config(make_tr
     cannot be read - the containerd and gvisor detectors fail (audit.check_failed: the condition is
     Unknown), they never report containerd.config_invalid or a clean gVisor."""
     import sys  # pylint: disable=import-outside-toplevel
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _containerd
-    monkeypatch.setattr(_containerd, "HAS_TOMLKIT", False)
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+    monkeypatch.setattr(containerd_detect, "HAS_TOMLKIT", False)
     monkeypatch.setitem(sys.modules, "tomllib", None)          # import tomllib -> ImportError
     root = make_tree({"/etc/containerd/config.toml": CTD_V2_FIXED})
-    with pytest.raises(_containerd.NoTomlParser, match="has no TOML parser"):
-        gv.read_containerd(root, "/etc/containerd/config.toml")
-    result = _audit.run_checks(FakeRunner({}), root=root, checks=["containerd", "gvisor"])
+    with pytest.raises(containerd_detect.NoTomlParser, match="has no TOML parser"):
+        gvisor_detect.read_containerd(root, "/etc/containerd/config.toml")
+    result = audit_checks.run_checks(FakeRunner({}), root=root, checks=["containerd", "gvisor"])
     ids = [(f["id"], f.get("subject")) for f in result["findings"]]
     assert ("audit.check_failed", "containerd") in ids and ("audit.check_failed", "gvisor") in ids, ids
     assert not [i for i, _s in ids if i in ("containerd.config_invalid", "gvisor.config_invalid")]
@@ -276,7 +279,7 @@ def v1_node(extra=None):
 
 def test_v1_limit_on_pod_cgroup_unlimited_leaf(make_tree):
     root = make_tree(v1_node())
-    sbs = gv.scan_sandboxes(root)
+    sbs = gvisor_detect.scan_sandboxes(root)
     assert [s["container_id"] for s in sbs] == [CID_A, CID_B]
     a, b = sbs
     assert a["pid"] == 129 and a["total_memory"] == HOST_RAM
@@ -296,8 +299,8 @@ def test_container_view_strips_mount_root(make_tree):
     files = v1_node({"/proc/self/mountinfo": mountinfo,
                      "/proc/129/cgroup": v1_cgroup("%s/kubepods/burstable/pod%s/%s" % (libpod, POD_A, CID_A))})
     root = make_tree(files)
-    assert _cgroup.mount_roots(root) == {"memory": libpod, "cpu": libpod, "hugetlb": "/"}
-    a = gv.scan_sandboxes(root)[0]
+    assert core_cgroup.mount_roots(root) == {"memory": libpod, "cpu": libpod, "hugetlb": "/"}
+    a = gvisor_detect.scan_sandboxes(root)[0]
     assert a["cgroup_local"] == "/kubepods/burstable/pod%s/%s" % (POD_A, CID_A)
     assert a["memory_limit"] == 268435456 and a["oversized"] is True and a["pod_uid"] == POD_A
 
@@ -315,7 +318,7 @@ def test_container_view_v2_strips_mount_root_of_a_static_pod(make_tree):
         "/sys/fs/cgroup%s/memory.max" % pod: "268435456\n",
         "/sys/fs/cgroup%s/memory.max" % leaf: "max\n",
     })
-    (sb,) = gv.scan_sandboxes(root)
+    (sb,) = gvisor_detect.scan_sandboxes(root)
     assert sb["cgroup"] == libpod + leaf and sb["cgroup_local"] == leaf and sb["cgroup_found"]
     assert sb["memory_limit"] == 268435456 and sb["limited_by"] == pod and sb["oversized"] is True
     assert (sb["pod_uid"], sb["qos"], sb["in_kubepods"], sb["outside_pod_slice"]) == (STATIC, "burstable", True, False)
@@ -346,7 +349,7 @@ def test_v2_systemd_slice_limit_on_pod_max_on_leaf(make_tree):
         "/sys/fs/cgroup%s/memory.max" % pod_slice: "536870912\n",
         "/sys/fs/cgroup%s/memory.max" % path: "max\n",
     }))
-    (sb,) = gv.scan_sandboxes(root)
+    (sb,) = gvisor_detect.scan_sandboxes(root)
     assert sb["memory_limit"] == 536870912 and sb["limited_by"] == pod_slice and sb["leaf_limit"] is None
     assert sb["oversized"] and sb["excess_bytes"] == 16 * 1024 * MIB - 536870912
     assert sb["in_kubepods"] and sb["kubernetes"] and not sb["outside_pod_slice"]
@@ -356,7 +359,7 @@ def test_v2_sandbox_in_system_slice_is_outside(make_tree):
     path = "/system.slice/cri-containerd-%s.scope" % CID_A
     root = make_tree(v2_node({77: (CID_A, HOST_RAM, path, "/run/containerd/runsc/k8s.io")},
                              {"/sys/fs/cgroup%s/memory.max" % path: "max\n"}))
-    (sb,) = gv.scan_sandboxes(root)
+    (sb,) = gvisor_detect.scan_sandboxes(root)
     assert sb["outside_pod_slice"] is True and sb["oversized"] is False and sb["memory_limit"] is None
 
 
@@ -366,14 +369,14 @@ def test_literal_systemd_path_is_outside_with_pod(make_tree):
     root = make_tree(v1_node({"/proc/201/cgroup": v1_cgroup(path), "/proc/201/cmdline": sandbox_cmdline(
         CID_B, HOST_RAM, root="/run/containerd/runsc/k8s.io"),
         "/sys/fs/cgroup/memory%s/memory.limit_in_bytes" % path: V1_UNLIMITED}))
-    b = [s for s in gv.scan_sandboxes(root) if s["container_id"] == CID_B][0]
+    b = [s for s in gvisor_detect.scan_sandboxes(root) if s["container_id"] == CID_B][0]
     assert b["outside_pod_slice"] is True and b["pod_uid"] == POD_B and b["in_kubepods"] is False
 
 
 def test_docker_sandbox_outside_kubepods_is_not_kubernetes(make_tree):
     path = "/system.slice/docker-%s.scope" % CID_A
     root = make_tree(v2_node({9: (CID_A, HOST_RAM, path, "/var/run/docker/runtime-runc/moby")}))
-    (sb,) = gv.scan_sandboxes(root)
+    (sb,) = gvisor_detect.scan_sandboxes(root)
     assert sb["kubernetes"] is False and sb["outside_pod_slice"] is False
 
 
@@ -384,14 +387,14 @@ def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
         files["/proc/%d/cgroup" % pid] = v1_cgroup("/")
     root = make_tree(files)
     reads = []
-    real = gv.read_text
+    real = core_paths.read_text
 
     def counting(path, default=None):
         reads.append(path)
         return real(path, default)
 
-    monkeypatch.setattr(gv, "read_text", counting)
-    sbs = gv.scan_sandboxes(root)
+    monkeypatch.setattr(gvisor_detect, "read_text", counting)
+    sbs = gvisor_detect.scan_sandboxes(root)
     assert len(sbs) == 2
     cmdlines = [p for p in reads if p.endswith("/cmdline")]
     cgroups = [p for p in reads if p.endswith("/cgroup")]
@@ -402,11 +405,11 @@ def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
 def test_total_host_memory_and_equals_form():
     argv = ["runsc", "--root=/r", "--systemd-cgroup=true", "boot", "--total-memory=1024", "--total-host-memory=4096",
             "--bundle=/b", CID_A]
-    sb = gv.sandbox_from_cmdline(argv)
+    sb = gvisor_detect.sandbox_from_cmdline(argv)
     assert (sb["total_memory"], sb["total_host_memory"], sb["systemd_cgroup"], sb["container_id"]) == (
         1024, 4096, True, CID_A)
-    assert gv.sandbox_from_cmdline(["runsc-gofer", "gofer", "--bundle", "/b"]) is None
-    assert gv.sandbox_from_cmdline(["/usr/bin/python3", "boot"]) is None
+    assert gvisor_detect.sandbox_from_cmdline(["runsc-gofer", "gofer", "--bundle", "/b"]) is None
+    assert gvisor_detect.sandbox_from_cmdline(["/usr/bin/python3", "boot"]) is None
 
 
 # ------------------------------------------------------------------ check(): findings
@@ -420,7 +423,7 @@ def test_check_lab_node_findings(make_tree):
     files = v1_node({"/etc/containerd/config.toml": CTD_V2})
     root = make_tree(files)
     runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n")
-    facts = gv.check(runner, root=root)
+    facts = gvisor_detect.check(runner, root=root)
     assert ids(facts) == sorted([
         ("gvisor.runsc_outdated", "/usr/bin/runsc"),
         ("gvisor.shim_missing", "runsc"),
@@ -449,9 +452,9 @@ def test_check_correct_v2_node_has_no_findings(make_tree):
         "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n",
     })
     root = make_tree(files)
-    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gv.SHIM_NAME: "/usr/local/bin/" + gv.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/local/bin/" + gvisor_detect.SHIM_NAME},
                         "runsc version release-20240603.0\nspec: 1.1.0\n")
-    facts = gv.check(runner, root=root)
+    facts = gvisor_detect.check(runner, root=root)
     assert facts["findings"] == []
     assert facts["pods_to_recreate"] == [] and facts["sandboxes"][0]["oversized"] is False
     assert facts["shim_config"]["systemd_cgroup"] is True
@@ -462,9 +465,9 @@ def test_check_cgroupfs_node_with_systemd_flag_and_old_runsc(make_tree):
              "/etc/containerd/config.toml": CTD_V3,
              "/etc/containerd/gvisor.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'}
     root = make_tree(files)
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/bin/" + gvisor_detect.SHIM_NAME},
                         "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
-    facts = gv.check(runner, root=root)
+    facts = gvisor_detect.check(runner, root=root)
     assert ids(facts) == sorted([
         ("gvisor.runsc_outdated", "/usr/bin/runsc"),
         ("gvisor.systemd_cgroup_on_cgroupfs", "/etc/containerd/gvisor.toml"),
@@ -476,29 +479,29 @@ def test_check_config_invalid_and_missing(make_tree):
     base = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
             "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n",
             "/etc/containerd/config.toml": CTD_V2_FIXED}
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/x/" + gv.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/x/" + gvisor_detect.SHIM_NAME},
                         "runsc version release-20240603.0\n")
-    missing = gv.check(runner, root=make_tree(base))
+    missing = gvisor_detect.check(runner, root=make_tree(base))
     assert ids(missing) == [("gvisor.config_missing", "/etc/containerd/runsc.toml")]
     base["/etc/containerd/runsc.toml"] = "[runsc_config]\n  systemd-cgroup = true\n"
-    invalid = gv.check(runner, root=make_tree(base))
+    invalid = gvisor_detect.check(runner, root=make_tree(base))
     assert ids(invalid) == [("gvisor.config_invalid", "/etc/containerd/runsc.toml")]
     base["/etc/containerd/runsc.toml"] = '[runsc_config]\n  debug = "true"\n'
-    nosd = gv.check(runner, root=make_tree(base))
+    nosd = gvisor_detect.check(runner, root=make_tree(base))
     assert ids(nosd) == [("gvisor.systemd_cgroup_missing", "/etc/containerd/runsc.toml")]
 
 
 def test_check_node_without_gvisor_is_quiet(make_tree):
     root = make_tree({"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/1/cmdline": "/sbin/init\0",
                       "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n"})
-    facts = gv.check(FakeRunner(), root=root)
+    facts = gvisor_detect.check(FakeRunner(), root=root)
     assert facts["findings"] == [] and facts["uses_gvisor"] is False
 
 
 def test_registry_entries_are_well_formed():
-    for fid, entry in gv.FINDINGS.items():
+    for fid, entry in gvisor_detect.FINDINGS.items():
         assert fid.startswith("gvisor.") and fid == fid.lower()
-        assert entry["severity"] in _common.SEVERITIES
+        assert entry["severity"] in core_findings.SEVERITIES
         assert entry["title"] and entry["remedy"] and entry["role"] == "nodefix.k8s.gvisor" and entry["tag"]
 
 
@@ -508,12 +511,12 @@ def test_plan_of_the_lab_node(make_tree):
     """Old runsc, systemd driver (runc SystemdCgroup), runsc registered without ConfigPath: upgrade, write
     systemd-cgroup into the default shim config, register it (containerd restart), recreate the pod."""
     runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n")
-    p = gv.check(runner, root=make_tree(v1_node({"/etc/containerd/config.toml": CTD_V2})))["plan"]
+    p = gvisor_detect.check(runner, root=make_tree(v1_node({"/etc/containerd/config.toml": CTD_V2})))["plan"]
     assert p["active"] is True
     assert p["runsc"] == {"action": "upgrade", "version": "0.0~20221219.0", "path": "/usr/bin/runsc",
-                          "minimum": gv.FIXED_RELEASE,
+                          "minimum": gvisor_detect.FIXED_RELEASE,
                           "reason": "runsc 0.0~20221219.0 is older than 20231106.0 (google/gvisor#9580)"}
-    assert p["shim_config"]["path"] == gv.DEFAULT_SHIM_CONFIG and p["shim_config"]["systemd_cgroup"] is True
+    assert p["shim_config"]["path"] == gvisor_detect.DEFAULT_SHIM_CONFIG and p["shim_config"]["systemd_cgroup"] is True
     assert p["shim_config"]["supported_now"] is True and p["shim_config"]["needs_upgrade_first"] is False
     assert p["shim_config"]["cgroup_v1"] is True and "systemd cgroup driver" in p["shim_config"]["reason"]
     assert p["containerd"]["register"] is True and p["containerd"]["restart_needed"] is True
@@ -530,9 +533,9 @@ def test_plan_of_a_fixed_node_changes_nothing(make_tree):
         "/sys/fs/cgroup%s/memory.max" % path: "max\n",
         "/etc/containerd/config.toml": CTD_V2_FIXED,
         "/etc/containerd/runsc.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'})
-    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gv.SHIM_NAME: "/usr/local/bin/" + gv.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/local/bin/" + gvisor_detect.SHIM_NAME},
                         "runsc version release-20240603.0\nspec: 1.1.0\n")
-    p = gv.check(runner, root=make_tree(files))["plan"]
+    p = gvisor_detect.check(runner, root=make_tree(files))["plan"]
     assert p["runsc"]["action"] == "none" and p["containerd"]["register"] is False
     assert p["shim_config"]["systemd_cgroup"] is True and p["shim_config"]["cgroup_v1"] is False
     assert p["recreate"] == {"pods": [], "sandboxes": []}
@@ -542,25 +545,25 @@ def test_plan_keeps_the_registered_config_path_and_removes_the_flag_on_cgroupfs(
     files = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
              "/etc/containerd/config.toml": CTD_V3,
              "/etc/containerd/gvisor.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'}
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gv.SHIM_NAME: "/usr/bin/" + gv.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/bin/" + gvisor_detect.SHIM_NAME},
                         "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
-    facts = gv.check(runner, root=make_tree(files), runtime_name="gvisor")
+    facts = gvisor_detect.check(runner, root=make_tree(files), runtime_name="gvisor")
     p = facts["plan"]
     assert p["shim_config"]["path"] == "/etc/containerd/gvisor.toml"
     assert p["shim_config"]["systemd_cgroup"] is False and "cgroupfs" in p["shim_config"]["reason"]
     # registered with the right TypeUrl and ConfigPath already: no containerd restart
     assert p["containerd"]["register"] is False
     # under another runtime name it is not registered yet
-    other = gv.check(runner, root=make_tree(files))["plan"]
+    other = gvisor_detect.check(runner, root=make_tree(files))["plan"]
     assert other["containerd"]["register"] is True and other["containerd"]["runtime"] == "runsc"
 
 
 def test_plan_old_runsc_on_systemd_needs_the_upgrade_first_and_never_wins(make_tree):
     files = v1_node({"/etc/containerd/config.toml": CTD_V2})
     runner = FakeRunner({"runsc": "/usr/bin/runsc"}, "runsc version release-20201216.0\n")
-    p = gv.check(runner, root=make_tree(files))["plan"]
+    p = gvisor_detect.check(runner, root=make_tree(files))["plan"]
     assert p["shim_config"]["systemd_cgroup"] is True and p["shim_config"]["needs_upgrade_first"] is True
-    never = gv.check(runner, root=make_tree(files), systemd_cgroup="never")["plan"]
+    never = gvisor_detect.check(runner, root=make_tree(files), systemd_cgroup="never")["plan"]
     assert never["shim_config"]["systemd_cgroup"] is False and never["shim_config"]["needs_upgrade_first"] is False
     assert never["shim_config"]["reason"].startswith("systemd_cgroup=never")
 
@@ -568,5 +571,5 @@ def test_plan_old_runsc_on_systemd_needs_the_upgrade_first_and_never_wins(make_t
 def test_plan_without_runsc_is_an_install(make_tree):
     root = make_tree({"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
                       "/etc/containerd/config.toml": CTD_V2})
-    p = gv.check(FakeRunner(), root=root)["plan"]
+    p = gvisor_detect.check(FakeRunner(), root=root)["plan"]
     assert p["runsc"]["action"] == "install" and p["active"] is True  # the runsc runtime is registered

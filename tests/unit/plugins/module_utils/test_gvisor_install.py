@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for _gvisor_install (the runsc_install module's fixer code): option checks, downloads
+"""Unit tests for _gvisor.install (the runsc_install module's fixer code): option checks, downloads
 against a fake fetch, checksum verification, tarball unpacking of hostile archives, replace/undo."""
 
 import hashlib
@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _gvisor_install as gi
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import install as gvisor_install
 
 GOOD = {"release": "20240729.0", "base_url": "https://mirror/release", "layout": "loose", "install_shim": True,
         "checksums": {}, "allow_insecure": False, "arch": "", "minimum_release": "20231106.0",
@@ -52,7 +52,7 @@ def fake_fetch(files, asked=None):
     ({"dest": "bin/runsc"}, "dest must be an absolute path"),
 ])
 def test_input_errors(change, words):
-    errors = gi.input_errors(dict(GOOD, **change))
+    errors = gvisor_install.input_errors(dict(GOOD, **change))
     if words is None:
         assert errors == []
     else:
@@ -60,9 +60,9 @@ def test_input_errors(change, words):
 
 
 def test_release_dir_and_files():
-    assert gi.release_dir("release-20240729.0") == "20240729.0" and gi.release_dir("latest") == "latest"
-    assert gi.files_for("loose", True) == ["runsc", "containerd-shim-runsc-v1"]
-    assert gi.files_for("loose", False) == ["runsc"] and gi.files_for("tarball", True) == ["gvisor.tar.bz2"]
+    assert gvisor_install.release_dir("release-20240729.0") == "20240729.0" and gvisor_install.release_dir("latest") == "latest"
+    assert gvisor_install.files_for("loose", True) == ["runsc", "containerd-shim-runsc-v1"]
+    assert gvisor_install.files_for("loose", False) == ["runsc"] and gvisor_install.files_for("tarball", True) == ["gvisor.tar.bz2"]
 
 
 def test_verify_published_and_pinned(tmp_path):
@@ -70,12 +70,12 @@ def test_verify_published_and_pinned(tmp_path):
     digest = hashlib.sha512(data).hexdigest()
     asked = []
     files = {"runsc": data, "runsc.sha512": ("%s  runsc\n" % digest.upper()).encode()}
-    out = gi.verify(fake_fetch(files, asked), "https://m/r/x86_64", str(tmp_path), ["runsc"], {}, "old")
+    out = gvisor_install.verify(fake_fetch(files, asked), "https://m/r/x86_64", str(tmp_path), ["runsc"], {}, "old")
     assert out == [{"name": "runsc", "sha512": digest, "source": "mirror"}]
     assert asked == ["https://m/r/x86_64/runsc", "https://m/r/x86_64/runsc.sha512"]
     os.unlink(str(tmp_path / "runsc"))
     asked[:] = []
-    out = gi.verify(fake_fetch(files, asked), "https://m/r/x86_64", str(tmp_path), ["runsc"], {"runsc": digest}, "old")
+    out = gvisor_install.verify(fake_fetch(files, asked), "https://m/r/x86_64", str(tmp_path), ["runsc"], {"runsc": digest}, "old")
     assert out[0]["source"] == "pinned" and asked == ["https://m/r/x86_64/runsc"]  # the pin is the authority
 
 
@@ -88,16 +88,16 @@ def test_verify_published_and_pinned(tmp_path):
 ])
 def test_verify_refuses(tmp_path, sums, words):
     files = dict({"runsc": b"runsc bytes"}, **sums)
-    with pytest.raises(gi.InstallError) as exc:
-        gi.verify(fake_fetch(files), "https://m/r/x86_64", str(tmp_path), ["runsc"], {}, "old")
+    with pytest.raises(gvisor_install.InstallError) as exc:
+        gvisor_install.verify(fake_fetch(files), "https://m/r/x86_64", str(tmp_path), ["runsc"], {}, "old")
     for word in words:
         assert word in exc.value.msg, exc.value.msg
 
 
 def test_download_is_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(gi, "MAX_DOWNLOAD_BYTES", 10)
-    with pytest.raises(gi.InstallError, match="larger than 10 bytes"):
-        gi.download(fake_fetch({"runsc": b"x" * 11}), "https://m/runsc", str(tmp_path / "runsc"))
+    monkeypatch.setattr(gvisor_install, "MAX_DOWNLOAD_BYTES", 10)
+    with pytest.raises(gvisor_install.InstallError, match="larger than 10 bytes"):
+        gvisor_install.download(fake_fetch({"runsc": b"x" * 11}), "https://m/runsc", str(tmp_path / "runsc"))
 
 
 def make_tar(path, members):
@@ -122,7 +122,7 @@ def test_unpack_takes_regular_files_only_and_nothing_outside(tmp_path):
         ("hard", None, tarfile.LNKTYPE), ("dev", None, tarfile.CHRTYPE),
         ("rel/runsc", b"new runsc", tarfile.REGTYPE), ("rel/containerd-shim-runsc-v1", b"shim", tarfile.REGTYPE),
         ("rel/gvisor-bin", None, tarfile.DIRTYPE), ("rel/gvisor-bin/h", b"h", tarfile.REGTYPE)])
-    runsc, shim, bindir = gi.unpack(str(work / "g.tar.bz2"), str(work))
+    runsc, shim, bindir = gvisor_install.unpack(str(work / "g.tar.bz2"), str(work))
     assert open(runsc, "rb").read() == b"new runsc" and open(shim, "rb").read() == b"shim"
     assert os.listdir(bindir) == ["h"]
     assert not (tmp_path / "outside").exists() and not (tmp_path / "up").exists() and not os.path.exists("/abs")
@@ -132,8 +132,8 @@ def test_unpack_takes_regular_files_only_and_nothing_outside(tmp_path):
 
 def test_unpack_refuses_what_is_not_a_bzip2_tarball(tmp_path):
     (tmp_path / "g.tar.bz2").write_bytes(b"not a tarball")
-    with pytest.raises(gi.InstallError, match="not a readable bzip2 tarball"):
-        gi.unpack(str(tmp_path / "g.tar.bz2"), str(tmp_path))
+    with pytest.raises(gvisor_install.InstallError, match="not a readable bzip2 tarball"):
+        gvisor_install.unpack(str(tmp_path / "g.tar.bz2"), str(tmp_path))
 
 
 class FakeModule(object):
@@ -152,7 +152,7 @@ def test_replace_follows_a_symlink_backs_up_and_undoes(tmp_path):
     new.write_text("new")
     work = tmp_path / "work"
     work.mkdir()
-    inst = gi.Installer(FakeModule(), str(work))
+    inst = gvisor_install.Installer(FakeModule(), str(work))
     inst.backup(str(link), "1.0")
     inst.backup(str(link), "1.0")  # an existing backup is kept
     inst.replace(str(new), str(link))

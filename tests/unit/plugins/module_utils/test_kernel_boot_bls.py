@@ -4,8 +4,9 @@ included), /boot/grub2/grubenv, /etc/default/grub; grub2-editenv as a table."""
 
 import os
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot_bls as bls
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot as kernel_boot_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_bls as kernel_boot_bls
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot
 # the same stand-in for "is this kernel's package installed" (autouse)
 from plugins.modules.test_kernel_boot import package_installed  # noqa: F401 pylint: disable=unused-import
@@ -25,12 +26,12 @@ def node(make_tree, running=OLD, default="saved", grubenv="", extra=None):
     files = {"/proc/sys/kernel/osrelease": running + "\n",
              "/etc/os-release": 'ID="rocky"\nID_LIKE="rhel centos fedora"\n',
              "/etc/default/grub": 'GRUB_TIMEOUT=5\nGRUB_DEFAULT=%s\nGRUB_ENABLE_BLSCFG=true\n' % default,
-             bls.GRUBENV: "# GRUB Environment Block\n%s" % grubenv + "#" * 200 + "\n",
-             "%s/%s-%s.conf" % (bls.BLS_DIR, MID, OLD): entry(OLD),
-             "%s/%s-%s.conf" % (bls.BLS_DIR, MID, NEW): entry(NEW),
-             "%s/%s-0-rescue.conf" % (bls.BLS_DIR, MID): entry("0-rescue-" + MID),
+             kernel_boot_bls.GRUBENV: "# GRUB Environment Block\n%s" % grubenv + "#" * 200 + "\n",
+             "%s/%s-%s.conf" % (kernel_boot_bls.BLS_DIR, MID, OLD): entry(OLD),
+             "%s/%s-%s.conf" % (kernel_boot_bls.BLS_DIR, MID, NEW): entry(NEW),
+             "%s/%s-0-rescue.conf" % (kernel_boot_bls.BLS_DIR, MID): entry("0-rescue-" + MID),
              "/boot/vmlinuz-" + OLD: "", "/boot/vmlinuz-" + NEW: "", "/var/lib": None,
-             kb.MOUNTINFO: "25 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"}
+             kernel_boot_lib.MOUNTINFO: "25 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"}
     files.update(extra or {})
     return make_tree(files)
 
@@ -41,19 +42,19 @@ def editenv(root, *args):
 
 def test_entries_panic_and_grub_default(make_tree):
     root = node(make_tree)
-    entries = bls.read_entries(root)
+    entries = kernel_boot_bls.read_entries(root)
     assert [(e["release"], e["recovery"]) for e in entries] == [
         ("0-rescue-" + MID, True), (OLD, False), (NEW, False)]
-    assert kb.entry_for(entries, NEW)["path"] == "%s-%s" % (MID, NEW)
-    assert bls.grub_default(root) == "saved"
-    assert bls.with_panic(entry(NEW), 10).count(" panic=10 rd.shell=0 rd.emergency=reboot\n") == 1
+    assert kernel_boot_lib.entry_for(entries, NEW)["path"] == "%s-%s" % (MID, NEW)
+    assert kernel_boot_bls.grub_default(root) == "saved"
+    assert kernel_boot_bls.with_panic(entry(NEW), 10).count(" panic=10 rd.shell=0 rd.emergency=reboot\n") == 1
     # what the entry sets already keeps its value; only the missing keys are added
-    assert bls.with_panic(entry(NEW, "root=/dev/vda1 panic=30"), 10) == entry(
+    assert kernel_boot_bls.with_panic(entry(NEW, "root=/dev/vda1 panic=30"), 10) == entry(
         NEW, "root=/dev/vda1 panic=30 rd.shell=0 rd.emergency=reboot")
     full = entry(NEW, "root=/dev/vda1 panic=30 rd.shell=1 rd.emergency=halt")
-    assert bls.with_panic(full, 10) == full
-    assert bls.with_panic("title x\nlinux /vmlinuz-1\n", 10) is None
-    assert bls.with_panic(entry(NEW), 0) == entry(NEW)
+    assert kernel_boot_bls.with_panic(full, 10) == full
+    assert kernel_boot_bls.with_panic("title x\nlinux /vmlinuz-1\n", 10) is None
+    assert kernel_boot_bls.with_panic(entry(NEW), 0) == entry(NEW)
 
 
 def test_once_then_confirm(run_module, make_tree):
@@ -83,7 +84,7 @@ def test_once_puts_the_entry_back_when_grub2_editenv_fails(run_module, make_tree
     assert failed and "was put back" in result["msg"], result
     with open(os.path.join(root, "boot/loader/entries/%s-%s.conf" % (MID, NEW))) as fh:
         assert fh.read() == entry(NEW)
-    assert not os.path.exists(os.path.join(root, kb.RECORD.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kernel_boot_record.RECORD.lstrip("/")))
 
 
 def test_refuses_grub_default_not_saved_and_a_missing_entry(run_module, make_tree):

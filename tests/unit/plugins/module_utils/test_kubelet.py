@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for plugins/module_utils/_kubelet.py (discovery, merge order, planning)."""
+"""Unit tests for plugins/module_utils/_kubelet/ (discovery, merge order, planning)."""
 
 import os
 import shutil
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import detect as kubelet_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import plan as kubelet_plan
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import unit as kubelet_unit
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml as kubelet_config_yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -36,7 +41,7 @@ def layout_tree(tmp_path, name):
 
 
 def inspect(root, version="1.29.3", roundtrip=True):
-    return kl.inspect(None, root, kubelet_version=version, roundtrip=roundtrip)
+    return kubelet_detect.inspect(None, root, kubelet_version=version, roundtrip=roundtrip)
 
 
 # ---------------------------------------------------------------- parsing
@@ -53,7 +58,7 @@ def test_env_file_quotes_comments_and_continuations():
         "not an assignment\n"
         "F=\n"
     )
-    env = dict(kl.parse_env_file(text))
+    env = dict(kubelet_unit.parse_env_file(text))
     assert env["A"] == "plain value"
     assert env["B"] == 'double "quoted" $x'
     assert env["C"] == "single # not a comment"
@@ -66,7 +71,7 @@ def test_env_file_quotes_comments_and_continuations():
 def test_systemctl_cat_is_split_per_file():
     out = ("# /lib/systemd/system/kubelet.service\n" + KUBEADM_UNIT + "\n"
            "# /etc/systemd/system/kubelet.service.d/10-kubeadm.conf\n" + DROPIN_UNIT)
-    files = kl.split_systemctl_cat(out)
+    files = kubelet_unit.split_systemctl_cat(out)
     assert [p for p, _t in files] == [
         "/lib/systemd/system/kubelet.service",
         "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
@@ -81,15 +86,15 @@ def test_systemctl_cat_is_split_per_file():
     ("garbage", None),
 ])
 def test_parse_kubelet_version(text, version):
-    assert kl.parse_kubelet_version(text)[0] == version
+    assert kubelet_schema.parse_kubelet_version(text)[0] == version
 
 
 def test_version_defaults_changed_in_1_27():
-    old, new = kl.version_defaults((1, 26, 9)), kl.version_defaults((1, 27, 0))
+    old, new = kubelet_schema.version_defaults((1, 26, 9)), kubelet_schema.version_defaults((1, 27, 0))
     assert (old["kubeAPIQPS"], old["kubeAPIBurst"], old["eventRecordQPS"], old["eventBurst"]) == (5, 10, 5, 10)
     assert (new["kubeAPIQPS"], new["kubeAPIBurst"], new["eventRecordQPS"], new["eventBurst"]) == (50, 100, 50, 100)
     # unknown version: the higher floors, so nothing is ever written below a current kubelet's defaults
-    assert kl.version_defaults(None)["kubeAPIQPS"] == 50
+    assert kubelet_schema.version_defaults(None)["kubeAPIQPS"] == 50
 
 
 # ---------------------------------------------------------------- discovery
@@ -132,12 +137,12 @@ def test_optional_environment_file_may_be_missing_but_required_one_may_not(make_
         "/lib/systemd/system/kubelet.service":
             "[Service]\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS\n",
     })
-    node = kl.discover(None, root)
+    node = kubelet_node.discover(None, root)
     assert node.layout == "flags-only" and node.flags == []
     with open(os.path.join(root, "lib/systemd/system/kubelet.service"), "w") as fh:
         fh.write("[Service]\nEnvironmentFile=/etc/default/kubelet\nExecStart=/usr/bin/kubelet\n")
-    with pytest.raises(kl.KubeletError, match="does not exist"):
-        kl.discover(None, root)
+    with pytest.raises(kubelet_schema.KubeletError, match="does not exist"):
+        kubelet_node.discover(None, root)
 
 
 def test_etc_unit_masks_lib_unit_and_braced_variables_are_not_split(make_tree):
@@ -147,7 +152,7 @@ def test_etc_unit_masks_lib_unit_and_braced_variables_are_not_split(make_tree):
             "[Service]\nEnvironment=\"ARGS=--kube-api-qps=7 --event-qps=8\" ONE=--max-pods=9\n"
             "ExecStart=/opt/bin/kubelet $ARGS ${ONE}\n",
     })
-    node = kl.discover(None, root)
+    node = kubelet_node.discover(None, root)
     assert [p for p, _t in node.unit_files] == ["/etc/systemd/system/kubelet.service"]
     assert [w for w, _o in node.argv] == ["/opt/bin/kubelet", "--kube-api-qps=7", "--event-qps=8", "--max-pods=9"]
 
@@ -222,7 +227,7 @@ def test_merge_order_file_then_dropins_then_flags(make_tree, field):
 
 def test_merge_patch_lists_replace_and_null_deletes():
     base = {"clusterDNS": ["a", "b"], "m": {"x": 1, "y": 2}}
-    assert kl.merge_patch(base, {"clusterDNS": ["c"], "m": {"y": None, "z": 3}}) == {"clusterDNS": ["c"], "m": {"x": 1, "z": 3}}
+    assert kubelet_config_yaml.merge_patch(base, {"clusterDNS": ["c"], "m": {"y": None, "z": 3}}) == {"clusterDNS": ["c"], "m": {"x": 1, "z": 3}}
 
 
 # ---------------------------------------------------------------- validation
@@ -241,14 +246,14 @@ def test_merge_patch_lists_replace_and_null_deletes():
     ({"evictionHard": "memory.available<1Gi"}, "expected a mapping"),
 ])
 def test_bad_settings_are_rejected_with_a_clear_message(settings, message):
-    with pytest.raises(kl.KubeletError) as exc:
-        kl.validate_settings(settings)
+    with pytest.raises(kubelet_schema.KubeletError) as exc:
+        kubelet_schema.validate_settings(settings)
     assert message in exc.value.msg
 
 
 def test_settings_are_normalised():
-    out = kl.validate_settings({"kubeAPIQPS": "50", "serializeImagePulls": "false", "maxParallelImagePulls": None,
-                                "evictionHard": {"memory.available": "10%"}})
+    out = kubelet_schema.validate_settings({"kubeAPIQPS": "50", "serializeImagePulls": "false", "maxParallelImagePulls": None,
+                                            "evictionHard": {"memory.available": "10%"}})
     assert out == {"kubeAPIQPS": 50, "serializeImagePulls": False, "maxParallelImagePulls": None,
                    "evictionHard": {"memory.available": "10%"}}
 
@@ -260,7 +265,7 @@ PROFILE = {"kubeAPIQPS": 30, "kubeAPIBurst": 40, "eventRecordQPS": 30, "eventBur
 
 def _plan(root, settings, version="1.29.3", **kw):
     node, layers, _facts = inspect(root, version)
-    return kl.plan(node, layers, kl.validate_settings(settings), root=root, **kw)
+    return kubelet_plan.plan(node, layers, kubelet_schema.validate_settings(settings), root=root, **kw)
 
 
 def test_never_lower_than_the_1_27_defaults(tmp_path):
@@ -357,13 +362,13 @@ def test_comments_and_untouched_keys_survive(tmp_path):
 ])
 def test_invalid_combinations_are_refused(tmp_path, settings, version, message):
     root = layout_tree(tmp_path, "kubeadm")
-    with pytest.raises(kl.KubeletError, match=message):
+    with pytest.raises(kubelet_schema.KubeletError, match=message):
         _plan(root, settings, version=version)
 
 
 def test_flags_only_kubelet_is_refused(make_tree):
     root = make_tree({"/lib/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/bin/kubelet --kube-api-qps=5\n"})
-    with pytest.raises(kl.KubeletError, match="flags only"):
+    with pytest.raises(kubelet_schema.KubeletError, match="flags only"):
         _plan(root, {"kubeAPIQPS": 50})
 
 
@@ -376,20 +381,20 @@ def test_malformed_config_is_a_clear_error(tmp_path, content, message):
     root = layout_tree(tmp_path, "kubeadm")
     with open(os.path.join(root, "var/lib/kubelet/config.yaml"), "w") as fh:
         fh.write(content)
-    with pytest.raises(kl.KubeletError, match=message):
+    with pytest.raises(kubelet_schema.KubeletError, match=message):
         inspect(root)
 
 
 @pytest.mark.parametrize("breakage", ["directory", "dangling"])
 def test_unreadable_config_is_a_failed_check_naming_the_file_never_a_clean_kubelet(tmp_path, breakage):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
     root = layout_tree(tmp_path, "kubeadm")
     os.remove(os.path.join(root, "var/lib/kubelet/config.yaml"))
     if breakage == "directory":
         os.mkdir(os.path.join(root, "var/lib/kubelet/config.yaml"))
     else:  # the review's tree, with the target missing on the node
         os.symlink("/etc/kubernetes/real/kc.yaml", os.path.join(root, "var/lib/kubelet/config.yaml"))
-    result = _audit.run_checks(None, root=root, checks=["kubelet"], options={"kubelet": {"kubelet_version": "1.29.3"}})
+    result = audit_checks.run_checks(None, root=root, checks=["kubelet"], options={"kubelet": {"kubelet_version": "1.29.3"}})
     ids = [f["id"] for f in result["findings"]]
     assert ids == ["audit.check_failed", "kubelet.config_unreadable"], ids
     failed = result["findings"][0]
@@ -401,7 +406,7 @@ def test_unreadable_config_is_a_failed_check_naming_the_file_never_a_clean_kubel
 
 def test_check_without_kubelet_unit(make_tree):
     root = make_tree({"/etc/hostname": "x\n"})
-    assert kl.check(None, root) == {"kubelet": {"present": False, "unit": "kubelet.service"}, "findings": []}
+    assert kubelet_detect.check(None, root) == {"kubelet": {"present": False, "unit": "kubelet.service"}, "findings": []}
 
 
 def test_check_unknown_field_and_invalid_config(make_tree):
@@ -410,7 +415,7 @@ def test_check_unknown_field_and_invalid_config(make_tree):
         "/c.yaml": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeApiQps: 50\n"
                    "maxParallelImagePulls: 4\npodPidsLimit: 4096\n",
     })
-    result = kl.check(None, root, kubelet_version="1.30.0")
+    result = kubelet_detect.check(None, root, kubelet_version="1.30.0")
     by_id = dict((f["id"], f) for f in result["findings"])
     assert by_id["kubelet.unknown_field"]["evidence"]["fields"][0]["field"] == "kubeApiQps"
     assert "maxParallelImagePulls cannot be larger than 1" in by_id["kubelet.invalid_config"]["evidence"]["errors"][0]
@@ -418,7 +423,7 @@ def test_check_unknown_field_and_invalid_config(make_tree):
 
 
 def test_findings_registry_shape():
-    for fid, entry in kl.FINDINGS.items():
+    for fid, entry in kubelet_detect.FINDINGS.items():
         assert fid.startswith("kubelet.") and fid == fid.lower()
         assert entry["severity"] in ("critical", "high", "medium", "low", "info")
         assert entry["title"] and entry["remedy"]
@@ -434,22 +439,21 @@ def test_findings_registry_shape():
 def test_subset_parser_reads_real_layout_files_like_ruamel(path):
     from ruamel.yaml import YAML
     text = open(os.path.join(LAYOUTS, path)).read()
-    assert kl.subset_yaml_load(text) == kl.plain(YAML(typ="safe", pure=True).load(text))
+    assert kubelet_config_yaml.subset_yaml_load(text) == kubelet_config_yaml.plain(YAML(typ="safe", pure=True).load(text))
 
 
 @pytest.mark.parametrize("text", ["a: [1\n", "  a: 1\nb: 2\n", "a: |\n  x\n", "a: 1\na: 2\n", "a:\n\t- x\n"])
 def test_subset_parser_rejects_what_it_cannot_read(text):
-    with pytest.raises(kl.YamlError):
-        kl.subset_yaml_load(text)
+    with pytest.raises(kubelet_config_yaml.YamlError):
+        kubelet_config_yaml.subset_yaml_load(text)
 
 
 def test_check_works_without_any_yaml_library(tmp_path, monkeypatch):
-    # the YAML reader (_kubelet_yaml) decides which library it uses
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml
-    monkeypatch.setitem(_kubelet_yaml._LIB, "ruamel", None)
-    monkeypatch.setattr(_kubelet_yaml, "_pyyaml", lambda: None)
+    # the YAML reader (_kubelet.config_yaml) decides which library it uses
+    monkeypatch.setitem(kubelet_config_yaml._LIB, "ruamel", None)
+    monkeypatch.setattr(kubelet_config_yaml, "_pyyaml", lambda: None)
     root = layout_tree(tmp_path, "kubespray")
-    result = kl.check(None, root, kubelet_version="1.26.15")
+    result = kubelet_detect.check(None, root, kubelet_version="1.26.15")
     want = {"value": 5, "source": "config", "path": "/etc/kubernetes/kubelet-config.yaml"}
     assert result["kubelet"]["effective"]["eventRecordQPS"] == want
     assert "kubelet.api_qps_low" in [f["id"] for f in result["findings"]]
@@ -477,7 +481,7 @@ def test_discovery_follows_systemctl_cat(tmp_path):
     out = ("# /usr/lib/systemd/system/kubelet.service\n[Service]\nExecStart=/usr/bin/kubelet\n\n"
            "# /etc/systemd/system/kubelet.service.d/10-kubeadm.conf\n[Service]\nExecStart=/stale/copy\n")
     runner = FakeRunner(out)
-    node = kl.discover(runner, root, use_systemctl=True)
+    node = kubelet_node.discover(runner, root, use_systemctl=True)
     assert runner.calls == [["/usr/bin/systemctl", "cat", "--no-pager", "kubelet.service"]]
     assert [p for p, _t in node.unit_files] == [
         "/usr/lib/systemd/system/kubelet.service",
@@ -488,7 +492,7 @@ def test_discovery_follows_systemctl_cat(tmp_path):
 
 def test_discovery_without_the_unit_in_systemctl_falls_back_to_the_tree(tmp_path):
     root = layout_tree(tmp_path, "kubespray")
-    node = kl.discover(FakeRunner("", rc=1), root, use_systemctl=True)
+    node = kubelet_node.discover(FakeRunner("", rc=1), root, use_systemctl=True)
     assert node.layout == "kubespray"
 
 
@@ -503,7 +507,7 @@ def test_detector_reads_the_config_through_an_absolute_in_root_symlink(tmp_path)
     with open(real, "w") as fh:
         fh.write(text + "maxPods: 77\n")
     os.symlink("/etc/kubernetes/real/kc.yaml", os.path.join(root, "var/lib/kubelet/config.yaml"))
-    result = kl.check(None, root, kubelet_version="1.29.3")
+    result = kubelet_detect.check(None, root, kubelet_version="1.29.3")
     assert "error" not in result["kubelet"], result["kubelet"]
     assert "kubelet.config_unreadable" not in [f["id"] for f in result["findings"]]
     _node, layers, _facts = inspect(root, roundtrip=False)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The kubelet rate-limit floor is set in one place (``_kubelet_schema.RATE_LIMIT_FLOOR``)
+"""The kubelet rate-limit floor is set in one place (``kubelet_schema.RATE_LIMIT_FLOOR``)
 and everything that states or applies it follows that place: the detector's
 "low limit" threshold, the module's profile, the finding remedies, the
 generated docs, the role defaults and molecule's expectations."""
@@ -13,16 +13,16 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_schema
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import detect as kubelet_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SCHEMA = os.path.join(ROOT, "plugins", "module_utils", "_kubelet_schema.py")
+SCHEMA = os.path.join(ROOT, "plugins", "module_utils", "_kubelet", "schema.py")
 RATES = ("kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst", "registryPullQPS", "registryBurst")
 
 
 def floor_line_value(field):
-    """The value on the one line of _kubelet_schema.py that sets ``field``'s floor."""
+    """The value on the one line of _kubelet/schema.py that sets ``field``'s floor."""
     with open(SCHEMA) as fh:
         text = fh.read()
     block = text[text.index("RATE_LIMIT_FLOOR = {"):]
@@ -33,32 +33,32 @@ def floor_line_value(field):
 
 
 def test_the_floor_is_read_from_its_one_line():
-    assert set(_kubelet_schema.RATE_LIMIT_FLOOR) == set(RATES)
+    assert set(kubelet_schema.RATE_LIMIT_FLOOR) == set(RATES)
     for field in RATES:
-        assert _kubelet_schema.RATE_LIMIT_FLOOR[field] == floor_line_value(field)
+        assert kubelet_schema.RATE_LIMIT_FLOOR[field] == floor_line_value(field)
     # the detector uses the same object, not a copy with its own numbers
-    assert _kubelet.RATE_LIMIT_FLOOR is _kubelet_schema.RATE_LIMIT_FLOOR
+    assert kubelet_schema.RATE_LIMIT_FLOOR is kubelet_schema.RATE_LIMIT_FLOOR
 
 
 @pytest.mark.parametrize("version,new_defaults", [((1, 26, 15), False), ((1, 27, 0), True), ((1, 31, 2), True),
                                                   (None, True)])
 def test_low_thresholds_are_the_floor_or_the_version_default(version, new_defaults):
-    f = _kubelet_schema.RATE_LIMIT_FLOOR
-    d = _kubelet_schema.version_defaults(version)
+    f = kubelet_schema.RATE_LIMIT_FLOOR
+    d = kubelet_schema.version_defaults(version)
     assert d["kubeAPIQPS"] == (50 if new_defaults else 5)
-    api, event = _kubelet.low_thresholds(version)
+    api, event = kubelet_detect.low_thresholds(version)
     assert api == (max(f["kubeAPIQPS"], d["kubeAPIQPS"]), max(f["kubeAPIBurst"], d["kubeAPIBurst"]))
     assert event == (max(f["eventRecordQPS"], d["eventRecordQPS"]), max(f["eventBurst"], d["eventBurst"]))
 
 
 def test_the_module_profile_has_no_numbers_of_its_own():
-    for key in _kubelet_schema.PROFILE_FLOORS:
-        assert "default" not in _kubelet_schema.PROFILE_OPTIONS[key], key
-    settings, floors, _notes = _kubelet_schema.profile_settings({}, (1, 26, 15))
-    assert dict((f, settings[f]) for f in RATES) == _kubelet_schema.RATE_LIMIT_FLOOR
+    for key in kubelet_schema.PROFILE_FLOORS:
+        assert "default" not in kubelet_schema.PROFILE_OPTIONS[key], key
+    settings, floors, _notes = kubelet_schema.profile_settings({}, (1, 26, 15))
+    assert dict((f, settings[f]) for f in RATES) == kubelet_schema.RATE_LIMIT_FLOOR
     assert sorted(floors) == sorted(RATES)
     # an explicit value still wins over the floor
-    settings, _f, _n = _kubelet_schema.profile_settings({"api_qps": 77}, (1, 26, 15))
+    settings, _f, _n = kubelet_schema.profile_settings({"api_qps": 77}, (1, 26, 15))
     assert settings["kubeAPIQPS"] == 77
 
 
@@ -81,22 +81,22 @@ def test_the_role_and_its_spec_have_no_numbers_of_their_own():
 @pytest.fixture
 def floor_35():
     """RATE_LIMIT_FLOOR with the API QPS line changed to 35, as an edit of that one line would; restored after."""
-    saved = dict(_kubelet_schema.RATE_LIMIT_FLOOR)
-    _kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"] = 35
-    importlib.reload(_kubelet)  # the finding registry is built at import time
+    saved = dict(kubelet_schema.RATE_LIMIT_FLOOR)
+    kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"] = 35
+    importlib.reload(kubelet_detect)  # the finding registry is built at import time
     try:
         yield
     finally:
-        _kubelet_schema.RATE_LIMIT_FLOOR.clear()
-        _kubelet_schema.RATE_LIMIT_FLOOR.update(saved)
-        importlib.reload(_kubelet)
+        kubelet_schema.RATE_LIMIT_FLOOR.clear()
+        kubelet_schema.RATE_LIMIT_FLOOR.update(saved)
+        importlib.reload(kubelet_detect)
 
 
 def test_changing_the_api_qps_floor_changes_everything_that_uses_it(floor_35):
-    assert _kubelet.low_thresholds((1, 26))[0] == (35, 40)
-    assert _kubelet.low_thresholds((1, 27))[0] == (50, 100)
-    assert _kubelet_schema.profile_settings({}, (1, 26))[0]["kubeAPIQPS"] == 35
-    assert "at least 35/40" in _kubelet.FINDINGS["kubelet.api_qps_low"]["remedy"]
+    assert kubelet_detect.low_thresholds((1, 26))[0] == (35, 40)
+    assert kubelet_detect.low_thresholds((1, 27))[0] == (50, 100)
+    assert kubelet_schema.profile_settings({}, (1, 26))[0]["kubeAPIQPS"] == 35
+    assert "at least 35/40" in kubelet_detect.FINDINGS["kubelet.api_qps_low"]["remedy"]
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     try:
         gen = importlib.import_module("gen_findings_doc")
@@ -111,13 +111,13 @@ def test_molecule_expectations_read_the_floor_from_its_file(tmp_path):
         floor = importlib.import_module("floor")
     finally:
         sys.path.pop(0)
-    assert floor.rate_limit_floor() == _kubelet_schema.RATE_LIMIT_FLOOR
+    assert floor.rate_limit_floor() == kubelet_schema.RATE_LIMIT_FLOOR
     # the one-line edit, on a copy of the file
     with open(SCHEMA) as fh:
         text = fh.read()
     line = '    "kubeAPIQPS": %d,\n' % floor_line_value("kubeAPIQPS")
     assert text.count(line) == 1
-    copy = tmp_path / "_kubelet_schema.py"
+    copy = tmp_path / "kubelet_schema.py"
     copy.write_text(text.replace(line, '    "kubeAPIQPS": 35,\n'))
     assert floor.expected((1, 26), str(copy))["kubeAPIQPS"] == 35
     assert floor.expected((1, 27), str(copy))["kubeAPIQPS"] == 50
@@ -126,15 +126,15 @@ def test_molecule_expectations_read_the_floor_from_its_file(tmp_path):
 def test_the_docs_state_the_floor_the_code_sets():
     with open(os.path.join(ROOT, "docs", "findings.md")) as fh:
         doc = fh.read()
-    d_old, d_new = _kubelet_schema.version_defaults((1, 26)), _kubelet_schema.version_defaults((1, 27))
-    for field, value in _kubelet_schema.RATE_LIMIT_FLOOR.items():
+    d_old, d_new = kubelet_schema.version_defaults((1, 26)), kubelet_schema.version_defaults((1, 27))
+    for field, value in kubelet_schema.RATE_LIMIT_FLOOR.items():
         assert "| `%s` | %d | %d | %d |" % (field, value, d_old[field], d_new[field]) in doc
     # hand-written docs point at the generated table instead of repeating the numbers
     for rel in ("README.md", "docs/kubelet.md", "roles/kubelet/README.md", "roles/kubelet/meta/argument_specs.yml",
                 "roles/kubelet/defaults/main.yml"):
         with open(os.path.join(ROOT, rel)) as fh:
             text = fh.read()
-        pair = r"\b%d\s*/\s*%d\b" % (_kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"], _kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIBurst"])
+        pair = r"\b%d\s*/\s*%d\b" % (kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIQPS"], kubelet_schema.RATE_LIMIT_FLOOR["kubeAPIBurst"])
         assert not re.search(pair, text), rel
 
 
@@ -147,7 +147,7 @@ def test_the_docs_state_the_floor_the_code_sets():
     ("-1Gi", -(2 ** 30)), ("250n", Fraction(250, 10 ** 9)),
 ])
 def test_quantities_read_as_kubernetes_reads_them(text, value):
-    assert _kubelet_schema.parse_quantity(text) == value
+    assert kubelet_schema.parse_quantity(text) == value
 
 
 @pytest.mark.parametrize("text,word", [
@@ -157,22 +157,22 @@ def test_quantities_read_as_kubernetes_reads_them(text, value):
 ])
 def test_quantities_kubernetes_refuses_or_caps_are_refused(text, word):
     with pytest.raises(ValueError, match=word):
-        _kubelet_schema.parse_quantity(text)
+        kubelet_schema.parse_quantity(text)
 
 
 def test_node_capacity_is_read_from_the_node_tree(tmp_path):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
     (tmp_path / "proc/sys/kernel").mkdir(parents=True)
     (tmp_path / "proc/meminfo").write_text("MemTotal:        2048000 kB\nMemFree: 1 kB\n")
     (tmp_path / "proc/sys/kernel/pid_max").write_text("32768\n")
     (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
     (tmp_path / "sys/devices/system/cpu/online").write_text("0-3,6\n")
     (tmp_path / "var/lib/kubelet").mkdir(parents=True)
-    cap = kn.node_capacity(str(tmp_path))
+    cap = kubelet_node.node_capacity(str(tmp_path))
     assert cap["memory"] == 2048000 * 1024 and cap["cpu"] == 5 and cap["pid"] == 32768
     assert cap["ephemeral-storage"] > 0
     # what cannot be read is left out, never guessed
-    assert kn.node_capacity(str(tmp_path / "nothing")) == {}
+    assert kubelet_node.node_capacity(str(tmp_path / "nothing")) == {}
 
 
 # ---- the kubelet's own rule for reservations (validateNodeAllocatable) --------------------------------
@@ -181,13 +181,13 @@ GI = 2 ** 30
 
 
 def test_pid_capacity_is_the_smaller_of_pid_max_and_threads_max(tmp_path):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
     (tmp_path / "proc/sys/kernel").mkdir(parents=True)
     (tmp_path / "proc/sys/kernel/pid_max").write_text("4194304\n")
     (tmp_path / "proc/sys/kernel/threads-max").write_text("62000\n")
-    assert kn.node_capacity(str(tmp_path))["pid"] == 62000
-    errors = kn.reservation_errors({"systemReserved": {"pid": "40000"}, "kubeReserved": {"pid": "30000"}},
-                                   kn.node_capacity(str(tmp_path)))
+    assert kubelet_node.node_capacity(str(tmp_path))["pid"] == 62000
+    errors = kubelet_node.reservation_errors({"systemReserved": {"pid": "40000"}, "kubeReserved": {"pid": "30000"}},
+                                             kubelet_node.node_capacity(str(tmp_path)))
     assert len(errors) == 1 and "the smaller of kernel.pid_max and kernel.threads-max" in errors[0]
 
 
@@ -203,16 +203,16 @@ def test_pid_capacity_is_the_smaller_of_pid_max_and_threads_max(tmp_path):
     ({"systemReserved": {"memory": "3.95Gi"}}, "evictionHard.memory.available=100Mi"),
 ])
 def test_every_reserved_resource_counts_its_hard_eviction_threshold(config, reported):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
-    errors = kn.reservation_errors(config, {"ephemeral-storage": 100 * GI, "memory": 4 * GI})
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
+    errors = kubelet_node.reservation_errors(config, {"ephemeral-storage": 100 * GI, "memory": 4 * GI})
     assert len(errors) == 1 and reported in errors[0], errors
 
 
 def test_reservations_within_the_capacity_pass():
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_node as kn
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node as kubelet_node
     config = {"systemReserved": {"ephemeral-storage": "40Gi", "memory": "1Gi"}, "kubeReserved": {"ephemeral-storage": "40Gi"},
               "evictionHard": {"nodefs.available": "10%", "memory.available": "500Mi"}}
-    assert kn.reservation_errors(config, {"ephemeral-storage": 100 * GI, "memory": 4 * GI}) == []
+    assert kubelet_node.reservation_errors(config, {"ephemeral-storage": 100 * GI, "memory": 4 * GI}) == []
     # a partial map leaves nodefs.available out: the kubelet reserves nothing for it
     partial = {"systemReserved": {"ephemeral-storage": "95Gi"}, "evictionHard": {"memory.available": "100Mi"}}
-    assert kn.reservation_errors(partial, {"ephemeral-storage": 100 * GI, "memory": 4 * GI}) == []
+    assert kubelet_node.reservation_errors(partial, {"ephemeral-storage": 100 * GI, "memory": 4 * GI}) == []

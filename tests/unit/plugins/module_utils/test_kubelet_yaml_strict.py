@@ -15,8 +15,8 @@ import yaml
 from hypothesis import given, settings, strategies as st
 from ruamel.yaml import YAML
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml as ky
-from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet_schema import KubeletError
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml as kubelet_config_yaml
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet.schema import KubeletError
 
 LAYOUTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "lab", "kubelet-double", "layouts")
 
@@ -49,8 +49,8 @@ def typed(value):
 def agree(text):
     """The strict reader returns what both libraries return, or gives up; never another value."""
     try:
-        got = ky.subset_yaml_load(text, strict=True)
-    except ky.YamlError:
+        got = kubelet_config_yaml.subset_yaml_load(text, strict=True)
+    except kubelet_config_yaml.YamlError:
         return "gave up"
     want = ruamel_load(text)
     assert typed(got) == typed(want), (text, got, want)
@@ -98,8 +98,8 @@ def test_generated_documents_read_as_the_libraries_read_them_or_are_left_to_them
         ruamel_load(text)
         yaml.safe_load(text)
     except Exception:  # pylint: disable=broad-except  # not YAML at all: the strict reader must give up too
-        with pytest.raises(ky.YamlError):
-            ky.subset_yaml_load(text, strict=True)
+        with pytest.raises(kubelet_config_yaml.YamlError):
+            kubelet_config_yaml.subset_yaml_load(text, strict=True)
         return
     agree(text)
 
@@ -118,9 +118,9 @@ def test_load_yaml_reads_without_importing_a_yaml_library_when_the_fast_path_can
     def no_library():
         raise AssertionError("a YAML library was used")
 
-    monkeypatch.setattr(ky, "ruamel", no_library)
-    monkeypatch.setattr(ky, "_pyyaml", no_library)
-    assert ky.load_yaml("kind: KubeletConfiguration\nmaxPods: 110\n", "/c", roundtrip=False) == \
+    monkeypatch.setattr(kubelet_config_yaml, "ruamel", no_library)
+    monkeypatch.setattr(kubelet_config_yaml, "_pyyaml", no_library)
+    assert kubelet_config_yaml.load_yaml("kind: KubeletConfiguration\nmaxPods: 110\n", "/c", roundtrip=False) == \
         {"kind": "KubeletConfiguration", "maxPods": 110}
     with pytest.raises(KubeletError, match="a YAML library was used"):
-        ky.load_yaml("kind: KubeletConfiguration\nmaxPods: 0x6e\n", "/c", roundtrip=False)
+        kubelet_config_yaml.load_yaml("kind: KubeletConfiguration\nmaxPods: 0x6e\n", "/c", roundtrip=False)

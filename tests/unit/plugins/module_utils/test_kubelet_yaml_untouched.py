@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml as ky
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml as kubelet_config_yaml
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYOUTS = os.path.abspath(os.path.join(HERE, "..", "..", "..", "..", "lab", "kubelet-double", "layouts"))
@@ -48,10 +49,10 @@ def changed_lines(before, after):
 @pytest.mark.parametrize("field,value", [("kubeAPIQPS", 77), ("eventBurst", 123), ("serializeImagePulls", False),
                                          ("podPidsLimit", 4096)])
 def test_one_key_changes_only_its_line(name, text, field, value):
-    data = ky.load_yaml(text, name)
+    data = kubelet_config_yaml.load_yaml(text, name)
     data[field] = value
-    out = ky.dump_yaml(data, text)
-    assert ky.plain(ky.load_yaml(out, name)) == ky.plain(data)
+    out = kubelet_config_yaml.dump_yaml(data, text)
+    assert kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out, name)) == kubelet_config_yaml.plain(data)
     diff = changed_lines(text, out)
     assert diff, "nothing changed"
     assert all(line[1:].lstrip().startswith(field + ":") for line in diff), "\n".join(diff)
@@ -61,9 +62,9 @@ def test_one_key_changes_only_its_line(name, text, field, value):
 
 
 def test_quirks_survive_an_edit_elsewhere():
-    data = ky.load_yaml(QUIRKY, "q")
+    data = kubelet_config_yaml.load_yaml(QUIRKY, "q")
     data["kubeAPIQPS"] = 50
-    out = ky.dump_yaml(data, QUIRKY)
+    out = kubelet_config_yaml.dump_yaml(data, QUIRKY)
     for line in ("failSwapOn: True", '    memory.available:  "100Mi"   # aligned comment',
                  "tlsCipherSuites: [TLS_A,  TLS_B]", "rotateCertificates: yes", "# trailing comment"):
         assert line in out.splitlines()
@@ -72,10 +73,10 @@ def test_quirks_survive_an_edit_elsewhere():
 
 def test_a_changed_map_keeps_its_untouched_entries():
     # one key added to a 4-space map with an aligned comment: only the new line differs, at the map's indent
-    data = ky.load_yaml(QUIRKY, "q")
+    data = kubelet_config_yaml.load_yaml(QUIRKY, "q")
     data["evictionHard"]["nodefs.available"] = "10%"
-    out = ky.dump_yaml(data, QUIRKY)
-    assert ky.plain(ky.load_yaml(out, "q"))["evictionHard"] == {"memory.available": "100Mi", "nodefs.available": "10%"}
+    out = kubelet_config_yaml.dump_yaml(data, QUIRKY)
+    assert kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out, "q"))["evictionHard"] == {"memory.available": "100Mi", "nodefs.available": "10%"}
     assert changed_lines(QUIRKY, out) == ["+    nodefs.available: 10%"]
 
 
@@ -88,10 +89,10 @@ def test_a_changed_map_keeps_its_untouched_entries():
 def test_kubespray_reserved_map_edits_touch_one_line(change, expected):
     with open(os.path.join(LAYOUTS, "kubespray", "etc/kubernetes/kubelet-config.yaml")) as fh:
         text = fh.read()
-    data = ky.load_yaml(text, "k")
+    data = kubelet_config_yaml.load_yaml(text, "k")
     data["kubeReserved"].update(change)
-    out = ky.dump_yaml(data, text)
-    assert ky.plain(ky.load_yaml(out, "k")) == ky.plain(data)
+    out = kubelet_config_yaml.dump_yaml(data, text)
+    assert kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out, "k")) == kubelet_config_yaml.plain(data)
     assert changed_lines(text, out) == expected
 
 
@@ -104,29 +105,29 @@ def test_nested_maps_and_comments_inside_a_changed_map():
             "    webhook:\n"
             "        cacheTTL: 0s\n"
             "        enabled: True\n")
-    data = ky.load_yaml(text, "n")
+    data = kubelet_config_yaml.load_yaml(text, "n")
     data["authentication"]["webhook"]["cacheTTL"] = "2m0s"
-    out = ky.dump_yaml(data, text)
-    assert ky.plain(ky.load_yaml(out, "n")) == ky.plain(data)
+    out = kubelet_config_yaml.dump_yaml(data, text)
+    assert kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out, "n")) == kubelet_config_yaml.plain(data)
     assert changed_lines(text, out) == ["-        cacheTTL: 0s", "+        cacheTTL: 2m0s"]
 
 
 def test_a_map_entry_it_cannot_split_falls_back_to_a_valid_dump():
     # a flow map: rewritten by ruamel.yaml (valid, same data), everything else kept
     text = "kind: KubeletConfiguration\nsystemReserved: {memory: 256Mi}\nmaxPods: 110\n"
-    data = ky.load_yaml(text, "f")
+    data = kubelet_config_yaml.load_yaml(text, "f")
     data["systemReserved"]["memory"] = "512Mi"
-    out = ky.dump_yaml(data, text)
-    assert ky.plain(ky.load_yaml(out, "f")) == ky.plain(data)
+    out = kubelet_config_yaml.dump_yaml(data, text)
+    assert kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out, "f")) == kubelet_config_yaml.plain(data)
     assert out.startswith("kind: KubeletConfiguration\n") and out.endswith("maxPods: 110\n")
 
 
 def test_not_a_plain_block_mapping_falls_back_to_the_full_dump():
     text = "{apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeletConfiguration, kubeAPIQPS: 5}\n"
-    data = ky.load_yaml(text, "flow")
+    data = kubelet_config_yaml.load_yaml(text, "flow")
     data["kubeAPIQPS"] = 50
-    out = ky.dump_yaml(data, text)
-    assert ky.plain(ky.load_yaml(out, "flow"))["kubeAPIQPS"] == 50
+    out = kubelet_config_yaml.dump_yaml(data, text)
+    assert kubelet_config_yaml.plain(kubelet_config_yaml.load_yaml(out, "flow"))["kubeAPIQPS"] == 50
 
 
 # ---------------------------------------------------------------- env files: no stray backslash, no double space
@@ -144,14 +145,14 @@ def test_not_a_plain_block_mapping_falls_back_to_the_full_dump():
     ('A="--kube-api-qps=5 --kube-api-burst=7"\nB=1\n', 'A=""\nB=1\n'),
 ])
 def test_removing_flags_leaves_tidy_env_files(text, expected):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kf
-    new, edits = kf.edit_text(text, False, {"kube-api-qps", "kube-api-burst"}, kl.BOOL_FLAGS, {})
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import flags as kubelet_flags
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import flag_edit as kubelet_flag_edit
+    new, edits = kubelet_flag_edit.edit_text(text, False, {"kube-api-qps", "kube-api-burst"}, kubelet_schema.BOOL_FLAGS, {})
     assert new == expected and edits
     assert "  " not in new.replace("\n  ", "\n")
     # and the value systemd reads is the old one minus the flags
-    old = kf.env_assignments(text)[0]
-    now = kf.env_assignments(new)[0]
+    old = kubelet_flags.env_assignments(text)[0]
+    now = kubelet_flags.env_assignments(new)[0]
     assert now[0] == old[0]
     assert now[1].split() == [w for w in old[1].split() if not w.startswith(("--kube-api-", "5", "7"))]
 
@@ -176,13 +177,13 @@ KUBESPRAY_ENV = (
 def test_removing_a_whole_continuation_line_keeps_its_neighbours_byte_for_byte(stale, closing):
     # kubespray's kubelet.env: the stale line goes, every other byte stays (the review's
     # case merged the line before it with the closing ' "' line)
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet as kl
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kf
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import flags as kubelet_flags
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import flag_edit as kubelet_flag_edit
     text = KUBESPRAY_ENV % (stale, closing)
-    new, edits = kf.edit_text(text, False, {"kube-api-qps", "kube-api-burst", "registry-qps"}, kl.BOOL_FLAGS, {})
+    new, edits = kubelet_flag_edit.edit_text(text, False, {"kube-api-qps", "kube-api-burst", "registry-qps"}, kubelet_schema.BOOL_FLAGS, {})
     assert edits
     assert new == KUBESPRAY_ENV % ("", closing), new
     # and the value read back is the old one minus the flags
-    old_value = dict(a[:2] for a in kf.env_assignments(text))["KUBELET_ARGS"].split()
-    assert dict(a[:2] for a in kf.env_assignments(new))["KUBELET_ARGS"].split() == [
+    old_value = dict(a[:2] for a in kubelet_flags.env_assignments(text))["KUBELET_ARGS"].split()
+    assert dict(a[:2] for a in kubelet_flags.env_assignments(new))["KUBELET_ARGS"].split() == [
         w for w in old_value if not w.startswith(("--kube-api-", "--registry-")) and w not in ("5", "10", "2")]

@@ -10,7 +10,9 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units as mu
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from test_mount_units_fakes import PODS, FakeNode, mount, other, scope, subpath
 
 LIVE = "11111111-2222-3333-4444-555555555555"
@@ -52,12 +54,12 @@ REAL_LIST = "".join("%-111s %-9s %-10s %-9s %s\n" % row for row in _REAL_ROWS)
     ("/data/k\u00e9/x", r"data-k\xc3\xa9-x"),
 ])
 def test_escape_and_unescape(path, name):
-    assert mu.systemd_escape_path(path) == name
-    assert mu.unit_name_to_path(name + ".mount") == path
+    assert mount_units_systemd.systemd_escape_path(path) == name
+    assert mount_units_systemd.unit_name_to_path(name + ".mount") == path
 
 
 def test_parse_real_list_units():
-    rows = mu.parse_list_units(REAL_LIST)
+    rows = mount_units_systemd.parse_list_units(REAL_LIST)
     assert len(rows) == 7
     assert rows[3] == {"unit": "run-r01931977525b4c678ab1818dfa27713c.scope", "load": "loaded", "active": "active",
                        "sub": "running", "description": "Kubernetes transient mount for "
@@ -68,7 +70,7 @@ def test_parse_real_list_units():
 def test_parse_list_units_with_bullets_and_blank_lines():
     text = u"\u25cf run-u7.scope loaded failed failed Kubernetes transient mount for /x\n\n" \
            "run-42.scope loaded active running\n"
-    rows = mu.parse_list_units(text)
+    rows = mount_units_systemd.parse_list_units(text)
     assert [(r["unit"], r["active"], r["description"]) for r in rows] == [
         ("run-u7.scope", "failed", "Kubernetes transient mount for /x"), ("run-42.scope", "active", "")]
 
@@ -77,7 +79,7 @@ def test_parse_show_blocks():
     text = ("Id=a.scope\nDescription=Kubernetes transient mount for /x\nLoadState=loaded\nActiveState=active\n"
             "SubState=running\n\nWhere=/var/lib/kubelet/pods/u/v\nId=b.mount\nDescription=/var/lib/kubelet/pods/u/v\n"
             "LoadState=loaded\nActiveState=active\nSubState=mounted\n\nId=c.scope\nLoadState=not-found\n")
-    shown = mu.parse_show(text)
+    shown = mount_units_systemd.parse_show(text)
     assert sorted(shown) == ["a.scope", "b.mount", "c.scope"]
     assert shown["b.mount"]["Where"] == "/var/lib/kubelet/pods/u/v"
     assert shown["c.scope"]["LoadState"] == "not-found"
@@ -87,7 +89,7 @@ def test_parse_mountinfo_decodes_octal():
     text = ("22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
             "182 77 0:45 /srcd /var/lib/kubelet/pods/%s/volumes/kubernetes.io~secret/a\\040b rw - tmpfs tmpfs rw\n"
             % LIVE)
-    assert mu.parse_mountinfo(text) == ["/proc", "/var/lib/kubelet/pods/%s/volumes/kubernetes.io~secret/a b" % LIVE]
+    assert mount_units_systemd.parse_mountinfo(text) == ["/proc", "/var/lib/kubelet/pods/%s/volumes/kubernetes.io~secret/a b" % LIVE]
 
 
 @pytest.mark.parametrize("text, version", [
@@ -97,7 +99,7 @@ def test_parse_mountinfo_decodes_octal():
     ("", None), ("garbage", None),
 ])
 def test_parse_systemd_version(text, version):
-    assert mu.parse_systemd_version(text) == version
+    assert mount_units_systemd.parse_systemd_version(text) == version
 
 
 @pytest.mark.parametrize("path, uid, reason", [
@@ -115,7 +117,7 @@ def test_parse_systemd_version(text, version):
     ("", None, "not an absolute path"),
 ])
 def test_pod_of_path(path, uid, reason):
-    got, why = mu.pod_of_path(path, [PODS])
+    got, why = mount_units_systemd.pod_of_path(path, [PODS])
     assert got == uid
     if reason:
         assert reason in why
@@ -123,13 +125,13 @@ def test_pod_of_path(path, uid, reason):
 
 def test_chunks_respect_count_and_bytes():
     names = ["run-r%032x.scope" % i for i in range(2500)]
-    batches = list(mu.chunks(names, 1000))
+    batches = list(mount_units_systemd.chunks(names, 1000))
     assert [len(b) for b in batches] == [1000, 1000, 500]
-    small = list(mu.chunks(names, None, max_bytes=4096))
+    small = list(mount_units_systemd.chunks(names, None, max_bytes=4096))
     assert sum(len(b) for b in small) == 2500
     for batch in small:
         assert sum(len(n) + 9 for n in batch) <= 4096
-    assert mu.argv_budget() >= 16384
+    assert mount_units_systemd.argv_budget() >= 16384
 
 
 def test_pods_dirs_follow_a_symlinked_root_dir(tmp_path):
@@ -137,21 +139,21 @@ def test_pods_dirs_follow_a_symlinked_root_dir(tmp_path):
     (root / "data" / "kubelet" / "pods").mkdir(parents=True)
     (root / "var" / "lib").mkdir(parents=True)
     os.symlink("/data/kubelet", str(root / "var" / "lib" / "kubelet"))   # the node's path
-    assert mu.pods_dirs_for(str(root), "/var/lib/kubelet") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
-    assert mu.pods_dirs_for(str(root), "/var/lib/kubelet/") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
-    assert mu.pods_dirs_for(str(tmp_path / "none"), "/var/lib/kubelet") == ["/var/lib/kubelet/pods"]
+    assert mount_units_systemd.pods_dirs_for(str(root), "/var/lib/kubelet") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
+    assert mount_units_systemd.pods_dirs_for(str(root), "/var/lib/kubelet/") == ["/var/lib/kubelet/pods", "/data/kubelet/pods"]
+    assert mount_units_systemd.pods_dirs_for(str(tmp_path / "none"), "/var/lib/kubelet") == ["/var/lib/kubelet/pods"]
 
 
 # --- survey: selection and attribution ----------------------------------------
 
 def _run(node, tmp_path, state="absent", check_mode=False, **opts):
     opts.setdefault("process_guard", False)
-    return mu.run(node, root=str(tmp_path), state=state, check_mode=check_mode, **opts)
+    return mount_units_cleanup.run(node, root=str(tmp_path), state=state, check_mode=check_mode, **opts)
 
 
 def _node_from_real_list():
     node = FakeNode(pods=[{"uid": LIVE}])
-    node.units = [dict(r) for r in mu.parse_list_units(REAL_LIST)]
+    node.units = [dict(r) for r in mount_units_systemd.parse_list_units(REAL_LIST)]
     return node
 
 
@@ -218,7 +220,7 @@ def test_static_pod_and_custom_root_dir(tmp_path):
              scope("run-u6.scope", subpath(DEAD))]   # the default dir: not this kubelet's
     node = FakeNode(units, pods=[{"uid": STATIC}])
     result = _run(node, tmp_path, kubelet_root_dir="/data/kubelet")
-    assert result["stopped_units"] == [mu.systemd_escape_path(subpath(DEAD, pods=pods)) + ".mount"]
+    assert result["stopped_units"] == [mount_units_systemd.systemd_escape_path(subpath(DEAD, pods=pods)) + ".mount"]
     assert result["kept_live"] == 1 and result["unattributable"] == 1
 
 
@@ -230,7 +232,7 @@ def test_hashed_long_mount_name_is_settled_with_one_show(tmp_path):
     result = _run(node, tmp_path)
     assert node.count("show") == 1
     show = [c for c in node.calls if c[1] == "show"][0]
-    assert sorted(show[4:]) == sorted([hashed, mu.systemd_escape_path(subpath(LIVE)) + ".mount"])
+    assert sorted(show[4:]) == sorted([hashed, mount_units_systemd.systemd_escape_path(subpath(LIVE)) + ".mount"])
     assert result["stopped_units"] == [hashed] and result["kept_live"] == 1
 
 
@@ -252,7 +254,7 @@ def test_check_mode_reports_exactly_and_stops_nothing(tmp_path):
 def test_runtime_failure_stops_nothing(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))],
                     fail={"crictl pods": (1, "", 'level=fatal msg="listing pod sandboxes: rpc error"')})
-    with pytest.raises(mu.MountUnitsError) as exc:
+    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
         _run(node, tmp_path)
     assert "crictl pods -o json failed" in exc.value.msg and exc.value.details["rc"] == 1
     assert node.count("stop") == 0 and "run-u1.scope" in node.names()
@@ -266,21 +268,21 @@ def test_runtime_failure_stops_nothing(tmp_path):
 ])
 def test_any_runtime_answer_problem_stops_nothing(tmp_path, fail):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], fail=fail)
-    with pytest.raises(mu.MountUnitsError):
+    with pytest.raises(mount_units_detect.MountUnitsError):
         _run(node, tmp_path)
     assert node.count("stop") == 0
 
 
 def test_sandbox_without_uid_refuses_to_guess(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], pods=[{"uid": None}])
-    with pytest.raises(mu.MountUnitsError) as exc:
+    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
         _run(node, tmp_path)
     assert "without a UID" in exc.value.msg and node.count("stop") == 0
 
 
 def test_missing_crictl_fails_clearly(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], missing=["crictl"])
-    with pytest.raises(mu.MountUnitsError) as exc:
+    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
         _run(node, tmp_path)
     assert "crictl not found" in exc.value.msg and node.count("stop") == 0
 
@@ -314,7 +316,7 @@ def test_docker_labels_and_names(tmp_path):
 
 def test_docker_kubelet_container_without_uid_refuses(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], docker_lines=["k8s_weird_name\t"])
-    with pytest.raises(mu.MountUnitsError):
+    with pytest.raises(mount_units_detect.MountUnitsError):
         _run(node, tmp_path, pod_source="docker")
     assert node.count("stop") == 0
 
@@ -325,7 +327,7 @@ def test_caller_list(tmp_path):
     result = _run(node, tmp_path, pod_source="list", live_pod_uids=[LIVE.upper()])
     assert result["stopped_units"] == ["run-u2.scope"]
     assert result["kept_units"] == [{"unit": "run-u1.scope", "pod_uid": LIVE, "reason": "pod known to caller"}]
-    with pytest.raises(mu.MountUnitsError):
+    with pytest.raises(mount_units_detect.MountUnitsError):
         _run(node, tmp_path, pod_source="list", live_pod_uids=["web-0"])
 
 
@@ -337,8 +339,8 @@ def test_mount_guard_keeps_a_pod_whose_volumes_are_mounted(tmp_path, make_tree):
     root = make_tree({"/proc/self/mountinfo": mountinfo})
     units = [scope("run-u1.scope", subpath(DEAD2)), mount(subpath(DEAD2)), mount(subpath(DEAD))]
     node = FakeNode(units)
-    result = mu.run(node, root=root, state="absent", process_guard=False)
-    assert result["stopped_units"] == [mu.systemd_escape_path(subpath(DEAD)) + ".mount"]
+    result = mount_units_cleanup.run(node, root=root, state="absent", process_guard=False)
+    assert result["stopped_units"] == [mount_units_systemd.systemd_escape_path(subpath(DEAD)) + ".mount"]
     assert result["kept_by_guard"] == 2
     assert {k["reason"] for k in result["kept_units"]} == {"volumes mounted"}
 
@@ -355,7 +357,7 @@ def test_a_pod_still_starting_is_never_cleaned(make_tree):
     for path in ("%s/%s" % (PODS, DEAD), "%s/%s/volumes" % (PODS, DEAD)):
         os.utime(root + path, (day_ago, day_ago))
     units = [scope("run-u1.scope", subpath(DEAD2)), scope("run-u2.scope", subpath(DEAD))]
-    result = mu.run(FakeNode(units), root=root, state="absent", process_guard=False)
+    result = mount_units_cleanup.run(FakeNode(units), root=root, state="absent", process_guard=False)
     assert result["stopped_units"] == ["run-u2.scope"], result
     assert len(result["kept_units"]) == 1 and result["kept_units"][0]["pod_uid"] == DEAD2
     assert "kubelet may still be starting the pod" in result["kept_units"][0]["reason"]
@@ -373,14 +375,14 @@ def test_process_guard_keeps_a_pod_with_running_processes(make_tree):
     root = make_tree(files)
     units = [scope("run-u1.scope", subpath(DEAD2)), scope("run-u2.scope", subpath(STATIC)),
              scope("run-u3.scope", subpath(DEAD)), scope("run-u4.scope", subpath(STATIC2))]
-    assert mu.process_guard(root) == {DEAD2: {"pod processes running"}, STATIC: {"pod processes running"},
-                                      STATIC2: {"pod processes running"}}
+    assert mount_units_detect.process_guard(root) == {DEAD2: {"pod processes running"}, STATIC: {"pod processes running"},
+                                                      STATIC2: {"pod processes running"}}
     node = FakeNode(units)
-    result = mu.run(node, root=root, state="absent")
+    result = mount_units_cleanup.run(node, root=root, state="absent")
     assert result["stopped_units"] == ["run-u3.scope"]
     assert {k["reason"] for k in result["kept_units"]} == {"pod processes running"}
     node2 = FakeNode(units)
-    assert mu.run(node2, root=root, state="absent", process_guard=False)["stopped"] == 4
+    assert mount_units_cleanup.run(node2, root=root, state="absent", process_guard=False)["stopped"] == 4
 
 
 # --- apply: batches, failed units, reload ---------------------------------------
@@ -396,7 +398,7 @@ def test_ten_thousand_units_take_a_constant_number_of_calls(tmp_path):
     assert words.count("list-units") == 2 and words.count("show") == 0
     assert len(node.calls) == 1 + 1 + 2 + 3 + 1   # version, list, crictl x2, stop x3, list
     for call in node.calls:
-        assert sum(len(a) + 9 for a in call) <= mu.argv_budget() + 200
+        assert sum(len(a) + 9 for a in call) <= mount_units_systemd.argv_budget() + 200
 
 
 def test_failed_after_stop_is_reset_by_name_and_stuck_units_fail(tmp_path):
@@ -435,15 +437,15 @@ def test_idempotent_second_run(tmp_path):
 
 def test_bad_options():
     for opts in ({"pod_source": "kubectl"}, {"batch_size": 0}):
-        with pytest.raises(mu.MountUnitsError):
-            mu.normalize_options(opts)
-    with pytest.raises(mu.MountUnitsError):
-        mu.run(FakeNode(), state="present")
+        with pytest.raises(mount_units_detect.MountUnitsError):
+            mount_units_detect.normalize_options(opts)
+    with pytest.raises(mount_units_detect.MountUnitsError):
+        mount_units_cleanup.run(FakeNode(), state="present")
 
 
 def test_no_systemctl():
-    with pytest.raises(mu.MountUnitsError) as exc:
-        mu.run(FakeNode(missing=["systemctl"]))
+    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
+        mount_units_cleanup.run(FakeNode(missing=["systemctl"]))
     assert "systemctl not found" in exc.value.msg
 
 
@@ -457,7 +459,7 @@ def test_check_reports_leaks_and_old_systemd(tmp_path):
     units = [scope("run-u1.scope", subpath(DEAD)), mount(subpath(DEAD2), active="inactive", sub="dead"),
              scope("run-u2.scope", subpath(LIVE))]
     node = FakeNode(units, pods=[{"uid": LIVE}], version=232)
-    facts = mu.check(node, root=str(tmp_path), process_guard=False)
+    facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False)
     assert _ids(facts) == ["mount_units.dead_mount_units", "mount_units.leaked_scopes",
                            "mount_units.systemd_without_fix"]
     assert facts["mount_units"]["orphaned"] == 2 and node.count("stop") == 0
@@ -467,43 +469,43 @@ def test_check_reports_leaks_and_old_systemd(tmp_path):
 
 def test_check_healthy_node(tmp_path):
     node = FakeNode([scope("run-u2.scope", subpath(LIVE))], pods=[{"uid": LIVE}])
-    facts = mu.check(node, root=str(tmp_path), process_guard=False)
+    facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False)
     assert facts["findings"] == [] and facts["mount_units"]["kept_live"] == 1
 
 
 def test_check_runtime_unavailable_judges_nothing(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], missing=["crictl"])
-    facts = mu.check(node, root=str(tmp_path), process_guard=False)
+    facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False)
     assert _ids(facts) == ["mount_units.runtime_unavailable"]
     assert facts["mount_units"]["unverified"] == 1 and facts["mount_units"]["orphaned"] == 0
 
 
 def test_check_near_unit_limit(tmp_path):
     node = FakeNode([other("x%d.service" % i, "x") for i in range(70000)])
-    facts = mu.check(node, root=str(tmp_path))
+    facts = mount_units_detect.check(node, root=str(tmp_path))
     assert _ids(facts) == ["mount_units.near_unit_limit"]
     assert facts["findings"][0]["severity"] == "high"
     node = FakeNode([other("x%d.service" % i, "x") for i in range(120000)])
-    assert mu.check(node, root=str(tmp_path))["findings"][0]["severity"] == "critical"
+    assert mount_units_detect.check(node, root=str(tmp_path))["findings"][0]["severity"] == "critical"
 
 
 def test_check_without_systemd(tmp_path):
-    facts = mu.check(FakeNode(missing=["systemctl"]), root=str(tmp_path))
+    facts = mount_units_detect.check(FakeNode(missing=["systemctl"]), root=str(tmp_path))
     assert facts["findings"] == [] and "systemctl not found" in facts["mount_units"]["error"]
 
 
 def test_a_listing_that_fails_is_a_failed_check_never_a_clean_node(tmp_path):
     """systemctl list-units failing (a hung or broken systemd) is not 'no leaked units'."""
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _audit
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
     node = FakeNode(fail={"systemctl list-units": (1, "", "Failed to list units: Connection timed out")})
-    with pytest.raises(mu.MountUnitsError):
-        mu.check(node, root=str(tmp_path))
-    result = _audit.run_checks(node, root=str(tmp_path), checks=["mount_units"])
+    with pytest.raises(mount_units_detect.MountUnitsError):
+        mount_units_detect.check(node, root=str(tmp_path))
+    result = audit_checks.run_checks(node, root=str(tmp_path), checks=["mount_units"])
     assert [f["id"] for f in result["findings"]] == ["audit.check_failed"]
 
 
 def test_findings_registry_shape():
-    for fid, entry in mu.FINDINGS.items():
+    for fid, entry in mount_units_detect.FINDINGS.items():
         assert fid.startswith("mount_units.") and fid == fid.lower()
         assert set(entry) == {"severity", "title", "remedy", "role", "tag"}
 
@@ -530,12 +532,13 @@ def shipped_files():
 
 def _standalone_tree(tmp_path):
     """Copy the module_utils files the timer ships (as schedule.yml lists them), nothing else."""
-    src = os.path.join(os.path.dirname(mu.__file__))
+    src = os.path.dirname(os.path.dirname(mount_units_cleanup.__file__))   # module_utils
     dst = tmp_path / "lib" / "ansible_collections" / "nodefix" / "k8s" / "plugins" / "module_utils"
     dst.mkdir(parents=True)
     names = shipped_files()
-    assert "_mount_units.py" in names
+    assert "_mount_units/cleanup.py" in names and "_mount_units/__init__.py" in names
     for name in names:
+        (dst / name).parent.mkdir(exist_ok=True)
         shutil.copy(os.path.join(src, name), str(dst / name))
     return str(tmp_path / "lib")
 
@@ -560,7 +563,7 @@ def test_standalone_cli_runs_without_ansible(tmp_path):
                                "root": str(tmp_path)}))
     env = {"PATH": "%s:/usr/bin:/bin" % fake, "FAKE_DIR": str(fake), "CRICTL_DOUBLE_STATE": str(fake / "state.json")}
     code = ("import sys; sys.path.insert(0, %r); "
-            "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cli; "
+            "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.cleanup import cli; "
             "assert 'ansible' not in sys.modules and not any(m.startswith('ansible.') for m in sys.modules); "
             "sys.exit(cli(['--config', %r]))" % (lib, str(cfg)))
     # -S: no site-packages, so Ansible cannot be imported even by accident; -E: ignore PYTHON* variables
@@ -583,14 +586,14 @@ def test_check_says_when_a_reboot_beats_the_cleanup(tmp_path):
     # 12,000 leaked scopes of dead pods: ~285 s through systemd 252 by the measured curve
     units = [scope("run-u%d.scope" % i, subpath(DEAD)) for i in range(12000)]
     node = FakeNode(units, pods=[{"uid": LIVE}])
-    facts = mu.check(node, root=str(tmp_path), process_guard=False, reboot_over_seconds=120)
+    facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False, reboot_over_seconds=120)
     slow = [f for f in facts["findings"] if f["id"] == "mount_units.cleanup_slow"]
     # fixed by the mount_units role's reboot path (tag mount_units_reboot), when remediate drained the node
     assert len(slow) == 1 and slow[0]["fix"]["role"] == "nodefix.k8s.mount_units"
     loaded = facts["mount_units"]["systemd"]["units_total"]
-    assert loaded >= 12000 and slow[0]["evidence"]["estimate_seconds"] == mu.estimate_seconds(
+    assert loaded >= 12000 and slow[0]["evidence"]["estimate_seconds"] == mount_units_detect.estimate_seconds(
         loaded, 12000, facts["mount_units"]["systemd"]["version"]) > 120
     # the default threshold (an hour) is not reached at this scale, and 0 turns it off
-    assert "mount_units.cleanup_slow" not in _ids(mu.check(node, root=str(tmp_path), process_guard=False))
-    assert "mount_units.cleanup_slow" not in _ids(mu.check(node, root=str(tmp_path), process_guard=False,
-                                                           reboot_over_seconds=0))
+    assert "mount_units.cleanup_slow" not in _ids(mount_units_detect.check(node, root=str(tmp_path), process_guard=False))
+    assert "mount_units.cleanup_slow" not in _ids(mount_units_detect.check(node, root=str(tmp_path), process_guard=False,
+                                                                           reboot_over_seconds=0))

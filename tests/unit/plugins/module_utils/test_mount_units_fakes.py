@@ -11,18 +11,19 @@ is left afterwards. Every call is recorded in ``calls``.
 
 import json
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units as mu
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 
 PODS = "/var/lib/kubelet/pods"
 
 
 def scope(name, path, active="active", sub="running", load="loaded"):
     return {"unit": name, "load": load, "active": active, "sub": sub,
-            "description": mu.SCOPE_DESCRIPTION_PREFIX + path}
+            "description": mount_units_detect.SCOPE_DESCRIPTION_PREFIX + path}
 
 
 def mount(path, active="active", sub="mounted", load="loaded", name=None, description=None):
-    return {"unit": name or mu.systemd_escape_path(path) + ".mount", "load": load, "active": active, "sub": sub,
+    return {"unit": name or mount_units_systemd.systemd_escape_path(path) + ".mount", "load": load, "active": active, "sub": sub,
             "description": path if description is None else description, "where": path}
 
 

@@ -15,7 +15,9 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units as mu
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from test_mount_units_fakes import FakeNode, mount, other, scope
 
 ROOTS = ["/var/lib/kubelet", "/data/kubelet"]
@@ -100,7 +102,7 @@ def build(spec, i, root, live, dead, guarded):
     if v == "empty":
         return other("empty%d.mount" % i, "not a path", active=active, sub=sub), truth
     if v == "hashed":
-        name = "var-lib-kubelet-pods-%s-%016x.mount" % (mu.systemd_escape_path(uid), i)
+        name = "var-lib-kubelet-pods-%s-%016x.mount" % (mount_units_systemd.systemd_escape_path(uid), i)
         return mount(path, name=name, active=active, sub=sub), truth
     if v == "bad_scope_name":
         return mount(path, active=active, sub=sub), truth
@@ -129,8 +131,8 @@ def test_no_live_pod_unit_is_ever_selected(tmp_path_factory, case):
              % (100 + n, 50 + n, root, g) for n, g in enumerate(guarded)]
     (fake_root / "proc" / "self" / "mountinfo").write_text("\n".join(lines) + "\n")
 
-    result = mu.run(node, root=str(fake_root), state="absent", kubelet_root_dir=root, list_limit=0,
-                    process_guard=False)
+    result = mount_units_cleanup.run(node, root=str(fake_root), state="absent", kubelet_root_dir=root, list_limit=0,
+                                     process_guard=False)
     touched = set()
     for call in node.calls:
         if call[1] in ("stop", "reset-failed"):
@@ -142,7 +144,7 @@ def test_no_live_pod_unit_is_ever_selected(tmp_path_factory, case):
             assert name in node.names(), "%s (%s) disappeared" % (name, t)
     # and the cleanup is not vacuous: every dead unit that was up is stopped
     for u, t in built:
-        if t == "dead" and u["active"] in mu.ACTIVE_STATES_TO_STOP:
+        if t == "dead" and u["active"] in mount_units_detect.ACTIVE_STATES_TO_STOP:
             assert u["unit"] in result["stopped_units"], u
     assert result["kept_live"] == sum(1 for t in truth.values() if t in ("live", "guarded"))
     assert result["unattributable"] == sum(1 for t in truth.values() if t == "none")
@@ -157,7 +159,7 @@ def test_classify_alone(owners, runtime_known):
         uid = {"live": live_uid, "dead": dead_uid, "none": None}[owner]
         units.append({"unit": "run-u%d.scope" % i, "kind": "scope", "load": "loaded", "active": "active",
                       "sub": "running", "pod_uid": uid, "reason": None, "owner": owner})
-    mu.classify(units, {live_uid: "crictl"}, {}, runtime_known=runtime_known)
+    mount_units_detect.classify(units, {live_uid: "crictl"}, {}, runtime_known=runtime_known)
     for u in units:
         if u["action"] is not None:
             assert u["owner"] == "dead" and runtime_known

@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _npd
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import CommandError
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd import plugin as npd_plugin
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import CommandError
 
 
 def fake(monkeypatch, behaviours):
     calls = []
-    for name, mod in _audit.DETECTORS:
+    for name, mod in audit_checks.DETECTORS:
         def check(runner, root="/", _name=name, **opts):
             calls.append(_name)
             b = behaviours.get(_name, [])
@@ -30,7 +31,7 @@ def f(fid, severity, subject=None):
 
 def run_cli(argv):
     out = io.StringIO()
-    code = _npd.cli(argv, out=out)
+    code = npd_plugin.cli(argv, out=out)
     return code, out.getvalue()
 
 
@@ -38,7 +39,7 @@ def test_broken_node_is_nonok_with_a_bounded_message_and_runs_only_its_detector(
     calls = fake(monkeypatch, {"gvisor": [f("gvisor.sandbox_oversized", "critical", "sb%d" % i) for i in range(30)]
                                + [f("gvisor.runsc_outdated", "high")]})
     code, text = run_cli(["--condition", "GVisorMemoryLimitIgnored"])
-    assert code == _npd.NONOK and calls == ["gvisor"]
+    assert code == npd_plugin.NONOK and calls == ["gvisor"]
     assert text.endswith("\n") and len(text.rstrip("\n")) <= 80
     # worst first, counted
     assert text.startswith("31 finding(s): gvisor.sandbox_oversized (30), gvisor.runsc_outdated")
@@ -47,18 +48,18 @@ def test_broken_node_is_nonok_with_a_bounded_message_and_runs_only_its_detector(
 def test_fixed_node_is_ok(monkeypatch):
     fake(monkeypatch, {"pids": [f("pids.zombies_some", "info")]})
     code, text = run_cli(["--condition", "PIDPressureRisk"])
-    assert code == _npd.OK and text.strip() == _npd.CONDITIONS["PIDPressureRisk"]["ok_message"]
+    assert code == npd_plugin.OK and text.strip() == npd_plugin.CONDITIONS["PIDPressureRisk"]["ok_message"]
 
 
 def test_findings_of_other_detectors_do_not_raise_the_condition(monkeypatch):
     fake(monkeypatch, {"kernel": [f("kernel.old", "critical")]})
-    assert run_cli(["--condition", "KubeletMountUnitsLeaking"])[0] == _npd.OK
+    assert run_cli(["--condition", "KubeletMountUnitsLeaking"])[0] == npd_plugin.OK
 
 
 def test_detector_failure_is_unknown(monkeypatch):
     fake(monkeypatch, {"cpu_quota": "error"})
     code, text = run_cli(["--condition", "ContainerRuntimeRisk"])
-    assert code == _npd.UNKNOWN and "cpu_quota" in text and len(text.strip()) <= 80
+    assert code == npd_plugin.UNKNOWN and "cpu_quota" in text and len(text.strip()) <= 80
 
 
 def test_min_severity_and_ignore_from_the_config(monkeypatch, tmp_path):
@@ -66,9 +67,9 @@ def test_min_severity_and_ignore_from_the_config(monkeypatch, tmp_path):
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps({"min_severity": "low", "ignore": ["kubelet.api_*"]}))
     code, text = run_cli(["--condition", "KubeletConfigRisk", "--config", str(cfg)])
-    assert code == _npd.NONOK and text.strip() == "1 finding(s): kubelet.serialize_pulls"
+    assert code == npd_plugin.NONOK and text.strip() == "1 finding(s): kubelet.serialize_pulls"
     cfg.write_text(json.dumps({"min_severity": "high", "ignore": ["kubelet.api_*"]}))
-    assert run_cli(["--condition", "KubeletConfigRisk", "--config", str(cfg)])[0] == _npd.OK
+    assert run_cli(["--condition", "KubeletConfigRisk", "--config", str(cfg)])[0] == npd_plugin.OK
 
 
 @pytest.mark.parametrize("config,needle", [
@@ -81,11 +82,11 @@ def test_bad_config_is_unknown_and_says_why(monkeypatch, tmp_path, config, needl
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps(config))
     code, text = run_cli(["--condition", "KernelRisk", "--config", str(cfg)])
-    assert code == _npd.UNKNOWN and needle in text and calls == []
+    assert code == npd_plugin.UNKNOWN and needle in text and calls == []
 
 
 def test_monitor_config_passes_npds_own_validation_rules():
-    cfg = _npd.monitor_config("/usr/local/lib/nodefix/nodefix-npd", "/etc/nodefix/npd.json")
+    cfg = npd_plugin.monitor_config("/usr/local/lib/nodefix/nodefix-npd", "/etc/nodefix/npd.json")
     # pkg/custompluginmonitor/types/config.go: plugin "custom", a rule's timeout <= the global timeout,
     # every permanent rule's condition has a default condition
     assert cfg["plugin"] == "custom"
@@ -95,13 +96,13 @@ def test_monitor_config_passes_npds_own_validation_rules():
     assert all(seconds(r["timeout"]) <= seconds(cfg["pluginConfig"]["timeout"]) for r in cfg["rules"])
     defaults = set(c["type"] for c in cfg["conditions"])
     assert all(r["type"] == "permanent" and r["condition"] in defaults for r in cfg["rules"])
-    assert set(defaults) == set(_npd.CONDITIONS)
+    assert set(defaults) == set(npd_plugin.CONDITIONS)
     assert cfg["pluginConfig"]["max_output_length"] == 80
     # each rule checks only its own condition
     assert [r["args"][-1] for r in cfg["rules"]] == [r["condition"] for r in cfg["rules"]]
     # every detector backs exactly one condition
-    owners = [c for spec in _npd.CONDITIONS.values() for c in spec["checks"]]
-    assert sorted(owners) == sorted(_audit.CHECK_NAMES)
+    owners = [c for spec in npd_plugin.CONDITIONS.values() for c in spec["checks"]]
+    assert sorted(owners) == sorted(audit_checks.CHECK_NAMES)
 
 
 def test_fleet_waivers_apply_by_host_subject_and_expiry(monkeypatch, tmp_path):
@@ -112,21 +113,21 @@ def test_fleet_waivers_apply_by_host_subject_and_expiry(monkeypatch, tmp_path):
         cfg.write_text(json.dumps({"waivers": waivers, "host": host}))
         return run_cli(["--condition", "PIDPressureRisk", "--config", str(cfg)])[0]
     waiver = {"id": "pids.*", "reason": "OPS-1", "hosts": ["batch-*"]}
-    assert code([]) == _npd.NONOK
-    assert code([waiver]) == _npd.OK
-    assert code([waiver], host="web-1") == _npd.NONOK
-    assert code([dict(waiver, subject="99")]) == _npd.NONOK
-    assert code([dict(waiver, expires="2000-01-01")]) == _npd.NONOK
+    assert code([]) == npd_plugin.NONOK
+    assert code([waiver]) == npd_plugin.OK
+    assert code([waiver], host="web-1") == npd_plugin.NONOK
+    assert code([dict(waiver, subject="99")]) == npd_plugin.NONOK
+    assert code([dict(waiver, expires="2000-01-01")]) == npd_plugin.NONOK
     # a malformed waiver is a bad config (Unknown), never a silent OK
-    assert code([{"id": "pids.*"}]) == _npd.UNKNOWN
+    assert code([{"id": "pids.*"}]) == npd_plugin.UNKNOWN
 
 
 def test_the_plugins_own_failure_is_unknown_never_a_problem(monkeypatch):
     def boom(*_args, **_kwargs):
         raise RuntimeError("disk on fire")
-    monkeypatch.setattr(_npd._detect, "run_detectors", boom)
+    monkeypatch.setattr(npd_plugin.audit_detect, "run_detectors", boom)
     code, text = run_cli(["--condition", "KernelRisk"])
-    assert code == _npd.UNKNOWN and text.strip() == "RuntimeError: disk on fire"
+    assert code == npd_plugin.UNKNOWN and text.strip() == "RuntimeError: disk on fire"
 
 
 # -- issue: a condition is Unknown whenever the plugin could not look ------------------------------
@@ -134,19 +135,19 @@ def test_the_plugins_own_failure_is_unknown_never_a_problem(monkeypatch):
 def test_a_finding_that_says_the_detector_could_not_see_is_unknown_whatever_its_severity(monkeypatch):
     fake(monkeypatch, {"mount_units": [f("mount_units.runtime_unavailable", "low", "crictl")]})
     code, text = run_cli(["--condition", "KubeletMountUnitsLeaking"])
-    assert code == _npd.UNKNOWN and "cannot check: mount_units.runtime_unavailable" in text
+    assert code == npd_plugin.UNKNOWN and "cannot check: mount_units.runtime_unavailable" in text
     # a real problem beside it is still a problem
     fake(monkeypatch, {"mount_units": [f("mount_units.runtime_unavailable", "low"), f("mount_units.leaked_scopes", "high")]})
-    assert run_cli(["--condition", "KubeletMountUnitsLeaking"])[0] == _npd.NONOK
+    assert run_cli(["--condition", "KubeletMountUnitsLeaking"])[0] == npd_plugin.NONOK
 
 
 def test_a_root_that_does_not_show_the_node_is_unknown(monkeypatch, tmp_path):
     calls = fake(monkeypatch, {})
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps({"root": str(tmp_path / "host")}))   # a DaemonSet whose /host mount is missing
-    for condition in sorted(_npd.CONDITIONS):
+    for condition in sorted(npd_plugin.CONDITIONS):
         code, text = run_cli(["--condition", condition, "--config", str(cfg)])
-        assert code == _npd.UNKNOWN and "cannot see the node at root" in text, (condition, text)
+        assert code == npd_plugin.UNKNOWN and "cannot see the node at root" in text, (condition, text)
     assert calls == []
 
 
@@ -162,7 +163,7 @@ def test_every_wrong_type_in_a_hand_edited_config_is_unknown_never_a_problem(mon
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps(config))
     code, text = run_cli(["--condition", "PIDPressureRisk", "--config", str(cfg)])
-    assert code == _npd.UNKNOWN and needle in text, text
+    assert code == npd_plugin.UNKNOWN and needle in text, text
 
 
 def test_messages_are_always_writable_ascii_within_the_limit(monkeypatch, tmp_path):
@@ -176,32 +177,36 @@ def test_messages_are_always_writable_ascii_within_the_limit(monkeypatch, tmp_pa
         cfg = tmp_path / "npd.json"
         cfg.write_text(json.dumps({"max_output_length": limit}))
         out = Ascii()
-        code = _npd.cli(["--condition", "PIDPressureRisk", "--config", str(cfg)], out=out)
+        code = npd_plugin.cli(["--condition", "PIDPressureRisk", "--config", str(cfg)], out=out)
         line = out.getvalue().rstrip("\n")
-        assert code == _npd.NONOK and len(line) <= limit and ("\\" in line or limit < 40), line
+        assert code == npd_plugin.NONOK and len(line) <= limit and ("\\" in line or limit < 40), line
 
 
 def test_an_unwritable_stdout_is_unknown():
     class Closed(io.StringIO):
         def write(self, text):
             raise IOError("broken pipe")
-    assert _npd.cli(["--condition", "PIDPressureRisk"], out=Closed()) == _npd.UNKNOWN
+    assert npd_plugin.cli(["--condition", "PIDPressureRisk"], out=Closed()) == npd_plugin.UNKNOWN
 
 
 def test_the_condition_imports_only_its_own_detectors():
     import subprocess  # pylint: disable=import-outside-toplevel
     import sys  # pylint: disable=import-outside-toplevel
-    code = ("import sys; from ansible_collections.nodefix.k8s.plugins.module_utils import _npd; "
-            "_npd.detectors(['pids']); "
-            "import json; print(json.dumps([m.rsplit('.', 1)[1] for m in sys.modules if m.startswith(_npd.PACKAGE + '.')]))")
+    code = ("import sys; from ansible_collections.nodefix.k8s.plugins.module_utils._npd import plugin; "
+            "plugin.detectors(['pids']); "
+            "import json; print(json.dumps([m[len(plugin.PACKAGE) + 1:] for m in sys.modules "
+            "if m.startswith(plugin.PACKAGE + '.')]))")
     out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": ":".join(sys.path)}, check=True,
                          capture_output=True, text=True).stdout
     loaded = set(json.loads(out))
-    assert "_process" in loaded and not loaded & {"_gvisor", "_kubelet", "_containerd", "_mount_units", "_report", "_audit"}
+    assert "_pids.detect" in loaded, loaded
+    # no other problem's package, no report, no fixer: the PIDs condition's detector and the core
+    assert set(m.split(".")[0] for m in loaded) <= {"_npd", "_pids", "_core", "_audit"}, loaded
+    assert loaded & {"_audit.checks", "_audit.remediation", "_core.fileio"} == set(), loaded
 
 
 def test_the_detector_map_is_the_audits():
-    assert dict((n, m.__name__.rsplit(".", 1)[1]) for n, m in _audit.DETECTORS) == _npd.DETECTOR_MODULES
+    assert dict((n, ".".join(m.__name__.rsplit(".", 2)[1:])) for n, m in audit_checks.DETECTORS) == npd_plugin.DETECTOR_MODULES
 
 
 def test_a_hung_containerd_is_reported_before_npd_kills_the_plugin(tmp_path):
@@ -225,14 +230,14 @@ def test_a_hung_containerd_is_reported_before_npd_kills_the_plugin(tmp_path):
         (bins / name).chmod(0o755)
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps({"root": str(root), "timeout": 5}))
-    code = ("import sys; from ansible_collections.nodefix.k8s.plugins.module_utils._npd import cli; "
+    code = ("import sys; from ansible_collections.nodefix.k8s.plugins.module_utils._npd.plugin import cli; "
             "sys.exit(cli())")
     env = dict(os.environ, PYTHONPATH=":".join(sys.path), PATH="%s:%s" % (bins, os.environ["PATH"]))
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", code, "--config", str(cfg), "--condition", "ContainerRuntimeRisk"],
                           env=env, capture_output=True, text=True, timeout=60, check=False)
     took = time.monotonic() - start
-    assert proc.returncode == _npd.NONOK and "containerd.socket_unreachable" in proc.stdout, (proc.stdout, proc.stderr)
+    assert proc.returncode == npd_plugin.NONOK and "containerd.socket_unreachable" in proc.stdout, (proc.stdout, proc.stderr)
     assert took < 4.5, "the plugin took %.1f s: node-problem-detector kills it at 5 s" % took
 
 
@@ -281,7 +286,7 @@ def test_the_role_accepts_exactly_the_settings_npd_runs_without_dropping_ticks()
                     cfg = npd_monitor_config(plugin, config, *args)
                 except AnsibleFilterError as exc:
                     refused += 1
-                    assert npd_would_refuse(_npd.monitor_config(plugin, config, *args)), (args, str(exc))
+                    assert npd_would_refuse(npd_plugin.monitor_config(plugin, config, *args)), (args, str(exc))
                     assert "interval" in str(exc) and "raise the interval to at least" in str(exc)
                     continue
                 checked += 1
@@ -298,6 +303,6 @@ def test_the_role_accepts_exactly_the_settings_npd_runs_without_dropping_ticks()
 ])
 def test_bad_arguments_are_unknown_never_a_problem(argv, needle):
     code, text = run_cli(argv)
-    assert code == _npd.UNKNOWN and text.startswith("bad arguments: ") and needle in text, text
+    assert code == npd_plugin.UNKNOWN and text.startswith("bad arguments: ") and needle in text, text
     code, _text = run_cli(["--condition=PIDPressureRisk", "--config=/nonexistent/npd.json"])
-    assert code == _npd.UNKNOWN
+    assert code == npd_plugin.UNKNOWN

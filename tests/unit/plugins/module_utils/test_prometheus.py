@@ -3,8 +3,8 @@
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _prometheus
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import build_model
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import build_model
 
 
 def finding(fid, severity, subject=None, check="gvisor"):
@@ -30,7 +30,7 @@ def parse(text):
 
 
 def test_node_textfile_parses_with_one_series_per_open_finding():
-    text = _prometheus.node_textfile(AUDIT)
+    text = report_prometheus.node_textfile(AUDIT)
     fams = parse(text)
     findings = fams["nodefix_finding"]
     assert len(findings) == 5
@@ -47,20 +47,20 @@ def test_node_textfile_parses_with_one_series_per_open_finding():
 
 
 def test_clean_node_still_exports_zero_counts_and_no_finding_series():
-    fams = parse(_prometheus.node_textfile({"checks": {"gvisor": {}}, "findings": []}))
+    fams = parse(report_prometheus.node_textfile({"checks": {"gvisor": {}}, "findings": []}))
     assert "nodefix_finding" not in fams
     assert sum(s.value for s in fams["nodefix_findings"]) == 0 and len(fams["nodefix_findings"]) == 5
 
 
 def test_long_subject_is_bounded():
-    text = _prometheus.node_textfile({"findings": [finding("x.y", "low", "s" * 5000)]})
+    text = report_prometheus.node_textfile({"findings": [finding("x.y", "low", "s" * 5000)]})
     subject = parse(text)["nodefix_finding"][0].labels["subject"]
-    assert len(subject) == _prometheus.MAX_LABEL and subject.endswith("...")
+    assert len(subject) == report_prometheus.MAX_LABEL and subject.endswith("...")
 
 
 def test_same_findings_same_bytes():
-    assert _prometheus.node_textfile(AUDIT) == _prometheus.node_textfile(AUDIT)
-    assert _prometheus.node_textfile(AUDIT) != _prometheus.node_textfile(
+    assert report_prometheus.node_textfile(AUDIT) == report_prometheus.node_textfile(AUDIT)
+    assert report_prometheus.node_textfile(AUDIT) != report_prometheus.node_textfile(
         {"checks": AUDIT["checks"], "findings": AUDIT["findings"][:1]})
 
 
@@ -72,7 +72,7 @@ def test_fleet_textfile_labels_nodes_keeps_waived_apart_and_marks_unaudited():
     }
     waivers = [{"id": "pids.zombies", "hosts": ["n2"], "reason": "workload bug, ticket OPS-1"}]
     model = build_model(results, waivers=waivers)
-    fams = parse(_prometheus.fleet_textfile(model))
+    fams = parse(report_prometheus.fleet_textfile(model))
     audited = dict((s.labels["node"], s.value) for s in fams["nodefix_node_audited"])
     assert audited == {"n1": 1, "n2": 1, "n3": 0}
     nodes = set(s.labels["node"] for s in fams["nodefix_finding"])
@@ -94,18 +94,18 @@ def test_reboot_pending_per_reason_on_the_node_and_in_the_fleet_file():
     pending = {"checks": {"reboot": {}}, "findings": [
         reboot_finding("reboot.required", ["/var/run/reboot-required exists (packages: libc6)"]),
         reboot_finding("reboot.kernel_not_running", ["kernel 6.12.95+deb12-amd64 is installed, 6.1.0-28-amd64 is running"])]}
-    fams = parse(_prometheus.node_textfile(pending))
+    fams = parse(report_prometheus.node_textfile(pending))
     assert sorted((s.labels["reason"], s.value) for s in fams["nodefix_reboot_pending"]) == [
         ("/var/run/reboot-required exists (packages: libc6)", 1),
         ("kernel 6.12.95+deb12-amd64 is installed, 6.1.0-28-amd64 is running", 1)]
-    quiet = parse(_prometheus.node_textfile({"checks": {"reboot": {}}, "findings": []}))
+    quiet = parse(report_prometheus.node_textfile({"checks": {"reboot": {}}, "findings": []}))
     assert [(s.labels["reason"], s.value) for s in quiet["nodefix_reboot_pending"]] == [("", 0)]
     # the detector did not run, or could not read the node: no claim either way
-    assert "nodefix_reboot_pending" not in parse(_prometheus.node_textfile({"checks": {"pids": {}}, "findings": []}))
+    assert "nodefix_reboot_pending" not in parse(report_prometheus.node_textfile({"checks": {"pids": {}}, "findings": []}))
     failed = {"checks": {"reboot": {"error": "x"}}, "findings": [finding("audit.check_failed", "medium", "reboot",
                                                                          check="reboot")]}
-    assert "nodefix_reboot_pending" not in parse(_prometheus.node_textfile(failed))
+    assert "nodefix_reboot_pending" not in parse(report_prometheus.node_textfile(failed))
     model = build_model({"n1": pending, "n2": {"checks": {"reboot": {}}, "findings": []}})
-    fleet = parse(_prometheus.fleet_textfile(model))
+    fleet = parse(report_prometheus.fleet_textfile(model))
     series = sorted((s.labels["node"], s.value) for s in fleet["nodefix_reboot_pending"])
     assert series == [("n1", 1), ("n1", 1), ("n2", 0)]

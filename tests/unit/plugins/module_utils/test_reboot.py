@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_reboot (does the node ask for a reboot, and why) and _reboot_gate (kured's controls) over fake
+"""_reboot (does the node ask for a reboot, and why) and _reboot.gate (kured's controls) over fake
 node trees, a fake clock and an in-memory API that answers as the API server does (409 on a taken
 name or a stale resourceVersion)."""
 
@@ -7,8 +7,10 @@ import datetime
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot, _reboot, _reboot_gate
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import detect as reboot_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 UTC = datetime.timezone.utc
 
@@ -36,7 +38,7 @@ def node(make_tree, running="6.1.0-28-amd64", kernels=("6.1.0-28-amd64",), extra
 
 
 def test_a_quiet_node_needs_no_reboot(make_tree):
-    out = _reboot.check(FakeRunner({"systemctl": (0, "running\n", "")}), root=node(make_tree))
+    out = reboot_detect.check(FakeRunner({"systemctl": (0, "running\n", "")}), root=node(make_tree))
     assert out["findings"] == [] and out["pending"] is False and out["systemd_state"] == "running"
     assert out["boot_id"] == "b-1" and out["running_release"] == "6.1.0-28-amd64"
 
@@ -44,7 +46,7 @@ def test_a_quiet_node_needs_no_reboot(make_tree):
 def test_reboot_required_file_names_its_packages(make_tree):
     root = node(make_tree, extra={"/var/run/reboot-required": "*** System restart required ***\n",
                                   "/var/run/reboot-required.pkgs": "libc6\nlinux-base\nlibc6\n"})
-    out = _reboot.check(FakeRunner(), root=root)
+    out = reboot_detect.check(FakeRunner(), root=root)
     assert [f["id"] for f in out["findings"]] == ["reboot.required"]
     assert out["findings"][0]["evidence"]["packages"] == ["libc6", "linux-base"]
     assert out["reasons"] == [{"id": "reboot.required", "check": "reboot",
@@ -53,36 +55,36 @@ def test_reboot_required_file_names_its_packages(make_tree):
 
 def test_newer_kernel_installed_numbers_compare_as_numbers(make_tree):
     root = node(make_tree, running="6.1.0-9-amd64", kernels=("6.1.0-9-amd64", "6.1.0-10-amd64"))
-    out = _reboot.check(FakeRunner(), root=root)
+    out = reboot_detect.check(FakeRunner(), root=root)
     assert out["newest_kernel"] == "6.1.0-10-amd64"
     assert [f["id"] for f in out["findings"]] == ["reboot.kernel_not_running"]
     # the newest installed is the running one: nothing
-    out = _reboot.check(FakeRunner(), root=node(make_tree, running="6.12.95+deb12-amd64",
-                                                kernels=("6.1.0-28-amd64", "6.12.95+deb12-amd64")))
+    out = reboot_detect.check(FakeRunner(), root=node(make_tree, running="6.12.95+deb12-amd64",
+                                                      kernels=("6.1.0-28-amd64", "6.12.95+deb12-amd64")))
     assert out["findings"] == []
 
 
 def test_a_kernel_that_failed_to_boot_is_no_reason(make_tree):
     root = node(make_tree, kernels=("6.1.0-28-amd64", "6.12.95+deb12-amd64"),
-                extra={_kernel_boot.RECORD: '{"failed": {"6.12.95+deb12-amd64": {"at": "2026-11-25T10:00:00Z"}}}'})
-    out = _reboot.check(FakeRunner(), root=root)
+                extra={kernel_boot_record.RECORD: '{"failed": {"6.12.95+deb12-amd64": {"at": "2026-11-25T10:00:00Z"}}}'})
+    out = reboot_detect.check(FakeRunner(), root=root)
     assert out["findings"] == [] and list(out["failed_kernels"]) == ["6.12.95+deb12-amd64"]
 
 
 def test_needs_restarting_counts_and_its_failure_is_not_clean(make_tree):
     root = node(make_tree)
-    out = _reboot.check(FakeRunner({"needs-restarting": (1, "Core libraries or services have been updated:\n"
-                                                         "  kernel -> 5.14.0-427\nReboot is required\n", "")}), root=root)
+    out = reboot_detect.check(FakeRunner({"needs-restarting": (1, "Core libraries or services have been updated:\n"
+                                                               "  kernel -> 5.14.0-427\nReboot is required\n", "")}), root=root)
     assert [f["id"] for f in out["findings"]] == ["reboot.required"]
     assert "needs-restarting -r" in out["findings"][0]["evidence"]["reasons"][0]
     with pytest.raises(NodefixError) as exc:
-        _reboot.check(FakeRunner({"needs-restarting": (2, "", "no dnf")}), root=root)
+        reboot_detect.check(FakeRunner({"needs-restarting": (2, "", "no dnf")}), root=root)
     assert "needs-restarting -r failed (rc=2)" in exc.value.msg
 
 
 def test_two_reasons_of_one_id_are_one_finding(make_tree):
     root = node(make_tree, extra={"/var/run/reboot-required": ""})
-    out = _reboot.check(FakeRunner({"needs-restarting": (1, "Reboot is required\n", "")}), root=root)
+    out = reboot_detect.check(FakeRunner({"needs-restarting": (1, "Reboot is required\n", "")}), root=root)
     assert [f["id"] for f in out["findings"]] == ["reboot.required"]
     assert len(out["findings"][0]["evidence"]["reasons"]) == 2
 
@@ -94,7 +96,7 @@ def at(text):
 
 
 def test_window_days_and_hours():
-    window = _reboot_gate.Window(["Monday", "tue"], "22:00", "23:30")
+    window = reboot_gate_lib.Window(["Monday", "tue"], "22:00", "23:30")
     assert window.contains(at("2026-11-23 22:10"))          # a Monday
     assert not window.contains(at("2026-11-23 21:59"))
     assert not window.contains(at("2026-11-25 22:10"))      # a Wednesday
@@ -102,7 +104,7 @@ def test_window_days_and_hours():
 
 
 def test_window_wraps_past_midnight_in_its_time_zone():
-    window = _reboot_gate.Window(None, "22:00", "04:00", "Europe/Berlin")
+    window = reboot_gate_lib.Window(None, "22:00", "04:00", "Europe/Berlin")
     assert window.contains(at("2026-11-25 02:30"))          # 03:30 in Berlin
     assert not window.contains(at("2026-11-25 03:30"))      # 04:30 in Berlin
     assert window.contains(at("2026-11-25 21:30"))          # 22:30 in Berlin
@@ -126,7 +128,7 @@ def test_window_wraps_past_midnight_in_its_time_zone():
 ])
 def test_window_bad_input_names_the_problem(kwargs, message):
     with pytest.raises(NodefixError) as exc:
-        _reboot_gate.Window(**kwargs)
+        reboot_gate_lib.Window(**kwargs)
     assert message in exc.value.msg
 
 
@@ -134,10 +136,10 @@ def test_window_bad_input_names_the_problem(kwargs, message):
     (["mo", "we"], ["mon", "wed"]),
     (["0,4"], ["thu", "sun"]),                               # kured counts from Sunday
     (["SU", "Sat", "FRIDAY", "tu"], ["tue", "fri", "sat", "sun"]),
-    (["1", "2", "3", "4", "5", "6", "0"], list(_reboot_gate.DAYS)),
+    (["1", "2", "3", "4", "5", "6", "0"], list(reboot_gate_lib.DAYS)),
 ])
 def test_window_days_in_kureds_spellings(days, expected):
-    assert _reboot_gate.Window(days).days == expected
+    assert reboot_gate_lib.Window(days).days == expected
 
 
 @pytest.mark.parametrize("text, hour, minute, second", [
@@ -146,7 +148,7 @@ def test_window_days_in_kureds_spellings(days, expected):
     ("7", 7, 0, 0), ("9:30", 9, 30, 0),
 ])
 def test_window_times_in_kureds_spellings(text, hour, minute, second):
-    assert _reboot_gate.parse_time(text, "start") == datetime.time(hour, minute, second)
+    assert reboot_gate_lib.parse_time(text, "start") == datetime.time(hour, minute, second)
 
 
 def minutes_open(window, first, last):
@@ -160,25 +162,25 @@ def minutes_open(window, first, last):
 
 def test_window_across_the_autumn_transition_lasts_its_duration():
     # 2026-10-25: Europe/Berlin goes from 03:00 CEST back to 02:00 CET (01:00 UTC); 02:00-02:30 happens twice
-    window = _reboot_gate.Window(None, "02:00", "02:30", "Europe/Berlin")
+    window = reboot_gate_lib.Window(None, "02:00", "02:30", "Europe/Berlin")
     assert minutes_open(window, "2026-10-24 22:00", "2026-10-25 04:00") == 31      # 00:00-00:30 UTC, ends inclusive
     assert window.contains(at("2026-10-25 00:10")) and not window.contains(at("2026-10-25 01:10"))
     # a window spanning the repeated hour: 60 elapsed minutes, not 120
-    window = _reboot_gate.Window(None, "02:30", "03:30", "Europe/Berlin")
+    window = reboot_gate_lib.Window(None, "02:30", "03:30", "Europe/Berlin")
     assert minutes_open(window, "2026-10-24 22:00", "2026-10-25 04:00") == 61
 
 
 def test_window_across_the_spring_transition_lasts_its_duration():
     # 2026-03-29: Europe/Berlin skips 02:00-03:00 (01:00 UTC); 02:00-02:30 does not exist that day
-    window = _reboot_gate.Window(None, "02:00", "02:30", "Europe/Berlin")
+    window = reboot_gate_lib.Window(None, "02:00", "02:30", "Europe/Berlin")
     assert minutes_open(window, "2026-03-28 22:00", "2026-03-29 04:00") == 31      # 03:00-03:30 CEST
     assert window.contains(at("2026-03-29 01:15")) and not window.contains(at("2026-03-29 00:45"))
-    window = _reboot_gate.Window(None, "01:30", "03:30", "Europe/Berlin")
+    window = reboot_gate_lib.Window(None, "01:30", "03:30", "Europe/Berlin")
     assert minutes_open(window, "2026-03-28 22:00", "2026-03-29 04:00") == 121
 
 
 def test_a_window_past_midnight_belongs_to_the_day_it_opened():
-    window = _reboot_gate.Window(["mon"], "22:00", "04:00")
+    window = reboot_gate_lib.Window(["mon"], "22:00", "04:00")
     assert window.contains(at("2026-11-23 23:00"))           # Monday night
     assert window.contains(at("2026-11-24 03:00"))           # ... into Tuesday morning
     assert not window.contains(at("2026-11-23 03:00"))       # Monday morning is Sunday's night
@@ -193,12 +195,12 @@ ALERTS = {"status": "success", "data": {"alerts": [
 
 
 def test_firing_alerts_hold_except_the_filtered():
-    assert _reboot_gate.blocking_alerts(ALERTS, _reboot_gate.alert_filter("^Watchdog$")) == ["KubeNodeNotReady"]
+    assert reboot_gate_lib.blocking_alerts(ALERTS, reboot_gate_lib.alert_filter("^Watchdog$")) == ["KubeNodeNotReady"]
     every = ["DiskFilling", "KubeNodeNotReady", "Watchdog"]
-    assert _reboot_gate.blocking_alerts(ALERTS, None, firing_only=False) == every
-    assert _reboot_gate.blocking_alerts({"status": "success", "data": {"alerts": []}}) == []
+    assert reboot_gate_lib.blocking_alerts(ALERTS, None, firing_only=False) == every
+    assert reboot_gate_lib.blocking_alerts({"status": "success", "data": {"alerts": []}}) == []
     with pytest.raises(NodefixError):
-        _reboot_gate.alert_filter("(")
+        reboot_gate_lib.alert_filter("(")
 
 
 @pytest.mark.parametrize("body", [
@@ -217,8 +219,8 @@ def test_firing_alerts_hold_except_the_filtered():
     [], "success", None,
 ])
 def test_only_a_well_formed_answer_says_no_alerts(body):
-    with pytest.raises(_reboot_gate.MalformedAnswer):
-        _reboot_gate.blocking_alerts(body)
+    with pytest.raises(reboot_gate_lib.MalformedAnswer):
+        reboot_gate_lib.blocking_alerts(body)
 
 
 # -- the lock -------------------------------------------------------------------------------------
@@ -266,8 +268,8 @@ def clock(text):
 
 
 def lock(api, holder, slots=1, ttl=0, now=None, observed=None):
-    return _reboot_gate.LeaseLock(api, "kube-system", "nodefix-reboot", slots, holder, ttl,
-                                  now=now or clock("2026-11-25 12:00"), observed=observed)
+    return reboot_gate_lib.LeaseLock(api, "kube-system", "nodefix-reboot", slots, holder, ttl,
+                                     now=now or clock("2026-11-25 12:00"), observed=observed)
 
 
 def test_one_slot_one_holder_and_a_rerun_keeps_its_slot():
@@ -355,24 +357,24 @@ REASONS = [{"id": "kernel.dying_memcgs", "check": "kernel", "reason": "1500 dyin
 
 def test_a_reason_is_gone_only_when_its_detector_ran():
     ran = {"checks": {"kernel": {"release": "6.12"}, "reboot": {"systemd_state": "running"}}, "findings": []}
-    assert _reboot.reasons_after(ran, REASONS) == {"open": [], "unchecked": []}
+    assert reboot_detect.reasons_after(ran, REASONS) == {"open": [], "unchecked": []}
     still = dict(ran, findings=[{"id": "reboot.required", "check": "reboot"}])
-    assert _reboot.reasons_after(still, REASONS) == {"open": ["reboot.required"], "unchecked": []}
+    assert reboot_detect.reasons_after(still, REASONS) == {"open": ["reboot.required"], "unchecked": []}
     # the kernel detector failed after the boot: its finding is absent, but that proves nothing
     blind = {"checks": {"kernel": {"error": "cannot read /sys/fs/cgroup"}, "reboot": {"systemd_state": "running"}},
              "findings": [{"id": "audit.check_failed", "check": "kernel", "subject": "kernel"}]}
-    assert _reboot.reasons_after(blind, REASONS) == {"open": [], "unchecked": ["kernel"]}
+    assert reboot_detect.reasons_after(blind, REASONS) == {"open": [], "unchecked": ["kernel"]}
     # a check_failed finding alone is enough, and so is a detector that did not run at all
     half = {"checks": {"kernel": {}, "reboot": {}}, "findings": [{"id": "audit.check_failed", "subject": "reboot"}]}
-    assert _reboot.reasons_after(half, REASONS)["unchecked"] == ["reboot"]
-    assert _reboot.reasons_after({"checks": {"reboot": {}}}, REASONS)["unchecked"] == ["kernel"]
-    assert _reboot.reasons_after({}, REASONS)["unchecked"] == ["kernel", "reboot"]
+    assert reboot_detect.reasons_after(half, REASONS)["unchecked"] == ["reboot"]
+    assert reboot_detect.reasons_after({"checks": {"reboot": {}}}, REASONS)["unchecked"] == ["kernel"]
+    assert reboot_detect.reasons_after({}, REASONS)["unchecked"] == ["kernel", "reboot"]
 
 
 @pytest.mark.parametrize("audit, reasons", [(None, REASONS), ([], REASONS), ({}, "x"), ({}, [{"check": "k"}])])
 def test_reasons_after_refuses_what_it_cannot_read(audit, reasons):
     with pytest.raises(NodefixError):
-        _reboot.reasons_after(audit, reasons)
+        reboot_detect.reasons_after(audit, reasons)
 
 
 @pytest.mark.parametrize("running, kernels, pending", [
@@ -385,15 +387,15 @@ def test_reasons_after_refuses_what_it_cannot_read(audit, reasons):
     ("6.1.0-28-amd64", ("6.1.0-28-amd64", "6.12.95+deb12-amd64"), True),
 ])
 def test_only_a_newer_kernel_of_the_running_flavour_is_a_reason(make_tree, running, kernels, pending):
-    out = _reboot.check(FakeRunner(), root=node(make_tree, running=running, kernels=kernels))
+    out = reboot_detect.check(FakeRunner(), root=node(make_tree, running=running, kernels=kernels))
     assert out["pending"] is pending, out
 
 
 def test_el_debug_kernels_compare_in_rpm_order(make_tree):
     el = "5.14.0-427.13.1.el9_4.x86_64"
     extra = {"/etc/os-release": 'ID="rocky"\nID_LIKE="rhel centos fedora"\n'}
-    out = _reboot.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, el + "+debug"), extra=extra))
+    out = reboot_detect.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, el + "+debug"), extra=extra))
     assert out["pending"] is False
     newer = "5.14.0-503.el9.x86_64"
-    out = _reboot.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, newer), extra=extra))
+    out = reboot_detect.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, newer), extra=extra))
     assert out["newest_kernel"] == newer and out["pending"] is True

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for _remediation.plan: what remediate does for a node, from its before-audit."""
+"""Unit tests for _audit.remediation.plan: what remediate does for a node, from its before-audit."""
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _remediation as rp
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import remediation as audit_remediation
 
 
 def finding(fid, role=None, **evidence):
@@ -23,7 +23,7 @@ AUDIT = {"findings": [
 
 
 def test_nothing_switched_on_no_reboot_and_no_reboot_role():
-    out = rp.plan(AUDIT, drainable=True)
+    out = audit_remediation.plan(AUDIT, drainable=True)
     assert out["reboot_reasons"] == []
     assert out["fix_roles"] == ["nodefix.k8s.gvisor", "nodefix.k8s.kernel", "nodefix.k8s.kubelet",
                                 "nodefix.k8s.mount_units"]
@@ -31,7 +31,7 @@ def test_nothing_switched_on_no_reboot_and_no_reboot_role():
 
 
 def test_every_switch_on_gives_each_reason_its_words():
-    out = rp.plan(AUDIT, drainable=True, reboot=True, mount_units_reboot="yes", dying_memcgs="true")
+    out = audit_remediation.plan(AUDIT, drainable=True, reboot=True, mount_units_reboot="yes", dying_memcgs="true")
     assert out["reboot_reasons"] == [
         {"id": "reboot.required", "check": "reboot", "reason": "/var/run/reboot-required; newer kernel installed"},
         {"id": "kernel.dying_memcgs", "check": "kernel", "reason": "4100 dying memory cgroups (threshold 1000)"},
@@ -40,27 +40,27 @@ def test_every_switch_on_gives_each_reason_its_words():
 
 
 def test_a_node_this_run_does_not_drain_is_never_rebooted():
-    out = rp.plan(AUDIT, drainable=False, reboot=True, mount_units_reboot=True, dying_memcgs=True)
+    out = audit_remediation.plan(AUDIT, drainable=False, reboot=True, mount_units_reboot=True, dying_memcgs=True)
     assert out["reboot_reasons"] == [] and "nodefix.k8s.reboot" not in out["fix_roles"]
 
 
 def test_the_slow_cleanup_alone_leaves_the_reboot_to_the_mount_units_role():
-    out = rp.plan(AUDIT, drainable=True, mount_units_reboot=True)
+    out = audit_remediation.plan(AUDIT, drainable=True, mount_units_reboot=True)
     assert [r["id"] for r in out["reboot_reasons"]] == ["mount_units.cleanup_slow"]
     assert "nodefix.k8s.reboot" not in out["fix_roles"]
 
 
 @pytest.mark.parametrize("value,want", [("auto", True), (True, True), ("false", False), (False, False), ("on", True)])
 def test_guard_rails(value, want):
-    assert rp.plan(AUDIT, kubelet_guard_rails=value)["kubelet_guard_rails"] is want
+    assert audit_remediation.plan(AUDIT, kubelet_guard_rails=value)["kubelet_guard_rails"] is want
 
 
 def test_guard_rails_auto_without_the_findings_stays_off():
-    assert rp.plan({"findings": [finding("gvisor.runsc_outdated", "nodefix.k8s.gvisor")]})["kubelet_guard_rails"] is False
+    assert audit_remediation.plan({"findings": [finding("gvisor.runsc_outdated", "nodefix.k8s.gvisor")]})["kubelet_guard_rails"] is False
 
 
 def test_a_clean_node_gets_nothing():
-    assert rp.plan({"findings": []}, drainable=True, reboot=True) == {
+    assert audit_remediation.plan({"findings": []}, drainable=True, reboot=True) == {
         "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False}
 
 
@@ -74,8 +74,8 @@ def test_a_clean_node_gets_nothing():
     (AUDIT, {"kubelet_guard_rails": "sometimes"}, "nodefix_kubelet_guard_rails must be true or false or auto"),
 ])
 def test_bad_input_decides_nothing(audit, kwargs, words):
-    with pytest.raises(rp.PlanInputError) as exc:
-        rp.plan(audit, **kwargs)
+    with pytest.raises(audit_remediation.PlanInputError) as exc:
+        audit_remediation.plan(audit, **kwargs)
     assert words in exc.value.msg
 
 

@@ -7,7 +7,9 @@ from html.parser import HTMLParser
 import pytest
 from junitparser import JUnitXml
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _report, _report_html, _waivers
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import waivers as audit_waivers
 
 
 class _Cells(HTMLParser):
@@ -52,7 +54,7 @@ RESULTS = {
 
 
 def test_model_totals_and_order():
-    model = _report.build_model(RESULTS)
+    model = report_model.build_model(RESULTS)
     assert [n["host"] for n in model["nodes"]] == ["node-a", "node-b", "node-c"]
     assert model["totals"] == {"nodes": 3, "nodes_with_findings": 1, "nodes_in_error": 1, "findings": 2,
                                "by_severity": {"critical": 1, "high": 0, "medium": 1, "low": 0, "info": 0},
@@ -67,12 +69,12 @@ def test_before_after_and_remediation():
     rem = {"node-a": {"status": "ok", "roles": ["nodefix.k8s.kubelet"]},
            "node-b": {"status": "failed", "msg": "restart containerd: rolled back"},
            "node-c": {"unreachable": True, "msg": "no result"}}
-    model = _report.build_model(RESULTS, before=before, remediation=rem)
+    model = report_model.build_model(RESULTS, before=before, remediation=rem)
     a, b, c = model["nodes"]
     assert a["fixed"] == ["kubelet.api_qps_low"] and a["new"] == []
     assert b["fixed"] == [] and b["new"] == ["pids.zombie_leaker"]
     assert c["remediation"] == {"status": "not run", "msg": "no result"}
-    lines = _report.table_lines(model)
+    lines = report_model.table_lines(model)
     assert lines[0].split() == ["node", "before", "after", "fixed", "new", "waived", "remediation"]
     assert lines[2].split() == ["node-a", "1", "clean", "1", "0", "0", "ok"]
     assert lines[3] == "  fixed: kubelet.api_qps_low"
@@ -84,7 +86,7 @@ def test_before_after_and_remediation():
 
 
 def test_markdown_lists_every_finding_and_error():
-    text = _report.to_markdown(_report.build_model(RESULTS))
+    text = report_model.to_markdown(report_model.build_model(RESULTS))
     assert "| `gvisor.sandbox_oversized` | critical | node-b | nodefix.k8s.gvisor (tag `gvisor`) |" in text
     assert "**unreachable**: ssh: connect timed out" in text
     # a clean node is one name in one list, not a section of its own (a fleet of 10,000 stays readable)
@@ -93,7 +95,7 @@ def test_markdown_lists_every_finding_and_error():
 
 def test_html_is_self_contained_and_escaped():
     results = {"n<1>": {"findings": [finding("x.y", "high", "<script>alert(1)</script>")]}}
-    html = _report_html.to_html(_report.build_model(results))
+    html = report_html_page.to_html(report_model.build_model(results))
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count("<script>") == 1  # the filter box's own, inline
     assert "http://" not in html and "https://" not in html and "<link" not in html
@@ -104,7 +106,7 @@ def test_html_is_self_contained_and_escaped():
 
 
 def test_junit_parses_and_counts(tmp_path):
-    xml = _report.to_junit(_report.build_model(RESULTS), fail_on="medium")
+    xml = report_model.to_junit(report_model.build_model(RESULTS), fail_on="medium")
     path = tmp_path / "junit.xml"
     path.write_text(xml)
     suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
@@ -115,7 +117,7 @@ def test_junit_parses_and_counts(tmp_path):
 
 
 def test_junit_mild_findings_pass(tmp_path):
-    xml = _report.to_junit(_report.build_model(RESULTS), fail_on="critical")
+    xml = report_model.to_junit(report_model.build_model(RESULTS), fail_on="critical")
     path = tmp_path / "j.xml"
     path.write_text(xml)
     suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
@@ -123,8 +125,8 @@ def test_junit_mild_findings_pass(tmp_path):
 
 
 def test_json_round_trips():
-    model = _report.build_model(RESULTS)
-    assert json.loads(_report.to_json(model)) == json.loads(json.dumps(model))
+    model = report_model.build_model(RESULTS)
+    assert json.loads(report_model.to_json(model)) == json.loads(json.dumps(model))
 
 
 # --- waivers ------------------------------------------------------------------
@@ -141,7 +143,7 @@ WAIVERS = [
 
 
 def test_waived_findings_are_listed_apart_and_do_not_count():
-    model = _report.build_model(RESULTS, waivers=WAIVERS, today=TODAY)
+    model = report_model.build_model(RESULTS, waivers=WAIVERS, today=TODAY)
     b = model["nodes"][1]
     assert b["ids"] == ["gvisor.sandbox_oversized"]
     assert b["waived_ids"] == ["pids.zombie_leaker"]
@@ -155,34 +157,34 @@ def test_only_waived_findings_make_a_clean_node_and_are_not_fixed():
     results = {"n": {"findings": [finding("pids.zombie_leaker", "high", "1234", check="pids")]}}
     before = {"n": {"findings": [finding("pids.zombie_leaker", "high", "1234", check="pids"),
                                  finding("pids.pid_max_low", "medium", check="pids")]}}
-    model = _report.build_model(results, before=before, waivers=[{"id": "pids.zombie_leaker", "reason": "r"}],
-                                today=TODAY)
+    model = report_model.build_model(results, before=before, waivers=[{"id": "pids.zombie_leaker", "reason": "r"}],
+                                     today=TODAY)
     n = model["nodes"][0]
     assert n["findings"] == [] and n["fixed"] == ["pids.pid_max_low"]
-    lines = _report.table_lines(model)
+    lines = report_model.table_lines(model)
     assert lines[2].split() == ["n", "2", "clean", "1", "0", "1"]
     assert lines[3:] == ["  fixed: pids.pid_max_low", "  waived: pids.zombie_leaker"]
-    md = _report.to_markdown(model)
+    md = report_model.to_markdown(model)
     assert "- waived high `pids.zombie_leaker` (1234)" in md and "  - waiver: r" in md
-    html = _report_html.to_html(model)
+    html = report_html_page.to_html(model)
     assert 'class="cell s-ok">clean (1 waived)<' in html and "s-waived" in html
 
 
 def test_expired_waiver_no_longer_applies_and_is_reported():
     waivers = [{"id": "pids.zombie_leaker", "reason": "until the image is fixed", "expires": "2026-11-20"}]
-    model = _report.build_model(RESULTS, waivers=waivers, today=TODAY)
+    model = report_model.build_model(RESULTS, waivers=waivers, today=TODAY)
     assert model["nodes"][1]["ids"] == ["gvisor.sandbox_oversized", "pids.zombie_leaker"]
     assert model["waivers_expired"][0]["expires"] == "2026-11-20"
-    assert "**Expired waiver**" in _report.to_markdown(model)
-    assert "expired waiver" in _report_html.to_html(model)
+    assert "**Expired waiver**" in report_model.to_markdown(model)
+    assert "expired waiver" in report_html_page.to_html(model)
     # on its last day it still applies
-    model = _report.build_model(RESULTS, waivers=waivers, today=datetime.date(2026, 11, 20))
+    model = report_model.build_model(RESULTS, waivers=waivers, today=datetime.date(2026, 11, 20))
     assert model["nodes"][1]["waived_ids"] == ["pids.zombie_leaker"]
 
 
 def test_junit_waived_findings_are_skipped(tmp_path):
     path = tmp_path / "w.xml"
-    path.write_text(_report.to_junit(_report.build_model(RESULTS, waivers=WAIVERS, today=TODAY), fail_on="medium"))
+    path.write_text(report_model.to_junit(report_model.build_model(RESULTS, waivers=WAIVERS, today=TODAY), fail_on="medium"))
     suite = {s.name: s for s in JUnitXml.fromfile(str(path))}["node-b"]
     assert (suite.tests, suite.failures, suite.skipped) == (3, 1, 1)
     skipped = [c for c in suite if c.result and c.result[0]._tag == "skipped"]
@@ -199,26 +201,26 @@ def test_junit_waived_findings_are_skipped(tmp_path):
     ("pids.zombie_leaker", "must be a dict"),
 ])
 def test_bad_waivers_are_refused(bad, msg):
-    with pytest.raises(_waivers.WaiverError) as err:
-        _report.check_waivers([bad], TODAY)
+    with pytest.raises(audit_waivers.WaiverError) as err:
+        audit_waivers.check_waivers([bad], TODAY)
     assert msg in str(err.value)
 
 
 # ---------------------------------------------------------------- fail policy (the one severity ladder)
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _common  # noqa: E402
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import findings as core_findings
 
 
 def test_severity_ladder():
-    assert _common.at_or_above("critical") == ("critical",)
-    assert _common.at_or_above("medium") == ("critical", "high", "medium")
-    assert _common.at_or_above("info") == _common.SEVERITIES
-    assert _common.at_or_above("never") == () and _common.at_or_above("none") == ()
+    assert core_findings.at_or_above("critical") == ("critical",)
+    assert core_findings.at_or_above("medium") == ("critical", "high", "medium")
+    assert core_findings.at_or_above("info") == core_findings.SEVERITIES
+    assert core_findings.at_or_above("never") == () and core_findings.at_or_above("none") == ()
     with pytest.raises(ValueError):
-        _common.at_or_above("severe")
+        core_findings.at_or_above("severe")
     found = [finding("a.x", "high"), finding("b.y", "low"), finding("c.z", "critical")]
-    assert [f["id"] for f in _common.findings_at_or_above(found, "high")] == ["a.x", "c.z"]
-    assert [f["id"] for f in _common.findings_at_or_above(found, "high", ignore=("c.z",))] == ["a.x"]
+    assert [f["id"] for f in core_findings.findings_at_or_above(found, "high")] == ["a.x", "c.z"]
+    assert [f["id"] for f in core_findings.findings_at_or_above(found, "high", ignore=("c.z",))] == ["a.x"]
 
 
 @pytest.mark.parametrize("fail_on, failed, failing", [
@@ -228,8 +230,8 @@ def test_severity_ladder():
     ("info", True, [("node-b", "gvisor.sandbox_oversized")]),
 ])
 def test_policy_counts_open_findings_and_unaudited_nodes(fail_on, failed, failing):
-    model = _report.build_model(RESULTS, waivers=WAIVERS, today=TODAY)
-    got = _report.policy(model, fail_on)
+    model = report_model.build_model(RESULTS, waivers=WAIVERS, today=TODAY)
+    got = report_model.policy(model, fail_on)
     assert got["failed"] is failed
     assert [(f["host"], f["id"]) for f in got["failing"]] == failing
     # node-c could not be audited: it fails any policy but never
@@ -241,26 +243,26 @@ def test_policy_counts_open_findings_and_unaudited_nodes(fail_on, failed, failin
 
 
 def test_policy_on_a_clean_fleet_passes():
-    model = _report.build_model({"node-a": {"findings": [finding("pids.zombie_leaker", "low", "1", check="pids")]}})
-    assert _report.policy(model, "medium")["failed"] is False
-    assert _report.policy(model, "low")["failed"] is True
+    model = report_model.build_model({"node-a": {"findings": [finding("pids.zombie_leaker", "low", "1", check="pids")]}})
+    assert report_model.policy(model, "medium")["failed"] is False
+    assert report_model.policy(model, "low")["failed"] is True
 
 
 @pytest.mark.parametrize("fail_on", ["critical", "medium", "info"])
 def test_an_empty_report_is_never_a_clean_fleet(fail_on):
     # no node audited: any policy fails, and every format says why
-    model = _report.build_model({})
-    got = _report.policy(model, fail_on)
+    model = report_model.build_model({})
+    got = report_model.policy(model, fail_on)
     assert got["failed"] is True and "no node was audited" in got["msg"]
-    assert _report.policy(model, "never")["failed"] is False
-    assert any("no node was audited" in line for line in _report.table_lines(model))
-    assert "no node was audited" in _report.to_markdown(model)
+    assert report_model.policy(model, "never")["failed"] is False
+    assert any("no node was audited" in line for line in report_model.table_lines(model))
+    assert "no node was audited" in report_model.to_markdown(model)
 
 
 def test_junit_uses_the_same_ladder(tmp_path):
-    model = _report.build_model(RESULTS)
+    model = report_model.build_model(RESULTS)
     for fail_on, failures in (("critical", 1), ("medium", 2), ("info", 2)):
-        xml = JUnitXml.fromstring(_report.to_junit(model, fail_on))
+        xml = JUnitXml.fromstring(report_model.to_junit(model, fail_on))
         assert sum(s.failures for s in xml) == failures
 
 
@@ -274,8 +276,8 @@ def test_console_table_fits_the_terminal_and_keeps_every_id(width):
     before = {"node-v2": {"findings": [finding(i, "low") for i in ids]},
               "nodefix-lab-debian12": {"findings": []}}
     rem = {"node-v2": {"status": "ok", "seconds": 73.4}, "nodefix-lab-debian12": {"status": "failed", "msg": "x " * 400}}
-    for model in (_report.build_model(results), _report.build_model(results, before=before, remediation=rem)):
-        lines = _report.table_lines(model, width)
+    for model in (report_model.build_model(results), report_model.build_model(results, before=before, remediation=rem)):
+        lines = report_model.table_lines(model, width)
         assert max(len(line) for line in lines) <= width, "\n".join(lines)
         rows = [line for line in lines if not line.startswith(" ")]
         # one line per node (+ header and rule), the ids below them
@@ -283,7 +285,7 @@ def test_console_table_fits_the_terminal_and_keeps_every_id(width):
         text = " ".join(line.strip() for line in lines)
         for fid in (ids if "before" in model["nodes"][0] else ids[:3]):
             assert fid in text
-    rows = _report.table_lines(_report.build_model(results, before=before, remediation=rem))
+    rows = report_model.table_lines(report_model.build_model(results, before=before, remediation=rem))
     assert [line for line in rows if line.startswith("node-v2")][0].endswith("ok 73.4s")
 
 
@@ -295,11 +297,11 @@ def test_remediation_html_tells_before_and_after_per_node():
              "node-b": {"findings": [finding("pids.zombie_leaker", "medium", "9", check="pids")]}}
     rem = {"node-a": {"status": "ok", "roles": ["nodefix.k8s.kubelet", "nodefix.k8s.gvisor"], "seconds": 41.5},
            "node-b": {"status": "failed", "msg": "restart containerd: rolled back", "roles": [], "seconds": 9}}
-    model = _report.build_model(after, before=before, remediation=rem)
+    model = report_model.build_model(after, before=before, remediation=rem)
     a, b = model["nodes"]
     assert (a["fixed"], a["still_open"], a["new"]) == (["kubelet.api_qps_low"], ["gvisor.runsc_outdated"], [])
     assert (b["fixed"], b["still_open"], b["new"]) == (["gvisor.sandbox_oversized"], [], ["pids.zombie_leaker"])
-    html = _report_html.to_html(model)
+    html = report_html_page.to_html(model)
     section = html[html.index('<table id="before-after">'):]
     section = section[:section.index("</table>")]
     rows = section.split("<tr data-search=")[1:]
@@ -310,7 +312,7 @@ def test_remediation_html_tells_before_and_after_per_node():
     assert '<code class="new">pids.zombie_leaker</code>' in rows[1]
     assert "failed in 9s" in rows[1] and "restart containerd: rolled back" in rows[1]
     # an audit (no before) has no such section
-    assert 'id="before-after"' not in _report_html.to_html(_report.build_model(after))
+    assert 'id="before-after"' not in report_html_page.to_html(report_model.build_model(after))
 
 
 def test_what_changed_is_read_from_the_two_audits_facts():
@@ -325,7 +327,7 @@ def test_what_changed_is_read_from_the_two_audits_facts():
                     "mount_units": {"mount_units": {"scopes": 0, "orphaned_scopes": 0}}}
     before = {"n": {"checks": before_checks, "findings": [finding("gvisor.runsc_outdated", "high")]}}
     after = {"n": {"checks": after_checks, "findings": []}}
-    model = _report.build_model(after, before=before, remediation={"n": {"status": "ok", "seconds": 12.5}})
+    model = report_model.build_model(after, before=before, remediation={"n": {"status": "ok", "seconds": 12.5}})
     n = model["nodes"][0]
     got = dict((c["what"], (c["before"], c["after"])) for c in n["changes"])
     assert got["runsc"] == ("0.0~20221219.0", "0.0~20240729.0")
@@ -336,23 +338,23 @@ def test_what_changed_is_read_from_the_two_audits_facts():
     # unchanged facts are not listed
     assert "containerd" not in got and "kubelet maxPods" not in got
     assert n["pods_to_recreate"] == ["uid-1"]
-    text = " ".join(" ".join(_report.table_lines(model)).split())
+    text = " ".join(" ".join(report_model.table_lines(model)).split())
     assert "runsc 0.0~20221219.0 -> 0.0~20240729.0" in text and "pods to recreate: uid-1" in text
-    assert "<td>runsc</td><td>0.0~20221219.0</td><td>0.0~20240729.0</td><td></td>" in _report_html.to_html(model)
-    assert "| kubelet kubeAPIQPS | 5 | 50 | yes |" in _report.to_markdown(model)
-    assert "| runsc | 0.0~20221219.0 | 0.0~20240729.0 |  |" in _report.to_markdown(model)
+    assert "<td>runsc</td><td>0.0~20221219.0</td><td>0.0~20240729.0</td><td></td>" in report_html_page.to_html(model)
+    assert "| kubelet kubeAPIQPS | 5 | 50 | yes |" in report_model.to_markdown(model)
+    assert "| runsc | 0.0~20221219.0 | 0.0~20240729.0 |  |" in report_model.to_markdown(model)
 
 
 def test_mount_unit_labels_say_what_their_facts_count():
     # the lab's Debian 11 node: 6 live pods' scopes and 6 leaked ones (+ 2 leaked mounts) before,
     # the live ones only after. The facts come from kubelet_mount_units' own summary.
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _mount_units
+    from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
 
     def facts(units):
-        opts = _mount_units.normalize_options({})
+        opts = mount_units_detect.normalize_options({})
         plan = {"options": opts, "units": units, "systemd_version": 247, "units_total": len(units) + 50,
                 "pods_dirs": ["/var/lib/kubelet/pods"], "runtime": {}, "show_calls": 1, "timings": {}}
-        summary = _mount_units.summarize(plan, _mount_units._empty_record(), check_mode=True)
+        summary = mount_units_detect.summarize(plan, mount_units_detect.empty_record(), check_mode=True)
         return {"mount_units": {"mount_units": summary}}
 
     def unit(name, kind, status):
@@ -365,13 +367,13 @@ def test_mount_unit_labels_say_what_their_facts_count():
     mounts = [unit("dead-%d.mount" % i, "mount", "orphaned") for i in range(2)]
     before = {"n": {"checks": facts(live + leaked + mounts), "findings": [finding("mount_units.orphaned", "medium")]}}
     after = {"n": {"checks": facts(live), "findings": []}}
-    model = _report.build_model(after, before=before, remediation={"n": {"status": "ok", "seconds": 1}})
+    model = report_model.build_model(after, before=before, remediation={"n": {"status": "ok", "seconds": 1}})
     got = dict((c["what"], (c["before"], c["after"])) for c in model["nodes"][0]["changes"])
     assert got["leaked kubelet scopes"] == ("6", "0")
     assert got["leaked kubelet units (scopes and mounts)"] == ("8", "0")
     assert got["kubelet scopes (live and leaked)"] == ("12", "6")
     # no label claims to count leaks while it counts live units too
-    for label, check, path in _report.CHANGE_FACTS:
+    for label, check, path in report_model.CHANGE_FACTS:
         if "leaked" in label and "live" not in label:
             assert path.rsplit(".", maxsplit=1)[-1].startswith("orphaned"), (label, path)
 
@@ -387,18 +389,18 @@ def test_settings_that_will_not_survive_are_one_row_each_with_their_place():
     b_checks = {"kubelet": {"kubelet": {"effective": {"kubeAPIQPS": {"value": 5}}}}}
     a_checks = {"kubelet": {"kubelet": {"effective": {"kubeAPIQPS": {"value": 50}}}}}
     before = {"n": {"checks": b_checks, "findings": [finding("kubelet.api_qps_low", "medium")]}}
-    model = _report.build_model({"n": {"checks": a_checks, "findings": []}}, before=before,
-                                remediation={"n": {"status": "ok", "not_durable": lost}})
-    rows = _report.change_rows(model["nodes"][0])
+    model = report_model.build_model({"n": {"checks": a_checks, "findings": []}}, before=before,
+                                     remediation={"n": {"status": "ok", "not_durable": lost}})
+    rows = report_model.change_rows(model["nodes"][0])
     assert len(rows) == 13
     assert rows[0] == {"setting": "kubelet kubeAPIQPS", "before": "5", "after": "50", "durable": lost[0]["where"]}
     assert all(r["before"] == r["after"] == "unchanged" for r in rows[1:])
-    md = _report.to_markdown(model)
+    md = report_model.to_markdown(model)
     assert "| kubelet kubeAPIQPS | 5 | 50 | %s |" % lost[0]["where"] in md
     assert "not durable, make it so in" not in md
-    page = _report_html.to_html(model)
+    page = report_html_page.to_html(model)
     assert page.count('<tr class="change">') == 14 and page.count("<b>no</b>: the kubespray inventory variable") == 13
-    console = " ".join(" ".join(_report.table_lines(model, 200)).split())
+    console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
     assert console.count("not durable:") == 1 and "kubelet maxPods" in console
     assert "kubespray inventory variable" not in console  # the places are in the files, not the console
 
@@ -406,41 +408,41 @@ def test_settings_that_will_not_survive_are_one_row_each_with_their_place():
 def test_the_reboot_path_is_reported_as_an_action():
     did = "rebooted (drained) instead of stopping 12000 leaked kubelet units (cleanup estimated 5400 s)"
     before = {"n": {"findings": [finding("mount_units.leaked_scopes", "high")]}}
-    model = _report.build_model({"n": {"findings": []}}, before=before,
-                                remediation={"n": {"status": "ok", "actions": [did]}})
-    assert did in " ".join(" ".join(_report.table_lines(model, 200)).split())
-    assert "- %s" % did in _report.to_markdown(model)
-    assert did in _report_html.to_html(model)
+    model = report_model.build_model({"n": {"findings": []}}, before=before,
+                                     remediation={"n": {"status": "ok", "actions": [did]}})
+    assert did in " ".join(" ".join(report_model.table_lines(model, 200)).split())
+    assert "- %s" % did in report_model.to_markdown(model)
+    assert did in report_html_page.to_html(model)
     # no action, no line
-    model = _report.build_model({"n": {"findings": []}}, before=before, remediation={"n": {"status": "ok"}})
-    assert "actions" not in " ".join(_report.table_lines(model, 200))
+    model = report_model.build_model({"n": {"findings": []}}, before=before, remediation={"n": {"status": "ok"}})
+    assert "actions" not in " ".join(report_model.table_lines(model, 200))
 
 
 def test_a_node_not_run_is_neither_ok_nor_unreachable():
-    model = _report.build_model({"n1": {"not_run": True, "msg": "not run: the rollout stopped"}, "n2": {"findings": []}},
-                                remediation={"n1": {"not_run": True, "msg": "not run: the rollout stopped"}})
+    model = report_model.build_model({"n1": {"not_run": True, "msg": "not run: the rollout stopped"}, "n2": {"findings": []}},
+                                     remediation={"n1": {"not_run": True, "msg": "not run: the rollout stopped"}})
     node = model["nodes"][0]
     assert node["status"] == "not run" and node["error"] == "not run: the rollout stopped"
     assert node["remediation"] == {"status": "not run", "msg": "not run: the rollout stopped"}
     assert model["totals"]["nodes_in_error"] == 1
-    assert _report.policy(model, "info")["unaudited"] == ["n1"]
+    assert report_model.policy(model, "info")["unaudited"] == ["n1"]
 
 
 def test_a_large_clean_fleet_is_one_line_of_the_console_table():
     results = dict(("n%03d" % i, {"findings": [finding("kernel.no_psi", "low", check="kernel")] if i == 7 else []})
                    for i in range(200))
-    lines = _report.table_lines(_report.build_model(results), 100)
+    lines = report_model.table_lines(report_model.build_model(results), 100)
     assert len(lines) < 10 and any(line.startswith("n007") for line in lines)
     assert "199 node(s) with no findings" in " ".join(lines)
     small = dict(("n%d" % i, {"findings": []}) for i in range(5))
-    assert len(_report.table_lines(_report.build_model(small))) == 7  # a small fleet: a row each
+    assert len(report_model.table_lines(report_model.build_model(small))) == 7  # a small fleet: a row each
 
 
 def test_the_html_groups_nodes_by_state_worst_first():
     results = dict(("n%04d" % i, {"findings": [finding("gvisor.sandbox_oversized", "critical", "sb")] if i % 500 == 3
                                   else []}) for i in range(2000))
     results["n0009"] = {"unreachable": True, "msg": "timed out"}
-    page = _report_html.to_html(_report.build_model(results))
+    page = report_html_page.to_html(report_model.build_model(results))
     groups = page[page.index('<table id="groups">'):]
     groups = groups[:groups.index("</table>")]
     rows = groups.split("<tr><td>")[1:]
@@ -453,13 +455,13 @@ def test_waived_only_nodes_are_listed_by_waiver_not_one_by_one():
     results = dict(("n%03d" % i, {"findings": [finding("pids.zombie_leaker", "medium", "1", check="pids")]})
                    for i in range(50))
     results["n007"]["findings"].append(finding("gvisor.sandbox_oversized", "critical", "sb"))
-    model = _report.build_model(results, waivers=[{"id": "pids.*", "reason": "OPS-1", "expires": "2999-01-01"}])
-    groups = _report.waived_groups(model)
+    model = report_model.build_model(results, waivers=[{"id": "pids.*", "reason": "OPS-1", "expires": "2999-01-01"}])
+    groups = report_model.waived_groups(model)
     assert len(groups) == 1 and groups[0]["reason"] == "OPS-1" and len(groups[0]["hosts"]) == 50
-    md = _report.to_markdown(model)
+    md = report_model.to_markdown(model)
     assert "| `pids.zombie_leaker` | OPS-1 | 2999-01-01 | 50: n000, n001" in md
     assert md.count("\n## n0") == 1  # only the node with an open finding has a section
-    page = _report_html.to_html(model)
+    page = report_html_page.to_html(model)
     assert '<table id="waived">' in page and "and 38 more" in page
     assert page.count("<details open") == 1
 
@@ -477,18 +479,18 @@ def deep(levels):
 def test_every_format_stays_valid_on_any_string():
     """A pod names its own processes: a zombie finding's subject can hold any character."""
     import xml.etree.ElementTree as ET  # pylint: disable=import-outside-toplevel
-    from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import fleet_textfile, node_textfile
+    from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile, node_textfile
 
     bad = dict(finding("pids.zombie_leaker", "high", subject=HOSTILE, check="pids"),
                evidence={"comm": HOSTILE, "deep": deep(3000)}, title=HOSTILE)
     results = {u"node-\x01": {"findings": [bad], "checks": {"pids": {}}}, "node-2": {"findings": [bad]}}
-    model = _report.build_model(results, title=u"fleet \x1b[2J")
-    text = _report.to_json(model)
+    model = report_model.build_model(results, title=u"fleet \x1b[2J")
+    text = report_model.to_json(model)
     assert json.loads(text)["nodes"][0]["findings"][0]["subject"].startswith("zombie \\x07\\x00\\x1b[31mred")
-    root = ET.fromstring(_report.to_junit(model, fail_on="high").encode("utf-8"))
+    root = ET.fromstring(report_model.to_junit(model, fail_on="high").encode("utf-8"))
     assert root.find("testsuite/testcase/failure") is not None
-    JUnitXml.fromstring(_report.to_junit(model, fail_on="high").encode("utf-8"))
-    for rendered in (text, _report.to_markdown(model), _report_html.to_html(model), _report.to_junit(model),
+    JUnitXml.fromstring(report_model.to_junit(model, fail_on="high").encode("utf-8"))
+    for rendered in (text, report_model.to_markdown(model), report_html_page.to_html(model), report_model.to_junit(model),
                      fleet_textfile(model), node_textfile(results["node-2"])):
         rendered.encode("utf-8")                             # no lone surrogate
         assert not [c for c in rendered if (ord(c) < 0x20 and c not in "\t\n") or c in u"\x7f\ufffe"], rendered[:300]

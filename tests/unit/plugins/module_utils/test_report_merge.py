@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Merging the reports of sliced runs (_report_merge) into the one-run report."""
+"""Merging the reports of sliced runs (_report.merge) into the one-run report."""
 
 import json
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _report, _report_html
-from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import fleet_textfile
-from ansible_collections.nodefix.k8s.plugins.module_utils._report_merge import MISSING, merge_models
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.merge import MISSING, merge_models
 
 
 def finding(fid, severity, subject=None):
@@ -27,12 +28,12 @@ WAIVERS = [{"id": "kernel.no_psi", "reason": "OPS-1", "hosts": ["node-0[12]"]},
 
 def json_model(model):
     """What report.json holds (and a slice's file gives back)."""
-    return json.loads(_report.to_json(model))
+    return json.loads(report_model.to_json(model))
 
 
 def sliced(hosts_per_slice, generated="t"):
-    return [("slice-%d" % i, json_model(_report.build_model({h: RESULTS[h] for h in hosts}, waivers=WAIVERS,
-                                                            generated=generated)))
+    return [("slice-%d" % i, json_model(report_model.build_model({h: RESULTS[h] for h in hosts}, waivers=WAIVERS,
+                                                                 generated=generated)))
             for i, hosts in enumerate(hosts_per_slice, 1)]
 
 
@@ -43,15 +44,15 @@ def split(n):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10])
 def test_merged_slices_equal_the_single_run(n):
-    single = json_model(_report.build_model(RESULTS, waivers=WAIVERS, generated="one run"))
+    single = json_model(report_model.build_model(RESULTS, waivers=WAIVERS, generated="one run"))
     merged = json_model(merge_models(sliced(split(n)), expected_hosts=sorted(RESULTS), generated="merge"))
     assert [s["name"] for s in merged.pop("slices")] == ["slice-%d" % i for i in range(1, n + 1)]
     assert merged.pop("generated") == "merge" and single.pop("generated") == "one run"
     assert merged == single
     # and so is every format but the lines naming the slices
-    assert _report.to_junit(merged) == _report.to_junit(single)
+    assert report_model.to_junit(merged) == report_model.to_junit(single)
     assert fleet_textfile(merged) == fleet_textfile(single)
-    assert _report.table_lines(merged) == _report.table_lines(single)
+    assert report_model.table_lines(merged) == report_model.table_lines(single)
 
 
 def test_a_missing_slice_is_missing_nodes_and_fails_the_policy():
@@ -61,26 +62,26 @@ def test_a_missing_slice_is_missing_nodes_and_fails_the_policy():
     assert [n["host"] for n in missing] == sorted(three[2])
     assert all(n["error"] == MISSING for n in missing)
     assert merged["totals"]["nodes"] == 10 and merged["totals"]["nodes_in_error"] == len(missing) + 1
-    verdict = _report.policy(merged, "critical")
+    verdict = report_model.policy(merged, "critical")
     assert verdict["failed"] and set(three[2]) <= set(verdict["unaudited"])
     assert "not audited: " in verdict["msg"] and three[2][0] in verdict["msg"]
     # the formats say it too
-    assert "missing" in _report.to_markdown(merged) and three[2][0] in _report_html.to_html(merged)
+    assert "missing" in report_model.to_markdown(merged) and three[2][0] in report_html_page.to_html(merged)
     assert 'nodefix_node_audited{node="%s"} 0' % three[2][0] in fleet_textfile(merged)
     # without expected hosts nothing is invented, and a policy of never passes
-    assert not _report.policy(merged, "never")["failed"]
+    assert not report_model.policy(merged, "never")["failed"]
 
 
 def test_no_slice_at_all_is_never_a_clean_fleet():
     merged = merge_models([], expected_hosts=["a", "b"])
     assert [n["status"] for n in merged["nodes"]] == ["missing", "missing"]
-    assert _report.policy(merged, "info")["failed"]
+    assert report_model.policy(merged, "info")["failed"]
 
 
 @pytest.mark.parametrize("expected", [None, [], (), "node-01", [""], [None]])
 def test_an_empty_expected_set_is_refused(expected):
     """An inventory whose targets match nothing: a slice that never wrote its report would pass."""
-    with pytest.raises(_report.ReportInputError, match="expected_hosts must list every host"):
+    with pytest.raises(report_model.ReportInputError, match="expected_hosts must list every host"):
         merge_models(sliced(split(2)), expected_hosts=expected)
 
 
@@ -92,15 +93,15 @@ def test_a_host_nobody_expected_is_reported_as_such_and_fails_the_policy():
     node = [n for n in merged["nodes"] if n["host"] == stranger][0]
     assert node["status"] == "unexpected" and "not one of the hosts this fleet run expects" in node["error"]
     assert node["findings"] == [] and stranger not in [h for i in merged["finding_ids"] for h in i["hosts"]]
-    verdict = _report.policy(merged, "critical")
+    verdict = report_model.policy(merged, "critical")
     assert verdict["failed"] and stranger in verdict["unaudited"]
-    assert "UNEXPECTED" in _report.to_markdown(merged) or "unexpected" in _report.to_markdown(merged)
+    assert "UNEXPECTED" in report_model.to_markdown(merged) or "unexpected" in report_model.to_markdown(merged)
     assert 'nodefix_node_audited{node="%s"} 0' % stranger in fleet_textfile(merged)
 
 
 def test_a_host_in_two_slices_is_refused():
     slices = sliced([["node-01", "node-02"], ["node-02", "node-03"]])
-    with pytest.raises(_report.ReportInputError, match="node-02 is in two slices .slice-1 and slice-2."):
+    with pytest.raises(report_model.ReportInputError, match="node-02 is in two slices .slice-1 and slice-2."):
         merge_models(slices, expected_hosts=["node-01", "node-02", "node-03"])
 
 
@@ -109,21 +110,21 @@ def test_a_host_in_two_slices_is_refused():
     ({"title": "x"}, "no nodes list"),
     ({"nodes": [{"host": "a"}]}, r"nodes\[0\] \(a\) has unknown status None"),
     ({"nodes": [{"host": "", "status": "ok"}]}, "has no host"),
-    ({"nodes": [dict(json_model(_report.build_model(RESULTS))["nodes"][0], findings="x")]}, "findings must be a list"),
-    ({"nodes": [dict(json_model(_report.build_model(RESULTS))["nodes"][0],
+    ({"nodes": [dict(json_model(report_model.build_model(RESULTS))["nodes"][0], findings="x")]}, "findings must be a list"),
+    ({"nodes": [dict(json_model(report_model.build_model(RESULTS))["nodes"][0],
                      findings=[{"id": "x", "severity": "urgent"}])]}, "unknown severity"),
-    ({"nodes": [dict(json_model(_report.build_model(RESULTS))["nodes"][0], counts={"high": "1"})]}, "counts"),
+    ({"nodes": [dict(json_model(report_model.build_model(RESULTS))["nodes"][0], counts={"high": "1"})]}, "counts"),
     ({"nodes": [], "slices": []}, "itself a merged report"),
 ])
 def test_what_is_not_a_slice_report_is_refused_naming_the_slice(model, msg):
-    with pytest.raises(_report.ReportInputError, match="slice s1") as err:
+    with pytest.raises(report_model.ReportInputError, match="slice s1") as err:
         merge_models([("s1", model)], expected_hosts=["a"])
     assert err.match(msg)
 
 
 def test_merged_markdown_and_html_name_the_slices():
     merged = merge_models(sliced(split(2), generated="2026-11-25T10:00Z"), expected_hosts=sorted(RESULTS))
-    md, page = _report.to_markdown(merged), _report_html.to_html(merged)
+    md, page = report_model.to_markdown(merged), report_html_page.to_html(merged)
     assert "Merged from 2 slice(s): slice-1 (5 node(s), 2026-11-25T10:00Z); slice-2" in md
     assert 'id="slices"' in page and "slice-2 (5 node(s)" in page
 
@@ -132,5 +133,5 @@ def test_a_finding_id_lists_each_host_once_in_node_order():
     # assemble() keeps a set beside each id's host list (no scan of the list: linear in the fleet)
     results = {"n%03d" % i: {"findings": [finding("kernel.no_psi", "medium", "a"), finding("kernel.no_psi", "medium", "b")]}
                for i in range(300)}
-    model = _report.build_model(results)
+    model = report_model.build_model(results)
     assert model["finding_ids"][0]["hosts"] == sorted(results)

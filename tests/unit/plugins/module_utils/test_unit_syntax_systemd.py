@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The collection's one reader of unit-file syntax (``_kubelet_flags.unit_entries``, used by kubelet
-discovery through ``_kubelet_unit.parse_unit`` and by the flag editor) against the real systemd: each
+"""The collection's one reader of unit-file syntax (``_kubelet.flags.unit_entries``, used by kubelet
+discovery through ``_kubelet.unit.parse_unit`` and by the flag editor) against the real systemd: each
 case is a unit file whose ``Nice=`` value systemd cannot parse, and ``systemd-analyze verify`` quotes the
 value as systemd read it (continuations joined, the backslash read as a space, comment lines inside a
 continuation skipped, a blank line ending it). Read-only: the unit files live in a temporary directory
@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_flags as kflags
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_unit as kunit
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import flags as kubelet_flags
+from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import unit as kubelet_unit
 
 CASES = {
     "comment-in-continuation": "Nice=x \\\n# a comment \\\n  y\n",
@@ -48,14 +48,14 @@ def test_unit_values_are_read_as_systemd_reads_them(tmp_path, name):
     want = systemd_values(tmp_path, body)
     assert want, "systemd-analyze reported no Nice= value for %r" % body
     text = "[Service]\nExecStart=/bin/true\n" + body
-    got = [value for key, value, _path in kunit.parse_unit(text, "/x.service") if key == "Nice"]
+    got = [value for key, value, _path in kubelet_unit.parse_unit(text, "/x.service") if key == "Nice"]
     assert got == want
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_character_of_a_value_maps_back_to_the_same_character(name):
     text = "[Service]\n" + CASES[name]
-    for _section, _key, value, posmap in kflags.unit_entries(text):
+    for _section, _key, value, posmap in kubelet_flags.unit_entries(text):
         assert len(posmap) == len(value)
         for char, raw in zip(value, posmap):
             # a continuation's backslash is read as a space

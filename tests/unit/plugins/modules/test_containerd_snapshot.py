@@ -13,8 +13,8 @@ import time
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import containerd_snapshot
-from ansible_collections.nodefix.k8s.plugins.module_utils import _containerd_snapshot as snap
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import snapshot as containerd_snapshot_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.tests.badinput.conftest import snapshot as tree
 
 
@@ -161,8 +161,8 @@ def test_a_copy_failing_part_way_keeps_the_previous_snapshot(run_module, node, m
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
         return real_copy2(src, dest)
-    real_copy2 = snap.shutil.copy2
-    monkeypatch.setattr(snap.shutil, "copy2", copy2)
+    real_copy2 = containerd_snapshot_lib.shutil.copy2
+    monkeypatch.setattr(containerd_snapshot_lib.shutil, "copy2", copy2)
     result, failed, _t = run_module(containerd_snapshot, args(node))
     assert failed and "No space left on device" in result["msg"]
     assert "the previous snapshot is unchanged" in result["msg"]
@@ -180,7 +180,7 @@ def test_a_failed_swap_puts_the_previous_snapshot_back(run_module, node, monkeyp
         if src.endswith(".new"):
             raise OSError(16, "Device or resource busy")
         return real_rename(src, dest)
-    monkeypatch.setattr(snap.os, "rename", rename)
+    monkeypatch.setattr(containerd_snapshot_lib.os, "rename", rename)
     result, failed, _t = run_module(containerd_snapshot, args(node))
     assert failed and "putting the snapshot in place" in result["msg"] and "busy" in result["msg"]
     assert tree(node["base"] / "state") == before
@@ -202,7 +202,7 @@ def test_an_unreadable_state_file_fails_before_anything_is_written(run_module, n
 def test_files_are_read_under_root_and_recorded_with_node_paths(node):
     base = str(node["base"])
     node_paths = ["/usr/bin/containerd", "/etc/containerd/config.toml", "/usr/bin/runc"]
-    result = snap.run(os.path.join(base, "snap"), node_paths, version="1.6.20", root=base)
+    result = containerd_snapshot_lib.run(os.path.join(base, "snap"), node_paths, version="1.6.20", root=base)
     assert result["recorded"]
     assert [e["path"] for e in result["manifest"]["files"]] == node_paths
     assert [e["exists"] for e in result["manifest"]["files"]] == [True, True, False]
@@ -218,7 +218,7 @@ def test_state_files_read_in_one_pass(tmp_path):
     (tmp_path / "etc").mkdir()
     paths = ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/bin/containerd-stress", "/usr/bin/containerd-shim",
              "/etc"]
-    got = snap.read_state_files(str(tmp_path), paths)
+    got = containerd_snapshot_lib.read_state_files(str(tmp_path), paths)
     assert [e["path"] for e in got] == paths
     assert got[0]["exists"] and got[0]["checksum"] == hashlib.sha256(b"ELF containerd").hexdigest()
     assert got[0]["ctime"] == os.lstat(str(tmp_path / "usr/bin/containerd")).st_ctime
@@ -240,4 +240,4 @@ def test_state_file_that_cannot_be_read_is_an_error_naming_it(tmp_path, monkeypa
 
     monkeypatch.setattr("builtins.open", refuse)
     with pytest.raises(NodefixError, match="cannot read /config.toml"):
-        snap.read_state_files(str(tmp_path), ["/config.toml"])
+        containerd_snapshot_lib.read_state_files(str(tmp_path), ["/config.toml"])

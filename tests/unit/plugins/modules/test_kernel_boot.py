@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_boot as kb
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot as kernel_boot_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_boot
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "grub", "debian12-two-kernels.cfg")
@@ -23,10 +24,10 @@ BINS = {"update-grub": "/usr/sbin/update-grub", "grub-set-default": "/usr/sbin/g
 @pytest.fixture(autouse=True)
 def package_installed(monkeypatch, request):
     """A kernel counts as installed when its /boot/vmlinuz is in the tree (the package manager's word is
-    _kernel_package.installed, tested in test_kernel_package and below); a test marked ``real_installed``
+    _kernel.package.installed, tested in test_kernel_package and below); a test marked ``real_installed``
     asks dpkg/rpm for real."""
     if "real_installed" not in request.keywords:
-        monkeypatch.setattr(kp, "installed", lambda pm, root, release: (
+        monkeypatch.setattr(kernel_package_lib, "installed", lambda pm, root, release: (
             os.path.exists(os.path.join(root, "boot", "vmlinuz-" + release)), "/boot/vmlinuz-%s is missing" % release))
 
 
@@ -36,20 +37,20 @@ def grub_cfg():
 
 
 def node(make_tree, running=OLD, grubenv="# GRUB Environment Block\n" + "#" * 100 + "\n", extra=None):
-    files = {"/proc/sys/kernel/osrelease": running + "\n", kb.GRUB_CFG: grub_cfg(), kb.GRUBENV: grubenv,
+    files = {"/proc/sys/kernel/osrelease": running + "\n", kernel_boot_lib.GRUB_CFG: grub_cfg(), kernel_boot_lib.GRUBENV: grubenv,
              "/boot/vmlinuz-" + OLD: "", "/boot/vmlinuz-" + NEW: "", "/etc/default/grub.d": None,
              "/var/lib": None,
-             kb.MOUNTINFO: "25 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"}
+             kernel_boot_lib.MOUNTINFO: "25 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"}
     files.update(extra or {})
     return make_tree(files)
 
 
 def test_parse_prefers_the_advanced_entry_and_skips_recovery():
-    entries = kb.parse_grub_cfg(grub_cfg())
+    entries = kernel_boot_lib.parse_grub_cfg(grub_cfg())
     assert [e["release"] for e in entries if e["release"]] == [NEW, NEW, NEW, OLD, OLD]
-    assert kb.entry_for(entries, NEW)["path"] == NEW_PATH       # not the plain "newest kernel" entry
-    assert kb.entry_for(entries, OLD)["path"] == OLD_PATH
-    assert kb.entry_for(entries, "5.10.0-1-amd64") is None
+    assert kernel_boot_lib.entry_for(entries, NEW)["path"] == NEW_PATH       # not the plain "newest kernel" entry
+    assert kernel_boot_lib.entry_for(entries, OLD)["path"] == OLD_PATH
+    assert kernel_boot_lib.entry_for(entries, "5.10.0-1-amd64") is None
     assert [e["title"] for e in entries if e["recovery"]] == [
         "Debian GNU/Linux, with Linux %s (recovery mode)" % NEW, "Debian GNU/Linux, with Linux %s (recovery mode)" % OLD]
 
@@ -64,10 +65,10 @@ def test_once_keeps_the_running_kernel_as_default_and_boots_the_new_one_next(run
     assert not failed and result["changed"], result
     assert result["default"] == OLD_PATH and result["next_entry"] == NEW_PATH
     assert table.expected == []
-    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
-        assert fh.read() == kb.drop_in_text(10)
+    with open(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == kernel_boot_lib.drop_in_text(10)
     assert "GRUB_DEFAULT=saved" in result["diff"][0]["after"] and result["diff"][0]["before"] == ""
-    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+    with open(os.path.join(root, kernel_boot_record.RECORD.lstrip("/"))) as fh:
         assert json.load(fh)["pending"]["release"] == NEW
 
 
@@ -76,8 +77,8 @@ def test_once_in_check_mode_runs_and_writes_nothing(run_module, make_tree):
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
                                        commands=[], bins=BINS, check_mode=True)
     assert not failed and result["changed"] and table.calls == []
-    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
-    assert not os.path.exists(os.path.join(root, kb.RECORD.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kernel_boot_record.RECORD.lstrip("/")))
 
 
 def test_once_undoes_the_drop_in_when_grub_refuses(run_module, make_tree):
@@ -89,7 +90,7 @@ def test_once_undoes_the_drop_in_when_grub_refuses(run_module, make_tree):
                                        commands=commands, bins=BINS)
     assert failed and "grub-set-default" in result["msg"] and "put back" in result["msg"]
     assert table.expected == []
-    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/")))
 
 
 def test_once_refuses_what_cannot_work(run_module, make_tree):
@@ -102,7 +103,7 @@ def test_once_refuses_what_cannot_work(run_module, make_tree):
     result, failed, _t = run_module(kernel_boot, {"root": root, "state": "once", "release": "6.12; reboot"},
                                     bins=BINS)
     assert failed and "is not a kernel release" in result["msg"]
-    failed_before = {kb.RECORD: json.dumps({"failed": {NEW: {"at": "2026-11-24T03:00:00Z"}}})}
+    failed_before = {kernel_boot_record.RECORD: json.dumps({"failed": {NEW: {"at": "2026-11-24T03:00:00Z"}}})}
     result, failed, _t = run_module(kernel_boot, {"root": node(make_tree, extra=failed_before), "state": "once",
                                                   "release": NEW}, bins=BINS)
     assert failed and "failed to boot on this node before" in result["msg"]
@@ -113,15 +114,15 @@ def test_confirm_keeps_a_kernel_that_booted_and_unpins_the_node(run_module, make
     entry, the newest kernel), saved_entry removed - so the next kernel Debian's updates install boots,
     instead of the node staying on this one while the reboot detector asks for the newer one forever."""
     env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
-    root = node(make_tree, running=NEW, grubenv=env, extra={kb.DROP_IN: kb.drop_in_text(10)})
-    unset = {"argv": [BINS["grub-editenv"], kb.GRUBENV, "unset", "saved_entry"], "rc": 0}
+    root = node(make_tree, running=NEW, grubenv=env, extra={kernel_boot_lib.DROP_IN: kernel_boot_lib.drop_in_text(10)})
+    unset = {"argv": [BINS["grub-editenv"], kernel_boot_lib.GRUBENV, "unset", "saved_entry"], "rc": 0}
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW}, diff=True,
                                        commands=[{"argv": [BINS["update-grub"]], "rc": 0}, unset], bins=BINS)
     assert not failed and result["booted"] and result["kept"] and not result["fell_back"], result
     assert result["default"] == "GRUB_DEFAULT=0" and table.expected == []
-    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
-    assert result["diff"][1]["before"] == kb.drop_in_text(10) and result["diff"][1]["after"] == ""
-    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+    assert not os.path.exists(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/")))
+    assert result["diff"][1]["before"] == kernel_boot_lib.drop_in_text(10) and result["diff"][1]["after"] == ""
+    with open(os.path.join(root, kernel_boot_record.RECORD.lstrip("/"))) as fh:
         assert list(json.load(fh)["booted"]) == [NEW]
 
 
@@ -134,25 +135,25 @@ def test_confirm_on_a_node_whose_own_default_is_saved_saves_the_kernel(run_modul
 
 
 def test_confirm_puts_the_drop_in_back_when_update_grub_fails(run_module, make_tree):
-    root = node(make_tree, running=NEW, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    root = node(make_tree, running=NEW, extra={kernel_boot_lib.DROP_IN: kernel_boot_lib.drop_in_text(10)})
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
                                        commands=[{"argv": [BINS["update-grub"]], "rc": 1, "err": "no space"},
                                                  {"argv": [BINS["update-grub"]], "rc": 0}], bins=BINS)
     assert failed and "put back" in result["msg"] and table.expected == []
-    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
-        assert fh.read() == kb.drop_in_text(10)
+    with open(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == kernel_boot_lib.drop_in_text(10)
 
 
 def test_a_kernel_that_booted_on_an_unhealthy_node_is_not_kept(run_module, make_tree):
     env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
-    root = node(make_tree, running=NEW, grubenv=env, extra={kb.DROP_IN: kb.drop_in_text(10)})
+    root = node(make_tree, running=NEW, grubenv=env, extra={kernel_boot_lib.DROP_IN: kernel_boot_lib.drop_in_text(10)})
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW, "healthy": False,
                                                      "problems": ["the node is not Ready in the API server"]},
                                        commands=[], bins=BINS)
     assert not failed and result["booted"] and not result["kept"] and table.calls == [], result
     assert result["default"] == OLD_PATH                    # the old kernel boots at the next reboot
-    assert os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
-    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+    assert os.path.exists(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/")))
+    with open(os.path.join(root, kernel_boot_record.RECORD.lstrip("/"))) as fh:
         failed_record = json.load(fh)["failed"][NEW]
     assert failed_record["unhealthy"] == ["the node is not Ready in the API server"] and failed_record["came_back_on"] == NEW
 
@@ -164,12 +165,12 @@ def test_confirm_records_a_kernel_that_did_not_boot(run_module, make_tree):
                                        commands=[], bins=BINS)
     assert not failed and result["fell_back"] and not result["booted"] and result["default"] == OLD_PATH
     assert result["changed"] and table.calls == []   # GRUB consumed next_entry itself
-    with open(os.path.join(root, kb.RECORD.lstrip("/"))) as fh:
+    with open(os.path.join(root, kernel_boot_record.RECORD.lstrip("/"))) as fh:
         assert json.load(fh)["failed"][NEW]["came_back_on"] == OLD
     # and a next_entry left over (the node never tried it) is cleared
     root2 = node(make_tree, running=OLD, grubenv=env + "next_entry=%s\n" % NEW_PATH)
     result, failed, table = run_module(kernel_boot, {"root": root2, "state": "confirm", "release": NEW},
-                                       commands=[{"argv": [BINS["grub-editenv"], kb.GRUBENV, "unset", "next_entry"],
+                                       commands=[{"argv": [BINS["grub-editenv"], kernel_boot_lib.GRUBENV, "unset", "next_entry"],
                                                   "rc": 0}], bins=BINS)
     assert not failed and table.expected == []
 
@@ -195,12 +196,12 @@ def test_prepare_writes_the_drop_in_and_keeps_the_running_kernel_the_default(run
                                        bins=BINS, diff=True)
     assert not failed and result["changed"] and result["default"] == OLD_PATH, result
     assert table.expected == [] and [c[0] for c in table.calls] == [BINS["grub-set-default"]]  # no update-grub
-    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
-        assert fh.read() == kb.drop_in_text(5)
+    with open(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/"))) as fh:
+        assert fh.read() == kernel_boot_lib.drop_in_text(5)
     assert "panic=5" in result["diff"][0]["after"]
-    assert not os.path.exists(os.path.join(root, kb.RECORD.lstrip("/")))   # nothing pending yet
+    assert not os.path.exists(os.path.join(root, kernel_boot_record.RECORD.lstrip("/")))   # nothing pending yet
     # again, with the default saved: nothing to do
-    with open(os.path.join(root, kb.GRUBENV.lstrip("/")), "w") as fh:
+    with open(os.path.join(root, kernel_boot_lib.GRUBENV.lstrip("/")), "w") as fh:
         fh.write("# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH)
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare", "panic_seconds": 5},
                                        commands=[], bins=BINS)
@@ -212,23 +213,23 @@ def test_prepare_in_check_mode_runs_and_writes_nothing(run_module, make_tree):
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare"}, commands=[], bins=BINS,
                                        check_mode=True)
     assert not failed and result["changed"] and table.calls == []
-    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/")))
 
 
 def test_prepare_puts_the_drop_in_back_when_grub_refuses(run_module, make_tree):
-    root = node(make_tree, extra={kb.DROP_IN: "GRUB_TIMEOUT=3\n"})
+    root = node(make_tree, extra={kernel_boot_lib.DROP_IN: "GRUB_TIMEOUT=3\n"})
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare"},
                                        commands=[{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 1,
                                                   "err": "grubenv: read-only file system"}], bins=BINS)
     assert failed and "grub-set-default" in result["msg"] and "put back" in result["msg"], result
-    with open(os.path.join(root, kb.DROP_IN.lstrip("/"))) as fh:
+    with open(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/"))) as fh:
         assert fh.read() == "GRUB_TIMEOUT=3\n"
 
 
 def test_once_after_prepare_and_the_package_hook_runs_no_second_update_grub(run_module, make_tree):
     # the drop-in as prepare wrote it, then the package's hook regenerated grub.cfg (newer)
-    root = node(make_tree, extra={kb.DROP_IN: kb.drop_in_text(10)})
-    _age(root, kb.DROP_IN, 60)
+    root = node(make_tree, extra={kernel_boot_lib.DROP_IN: kernel_boot_lib.drop_in_text(10)})
+    _age(root, kernel_boot_lib.DROP_IN, 60)
     commands = [{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0},
                 {"argv": [BINS["grub-reboot"], NEW_PATH], "rc": 0}]
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "once", "release": NEW},
@@ -239,8 +240,8 @@ def test_once_after_prepare_and_the_package_hook_runs_no_second_update_grub(run_
 
 def test_once_regenerates_a_grub_cfg_older_than_the_drop_in(run_module, make_tree):
     # the drop-in is right, but grub.cfg was written before it (no hook ran since): update-grub
-    root = node(make_tree, extra={kb.DROP_IN: kb.drop_in_text(10)})
-    _age(root, kb.GRUB_CFG, 60)
+    root = node(make_tree, extra={kernel_boot_lib.DROP_IN: kernel_boot_lib.drop_in_text(10)})
+    _age(root, kernel_boot_lib.GRUB_CFG, 60)
     commands = [{"argv": [BINS["update-grub"]], "rc": 0},
                 {"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0},
                 {"argv": [BINS["grub-reboot"], NEW_PATH], "rc": 0}]
@@ -252,27 +253,27 @@ def test_once_regenerates_a_grub_cfg_older_than_the_drop_in(run_module, make_tre
 def test_prepare_leaves_an_unchanged_drop_in_alone(run_module, make_tree):
     # the drop-in is right, only the saved default moved: set it, and do not touch the drop-in (a new mtime
     # would make grub.cfg look stale to `once` and cost an update-grub)
-    root = node(make_tree, extra={kb.DROP_IN: kb.drop_in_text(10)})
-    _age(root, kb.DROP_IN, 60)
-    before = os.stat(os.path.join(root, kb.DROP_IN.lstrip("/"))).st_mtime_ns
+    root = node(make_tree, extra={kernel_boot_lib.DROP_IN: kernel_boot_lib.drop_in_text(10)})
+    _age(root, kernel_boot_lib.DROP_IN, 60)
+    before = os.stat(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/"))).st_mtime_ns
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "prepare"},
                                        commands=[{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0}], bins=BINS)
     assert not failed and result["changed"] and table.expected == [], result
-    assert os.stat(os.path.join(root, kb.DROP_IN.lstrip("/"))).st_mtime_ns == before
+    assert os.stat(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/"))).st_mtime_ns == before
 
 
 def test_confirm_again_changes_nothing(run_module, make_tree, monkeypatch):
     """A second confirm keeps the record's first time (no 'changed' from a new time stamp)."""
     clock = iter(range(1000))
-    monkeypatch.setattr(kb, "stamp", lambda: "2026-11-26T00:00:%02dZ" % next(clock))  # every call a new second
+    monkeypatch.setattr(kernel_boot_lib, "stamp", lambda: "2026-11-26T00:00:%02dZ" % next(clock))  # every call a new second
     env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
-    unset = {"argv": [BINS["grub-editenv"], kb.GRUBENV, "unset", "saved_entry"], "rc": 0}
+    unset = {"argv": [BINS["grub-editenv"], kernel_boot_lib.GRUBENV, "unset", "saved_entry"], "rc": 0}
     for running, grub in ((NEW, [unset]), (OLD, [])):
         root = node(make_tree, running=running, grubenv=env)
         result, failed, _t = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
                                         commands=grub, bins=BINS)
         assert not failed and result["changed"], result
-        with open(os.path.join(root, kb.GRUBENV.lstrip("/")), "w") as fh:
+        with open(os.path.join(root, kernel_boot_lib.GRUBENV.lstrip("/")), "w") as fh:
             fh.write("# GRUB Environment Block\n%s" % ("" if running == NEW else "saved_entry=%s\n" % OLD_PATH))
         again, failed, table = run_module(kernel_boot, {"root": root, "state": "confirm", "release": NEW},
                                           commands=[], bins=BINS)
@@ -288,15 +289,15 @@ def test_confirm_again_changes_nothing(run_module, make_tree, monkeypatch):
     ("", "cannot be found in /proc/self/mountinfo"),
 ])
 def test_no_one_shot_boot_where_grub_cannot_clear_next_entry(run_module, make_tree, mounts, words):
-    root = node(make_tree, extra={kb.MOUNTINFO: mounts})
+    root = node(make_tree, extra={kernel_boot_lib.MOUNTINFO: mounts})
     for state in ("preflight", "once"):
         args = {"root": root, "state": state, "release": NEW}
         result, failed, table = run_module(kernel_boot, args, commands=[], bins=BINS)
         assert failed and words in result["msg"] and "cannot be booted once here" in result["msg"], result
         assert table.calls == []
-    assert not os.path.exists(os.path.join(root, kb.DROP_IN.lstrip("/")))
+    assert not os.path.exists(os.path.join(root, kernel_boot_lib.DROP_IN.lstrip("/")))
     # a plain disk (a /boot mount of its own included): allowed
-    plain = node(make_tree, extra={kb.MOUNTINFO: "25 1 254:1 / / rw - ext4 /dev/vda1 rw\n"
-                                                 "26 25 254:2 / /boot rw - ext2 /dev/vda2 rw\n"})
+    plain = node(make_tree, extra={kernel_boot_lib.MOUNTINFO: "25 1 254:1 / / rw - ext4 /dev/vda1 rw\n"
+                                   "26 25 254:2 / /boot rw - ext2 /dev/vda2 rw\n"})
     result, failed, _t = run_module(kernel_boot, {"root": plain, "state": "preflight"}, bins=BINS)
     assert not failed, result

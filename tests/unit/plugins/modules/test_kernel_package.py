@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _kernel_package as kp
+from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
 from ansible_collections.nodefix.k8s.plugins.modules import kernel_package
 
 BINS = {"apt-cache": "/usr/bin/apt-cache", "apt-get": "/usr/bin/apt-get", "dpkg": "/usr/bin/dpkg",
@@ -46,12 +46,12 @@ def dq(status=None):
 
 
 def test_parse_policy_and_release_of():
-    assert kp.parse_policy(POLICY) == ("6.1.176-1", "6.12.95-1~bpo12+1", ["6.12.95-1~bpo12+1", "6.1.176-1"])
-    assert kp.parse_policy(NONE) == (None, None, [])
-    assert kp.release_of("linux-image-amd64", "linux-image-6.12.95+deb12-amd64 (= 6.12.95-1~bpo12+1)") == \
+    assert kernel_package_lib.parse_policy(POLICY) == ("6.1.176-1", "6.12.95-1~bpo12+1", ["6.12.95-1~bpo12+1", "6.1.176-1"])
+    assert kernel_package_lib.parse_policy(NONE) == (None, None, [])
+    assert kernel_package_lib.release_of("linux-image-amd64", "linux-image-6.12.95+deb12-amd64 (= 6.12.95-1~bpo12+1)") == \
         "6.12.95+deb12-amd64"
-    assert kp.release_of("linux-image-6.1.0-28-amd64-unsigned", None) == "6.1.0-28-amd64"
-    assert kp.release_of("linux-generic", "linux-image-generic (= 6.8.0.49.49), linux-headers-generic") is None
+    assert kernel_package_lib.release_of("linux-image-6.1.0-28-amd64-unsigned", None) == "6.1.0-28-amd64"
+    assert kernel_package_lib.release_of("linux-generic", "linux-image-generic (= 6.8.0.49.49), linux-headers-generic") is None
 
 
 def test_query_plans_the_backports_kernel(run_module, make_tree):
@@ -78,20 +78,20 @@ def test_present_installs_and_reads_boot(run_module, make_tree, tmp_path):
     install = {"argv": [BINS["apt-get"], "install", "-y", "-q", "--no-install-recommends", "--no-remove"], "rc": 0,
                "out": "Setting up ...\n"}
     # apt-get "installs" it: the table's command is followed by the files appearing
-    orig = kp.Apt.install
+    orig = kernel_package_lib.Apt.install
 
     def install_and_place(self, name, version):
         out = orig(self, name, version)
         (boot / ("vmlinuz-" + RELEASE)).write_text("")
         (boot / ("initrd.img-" + RELEASE)).write_text("")
         return out
-    kp.Apt.install = install_and_place
+    kernel_package_lib.Apt.install = install_and_place
     try:
         result, failed, table = run_module(kernel_package, {"root": root, "state": "present", "name": "linux-image-amd64",
                                                             "min_release": "6.12"},
                                            commands=cmds(dq(), install, dq("ii")), bins=BINS)
     finally:
-        kp.Apt.install = orig
+        kernel_package_lib.Apt.install = orig
     assert not failed and result["changed"] and result["kernel_installed"], result
     assert "linux-image-amd64=6.12.95-1~bpo12+1" in table.calls[-2]
     # already there: nothing to do
@@ -198,7 +198,7 @@ def test_ubuntu_meta_packages_are_followed_to_the_image():
              ("linux-image-generic", "5.15.0.91.88"): "Depends: linux-image-5.15.0-91-generic, linux-modules-extra-x",
              ("linux-loop", "1"): "Depends: linux-image-loop (= 1)", ("linux-image-loop", "1"): "Depends: linux-image-loop (= 1)"}
 
-    class Show(kp.Apt):
+    class Show(kernel_package_lib.Apt):
         def show(self, name, version):
             return chain[(name, version)]
     apt = Show(None)
@@ -223,10 +223,10 @@ def dnf_cmds(installed="", *extra):
 
 
 def test_el_family_default_package_and_uname_r():
-    assert kp.uname_r(REQUIRES) == "5.14.0-503.11.1.el9_5.x86_64"
-    assert kp.uname_r("kernel-ml-core-uname-r = 6.12.1-1.el9.elrepo.x86_64\n") == "6.12.1-1.el9.elrepo.x86_64"
-    assert kp.uname_r("kernel-core = 5.14.0\nkmod\n") is None
-    kp.check_input("kernel-ml", "1:6.12.1-1.el9.elrepo", None, "el", ["elrepo-kernel"])
+    assert kernel_package_lib.uname_r(REQUIRES) == "5.14.0-503.11.1.el9_5.x86_64"
+    assert kernel_package_lib.uname_r("kernel-ml-core-uname-r = 6.12.1-1.el9.elrepo.x86_64\n") == "6.12.1-1.el9.elrepo.x86_64"
+    assert kernel_package_lib.uname_r("kernel-core = 5.14.0\nkmod\n") is None
+    kernel_package_lib.check_input("kernel-ml", "1:6.12.1-1.el9.elrepo", None, "el", ["elrepo-kernel"])
 
 
 def test_el_node_plans_and_installs_with_dnf(run_module, make_tree, tmp_path):

@@ -65,9 +65,9 @@ def test_report_only(run_module, kubeadm):
 
 def test_read_without_the_edit_library_says_so(run_module, kubeadm, monkeypatch):
     # the role installs the package only when a read says the node lacks it
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _kubelet_yaml
-    monkeypatch.setitem(_kubelet_yaml._LIB, "ruamel", None)
-    monkeypatch.setitem(_kubelet_yaml._LIB, "error", ImportError("No module named 'ruamel'"))
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml as kubelet_config_yaml
+    monkeypatch.setitem(kubelet_config_yaml._LIB, "ruamel", None)
+    monkeypatch.setitem(kubelet_config_yaml._LIB, "error", ImportError("No module named 'ruamel'"))
     cmds = version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3")
     result, failed, _t = run_module(kubelet_config, {"root": kubeadm}, commands=cmds)
     assert not failed and result["edit_library"] is False
@@ -223,8 +223,8 @@ def test_unit_dropin_change_requires_daemon_reload(run_module, kubeadm):
 
 
 def test_write_failure_undoes_earlier_writes(run_module, kubeadm, monkeypatch):
-    from ansible_collections.nodefix.k8s.plugins.module_utils import _fileio
-    real = _fileio._write_one
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+    real = core_fileio._write_one
     calls = []
 
     def flaky(module, path, data, mode):
@@ -233,7 +233,7 @@ def test_write_failure_undoes_earlier_writes(run_module, kubeadm, monkeypatch):
             raise OSError("disk full")
         return real(module, path, data, mode)
 
-    monkeypatch.setattr(_fileio, "_write_one", flaky)
+    monkeypatch.setattr(core_fileio, "_write_one", flaky)
     before = dict((k, v) for k, v in tree_hashes(kubeadm).items())
     result, failed, _t = run_module(kubelet_config, {"root": kubeadm, "settings": PROFILE, "backup": False},
                                     commands=version_cmd(kubeadm, "/usr/bin/kubelet", "1.29.3"))

@@ -5,15 +5,17 @@ import os
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils import _audit, _options, _process
-from ansible_collections.nodefix.k8s.plugins.module_utils._errors import CommandError
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
+from ansible_collections.nodefix.k8s.plugins.module_utils._pids import detect as pids_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import CommandError
 from ansible_collections.nodefix.k8s.plugins.modules import node_audit
 
 
 def fake_detectors(monkeypatch, behaviours):
     """Replace each detector's check() by a fake; record the calls."""
     calls = []
-    for name, mod in _audit.DETECTORS:
+    for name, mod in audit_checks.DETECTORS:
         def check(runner, root="/", _name=name, **opts):
             calls.append((_name, root, opts))
             behaviour = behaviours.get(_name, "clean")
@@ -37,7 +39,7 @@ def test_runs_every_detector_once(run_module, monkeypatch):
     calls = fake_detectors(monkeypatch, {})
     result, failed, table = run_module(node_audit, {"root": "/fake"})
     assert not failed and result["changed"] is False
-    assert [c[0] for c in calls] == list(_audit.CHECK_NAMES)
+    assert [c[0] for c in calls] == list(audit_checks.CHECK_NAMES)
     assert all(c[1] == "/fake" for c in calls)
     assert result["summary"]["total"] == 0 and result["summary"]["worst"] is None
     assert table.calls == []
@@ -49,7 +51,7 @@ def test_selection_and_options(run_module, monkeypatch):
     assert not failed
     assert [c[0] for c in calls] == ["gvisor", "pids"]
     # validated against the detector's spec: the given value, every other option at its default
-    assert calls[1][2] == dict(_options.validate("pids", _process, {}), zombie_threshold=3)
+    assert calls[1][2] == dict(core_options.validate("pids", pids_detect, {}), zombie_threshold=3)
     assert calls[1][2]["usage_percent"] == 80
     # a detector without options runs with none
     assert calls[0][2] == {}
@@ -125,19 +127,23 @@ def test_every_problem_is_named_at_once(run_module, monkeypatch):
 def test_detector_specs_are_the_modules_specs():
     """node_audit's options.<name> and the per-problem module take the same spec."""
     from ansible_collections.nodefix.k8s.plugins.modules import (
-        containerd_info, cpu_quota_check, kernel_check, kubelet_config, kubelet_mount_units, process_health,
+        containerd_info, cpu_quota_info, kernel_info, kubelet_config, kubelet_mount_units, pids_info,
         runsc_info)
-    from ansible_collections.nodefix.k8s.plugins.module_utils import (
-        _containerd, _cpu_quota, _gvisor, _kernel, _kubelet, _mount_units)
-    for module, mod in ((containerd_info, _containerd), (cpu_quota_check, _cpu_quota), (kernel_check, _kernel),
-                        (process_health, _process), (runsc_info, _gvisor)):
+    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import detect as kubelet_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+    for module, mod in ((containerd_info, containerd_detect), (cpu_quota_info, cpu_quota_detect), (kernel_info, kernel_detect),
+                        (pids_info, pids_detect), (runsc_info, gvisor_detect)):
         # the module's argument_spec is root plus the detector's spec, and its docs list them
         spec = module.build_module.__code__.co_names
         assert "module_spec" in spec or "argument_spec" in spec, module.__name__
         assert set(mod.OPTIONS) == set(_doc_options(module)), module.__name__
-    assert set(_kubelet.OPTIONS) <= set(_doc_options(kubelet_config))
-    assert set(_mount_units.SURVEY_OPTIONS) <= set(_doc_options(kubelet_mount_units))
-    assert set(_mount_units.OPTIONS) - set(_mount_units.SURVEY_OPTIONS) == {"near_limit_ratio", "reboot_over_seconds"}
+    assert set(kubelet_detect.OPTIONS) <= set(_doc_options(kubelet_config))
+    assert set(mount_units_detect.SURVEY_OPTIONS) <= set(_doc_options(kubelet_mount_units))
+    assert set(mount_units_detect.OPTIONS) - set(mount_units_detect.SURVEY_OPTIONS) == {"near_limit_ratio", "reboot_over_seconds"}
 
 
 def _doc_options(module):

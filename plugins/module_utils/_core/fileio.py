@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice; do not import it
+# from other collections.
+"""Writes of node configuration files (reads: ``_core/paths.py``).
+
+Every writer of the collection goes through this file so that the same
+guarantees hold everywhere (docs/safety.md): ``write_files`` takes a list of
+(path, new_text) written all-or-nothing: each file through its symlink (the
+link stays, its target changes), temp file in the target's directory +
+``atomic_move``, mode and owner kept (``mode`` for new files), backups next
+to the target pruned to the newest ``keep_backups``; a failure part-way
+restores every file already written and removes every file already created.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import stat
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import FileSafetyError
+
+
+DEFAULT_KEEP_BACKUPS = 3
+# AnsibleModule.backup_local names backups <file>.<pid>.<YYYY-MM-DD@HH:MM:SS>~
+_BACKUP_SUFFIX_RE = re.compile(r"^\.[0-9]+\.[0-9]{4}-[0-9]{2}-[0-9]{2}@[0-9]{2}:[0-9]{2}:[0-9]{2}~$")
+
+
+def backups_of(real):
+    """Backups of ``real`` made by AnsibleModule.backup_local, oldest first."""
+    directory = os.path.dirname(real) or "."
+    base = os.path.basename(real)
+    found = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        if name.startswith(base) and _BACKUP_SUFFIX_RE.match(name[len(base):]):
+            full = os.path.join(directory, name)
+            try:
+                found.append((os.lstat(full).st_mtime, name, full))
+            except OSError:
+                continue
+    return [f for _m, _n, f in sorted(found)]
+
+
+def prune_backups(real, keep):
+    """Delete all but the newest ``keep`` backups of ``real``; return the deleted paths."""
+    if keep is None or keep < 0:
+        return []
+    old = backups_of(real)
+    doomed = old[:max(0, len(old) - keep)]
+    for path in doomed:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return doomed
+
+
+def _write_one(module, real, data, mode):
+    """Temp file next to ``real`` then atomic_move; keep mode/owner of an existing file."""
+    directory = os.path.dirname(real) or "."
+    import tempfile  # pylint: disable=import-outside-toplevel  # writers only: node-side readers skip its import
+    fd, tmp = tempfile.mkstemp(prefix=".%s.nodefix." % os.path.basename(real), dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        creating = not os.path.exists(real)
+        if not creating:
+            st = os.stat(real)
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+        module.atomic_move(tmp, real, unsafe_writes=False)
+        if creating:
+            # atomic_move gives a new file 0666 & ~umask: set the mode asked for
+            os.chmod(real, 0o644 if mode is None else mode)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def check_mode_value(mode):
+    """Validate a ``mode`` option (int or octal string) -> int or None."""
+    if mode is None:
+        return None
+    if isinstance(mode, bool):
+        raise FileSafetyError("mode must be an octal string like '0644', got %r" % (mode,))
+    if isinstance(mode, int):
+        value = mode
+    elif isinstance(mode, str) and re.match(r"^0?[0-7]{3,4}$", mode.strip()):
+        value = int(mode.strip(), 8)
+    else:
+        raise FileSafetyError("mode must be an octal string like '0644', got %r" % (mode,))
+    if value < 0 or value > 0o7777:
+        raise FileSafetyError("mode %r is out of range (0000-7777)" % (mode,))
+    return value
+
+
+def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS, mode=None):
+    """Write ``changes`` (list of (real_path, new_text)) all-or-nothing.
+
+    ``real_path`` must come from ``resolve_target``. Returns
+    ``{real_path: backup_path or None}``. On failure every file already
+    written is put back (and every file created removed) and the error is
+    re-raised as FileSafetyError naming the file.
+    """
+    mode = check_mode_value(mode)
+    for real, text in changes:
+        if not isinstance(text, str):
+            raise FileSafetyError("internal error: new content of %s is not text" % real, real)
+        if not os.path.isdir(os.path.dirname(real) or "."):
+            raise FileSafetyError("directory %s of %s does not exist" % (os.path.dirname(real), real), real)
+    encoded = []
+    for real, text in changes:
+        try:
+            encoded.append((real, text.encode("utf-8")))
+        except UnicodeEncodeError as exc:
+            raise FileSafetyError("new content of %s cannot be encoded as UTF-8: %s; nothing was written" % (real, exc), real)
+    done = []
+    backups = {}
+    try:
+        for real, data in encoded:
+            existed = os.path.exists(real)
+            before = None
+            if existed:
+                with open(real, "rb") as fh:
+                    before = fh.read()
+            bfile = None
+            if backup and existed:
+                bfile = module.backup_local(real)
+            _write_one(module, real, data, mode)
+            done.append((real, existed, before))
+            backups[real] = bfile
+            if bfile:
+                prune_backups(real, keep_backups)
+    except Exception as exc:
+        undo_errors = []
+        for real, existed, before in reversed(done):
+            try:
+                if existed:
+                    _write_one(module, real, before, None)
+                else:
+                    os.unlink(real)
+            except Exception as uexc:  # keep undoing the rest
+                undo_errors.append("%s: %s" % (real, uexc))
+        msg = getattr(exc, "msg", None) or str(exc)
+        if undo_errors:
+            msg += "; undo failed for " + ", ".join(undo_errors)
+        else:
+            msg += "; every file already written was restored"
+        raise FileSafetyError("writing failed: %s" % msg)
+    return backups

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice; do not import it
+# from other collections.
+"""How the collection runs node commands.
+
+- ``Runner``: argv-list commands through an AnsibleModule (``get_bin_path``, a C
+  locale); a failing required command raises ``CommandError`` (rc, stdout, stderr),
+  which the module turns into ``fail_json`` and ``node_audit`` into
+  ``audit.check_failed``.
+- ``SubprocessRunner``: the same interface without Ansible (the NPD plugin, the
+  mount-units timer), with a deadline that kills a command and what it started.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import CommandError, NodefixError
+
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C"}
+
+# Directories searched in addition to PATH for node binaries (sbin is often
+# missing from PATH when Ansible connects as a non-login user).
+NODE_BIN_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/bin"]
+
+
+class Runner(object):
+    """Run node commands the same way in every module of the collection."""
+
+    def __init__(self, module):
+        self.module = module
+        # read-only command results shared by the detectors of one run (see _containerd.runc_state)
+        self.memo = {}
+
+    def bin(self, name, required=False, opt_dirs=None):
+        """Absolute path of ``name`` (or an absolute path given as-is)."""
+        if os.path.isabs(name):
+            if os.path.isfile(name) and os.access(name, os.X_OK):
+                return name
+            if required:
+                raise NodefixError("Required binary %s is missing, not a file or not executable" % name)
+            return None
+        dirs = list(opt_dirs or []) + NODE_BIN_DIRS
+        path = self.module.get_bin_path(name, required=False, opt_dirs=dirs)
+        if path is None and required:
+            raise NodefixError("Required binary %s was not found in PATH or %s" % (name, ", ".join(dirs)))
+        return path
+
+    def run(self, argv, check=True, data=None, msg=None):
+        """Run ``argv`` (a list) with a C locale; return (rc, stdout, stderr)."""
+        self.module.run_command_environ_update = dict(C_LOCALE)
+        rc, out, err = self.module.run_command(argv, data=data, check_rc=False)
+        if check and rc != 0:
+            raise CommandError(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
+        return rc, out, err
+
+
+class SubprocessRunner(object):
+    """The ``Runner`` interface (``bin``, ``run``) without Ansible, for the node-side entry points
+    (the mount-units timer, the node-problem-detector plugin)."""
+
+    error = CommandError
+    # what a command killed at the deadline returns (coreutils' timeout(1) says 124 too)
+    TIMED_OUT = 124
+
+    def __init__(self, deadline=None):
+        """``deadline``: a ``time.monotonic()`` instant; a command still running then is killed (its
+        process group) and answers rc TIMED_OUT - a caller under another program's timeout (the
+        node-problem-detector plugin) reports a hung command instead of being killed itself."""
+        self.memo = {}
+        self.deadline = deadline
+
+    def bin(self, name, required=False, opt_dirs=None):
+        if os.path.isabs(name):
+            found = name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+        else:
+            path = os.pathsep.join([os.environ.get("PATH", "")] + list(opt_dirs or []) + NODE_BIN_DIRS)
+            found = shutil.which(name, path=path)
+        if found is None and required:
+            raise self.error("Required binary %s was not found (PATH, %s)" % (name, ", ".join(NODE_BIN_DIRS)))
+        return found
+
+    def run(self, argv, check=True, data=None, msg=None):
+        env = dict(os.environ, **C_LOCALE)
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            rc, out, err = self.TIMED_OUT, "", "not run: no time left before the deadline"
+        else:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    start_new_session=left is not None)
+            try:
+                out, err = proc.communicate(data.encode("utf-8") if data is not None else None, timeout=left)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # the command and whatever it started
+                out, err = proc.communicate()
+                rc = self.TIMED_OUT
+                err = err + ("\n%s: killed after %.1f s (no answer before the deadline)"
+                             % (os.path.basename(argv[0]), left)).encode("utf-8")
+            out = out.decode("utf-8", "surrogateescape")
+            err = err.decode("utf-8", "surrogateescape")
+        if check and rc != 0:
+            raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
+        return rc, out, err

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice; do not import it
+# from other collections.
+"""Text helpers: diffs of node files, strings made printable for every report
+format, and /proc/self/mountinfo's escaped fields.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+
+def file_diff(path, before, after):
+    """The ``diff`` return value for one file (Ansible's before/after form)."""
+    return {
+        "before": before if before is not None else "",
+        "after": after,
+        "before_header": "%s (before)" % path,
+        "after_header": "%s (after)" % path,
+    }
+
+
+# What no report format can carry as is: C0 controls but tab and newline (invalid in XML 1.0,
+# terminal escapes in Markdown and text), DEL, lone surrogates (not encodable as UTF-8) and the
+# XML non-characters. A pod controls its process name, so a finding's subject can hold any of them.
+_UNPRINTABLE = re.compile(u"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+MAX_DEPTH = 32
+
+
+def _escape_char(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
+def printable(value, depth=0):
+    """``value`` with every string made safe for every format (unprintable characters written as
+    ``\\xNN``/``\\uNNNN``) and nesting cut at MAX_DEPTH levels (deeper values become a string saying
+    so): JSON, XML, HTML, Markdown and the Prometheus text stay valid whatever a node reported."""
+    if isinstance(value, str):
+        return _UNPRINTABLE.sub(_escape_char, value)
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        return "(nested more than %d levels deep: left out)" % MAX_DEPTH
+    if isinstance(value, dict):
+        return dict((printable(k, depth + 1) if isinstance(k, str) else k, printable(v, depth + 1))
+                    for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [printable(v, depth + 1) for v in value]
+    return value
+
+
+_MOUNTINFO_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def mountinfo_entries(text):
+    """[(mount point, fs type, source)] of a ``/proc/self/mountinfo`` text, octal escapes decoded
+    (proc(5): fields separated by single spaces, the mount point fifth; fs type and source after the
+    `` - `` separator, None when a line has none). The one parser of that file."""
+    entries = []
+    for line in (text or "").splitlines():
+        fields = line.split(" ")
+        if len(fields) < 5:
+            continue
+        _left, sep, right = line.partition(" - ")
+        tail = right.split(" ") if sep else []
+        entries.append(tuple(_MOUNTINFO_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), f) if f is not None else None
+                             for f in (fields[4], tail[0] if tail else None, tail[1] if len(tail) > 1 else None)))
+    return entries

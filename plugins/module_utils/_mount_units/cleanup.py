@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice; do not import it
+# from other collections.
+"""Stopping the leaked kubelet mount units ``_mount_units.detect`` found (``kubelet_mount_units``
+with ``state=absent``, and the role's timer): orphans stopped in batches (``systemctl stop``), ONE
+``list-units`` afterwards telling which are still up, failed ones reset by name (never a global
+``reset-failed``), optionally one ``daemon-reload`` for dead mount units on systemd < 237, within a
+time budget. ``cli()`` runs it without Ansible (``python3 cleanup.py --config FILE``, the systemd
+timer of ``nodefix.k8s.mount_units``); it imports only ``_core`` and ``_mount_units``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import sys
+import time
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import runner as core_runner
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.systemd import chunks, parse_list_units
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.detect import (
+    ACTIVE_STATES_TO_STOP,
+    empty_record,
+    MountUnitsError,
+    summarize,
+    survey,
+    SYSTEMD_FIX_VERSION,
+)
+
+
+def apply(runner, plan):
+    """Stop, reset and reload what ``survey`` decided; returns the record of what was done.
+
+    Orphans are stopped with ``systemctl stop`` in batches of ``batch_size``
+    names (argv kept under ARG_MAX); ONE ``list-units`` afterwards tells
+    which are still up (a failure) and which ended ``failed`` (then reset with
+    ``systemctl reset-failed <those names>``, never a global reset).
+    """
+    o = plan["options"]
+    systemctl = plan["systemctl"]
+    units = plan["units"]
+    to_stop = [u["unit"] for u in units if u["action"] == "stop"]
+    to_reset = [u["unit"] for u in units if u["action"] == "reset"] if o["reset_failed"] else []
+    dead_mounts = [u["unit"] for u in units if u["action"] == "reload"]
+    record = empty_record()
+    t0 = time.time()
+    budget = float(o["max_seconds"]) if o.get("max_seconds") else None
+    attempted = []
+    for batch in chunks(to_stop, int(o["batch_size"])):
+        if budget is not None and attempted and time.time() - t0 >= budget:
+            break  # the budget is spent: the rest is left for the next run (or the node's timer)
+        attempted.extend(batch)
+        argv = [systemctl, "stop"] + batch
+        rc, out, err = runner.run(argv, check=False)
+        record["stop_calls"] += 1
+        if rc != 0:
+            record["errors"].append({"cmd": "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), "rc": rc,
+                                     "stderr": (err or "")[-2000:]})
+    record["left"] = to_stop[len(attempted):]
+    to_stop = attempted
+    if to_stop:
+        argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
+        rc, out, err = runner.run(argv, check=False)
+        if rc != 0:
+            record["verified"] = False
+            record["errors"].append({"cmd": "systemctl list-units", "rc": rc, "stderr": (err or "")[-2000:]})
+        after = dict((r["unit"], r) for r in parse_list_units(out)) if rc == 0 else {}
+        for name in to_stop:
+            row = after.get(name)
+            if row and row["active"] in ACTIVE_STATES_TO_STOP:
+                record["still_active"].append(name)
+            elif row and row["active"] == "failed" and o["reset_failed"]:
+                record["reset_after_stop"].append(name)
+        still = set(record["still_active"])
+        record["stopped"] = [n for n in to_stop if n not in still]
+    record["stop_s"] = round(time.time() - t0, 3)
+    resets = to_reset + record["reset_after_stop"]
+    for batch in chunks(resets, int(o["batch_size"])):
+        argv = [systemctl, "reset-failed"] + batch
+        rc, out, err = runner.run(argv, check=False)
+        if rc != 0:
+            # a unit that went away in between makes reset-failed complain: not a failure of the cleanup
+            record["errors"].append({"cmd": "systemctl reset-failed (%d units)" % len(batch), "rc": rc,
+                                     "stderr": (err or "")[-2000:], "ignored": True})
+    record["reset"] = to_reset
+    # systemd < 237 leaves the mount units just stopped "inactive dead" too
+    old = plan["systemd_version"] is not None and plan["systemd_version"] < SYSTEMD_FIX_VERSION
+    stopped_mounts = old and any(n.endswith(".mount") for n in record["stopped"])
+    if (dead_mounts or stopped_mounts) and o["daemon_reload"]:
+        argv = [systemctl, "daemon-reload"]
+        rc, out, err = runner.run(argv, check=False)
+        if rc != 0:
+            record["errors"].append({"cmd": "systemctl daemon-reload", "rc": rc, "stderr": (err or "")[-2000:]})
+        else:
+            record["daemon_reload"] = True
+    return record
+
+
+def run(runner, root="/", state="query", check_mode=False, **opts):
+    """Survey, then with ``state='absent'`` (and not in check mode) stop the orphans.
+
+    Raises ``MountUnitsError`` before any change when the survey fails (the
+    runtime cannot be asked, systemd cannot be listed). Units still up after
+    ``systemctl stop`` make ``failed`` true with a message.
+    """
+    if state not in ("absent", "query"):
+        raise MountUnitsError("state must be absent or query, got %r" % (state,))
+    plan = survey(runner, root=root, **opts)
+    dry = check_mode or state == "query"
+    record = empty_record() if dry else apply(runner, plan)
+    result = summarize(plan, record, check_mode=dry)
+    if state == "query":
+        result["changed"] = False  # a report; check mode of state=absent predicts the change instead
+    result["state"] = state
+    failed = bool(record["still_active"]) or not record["verified"]
+    failed = failed or any(e["cmd"] == "systemctl daemon-reload" for e in record["errors"])
+    result["failed"] = failed
+    if record["still_active"]:
+        result["msg"] = "%d of %d orphaned units are still active after systemctl stop" % (
+            len(record["still_active"]), len(record["stopped"]) + len(record["still_active"]))
+    elif failed:
+        result["msg"] = "; ".join("%s: rc=%s %s" % (e["cmd"], e["rc"], e["stderr"].strip()) for e in record["errors"])
+    return result
+
+
+# --------------------------------------------------------------------------
+# standalone use (the role's systemd timer): python3 this_file.py --config FILE
+
+
+class SubprocessRunner(core_runner.SubprocessRunner):
+    """The ``Runner`` interface without Ansible; a failed command is a ``MountUnitsError``."""
+
+    error = MountUnitsError
+
+
+CLI_OPTIONS = ("state", "kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path", "runtime_endpoint",
+               "docker_path", "batch_size", "daemon_reload", "reset_failed", "list_limit", "process_guard",
+               "systemctl_path", "root", "max_seconds")
+
+
+def cli(argv=None):
+    """``--config FILE`` (JSON with the module's option names) plus ``--check``; prints one JSON line."""
+    import argparse
+    parser = argparse.ArgumentParser(description="Stop the leaked kubelet mount units of dead pods "
+                                                 "(nodefix.k8s.kubelet_mount_units without Ansible).")
+    parser.add_argument("--config", help="JSON file with the options (state, kubelet_root_dir, pod_source, ...)")
+    parser.add_argument("--state", choices=("absent", "query"))
+    parser.add_argument("--check", action="store_true", help="report what would be stopped, change nothing")
+    args = parser.parse_args(argv)
+    opts = {}
+    if args.config:
+        with open(args.config) as fh:
+            opts = json.load(fh)
+        unknown = sorted(set(opts) - set(CLI_OPTIONS))
+        if unknown:
+            sys.stdout.write(json.dumps({"failed": True, "msg": "unknown options in %s: %s"
+                                         % (args.config, ", ".join(unknown))}) + "\n")
+            return 2
+    if args.state:
+        opts["state"] = args.state
+    state = opts.pop("state", "absent")
+    root = opts.pop("root", "/")
+    # a budget (the timer's) bounds every command too: one that hangs (crictl against a hung runtime)
+    # is killed at the budget instead of holding the timer's run while its survey ages
+    deadline = time.monotonic() + float(opts["max_seconds"]) if opts.get("max_seconds") else None
+    try:
+        result = run(SubprocessRunner(deadline=deadline), root=root, state=state, check_mode=args.check, **opts)
+    except MountUnitsError as exc:
+        out = dict(exc.details, failed=True, changed=False, msg=exc.msg)
+        sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
+        return 1
+    sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
+    return 1 if result.get("failed") else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli())

@@ -1,0 +1,590 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""Fleet reports from node_audit results: JSON, Markdown, HTML, JUnit XML.
+
+Pure functions over plain data so they can be unit tested; the
+audit_report module writes their output.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from html import escape as _html_escape
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import (
+    SEVERITIES,
+    at_or_above,
+    findings_at_or_above,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import failed_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import check_waivers, waiver_for
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+
+COLOURS = {
+    "critical": "#b71c1c",
+    "high": "#e65100",
+    "medium": "#f9a825",
+    "low": "#1565c0",
+    "info": "#607d8b",
+    "ok": "#2e7d32",
+    "error": "#6a1b9a",
+    "waived": "#9e9e9e",
+}
+
+
+def _esc(value):
+    return _html_escape("" if value is None else str(value), quote=True)
+
+
+def _rank(severity):
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+def _node_state(result):
+    """(status, findings, error) of one host's node_audit result."""
+    if result is None:
+        return "missing", [], "no audit result"
+    if result.get("not_run"):
+        return "not run", [], result.get("msg") or "not run"
+    if result.get("unreachable"):
+        return "unreachable", [], result.get("msg") or "unreachable"
+    if result.get("failed") and "findings" not in result:
+        return "error", [], result.get("msg") or "audit failed"
+    return "ok", list(result.get("findings") or []), None
+
+
+def _node(host, result, before, remediation, waivers=()):
+    status, findings, error = _node_state(result)
+    findings = sorted(findings, key=lambda f: (_rank(f.get("severity")), f.get("id"), str(f.get("subject"))))
+    open_findings, waived = [], []
+    for f in findings:
+        w = waiver_for(waivers, host, f)
+        if w:
+            waived.append(dict(f, waiver={"reason": w["reason"], "expires": w["expires"], "id": w["id"]}))
+        else:
+            open_findings.append(f)
+    node = {
+        "host": host,
+        "status": status,
+        "error": error,
+        "findings": open_findings,
+        "counts": dict((s, sum(1 for f in open_findings if f.get("severity") == s)) for s in SEVERITIES),
+        "ids": sorted(set(f["id"] for f in open_findings)),
+        "waived": waived,
+        "waived_ids": sorted(set(f["id"] for f in waived)),
+        "checks_failed": failed_checks(result) if status == "ok" else {},
+    }
+    if host in before:
+        b_status, b_findings, b_error = _node_state(before[host])
+        b_ids = set(f["id"] for f in b_findings)
+        node["before"] = {"status": b_status, "error": b_error, "ids": sorted(b_ids), "total": len(b_findings)}
+        node["fixed"] = sorted(b_ids - set(node["ids"]) - set(node["waived_ids"]))
+        node["new"] = sorted(set(node["ids"]) - b_ids)
+        node["still_open"] = sorted(set(node["ids"]) & b_ids)
+        node["changes"] = changes((before[host] or {}).get("checks"), (result or {}).get("checks"))
+        node["pods_to_recreate"] = list(_dig((result or {}).get("checks"), "gvisor.plan.recreate.pods") or [])
+    if host in remediation:
+        rem = dict(remediation[host] or {})
+        if rem.get("unreachable") or rem.get("not_run"):
+            rem = {"status": "not run", "msg": rem.get("msg")}
+        node["remediation"] = rem
+    return node
+
+
+# What a remediation changed, read from the facts of the audits before and after it (node_audit's
+# ``checks``): (label, detector, dotted path). A value that differs is listed as before -> after.
+CHANGE_FACTS = [
+    ("containerd", "containerd", "version"),
+    ("containerd restarted (start time)", "containerd", "daemon.started"),
+    ("runc", "containerd", "runc.version"),
+    ("runsc", "gvisor", "runsc.version"),
+    ("runsc.toml systemd-cgroup", "gvisor", "shim_config.systemd_cgroup"),
+    ("runsc runtimes in containerd", "gvisor", "containerd.runsc_runtimes"),
+    ("kubelet flags deprecated by its config file", "kubelet", "kubelet.deprecated_flags"),
+    # each label says exactly what its fact counts (test_report.py holds them to kubelet_mount_units' facts)
+    ("leaked kubelet scopes", "mount_units", "mount_units.orphaned_scopes"),
+    ("leaked kubelet units (scopes and mounts)", "mount_units", "mount_units.orphaned"),
+    ("kubelet scopes (live and leaked)", "mount_units", "mount_units.scopes"),
+    ("dead mount units", "mount_units", "mount_units.dead_mount_units"),
+    ("kernel.pid_max", "pids", "pid_max"),
+    ("kernel.pid_max persisted", "pids", "pid_max_persisted.value"),
+    ("zombies", "pids", "zombies"),
+]
+
+
+def _dig(facts, dotted):
+    for key in dotted.split("."):
+        if not isinstance(facts, dict) or key not in facts:
+            return None
+        facts = facts[key]
+    return facts
+
+
+def _short(value):
+    if isinstance(value, list):
+        return "%d item(s)" % len(value) if len(json.dumps(value, default=str)) > 60 else json.dumps(value, default=str)
+    if isinstance(value, float) and value > 1e9:
+        return datetime.datetime.fromtimestamp(value, datetime.timezone.utc).strftime("%H:%M:%S UTC")
+    return str(value)
+
+
+def changes(before_checks, after_checks):
+    """[{what, before, after}] of the facts a remediation changed (CHANGE_FACTS, and every kubelet
+    setting's effective value), read from the two audits' ``checks``; nothing when a side is missing."""
+    before_checks, after_checks = before_checks or {}, after_checks or {}
+    specs = list(CHANGE_FACTS)
+    fields = set((_dig(before_checks.get("kubelet"), "kubelet.effective") or {})) | set(
+        (_dig(after_checks.get("kubelet"), "kubelet.effective") or {}))
+    specs += [("kubelet %s" % f, "kubelet", "kubelet.effective.%s.value" % f) for f in sorted(fields)]
+    out = []
+    for label, check, path in specs:
+        b, a = _dig(before_checks.get(check), path), _dig(after_checks.get(check), path)
+        if b is None or a is None or b == a:
+            continue
+        out.append({"what": label, "before": _short(b), "after": _short(a)})
+    return out
+
+
+def change_rows(node):
+    """What a remediation changed on ``node`` as rows a person scans: {setting, before, after, durable}.
+
+    ``durable`` is for kubelet settings: "yes", or where to make the setting survive the node's
+    cluster tool (the remediation's ``not_durable``); "" where it does not apply (a package, a
+    file the collection owns). A setting the cluster tool will overwrite but that this run did
+    not change is listed too (before and after "unchanged").
+    """
+    rem = node.get("remediation") or {}
+    lost = {}
+    entries = rem.get("not_durable") or []
+    if isinstance(entries, dict):  # {setting: where}, as remediate records it
+        entries = [{"setting": k, "where": v} for k, v in sorted(entries.items())]
+    for entry in entries:
+        if isinstance(entry, dict):
+            lost[str(entry.get("setting"))] = str(entry.get("where"))
+        else:  # a place without the setting's name
+            lost.setdefault("kubelet", str(entry))
+    rows = []
+    for c in node.get("changes") or []:
+        setting = c["what"][len("kubelet "):] if c["what"].startswith("kubelet ") else None
+        durable = ""
+        if setting is not None:
+            durable = lost.pop(setting, "yes")
+        rows.append({"setting": c["what"], "before": c["before"], "after": c["after"], "durable": durable})
+    for setting in sorted(lost):
+        rows.append({"setting": "kubelet" if setting == "kubelet" else "kubelet %s" % setting,
+                     "before": "unchanged", "after": "unchanged", "durable": lost[setting]})
+    return rows
+
+
+class ReportInputError(NodefixError, ValueError):
+    """A node_audit result (or before/remediation entry) of the wrong shape."""
+
+
+def check_results(results, what="results"):
+    """Refuse results that are not node_audit results, naming host, index and key."""
+    if results is None:
+        return
+    if not isinstance(results, dict):
+        raise ReportInputError("%s must be a dict keyed by host, got %s" % (what, type(results).__name__))
+    for host, result in results.items():
+        if result is None:
+            continue
+        if not isinstance(result, dict):
+            raise ReportInputError("%s[%s] must be a node_audit result (a dict), got %s"
+                                   % (what, host, type(result).__name__))
+        findings = result.get("findings")
+        if findings is None:
+            continue
+        if not isinstance(findings, list):
+            raise ReportInputError("%s[%s].findings must be a list, got %s" % (what, host, type(findings).__name__))
+        for idx, f in enumerate(findings):
+            where = "%s[%s].findings[%d]" % (what, host, idx)
+            if not isinstance(f, dict):
+                raise ReportInputError("%s must be a dict, got %s" % (where, type(f).__name__))
+            if not isinstance(f.get("id"), str) or not f.get("id"):
+                raise ReportInputError("%s has no id (a non-empty string)" % where)
+            if f.get("severity") not in SEVERITIES:
+                raise ReportInputError("%s (%s) has unknown severity %r (known: %s)"
+                                       % (where, f["id"], f.get("severity"), ", ".join(SEVERITIES)))
+            for key in ("title", "remedy"):
+                if f.get(key) is not None and not isinstance(f.get(key), str):
+                    raise ReportInputError("%s (%s).%s must be a string" % (where, f["id"], key))
+            if f.get("subject") is not None and not isinstance(f.get("subject"), (str, int)):
+                raise ReportInputError("%s (%s).subject must be a string" % (where, f["id"]))
+
+
+def check_remediation(remediation):
+    if remediation is None:
+        return
+    if not isinstance(remediation, dict):
+        raise ReportInputError("remediation must be a dict keyed by host, got %s" % type(remediation).__name__)
+    for host, rem in remediation.items():
+        if rem is not None and not isinstance(rem, dict):
+            raise ReportInputError("remediation[%s] must be a dict (status, msg, roles), got %s"
+                                   % (host, type(rem).__name__))
+
+
+def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet audit", generated=None,
+                waivers=None, today=None):
+    """Normalise per-host results into the report model.
+
+    ``results``: {host: node_audit result}; ``before``: the same shape from an
+    earlier audit (remediate's before/after); ``remediation``:
+    {host: {"status": "ok"|"failed"|"skipped", "msg": ..., "roles": [...]}};
+    ``waivers``: see check_waivers (waived findings are listed apart and do
+    not count as findings). Raises WaiverError on a bad waiver.
+    """
+    before = before or {}
+    remediation = remediation or {}
+    active, expired = check_waivers(waivers, today)
+    nodes = [_node(host, results[host], before, remediation, active) for host in sorted(results)]
+    return assemble(nodes, title, generated, expired)
+
+
+def missing_node(host, error):
+    """The node entry of a host no result exists for (status ``missing``)."""
+    node = _node(host, None, {}, {})
+    node["error"] = error
+    return node
+
+
+def assemble(nodes, title, generated, expired):
+    """The report model around its node entries (sorted by host): finding ids, totals.
+
+    Shared by build_model and the merge of sliced runs (_report.merge), so a merged
+    report is the single run's model. Linear in the nodes: a finding id's hosts are
+    collected in order without a membership scan of the list.
+    """
+    nodes = printable(nodes)
+    title = printable(title)
+    ids = {}
+    seen = set()
+    for node in nodes:
+        for f in node["findings"]:
+            entry = ids.get(f["id"])
+            if entry is None:
+                entry = ids[f["id"]] = {"id": f["id"], "severity": f.get("severity"), "title": f.get("title"),
+                                        "remedy": f.get("remedy"), "fix": f.get("fix") or {}, "hosts": []}
+            if (f["id"], node["host"]) not in seen:
+                seen.add((f["id"], node["host"]))
+                entry["hosts"].append(node["host"])
+            if _rank(f.get("severity")) < _rank(entry["severity"]):
+                entry["severity"] = f.get("severity")
+    totals = dict((s, sum(n["counts"][s] for n in nodes)) for s in SEVERITIES)
+    return {
+        "title": title,
+        "generated": generated,
+        "nodes": nodes,
+        "finding_ids": sorted(ids.values(), key=lambda e: (_rank(e["severity"]), e["id"])),
+        "totals": {
+            "nodes": len(nodes),
+            "nodes_with_findings": sum(1 for n in nodes if n["findings"]),
+            "nodes_in_error": sum(1 for n in nodes if n["status"] != "ok"),
+            "findings": sum(totals.values()),
+            "by_severity": totals,
+            "waived": sum(len(n["waived"]) for n in nodes),
+        },
+        "waivers_expired": expired,
+    }
+
+
+def policy(model, fail_on="never"):
+    """The fail policy over the open (not waived) findings of every node.
+
+    ``failed`` is true when a finding is at ``fail_on`` or worse, or when a
+    node could not be audited (its findings are unknown) and a policy is set,
+    or when no node was audited at all (an empty report is not a clean fleet).
+    """
+    failing = [{"host": n["host"], "id": f["id"], "severity": f.get("severity"), "subject": f.get("subject")}
+               for n in model["nodes"] for f in findings_at_or_above(n["findings"], fail_on)]
+    unaudited = [n["host"] for n in model["nodes"] if n["status"] != "ok"] if fail_on != "never" else []
+    empty = fail_on != "never" and not model["nodes"]
+    msg = None
+    if empty:
+        return {"fail_on": fail_on, "failed": True, "failing": [], "unaudited": [],
+                "msg": "%s: nothing was checked" % NO_NODE}
+    if failing or unaudited:
+        parts = []
+        if failing:
+            parts.append("%d finding(s) at %s or worse: %s" % (
+                len(failing), fail_on, ", ".join(sorted(set("%s on %s" % (f["id"], f["host"]) for f in failing)))))
+        if unaudited:
+            parts.append("not audited: %s" % ", ".join(unaudited))
+        msg = "; ".join(parts)
+    return {"fail_on": fail_on, "failed": bool(failing or unaudited), "failing": failing, "unaudited": unaudited,
+            "msg": msg}
+
+
+def to_json(model):
+    return json.dumps(model, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def _node_cell(node):
+    """Short text for a node's result: worst severity and count, or its error."""
+    if node["status"] != "ok":
+        return node["status"].upper()
+    if not node["findings"]:
+        return "clean (%d waived)" % len(node["waived"]) if node.get("waived") else "clean"
+    worst = next(s for s in SEVERITIES if node["counts"][s])
+    return "%d (%s)" % (len(node["findings"]), worst)
+
+
+NO_NODE = "no node was audited (the targets matched no host, or every host was left out)"
+
+
+# The console is often 80-120 columns: one line per node with counts, the ids below it, wrapped.
+TABLE_WIDTH = 100
+# more clean nodes than this are one line of the console table, not a row each
+CLEAN_ROWS = 20
+
+
+def _wrap(label, items, width):
+    """``  label: a, b, c`` wrapped to ``width`` with the continuation lines indented."""
+    if not items:
+        return []
+    return textwrap.wrap(", ".join(items), width=width, initial_indent="  %s: " % label,
+                         subsequent_indent=" " * (len(label) + 4), break_on_hyphens=False, break_long_words=True)
+
+
+def _rem_text(node):
+    rem = node.get("remediation") or {}
+    text = rem.get("status", "-")
+    if rem.get("seconds") is not None:
+        text += " %ss" % rem["seconds"]
+    return text
+
+
+def slices_line(model):
+    """The sentence naming the slices a merged report was made from (Markdown and HTML)."""
+    return "Merged from %d slice(s): %s" % (len(model["slices"]), "; ".join(
+        "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
+        for s in model["slices"]))
+
+
+def _is_clean(node):
+    """Audited, nothing open, waived, changed or to say: one name in a list, not a section of its own."""
+    return needs_no_attention(node) and not node.get("waived")
+
+
+def needs_no_attention(node):
+    """Audited, nothing open, no remediation story: at most waived findings (listed by waiver, not by node)."""
+    return node["status"] == "ok" and not node["findings"] and "before" not in node and "remediation" not in node
+
+
+def waived_groups(model):
+    """The waived findings by waiver (id, reason, expiry): {id, reason, expires, hosts}, most hosts first."""
+    by_key = {}
+    for n in model["nodes"]:
+        for f in n.get("waived") or []:
+            w = f["waiver"]
+            entry = by_key.setdefault((f["id"], w.get("reason"), w.get("expires")),
+                                      {"id": f["id"], "reason": w.get("reason"), "expires": w.get("expires"), "hosts": []})
+            if not entry["hosts"] or entry["hosts"][-1] != n["host"]:
+                entry["hosts"].append(n["host"])
+    return sorted(by_key.values(), key=lambda e: (-len(e["hosts"]), e["id"]))
+
+
+def table_lines(model, width=TABLE_WIDTH):
+    """Plain-text table for the console, no line longer than ``width``.
+
+    One row a node with counts (before/after/fixed/new when a before-audit is
+    known, the remediation status and time), then the ids below it, wrapped.
+    """
+    width = max(int(width or TABLE_WIDTH), 60)
+    has_before = any("before" in n for n in model["nodes"])
+    has_rem = any("remediation" in n for n in model["nodes"])
+    header = ["node"] + (["before", "after", "fixed", "new"] if has_before else ["findings", "worst"])
+    header += ["waived"] + (["remediation"] if has_rem else [])
+    rows = []
+    for n in model["nodes"]:
+        if has_before:
+            b = n.get("before") or {}
+            row = [str(b.get("total", "-")) if b.get("status", "ok") == "ok" else b.get("status", "-").upper(),
+                   _node_cell(n).split(" (")[0], str(len(n.get("fixed") or [])), str(len(n.get("new") or []))]
+        else:
+            worst = next((s for s in SEVERITIES if n["counts"][s]), "-")
+            row = [str(len(n["findings"])) if n["status"] == "ok" else n["status"].upper(), worst]
+        rows.append([n["host"]] + row + [str(len(n.get("waived") or []))] + ([_rem_text(n)] if has_rem else []))
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(1, len(header))]
+    # the node column takes what is left, at least 12 characters (longer names are cut with "~")
+    node_w = max(12, min(max(len(r[0]) for r in [header] + rows), width - sum(w + 2 for w in widths)))
+    widths = [node_w] + widths
+
+    def fmt(row):
+        cells = [row[0] if len(row[0]) <= node_w else row[0][:node_w - 1] + "~"] + row[1:]
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()[:width]
+
+    lines = [fmt(header), fmt(["-" * w for w in widths])]
+    if not model["nodes"]:
+        lines += textwrap.wrap(NO_NODE, width=width)
+    clean = [n["host"] for n in model["nodes"] if _is_clean(n)]
+    collapse = len(clean) > CLEAN_ROWS
+    for n, row in zip(model["nodes"], rows):
+        if collapse and _is_clean(n):
+            continue
+        lines.append(fmt(row))
+        if n["status"] != "ok":
+            lines += _wrap("error", [str(n.get("error") or n["status"]).splitlines()[0]], width)
+        if has_before:
+            lines += _wrap("fixed", n.get("fixed") or [], width)
+            lines += _wrap("open", n.get("still_open") or [], width)
+            lines += _wrap("new", n.get("new") or [], width)
+        else:
+            lines += _wrap("ids", n["ids"], width)
+        lines += _wrap("waived", n.get("waived_ids") or [], width)
+        lines += _wrap("changed", ["%s %s -> %s" % (c["what"], c["before"], c["after"]) for c in n.get("changes") or []],
+                       width)
+        lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
+        lines += _wrap("not durable", [r["setting"] for r in change_rows(n) if r["durable"] not in ("", "yes")],
+                       width)
+        lines += _wrap("actions", (n.get("remediation") or {}).get("actions") or [], width)
+        rem = n.get("remediation") or {}
+        if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
+            msg = str(rem["msg"]).splitlines()[0]
+            lines += _wrap(rem["status"], [msg if len(msg) <= 300 else msg[:297] + "..."], width)
+    if collapse:
+        lines += textwrap.wrap("%d node(s) with no findings, not listed one by one (the report files name them): %s" % (
+            len(clean), ", ".join(clean[:5]) + (", ..." if len(clean) > 5 else "")), width=width)
+    return lines
+
+
+def to_markdown(model):
+    t = model["totals"]
+    out = ["# %s" % model["title"], ""]
+    if model.get("generated"):
+        out += ["Generated: %s" % model["generated"], ""]
+    out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s%s." % (
+        t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
+        ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
+        "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
+    if model.get("slices"):
+        out += ["", slices_line(model) + "."]
+    for w in model.get("waivers_expired") or []:
+        out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
+            w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
+    out += ["", "## Nodes", "", "```"] + table_lines(model) + ["```", ""]
+    if model["finding_ids"]:
+        out += ["## Findings", "", "| id | severity | nodes | fixed by | title |", "|---|---|---|---|---|"]
+        for e in model["finding_ids"]:
+            fix = e["fix"].get("role") or "manual"
+            if e["fix"].get("tag"):
+                fix += " (tag `%s`)" % e["fix"]["tag"]
+            title = (e["title"] or "").replace("|", "\\|")
+            out.append("| `%s` | %s | %s | %s | %s |" % (e["id"], e["severity"], ", ".join(e["hosts"]), fix, title))
+        out.append("")
+    clean = [n["host"] for n in model["nodes"] if needs_no_attention(n)]
+    if clean:
+        out += ["## Nodes with no open findings (%d)" % len(clean), "", ", ".join(clean), ""]
+    waived = waived_groups(model)
+    if waived:
+        out += ["## Waived", "", "| id | reason | until | nodes |", "|---|---|---|---|"]
+        out += ["| `%s` | %s | %s | %d: %s |" % (
+            w["id"], str(w["reason"]).replace("|", "\\|"), w["expires"] or "-", len(w["hosts"]), ", ".join(w["hosts"]))
+            for w in waived]
+        out.append("")
+    for n in model["nodes"]:
+        if needs_no_attention(n):
+            continue
+        out += ["## %s" % n["host"], ""]
+        if n["status"] != "ok":
+            out += ["**%s**: %s" % (n["status"], n["error"]), ""]
+        rem = n.get("remediation")
+        if rem:
+            out += ["Remediation: **%s**%s%s" % (rem.get("status"), (" in %ss" % rem["seconds"]) if rem.get("seconds") else "",
+                                                 (" - " + str(rem.get("msg"))) if rem.get("msg") else ""), ""]
+        if n.get("before"):
+            out += ["Before: %s finding(s); fixed: %s; still open: %s; new: %s" % (
+                n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
+                ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none"), ""]
+            rows = change_rows(n)
+            if rows:
+                out += ["| setting | before | after | durable (or where to make it so) |", "|---|---|---|---|"]
+                out += ["| %s | %s | %s | %s |" % tuple(
+                    str(r[k]).replace("|", "\\|") for k in ("setting", "before", "after", "durable")) for r in rows]
+                out.append("")
+            if n.get("pods_to_recreate"):
+                out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
+            for action in (rem or {}).get("actions") or []:
+                out.append("- %s" % action)
+            out.append("")
+        if not n["findings"] and n["status"] == "ok":
+            out += ["No findings.", ""]
+        for f in n["findings"]:
+            subject = " (%s)" % f["subject"] if f.get("subject") else ""
+            out.append("- **%s** `%s`%s: %s" % (f.get("severity"), f["id"], subject, f.get("title")))
+            if f.get("evidence"):
+                out.append("  - evidence: `%s`" % json.dumps(f["evidence"], sort_keys=True, default=str)[:600])
+            if f.get("remedy"):
+                out.append("  - remedy: %s" % f["remedy"])
+        for f in n.get("waived") or []:
+            subject = " (%s)" % f["subject"] if f.get("subject") else ""
+            until = ", until %s" % f["waiver"]["expires"] if f["waiver"].get("expires") else ""
+            out.append("- waived %s `%s`%s: %s" % (f.get("severity"), f["id"], subject, f.get("title")))
+            out.append("  - waiver%s: %s" % (until, f["waiver"]["reason"]))
+        out.append("")
+    return "\n".join(out)
+
+
+def _finding_case(suite, host, finding):
+    """The JUnit test case of one finding: ``<host>.<check>`` / ``<id> [<subject>]``."""
+    name = finding["id"] + (" [%s]" % finding["subject"] if finding.get("subject") else "")
+    return ET.SubElement(suite, "testcase", classname="%s.%s" % (host, finding.get("check") or "audit"), name=name)
+
+
+def to_junit(model, fail_on="medium"):
+    """JUnit XML: a testsuite per node, a testcase per finding id or check.
+
+    Findings at ``fail_on`` or worse are failures; milder ones are reported
+    as passing test cases with the finding in system-out; waived findings are
+    skipped test cases whose message is the waiver's reason. A node in error
+    is an error test case.
+    """
+    failing = at_or_above(fail_on)
+    suites = ET.Element("testsuites", name=model["title"])
+    for n in model["nodes"]:
+        suite = ET.SubElement(suites, "testsuite", name=n["host"])
+        tests = failures = errors = skipped = 0
+        if n["status"] != "ok":
+            case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit")
+            err = ET.SubElement(case, "error", message=str(n["error"]), type=n["status"])
+            err.text = str(n["error"])
+            tests += 1
+            errors += 1
+        else:
+            checks = sorted(set(f.get("check") or f["id"].split(".", 1)[0] for f in n["findings"]))
+            case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit completed")
+            tests += 1
+            for f in n["findings"]:
+                tests += 1
+                case = _finding_case(suite, n["host"], f)
+                evidence = json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)
+                body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"), evidence)
+                if f.get("severity") in failing:
+                    fail = ET.SubElement(case, "failure", message="%s: %s" % (f.get("severity"), f.get("title")),
+                                         type=f.get("severity") or "finding")
+                    fail.text = body
+                    failures += 1
+                else:
+                    out = ET.SubElement(case, "system-out")
+                    out.text = body
+            for f in n.get("waived") or []:
+                tests += 1
+                skipped += 1
+                case = _finding_case(suite, n["host"], f)
+                ET.SubElement(case, "skipped", message="waived: %s" % f["waiver"]["reason"])
+            suite.set("checks", ",".join(checks))
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+        suite.set("skipped", str(skipped))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Findings in the Prometheus text exposition format, for node_exporter's textfile collector.
+
+node_exporter reads every ``*.prom`` file of its ``--collector.textfile.directory``
+(https://github.com/prometheus/node_exporter#textfile-collector) on each scrape;
+a file must be written atomically (a temporary file in the same directory, then a
+rename), which ``node_audit`` does. The format is
+https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format.
+
+Series (all gauges):
+
+- ``nodefix_finding{check,id,severity,subject}`` 1 for every open finding; the
+  series disappears when the finding is fixed (alert on its presence).
+- ``nodefix_findings{severity}``: open findings per severity (0 included, so
+  a clean node is visible as such).
+- ``nodefix_audit_check_failed{check}``: 1 when a detector could not run (its
+  findings are unknown), 0 when it ran.
+- ``nodefix_reboot_pending{reason}``: when the ``reboot`` detector ran, 1 for
+  each reason the node asks for a reboot (``/var/run/reboot-required`` and its
+  packages, ``needs-restarting -r``, a newer kernel installed), or a single
+  ``reason=""`` series at 0 when it asks for none - kured's "reboot required"
+  as a series to alert or plan on.
+
+No timestamp series: a file's bytes depend only on the findings, so an
+unchanged node keeps an unchanged file (``changed=false``, honestly). Its
+modification time is refreshed on every run (``refresh``): node_exporter's own
+``node_textfile_mtime_seconds{file}`` is the time of the last audit (alert
+when stale).
+
+The fleet file (``audit_report`` format ``prometheus``) carries the same series
+with a ``node`` label, waived findings as ``nodefix_finding_waived`` (not as
+``nodefix_finding``: a waiver is a decision not to alert), and
+``nodefix_node_audited{node}`` (0 when a node could not be audited).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable
+
+HELP = {
+    "nodefix_finding": "An open nodefix.k8s finding (1); the series goes away when the finding is fixed.",
+    "nodefix_finding_waived": "A nodefix.k8s finding that a waiver keeps out of nodefix_finding (1).",
+    "nodefix_findings": "Open nodefix.k8s findings per severity.",
+    "nodefix_audit_check_failed": "1 when a nodefix.k8s detector could not run (its findings are unknown), else 0.",
+    "nodefix_node_audited": "1 when the node was audited, 0 when it could not be (unreachable or failed).",
+    "nodefix_reboot_pending": "1 per reason the node asks for a reboot (0 with reason=\"\" when none); "
+                              "only when the reboot detector ran.",
+}
+
+# A label value is bounded so one odd subject cannot bloat every scrape.
+MAX_LABEL = 200
+
+
+def escape(value):
+    """A label value as the text format wants it (backslash, double quote and newline escaped)."""
+    text = printable("" if value is None else str(value))
+    if len(text) > MAX_LABEL:
+        text = text[:MAX_LABEL - 3] + "..."
+    return text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def _series(name, labels, value):
+    if labels:
+        inner = ",".join('%s="%s"' % (k, escape(v)) for k, v in sorted(labels.items()))
+        return "%s{%s} %s" % (name, inner, value)
+    return "%s %s" % (name, value)
+
+
+def _number(value):
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+class _Text(object):
+    """Collects series by metric so each metric's HELP/TYPE comes once, before its samples."""
+
+    def __init__(self):
+        self.metrics = {}
+        self.order = []
+
+    def add(self, name, labels, value):
+        if name not in self.metrics:
+            self.metrics[name] = {}
+            self.order.append(name)
+        key = tuple(sorted((labels or {}).items()))
+        # the format forbids two samples with one label set (e.g. an id reported twice without a subject)
+        self.metrics[name].setdefault(key, _number(value))
+
+    def render(self):
+        out = []
+        for name in self.order:
+            out.append("# HELP %s %s" % (name, HELP[name]))
+            out.append("# TYPE %s gauge" % name)
+            for key, value in self.metrics[name].items():
+                out.append(_series(name, dict(key), value))
+        return "\n".join(out) + "\n"
+
+
+def _finding_labels(finding, extra=None):
+    labels = {"id": finding.get("id"), "severity": finding.get("severity"),
+              "check": finding.get("check") or "", "subject": finding.get("subject") or ""}
+    labels.update(extra or {})
+    return labels
+
+
+def failed_checks(result):
+    """{check: 0|1} for the detectors of one node_audit result."""
+    checks = dict((name, 0) for name in (result.get("checks") or {}))
+    for f in result.get("findings") or []:
+        if f.get("id") == "audit.check_failed" and f.get("subject"):
+            checks[f["subject"]] = 1
+    return checks
+
+
+def _node_series(text, findings, checks_failed, extra=None):
+    for f in findings:
+        text.add("nodefix_finding", _finding_labels(f, extra), 1)
+    for level in SEVERITIES:
+        labels = dict(extra or {}, severity=level)
+        text.add("nodefix_findings", labels, sum(1 for f in findings if f.get("severity") == level))
+    for name in sorted(checks_failed):
+        text.add("nodefix_audit_check_failed", dict(extra or {}, check=name), checks_failed[name])
+    if checks_failed.get("reboot") == 0:
+        reasons = sorted(set(reason for f in findings if f.get("check") == "reboot"
+                             for reason in (f.get("evidence") or {}).get("reasons") or [f.get("title") or ""]))
+        for reason in reasons or [""]:
+            text.add("nodefix_reboot_pending", dict(extra or {}, reason=reason), 1 if reason else 0)
+
+
+def node_textfile(result):
+    """The textfile of one node from its node_audit result (findings, checks)."""
+    text = _Text()
+    _node_series(text, list(result.get("findings") or []), failed_checks(result))
+    return text.render()
+
+
+def fleet_textfile(model):
+    """The fleet file from audit_report's model (open and waived findings, checks_failed per node)."""
+    text = _Text()
+    for node in model["nodes"]:
+        host = {"node": node["host"]}
+        text.add("nodefix_node_audited", host, 1 if node["status"] == "ok" else 0)
+        if node["status"] != "ok":
+            continue
+        _node_series(text, node["findings"], node.get("checks_failed") or {}, host)
+        for f in node.get("waived") or []:
+            text.add("nodefix_finding_waived", _finding_labels(f, host), 1)
+    return text.render()
+
+
+def refresh(path):
+    """Set ``path``'s modification time to now, its bytes untouched: the audit's heartbeat,
+    read by node_exporter as ``node_textfile_mtime_seconds`` (a file whose findings did not
+    change is not rewritten, and would otherwise look as old as its last change). A link is never
+    followed (the textfile directory may be writable by node_exporter's user)."""
+    os.utime(path, None, follow_symlinks=False)

@@ -14,9 +14,9 @@ import pytest
 from conftest import assert_ok, held, run_logged
 
 
-def test_process_health_benchmark(tmp_path):
+def test_pids_info_benchmark(tmp_path):
     rc, out = run_logged("bench-pids-info", [sys.executable, "benchmarks/pids_info/run.py",
-                                                  "--tasks", "600", "--repeat", "1", "--dir", str(tmp_path)])
+                                             "--tasks", "600", "--repeat", "1", "--dir", str(tmp_path)])
     assert_ok("bench-pids-info", rc, out)
 
 

@@ -31,7 +31,7 @@ def test_check_mode_same_result(run_module, make_tree):
 def test_release_option_and_threshold(run_module, make_tree):
     make_tree({"/proc/pressure/memory": "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"})
     result, failed, _t = run_module(kernel_info, {"root": _node(make_tree), "release": "6.1.0-27-amd64",
-                                                   "dying_memcgs_threshold": 2000})
+                                                  "dying_memcgs_threshold": 2000})
     assert not failed and result["release"] == "6.1.0-27-amd64" and result["findings"] == []
 
 

@@ -170,8 +170,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def argument_spec():
@@ -184,14 +182,7 @@ def build_module():
 
 def main():
     module = build_module()
-    params = module.params
-    errors = core_options.value_errors(containerd_detect, params)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    try:
-        facts = containerd_detect.check(Runner(module), root=params["root"], **dict((k, params[k]) for k in containerd_detect.OPTIONS))
-    except NodefixError as exc:
-        module.fail_json(**exc.fail_kwargs())
+    facts = core_options.run_check(module, containerd_detect)
     module.exit_json(changed=False, edit_library=containerd_detect.HAS_TOMLKIT, **facts)
 
 

@@ -137,8 +137,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def build_module():
@@ -150,11 +148,7 @@ def build_module():
 
 def main():
     module = build_module()
-    p = module.params
-    try:
-        result = cpu_quota_detect.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in cpu_quota_detect.OPTIONS))
-    except NodefixError as exc:
-        module.fail_json(**exc.fail_kwargs())
+    result = core_options.run_check(module, cpu_quota_detect)
     # the containerd detector owns runc.cpu_quota_rounding_bug (node_audit reports it once, from there)
     result["findings"].extend(containerd_detect.runc_findings(result["runc"],
                                                               systemd_driver_limits=len(result["not_whole_percent"]) > 0))

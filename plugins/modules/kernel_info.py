@@ -168,8 +168,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def build_module():
@@ -181,15 +179,7 @@ def build_module():
 
 def main():
     module = build_module()
-    p = module.params
-    errors = core_options.value_errors(kernel_detect, p)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    try:
-        result = kernel_detect.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in kernel_detect.OPTIONS))
-    except NodefixError as exc:
-        module.fail_json(**exc.fail_kwargs())
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, **core_options.run_check(module, kernel_detect))
 
 
 if __name__ == "__main__":

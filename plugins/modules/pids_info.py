@@ -279,8 +279,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 from ansible_collections.nodefix.k8s.plugins.module_utils._pids import detect as pids_detect
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def build_module():
@@ -292,16 +290,8 @@ def build_module():
 
 def main():
     module = build_module()
-    p = module.params
-    errors = core_options.value_errors(pids_detect, p)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    if not os.path.isdir(os.path.join(p["root"], "proc")):
-        module.fail_json(msg="%s has no proc directory" % p["root"])
-    try:
-        result = pids_detect.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in pids_detect.OPTIONS))
-    except NodefixError as exc:
-        module.fail_json(**exc.fail_kwargs())
+    result = core_options.run_check(module, pids_detect, precheck=lambda p: (
+        None if os.path.isdir(os.path.join(p["root"], "proc")) else "%s has no proc directory" % p["root"]))
     module.exit_json(changed=False, **result)
 
 

@@ -280,8 +280,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def build_module():
@@ -293,15 +291,7 @@ def build_module():
 
 def main():
     module = build_module()
-    p = module.params
-    errors = core_options.value_errors(gvisor_detect, p)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    try:
-        facts = gvisor_detect.check(Runner(module), root=p["root"], **dict((k, p[k]) for k in gvisor_detect.OPTIONS))
-    except NodefixError as exc:
-        module.fail_json(**exc.fail_kwargs())
-    module.exit_json(changed=False, **facts)
+    module.exit_json(changed=False, **core_options.run_check(module, gvisor_detect))
 
 
 if __name__ == "__main__":

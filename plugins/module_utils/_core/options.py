@@ -25,6 +25,7 @@ import copy
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 
 
 def module_spec(detector_module, **extra):
@@ -66,3 +67,23 @@ def validate(name, detector_module, options):
     if problems:
         raise NodefixError("; ".join(problems), detector=name, problems=problems)
     return params
+
+
+def run_check(module, detector_module, precheck=None):
+    """What a per-problem read-only module (``*_info``) returns: the detector's own checks of the typed
+    parameters (``fail_json`` naming each problem), ``precheck(params)`` (a message to fail with, or
+    None), then the detector's ``check()`` through the module's Runner; a ``NodefixError`` becomes
+    ``fail_json`` with its rc, stdout and stderr. Nothing is changed on the node."""
+    p = module.params
+    errors = value_errors(detector_module, p)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    problem = precheck(p) if precheck else None
+    if problem:
+        module.fail_json(msg=problem)
+    try:
+        return detector_module.check(Runner(module), root=p["root"],
+                                     **dict((k, p[k]) for k in detector_module.OPTIONS))
+    except NodefixError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    return None  # not reached: fail_json exits

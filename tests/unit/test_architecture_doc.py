@@ -10,52 +10,11 @@ import os
 import re
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-MU = os.path.join(ROOT, "plugins", "module_utils")
-PKG = "ansible_collections.nodefix.k8s.plugins.module_utils"
+from ansible_collections.nodefix.k8s.tests.unit.module_utils_graph import MU, PKG, ROOT, closure, imports, modules, tree
 # the modules that change a node, or decide a change (docs/architecture.md)
 FIXERS = {"_containerd.edit", "_containerd.snapshot", "_gvisor.install", "_gvisor.runsc_toml", "_kubelet.plan",
           "_kubelet.flag_edit", "_kernel.boot", "_kernel.boot_bls", "_kernel.package", "_mount_units.cleanup",
           "_core.fileio", "_audit.remediation"}
-
-
-def modules():
-    """{"_pkg.module": path} of every module in module_utils."""
-    out = {}
-    for path in glob.glob(os.path.join(MU, "*", "*.py")):
-        package, name = os.path.relpath(path, MU).split(os.sep)
-        if name != "__init__.py":
-            out["%s.%s" % (package, name[:-3])] = path
-    return out
-
-
-def tree(path):
-    with open(path, encoding="utf-8") as fh:
-        return ast.parse(fh.read())
-
-
-def imports(path):
-    """[(module, name)] of the collection's module_utils ``path`` imports (``name`` None: a whole module)."""
-    out = []
-    for node in ast.walk(tree(path)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PKG + "."):
-            sub = node.module[len(PKG) + 1:]
-            for a in node.names:
-                out.append((sub, a.name) if "." in sub else ("%s.%s" % (sub, a.name), None))
-        elif isinstance(node, ast.ImportFrom) and node.module == PKG:
-            out.extend((a.name, None) for a in node.names)
-    return out
-
-
-def closure(start):
-    seen, todo = set(start), list(start)
-    every = modules()
-    while todo:
-        for dep, _name in imports(every[todo.pop()]):
-            if dep not in seen:
-                seen.add(dep)
-                todo.append(dep)
-    return seen
 
 
 def defined(path):
@@ -110,10 +69,11 @@ def test_no_detector_imports_fixer_code():
     assert FIXERS <= set(every), sorted(FIXERS - set(every))
 
 
-def test_the_rule_would_see_a_detector_importing_a_fixer(tmp_path):
+def test_the_rule_would_see_a_detector_importing_a_fixer():
     """The closure follows both import forms, so the rule above can fail."""
-    assert "_kubelet.flag_edit" in closure(["_kubelet.plan"])
-    assert "_core.fileio" in closure(["_kernel.boot"]) or "_core.paths" in closure(["_kernel.boot"])
+    assert "_kubelet.flag_edit" in closure(["_kubelet.plan"])         # from PKG._kubelet import flag_edit
+    assert "_kernel.boot_record" in closure(["_kernel.boot"])         # from PKG._kernel.boot_record import ...
+    assert "_kernel.boot_bls" in closure(["_kernel.boot"])            # from PKG._kernel import boot_bls
 
 
 def test_every_import_names_the_module_that_defines_the_name():

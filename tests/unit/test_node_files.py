@@ -2,14 +2,13 @@
 """meta/node_files.yml: the module_utils files each node-side entry point needs,
 held to the entry point's imports (closure), and read by every shipper."""
 
-import ast
 import os
 
 import yaml
 
+from ansible_collections.nodefix.k8s.tests.unit.module_utils_graph import closure as graph_closure, module_deps, package_files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MU = os.path.join(ROOT, "plugins", "module_utils")
-PKG = "ansible_collections.nodefix.k8s.plugins.module_utils"
 
 
 def manifest():
@@ -17,39 +16,11 @@ def manifest():
         return yaml.safe_load(fh)
 
 
-def imported_module_utils(name):
-    """The collection's module_utils modules (``_pkg.module``) a module imports (at any depth of the code:
-    lazy imports count)."""
-    with open(os.path.join(MU, name.replace(".", os.sep) + ".py")) as fh:
-        tree = ast.parse(fh.read())
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PKG + "."):
-            sub = node.module[len(PKG) + 1:]
-            if "." in sub:                      # from PKG._pkg.module import name
-                found.add(sub)
-            else:                               # from PKG._pkg import module
-                found.update("%s.%s" % (sub, a.name) for a in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(a.name[len(PKG) + 1:] for a in node.names if a.name.startswith(PKG + "."))
-    return found
-
-
 def closure(entry, by_name=()):
     """The files ``entry`` needs: its imports, and (``by_name``) the modules it imports by name
     (importlib: the npd plugin loads a condition's detectors only when the condition runs), with
     the ``__init__.py`` of each package they are in."""
-    seen, todo = set([entry] + list(by_name)), [entry] + list(by_name)
-    while todo:
-        for dep in imported_module_utils(todo.pop()):
-            if dep not in seen:
-                seen.add(dep)
-                todo.append(dep)
-    files = set()
-    for name in seen:
-        package, module = name.split(".")
-        files.update(["%s/__init__.py" % package, "%s/%s.py" % (package, module)])
-    return sorted(files)
+    return package_files(graph_closure([entry] + list(by_name)))
 
 
 def test_each_list_is_the_closure_of_its_entry_point():
@@ -68,7 +39,7 @@ def test_the_modules_the_plugin_imports_by_name_are_listed():
 
 def test_the_reader_sees_both_import_forms():
     # `from <pkg>._x.y import name` and `from <pkg>._x import y` (both in _mount_units/cleanup.py)
-    assert {"_core.runner", "_mount_units.systemd", "_mount_units.detect"} <= imported_module_utils("_mount_units.cleanup")
+    assert {"_core.runner", "_mount_units.systemd", "_mount_units.detect"} <= module_deps("_mount_units.cleanup")
 
 
 def test_every_shipper_reads_the_manifest_and_keeps_no_list_of_its_own():

@@ -50,9 +50,8 @@ import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_bls as kernel_boot_bls
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import mountinfo_entries
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import node_path, read_text, resolve_target, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import node_path, resolve_target
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel.detect import read_running_release
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel.boot_record import RECORD, read_record
 

@@ -33,8 +33,10 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONDITIONS = ["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking", "PIDPressureRisk", "KubeletConfigRisk",
+CONDITIONS = ["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking", "PIDsRisk", "KubeletConfigRisk",
               "ContainerRuntimeRisk", "KernelRisk"]
+# a condition's 1.0 name: a --before tree from before the rename answers only to that one
+OLD_NAMES = {"PIDsRisk": "PIDPressureRisk"}
 KUBELET_CONDITIONS = ["KubeletConfigRisk", "GVisorMemoryLimitIgnored"]
 # the plugin's entry: module_utils/_npd/plugin.py since the package split, module_utils/_npd.py before it
 ENTRY = ("import sys; sys.path.insert(0, %r); "
@@ -62,6 +64,19 @@ def tree(rev, dest):
                         "--strip-components=0"], input=archive, check=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", dest], check=True)  # warm cache, as the role does
     return dest
+
+
+def condition_in(path, condition):
+    """The name the plugin of tree ``path`` knows ``condition`` by (its 1.0 name in a tree from before the rename)."""
+    if condition not in OLD_NAMES:
+        return condition
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                    if '"%s"' % condition in fh.read():
+                        return condition
+    return OLD_NAMES[condition]
 
 
 def measure(argv):
@@ -109,8 +124,8 @@ def main():
         for label, condition, config in runs:
             row = {}
             for name, path in sorted(trees.items()):
-                row[name] = series([args.python, "-c", ENTRY % path, "--config", config, "--condition", condition],
-                                   args.runs)
+                row[name] = series([args.python, "-c", ENTRY % path, "--config", config, "--condition",
+                                    condition_in(path, condition)], args.runs)
             result["conditions"][label] = row
         ticks = 3600.0 / args.interval
         for name in ("before", "now"):

@@ -62,7 +62,7 @@ def findings_at_or_above(findings, threshold, ignore=None):
 
 
 def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout="5s", source="nodefix-k8s",
-                       concurrency=1):
+                       concurrency=1, legacy_condition_names=False):
     """node-problem-detector's custom plugin monitor config for the nodefix.k8s plugin (``_npd.plugin.monitor_config``);
     a config node-problem-detector would refuse, or whose schedule drops ticks (``_npd.plugin.monitor_config_errors``),
     is an error naming the rule."""
@@ -72,8 +72,11 @@ def npd_monitor_config(plugin_path, config_path, invoke_interval="300s", timeout
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise AnsibleFilterError("npd_monitor_config: concurrency must be a whole number of at least 1, got %r"
                                  % (concurrency,))
+    if not isinstance(legacy_condition_names, bool):
+        raise AnsibleFilterError("npd_monitor_config: legacy_condition_names must be true or false, got %r"
+                                 % (legacy_condition_names,))
     cfg = _monitor_config(plugin_path, config_path, invoke_interval=invoke_interval, timeout=timeout, source=source,
-                          concurrency=concurrency)
+                          concurrency=concurrency, legacy_names=legacy_condition_names)
     errors = _monitor_config_errors(cfg)
     if errors:
         raise AnsibleFilterError("npd_monitor_config: %s" % "; ".join(errors))

@@ -50,7 +50,7 @@ options:
   sysctl_file:
     description:
       - A sysctl.d file a fix writes (or is about to write) C(kernel.pid_max) to, for example the role
-        C(nodefix.k8s.pid_limits)'s C(/etc/sysctl.d/60-nodefix-pid-max.conf).
+        C(nodefix.k8s.pids)'s C(/etc/sysctl.d/60-nodefix-pid-max.conf).
       - When set, RV(pid_max_persisted.overridden_by) lists the assignments in files that apply after it and so
         would override what it holds. The file does not have to exist.
     type: path
@@ -77,7 +77,7 @@ notes:
   - Called C(nodefix.k8s.process_health) in 1.0.0 (the read-only modules now follow the C(_info) convention); that
     name still works, through a redirect with a deprecation warning, until 2.0.0.
   - C(kernel.pid_max) is not namespaced before Linux 6.14; this module only reads it. The role
-    C(nodefix.k8s.pid_limits) raises it persistently.
+    C(nodefix.k8s.pids) raises it persistently.
   - Inside a container C(/proc) lists only that PID namespace; C(/proc/loadavg) still counts the host's tasks.
 seealso:
   - module: nodefix.k8s.kernel_info
@@ -270,7 +270,7 @@ findings:
       subject: pid 2841 (supercronic) in pod 1d2c3b4a-0000-4000-8000-00000000beef
       evidence: {pid: 2841, zombies: 19782, pid1_of_namespace: true}
       remedy: Make the parent reap its children ...
-      fix: {role: nodefix.k8s.pid_limits, tag: zombies}
+      fix: {role: nodefix.k8s.pids, tag: zombies}
 """
 
 import os

@@ -143,7 +143,7 @@ def held(lock_name):
 # and may run beside the end-to-end lab (test_30_molecule.py). The others take
 # the lab lock (test_31_molecule_lab.py): on this host's cgroup v1 tree a
 # container sees every other container's cgroups, and gvisor (real sandboxes
-# and /kubepods cgroups), kernel (CPU quota cgroups), npd and pid_limits (every
+# and /kubepods cgroups), kernel (CPU quota cgroups), npd and pids (every
 # detector, host-wide reads) must not run beside the lab's container nodes,
 # whose audits must come out exact (and the other way round).
 MOLECULE_ISOLATED = ("containerd", "containerd_rollback", "kubelet", "kubelet_rollback",

@@ -58,3 +58,47 @@ def test_an_old_module_name_still_works_through_its_redirect():
     assert "localhost | SUCCESS" in out and "limited_by:" in out and "pid_max:" in out, out[-2000:]  # pids_info's result
     said = " ".join(out.split())
     assert "nodefix.k8s.process_health has been deprecated" in said and "nodefix.k8s.pids_info" in said, said[-2000:]
+
+
+def test_the_old_pid_limits_role_runs_pids_with_its_1_0_variables(tmp_path):
+    """1.0's role nodefix.k8s.pid_limits is nodefix.k8s.pids since 1.1.0: the old name still runs it, and every
+    pid_limits_* variable still means what it did - above all pid_limits_apply_live: false, which keeps a
+    privileged container from writing the host's kernel.pid_max. Check mode on this machine with the
+    collection's file redirected into tmp_path: nothing is written, live or on disk."""
+    sysctl_file = tmp_path / "60-nodefix-pid-max.conf"
+    playbook = tmp_path / "old-role.yml"
+    playbook.write_text("""
+- hosts: localhost
+  gather_facts: false
+  roles:
+    - role: nodefix.k8s.pid_limits
+      vars:
+        pid_limits_sysctl_file: %s
+        pid_limits_pid_max: 123456
+        pid_limits_never_lower: false
+        pid_limits_apply_live: false
+        pid_limits_zombie_threshold: 100000
+  post_tasks:
+    - name: The 1.0 facts are set
+      ansible.builtin.assert:
+        that:
+          - pid_limits_zombie_leakers == []
+          - pids_target | int == 123456
+""" % sysctl_file)
+    rc, out = run_logged("old-pid-limits-role", [
+        "ansible-playbook", "-i", "localhost,", "-c", "local", "--check", "--diff", str(playbook),
+        "-e", "ansible_python_interpreter=%s" % sys.executable],
+        env={"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_DEPRECATION_WARNINGS": "true"})
+    assert_ok("old-pid-limits-role", rc, out)
+    import json  # pylint: disable=import-outside-toplevel
+    report = json.loads(out[out.index("{"):])
+    tasks = dict((t["task"]["name"].split(" : ")[-1], t["hosts"]["localhost"])
+                 for play in report["plays"] for t in play["tasks"])
+    assert "nodefix.k8s.pids" in tasks["Say that this role is now nodefix.k8s.pids"]["msg"]
+    persisted = tasks["Persist kernel.pid_max in the collection's sysctl.d file"]
+    args = persisted["invocation"]["module_args"]
+    # the old names reached the new role: its file, its value, and never the live kernel.pid_max
+    assert args["sysctl_file"] == str(sysctl_file) and str(args["value"]) == "123456", args
+    assert args["sysctl_set"] is False and args["reload"] is False, args
+    assert persisted["changed"] is True and not sysctl_file.exists()   # check mode: reported, not written
+    assert report["stats"]["localhost"]["failures"] == 0

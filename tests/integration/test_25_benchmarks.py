@@ -98,7 +98,7 @@ def test_npd_plugin_cost_benchmark(tmp_path):
     assert_ok("bench-npd", rc, out)
     data = json.loads(result.read_text())
     assert sorted(data["conditions"]) == sorted(["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking",
-                                                 "PIDPressureRisk", "KubeletConfigRisk", "ContainerRuntimeRisk",
+                                                 "PIDsRisk", "KubeletConfigRisk", "ContainerRuntimeRisk",
                                                  "KernelRisk", "KubeletConfigRisk (kubeadm node)",
                                                  "GVisorMemoryLimitIgnored (kubeadm node)"])
     # every run answered in NPD's protocol (0, 1 or 2), never a crash

@@ -46,7 +46,7 @@ POD_LIMIT = 268435456
 # count. Nothing else may remain after remediate.
 RESIDUAL = {
     # a program that never reaps its children is fixed by people (tini,
-    # shareProcessNamespace); pid_limits reports it with that advice
+    # shareProcessNamespace); pids reports it with that advice
     "pids.zombie_leaker",
 }
 # The main flow remediates the four nodes in ONE batch: a batch costs its
@@ -137,7 +137,7 @@ def processes_mentioning(text):
 NPD_PLUGIN = "/usr/local/lib/nodefix-npd/nodefix-npd"
 NPD_CONFIG = "/etc/nodefix/npd.json"
 NPD_CONDITIONS = {
-    "GVisorMemoryLimitIgnored": ["gvisor"], "KubeletMountUnitsLeaking": ["mount_units"], "PIDPressureRisk": ["pids"],
+    "GVisorMemoryLimitIgnored": ["gvisor"], "KubeletMountUnitsLeaking": ["mount_units"], "PIDsRisk": ["pids"],
     "KubeletConfigRisk": ["kubelet"], "ContainerRuntimeRisk": ["containerd", "cpu_quota"], "KernelRisk": ["kernel", "reboot"],
 }
 # node-problem-detector's default plugin timeout (pkg/custompluginmonitor/types/config.go): every node,

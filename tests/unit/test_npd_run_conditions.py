@@ -18,7 +18,7 @@ PLUGIN = """#!/bin/sh
 [ "$1" = --config ] && [ "$3" = --condition ] || { echo "bad argv: $*" >&2; exit 9; }
 case "$4" in
   Ok) echo "no problem on $2"; exit 0 ;;
-  Problem) echo "PIDPressureRisk: pid_max 32768 < 4194304"; exit 1 ;;
+  Problem) echo "PIDsRisk: pid_max 32768 < 4194304"; exit 1 ;;
   Unknown) echo "cannot read /proc" ; echo "trace" >&2; exit 2 ;;
   Crash) echo "Traceback" >&2; exit 3 ;;
   Slow) sleep 30; exit 0 ;;
@@ -46,7 +46,7 @@ def test_each_condition_runs_in_its_own_process_with_its_exit_code_and_message(p
     rows = dict((r["condition"], r) for r in out["results"])
     assert [r["condition"] for r in out["results"]] == ["Ok", "Problem", "Unknown", "Crash"]
     assert rows["Ok"]["rc"] == 0 and rows["Ok"]["message"] == "no problem on /etc/nodefix/npd.yml"
-    assert rows["Problem"]["rc"] == 1 and rows["Problem"]["message"].startswith("PIDPressureRisk")
+    assert rows["Problem"]["rc"] == 1 and rows["Problem"]["message"].startswith("PIDsRisk")
     assert rows["Unknown"]["rc"] == 2 and rows["Unknown"]["stderr"] == "trace"
     assert rows["Crash"]["rc"] == 3 and rows["Crash"]["message"] == "" and rows["Crash"]["stderr"] == "Traceback"
     assert all(0 <= r["seconds"] < 5 for r in out["results"])

@@ -46,7 +46,7 @@ _UPGRADE = ("Upgrade the kernel (distribution kernel >= 5.4 LTS; 5.15, 6.1 or ne
             "Dropping caches (echo 3 > /proc/sys/vm/drop_caches) is NOT a remedy: it can hang the node "
             "and does not stop new dying cgroups.")
 
-# (version, finding id, what the version fixed): upstream commits, see docs/pids_kernel.md.
+# (version, finding id, what the version fixed): upstream commits, see docs/kernel.md.
 FIXES = (
     ((4, 6), "kernel.no_oom_reaper", "OOM reaper: an OOM victim that cannot exit no longer hangs the node"),
     ((4, 16), "kernel.memcg_stat_unfixed",

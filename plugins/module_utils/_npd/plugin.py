@@ -64,8 +64,8 @@ CONDITIONS = {
                                  "ok_message": "gVisor sandboxes are sized to their pod's memory limit"},
     "KubeletMountUnitsLeaking": {"checks": ["mount_units"], "ok_reason": "NoLeakedMountUnits",
                                  "ok_message": "no leaked kubelet mount units"},
-    "PIDPressureRisk": {"checks": ["pids"], "ok_reason": "PIDHeadroomOK",
-                        "ok_message": "PID limits and zombies within bounds"},
+    "PIDsRisk": {"checks": ["pids"], "ok_reason": "PIDHeadroomOK",
+                 "ok_message": "PID limits and zombies within bounds"},
     "KubeletConfigRisk": {"checks": ["kubelet"], "ok_reason": "KubeletConfigOK",
                           "ok_message": "kubelet rate limits and image pulls as required"},
     "ContainerRuntimeRisk": {"checks": ["containerd", "cpu_quota"], "ok_reason": "ContainerRuntimeOK",
@@ -73,6 +73,11 @@ CONDITIONS = {
     "KernelRisk": {"checks": ["kernel", "reboot"], "ok_reason": "KernelOK",
                    "ok_message": "kernel without known node killers, no reboot pending"},
 }
+
+# 1.0 condition type -> its name now (one name per problem: the pids detector's condition is PIDsRisk).
+# The plugin still answers to the old name, and monitor_config(legacy_names=True) publishes it, for clusters
+# whose alerts read the old type (deprecated, removed in 2.0.0).
+LEGACY_NAMES = {"PIDPressureRisk": "PIDsRisk"}
 
 # detector -> the module_utils module whose check() runs it (as _audit/checks.py's DETECTORS has them; a
 # unit test holds the two together). Imported by name: a condition loads only its own detectors.
@@ -218,19 +223,27 @@ def _seconds(text):
     return int(text[:-1]) * units[text[-1]]
 
 
+def published_names(legacy_names=False):
+    """{condition: the type published on the Node} - the 1.0 name where ``legacy_names`` asks for it."""
+    old = dict((new, old) for old, new in LEGACY_NAMES.items()) if legacy_names else {}
+    return dict((name, old.get(name, name)) for name in CONDITIONS)
+
+
 def monitor_config(plugin_path, config_path, invoke_interval="300s", timeout="5s", source="nodefix-k8s",
-                   concurrency=1):
-    """NPD's custom plugin monitor config: one permanent rule per condition, running ``plugin_path``."""
+                   concurrency=1, legacy_names=False):
+    """NPD's custom plugin monitor config: one permanent rule per condition, running ``plugin_path``;
+    ``legacy_names`` publishes the 1.0 condition types (LEGACY_NAMES)."""
+    types = published_names(legacy_names)
     return {
         "plugin": "custom",
         "pluginConfig": {"invoke_interval": invoke_interval, "timeout": timeout, "max_output_length": MAX_OUTPUT,
                          "concurrency": concurrency, "enable_message_change_based_condition_update": False},
         "source": source,
         "metricsReporting": True,
-        "conditions": [{"type": name, "reason": spec["ok_reason"], "message": spec["ok_message"]}
+        "conditions": [{"type": types[name], "reason": spec["ok_reason"], "message": spec["ok_message"]}
                        for name, spec in sorted(CONDITIONS.items())],
-        "rules": [{"type": "permanent", "condition": name, "reason": name, "path": plugin_path,
-                   "args": ["--config", config_path, "--condition", name], "timeout": timeout}
+        "rules": [{"type": "permanent", "condition": types[name], "reason": types[name], "path": plugin_path,
+                   "args": ["--config", config_path, "--condition", types[name]], "timeout": timeout}
                   for name in sorted(CONDITIONS)],
     }
 
@@ -310,6 +323,7 @@ def parse_args(argv):
                 raise NpdArgumentError("%s needs a value" % name)
             value = rest.pop(0)
         args[name[2:]] = value
+    args["condition"] = LEGACY_NAMES.get(args["condition"], args["condition"])
     if args["condition"] not in CONDITIONS:
         raise NpdArgumentError("--condition must be one of %s, got %s" % (", ".join(sorted(CONDITIONS)), args["condition"]))
     return args

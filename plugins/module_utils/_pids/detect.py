@@ -70,43 +70,43 @@ FINDINGS = {
         "severity": "high",
         "title": "Tasks use most of the node's PID space (kernel.pid_max / kernel.threads-max)",
         "remedy": ("Find what creates the tasks (zombie leakers, thread leaks); raise kernel.pid_max to "
-                   "4194304 (role nodefix.k8s.pid_limits) and set kubelet podPidsLimit so one pod cannot "
+                   "4194304 (role nodefix.k8s.pids) and set kubelet podPidsLimit so one pod cannot "
                    "exhaust the node. New processes fail with 'pthread_create failed: No space left on device' "
                    "once the limit is reached."),
-        "role": "nodefix.k8s.pid_limits",
-        "tag": "pid_limits",
+        "role": "nodefix.k8s.pids",
+        "tag": "pids",
     },
     "pids.pid_max_low": {
         "severity": "medium",
         "title": "kernel.pid_max is below the recommended value",
-        "remedy": ("Raise kernel.pid_max persistently (role nodefix.k8s.pid_limits writes a /etc/sysctl.d/ "
+        "remedy": ("Raise kernel.pid_max persistently (role nodefix.k8s.pids writes a /etc/sysctl.d/ "
                    "file; 4194304 on 64-bit kernels, systemd >= 243 ships the same in 50-pid-max.conf)."),
-        "role": "nodefix.k8s.pid_limits",
-        "tag": "pid_limits",
+        "role": "nodefix.k8s.pids",
+        "tag": "pids",
     },
     "pids.pid_max_persisted_low": {
         "severity": "medium",
         "title": "The kernel.pid_max the next boot applies (sysctl.d) is below the recommended value",
         "remedy": ("A sysctl.d file persists a low kernel.pid_max: the node falls back to it at the next boot "
-                   "whatever the live value is now. The role nodefix.k8s.pid_limits writes the recommended value "
+                   "whatever the live value is now. The role nodefix.k8s.pids writes the recommended value "
                    "to its own file; a file sorting after it that sets a lower value must be removed by hand "
                    "(the evidence lists every file that sets the key, in the order they apply)."),
-        "role": "nodefix.k8s.pid_limits",
-        "tag": "pid_limits",
+        "role": "nodefix.k8s.pids",
+        "tag": "pids",
     },
     "pids.threads_max_low": {
         "severity": "medium",
         "title": "kernel.threads-max caps the number of tasks below the recommended value",
-        "remedy": ("kernel.threads-max is sized from RAM at boot; raise it with the pid_limits role "
-                   "(pid_limits_threads_max) if the node really needs more tasks, and set podPidsLimit."),
-        "role": "nodefix.k8s.pid_limits",
-        "tag": "pid_limits",
+        "remedy": ("kernel.threads-max is sized from RAM at boot; raise it with the pids role "
+                   "(pids_threads_max) if the node really needs more tasks, and set podPidsLimit."),
+        "role": "nodefix.k8s.pids",
+        "tag": "pids",
     },
     "pids.zombie_leaker": {
         "severity": "high",
         "title": "A process leaks zombie children (it never reaps them)",
         "remedy": _ZOMBIE_ADVICE,
-        "role": "nodefix.k8s.pid_limits",
+        "role": "nodefix.k8s.pids",
         "tag": "zombies",
     },
 }

@@ -47,8 +47,8 @@ def test_broken_node_is_nonok_with_a_bounded_message_and_runs_only_its_detector(
 
 def test_fixed_node_is_ok(monkeypatch):
     fake(monkeypatch, {"pids": [f("pids.zombies_some", "info")]})
-    code, text = run_cli(["--condition", "PIDPressureRisk"])
-    assert code == npd_plugin.OK and text.strip() == npd_plugin.CONDITIONS["PIDPressureRisk"]["ok_message"]
+    code, text = run_cli(["--condition", "PIDsRisk"])
+    assert code == npd_plugin.OK and text.strip() == npd_plugin.CONDITIONS["PIDsRisk"]["ok_message"]
 
 
 def test_findings_of_other_detectors_do_not_raise_the_condition(monkeypatch):
@@ -105,13 +105,38 @@ def test_monitor_config_passes_npds_own_validation_rules():
     assert sorted(owners) == sorted(audit_checks.CHECK_NAMES)
 
 
+def test_a_1_0_condition_name_still_answers_as_its_new_one(monkeypatch):
+    """1.0 published the pids condition as PIDPressureRisk: a monitor config written then (or kept with
+    npd_legacy_condition_names) still runs the pids detector under that name, with the same answer."""
+    fake(monkeypatch, {"pids": [f("pids.zombie_leaker", "high", "1234")]})
+    assert npd_plugin.LEGACY_NAMES == {"PIDPressureRisk": "PIDsRisk"}
+    old, new = run_cli(["--condition", "PIDPressureRisk"]), run_cli(["--condition", "PIDsRisk"])
+    assert old == new and old[0] == npd_plugin.NONOK and "pids.zombie_leaker" in old[1]
+    # only the renamed condition has an old name: a typo is still refused
+    code, text = run_cli(["--condition", "PIDPressure"])
+    assert code == npd_plugin.UNKNOWN and "--condition must be one of" in text
+
+
+def test_legacy_names_publish_the_1_0_condition_type_and_nothing_else_changes():
+    new = npd_plugin.monitor_config("/p", "/c")
+    old = npd_plugin.monitor_config("/p", "/c", legacy_names=True)
+    assert "PIDsRisk" in [c["type"] for c in new["conditions"]]
+    assert [c["type"] for c in old["conditions"]] == [
+        "PIDPressureRisk" if c["type"] == "PIDsRisk" else c["type"] for c in new["conditions"]]
+    rule = [r for r in old["rules"] if r["condition"] == "PIDPressureRisk"]
+    assert len(rule) == 1 and rule[0]["args"][-1] == "PIDPressureRisk" and rule[0]["reason"] == "PIDPressureRisk"
+    assert [r for r in old["rules"] if r["condition"] != "PIDPressureRisk"] == [
+        r for r in new["rules"] if r["condition"] != "PIDsRisk"]
+    assert npd_plugin.monitor_config_errors(old) == []
+
+
 def test_fleet_waivers_apply_by_host_subject_and_expiry(monkeypatch, tmp_path):
     fake(monkeypatch, {"pids": [f("pids.zombie_leaker", "high", "1234")]})
     cfg = tmp_path / "npd.json"
 
     def code(waivers, host="batch-1"):
         cfg.write_text(json.dumps({"waivers": waivers, "host": host}))
-        return run_cli(["--condition", "PIDPressureRisk", "--config", str(cfg)])[0]
+        return run_cli(["--condition", "PIDsRisk", "--config", str(cfg)])[0]
     waiver = {"id": "pids.*", "reason": "OPS-1", "hosts": ["batch-*"]}
     assert code([]) == npd_plugin.NONOK
     assert code([waiver]) == npd_plugin.OK
@@ -162,7 +187,7 @@ def test_every_wrong_type_in_a_hand_edited_config_is_unknown_never_a_problem(mon
     fake(monkeypatch, {})
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps(config))
-    code, text = run_cli(["--condition", "PIDPressureRisk", "--config", str(cfg)])
+    code, text = run_cli(["--condition", "PIDsRisk", "--config", str(cfg)])
     assert code == npd_plugin.UNKNOWN and needle in text, text
 
 
@@ -177,7 +202,7 @@ def test_messages_are_always_writable_ascii_within_the_limit(monkeypatch, tmp_pa
         cfg = tmp_path / "npd.json"
         cfg.write_text(json.dumps({"max_output_length": limit}))
         out = Ascii()
-        code = npd_plugin.cli(["--condition", "PIDPressureRisk", "--config", str(cfg)], out=out)
+        code = npd_plugin.cli(["--condition", "PIDsRisk", "--config", str(cfg)], out=out)
         line = out.getvalue().rstrip("\n")
         assert code == npd_plugin.NONOK and len(line) <= limit and ("\\" in line or limit < 40), line
 
@@ -186,7 +211,7 @@ def test_an_unwritable_stdout_is_unknown():
     class Closed(io.StringIO):
         def write(self, text):
             raise IOError("broken pipe")
-    assert npd_plugin.cli(["--condition", "PIDPressureRisk"], out=Closed()) == npd_plugin.UNKNOWN
+    assert npd_plugin.cli(["--condition", "PIDsRisk"], out=Closed()) == npd_plugin.UNKNOWN
 
 
 def test_the_condition_imports_only_its_own_detectors():
@@ -295,6 +320,11 @@ def test_the_role_accepts_exactly_the_settings_npd_runs_without_dropping_ticks()
     # the settings the old rule (timeout <= interval) let through, which dropped ticks
     with pytest.raises(AnsibleFilterError, match="take up to 180s per tick"):
         npd_monitor_config(plugin, config, "30s", "30s")
+    # the role passes npd_legacy_condition_names | bool; anything else is refused, not read as true
+    legacy = npd_monitor_config(plugin, config, "300s", "5s", "nodefix-k8s", 1, True)
+    assert "PIDPressureRisk" in [c["type"] for c in legacy["conditions"]] and npd_would_refuse(legacy) == []
+    with pytest.raises(AnsibleFilterError, match="legacy_condition_names must be true or false"):
+        npd_monitor_config(plugin, config, legacy_condition_names="no")
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -304,5 +334,5 @@ def test_the_role_accepts_exactly_the_settings_npd_runs_without_dropping_ticks()
 def test_bad_arguments_are_unknown_never_a_problem(argv, needle):
     code, text = run_cli(argv)
     assert code == npd_plugin.UNKNOWN and text.startswith("bad arguments: ") and needle in text, text
-    code, _text = run_cli(["--condition=PIDPressureRisk", "--config=/nonexistent/npd.json"])
+    code, _text = run_cli(["--condition=PIDsRisk", "--config=/nonexistent/npd.json"])
     assert code == npd_plugin.UNKNOWN

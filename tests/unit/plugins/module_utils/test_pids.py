@@ -132,7 +132,7 @@ def test_v2_zombies_grouped_by_parent_with_pod(make_tree):
                              "advice": pids_detect.zombie_advice(1)}
     assert f["evidence"]["advice"].startswith("It is PID 1 of its container")
     assert "tini" in f["remedy"] and "shareProcessNamespace" in f["remedy"]
-    assert f["fix"] == {"role": "nodefix.k8s.pid_limits", "tag": "zombies"}
+    assert f["fix"] == {"role": "nodefix.k8s.pids", "tag": "zombies"}
     # the healthy PID space gives no other finding
     assert [x["id"] for x in got["findings"]] == ["pids.zombie_leaker"]
 
@@ -275,7 +275,7 @@ def test_persisted_pid_max_low_even_when_live_is_high(make_tree):
                              "recommended": 4194304, "assignments": [
                                  {"path": "/usr/lib/sysctl.d/50-pid-max.conf", "value": "4194304"},
                                  {"path": "/etc/sysctl.d/60-nodefix-pid-max.conf", "value": "32768"}]}
-    assert f["fix"] == {"role": "nodefix.k8s.pid_limits", "tag": "pid_limits"}
+    assert f["fix"] == {"role": "nodefix.k8s.pids", "tag": "pids"}
 
 
 def test_persisted_pid_max_fine_when_the_last_file_is_high(make_tree):

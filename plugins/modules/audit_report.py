@@ -107,6 +107,14 @@ options:
         than the space left are cut with C(~). At least 60.
     type: int
     default: 100
+  storm:
+    description:
+      - The storm breaker's verdict, M(nodefix.k8s.storm_gate)'s result (remediate passes it). When the breaker stopped
+        the rollout, or was overridden, or a finding is on more than its threshold's share of the fleet, every format
+        says so first (a "Storm breaker" section, the lines above the console table; the JSON keeps C(storm)).
+      - A value that is not a storm_gate result fails the module; nothing is written. Not with O(merge).
+    type: dict
+    version_added: 1.1.0
   fail_on:
     description:
       - The fleet's fail policy, computed here once for every playbook (the reports are written first).
@@ -336,6 +344,7 @@ def main():
             junit_fail_on=dict(type="str", default="medium", choices=list(SEVERITIES)),
             fail_on=dict(type="str", default="never", choices=["never"] + list(SEVERITIES)),
             table_width=dict(type="int", default=100),
+            storm=dict(type="dict"),
             waivers=dict(type="list", elements="dict", default=[], options=dict(
                 id=dict(type="str", required=True),
                 reason=dict(type="str", required=True),
@@ -345,7 +354,8 @@ def main():
             )),
         ),
         required_one_of=[["results", "merge"]],
-        mutually_exclusive=[["results", "merge"], ["before", "merge"], ["remediation", "merge"], ["waivers", "merge"]],
+        mutually_exclusive=[["results", "merge"], ["before", "merge"], ["remediation", "merge"], ["waivers", "merge"],
+                            ["storm", "merge"]],
         supports_check_mode=True,
     )
     p = module.params
@@ -361,7 +371,7 @@ def main():
             check_results(p["before"], "before")
             check_remediation(p["remediation"])
             model = build_model(p["results"], before=p["before"], remediation=p["remediation"], title=p["title"],
-                                generated=p["generated"], waivers=waivers)
+                                generated=p["generated"], waivers=waivers, storm=p["storm"])
     except ReportInputError as err:
         module.fail_json(msg="bad input: %s; nothing was written" % err)
     except WaiverError as err:

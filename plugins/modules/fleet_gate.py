@@ -157,68 +157,17 @@ ignored:
 """
 
 import datetime
-import json
-import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import (
     RECORD,
-    SLICE_NAME,
-    GateInputError,
     batch_verdict,
     record,
     verdict,
 )
-
-
-def read_record(path):
-    """The decoded record at ``path``: a regular file only (``core_paths.read_utf8`` without following a
-    link, without blocking on a FIFO); GateInputError naming it otherwise."""
-    try:
-        text = core_paths.read_utf8(path, what="slice record", follow=False)
-    except core_paths.FileSafetyError as exc:
-        raise GateInputError(exc.msg)
-    if text is None:
-        raise GateInputError("slice record %s cannot be read: it is gone" % path)
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise GateInputError("slice record %s is not JSON (%s)" % (path, str(exc)[:200] or type(exc).__name__))
-
-
-def read_records(directory):
-    """{slice: record} of every slice directory under ``directory`` (absent: none); GateInputError
-    when one cannot be read (the fleet's state is unknown)."""
-    records = {}
-    if not os.path.isdir(directory):
-        return records
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name, RECORD)
-        if not SLICE_NAME.match(name) or not os.path.lexists(path):
-            continue
-        records[name] = read_record(path)
-    return records
-
-
-def write_record(directory, own):
-    """Write ``own`` to <directory>/<slice>/rollout.json atomically (a temp file renamed over it)."""
-    target_dir = os.path.join(directory, own["slice"])
-    if not os.path.isdir(target_dir):
-        os.makedirs(target_dir)
-    fd, tmp = tempfile.mkstemp(prefix=".rollout.", dir=target_dir)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(own, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, os.path.join(target_dir, RECORD))
-    except OSError:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.records import read_records, write_record
 
 
 def main():
@@ -242,7 +191,7 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         own = record(p["slice"] if sliced else "play", p["hosts"], p["failed"], now, p["rollout"])
-        records = read_records(p["dir"]) if sliced else {}
+        records = read_records(p["dir"], RECORD) if sliced else {}
         stored = records.get(own["slice"])
         changed = sliced and p["record"] and not (isinstance(stored, dict) and stored.get("hosts") == own["hosts"]
                                                   and stored.get("failed") == own["failed"]
@@ -253,11 +202,11 @@ def main():
         stop, msg = batch_verdict(p["previous_batch"], own["failed"], p["max_fail_percentage"])
         if stop:  # the nearer cause first: this slice's own last batch
             result.update(stop=True, msg=msg)
-    except GateInputError as err:
+    except NodefixError as err:
         module.fail_json(msg="bad input: %s; the fleet's state is unknown, nothing was written" % err)
     if changed and not module.check_mode:
         try:
-            write_record(p["dir"], own)
+            write_record(p["dir"], own["slice"], RECORD, own)
         except OSError as exc:
             module.fail_json(msg="cannot write the slice record under %s: %s" % (p["dir"], exc))
     module.exit_json(changed=changed, **result)

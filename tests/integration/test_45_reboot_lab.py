@@ -82,6 +82,8 @@ def inventory(path, kubeconfig):
         "nodefix_become": False,
         "nodefix_audit_checks": ["mount_units"],
         "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
+        # every node is broken on purpose: over the storm breaker's threshold, proceed
+        "nodefix_storm_override": True,
         # the reboot path, with a threshold any cleanup exceeds
         "nodefix_mount_units_reboot": True, "nodefix_mount_units_reboot_over_seconds": 0.001,
         "mount_units_reboot_boot_time_command": BOOT_TIME, "mount_units_reboot_services": ["kubelet"],

@@ -16,6 +16,10 @@ the reasons to reboot it and whether the kubelet's guard rails go on. The playbo
 - The kubelet guard rails (eviction threshold, reserved memory, pod PID limit): ``auto`` turns them
   on when the audit found one missing (``kubelet.no_eviction_guard``, ``kubelet.pod_pids_unlimited``);
   ``true``/``false`` as told.
+- What disrupts the node's workloads (what the storm breaker counts, ``_report.storm``): ``drain`` when
+  the node gets any role and this run drains it, ``reboot`` when there is a reason to reboot (a kernel
+  below the minimum counts with ``kernel_upgrade``: the upgrade boots it), ``restart`` when a role that
+  restarts containerd or the kubelet runs on a node this run does not drain.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +32,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 REBOOT_ROLE = "nodefix.k8s.reboot"
 SLOW_CLEANUP = "mount_units.cleanup_slow"
 GUARD_RAIL_IDS = ("kubelet.no_eviction_guard", "kubelet.pod_pids_unlimited")
+# roles whose fix restarts containerd (the gVisor registration does too) or the kubelet
+RESTART_ROLES = ("nodefix.k8s.containerd", "nodefix.k8s.gvisor", "nodefix.k8s.kubelet")
+KERNEL_BELOW = "kernel.below_minimum"
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -76,14 +83,16 @@ def _reason(finding):
 
 
 def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_memcgs=False,
-         kubelet_guard_rails="auto"):
-    """{fix_roles, reboot_reasons, kubelet_guard_rails} for one node's before-audit (node_audit's result)."""
+         kubelet_guard_rails="auto", kernel_upgrade=False):
+    """{fix_roles, reboot_reasons, kubelet_guard_rails, disruptive} for one node's before-audit (node_audit's
+    result)."""
     found = _findings(audit)
     drainable = _switch("drainable", drainable)
     reboot = _switch("nodefix_reboot", reboot)
     mount_units_reboot = _switch("nodefix_mount_units_reboot", mount_units_reboot)
     dying_memcgs = _switch("nodefix_reboot_dying_memcgs", dying_memcgs)
     guard = _switch("nodefix_kubelet_guard_rails", kubelet_guard_rails, allow_auto=True)
+    kernel_upgrade = _switch("nodefix_kernel_upgrade", kernel_upgrade)
     reasons = [_reason(f) for f in (found if drainable else [])
                if (f["id"].startswith("reboot.") and reboot) or (f["id"] == SLOW_CLEANUP and mount_units_reboot)
                or (f["id"] == "kernel.dying_memcgs" and dying_memcgs)]
@@ -91,5 +100,13 @@ def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_m
     if [r for r in reasons if r["id"] != SLOW_CLEANUP]:
         roles.append(REBOOT_ROLE)
     ids = set(f["id"] for f in found)
+    disruptive = []
+    if drainable and roles:
+        disruptive.append("drain")
+    if reasons or (drainable and kernel_upgrade and KERNEL_BELOW in ids):
+        disruptive.append("reboot")
+    if not drainable and set(roles) & set(RESTART_ROLES):
+        disruptive.append("restart")
     return {"fix_roles": roles, "reboot_reasons": reasons,
-            "kubelet_guard_rails": bool(ids & set(GUARD_RAIL_IDS)) if guard == "auto" else guard}
+            "kubelet_guard_rails": bool(ids & set(GUARD_RAIL_IDS)) if guard == "auto" else guard,
+            "disruptive": disruptive}

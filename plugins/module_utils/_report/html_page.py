@@ -30,6 +30,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     change_rows,
     needs_no_attention,
     slices_line,
+    storm_lines,
     waived_groups,
     to_json,
     to_junit,
@@ -220,6 +221,10 @@ def to_html(model):
     h.append("</p>")
     if model.get("slices"):
         h.append("<p id=\"slices\" class=\"muted\">%s</p>" % _esc(slices_line(model)))
+    storm = storm_lines(model)
+    if storm:
+        h.append("<h2>Storm breaker</h2>")
+        h += ["<p class=\"storm\">%s</p>" % _esc(line) for line in storm]
     for w in model.get("waivers_expired") or []:
         h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
                  "(its findings count again)</p>"

@@ -235,20 +235,25 @@ def check_remediation(remediation):
 
 
 def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet audit", generated=None,
-                waivers=None, today=None):
+                waivers=None, today=None, storm=None):
     """Normalise per-host results into the report model.
 
     ``results``: {host: node_audit result}; ``before``: the same shape from an
     earlier audit (remediate's before/after); ``remediation``:
     {host: {"status": "ok"|"failed"|"skipped", "msg": ..., "roles": [...]}};
     ``waivers``: see check_waivers (waived findings are listed apart and do
-    not count as findings). Raises WaiverError on a bad waiver.
+    not count as findings); ``storm``: the storm breaker's verdict (storm_gate's result, check_storm).
+    Raises WaiverError on a bad waiver.
     """
     before = before or {}
     remediation = remediation or {}
+    kept = check_storm(storm)
     active, expired = check_waivers(waivers, today)
     nodes = [_node(host, results[host], before, remediation, active) for host in sorted(results)]
-    return assemble(nodes, title, generated, expired)
+    model = assemble(nodes, title, generated, expired)
+    if kept is not None:
+        model["storm"] = kept
+    return model
 
 
 def missing_node(host, error):
@@ -364,6 +369,46 @@ def _rem_text(node):
     return text
 
 
+def check_storm(storm):
+    """The storm breaker's verdict (storm_gate's result) as the report keeps it, or None; ReportInputError
+    when it is not one (the report would say something it cannot back)."""
+    if storm is None:
+        return None
+    if not isinstance(storm, dict):
+        raise ReportInputError("storm must be the storm_gate result (a mapping), got %s" % type(storm).__name__)
+    kept = {}
+    for key, kinds in (("stop", (bool,)), ("over", (bool,)), ("overridden", (bool,)), ("percent", (int,)),
+                       ("size", (int,)), ("share", (int, float)), ("msg", (str, type(None)))):
+        if not isinstance(storm.get(key), kinds) or (kinds != (bool,) and isinstance(storm.get(key), bool)):
+            raise ReportInputError("storm: %s is missing or of the wrong type (%r)" % (key, storm.get(key)))
+        kept[key] = storm[key]
+    disruptive, wide = storm.get("disruptive"), storm.get("fleet_wide")
+    if not isinstance(disruptive, list) or not all(isinstance(h, str) for h in disruptive):
+        raise ReportInputError("storm: disruptive must be a list of host names")
+    if not isinstance(wide, list) or not all(isinstance(w, dict) and isinstance(w.get("id"), str)
+                                             and isinstance(w.get("nodes"), int) for w in wide):
+        raise ReportInputError("storm: fleet_wide must be a list of {id, nodes, share}")
+    kept["disruptive"] = len(disruptive)
+    kept["fleet_wide"] = [{"id": w["id"], "nodes": w["nodes"], "share": w.get("share")} for w in wide]
+    return kept
+
+
+def storm_lines(model):
+    """What the storm breaker saw, in sentences (every format); [] when it saw nothing to say."""
+    storm = model.get("storm")
+    if not storm or not (storm["over"] or storm["fleet_wide"]):
+        return []
+    lines = []
+    if storm["msg"]:
+        lines.append(storm["msg"])
+    if storm["fleet_wide"]:
+        lines.append("Fleet-wide (on more than %d%% of the %d node(s)): %s - one cause is likelier than %s node faults"
+                     % (storm["percent"], storm["size"], ", ".join(
+                         "%s on %d (%s%%)" % (w["id"], w["nodes"], ("%.1f" % (w["share"] or 0)).rstrip("0").rstrip("."))
+                         for w in storm["fleet_wide"]), "independent"))
+    return lines
+
+
 def slices_line(model):
     """The sentence naming the slices a merged report was made from (Markdown and HTML)."""
     return "Merged from %d slice(s): %s" % (len(model["slices"]), "; ".join(
@@ -424,7 +469,10 @@ def table_lines(model, width=TABLE_WIDTH):
         cells = [row[0] if len(row[0]) <= node_w else row[0][:node_w - 1] + "~"] + row[1:]
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()[:width]
 
-    lines = [fmt(header), fmt(["-" * w for w in widths])]
+    lines = []
+    for sentence in storm_lines(model):
+        lines += textwrap.wrap(sentence, width=width)
+    lines += [fmt(header), fmt(["-" * w for w in widths])]
     if not model["nodes"]:
         lines += textwrap.wrap(NO_NODE, width=width)
     clean = [n["host"] for n in model["nodes"] if _is_clean(n)]
@@ -469,10 +517,13 @@ def to_markdown(model):
         "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
     if model.get("slices"):
         out += ["", slices_line(model) + "."]
+    storm = storm_lines(model)
+    if storm:
+        out += ["", "## Storm breaker", ""] + ["%s." % line.rstrip(".") for line in storm]
     for w in model.get("waivers_expired") or []:
         out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
             w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
-    out += ["", "## Nodes", "", "```"] + table_lines(model) + ["```", ""]
+    out += ["", "## Nodes", "", "```"] + table_lines(dict(model, storm=None)) + ["```", ""]
     if model["finding_ids"]:
         out += ["## Findings", "", "| id | severity | nodes | fixed by | title |", "|---|---|---|---|---|"]
         for e in model["finding_ids"]:

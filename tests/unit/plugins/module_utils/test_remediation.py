@@ -61,7 +61,7 @@ def test_guard_rails_auto_without_the_findings_stays_off():
 
 def test_a_clean_node_gets_nothing():
     assert audit_remediation.plan({"findings": []}, drainable=True, reboot=True) == {
-        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False}
+        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False, "disruptive": []}
 
 
 @pytest.mark.parametrize("audit,kwargs,words", [
@@ -86,3 +86,27 @@ def test_the_filter_wraps_it():
     assert flt(AUDIT, drainable=True, reboot=True)["reboot_reasons"][0]["id"] == "reboot.required"
     with pytest.raises(AnsibleFilterError, match="remediation_plan: the before-audit"):
         flt("not an audit")
+
+
+@pytest.mark.parametrize("audit, kwargs, want", [
+    # any role on a node this run drains is a drain, whatever the role does
+    ({"findings": [finding("pids.pid_max_low", "nodefix.k8s.pids")]}, {"drainable": True}, ["drain"]),
+    ({"findings": [finding("pids.pid_max_low", "nodefix.k8s.pids")]}, {}, []),
+    # containerd, the gVisor registration and the kubelet restart their service: without a drain that is a restart
+    ({"findings": [finding("gvisor.runsc_outdated", "nodefix.k8s.gvisor")]}, {}, ["restart"]),
+    ({"findings": [finding("kubelet.qps_low", "nodefix.k8s.kubelet")]}, {}, ["restart"]),
+    (AUDIT, {"drainable": True, "reboot": True}, ["drain", "reboot"]),
+    (AUDIT, {"reboot": True}, ["restart"]),   # no drain: never rebooted
+    # a kernel below the minimum is a reboot when the run upgrades kernels on drained nodes
+    ({"findings": [finding("kernel.below_minimum", "nodefix.k8s.kernel")]},
+     {"drainable": True, "kernel_upgrade": True}, ["drain", "reboot"]),
+    ({"findings": [finding("kernel.below_minimum", "nodefix.k8s.kernel")]}, {"kernel_upgrade": True}, []),
+    ({"findings": []}, {"drainable": True, "reboot": True, "kernel_upgrade": True}, []),
+])
+def test_what_disrupts_the_node_is_what_the_storm_breaker_counts(audit, kwargs, want):
+    assert audit_remediation.plan(audit, **kwargs)["disruptive"] == want
+
+
+def test_a_kernel_upgrade_switch_that_is_not_a_boolean_decides_nothing():
+    with pytest.raises(audit_remediation.PlanInputError, match="nodefix_kernel_upgrade must be true or false"):
+        audit_remediation.plan({"findings": []}, kernel_upgrade="maybe")

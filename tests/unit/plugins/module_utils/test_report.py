@@ -495,3 +495,46 @@ def test_every_format_stays_valid_on_any_string():
         rendered.encode("utf-8")                             # no lone surrogate
         assert not [c for c in rendered if (ord(c) < 0x20 and c not in "\t\n") or c in u"\x7f\ufffe"], rendered[:300]
     assert "(nested more than 32 levels deep: left out)" in text
+
+
+def storm_verdict(**over):
+    from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm  # pylint: disable=import-outside-toplevel
+    nodes = dict(("n%d" % i, {"disruptive": ["drain"] if i < 3 else [], "findings": ["gvisor.runsc_outdated"]
+                              if i < 3 else []}) for i in range(10))
+    return storm.verdict({"run": storm.record("run", nodes, "t")}, 20, **over)
+
+
+def test_a_storm_stop_is_said_first_in_every_format():
+    model = report_model.build_model(RESULTS, storm=storm_verdict())
+    assert model["storm"]["stop"] and model["storm"]["disruptive"] == 3
+    assert model["storm"]["fleet_wide"] == [{"id": "gvisor.runsc_outdated", "nodes": 3, "share": 30.0}]
+    md = report_model.to_markdown(model)
+    head = md.split("## Nodes", 1)[0]
+    assert "## Storm breaker" in head and "3 of 10 node(s) (30%) need a drain" in head
+    assert "Fleet-wide (on more than 20% of the 10 node(s)): gvisor.runsc_outdated on 3 (30%)" in head
+    html = report_html_page.to_html(model)
+    assert html.index("<h2>Storm breaker</h2>") < html.index("<h2>Nodes by state</h2>")
+    lines = report_model.table_lines(model, 80)
+    assert lines[0].startswith("storm breaker: 3 of 10") and all(len(line) <= 80 for line in lines)
+    assert json.loads(report_model.to_json(model))["storm"]["stop"] is True
+
+
+def test_a_calm_fleet_says_nothing_of_the_storm_and_an_overridden_one_says_so():
+    calm = storm_verdict(override=False)
+    calm.update(over=False, stop=False, msg=None, fleet_wide=[])
+    model = report_model.build_model(RESULTS, storm=calm)
+    assert "Storm breaker" not in report_model.to_markdown(model) and "storm" not in report_model.table_lines(model)[0]
+    forced = report_model.build_model(RESULTS, storm=storm_verdict(override=True))
+    assert "proceeding: nodefix_storm_override is set" in report_model.to_markdown(forced)
+
+
+@pytest.mark.parametrize("storm, words", [
+    ("stop", "storm must be the storm_gate result"),
+    ({"stop": "yes"}, "storm: stop is missing or of the wrong type"),
+    (dict(storm_verdict(), size=True), "storm: size is missing or of the wrong type"),
+    (dict(storm_verdict(), disruptive="n1"), "disruptive must be a list of host names"),
+    (dict(storm_verdict(), fleet_wide=[{"id": 1}]), "fleet_wide must be a list"),
+])
+def test_a_storm_that_is_not_a_verdict_is_refused(storm, words):
+    with pytest.raises(report_model.ReportInputError, match=words):
+        report_model.build_model(RESULTS, storm=storm)

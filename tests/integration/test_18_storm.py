@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The storm breaker (playbooks/tasks/storm.yml): before the rolling play touches a node, every target is
+audited and planned; when more than nodefix_storm_percent of the fleet needs a drain, reboot or restart,
+the rollout stops - unless nodefix_storm_override - in one run and across slices.
+
+Against lab/apiserver-double (a TEST DOUBLE of kube-apiserver, as test_13): a drain is the disruptive
+action, seen in the double's log as the cordon PATCH. The "nodes" are this machine over a local
+connection, audited read-only with only the kernel detector: a pretended old release on the broken ones
+(the fix role, nodefix.k8s.kernel, only reads and reports), a current one and thresholds nothing reaches on
+the others (no finding, so no drain). Nothing on the test machine changes.
+"""
+
+import json
+import os
+
+from conftest import ROOT, run_logged
+
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+NODES = ["node-a", "node-b", "node-c", "node-d", "node-e"]
+OLD = {"kernel": {"release": "4.4.0-1069-aws"}}
+CLEAN = {"kernel": {"release": "6.12.0-1-amd64", "dying_memcgs_threshold": 100000000, "memory_stat_slow_ms": 100000}}
+
+
+def remediate(tmp_path, name, double, hosts, broken, extra=None):
+    host_vars = {}
+    for host in hosts:
+        host_vars[host] = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
+                           "nodefix_audit_checks": ["kernel"], "nodefix_audit_options": OLD if host in broken else CLEAN,
+                           "nodefix_kubeconfig": double.kubeconfig, "nodefix_drain_timeout": 20}
+    inventory = tmp_path / ("%s.json" % name)
+    inventory.write_text(json.dumps({"all": {"hosts": host_vars}}))
+    extra = dict({"nodefix_report_dir": str(tmp_path / "reports")}, **(extra or {}))
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
+            os.path.join(ROOT, "playbooks", "remediate.yml")]
+    return run_logged("storm-%s" % name, argv, timeout=600)
+
+
+def cordoned(double):
+    """The nodes the rollout cordoned (the drain's first PATCH), in order."""
+    return [e["path"].rsplit("/", 1)[-1] for e in double.state()["log"]
+            if e["method"] == "PATCH" and e["body"]["spec"]["unschedulable"] is True]
+
+
+def report(tmp_path, slice_name=None):
+    sub = os.path.join("slices", slice_name) if slice_name else ""
+    with open(os.path.join(str(tmp_path / "reports"), sub, "remediate", "report.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def test_two_of_five_nodes_to_drain_stop_the_rollout_before_the_first_and_the_override_proceeds(apiserver_double,
+                                                                                                tmp_path):
+    double = apiserver_double(NODES, [])
+    rc, out = remediate(tmp_path, "stop", double, NODES, broken=("node-a", "node-d"))
+    assert rc != 0, out[-3000:]
+    said = " ".join(out.split())
+    assert ("storm breaker: 2 of 5 node(s) (40%) need a drain, reboot or restart, over nodefix_storm_percent (20%); "
+            "fleet-wide: kernel.") in said, said[-3000:]
+    assert "stops before touching a node" in said
+    assert cordoned(double) == [] and "TASK [Audit before]" not in out   # no node was touched
+    stopped = report(tmp_path)
+    nodes = {n["host"]: n for n in stopped["nodes"]}
+    assert set(nodes) == set(NODES) and all(n["status"] == "not run" for n in nodes.values()), nodes
+    assert all("storm breaker" in n["error"] for n in nodes.values())
+    # the report says it first, with the findings on that share of the fleet
+    assert stopped["storm"]["stop"] and stopped["storm"]["disruptive"] == 2 and stopped["storm"]["size"] == 5
+    assert "kernel.no_oom_reaper" in [w["id"] for w in stopped["storm"]["fleet_wide"]]
+    markdown = (tmp_path / "reports" / "remediate" / "report.md").read_text()
+    assert markdown.index("## Storm breaker") < markdown.index("## Nodes")
+    # the override: the same fleet is remediated, the broken nodes drained (the clean ones need nothing)
+    rc, out = remediate(tmp_path, "override", double, NODES, broken=("node-a", "node-d"),
+                        extra={"nodefix_storm_override": True})
+    assert rc == 0, out[-3000:]
+    assert "proceeding: nodefix_storm_override is set" in " ".join(out.split())
+    assert sorted(cordoned(double)) == ["node-a", "node-d"]
+
+
+def test_the_breaker_holds_across_slices(apiserver_double, tmp_path):
+    """slice-a (1 of its 2 nodes broken: one node is a repair, not a storm - nodefix_storm_min_nodes 2 - though
+    50 % of the slice) proceeds; slice-b then records 2 more of the
+    fleet's 5: 3 of 5, a storm - slice-b touches nothing, and slice-a, run again, stops before its first
+    batch; the override lets slice-b proceed."""
+    double = apiserver_double(NODES, [])
+    shared = {"nodefix_slice": "slice-a", "nodefix_rollout": "rollout-1", "nodefix_fleet_size": 5}
+    rc, out = remediate(tmp_path, "slice-a", double, ["node-a", "node-b"], broken=("node-a",), extra=shared)
+    assert rc == 0 and "storm breaker:" not in out and cordoned(double) == ["node-a"], out[-3000:]
+    shared["nodefix_slice"] = "slice-b"
+    rc, out = remediate(tmp_path, "slice-b", double, ["node-c", "node-d", "node-e"], broken=("node-c", "node-d"),
+                        extra=shared)
+    assert rc != 0 and cordoned(double) == ["node-a"], out[-3000:]
+    assert "storm breaker: 3 of 5 node(s) (60%)" in " ".join(out.split())
+    stored = json.loads((tmp_path / "reports" / "slices" / "slice-b" / "storm.json").read_text())
+    assert stored["rollout"] == "rollout-1" and sorted(stored["nodes"]) == ["node-c", "node-d", "node-e"]
+    assert all(n["status"] == "not run" for n in report(tmp_path, "slice-b")["nodes"])
+    shared["nodefix_storm_override"] = True
+    rc, out = remediate(tmp_path, "slice-b-override", double, ["node-c", "node-d", "node-e"],
+                        broken=("node-c", "node-d"), extra=shared)
+    assert rc == 0, out[-3000:]
+    assert sorted(cordoned(double)) == ["node-a", "node-c", "node-d"]

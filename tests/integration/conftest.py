@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -218,3 +219,24 @@ def apiserver_double(tmp_path):
     yield _start
     for double in started:
         double.stop()
+
+
+def page_overflow(html, workdir, width=1280):
+    """How many CSS pixels the page at ``html`` overflows a ``width``-pixel window horizontally, as headless
+    Chromium lays it out (0: it fits). A copy of the page gets one line of script that writes the document's
+    scrollWidth into the DOM, and ``--dump-dom`` prints it; the page itself is not changed."""
+    probe = os.path.join(str(workdir), "probe-" + os.path.basename(str(html)))
+    with open(str(html), encoding="utf-8") as fh:
+        page = fh.read()
+    script = ("<script>window.addEventListener('load',function(){var d=document.documentElement;"
+              "d.setAttribute('data-overflow',String(d.scrollWidth-d.clientWidth));});</script>")
+    with open(probe, "w", encoding="utf-8") as fh:
+        fh.write(page.replace("</body>", script + "</body>"))
+    proc = subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--hide-scrollbars", "--user-data-dir=%s" % os.path.join(str(workdir), "chromium-probe"),
+                           "--window-size=%d,900" % width, "--virtual-time-budget=2000", "--dump-dom",
+                           "file://%s" % probe], capture_output=True, timeout=120, check=False)
+    found = re.search(r'data-overflow="(-?\d+)"', proc.stdout.decode("utf-8", "replace"))
+    assert found, "Chromium did not lay out %s: %s" % (html, proc.stderr.decode()[-2000:])
+    return int(found.group(1))

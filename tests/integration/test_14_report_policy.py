@@ -17,7 +17,7 @@ from conftest import ROOT, run_logged
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 
 
-def audit(tmp_path, name, fail_on=None, waivers=None, playbook="audit.yml", host="node-a", targets=None):
+def audit(tmp_path, name, fail_on=None, waivers=None, playbook="audit.yml", host="node-a", targets=None, env=None):
     host_vars = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
                  "nodefix_audit_checks": ["kernel"],
                  "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}}}
@@ -30,7 +30,7 @@ def audit(tmp_path, name, fail_on=None, waivers=None, playbook="audit.yml", host
         extra["nodefix_fail_on"] = fail_on
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
             os.path.join(ROOT, "playbooks", playbook)]
-    return run_logged("report-policy-%s" % name, argv, timeout=600)
+    return run_logged("report-policy-%s" % name, argv, timeout=600, env=env)
 
 
 @pytest.mark.parametrize("fail_on, fails", [(None, False), ("critical", False), ("high", True), ("info", True)])
@@ -41,9 +41,29 @@ def test_audit_fails_exactly_at_the_threshold(tmp_path, fail_on, fails):
     report = json.loads((tmp_path / "reports" / "audit" / "report.json").read_text())
     ids = report["nodes"][0]["ids"]
     assert "kernel.no_oom_reaper" in ids and "kernel.no_psi" in ids
-    assert "node-a" in out and "reports: " in out
+    assert "node-a" in out and "reports:" in out and str(tmp_path / "reports" / "audit" / "report.html") in out
     if fails:
         assert "finding(s) at %s or worse" % fail_on in out and "kernel.no_oom_reaper on node-a" in out
+
+
+@pytest.mark.parametrize("result_format", ["yaml", "json"])
+def test_the_console_table_reads_as_a_table_in_either_result_format(tmp_path, result_format):
+    """Under the YAML result format (the project's ansible.cfg, the demo) the table is one literal block, its
+    rows never quoted or re-wrapped; under Ansible's default JSON format one row per line. Within 100
+    columns either way (the report paths aside: they are the machine's)."""
+    rc, out = audit(tmp_path, "table-%s" % result_format, env={"ANSIBLE_CALLBACK_RESULT_FORMAT": result_format})
+    assert rc == 0, out[-3000:]
+    shown = out.split("TASK [Show the fleet table]", 1)[1].split("PLAY RECAP", 1)[0]
+    rows = [line for line in shown.splitlines() if "node-a" in line and "kernel." not in line]
+    assert len(rows) == 1, shown
+    if result_format == "yaml":
+        assert "msg: |-" in shown and rows[0].split("node-a")[0].strip() == "", shown   # a plain row, no quotes
+        table = shown.split("msg: |-", 1)[1].split("reports:", 1)[0].splitlines()[1:]
+    else:
+        assert rows[0].strip().startswith('"node-a') and rows[0].rstrip().endswith('",'), shown
+        table = shown.split('"msg": [', 1)[1].split('"reports:"', 1)[0].splitlines()[1:]
+    assert table and all(len(line) <= 100 + 12 for line in table), table   # 100 + the callback's indent and quotes
+    assert any("kernel.no_oom_reaper" in line for line in table), table
 
 
 def test_waived_findings_do_not_fail_the_policy(tmp_path):

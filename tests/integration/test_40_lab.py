@@ -31,7 +31,7 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from conftest import ROOT, assert_ok, held, lab_exclusive, run_logged
+from conftest import ROOT, assert_ok, held, lab_exclusive, page_overflow, run_logged
 
 # the whole module runs on one pytest-xdist worker (--dist loadfile), first (conftest.py)
 pytestmark = pytest.mark.lab
@@ -287,6 +287,7 @@ def test_02_audit_finds_the_planted_problems(lab):
     assert {"gvisor.runsc_outdated", "gvisor.no_config_path", "gvisor.sandbox_oversized"} <= ids[VM], ids[VM]
     assert "gvisor.systemd_cgroup_needs_v2" not in ids[VM]
     (lab / "audit-before.json").write_text(json.dumps(report))
+    shutil.copy(str(lab / "audit" / "report.html"), str(lab / "audit-before.html"))
 
 
 def test_02c_npd_plugin_reports_the_broken_nodes(lab):
@@ -468,15 +469,23 @@ def test_05c_remediation_report_tells_before_and_after(lab):
             assert sorted(node["pods_to_recreate"]) == sorted(p["pod_uid"] for p in vm_pods()), node
     html = (lab / "remediate" / "report.html").read_text()
     assert 'id="before-after"' in html
-    # readable at a glance: rendered by headless Chromium, the screenshot kept with the test logs
-    png = lab / "remediation.png"
-    proc = subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           "--user-data-dir=%s" % (lab / "chromium3"), "--window-size=1400,1000",
-                           "--screenshot=%s" % png, "file://%s" % (lab / "remediate" / "report.html")],
-                          capture_output=True, timeout=120, check=False)
-    assert png.exists() and png.stat().st_size > 10000, proc.stderr.decode()[-2000:]
-    shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-remediation-report.png"))
+    # readable at a glance: the before, remediation and after pages fit a 1280-pixel window as headless
+    # Chromium lays them out (no horizontal overflow), the screenshots kept with the test logs
+    pages = {"before": lab / "audit-before.html", "remediation": lab / "remediate" / "report.html",
+             "after": lab / "after" / "audit" / "report.html"}
+    for name, page in pages.items():
+        assert page_overflow(page, lab) == 0, "the %s report overflows a 1280-pixel window" % name
+        png = lab / ("%s.png" % name)
+        proc = subprocess.run([shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                               "--user-data-dir=%s" % (lab / "chromium3"), "--window-size=1280,1000",
+                               "--screenshot=%s" % png, "file://%s" % page], capture_output=True, timeout=120, check=False)
+        assert png.exists() and png.stat().st_size > 10000, proc.stderr.decode()[-2000:]
+        shutil.copy(str(png), os.path.join(ROOT, ".cache", "test-logs", "lab-%s-report.png" % name))
+    # every kubelet change is a real one, a map setting as the keys that changed
+    for node in rem["nodes"]:
+        for change in node["changes"]:
+            assert change["before"] != change["after"] and "{" not in change["before"] + change["after"], change
     for node in rem["nodes"]:
         for fid in node["fixed"]:
             assert '<code class="fixed">%s</code>' % fid in html

@@ -29,6 +29,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     _node_cell,
     change_rows,
     needs_no_attention,
+    not_durable_notes,
     slices_line,
     storm_lines,
     waived_groups,
@@ -43,13 +44,14 @@ GROUP_SAMPLE = 12
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121}
 h1{font-size:22px}table{border-collapse:collapse;margin:12px 0}
-th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top}
+th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 th.rot{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
 td.cell{text-align:center;color:#fff;font-weight:600}
 .sev{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
 .muted{color:#757575}details{margin:6px 0}code{font-size:12px}
 code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{color:#757575}
 table.changes td,table.changes th{font-size:12px;padding:2px 6px}
+#before-after{width:100%}#before-after code{overflow-wrap:anywhere}
 #filter{font-size:14px;padding:4px 8px;width:28em;margin:8px 0}
 """
 
@@ -129,6 +131,8 @@ def _html_before_after(model):
             status += " in %ss" % rem["seconds"]
         css = {"ok": "s-ok", "failed": "s-error"}.get(rem.get("status"), "s-info")
         changed = [_changes_table(n)] if change_rows(n) else []
+        changed += ["not durable (unchanged by this run): %s - %s" % (_esc(e["setting"]), _esc(e["where"]))
+                    for e in not_durable_notes(n)]
         if n.get("pods_to_recreate"):
             changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
         changed += [_esc(action) for action in rem.get("actions") or []]
@@ -236,11 +240,12 @@ def to_html(model):
         h += _html_before_after(model)
     shown = [n for n in model["nodes"] if not needs_no_attention(n)]
     quiet = len(model["nodes"]) - len(shown)
-    h.append("<h2>Nodes x findings</h2>")
-    if quiet:
-        h.append("<p class=\"muted\">%d node(s) with no open finding are not repeated below (see Nodes by state; "
-                 "their waived findings are under Waived).</p>" % quiet)
-    h += _html_matrix(model, shown)
+    if shown:
+        h.append("<h2>Nodes x findings</h2>")
+        if quiet:
+            h.append("<p class=\"muted\">%d node(s) with no open finding are not repeated below (see Nodes by state; "
+                     "their waived findings are under Waived).</p>" % quiet)
+        h += _html_matrix(model, shown)
     if ids:
         h.append("<h2>Findings</h2><table id=\"findings\"><thead><tr><th>id</th><th>severity</th><th>nodes</th>"
                  "<th>title</th><th>fixed by</th><th>remedy</th></tr></thead><tbody>")
@@ -266,7 +271,8 @@ def to_html(model):
                      "<td>%d: %s</td></tr>" % (_esc(" ".join([w["id"]] + hosts).lower()), _esc(w["id"]),
                                                _esc(w["reason"]), _esc(w["expires"] or "-"), len(hosts), names))
         h.append("</tbody></table>")
-    h.append("<h2>Nodes</h2>")
+    if shown:
+        h.append("<h2>Nodes</h2>")
     for n in shown:
         h += _html_node(n)
     if model["nodes"]:

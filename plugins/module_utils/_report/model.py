@@ -138,31 +138,52 @@ def _short(value):
     return str(value)
 
 
+UNSET = "(unset)"
+
+
+def _kubelet_changes(before_eff, after_eff):
+    """Rows of the kubelet settings whose effective value changed: a map setting (evictionHard, ...) as
+    the keys that changed (``evictionHard.memory.available 100Mi -> 500Mi``); a value only made explicit
+    (the same value, no longer the kubelet's default) says so, with the value."""
+    out = []
+    for field in sorted(set(before_eff) | set(after_eff)):
+        b_entry, a_entry = before_eff.get(field) or {}, after_eff.get(field) or {}
+        b, a = b_entry.get("value"), a_entry.get("value")
+        if b is None or a is None:
+            continue
+        label = "kubelet %s" % field
+        if isinstance(b, dict) and isinstance(a, dict) and b != a:
+            out += [{"what": "%s.%s" % (label, key), "before": _short(b[key]) if key in b else UNSET,
+                     "after": _short(a[key]) if key in a else UNSET}
+                    for key in sorted(set(b) | set(a), key=str) if b.get(key) != a.get(key) or (key in b) != (key in a)]
+        elif b != a:
+            out.append({"what": label, "before": _short(b), "after": _short(a)})
+        elif b_entry.get("source") == "default" and a_entry.get("source") not in (None, "default"):
+            out.append({"what": label, "before": "%s (default)" % _short(b),
+                        "after": "%s (made explicit: %s)" % (_short(a), a_entry.get("flag") or a_entry.get("source"))})
+    return out
+
+
 def changes(before_checks, after_checks):
     """[{what, before, after}] of the facts a remediation changed (CHANGE_FACTS, and every kubelet
     setting's effective value), read from the two audits' ``checks``; nothing when a side is missing."""
     before_checks, after_checks = before_checks or {}, after_checks or {}
-    specs = list(CHANGE_FACTS)
-    fields = set((_dig(before_checks.get("kubelet"), "kubelet.effective") or {})) | set(
-        (_dig(after_checks.get("kubelet"), "kubelet.effective") or {}))
-    specs += [("kubelet %s" % f, "kubelet", "kubelet.effective.%s.value" % f) for f in sorted(fields)]
     out = []
-    for label, check, path in specs:
+    for label, check, path in CHANGE_FACTS:
         b, a = _dig(before_checks.get(check), path), _dig(after_checks.get(check), path)
         if b is None or a is None or b == a:
             continue
         out.append({"what": label, "before": _short(b), "after": _short(a)})
+    before_eff = _dig(before_checks.get("kubelet"), "kubelet.effective") or {}
+    after_eff = _dig(after_checks.get("kubelet"), "kubelet.effective") or {}
+    if isinstance(before_eff, dict) and isinstance(after_eff, dict):
+        out += _kubelet_changes(before_eff, after_eff)
     return out
 
 
-def change_rows(node):
-    """What a remediation changed on ``node`` as rows a person scans: {setting, before, after, durable}.
-
-    ``durable`` is for kubelet settings: "yes", or where to make the setting survive the node's
-    cluster tool (the remediation's ``not_durable``); "" where it does not apply (a package, a
-    file the collection owns). A setting the cluster tool will overwrite but that this run did
-    not change is listed too (before and after "unchanged").
-    """
+def _not_durable(node):
+    """{setting: where to make it durable} of the remediation's ``not_durable`` ("kubelet": a place
+    without the setting's name)."""
     rem = node.get("remediation") or {}
     lost = {}
     entries = rem.get("not_durable") or []
@@ -171,19 +192,38 @@ def change_rows(node):
     for entry in entries:
         if isinstance(entry, dict):
             lost[str(entry.get("setting"))] = str(entry.get("where"))
-        else:  # a place without the setting's name
+        else:
             lost.setdefault("kubelet", str(entry))
+    return lost
+
+
+def _setting_of(what):
+    """The kubelet setting a change row is about (``evictionHard`` for ``kubelet evictionHard.memory.available``)."""
+    return what[len("kubelet "):].split(".", 1)[0] if what.startswith("kubelet ") else None
+
+
+def change_rows(node):
+    """What a remediation changed on ``node`` as rows a person scans: {setting, before, after, durable}.
+
+    Only rows that changed. ``durable`` is for kubelet settings: "yes", or where to make the setting
+    survive the node's cluster tool (the remediation's ``not_durable``); "" where it does not apply (a
+    package, a file the collection owns). A setting the cluster tool will overwrite that this run did
+    not change is not a row: not_durable_notes() lists it.
+    """
+    lost = _not_durable(node)
     rows = []
     for c in node.get("changes") or []:
-        setting = c["what"][len("kubelet "):] if c["what"].startswith("kubelet ") else None
-        durable = ""
-        if setting is not None:
-            durable = lost.pop(setting, "yes")
+        setting = _setting_of(c["what"])
+        durable = "" if setting is None else lost.get(setting, "yes")
         rows.append({"setting": c["what"], "before": c["before"], "after": c["after"], "durable": durable})
-    for setting in sorted(lost):
-        rows.append({"setting": "kubelet" if setting == "kubelet" else "kubelet %s" % setting,
-                     "before": "unchanged", "after": "unchanged", "durable": lost[setting]})
     return rows
+
+
+def not_durable_notes(node):
+    """[{setting, where}] of the kubelet settings the cluster tool would overwrite that no change row names."""
+    named = set(_setting_of(c["what"]) for c in node.get("changes") or [])
+    return [{"setting": setting, "where": where} for setting, where in sorted(_not_durable(node).items())
+            if setting not in named]
 
 
 class ReportInputError(NodefixError, ValueError):
@@ -493,7 +533,8 @@ def table_lines(model, width=TABLE_WIDTH):
         lines += _wrap("changed", ["%s %s -> %s" % (c["what"], c["before"], c["after"]) for c in n.get("changes") or []],
                        width)
         lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
-        lines += _wrap("not durable", [r["setting"] for r in change_rows(n) if r["durable"] not in ("", "yes")],
+        lines += _wrap("not durable", sorted(set([r["setting"] for r in change_rows(n) if r["durable"] not in ("", "yes")]
+                                                 + ["kubelet %s" % e["setting"] for e in not_durable_notes(n)])),
                        width)
         lines += _wrap("actions", (n.get("remediation") or {}).get("actions") or [], width)
         rem = n.get("remediation") or {}
@@ -563,6 +604,8 @@ def to_markdown(model):
                 out += ["| %s | %s | %s | %s |" % tuple(
                     str(r[k]).replace("|", "\\|") for k in ("setting", "before", "after", "durable")) for r in rows]
                 out.append("")
+            for note in not_durable_notes(n):
+                out.append("- not durable (unchanged by this run): %s - %s" % (note["setting"], note["where"]))
             if n.get("pods_to_recreate"):
                 out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
             for action in (rem or {}).get("actions") or []:

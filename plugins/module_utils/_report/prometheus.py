@@ -34,6 +34,13 @@ The fleet file (``audit_report`` format ``prometheus``) carries the same series
 with a ``node`` label, waived findings as ``nodefix_finding_waived`` (not as
 ``nodefix_finding``: a waiver is a decision not to alert), and
 ``nodefix_node_audited{node}`` (0 when a node could not be audited).
+
+A remediation's fleet file adds, per node, ``nodefix_remediation_outcome{node,outcome}``
+(one series per outcome - ok, failed, skipped, not_run - 1 for the node's, a state set),
+``nodefix_remediation_duration_seconds{node}``, ``nodefix_remediation_last_timestamp_seconds{node}``
+(when the node's remediation ended) and ``nodefix_remediation_reboots{node}`` (the reboots it
+took, 0 or 1), and for the fleet ``nodefix_remediation_nodes{outcome}``. A remediation is an
+event: these files change with every run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -53,7 +60,17 @@ HELP = {
     "nodefix_node_audited": "1 when the node was audited, 0 when it could not be (unreachable or failed).",
     "nodefix_reboot_pending": "1 per reason the node asks for a reboot (0 with reason=\"\" when none); "
                               "only when the reboot detector ran.",
+    "nodefix_remediation_outcome": "1 for the outcome of the node's last nodefix.k8s remediation, 0 for the others.",
+    "nodefix_remediation_duration_seconds": "How long the node's last nodefix.k8s remediation took (audit to audit).",
+    "nodefix_remediation_last_timestamp_seconds": "When the node's last nodefix.k8s remediation ended (Unix time).",
+    "nodefix_remediation_reboots": "Reboots the node's last nodefix.k8s remediation took.",
+    "nodefix_remediation_nodes": "Nodes of the last nodefix.k8s remediation run per outcome.",
 }
+
+# a remediation's outcomes (the report's statuses; "not run" as a label value without a space)
+OUTCOMES = ("ok", "failed", "skipped", "not_run")
+# the reboot role's outcomes of a node that went down and came back
+REBOOTED = ("verified", "not fixed")
 
 # A label value is bounded so one odd subject cannot bloat every scrape.
 MAX_LABEL = 200
@@ -143,8 +160,31 @@ def node_textfile(result):
     return text.render()
 
 
+def _outcome(remediation):
+    return str(remediation.get("status") or "").replace(" ", "_")
+
+
+def _remediation_series(text, nodes):
+    """A remediation's series (see the file's docstring); nothing for an audit's report."""
+    done = [(n["host"], n["remediation"]) for n in nodes if isinstance(n.get("remediation"), dict)]
+    for host, rem in done:
+        labels = {"node": host}
+        for outcome in OUTCOMES:
+            text.add("nodefix_remediation_outcome", dict(labels, outcome=outcome), 1 if _outcome(rem) == outcome else 0)
+        for name, key in (("nodefix_remediation_duration_seconds", "seconds"),
+                          ("nodefix_remediation_last_timestamp_seconds", "finished")):
+            if isinstance(rem.get(key), (int, float)) and not isinstance(rem.get(key), bool):
+                text.add(name, labels, rem[key])
+        reboot = rem.get("reboot") if isinstance(rem.get("reboot"), dict) else {}
+        text.add("nodefix_remediation_reboots", labels, 1 if reboot.get("status") in REBOOTED else 0)
+    if done:
+        for outcome in OUTCOMES:
+            text.add("nodefix_remediation_nodes", {"outcome": outcome}, sum(1 for _h, r in done if _outcome(r) == outcome))
+
+
 def fleet_textfile(model):
-    """The fleet file from audit_report's model (open and waived findings, checks_failed per node)."""
+    """The fleet file from audit_report's model (open and waived findings, checks_failed per node; a
+    remediation's outcome, duration, time and reboots)."""
     text = _Text()
     for node in model["nodes"]:
         host = {"node": node["host"]}
@@ -154,6 +194,7 @@ def fleet_textfile(model):
         _node_series(text, node["findings"], node.get("checks_failed") or {}, host)
         for f in node.get("waived") or []:
             text.add("nodefix_finding_waived", _finding_labels(f, host), 1)
+    _remediation_series(text, model["nodes"])
     return text.render()
 
 

@@ -109,3 +109,20 @@ def test_reboot_pending_per_reason_on_the_node_and_in_the_fleet_file():
     fleet = parse(report_prometheus.fleet_textfile(model))
     series = sorted((s.labels["node"], s.value) for s in fleet["nodefix_reboot_pending"])
     assert series == [("n1", 1), ("n1", 1), ("n2", 0)]
+
+
+def test_an_audit_report_has_no_remediation_series_and_a_remediation_one_has_each_node_once():
+    results = {"a": {"findings": []}, "b": {"findings": []}}
+    audit = report_prometheus.fleet_textfile(build_model(results))
+    assert "nodefix_remediation" not in audit
+    rem = {"a": {"status": "skipped", "msg": "nothing to fix", "seconds": 1.5, "finished": 100},
+           "b": {"status": "ok", "seconds": 60, "finished": 200, "reboot": {"status": "held"}}}
+    text = report_prometheus.fleet_textfile(build_model(results, before=results, remediation=rem))
+    fams = dict((f.name, f.samples) for f in text_string_to_metric_families(text))
+    outcome = [(s.labels["node"], s.labels["outcome"]) for s in fams["nodefix_remediation_outcome"] if s.value == 1]
+    assert sorted(outcome) == [("a", "skipped"), ("b", "ok")]
+    assert len(fams["nodefix_remediation_outcome"]) == 2 * len(report_prometheus.OUTCOMES)
+    # a held reboot did not happen
+    assert [s.value for s in fams["nodefix_remediation_reboots"]] == [0, 0]
+    assert dict((s.labels["outcome"], s.value) for s in fams["nodefix_remediation_nodes"]) == {
+        "ok": 1, "failed": 0, "skipped": 1, "not_run": 0}

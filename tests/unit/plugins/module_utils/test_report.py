@@ -391,15 +391,19 @@ def test_settings_that_will_not_survive_are_one_row_each_with_their_place():
     before = {"n": {"checks": b_checks, "findings": [finding("kubelet.api_qps_low", "medium")]}}
     model = report_model.build_model({"n": {"checks": a_checks, "findings": []}}, before=before,
                                      remediation={"n": {"status": "ok", "not_durable": lost}})
+    # one row: the one setting that changed; the twelve this run did not change are notes, not
+    # "unchanged -> unchanged" rows
     rows = report_model.change_rows(model["nodes"][0])
-    assert len(rows) == 13
-    assert rows[0] == {"setting": "kubelet kubeAPIQPS", "before": "5", "after": "50", "durable": lost[0]["where"]}
-    assert all(r["before"] == r["after"] == "unchanged" for r in rows[1:])
+    assert rows == [{"setting": "kubelet kubeAPIQPS", "before": "5", "after": "50", "durable": lost[0]["where"]}]
+    notes = report_model.not_durable_notes(model["nodes"][0])
+    assert [n["setting"] for n in notes] == sorted(fields[1:]) and notes[0]["where"].startswith("the kubespray")
     md = report_model.to_markdown(model)
-    assert "| kubelet kubeAPIQPS | 5 | 50 | %s |" % lost[0]["where"] in md
-    assert "not durable, make it so in" not in md
+    assert "| kubelet kubeAPIQPS | 5 | 50 | %s |" % lost[0]["where"] in md and "unchanged" not in md.replace(
+        "unchanged by this run", "")
+    assert md.count("- not durable (unchanged by this run): ") == 12
     page = report_html_page.to_html(model)
-    assert page.count('<tr class="change">') == 14 and page.count("<b>no</b>: the kubespray inventory variable") == 13
+    assert page.count('<tr class="change">') == 2 and page.count("<b>no</b>: the kubespray inventory variable") == 1
+    assert page.count("not durable (unchanged by this run): ") == 12
     console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
     assert console.count("not durable:") == 1 and "kubelet maxPods" in console
     assert "kubespray inventory variable" not in console  # the places are in the files, not the console
@@ -538,3 +542,30 @@ def test_a_calm_fleet_says_nothing_of_the_storm_and_an_overridden_one_says_so():
 def test_a_storm_that_is_not_a_verdict_is_refused(storm, words):
     with pytest.raises(report_model.ReportInputError, match=words):
         report_model.build_model(RESULTS, storm=storm)
+
+
+def test_a_map_setting_shows_the_keys_that_changed_and_an_explicit_default_says_so():
+    """evictionHard as the keys that changed, never the whole dict twice; a value only made explicit
+    (the kubelet's default before, the same value set now) is a row that says so, with the value."""
+    b_eff = {"evictionHard": {"value": {"memory.available": "100Mi", "nodefs.available": "10%",
+                                        "imagefs.available": "15%"}, "source": "default"},
+             "eventBurst": {"value": 100, "source": "default"},
+             "maxPods": {"value": 110, "source": "config"}}
+    a_eff = {"evictionHard": {"value": {"memory.available": "500Mi", "nodefs.available": "10%",
+                                        "pid.available": "10%"}, "source": "config"},
+             "eventBurst": {"value": 100, "source": "config"},
+             "maxPods": {"value": 110, "source": "config"}}
+    got = report_model.changes({"kubelet": {"kubelet": {"effective": b_eff}}}, {"kubelet": {"kubelet": {"effective": a_eff}}})
+    assert got == [
+        {"what": "kubelet eventBurst", "before": "100 (default)", "after": "100 (made explicit: config)"},
+        {"what": "kubelet evictionHard.imagefs.available", "before": "15%", "after": "(unset)"},
+        {"what": "kubelet evictionHard.memory.available", "before": "100Mi", "after": "500Mi"},
+        {"what": "kubelet evictionHard.pid.available", "before": "(unset)", "after": "10%"}]
+    assert not any("{" in c["before"] + c["after"] for c in got)   # no Python repr of a dict
+
+
+def test_empty_sections_are_left_out_of_a_clean_fleet_page():
+    model = report_model.build_model({"a": {"findings": []}, "b": {"findings": []}})
+    page = report_html_page.to_html(model)
+    assert "<h2>Nodes x findings</h2>" not in page and "<h2>Nodes</h2>" not in page
+    assert '<table id="matrix">' not in page and "<h2>Nodes by state</h2>" in page

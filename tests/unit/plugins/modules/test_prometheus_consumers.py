@@ -115,13 +115,50 @@ def test_node_exporter_reads_the_fleet_file(run_module, tmp_path):
     assert sample(text, "nodefix_findings", node="n1", severity="medium") == 1
 
 
+REMEDIATED = {
+    "n1": {"status": "ok", "seconds": 42.5, "finished": 1764000000,
+           "reboot": {"status": "verified", "seconds_away": 30}},
+    "n2": {"status": "failed", "seconds": 12.0, "finished": 1764000100, "msg": "Restart containerd: failed",
+           "reboot": None},
+    "n3": {"status": "not run", "msg": "not run: storm breaker: ..."},
+}
+
+
+def remediation_report(run_module, tmp_path):
+    results = dict((h, {"checks": {"pids": {}}, "findings": []}) for h in REMEDIATED)
+    result, failed, _dummy = run_module(audit_report, {"results": results, "before": results, "remediation": REMEDIATED,
+                                                       "dest": str(tmp_path / "out"), "formats": ["prometheus"]})
+    assert not failed, result
+    return tmp_path / "out" / "nodefix.prom"
+
+
+def test_node_exporter_reads_a_remediations_metrics(run_module, tmp_path):
+    remediation_report(run_module, tmp_path)
+    exporter = NodeExporter(tmp_path / "out")
+    try:
+        text = exporter.scrape()
+    finally:
+        exporter.stop()
+    assert sample(text, "node_textfile_scrape_error") == 0, text
+    assert sample(text, "nodefix_remediation_outcome", node="n1", outcome="ok") == 1
+    assert sample(text, "nodefix_remediation_outcome", node="n1", outcome="failed") == 0
+    assert sample(text, "nodefix_remediation_outcome", node="n3", outcome="not_run") == 1
+    assert sample(text, "nodefix_remediation_duration_seconds", node="n1") == 42.5
+    assert sample(text, "nodefix_remediation_last_timestamp_seconds", node="n2") == 1764000100
+    assert sample(text, "nodefix_remediation_reboots", node="n1") == 1
+    assert sample(text, "nodefix_remediation_reboots", node="n2") == 0
+    assert sample(text, "nodefix_remediation_nodes", outcome="failed") == 1
+    assert sample(text, "nodefix_remediation_nodes", outcome="skipped") == 0
+
+
 def test_promtool_lints_both_files(run_module, monkeypatch, tmp_path):
     promtool = real("prometheus_*", "promtool")
     (tmp_path / "textfile").mkdir()
     fake_detectors(monkeypatch, {"gvisor": [critical("gvisor.runsc_outdated")]})
     run_module(node_audit, {"root": str(tmp_path), "textfile": "/textfile/nodefix.prom"})
     run_module(audit_report, {"results": {"n1": {"findings": []}}, "dest": str(tmp_path / "out"), "formats": ["prometheus"]})
-    for path in (tmp_path / "textfile" / "nodefix.prom", tmp_path / "out" / "nodefix.prom"):
+    remediated = remediation_report(run_module, tmp_path / "rem")
+    for path in (tmp_path / "textfile" / "nodefix.prom", tmp_path / "out" / "nodefix.prom", remediated):
         proc = subprocess.run([promtool, "check", "metrics"], input=path.read_bytes(), capture_output=True, check=False)
         assert proc.returncode == 0, (path, proc.stdout, proc.stderr)
 
@@ -152,6 +189,10 @@ def test_the_documented_alerts_fire_as_documented(tmp_path):
             {"series": 'nodefix_reboot_pending{instance="a",reason="/var/run/reboot-required exists"}',
              "values": "1x1600"},
             {"series": 'nodefix_reboot_pending{instance="b",reason=""}', "values": "0x1600"},
+            # the controller's remediation file: node c's last remediation failed, then (from 2h) one of three
+            {"series": 'nodefix_remediation_outcome{instance="ctl",node="c",outcome="failed"}', "values": "0x30 1x300"},
+            {"series": 'nodefix_remediation_outcome{instance="ctl",node="d",outcome="failed"}', "values": "0x300"},
+            {"series": 'nodefix_remediation_nodes{instance="ctl",outcome="failed"}', "values": "1x119 3x200"},
         ],
         "alert_rule_test": [
             {"eval_time": "2h30m", "alertname": "NodefixAuditStale", "exp_alerts": []},
@@ -165,6 +206,15 @@ def test_the_documented_alerts_fire_as_documented(tmp_path):
                     "summary": "a has waited a day for a reboot: /var/run/reboot-required exists",
                     "description": "ansible-playbook nodefix.k8s.remediate -e nodefix_reboot=true (the reboot role's "
                                    "window, lock and blocking pods apply)."}}]},
+            {"eval_time": "20m", "alertname": "NodefixRemediationFailed", "exp_alerts": []},
+            {"eval_time": "40m", "alertname": "NodefixRemediationFailed", "exp_alerts": [{
+                "exp_labels": {"node": "c"},
+                "exp_annotations": {
+                    "summary": "the last nodefix.k8s remediation of c failed",
+                    "description": "Its report (remediate/report.html) says which step failed and why."}}]},
+            {"eval_time": "1h", "alertname": "NodefixRemediationsFailing", "exp_alerts": []},
+            {"eval_time": "2h30m", "alertname": "NodefixRemediationsFailing", "exp_alerts": [{
+                "exp_labels": {}, "exp_annotations": {"summary": "3 nodes failed their last nodefix.k8s remediation"}}]},
             {"eval_time": "10m", "alertname": "NodefixFindingCritical", "exp_alerts": []},
             {"eval_time": "20m", "alertname": "NodefixFindingCritical", "exp_alerts": [{
                 # an empty label value is no label at all for Prometheus (subject="")

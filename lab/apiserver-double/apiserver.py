@@ -35,6 +35,14 @@ the real server's JSON shapes:
   body's ``metadata.resourceVersion`` is not the stored one: optimistic concurrency, as the real
   server does it) and ``DELETE`` (409 when a ``preconditions.resourceVersion`` does not match); every
   write is logged with its time and ``holder`` (the reboot lock's tests read who held a slot when).
+- Events: ``POST /apis/events.k8s.io/v1/namespaces/<ns>/events`` (``metadata.generateName`` or ``name``;
+  ``eventTime``, ``reportingController``, ``reportingInstance``, ``action``, ``reason`` and ``regarding``
+  required, as the real server validates them: 422 ``Invalid`` otherwise), and the same objects read as
+  ``kubectl get events`` reads them: ``GET /api/v1/namespaces/<ns>/events`` (core/v1: ``involvedObject``,
+  ``message``, ``source.component``, ``reportingComponent``, ...; ``fieldSelector`` on
+  ``involvedObject.name``/``involvedObject.kind``/``reason``) and ``GET`` of the events.k8s.io list.
+- Node metadata: a ``PATCH`` of ``metadata.annotations`` (merge; a null value removes the key) is kept
+  and served; only a patch that names ``spec.unschedulable`` cordons or uncordons.
 
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
 404 as well. State (a JSON file, rewritten after every change, so a test can
@@ -75,13 +83,22 @@ RESOURCES = [
      "kind": "Eviction", "verbs": ["create"]},
     {"name": "configmaps", "singularName": "configmap", "namespaced": True, "kind": "ConfigMap",
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["cm"]},
+    {"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
+     "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], "shortNames": ["ev"]},
 ]
 COORDINATION = "coordination.k8s.io"
 LEASES = [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
 GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
     {"name": COORDINATION, "versions": [{"groupVersion": COORDINATION + "/v1", "version": "v1"}],
-     "preferredVersion": {"groupVersion": COORDINATION + "/v1", "version": "v1"}}]}
+     "preferredVersion": {"groupVersion": COORDINATION + "/v1", "version": "v1"}},
+    {"name": "events.k8s.io", "versions": [{"groupVersion": "events.k8s.io/v1", "version": "v1"}],
+     "preferredVersion": {"groupVersion": "events.k8s.io/v1", "version": "v1"}}]}
+EVENT_RESOURCES = [{"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
+                    "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                    "shortNames": ["ev"]}]
+# events.k8s.io/v1 validation (pkg/apis/core/validation/events.go): what a new Event must carry
+EVENT_REQUIRED = ("eventTime", "reportingController", "reportingInstance", "action", "reason", "regarding")
 
 
 def kept_metadata(body):
@@ -107,6 +124,7 @@ class State(object):
         self.data.setdefault("log", [])
         self.data.setdefault("configmaps", {})
         self.data.setdefault("leases", {})
+        self.data.setdefault("events", [])
         self.data.setdefault("version", 1)
         for pod in self.data["pods"]:
             pod.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["namespace"], pod["name"]))))
@@ -122,10 +140,12 @@ class State(object):
         spec = self.data["nodes"].get(name)
         if spec is None:
             return None
+        meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
+                "resourceVersion": str(len(self.data["log"]) + 1), "labels": {"kubernetes.io/hostname": name}}
+        if spec.get("annotations"):
+            meta["annotations"] = dict(spec["annotations"])
         return {"kind": "Node", "apiVersion": "v1",
-                "metadata": {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
-                             "resourceVersion": str(len(self.data["log"]) + 1),
-                             "labels": {"kubernetes.io/hostname": name}},
+                "metadata": meta,
                 "spec": {"unschedulable": True} if spec.get("unschedulable") else {},
                 "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
                            "nodeInfo": {"architecture": "amd64", "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, "boot/" + name)),
@@ -241,8 +261,20 @@ class Handler(BaseHTTPRequestHandler):
                     return 200, st.node(name)
                 if method == "PATCH":
                     body = self._body() or {}
-                    value = ((body.get("spec") or {}).get("unschedulable"))
-                    st.data["nodes"][name]["unschedulable"] = bool(value)
+                    stored = st.data["nodes"][name]
+                    if "unschedulable" in (body.get("spec") or {}):
+                        stored["unschedulable"] = bool(body["spec"]["unschedulable"])
+                    notes = (body.get("metadata") or {}).get("annotations")
+                    if isinstance(notes, dict):
+                        merged = dict(stored.get("annotations") or {})
+                        for key, value in notes.items():
+                            if value is None:
+                                merged.pop(key, None)
+                            elif not isinstance(value, str):
+                                return status(422, "Invalid", "metadata.annotations: values must be strings")
+                            else:
+                                merged[key] = value
+                        stored["annotations"] = merged
                     st.data["log"].append({"method": "PATCH", "path": path, "body": body})
                     st.save()
                     return 200, st.node(name)
@@ -290,6 +322,15 @@ class Handler(BaseHTTPRequestHandler):
             m = re.match(r"^/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?$", path)
             if m:
                 return self._configmaps(method, m.group(1), m.group(2), query)
+            if method == "GET" and path == "/apis/events.k8s.io/v1":
+                return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
+                             "resources": EVENT_RESOURCES}
+            m = re.match(r"^/apis/events.k8s.io/v1/namespaces/([^/]+)/events$", path)
+            if m:
+                return self._events(method, m.group(1), query, core=False)
+            m = re.match(r"^/api/v1/namespaces/([^/]+)/events$", path)
+            if m:
+                return self._events(method, m.group(1), query, core=True)
         return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
 
     def _configmaps(self, method, ns, name, query):
@@ -320,6 +361,61 @@ class Handler(BaseHTTPRequestHandler):
                                "content_type": self.headers.get("Content-Type"), "dryRun": dry})
         st.save()
         return 200, dict(current, data=data)
+
+    def _events(self, method, ns, query, core):
+        st = self.state
+        if method == "GET":
+            terms = dict(t.split("=", 1) for t in (query.get("fieldSelector") or [""])[0].split(",") if "=" in t)
+            items = [e for e in st.data["events"] if e["metadata"]["namespace"] == ns
+                     and all(self._event_field(e, k) == v for k, v in terms.items())]
+            if core:
+                return 200, {"kind": "EventList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                             "items": [self._core_event(e) for e in items]}
+            return 200, {"kind": "EventList", "apiVersion": "events.k8s.io/v1", "metadata": {"resourceVersion": "1"},
+                         "items": items}
+        if method != "POST" or core:
+            return status(405, "MethodNotAllowed", "%s of events here (the double creates events.k8s.io/v1 only)" % method)
+        body = self._body()
+        if not isinstance(body, dict):
+            return status(400, "BadRequest", "the body is not a JSON object")
+        missing = [k for k in EVENT_REQUIRED if not body.get(k)]
+        meta = dict(body.get("metadata") or {})
+        if not meta.get("name") and not meta.get("generateName"):
+            missing.append("metadata.name")
+        if len(str(body.get("note") or "")) > 1024:
+            return status(422, "Invalid", "Event.events.k8s.io is invalid: note: Too long: must have at most 1024 bytes")
+        if body.get("type") not in ("Normal", "Warning"):
+            missing.append("type (Normal or Warning)")
+        if missing:
+            return status(422, "Invalid", "Event.events.k8s.io is invalid: %s: Required value" % ", ".join(missing))
+        if not meta.get("name"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        meta.update(namespace=ns, uid=str(uuid.uuid4()), resourceVersion=str(st.bump()),
+                    creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        event = dict(body, metadata=meta, apiVersion="events.k8s.io/v1", kind="Event")
+        st.data["events"].append(event)
+        st.data["log"].append({"method": "POST", "path": "/apis/events.k8s.io/v1/namespaces/%s/events" % ns,
+                               "reason": event["reason"]})
+        st.save()
+        return 201, event
+
+    @staticmethod
+    def _core_event(e):
+        """An events.k8s.io/v1 Event as core/v1 shows it (what kubectl get events reads)."""
+        reg = e.get("regarding") or {}
+        return {"kind": "Event", "apiVersion": "v1", "metadata": e["metadata"],
+                "involvedObject": reg, "reason": e.get("reason"), "message": e.get("note"), "type": e.get("type"),
+                "action": e.get("action"), "eventTime": e.get("eventTime"),
+                "firstTimestamp": None, "lastTimestamp": None, "count": None,
+                "source": {"component": e.get("reportingController")},
+                "reportingComponent": e.get("reportingController"), "reportingInstance": e.get("reportingInstance")}
+
+    @staticmethod
+    def _event_field(e, key):
+        reg = e.get("regarding") or {}
+        return {"involvedObject.name": reg.get("name"), "involvedObject.kind": reg.get("kind"),
+                "regarding.name": reg.get("name"), "regarding.kind": reg.get("kind"),
+                "reason": e.get("reason"), "type": e.get("type")}.get(key)
 
     def _leases(self, method, ns, name):
         st = self.state

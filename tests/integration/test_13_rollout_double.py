@@ -42,7 +42,20 @@ def remediate(tmp_path, name, double=None, extra=None, hosts=("node-a",), check=
 
 
 def patches(double):
-    return [e["body"]["spec"]["unschedulable"] for e in double.state()["log"] if e["method"] == "PATCH"]
+    """The cordon/uncordon PATCHes (spec.unschedulable), in order; the annotation's PATCH is metadata only."""
+    return [e["body"]["spec"]["unschedulable"] for e in double.state()["log"]
+            if e["method"] == "PATCH" and "spec" in e["body"]]
+
+
+def k8s_info(tmp_path, double, label, **args):
+    """kubernetes.core.k8s_info against the double, as kubectl reads: its resources."""
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-c", "local", "-e",
+            "ansible_python_interpreter=%s" % PY, "-m", "kubernetes.core.k8s_info",
+            "-a", json.dumps(dict(args, kubeconfig=double.kubeconfig))]
+    rc, out = run_logged("k8s-info-%s" % label, argv, timeout=300, env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+                                                                        "ANSIBLE_STDOUT_CALLBACK": "json"})
+    assert rc == 0, out[-3000:]
+    return json.loads(out[out.index("{"):])["plays"][0]["tasks"][0]["hosts"]["localhost"]["resources"]
 
 
 @pytest.mark.parametrize("fail", [False, True], ids=["success", "failed-remediation"])
@@ -66,6 +79,37 @@ def test_node_cordoned_before_stays_cordoned(apiserver_double, tmp_path, fail):
     assert double.state()["nodes"]["node-a"]["unschedulable"] is True
     assert False not in patches(double)  # never an uncordon
     assert "was cordoned before this run" in out
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["verified", "failed"])
+def test_the_run_leaves_its_story_on_the_node_as_kubectl_reads_it(apiserver_double, tmp_path, fail):
+    """Events on the Node object (events.k8s.io/v1, read as core/v1 Events the way `kubectl get events
+    --field-selector involvedObject.name=node-a` reads them, through kubernetes.core), in the order the steps
+    happened, each with the run's id; and the nodefix.k8s/last-remediation annotation."""
+    double = apiserver_double(["node-a"], list(PODS))
+    rc, out = remediate(tmp_path, "events-%s" % fail, double,
+                        dict({"kernel_dying_memcgs_threshold": -1} if fail else {}, nodefix_run="run-%s" % fail))
+    assert (rc != 0) == fail, out[-3000:]
+    events = k8s_info(tmp_path, double, "events-%s" % fail, kind="Event", namespace="default",
+                      field_selectors=["involvedObject.name=node-a", "involvedObject.kind=Node"])
+    events.sort(key=lambda e: e["eventTime"])
+    outcome = "RemediationFailed" if fail else "FindingsStillOpen"
+    assert [e["reason"] for e in events] == ["FindingsDetected", "Drained", "FixApplied", outcome, "Uncordoned"], events
+    assert all(e["message"].startswith("run run-%s: " % fail) for e in events), events
+    assert all(e["source"]["component"] == "nodefix.k8s" and e["involvedObject"]["kind"] == "Node" for e in events)
+    assert [e["type"] for e in events] == ["Warning", "Normal", "Normal", "Warning", "Normal"]
+    assert "plan: roles kernel, drain" in events[0]["message"]
+    (node,) = k8s_info(tmp_path, double, "node-%s" % fail, kind="Node", name="node-a")
+    summary = json.loads(node["metadata"]["annotations"]["nodefix.k8s/last-remediation"])
+    assert summary["run"] == "run-%s" % fail and summary["outcome"] == ("failed" if fail else "ok")
+    assert "kernel.no_oom_reaper" in summary["stillOpen"]   # a pretended release: the role only reports
+    assert double.state()["nodes"]["node-a"]["unschedulable"] is False   # the annotation's PATCH is not a cordon
+
+
+def test_a_run_without_a_kubeconfig_writes_no_event(tmp_path):
+    rc, out = remediate(tmp_path, "no-events", None)
+    assert rc == 0 and "Tell the cluster" in out and "ok: [node-a -> localhost]" not in out.split(
+        "Tell the cluster what this run found", 1)[1].split("TASK [", 1)[0], out[-3000:]
 
 
 @pytest.mark.parametrize("cordoned", [False, True], ids=["was-schedulable", "was-cordoned"])

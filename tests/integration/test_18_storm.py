@@ -38,7 +38,7 @@ def remediate(tmp_path, name, double, hosts, broken, extra=None):
 def cordoned(double):
     """The nodes the rollout cordoned (the drain's first PATCH), in order."""
     return [e["path"].rsplit("/", 1)[-1] for e in double.state()["log"]
-            if e["method"] == "PATCH" and e["body"]["spec"]["unschedulable"] is True]
+            if e["method"] == "PATCH" and (e["body"].get("spec") or {}).get("unschedulable") is True]
 
 
 def report(tmp_path, slice_name=None):

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The trail a remediation leaves on the Node object: Kubernetes Events and one annotation.
+
+``kubectl describe node`` and ``kubectl get events --field-selector involvedObject.name=NODE`` are where
+people look; a remediation that only writes reports on the controller is invisible there. Each step
+that matters becomes an Event in the style of kubelet's own (a CamelCase reason, a short note, Normal
+or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's id:
+
+- at the start, after the audit: ``FindingsDetected`` (Warning, one event summing the findings and the
+  plan: roles, drain, reboot) or ``NoFindings`` (Normal);
+- at the end, in the order they happened: ``Drained`` / ``DrainFailed``, ``FixApplied`` per role (with
+  what changed, read from the audits around the fixes), ``Rebooted`` / ``KernelBooted`` /
+  ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
+  ``RemediationFailed`` or ``NothingToFix`` - and ``Uncordoned`` or ``LeftCordoned``.
+
+The annotation ``nodefix.k8s/last-remediation`` holds the last remediation's summary as JSON (time,
+outcome, run id, fixed and still-open ids), bounded in size. Pure functions over the playbook's facts;
+the node_events module posts them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import CHANGE_FACTS, changes
+
+CONTROLLER = "nodefix.k8s"
+ANNOTATION = "nodefix.k8s/last-remediation"
+NOTE_MAX = 1024          # events.k8s.io/v1 refuses a longer note
+ANNOTATION_IDS = 50      # ids kept in the annotation (the report has them all)
+_CHECK_OF = dict((label, check) for label, check, _path in CHANGE_FACTS)
+
+
+class TrailInputError(NodefixError, ValueError):
+    """Facts of the wrong shape: no trail is made from them."""
+
+
+def _note(run_id, text):
+    note = "run %s: %s" % (run_id, text)
+    return note if len(note) <= NOTE_MAX else note[:NOTE_MAX - 3] + "..."
+
+
+def _event(reason, etype, action, note, when):
+    """One event; ``time`` in whole microseconds since the epoch (the API's MicroTime)."""
+    return {"reason": reason, "type": etype, "action": action, "note": note, "time": int(round(when * 1000000))}
+
+
+def _ids(ids, limit=8):
+    ids = list(ids)
+    return ", ".join(ids[:limit]) + (" (+%d more)" % (len(ids) - limit) if len(ids) > limit else "")
+
+
+def _time(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TrailInputError("%s must be a Unix time, got %r" % (what, value))
+    return float(value)
+
+
+def _summary(audit):
+    if not isinstance(audit, dict) or not isinstance(audit.get("findings", []), list):
+        raise TrailInputError("the audit is not a node_audit result")
+    found = [f for f in audit.get("findings") or [] if isinstance(f, dict) and isinstance(f.get("id"), str)]
+    return found, sorted(set(f["id"] for f in found))
+
+
+def start_events(run_id, audit, plan, started):
+    """The start of a node's remediation: one event summing the audit's findings and the plan."""
+    found, ids = _summary(audit)
+    when = _time(started, "started")
+    if not ids:
+        return [_event("NoFindings", "Normal", "Audit", _note(run_id, "audited, no findings: nothing to do"), when)]
+    by = {}
+    for f in found:
+        by[f.get("severity") or "unknown"] = by.get(f.get("severity") or "unknown", 0) + 1
+    order = ["critical", "high", "medium", "low", "info", "unknown"]
+    counts = ", ".join("%s %d" % (s, by[s]) for s in order if s in by)
+    plan = plan if isinstance(plan, dict) else {}
+    parts = []
+    roles = [r for r in plan.get("fix_roles") or [] if isinstance(r, str)]
+    if roles:
+        parts.append("roles " + ", ".join(r.rsplit(".", maxsplit=1)[-1] for r in roles))
+    for action in plan.get("disruptive") or []:
+        parts.append(str(action))
+    reasons = [r.get("reason") for r in plan.get("reboot_reasons") or [] if isinstance(r, dict)]
+    plan_text = ("; plan: " + ", ".join(parts) if parts else "; nothing it can fix") + (
+        " (reboot: %s)" % "; ".join(str(r) for r in reasons) if reasons else "")
+    text = "%d finding(s) (%s): %s%s" % (len(found), counts, _ids(ids), plan_text)
+    return [_event("FindingsDetected", "Warning", "Audit", _note(run_id, text), when)]
+
+
+def _role_changes(before, after):
+    """{check: ["what before -> after", ...]} read from the audits around the fixes."""
+    out = {}
+    rows = changes((before or {}).get("checks"), (after or {}).get("checks"))
+    for c in rows:
+        check = "kubelet" if c["what"].startswith("kubelet ") else _CHECK_OF.get(c["what"], "")
+        out.setdefault(check, []).append("%s %s -> %s" % (c["what"], c["before"], c["after"]))
+    return out
+
+
+def end_events(run_id, before, after, remediation, finished, drained=False, drain_error="", cordoned_before=False):
+    """The steps of a node's remediation after its start, in order, ending with its outcome."""
+    if not isinstance(remediation, dict):
+        raise TrailInputError("the remediation record is not a mapping")
+    when = _time(finished, "finished")
+    status = str(remediation.get("status") or "")
+    msg = str(remediation.get("msg") or "")
+    events = []
+    if drained:
+        events.append(_event("Drained", "Normal", "Drain", _note(run_id, "cordoned and drained"), when))
+    elif drain_error:
+        events.append(_event("DrainFailed", "Warning", "Drain",
+                             _note(run_id, "could not be drained, left as it was: %s" % drain_error), when))
+    if status in ("ok", "failed"):
+        moved = _role_changes(before, after)
+        for role in remediation.get("roles") or []:
+            check = str(role).rsplit(".", maxsplit=1)[-1]
+            if check == "reboot":
+                continue
+            did = moved.get(check) or []
+            text = "%s: %s" % (role, "; ".join(did) if did else "nothing it changed shows in the audit")
+            events.append(_event("FixApplied", "Normal", "Fix", _note(run_id, text), when))
+    for action in remediation.get("actions") or []:
+        action = str(action)
+        if action.startswith("kernel upgraded"):
+            events.append(_event("KernelBooted", "Normal", "Reboot", _note(run_id, action), when))
+        elif action.startswith("rebooted"):
+            events.append(_event("Rebooted", "Normal", "Reboot", _note(run_id, action), when))
+        elif action.startswith("reboot held") or action.startswith("reboot recommended"):
+            events.append(_event("RebootHeld", "Normal", "Reboot", _note(run_id, action), when))
+    _b_found, b_ids = _summary(before or {})
+    _a_found, a_ids = _summary(after or {}) if isinstance(after, dict) else ([], [])
+    fixed, still = sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
+    if status == "ok" and not still:
+        events.append(_event("RemediationVerified", "Normal", "Verify",
+                             _note(run_id, "verified by a new audit: fixed %s" % (_ids(fixed) or "nothing")), when))
+    elif status == "ok":
+        events.append(_event("FindingsStillOpen", "Warning", "Verify", _note(
+            run_id, "fixed %s; still open after the new audit: %s" % (_ids(fixed) or "nothing", _ids(still))), when))
+    elif status == "failed" and "roll" in msg.lower():
+        events.append(_event("RolledBack", "Warning", "Fix", _note(run_id, msg), when))
+    elif status == "failed":
+        events.append(_event("RemediationFailed", "Warning", "Fix", _note(run_id, msg or "failed"), when))
+    elif status == "skipped":
+        events.append(_event("NothingToFix", "Normal", "Verify", _note(run_id, msg or "nothing to fix"), when))
+    if drained and cordoned_before:
+        events.append(_event("LeftCordoned", "Normal", "Uncordon",
+                             _note(run_id, "left cordoned: an operator had cordoned it before the run"), when))
+    elif drained:
+        events.append(_event("Uncordoned", "Normal", "Uncordon", _note(run_id, "uncordoned: schedulable again"), when))
+    return events
+
+
+def annotation(run_id, remediation, before, after, finished):
+    """{ANNOTATION: JSON text} - the last remediation's summary, bounded in size."""
+    _b, b_ids = _summary(before or {})
+    _a, a_ids = _summary(after or {}) if isinstance(after, dict) else ([], [])
+    fixed, still = sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
+    summary = {"time": iso(int(_time(finished, "finished") * 1000000), micro=False), "outcome": str((remediation or {}).get("status")),
+               "run": str(run_id), "fixed": fixed[:ANNOTATION_IDS], "stillOpen": still[:ANNOTATION_IDS]}
+    if len(fixed) > ANNOTATION_IDS or len(still) > ANNOTATION_IDS:
+        summary["truncated"] = True
+    return {ANNOTATION: json.dumps(summary, sort_keys=True, separators=(",", ":"))}
+
+
+def iso(micros, micro=True):
+    """RFC 3339 UTC of a time in microseconds since the epoch (MicroTime with ``micro``), as the API
+    server writes times."""
+    stamp = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=micros)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def ordered(events):
+    """The events with strictly increasing times (a microsecond apart where steps share one), in order."""
+    out, last = [], None
+    for e in events:
+        when = e["time"] if last is None or e["time"] > last else last + 1
+        out.append(dict(e, time=when))
+        last = when
+    return out

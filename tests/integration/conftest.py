@@ -240,3 +240,15 @@ def page_overflow(html, workdir, width=1280):
     found = re.search(r'data-overflow="(-?\d+)"', proc.stdout.decode("utf-8", "replace"))
     assert found, "Chromium did not lay out %s: %s" % (html, proc.stderr.decode()[-2000:])
     return int(found.group(1))
+
+
+def read_k8s(label, kubeconfig, **args):
+    """The resources kubernetes.core.k8s_info returns (what kubectl reads), run with the collection's venv."""
+    py = os.path.join(ROOT, ".venv", "bin", "python")
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-c", "local", "-e",
+            "ansible_python_interpreter=%s" % py, "-m", "kubernetes.core.k8s_info",
+            "-a", json.dumps(dict(args, kubeconfig=kubeconfig))]
+    rc, out = run_logged("k8s-info-%s" % label, argv, timeout=300,
+                         env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"})
+    assert rc == 0, out[-3000:]
+    return json.loads(out[out.index("{"):])["plays"][0]["tasks"][0]["hosts"]["localhost"]["resources"]

@@ -31,7 +31,7 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from conftest import ROOT, assert_ok, held, lab_exclusive, page_overflow, run_logged
+from conftest import ROOT, assert_ok, held, lab_exclusive, page_overflow, read_k8s, run_logged
 
 # the whole module runs on one pytest-xdist worker (--dist loadfile), first (conftest.py)
 pytestmark = pytest.mark.lab
@@ -596,8 +596,22 @@ def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double)
     assert all(not n["unschedulable"] for n in st["nodes"].values()), st["nodes"]
     for host in CONTAINERS:
         patches = [e["body"]["spec"]["unschedulable"] for e in st["log"]
-                   if e["method"] == "PATCH" and e["path"].endswith("/" + host)]
+                   if e["method"] == "PATCH" and e["path"].endswith("/" + host) and "spec" in e["body"]]
         assert patches[0] is True and patches[-1] is False, (host, patches)
+    # the run's story on each Node object, read as kubectl reads it: in order, one run id
+    story, runs = {}, set()
+    for host in CONTAINERS:
+        events = sorted(read_k8s("lab-fault-events-" + host[-2:], api.kubeconfig, kind="Event", namespace="default",
+                                 field_selectors=["involvedObject.name=" + host]), key=lambda e: e["eventTime"])
+        story[host] = [e["reason"] for e in events]
+        runs |= set(e["message"].split(":", 1)[0] for e in events)
+    assert len(runs) == 1 and runs.pop().startswith("run "), story
+    assert story["nodefix-lab-debian12"][:3] == ["FindingsDetected", "Drained", "FixApplied"], story
+    assert story["nodefix-lab-debian12"][-2:] in (["RemediationVerified", "Uncordoned"],
+                                                  ["FindingsStillOpen", "Uncordoned"]), story
+    assert {"RolledBack", "RemediationFailed"} & set(story["nodefix-lab-debian13"]), story
+    assert story["nodefix-lab-debian13"][-1] == "Uncordoned", story
+    assert story["nodefix-lab-debian11"] == ["FindingsDetected", "DrainFailed"], story
     left = sorted(p["name"] for p in st["pods"])
     # web-11 was evicted before the budget stopped debian11's drain
     assert left == sorted(["db-0"] + ["proxy-%s" % h[-2:] for h in CONTAINERS]), left

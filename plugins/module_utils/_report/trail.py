@@ -14,7 +14,8 @@ or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's i
 - at the start, after the audit: ``FindingsDetected`` (Warning, one event summing the findings and the
   plan: roles, drain, reboot) or ``NoFindings`` (Normal);
 - at the end, in the order they happened: ``Drained`` / ``DrainFailed``, ``FixApplied`` per role (with
-  what changed, read from the audits around the fixes), ``Rebooted`` / ``KernelBooted`` /
+  what changed, read from the audits around the fixes; after a failure only a role whose change the
+  audits read - a role that may not have run is never said to have fixed anything), ``Rebooted`` / ``KernelBooted`` /
   ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
   ``RemediationFailed`` or ``NothingToFix`` - and ``Uncordoned`` or ``LeftCordoned``.
 
@@ -121,13 +122,14 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
         events.append(_event("DrainFailed", "Warning", "Drain",
                              _note(run_id, "could not be drained, left as it was: %s" % drain_error), when))
     if status in ("ok", "failed"):
+        # a role of a failed remediation may not have run: it is named only for a change the audits read
         moved = _role_changes(before, after)
         for role in remediation.get("roles") or []:
             check = str(role).rsplit(".", maxsplit=1)[-1]
-            if check == "reboot":
-                continue
             did = moved.get(check) or []
-            text = "%s: %s" % (role, "; ".join(did) if did else "nothing it changed shows in the audit")
+            if check == "reboot" or (status == "failed" and not did):
+                continue
+            text = "%s: %s" % (role, "; ".join(did) if did else "ran; nothing it changed shows in the audit")
             events.append(_event("FixApplied", "Normal", "Fix", _note(run_id, text), when))
     for action in remediation.get("actions") or []:
         action = str(action)
@@ -150,7 +152,7 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
         events.append(_event("RolledBack", "Warning", "Fix", _note(run_id, msg), when))
     elif status == "failed":
         events.append(_event("RemediationFailed", "Warning", "Fix", _note(run_id, msg or "failed"), when))
-    elif status == "skipped":
+    elif status == "skipped" and not drain_error:   # a failed drain said it already: the node was left as it was
         events.append(_event("NothingToFix", "Normal", "Verify", _note(run_id, msg or "nothing to fix"), when))
     if drained and cordoned_before:
         events.append(_event("LeftCordoned", "Normal", "Uncordon",

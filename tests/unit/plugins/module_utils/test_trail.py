@@ -52,19 +52,30 @@ def test_the_end_tells_the_steps_in_order_with_what_changed():
 @pytest.mark.parametrize("rem, drained, cordoned, drain_error, reasons", [
     ({"status": "ok", "roles": ["nodefix.k8s.kubelet"]}, True, True, "", ["Drained", "FixApplied", "RemediationVerified",
                                                                           "LeftCordoned"]),
+    # a failed remediation names no role whose change the audits did not read (it may not have run)
     ({"status": "failed", "roles": ["nodefix.k8s.containerd"], "msg": "Restart containerd: rolled back to the last-good"
-      " config"}, True, False, "", ["Drained", "FixApplied", "RolledBack", "Uncordoned"]),
+      " config"}, True, False, "", ["Drained", "RolledBack", "Uncordoned"]),
     ({"status": "failed", "roles": ["nodefix.k8s.kubelet"], "msg": "Ensure the kubelet configuration: bad"}, False,
-     False, "", ["FixApplied", "RemediationFailed"]),
+     False, "", ["RemediationFailed"]),
+    ({"status": "failed", "roles": ["nodefix.k8s.reboot"], "msg": "reboot gate: window; nothing was drained or changed"},
+     False, False, "", ["RemediationFailed"]),
     ({"status": "skipped", "roles": [], "msg": "nothing to fix"}, False, False, "", ["NothingToFix"]),
     ({"status": "skipped", "roles": ["nodefix.k8s.kubelet"], "msg": "drain failed; node left as it was"}, False, False,
-     "drain failed: PodDisruptionBudget", ["DrainFailed", "NothingToFix"]),
+     "drain failed: PodDisruptionBudget", ["DrainFailed"]),
 ])
 def test_each_outcome_has_its_reason(rem, drained, cordoned, drain_error, reasons):
     after = {"findings": []}
     events = trail.end_events("r", BEFORE, after, rem, T0, drained=drained, drain_error=drain_error,
                               cordoned_before=cordoned)
     assert [e["reason"] for e in events] == reasons
+
+
+def test_a_failed_remediation_names_the_fixes_the_audits_read():
+    rem = {"status": "failed", "roles": ["nodefix.k8s.gvisor", "nodefix.k8s.kubelet"], "msg": "Restart kubelet: failed"}
+    after = dict(AFTER, checks=dict(AFTER["checks"], kubelet=BEFORE["checks"]["kubelet"]))   # the kubelet unchanged
+    events = trail.end_events("r", BEFORE, after, rem, T0)
+    assert [(e["reason"], e["note"]) for e in events if e["reason"] == "FixApplied"] == [
+        ("FixApplied", "run r: nodefix.k8s.gvisor: runsc 20230101 -> 20240729")]
 
 
 def test_the_annotation_is_a_bounded_json_summary():

@@ -90,11 +90,17 @@ def test_the_run_leaves_its_story_on_the_node_as_kubectl_reads_it(apiserver_doub
     # the kernel role only reports: it ran (FixApplied) when the run succeeded; after the failure it is not
     # named, since nothing it changed shows in the audits
     steps = ["Drained", "RemediationFailed"] if fail else ["Drained", "FixApplied", "FindingsStillOpen"]
-    assert [e["reason"] for e in events] == ["FindingsDetected"] + steps + ["Uncordoned"], events
+    assert [e["reason"] for e in events] == ["FindingsDetected", "EvidenceKept"] + steps + ["Uncordoned"], events
     assert all(e["message"].startswith("run run-%s: " % fail) for e in events), events
     assert all(e["source"]["component"] == "nodefix.k8s" and e["involvedObject"]["kind"] == "Node" for e in events)
-    assert [e["type"] for e in events] == ["Warning"] + (["Normal", "Warning"] if fail else ["Normal", "Normal", "Warning"]) \
-        + ["Normal"]
+    assert [e["type"] for e in events] == ["Warning", "Normal"] + (
+        ["Normal", "Warning"] if fail else ["Normal", "Normal", "Warning"]) + ["Normal"]
+    # the evidence read before the drain is where its Event says, bounded, with the node's findings
+    path = events[1]["message"].split("kept before the drain: ", 1)[1].split(" (", 1)[0]
+    kept = json.loads(open(path).read())
+    assert os.path.getsize(path) < 5 * 1024 * 1024 and "kernel.no_oom_reaper" in [f["id"] for f in kept["findings"]]
+    assert set(kept["sources"]) | set(m["source"] for m in kept["missing"]) >= {"journal-kubelet", "journal-containerd",
+                                                                                "kernel", "failed-units"}
     assert "plan: roles kernel, drain" in events[0]["message"]
     (node,) = k8s_info(tmp_path, double, "node-%s" % fail, kind="Node", name="node-a")
     summary = json.loads(node["metadata"]["annotations"]["nodefix.k8s/last-remediation"])

@@ -460,6 +460,17 @@ def test_05c_remediation_report_tells_before_and_after(lab):
         assert not set(node["fixed"]) & (set(node["ids"]) | set(node["waived_ids"])), node
         assert set(node["still_open"]) <= before_ids and not node["new"], node
         assert node["remediation"]["status"] == "ok" and node["remediation"]["seconds"] > 0, node
+    # the evidence read on every node before its restarts, bounded (4 MiB a node), named in the report
+    markdown = (lab / "remediate" / "report.md").read_text()
+    for node in rem["nodes"]:
+        kept = node["remediation"]["evidence"]
+        assert kept["path"].startswith(str(lab / "remediate" / "evidence" / node["host"])), kept
+        assert os.path.getsize(kept["path"]) <= 4 * 1024 * 1024 + 65536, kept
+        bundle = json.loads(open(kept["path"]).read())
+        assert set(bundle["sources"]) | set(m["source"] for m in bundle["missing"]) >= {
+            "journal-kubelet", "journal-containerd", "kernel", "failed-units"}, (node["host"], bundle["missing"])
+        assert bundle["files"] and bundle["findings"], node["host"]   # the files its fixes changed, as they were
+        assert kept["path"] in markdown
     # what changed, read from the facts of the audits around the fixes
     for node in rem["nodes"]:
         what = dict((c["what"], c) for c in node["changes"])
@@ -606,12 +617,12 @@ def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double)
         story[host] = [e["reason"] for e in events]
         runs |= set(e["message"].split(":", 1)[0] for e in events)
     assert len(runs) == 1 and runs.pop().startswith("run "), story
-    assert story["nodefix-lab-debian12"][:3] == ["FindingsDetected", "Drained", "FixApplied"], story
+    assert story["nodefix-lab-debian12"][:4] == ["FindingsDetected", "EvidenceKept", "Drained", "FixApplied"], story
     assert story["nodefix-lab-debian12"][-2:] in (["RemediationVerified", "Uncordoned"],
                                                   ["FindingsStillOpen", "Uncordoned"]), story
     assert {"RolledBack", "RemediationFailed"} & set(story["nodefix-lab-debian13"]), story
     assert story["nodefix-lab-debian13"][-1] == "Uncordoned", story
-    assert story["nodefix-lab-debian11"] == ["FindingsDetected", "DrainFailed"], story
+    assert story["nodefix-lab-debian11"] == ["FindingsDetected", "EvidenceKept", "DrainFailed"], story
     left = sorted(p["name"] for p in st["pods"])
     # web-11 was evicted before the budget stopped debian11's drain
     assert left == sorted(["db-0"] + ["proxy-%s" % h[-2:] for h in CONTAINERS]), left

@@ -28,6 +28,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     _esc,
     _node_cell,
     change_rows,
+    evidence_line,
     needs_no_attention,
     not_durable_notes,
     slices_line,
@@ -136,6 +137,8 @@ def _html_before_after(model):
         if n.get("pods_to_recreate"):
             changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
         changed += [_esc(action) for action in rem.get("actions") or []]
+        if evidence_line(n):
+            changed.append("<span class=\"muted\">%s</span>" % _esc(evidence_line(n)))
         h.append("<tr data-search=\"%s\"><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                  "<td>%s</td><td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
                      _search(n), _esc(n["host"]),

@@ -181,6 +181,19 @@ def changes(before_checks, after_checks):
     return out
 
 
+def evidence_line(node):
+    """Where the evidence read before the node's disruption is (None when none was to be kept)."""
+    kept = (node.get("remediation") or {}).get("evidence")
+    if not isinstance(kept, dict):
+        return None
+    before = ", ".join(str(a) for a in kept.get("before") or []) or "the disruption"
+    if not kept.get("path"):
+        return "evidence NOT kept before the %s: %s" % (before, kept.get("error"))
+    missing = kept.get("missing") or []
+    return "evidence kept before the %s: %s (%s bytes%s)" % (before, kept["path"], kept.get("bytes"),
+                                                             "; missing: " + ", ".join(missing) if missing else "")
+
+
 def _not_durable(node):
     """{setting: where to make it durable} of the remediation's ``not_durable`` ("kubelet": a place
     without the setting's name)."""
@@ -537,6 +550,8 @@ def table_lines(model, width=TABLE_WIDTH):
                                                  + ["kubelet %s" % e["setting"] for e in not_durable_notes(n)])),
                        width)
         lines += _wrap("actions", (n.get("remediation") or {}).get("actions") or [], width)
+        if evidence_line(n):
+            lines += _wrap("evidence", [evidence_line(n).split(": ", 1)[1]], width)
         rem = n.get("remediation") or {}
         if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
             msg = str(rem["msg"]).splitlines()[0]
@@ -610,6 +625,8 @@ def to_markdown(model):
                 out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
             for action in (rem or {}).get("actions") or []:
                 out.append("- %s" % action)
+            if evidence_line(n):
+                out.append("- %s" % evidence_line(n))
             out.append("")
         if not n["findings"] and n["status"] == "ok":
             out += ["No findings.", ""]

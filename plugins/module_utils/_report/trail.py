@@ -13,7 +13,8 @@ or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's i
 
 - at the start, after the audit: ``FindingsDetected`` (Warning, one event summing the findings and the
   plan: roles, drain, reboot) or ``NoFindings`` (Normal);
-- at the end, in the order they happened: ``Drained`` / ``DrainFailed``, ``FixApplied`` per role (with
+- at the end, in the order they happened: ``EvidenceKept`` (where the evidence read before the
+  disruption is; ``EvidenceNotKept`` when it could not be), ``Drained`` / ``DrainFailed``, ``FixApplied`` per role (with
   what changed, read from the audits around the fixes; after a failure only a role whose change the
   audits read - a role that may not have run is never said to have fixed anything), ``Rebooted`` / ``KernelBooted`` /
   ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
@@ -116,6 +117,17 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
     status = str(remediation.get("status") or "")
     msg = str(remediation.get("msg") or "")
     events = []
+    kept = remediation.get("evidence")
+    if isinstance(kept, dict):
+        before_what = ", ".join(str(a) for a in kept.get("before") or []) or "the disruption"
+        if kept.get("path"):
+            missing = kept.get("missing") or []
+            events.append(_event("EvidenceKept", "Normal", "Collect", _note(run_id, "kept before the %s: %s (%s bytes%s)" % (
+                before_what, kept["path"], kept.get("bytes"), "; missing: " + ", ".join(missing) if missing else "")),
+                when))
+        else:
+            events.append(_event("EvidenceNotKept", "Warning", "Collect", _note(
+                run_id, "could not keep the evidence before the %s: %s" % (before_what, kept.get("error"))), when))
     if drained:
         events.append(_event("Drained", "Normal", "Drain", _note(run_id, "cordoned and drained"), when))
     elif drain_error:

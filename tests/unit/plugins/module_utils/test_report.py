@@ -569,3 +569,15 @@ def test_empty_sections_are_left_out_of_a_clean_fleet_page():
     page = report_html_page.to_html(model)
     assert "<h2>Nodes x findings</h2>" not in page and "<h2>Nodes</h2>" not in page
     assert '<table id="matrix">' not in page and "<h2>Nodes by state</h2>" in page
+
+
+def test_the_evidence_kept_is_named_in_every_format():
+    kept = {"path": "/r/remediate/evidence/node-b/4711.json", "bytes": 5000, "before": ["drain", "reboot"],
+            "missing": ["kernel"]}
+    model = report_model.build_model(RESULTS, before=RESULTS, remediation={"node-b": {"status": "ok", "evidence": kept}})
+    line = "evidence kept before the drain, reboot: /r/remediate/evidence/node-b/4711.json (5000 bytes; missing: kernel)"
+    assert report_model.evidence_line(model["nodes"][1]) == line
+    assert "- " + line in report_model.to_markdown(model)
+    assert report_html_page._esc(line) in report_html_page.to_html(model)
+    console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
+    assert "evidence: /r/remediate/evidence/node-b/4711.json" in console

@@ -107,3 +107,15 @@ def test_facts_of_the_wrong_shape_make_no_trail(call, words):
 
 def test_times_are_the_apis_microtime():
     assert trail.iso(int(T0 * 1000000) + 7) == "2025-11-26T09:40:00.000007Z"
+
+
+def test_the_evidence_kept_before_the_disruption_comes_first_or_says_it_could_not_be_kept():
+    kept = {"path": "/r/remediate/evidence/n1/4711.json", "bytes": 5000, "before": ["drain"], "missing": ["kernel"]}
+    rem = {"status": "ok", "roles": ["nodefix.k8s.kubelet"], "evidence": kept}
+    events = trail.end_events("4711", BEFORE, AFTER, rem, T0, drained=True)
+    assert events[0]["reason"] == "EvidenceKept" and events[1]["reason"] == "Drained"
+    assert events[0]["note"] == ("run 4711: kept before the drain: /r/remediate/evidence/n1/4711.json (5000 bytes; "
+                                 "missing: kernel)")
+    failed = dict(rem, evidence={"before": ["reboot"], "error": "Read it on the node: unreachable"})
+    (first,) = [e for e in trail.end_events("4711", BEFORE, AFTER, failed, T0) if e["reason"].startswith("Evidence")]
+    assert first["reason"] == "EvidenceNotKept" and first["type"] == "Warning" and "unreachable" in first["note"]

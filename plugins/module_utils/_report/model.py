@@ -141,6 +141,53 @@ def _short(value):
 UNSET = "(unset)"
 
 
+def _clip(value, limit=120):
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _value_rows(label, b, a, depth=0):
+    """Rows of one changed value: a map as the keys that changed, a list of named items (runtimes) as the
+    items that came, went or changed, anything else as before -> after - never two identical cells."""
+    if isinstance(b, dict) and isinstance(a, dict) and depth < 3:
+        rows = []
+        for key in sorted(set(b) | set(a), key=str):
+            if key in b and key in a and b[key] == a[key]:
+                continue
+            if key in b and key in a:
+                rows += _value_rows("%s.%s" % (label, key), b[key], a[key], depth + 1)
+            else:
+                rows.append({"what": "%s.%s" % (label, key), "before": _short(b[key]) if key in b else UNSET,
+                             "after": _short(a[key]) if key in a else UNSET})
+        return rows
+    named = isinstance(b, list) and isinstance(a, list) and all(isinstance(x, dict) and "name" in x for x in b + a)
+    if named and depth < 3:
+        before, after = dict((str(x["name"]), x) for x in b), dict((str(x["name"]), x) for x in a)
+        rows = []
+        for name in sorted(set(before) | set(after)):
+            where = "%s[%s]" % (label, name)
+            if name not in before:
+                rows.append({"what": where, "before": UNSET, "after": "added"})
+            elif name not in after:
+                rows.append({"what": where, "before": "present", "after": "removed"})
+            elif before[name] != after[name]:
+                rows += _value_rows(where, before[name], after[name], depth + 1)
+        return rows
+    if _short(b) == _short(a):
+        return [{"what": label, "before": _clip(b), "after": _clip(a)}]
+    return [{"what": label, "before": UNSET if b is None else _short(b), "after": UNSET if a is None else _short(a)}]
+
+
+def change_check(what):
+    """The detector a change row is about (its CHANGE_FACTS label, or ``kubelet`` for a kubelet setting)."""
+    if what.startswith("kubelet ") and not any(what == lbl or what.startswith(lbl + ".") or what.startswith(lbl + "[")
+                                               for lbl, _c, _p in CHANGE_FACTS):
+        return "kubelet"
+    found = [(len(lbl), check) for lbl, check, _p in CHANGE_FACTS
+             if what == lbl or what.startswith(lbl + ".") or what.startswith(lbl + "[")]
+    return max(found)[1] if found else ""
+
+
 def _kubelet_changes(before_eff, after_eff):
     """Rows of the kubelet settings whose effective value changed: a map setting (evictionHard, ...) as
     the keys that changed (``evictionHard.memory.available 100Mi -> 500Mi``); a value only made explicit
@@ -152,12 +199,8 @@ def _kubelet_changes(before_eff, after_eff):
         if b is None or a is None:
             continue
         label = "kubelet %s" % field
-        if isinstance(b, dict) and isinstance(a, dict) and b != a:
-            out += [{"what": "%s.%s" % (label, key), "before": _short(b[key]) if key in b else UNSET,
-                     "after": _short(a[key]) if key in a else UNSET}
-                    for key in sorted(set(b) | set(a), key=str) if b.get(key) != a.get(key) or (key in b) != (key in a)]
-        elif b != a:
-            out.append({"what": label, "before": _short(b), "after": _short(a)})
+        if b != a:
+            out += _value_rows(label, b, a)
         elif b_entry.get("source") == "default" and a_entry.get("source") not in (None, "default"):
             out.append({"what": label, "before": "%s (default)" % _short(b),
                         "after": "%s (made explicit: %s)" % (_short(a), a_entry.get("flag") or a_entry.get("source"))})
@@ -173,7 +216,7 @@ def changes(before_checks, after_checks):
         b, a = _dig(before_checks.get(check), path), _dig(after_checks.get(check), path)
         if b is None or a is None or b == a:
             continue
-        out.append({"what": label, "before": _short(b), "after": _short(a)})
+        out += _value_rows(label, b, a)
     before_eff = _dig(before_checks.get("kubelet"), "kubelet.effective") or {}
     after_eff = _dig(after_checks.get("kubelet"), "kubelet.effective") or {}
     if isinstance(before_eff, dict) and isinstance(after_eff, dict):

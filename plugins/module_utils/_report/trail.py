@@ -33,13 +33,12 @@ import datetime
 import json
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import CHANGE_FACTS, changes
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import change_check, changes
 
 CONTROLLER = "nodefix.k8s"
 ANNOTATION = "nodefix.k8s/last-remediation"
 NOTE_MAX = 1024          # events.k8s.io/v1 refuses a longer note
 ANNOTATION_IDS = 50      # ids kept in the annotation (the report has them all)
-_CHECK_OF = dict((label, check) for label, check, _path in CHANGE_FACTS)
 
 
 class TrailInputError(NodefixError, ValueError):
@@ -104,7 +103,7 @@ def _role_changes(before, after):
     out = {}
     rows = changes((before or {}).get("checks"), (after or {}).get("checks"))
     for c in rows:
-        check = "kubelet" if c["what"].startswith("kubelet ") else _CHECK_OF.get(c["what"], "")
+        check = change_check(c["what"])
         out.setdefault(check, []).append("%s %s -> %s" % (c["what"], c["before"], c["after"]))
     return out
 

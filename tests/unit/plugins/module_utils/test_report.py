@@ -581,3 +581,26 @@ def test_the_evidence_kept_is_named_in_every_format():
     assert report_html_page._esc(line) in report_html_page.to_html(model)
     console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
     assert "evidence: /r/remediate/evidence/node-b/4711.json" in console
+
+
+def test_a_list_of_named_items_shows_the_item_that_changed_never_two_identical_cells():
+    """runsc's runtime entry gaining its ConfigPath read '1 item(s) -> 1 item(s)': now the key that changed."""
+    before = {"gvisor": {"containerd": {"runsc_runtimes": [{"name": "runsc", "runtime_type": "io.containerd.runsc.v1",
+                                                            "config_path": None}]}}}
+    after = {"gvisor": {"containerd": {"runsc_runtimes": [{"name": "runsc", "runtime_type": "io.containerd.runsc.v1",
+                                                           "config_path": "/etc/containerd/runsc.toml"}]}}}
+    rows = report_model.changes(before, after)
+    assert rows == [{"what": "runsc runtimes in containerd[runsc].config_path", "before": "(unset)",
+                     "after": "/etc/containerd/runsc.toml"}]
+    assert report_model.change_check(rows[0]["what"]) == "gvisor"
+    added = {"gvisor": {"containerd": {"runsc_runtimes": after["gvisor"]["containerd"]["runsc_runtimes"]
+                                       + [{"name": "runsc-debug", "runtime_type": "x"}]}}}
+    assert report_model.changes(after, added) == [{"what": "runsc runtimes in containerd[runsc-debug]",
+                                                   "before": "(unset)", "after": "added"}]
+    # a list without names whose summaries match shows the values themselves
+    many_b = {"mount_units": {"mount_units": {"orphaned": ["unit-%d.scope" % i for i in range(20)]}}}
+    many_a = {"mount_units": {"mount_units": {"orphaned": ["unit-%d.scope" % i for i in range(1, 21)]}}}
+    (row,) = report_model.changes(many_b, many_a)
+    assert row["before"] != row["after"] and row["before"].startswith('["unit-0.scope"')
+    assert report_model.change_check("kubelet scopes (live and leaked)") == "mount_units"
+    assert report_model.change_check("kubelet evictionHard.memory.available") == "kubelet"

@@ -135,6 +135,7 @@ def verdict(records, percent, override=False, fleet_size=None, rollout=None, own
                 if share > percent or slice_share is None else
                 "%d of this slice's %d node(s) (%s%%; %d of %d in the fleet so far) need a drain, reboot or restart"
                 % (len(own_hit), len(own), _fmt(slice_share), len(hit), size))
+        seen += " (%s)" % ", ".join("%s %d" % (a, len(actions[a])) for a in ACTIONS if actions[a])
         cause = ("; fleet-wide: %s" % ", ".join("%s on %d (%s%%)" % (w["id"], w["nodes"], _fmt(w["share"])) for w in wide)
                  if wide else "")
         if override:

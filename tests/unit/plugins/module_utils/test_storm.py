@@ -42,7 +42,8 @@ def test_min_nodes_sets_the_floor():
 
 def test_the_stop_says_why_with_the_fleet_wide_findings_and_the_way_out():
     out = storm.verdict({"run": fleet(10, 4)}, 20)
-    assert out["msg"].startswith("storm breaker: 4 of 10 node(s) (40%) need a drain, reboot or restart, over "
+    assert out["msg"].startswith("storm breaker: 4 of 10 node(s) (40%) need a drain, reboot or restart (drain 4, "
+                                 "reboot 4), over "
                                  "nodefix_storm_percent (20%)")
     assert "fleet-wide: pids.zombie_leaker on 10 (100%), kernel.below_minimum on 4 (40%)" in out["msg"]
     assert "stops before touching a node" in out["msg"] and "nodefix_storm_override=true" in out["msg"]

@@ -98,6 +98,17 @@ def test_node_exporter_reads_the_node_file_and_its_heartbeat(run_module, monkeyp
         exporter.stop()
 
 
+def scraped(directory):
+    """One scrape of node_exporter's textfile collector over ``directory``, which it read without an error."""
+    exporter = NodeExporter(directory)
+    try:
+        text = exporter.scrape()
+    finally:
+        exporter.stop()
+    assert sample(text, "node_textfile_scrape_error") == 0, text
+    return text
+
+
 def test_node_exporter_reads_the_fleet_file(run_module, tmp_path):
     results = {"n1": {"checks": {"pids": {}}, "findings": [
         {"id": "pids.zombie_leaker", "severity": "medium", "title": "t", "subject": "42", "evidence": {},
@@ -105,12 +116,7 @@ def test_node_exporter_reads_the_fleet_file(run_module, tmp_path):
     result, failed, _dummy = run_module(audit_report, {"results": results, "dest": str(tmp_path / "out"),
                                                        "formats": ["prometheus"]})
     assert not failed, result
-    exporter = NodeExporter(tmp_path / "out")
-    try:
-        text = exporter.scrape()
-    finally:
-        exporter.stop()
-    assert sample(text, "node_textfile_scrape_error") == 0, text
+    text = scraped(tmp_path / "out")
     assert sample(text, "nodefix_node_audited", node="n1") == 1 and sample(text, "nodefix_node_audited", node="n2") == 1
     assert sample(text, "nodefix_findings", node="n1", severity="medium") == 1
 
@@ -134,12 +140,7 @@ def remediation_report(run_module, tmp_path):
 
 def test_node_exporter_reads_a_remediations_metrics(run_module, tmp_path):
     remediation_report(run_module, tmp_path)
-    exporter = NodeExporter(tmp_path / "out")
-    try:
-        text = exporter.scrape()
-    finally:
-        exporter.stop()
-    assert sample(text, "node_textfile_scrape_error") == 0, text
+    text = scraped(tmp_path / "out")
     assert sample(text, "nodefix_remediation_outcome", node="n1", outcome="ok") == 1
     assert sample(text, "nodefix_remediation_outcome", node="n1", outcome="failed") == 0
     assert sample(text, "nodefix_remediation_outcome", node="n3", outcome="not_run") == 1

@@ -92,13 +92,13 @@ def reboot_reasons_after(audit, reasons):
 
 
 def remediation_plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_memcgs=False,
-                     kubelet_guard_rails="auto", kernel_upgrade=False):
+                     kubelet_guard_rails="auto", kernel_upgrade=False, evidence_units=100):
     """What remediate does for a node (roles, reboot reasons, guard rails, what disrupts it):
     ``_audit.remediation.plan``."""
     try:
         return _remediation_plan(audit, drainable=drainable, reboot=reboot, mount_units_reboot=mount_units_reboot,
                                  dying_memcgs=dying_memcgs, kubelet_guard_rails=kubelet_guard_rails,
-                                 kernel_upgrade=kernel_upgrade)
+                                 kernel_upgrade=kernel_upgrade, evidence_units=evidence_units)
     except NodefixError as exc:
         raise AnsibleFilterError("remediation_plan: %s" % exc.msg)
 

@@ -20,6 +20,8 @@ the reasons to reboot it and whether the kubelet's guard rails go on. The playbo
   the node gets any role and this run drains it, ``reboot`` when there is a reason to reboot (a kernel
   below the minimum counts with ``kernel_upgrade``: the upgrade boots it), ``restart`` when a role that
   restarts containerd or the kubelet runs on a node this run does not drain.
+- Whether the evidence a disruption would wipe is kept first (``evidence``): on any disruption, and when
+  the mount_units role will stop at least ``evidence_units`` (100) leaked units.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -82,10 +84,17 @@ def _reason(finding):
     return {"id": fid, "check": finding.get("check") or fid.split(".", 1)[0], "reason": text}
 
 
+def _units_to_stop(found):
+    return sum(int((f.get("evidence") or {}).get("count") or 0) for f in found
+               if f["id"] in ("mount_units.leaked_scopes", "mount_units.dead_mount_units")
+               and isinstance((f.get("evidence") or {}).get("count"), int))
+
+
 def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_memcgs=False,
-         kubelet_guard_rails="auto", kernel_upgrade=False):
-    """{fix_roles, reboot_reasons, kubelet_guard_rails, disruptive} for one node's before-audit (node_audit's
-    result)."""
+         kubelet_guard_rails="auto", kernel_upgrade=False, evidence_units=100):
+    """{fix_roles, reboot_reasons, kubelet_guard_rails, disruptive, evidence} for one node's before-audit
+    (node_audit's result). ``evidence``: keep the evidence first - a disruption, or the mount_units role
+    stopping at least ``evidence_units`` leaked units."""
     found = _findings(audit)
     drainable = _switch("drainable", drainable)
     reboot = _switch("nodefix_reboot", reboot)
@@ -93,6 +102,13 @@ def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_m
     dying_memcgs = _switch("nodefix_reboot_dying_memcgs", dying_memcgs)
     guard = _switch("nodefix_kubelet_guard_rails", kubelet_guard_rails, allow_auto=True)
     kernel_upgrade = _switch("nodefix_kernel_upgrade", kernel_upgrade)
+    if isinstance(evidence_units, bool) or not isinstance(evidence_units, int) or evidence_units < 0:
+        try:
+            evidence_units = int(str(evidence_units))
+        except ValueError:
+            evidence_units = -1
+        if evidence_units < 0:
+            raise PlanInputError("nodefix_evidence_units must be a whole number of units (0 or more)")
     reasons = [_reason(f) for f in (found if drainable else [])
                if (f["id"].startswith("reboot.") and reboot) or (f["id"] == SLOW_CLEANUP and mount_units_reboot)
                or (f["id"] == "kernel.dying_memcgs" and dying_memcgs)]
@@ -107,6 +123,7 @@ def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_m
         disruptive.append("reboot")
     if not drainable and set(roles) & set(RESTART_ROLES):
         disruptive.append("restart")
+    stops = "nodefix.k8s.mount_units" in roles and _units_to_stop(found) >= evidence_units
     return {"fix_roles": roles, "reboot_reasons": reasons,
             "kubelet_guard_rails": bool(ids & set(GUARD_RAIL_IDS)) if guard == "auto" else guard,
-            "disruptive": disruptive}
+            "disruptive": disruptive, "evidence": bool(disruptive) or stops}

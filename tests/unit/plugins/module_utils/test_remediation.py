@@ -61,7 +61,7 @@ def test_guard_rails_auto_without_the_findings_stays_off():
 
 def test_a_clean_node_gets_nothing():
     assert audit_remediation.plan({"findings": []}, drainable=True, reboot=True) == {
-        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False, "disruptive": []}
+        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False, "disruptive": [], "evidence": False}
 
 
 @pytest.mark.parametrize("audit,kwargs,words", [
@@ -110,3 +110,14 @@ def test_what_disrupts_the_node_is_what_the_storm_breaker_counts(audit, kwargs, 
 def test_a_kernel_upgrade_switch_that_is_not_a_boolean_decides_nothing():
     with pytest.raises(audit_remediation.PlanInputError, match="nodefix_kernel_upgrade must be true or false"):
         audit_remediation.plan({"findings": []}, kernel_upgrade="maybe")
+
+
+def test_evidence_is_kept_before_a_disruption_and_before_a_large_unit_cleanup():
+    big = {"findings": [finding("mount_units.leaked_scopes", "nodefix.k8s.mount_units", count=90),
+                        finding("mount_units.dead_mount_units", "nodefix.k8s.mount_units", count=10)]}
+    assert audit_remediation.plan(big)["evidence"] is True and audit_remediation.plan(big)["disruptive"] == []
+    assert audit_remediation.plan(big, evidence_units=101)["evidence"] is False
+    assert audit_remediation.plan(big, evidence_units="101")["evidence"] is False   # as Jinja passes it
+    assert audit_remediation.plan({"findings": [finding("kubelet.qps_low", "nodefix.k8s.kubelet")]})["evidence"] is True
+    with pytest.raises(audit_remediation.PlanInputError, match="nodefix_evidence_units must be a whole number"):
+        audit_remediation.plan(big, evidence_units="many")

@@ -88,14 +88,15 @@ def _fleet(records):
     return nodes
 
 
-def _fleet_wide(nodes, size, percent):
-    """The finding ids on more than ``percent`` of the fleet, most widespread first."""
+def _fleet_wide(nodes, size, percent, min_nodes):
+    """The finding ids on more than ``percent`` of the fleet and at least ``min_nodes`` nodes (one node's
+    finding is not fleet-wide), most widespread first."""
     hosts = {}
     for host, entry in nodes.items():
         for fid in entry["findings"]:
             hosts.setdefault(fid, []).append(host)
     wide = [{"id": fid, "nodes": len(hs), "share": _share(len(hs), size), "hosts": sorted(hs)}
-            for fid, hs in hosts.items() if _share(len(hs), size) > percent]
+            for fid, hs in hosts.items() if _share(len(hs), size) > percent and len(hs) >= min_nodes]
     return sorted(wide, key=lambda w: (-w["nodes"], w["id"]))
 
 
@@ -128,7 +129,7 @@ def verdict(records, percent, override=False, fleet_size=None, rollout=None, own
     slice_share = _share(len(own_hit), len(own)) if own_slice is not None else None
     over = (share > percent or (slice_share is not None and slice_share > percent)) and len(hit) >= min_nodes
     actions = dict((a, sorted(h for h in hit if a in nodes[h]["disruptive"])) for a in ACTIONS)
-    wide = _fleet_wide(nodes, size, percent)
+    wide = _fleet_wide(nodes, size, percent, min_nodes)
     msg = None
     if over:
         seen = ("%d of %d node(s) (%s%%) need a drain, reboot or restart" % (len(hit), size, _fmt(share))

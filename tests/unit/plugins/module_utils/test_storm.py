@@ -33,6 +33,12 @@ def test_the_threshold_is_a_strict_share_of_the_fleet(total, hit, percent, stops
     assert len(out["disruptive"]) == hit and (out["msg"] is not None) is stops
 
 
+def test_one_nodes_finding_is_not_fleet_wide():
+    assert storm.verdict({"run": fleet(1, 1)}, 20)["fleet_wide"] == []
+    assert [w["id"] for w in storm.verdict({"run": fleet(2, 2)}, 20)["fleet_wide"]] == [
+        "kernel.below_minimum", "pids.zombie_leaker"]
+
+
 def test_min_nodes_sets_the_floor():
     assert storm.verdict({"run": fleet(1, 1)}, 20, min_nodes=1)["stop"]
     assert not storm.verdict({"run": fleet(10, 4)}, 20, min_nodes=5)["stop"]

@@ -252,3 +252,10 @@ def read_k8s(label, kubeconfig, **args):
                          env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"})
     assert rc == 0, out[-3000:]
     return json.loads(out[out.index("{"):])["plays"][0]["tasks"][0]["hosts"]["localhost"]["resources"]
+
+
+def trail_entries(log):
+    """The kube-apiserver double's log entries that are a run's trail (its Events, the Node's annotation
+    PATCH): the rest is what the run changed in the cluster."""
+    return [e for e in log if e["path"].startswith("/apis/events.k8s.io/")
+            or (e["method"] == "PATCH" and set(e["body"]) == {"metadata"})]

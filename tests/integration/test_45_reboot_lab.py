@@ -44,7 +44,7 @@ import subprocess
 
 import pytest
 
-from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, podman, run_logged
+from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, podman, run_logged, trail_entries
 
 pytestmark = pytest.mark.lab
 DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -371,7 +371,6 @@ def test_bad_reboot_input_fails_before_anything_is_drained(run, key, message):
     assert remediation["status"] == "failed" and remediation["msg"].startswith("reboot gate: "), remediation
     assert message in remediation["msg"] and "nothing was drained or changed" in remediation["msg"]
     # no cordon, no eviction, no lease: only the run's trail (its Events and the Node's annotation)
-    trail = [e for e in bad["log"] if e["path"].startswith("/apis/events.k8s.io/")
-             or (e["method"] == "PATCH" and set(e["body"]) == {"metadata"})]
+    trail = trail_entries(bad["log"])
     assert [e for e in bad["log"] if e not in trail] == [], bad["log"]
     assert [e["reason"] for e in trail if "reason" in e] == ["FindingsDetected", "RemediationFailed"], trail

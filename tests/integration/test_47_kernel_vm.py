@@ -38,7 +38,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ROOT, ApiServerDouble, assert_ok, held, run_logged
+from conftest import ROOT, ApiServerDouble, assert_ok, held, run_logged, trail_entries
 
 pytestmark = pytest.mark.lab
 
@@ -227,8 +227,7 @@ def test_a_package_the_sources_lack_is_refused_before_the_drain(run):
                                                                                "linux-image-nodefix-missing is not in")
     assert "nothing was drained or changed" in remediation["msg"]
     # no cordon, no eviction, no lease: only the run's trail (its Events and the Node's annotation)
-    trail = [e for e in bad["log"] if e["path"].startswith("/apis/events.k8s.io/")
-             or (e["method"] == "PATCH" and set(e["body"]) == {"metadata"})]
+    trail = trail_entries(bad["log"])
     assert [e for e in bad["log"] if e not in trail] == [], bad["log"]
     assert [e["reason"] for e in trail if "reason" in e] == ["FindingsDetected", "RemediationFailed"], trail
     assert "kernel.below_minimum" in bad["node"]["ids"]

@@ -224,17 +224,23 @@ def changes(before_checks, after_checks):
     return out
 
 
+def evidence_text(kept):
+    """(kept, text) of a remediation's ``evidence`` record: where the evidence read before the disruption
+    is, or why it is not there (``kept`` false) - the report's and the node Events' one wording."""
+    before = ", ".join(str(a) for a in kept.get("before") or []) or "the disruption"
+    if not kept.get("path"):
+        return False, "NOT kept before the %s: %s" % (before, kept.get("error"))
+    missing = kept.get("missing") or []
+    return True, "kept before the %s: %s (%s bytes%s)" % (before, kept["path"], kept.get("bytes"),
+                                                          "; missing: " + ", ".join(missing) if missing else "")
+
+
 def evidence_line(node):
     """Where the evidence read before the node's disruption is (None when none was to be kept)."""
     kept = (node.get("remediation") or {}).get("evidence")
     if not isinstance(kept, dict):
         return None
-    before = ", ".join(str(a) for a in kept.get("before") or []) or "the disruption"
-    if not kept.get("path"):
-        return "evidence NOT kept before the %s: %s" % (before, kept.get("error"))
-    missing = kept.get("missing") or []
-    return "evidence kept before the %s: %s (%s bytes%s)" % (before, kept["path"], kept.get("bytes"),
-                                                             "; missing: " + ", ".join(missing) if missing else "")
+    return "evidence " + evidence_text(kept)[1]
 
 
 def _not_durable(node):

@@ -33,7 +33,7 @@ import datetime
 import json
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import change_check, changes
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import change_check, changes, evidence_text
 
 CONTROLLER = "nodefix.k8s"
 ANNOTATION = "nodefix.k8s/last-remediation"
@@ -98,6 +98,13 @@ def start_events(run_id, audit, plan, started):
     return [_event("FindingsDetected", "Warning", "Audit", _note(run_id, text), when)]
 
 
+def _fixed_still(before, after):
+    """(fixed, still open): the before-audit's finding ids gone from the after-audit, and those in both."""
+    _b, b_ids = _summary(before or {})
+    _a, a_ids = _summary(after) if isinstance(after, dict) else ([], [])
+    return sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
+
+
 def _role_changes(before, after):
     """{check: ["what before -> after", ...]} read from the audits around the fixes."""
     out = {}
@@ -116,17 +123,10 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
     status = str(remediation.get("status") or "")
     msg = str(remediation.get("msg") or "")
     events = []
-    kept = remediation.get("evidence")
-    if isinstance(kept, dict):
-        before_what = ", ".join(str(a) for a in kept.get("before") or []) or "the disruption"
-        if kept.get("path"):
-            missing = kept.get("missing") or []
-            events.append(_event("EvidenceKept", "Normal", "Collect", _note(run_id, "kept before the %s: %s (%s bytes%s)" % (
-                before_what, kept["path"], kept.get("bytes"), "; missing: " + ", ".join(missing) if missing else "")),
-                when))
-        else:
-            events.append(_event("EvidenceNotKept", "Warning", "Collect", _note(
-                run_id, "could not keep the evidence before the %s: %s" % (before_what, kept.get("error"))), when))
+    if isinstance(remediation.get("evidence"), dict):
+        kept, text = evidence_text(remediation["evidence"])
+        events.append(_event("EvidenceKept", "Normal", "Collect", _note(run_id, text), when) if kept
+                      else _event("EvidenceNotKept", "Warning", "Collect", _note(run_id, text), when))
     if drained:
         events.append(_event("Drained", "Normal", "Drain", _note(run_id, "cordoned and drained"), when))
     elif drain_error:
@@ -150,9 +150,7 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
             events.append(_event("Rebooted", "Normal", "Reboot", _note(run_id, action), when))
         elif action.startswith("reboot held") or action.startswith("reboot recommended"):
             events.append(_event("RebootHeld", "Normal", "Reboot", _note(run_id, action), when))
-    _b_found, b_ids = _summary(before or {})
-    _a_found, a_ids = _summary(after or {}) if isinstance(after, dict) else ([], [])
-    fixed, still = sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
+    fixed, still = _fixed_still(before, after)
     if status == "ok" and not still:
         events.append(_event("RemediationVerified", "Normal", "Verify",
                              _note(run_id, "verified by a new audit: fixed %s" % (_ids(fixed) or "nothing")), when))
@@ -175,9 +173,7 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
 
 def annotation(run_id, remediation, before, after, finished):
     """{ANNOTATION: JSON text} - the last remediation's summary, bounded in size."""
-    _b, b_ids = _summary(before or {})
-    _a, a_ids = _summary(after or {}) if isinstance(after, dict) else ([], [])
-    fixed, still = sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
+    fixed, still = _fixed_still(before, after)
     summary = {"time": iso(int(_time(finished, "finished") * 1000000), micro=False), "outcome": str((remediation or {}).get("status")),
                "run": str(run_id), "fixed": fixed[:ANNOTATION_IDS], "stillOpen": still[:ANNOTATION_IDS]}
     if len(fixed) > ANNOTATION_IDS or len(still) > ANNOTATION_IDS:

@@ -22,7 +22,8 @@ description:
     C(NoFindings)).
   - O(phase=end) - the steps in order (C(Drained) or C(DrainFailed), C(FixApplied) per role with what changed read from
     the audits around the fixes, C(Rebooted), C(KernelBooted) or C(RebootHeld)), the outcome (C(RemediationVerified),
-    C(FindingsStillOpen), C(RolledBack), C(RemediationFailed), C(NothingToFix)) and C(Uncordoned) or C(LeftCordoned);
+    C(FindingsStillOpen), C(RolledBack), C(RemediationFailed), C(NothingToFix); C(NotVerified) without an O(audit_after))
+    and C(Uncordoned) or C(LeftCordoned);
     and the annotation C(nodefix.k8s/last-remediation) on the Node - the last remediation's time, outcome, run id,
     fixed and still-open ids as JSON.
   - The trail never fails the remediation it describes. An API error (no RBAC for events, the node unknown) is a

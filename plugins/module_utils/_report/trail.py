@@ -18,7 +18,7 @@ or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's i
   what changed, read from the audits around the fixes; after a failure only a role whose change the
   audits read - a role that may not have run is never said to have fixed anything), ``Rebooted`` / ``KernelBooted`` /
   ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
-  ``RemediationFailed`` or ``NothingToFix`` - and ``Uncordoned`` or ``LeftCordoned``.
+  ``RemediationFailed`` or ``NothingToFix``; ``NotVerified`` when no audit after the fixes was read - and ``Uncordoned`` or ``LeftCordoned``.
 
 The annotation ``nodefix.k8s/last-remediation`` holds the last remediation's summary as JSON (time,
 outcome, run id, fixed and still-open ids), bounded in size. Pure functions over the playbook's facts;
@@ -99,9 +99,12 @@ def start_events(run_id, audit, plan, started):
 
 
 def _fixed_still(before, after):
-    """(fixed, still open): the before-audit's finding ids gone from the after-audit, and those in both."""
+    """(fixed, still open): the before-audit's finding ids gone from the after-audit, and those in both. Without
+    an after-audit nothing is known fixed (never "fixed" because nothing was read)."""
     _b, b_ids = _summary(before or {})
-    _a, a_ids = _summary(after) if isinstance(after, dict) else ([], [])
+    if not isinstance(after, dict):
+        return [], []
+    _a, a_ids = _summary(after)
     return sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
 
 
@@ -151,7 +154,10 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
         elif action.startswith("reboot held") or action.startswith("reboot recommended"):
             events.append(_event("RebootHeld", "Normal", "Reboot", _note(run_id, action), when))
     fixed, still = _fixed_still(before, after)
-    if status == "ok" and not still:
+    if status == "ok" and not isinstance(after, dict):
+        events.append(_event("NotVerified", "Warning", "Verify",
+                             _note(run_id, "no audit after the fixes: nothing is verified"), when))
+    elif status == "ok" and not still:
         events.append(_event("RemediationVerified", "Normal", "Verify",
                              _note(run_id, "verified by a new audit: fixed %s" % (_ids(fixed) or "nothing")), when))
     elif status == "ok":
@@ -178,6 +184,8 @@ def annotation(run_id, remediation, before, after, finished):
                "run": str(run_id), "fixed": fixed[:ANNOTATION_IDS], "stillOpen": still[:ANNOTATION_IDS]}
     if len(fixed) > ANNOTATION_IDS or len(still) > ANNOTATION_IDS:
         summary["truncated"] = True
+    if not isinstance(after, dict):
+        summary["verified"] = False
     return {ANNOTATION: json.dumps(summary, sort_keys=True, separators=(",", ":"))}
 
 

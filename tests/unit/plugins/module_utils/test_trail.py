@@ -119,3 +119,12 @@ def test_the_evidence_kept_before_the_disruption_comes_first_or_says_it_could_no
     failed = dict(rem, evidence={"before": ["reboot"], "error": "Read it on the node: unreachable"})
     (first,) = [e for e in trail.end_events("4711", BEFORE, AFTER, failed, T0) if e["reason"].startswith("Evidence")]
     assert first["reason"] == "EvidenceNotKept" and first["type"] == "Warning" and "unreachable" in first["note"]
+
+
+def test_without_an_audit_after_the_fixes_nothing_is_called_fixed_or_verified():
+    rem = {"status": "ok", "roles": ["nodefix.k8s.kubelet"]}
+    events = trail.end_events("r", BEFORE, None, rem, T0)
+    assert [e["reason"] for e in events] == ["FixApplied", "NotVerified"] and events[-1]["type"] == "Warning"
+    assert not any("verified by a new audit" in e["note"] for e in events)
+    summary = json.loads(trail.annotation("r", rem, BEFORE, None, T0)[trail.ANNOTATION])
+    assert summary["fixed"] == [] and summary["stillOpen"] == [] and summary["verified"] is False

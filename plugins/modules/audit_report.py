@@ -39,6 +39,9 @@ options:
     description:
       - Node audit results keyed by host name, each the registered result of M(nodefix.k8s.node_audit)
         (a failed or unreachable result is reported as such).
+      - The same as JSON text is taken too (Ansible's C(dict) type reads it): cheaper to pass for a large fleet,
+        whose results ansible-core otherwise copies and visits value by value while templating the argument
+        (C(playbooks/report.yml) passes O(results), O(before) and O(remediation) so).
       - Required unless O(merge) is given.
     type: dict
   merge:
@@ -64,12 +67,12 @@ options:
     default: []
     version_added: 1.1.0
   before:
-    description: Results of an earlier audit in the same shape, for a before/after report.
+    description: Results of an earlier audit in the same shape (or as JSON text), for a before/after report.
     type: dict
   remediation:
     description:
       - Remediation outcome keyed by host, each a dict with C(status) (V(ok), V(failed), V(skipped)),
-        C(msg) and C(roles).
+        C(msg) and C(roles) (or the same as JSON text).
     type: dict
   dest:
     description: Directory to write the report files into; created when missing.

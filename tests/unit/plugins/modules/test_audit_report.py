@@ -129,3 +129,17 @@ def test_a_deeply_nested_slice_report_is_a_clear_error(run_module, tmp_path):
     result, failed, _dummy = run_module(audit_report, args)
     assert failed and "is not JSON" in result["msg"] and "nothing was written" in result["msg"], result
     assert not (tmp_path / "merged").exists()
+
+
+def test_results_as_json_text_give_the_same_report(run_module, tmp_path):
+    # playbooks/report.yml passes the fleet's results as JSON text (cheaper to template at fleet size)
+    import json
+    as_dict, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(tmp_path / "a"),
+                                                        "before": RESULTS})
+    assert not failed
+    as_text, failed, _dummy = run_module(audit_report, {"results": json.dumps(RESULTS), "dest": str(tmp_path / "b"),
+                                                        "before": json.dumps(RESULTS)})
+    assert not failed and as_text["table"] == as_dict["table"] and as_text["totals"] == as_dict["totals"]
+    assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
+    bad, failed, _dummy = run_module(audit_report, {"results": "[1, 2]", "dest": str(tmp_path / "c")})
+    assert failed and "results" in bad["msg"] and not (tmp_path / "c").exists()

@@ -24,7 +24,9 @@ playbook, unchanged, through Ansible's own ssh connection plugin with its defaul
 Each run is measured by benchmarks/measure.py, a child subreaper (PR_SET_CHILD_SUBREAPER): the
 ControlPersist masters that ssh leaves behind are reparented to it, ended and reaped when the
 playbook returns, so the controller CPU seconds are ansible-playbook's, every ssh client's AND
-every master's (user + sys); the peak RSS is the largest of those processes in that run. Node-side
+every master's (user + sys); the peak RSS is the largest of those processes in that run; and the
+main process's own CPU seconds (callback_plugins/nodefix_main_cpu.py): the strategy's single
+process, which bounds a run however many cores the controller has. Node-side
 CPU is the containers' own cgroups (sshd, the module's Python). The same nodes serve every run of
 a size; the masters of one run are gone before the next starts.
 
@@ -186,8 +188,12 @@ def run_one(kind, nodes, forks, pipelining, cpdir, tmp, lever=None):
     if os.path.exists(times):
         os.unlink(times)
     env = dict(os.environ, ANSIBLE_FORKS=str(forks), ANSIBLE_PIPELINING=str(int(pipelining)), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOST_KEY_CHECKING="True", ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "tests", "callback_plugins"),
-               ANSIBLE_CALLBACKS_ENABLED="nodefix_task_times", NODEFIX_TASK_TIMES=times)
+               ANSIBLE_HOST_KEY_CHECKING="True",
+               ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "tests", "callback_plugins") + ":" + os.path.join(HERE, "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="nodefix_task_times,nodefix_main_cpu", NODEFIX_TASK_TIMES=times,
+               NODEFIX_MAIN_CPU=os.path.join(tmp, "main-cpu.json"))
+    if os.path.exists(env["NODEFIX_MAIN_CPU"]):
+        os.unlink(env["NODEFIX_MAIN_CPU"])
     if cpdir == "tmpfs":
         env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = tempfile.mkdtemp(prefix="nodefix-cp-", dir="/dev/shm")
     env.update(lever_env(lever, tmp))
@@ -210,11 +216,14 @@ def run_one(kind, nodes, forks, pipelining, cpdir, tmp, lever=None):
         with open(times) as fh:
             report_task = sum(json.loads(line)["seconds"] for line in fh
                               if json.loads(line)["task"].startswith("Write JSON, Markdown"))
+    with open(env["NODEFIX_MAIN_CPU"]) as fh:
+        main = json.load(fh)
     n = len(nodes)
     return {"nodes": n, "kind": kind, "forks": forks, "pipelining": pipelining, "control_path_dir": cpdir,
             "lever": lever or "default",
             "wall_seconds": round(m["wall"], 2), "controller_cpu_seconds": round(m["cpu"], 2),
-            "controller_cpu_per_node": round(m["cpu"] / n, 4), "node_cpu_per_node": round((node1 - node0) / n, 4),
+            "controller_cpu_per_node": round(m["cpu"] / n, 4),
+            "main_process_cpu_seconds": round(main["user"] + main["sys"], 2), "node_cpu_per_node": round((node1 - node0) / n, 4),
             "peak_controller_rss_mib": round(m["maxrss_kib"] / 1024.0, 1), "controlpersist_masters": m["daemons"],
             "report_task_seconds": round(report_task, 2), "nodes_per_minute": round(60.0 * n / m["wall"], 1)}
 
@@ -287,11 +296,11 @@ def check(kind, m, log, reports, n):
 
 
 def line(r):
-    return ("%4d nodes %-5s %-16s forks %3d pipelining %-3s cp %-7s wall %7.1f s %7.1f nodes/min  controller %.3f s/node  "
-            "node %.3f s/node  peak RSS %4.0f MiB  masters %d" % (
+    return ("%4d nodes %-5s %-16s forks %3d pipelining %-3s cp %-7s wall %7.1f s %7.1f nodes/min  controller %.3f s/node "
+            "(main process %.1f s)  node %.3f s/node  peak RSS %4.0f MiB  masters %d" % (
                 r["nodes"], r["kind"], r["lever"], r["forks"], "on" if r["pipelining"] else "off", r["control_path_dir"],
-                r["wall_seconds"], r["nodes_per_minute"], r["controller_cpu_per_node"], r["node_cpu_per_node"],
-                r["peak_controller_rss_mib"], r["controlpersist_masters"]))
+                r["wall_seconds"], r["nodes_per_minute"], r["controller_cpu_per_node"], r["main_process_cpu_seconds"],
+                r["node_cpu_per_node"], r["peak_controller_rss_mib"], r["controlpersist_masters"]))
 
 
 # --- the plan -------------------------------------------------------------------------------------

@@ -32,12 +32,11 @@ PREFIX = "nodefix-labconn-"
 
 
 def playbook(path, tasks):
+    commands = [{"name": "Command %d" % i, "ansible.builtin.command": "true", "changed_when": False} for i in range(tasks)]
+    copy = {"content": "{{ inventory_hostname }}\n", "dest": "/root/nodefix-labconn", "mode": "0644"}
     plays = [{"name": "Lab connection benchmark", "hosts": "all", "gather_facts": False,
-              "tasks": [{"name": "Command %d" % i, "ansible.builtin.command": "true", "changed_when": False}
-                        for i in range(tasks)] +
-              [{"name": "Copy", "ansible.builtin.copy": {"content": "{{ inventory_hostname }}\n",
-                                                          "dest": "/root/nodefix-labconn", "mode": "0644"}},
-               {"name": "Stat", "ansible.builtin.stat": {"path": "/root/nodefix-labconn"}}]}]
+              "tasks": commands + [{"name": "Copy", "ansible.builtin.copy": copy},
+                                   {"name": "Stat", "ansible.builtin.stat": {"path": "/root/nodefix-labconn"}}]}]
     with open(path, "w") as fh:
         json.dump(plays, fh)
 
@@ -84,7 +83,7 @@ def main():
             for name in names:
                 subprocess.run(["podman", "run", "-d", "--name", name, IMAGE, "sleep", "infinity"], capture_output=True,
                                check=True)
-            for _ in range(args.runs):
+            for _run in range(args.runs):
                 for mode in ("podman", "fast"):
                     runs[mode].append(run(names, book, mode == "fast", tmp))
         finally:

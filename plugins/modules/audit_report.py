@@ -39,9 +39,9 @@ options:
     description:
       - Node audit results keyed by host name, each the registered result of M(nodefix.k8s.node_audit)
         (a failed or unreachable result is reported as such).
-      - The same as JSON text is taken too (Ansible's C(dict) type reads it): cheaper to pass for a large fleet,
-        whose results ansible-core otherwise copies and visits value by value while templating the argument
-        (C(playbooks/report.yml) passes O(results), O(before) and O(remediation) so).
+      - The same as JSON text is taken too (Ansible's C(dict) type reads it), which is cheaper to pass for a large
+        fleet, whose results ansible-core otherwise copies and visits value by value while templating the argument;
+        C(playbooks/report.yml) passes O(results), O(before) and O(remediation) so.
       - Required unless O(merge) is given.
     type: dict
   merge:

@@ -27,3 +27,16 @@ do_PUT
 # Used by the tests only, and meant to be: the inverse of _mount_units.systemd.unit_name_to_path,
 # checked against it and used to name the units the tests leak.
 systemd_escape_path
+
+# An Ansible callback plugin (benchmarks/fleet/callback_plugins/nodefix_main_cpu.py): its class,
+# class attributes and hook are looked up by Ansible:
+CallbackModule
+CALLBACK_VERSION
+CALLBACK_TYPE
+CALLBACK_NAME
+CALLBACK_NEEDS_ENABLED
+v2_playbook_on_stats
+
+# Read by containers.podman.podman's put_file/fetch_file (lab/connection_plugins/nodefix_podman.py
+# sets it from its cached facts):
+_mount_point

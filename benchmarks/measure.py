@@ -20,6 +20,13 @@ import sys
 import time
 
 
+def write_json(path, data):
+    """DATA as indented JSON with a final newline: the benchmarks' result files."""
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=2)
+        fh.write("\n")
+
+
 def orphans():
     """{pid: command line} of the processes reparented to this one ('' for an exited one)."""
     me, pids = os.getpid(), {}

@@ -24,8 +24,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import ssh  # noqa: E402  pylint: disable=wrong-import-position
+from measure import write_json  # noqa: E402  pylint: disable=wrong-import-position
 
 KEXES = ("sntrup761x25519-sha512@openssh.com", "mlkem768x25519-sha256", "curve25519-sha256")
 NAME = "nodefix-sshfleet-kex13"
@@ -102,9 +103,7 @@ def main():
                                            "not offered" if m is None else "client CPU %.4f s  wall %.3f s a connection" % (
                                                m["client_cpu_seconds"], m["wall_seconds"])))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-            fh.write("\n")
+        write_json(args.json, result)
     return 0
 
 

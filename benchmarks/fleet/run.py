@@ -4,7 +4,7 @@
 
     . scripts/env.sh && python benchmarks/fleet/run.py --sizes 10,50,100,200 --forks 20 \\
         --sweep-forks 5,10,20,40 --sweep-n 100 --levers 50 \\
-        --json benchmarks/fleet/results.json [--png benchmarks/fleet/scaling.png]
+        --json benchmarks/fleet/podman.json [--png benchmarks/fleet/podman.png]
 
 The nodes are containers of the lab's Debian 12 image (localhost/nodefix-debian12, scripts/setup.sh
 builds it), unprivileged, running `sleep infinity` (not systemd: each systemd takes inotify
@@ -90,31 +90,40 @@ def start_nodes(first, n, tar):
     return names
 
 
-def stop_nodes():
+def stop_nodes(prefix=PREFIX):
+    """Remove every container whose name starts with PREFIX (this benchmark's, or ssh.py's)."""
     names = sh(["podman", "ps", "-a", "--format", "{{.Names}}"]).split()
-    fleet = [n for n in names if n.startswith(PREFIX)]
+    fleet = [n for n in names if n.startswith(prefix)]
     if fleet:
         subprocess.run(["podman", "rm", "-f", "-t", "0"] + fleet, capture_output=True, check=False)
 
 
-def cgroup_cpu(names):
-    """CPU seconds the containers' cgroups have used (cgroup v1 cpuacct or v2 cpu.stat)."""
+def cgroup_paths(names):
+    """{name: cgroup path} of the containers, one `podman inspect`."""
+    out = sh(["podman", "inspect", "--format", "{{.Name}} {{.State.CgroupPath}}"] + list(names))
+    return dict(line.split(None, 1) for line in out.splitlines())
+
+
+def cgroup_seconds(paths):
+    """CPU seconds the cgroups at PATHS ({name: path}) have used (cgroup v1 cpuacct or v2 cpu.stat)."""
     total = 0.0
-    for name in names:
-        path = sh(["podman", "inspect", "--format", "{{.State.CgroupPath}}", name]).strip()
-        v1 = ["/sys/fs/cgroup/%s%s/cpuacct.usage" % (c, path) for c in ("cpu,cpuacct", "cpuacct")]
-        v1 = [p for p in v1 if os.path.exists(p)]
+    for name, path in paths.items():
+        v1 = [p for p in ("/sys/fs/cgroup/%s%s/cpuacct.usage" % (c, path) for c in ("cpu,cpuacct", "cpuacct"))
+              if os.path.exists(p)]
         v2 = "/sys/fs/cgroup%s/cpu.stat" % path
         if v1:
             with open(v1[0]) as fh:
                 total += int(fh.read()) / 1e9
         elif os.path.exists(v2):
             with open(v2) as fh:
-                stats = dict(line.split() for line in fh)
-            total += int(stats["usage_usec"]) / 1e6
+                total += int(dict(line.split() for line in fh)["usage_usec"]) / 1e6
         else:
             raise SystemExit("no CPU accounting file for %s (cgroup %s)" % (name, path))
     return total
+
+
+def cgroup_cpu(names):
+    return cgroup_seconds(cgroup_paths(names))
 
 
 def inventory(path, names, connection="containers.podman.podman"):

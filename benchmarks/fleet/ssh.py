@@ -53,7 +53,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run import ROOT, node_tar  # noqa: E402  pylint: disable=wrong-import-position
+from run import ROOT, cgroup_seconds, node_tar, stop_nodes as run_stop_nodes  # noqa: E402  pylint: disable=wrong-import-position
 
 BASE = "localhost/nodefix-debian12"
 IMAGE = "localhost/nodefix-sshnode"
@@ -139,28 +139,12 @@ def wait_port(name, addr, timeout=60):
 
 
 def stop_nodes():
-    names = sh(["podman", "ps", "-a", "--format", "{{.Names}}"]).split()
-    fleet = [n for n in names if n.startswith(PREFIX)]
-    if fleet:
-        subprocess.run(["podman", "rm", "-f", "-t", "0"] + fleet, capture_output=True, check=False)
+    run_stop_nodes(PREFIX)
 
 
 def cgroup_cpu(nodes):
-    """CPU seconds the nodes' cgroups have used (cgroup v1 cpuacct or v2 cpu.stat), read directly."""
-    total = 0.0
-    for name, _addr, path, _pub in nodes:
-        v1 = [p for p in ("/sys/fs/cgroup/%s%s/cpuacct.usage" % (c, path) for c in ("cpu,cpuacct", "cpuacct"))
-              if os.path.exists(p)]
-        v2 = "/sys/fs/cgroup%s/cpu.stat" % path
-        if v1:
-            with open(v1[0]) as fh:
-                total += int(fh.read()) / 1e9
-        elif os.path.exists(v2):
-            with open(v2) as fh:
-                total += int(dict(line.split() for line in fh)["usage_usec"]) / 1e6
-        else:
-            raise SystemExit("no CPU accounting file for %s (cgroup %s)" % (name, path))
-    return total
+    """CPU seconds the nodes' cgroups have used, read directly (their paths looked up at start)."""
+    return cgroup_seconds(dict((name, path) for name, _addr, path, _pub in nodes))
 
 
 def inventory(path, nodes, tmp):
@@ -337,6 +321,8 @@ def main():
     ap.add_argument("--sweep-forks", default="", help="forks values to try at --sweep-n nodes (audit and ping, pipelining on)")
     ap.add_argument("--sweep-n", type=int, default=0)
     ap.add_argument("--kinds", default="raw,ping,audit", help="which of raw, ping, audit to run")
+    ap.add_argument("--pipelined-only", action="store_true",
+                    help="per size only the pipelined runs with the default socket directory (the test command's smoke run)")
     ap.add_argument("--levers", default="", help="comma-separated LEVERS (a+b: together) to run at --levers-n nodes, "
                     "ping and audit, pipelining on, beside the defaults")
     ap.add_argument("--levers-n", type=int, default=0)
@@ -374,7 +360,8 @@ def main():
                 t0 = time.time()
                 nodes += start_nodes(len(nodes), n - len(nodes), tmp) if n > len(nodes) else []
                 print("%d nodes up in %.0f s" % (n, time.time() - t0), flush=True)
-                todo = [v for v in VARIANTS if v[0] in kinds] if n in sizes else []
+                todo = [v for v in VARIANTS if v[0] in kinds and (not args.pipelined_only or v[1:3] == (True, "default"))] \
+                    if n in sizes else []
                 todo += [(kind, True, "default", f) for f in map(int, filter(None, args.sweep_forks.split(",")))
                          for kind in ("ping", "audit") if kind in kinds] if n == args.sweep_n else []
                 todo += [(kind, True, "default", args.forks, lever) for lever in ([None] if n not in sizes else []) +
@@ -410,34 +397,49 @@ def main():
 def plot(result, png):
     sys.path.insert(0, os.path.dirname(HERE))
     from plotting import pyplot, save  # pylint: disable=import-outside-toplevel
-    runs = result["runs"]
+    runs = [r for r in result["runs"] if r["control_path_dir"] == "default"]
     forks = max(set(r["forks"] for r in runs), key=[r["forks"] for r in runs].count)
-    fig, (ax1, ax2) = pyplot().subplots(1, 2, figsize=(11, 4))
+    fig, (ax1, ax2, ax3) = pyplot().subplots(1, 3, figsize=(15, 4.2))
     for kind, pipe, style in (("audit", False, "o-"), ("audit", True, "o--"), ("ping", False, "s-"),
                               ("ping", True, "s--"), ("raw", False, "^-"), ("raw", True, "^--")):
         pts = sorted((r["nodes"], r["controller_cpu_per_node"]) for r in runs if r["kind"] == kind and
-                     r["pipelining"] == pipe and r["control_path_dir"] == "default" and r["forks"] == forks)
+                     r["pipelining"] == pipe and r["lever"] == "default" and r["forks"] == forks)
         if pts:
             ax1.plot([p[0] for p in pts], [p[1] for p in pts], style,
                      label="%s, pipelining %s" % (kind, "on" if pipe else "off"))
     ax1.axhline(0.12, color="grey", lw=0.8, ls=":", label="goal 0.12 s")
     ax1.set_xscale("log")
-    ax1.set_xlabel("nodes (forks %d)" % forks)
+    ax1.set_xlabel("nodes (forks %d, Ansible's settings)" % forks)
     ax1.set_ylabel("controller CPU seconds a node")
     ax1.legend(fontsize=7)
     ax1.grid(alpha=0.3)
-    sweep = [r for r in runs if r["forks"] != forks]
+    # the settings side by side at the largest size: the floor and the audit
+    big = max(r["nodes"] for r in runs)
+    levers = [lv for lv in dict.fromkeys(r["lever"] for r in runs if r["nodes"] == big and r["pipelining"])
+              if "before" not in lv]
+    for i, kind in enumerate(("raw", "ping", "audit")):
+        ys = [next((r["controller_cpu_per_node"] for r in runs if r["nodes"] == big and r["pipelining"]
+                    and r["lever"] == lv and r["kind"] == kind), 0) for lv in levers]
+        ax2.bar([j + (i - 1) * 0.27 for j in range(len(levers))], ys, 0.27, label=kind)
+    ax2.axhline(0.12, color="grey", lw=0.8, ls=":")
+    ax2.set_xticks(range(len(levers)))
+    ax2.set_xticklabels([lv.replace("+", "+\n") for lv in levers], fontsize=7)
+    ax2.set_ylabel("controller CPU seconds a node")
+    ax2.set_xlabel("%d nodes, pipelining on: settings" % big)
+    ax2.legend(fontsize=7)
+    ax2.grid(alpha=0.3, axis="y")
+    sweep = [r for r in runs if r["forks"] != forks and r["lever"] == "default"]
     if sweep:
         n = sweep[0]["nodes"]
         for kind, style in (("audit", "o-"), ("ping", "s-")):
-            pts = sorted((r["forks"], r["wall_seconds"]) for r in runs if r["kind"] == kind and r["nodes"] == n
-                         and r["pipelining"] and r["control_path_dir"] == "default")
-            ax2.plot([p[0] for p in pts], [p[1] for p in pts], style, label=kind)
-        ax2.set_xlabel("forks (%d nodes, pipelining on)" % n)
-        ax2.set_ylabel("wall seconds")
-        ax2.legend(fontsize=7)
-        ax2.grid(alpha=0.3)
-    fig.suptitle("nodefix.k8s.audit over SSH beside Ansible's floor, one %d-core controller" % result["cores"])
+            pts = sorted((r["forks"], r["controller_cpu_per_node"]) for r in runs if r["kind"] == kind and r["nodes"] == n
+                         and r["pipelining"] and r["lever"] == "default")
+            ax3.plot([p[0] for p in pts], [p[1] for p in pts], style, label=kind)
+        ax3.set_xlabel("forks (%d nodes, pipelining on)" % n)
+        ax3.set_ylabel("controller CPU seconds a node")
+        ax3.legend(fontsize=7)
+        ax3.grid(alpha=0.3)
+    fig.suptitle("nodefix.k8s.audit over SSH beside Ansible's floor (raw, ping), one %d-core controller" % result["cores"])
     save(fig, png)
 
 

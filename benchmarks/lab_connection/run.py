@@ -27,6 +27,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURE = os.path.join(ROOT, "benchmarks", "measure.py")
+sys.path.insert(0, os.path.dirname(MEASURE))
+from measure import write_json  # noqa: E402  pylint: disable=wrong-import-position
 IMAGE = "localhost/nodefix-debian12"
 PREFIX = "nodefix-labconn-"
 
@@ -100,9 +102,7 @@ def main():
     result["cpu_ratio"] = round(result["podman"]["cpu_seconds"] / result["fast"]["cpu_seconds"], 2)
     print("through podman / fast path: %.2fx the CPU" % result["cpu_ratio"])
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-            fh.write("\n")
+        write_json(args.json, result)
     return 0
 
 

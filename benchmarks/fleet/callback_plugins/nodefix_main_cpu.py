@@ -31,7 +31,7 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "nodefix_main_cpu"
     CALLBACK_NEEDS_ENABLED = True
 
-    def v2_playbook_on_stats(self, stats):
+    def v2_playbook_on_stats(self, _stats):
         path = os.environ.get("NODEFIX_MAIN_CPU")
         if path:
             usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -157,27 +157,28 @@ class Connection(PodmanConnection):
         rc, mount, _err = PodmanConnection._podman(self, "mount")
         mount = to_native(mount).strip()
         info["mount"] = mount if rc == 0 and mount and os.path.isdir(mount) and os.listdir(mount) else None
-        path = self._cache_path()
-        if path and info["start"] is not None and os.path.exists(os.path.join(RUNC_ROOT, info["id"], "state.json")):
+        # runc's state of the container: podman made it with runc (lab/containers.conf); without it
+        # (another OCI runtime) the commands go through podman exec, the mount is used all the same
+        info["runc"] = info["start"] is not None and os.path.exists(os.path.join(RUNC_ROOT, info["id"], "state.json"))
+        if info["runc"]:
             os.makedirs(CACHE_DIR, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, prefix=".tmp-")
             with os.fdopen(fd, "w") as fh:
                 json.dump(info, fh)
-            os.rename(tmp, path)
-            return info
-        return None
+            os.rename(tmp, self._cache_path())
+        return info
 
     def _connect(self):
         if self._connected:
             return self
-        if self.user or not RUNC or not FAST:
+        if self.user or not RUNC or not FAST or self._cache_path() is None:
             return super()._connect()
         info = self._cached() or self._lookup()
         if info is None:
             return super()._connect()
         ConnectionBase._connect(self)
         # (bytes, as the parent keeps podman mount's answer: put_file/fetch_file append the path to it)
-        self._fast, self._connected = info, True
+        self._fast, self._connected = (info if info.get("runc") else None), True
         self._mount_point = to_bytes(info["mount"]) if info["mount"] else None
         return self
 

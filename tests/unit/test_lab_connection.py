@@ -194,3 +194,22 @@ def test_put_and_fetch_go_through_the_cached_mount_point(fast, tmp_path):
     assert (tmp / "mnt" / "etc" / "nodefix").read_text() == "payload"
     instance.fetch_file("/etc/nodefix", str(tmp_path / "back"))
     assert (tmp_path / "back").read_text() == "payload"
+
+
+def test_a_container_runc_did_not_make_goes_through_podman_exec(fast, monkeypatch):
+    # another OCI runtime: no runc state for the container; one podman inspect and one mount, then
+    # the command through podman exec (nothing cached, no second mount)
+    module, instance, podman, tmp_path = fast
+    (tmp_path / "runc" / "cid" / "state.json").unlink()
+    monkeypatch.setattr(PodmanConnection, "exec_command", lambda self, cmd, in_data=None, sudoable=False: (0, b"podman", b""))
+    assert instance.exec_command("true") == (0, b"podman", b"")
+    assert podman == [["inspect", "--format", "{{.Id}} {{.State.Pid}}"], "mount"] and FakePopen.calls == []
+    assert instance._mount_point == str(tmp_path / "mnt").encode()
+    assert not (tmp_path / "cache" / "node-a.json").exists()
+
+
+def test_a_name_that_cannot_be_a_cache_file_goes_through_podman(fast, monkeypatch):
+    _module, instance, podman, _tmp = fast
+    instance._container_id = "../etc/passwd"
+    monkeypatch.setattr(PodmanConnection, "exec_command", lambda self, cmd, in_data=None, sudoable=False: (0, b"podman", b""))
+    assert instance.exec_command("true") == (0, b"podman", b"") and podman == ["mount"] and FakePopen.calls == []

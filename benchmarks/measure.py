@@ -7,10 +7,12 @@ Runs ARGV as a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the tree daemo
 ControlPersist masters, podman's conmon) is reparented here, ended when ARGV returns and reaped,
 so its CPU is counted. Writes {rc, wall, cpu (user+sys of every process), maxrss_kib (the largest
 process), daemons (how many were ended)} to OUT as JSON and ARGV's output to OUT.log.
-Used by benchmarks/fleet/ssh.py and benchmarks/lab_connection/run.py.
+Used by benchmarks/fleet/ssh.py and benchmarks/lab_connection/run.py, which also take their
+result-file writer and the lab lock from here (as benchmarks/fleet/run.py does).
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -18,6 +20,15 @@ import signal
 import subprocess
 import sys
 import time
+
+
+def lab_lock():
+    """Hold the project's lab lock (one podman job at a time on the 2-core machine); the test suite's
+    smoke runs pass the pod lock instead (NODEFIX_FLEET_LOCK: their few unprivileged containers touch
+    nothing of the lab's). Returns the open lock file: the lock lasts as long as it stays open."""
+    lock = open(os.environ.get("NODEFIX_FLEET_LOCK") or os.environ.get("NODEFIX_LAB_LOCK", "/tmp/nodefix-lab.lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
 
 
 def write_json(path, data):

@@ -31,7 +31,6 @@ node in the report, no node unreachable).
 """
 
 import argparse
-import fcntl
 import json
 import os
 import resource
@@ -42,6 +41,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from measure import lab_lock, write_json  # noqa: E402  pylint: disable=wrong-import-position
 IMAGE = "localhost/nodefix-debian12"
 PREFIX = "nodefix-fleet-"
 KUBEADM_FILES = ["lib/systemd/system/kubelet.service", "etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
@@ -196,16 +197,23 @@ def line(r):
                 r["node_cpu_per_node"], r["peak_controller_rss_mib"], r["report_task_seconds"]))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="10,50,100")
+def fleet_args(doc, sizes, sweep_help):
+    """The options both fleet benchmarks take (this one and ssh.py): sizes, forks and their sweep,
+    the result file, the plot and a re-plot from an earlier result."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=sizes)
     ap.add_argument("--forks", type=int, default=20)
-    ap.add_argument("--sweep-forks", default="", help="forks values to try at --sweep-n nodes")
+    ap.add_argument("--sweep-forks", default="", help=sweep_help)
     ap.add_argument("--sweep-n", type=int, default=0)
-    ap.add_argument("--levers", type=int, default=0, help="at this many nodes: pipelining, strategy free")
     ap.add_argument("--json")
     ap.add_argument("--png")
     ap.add_argument("--replot", metavar="JSON", help="only draw --png from an earlier run's --json")
+    return ap
+
+
+def main():
+    ap = fleet_args(__doc__, "10,50,100", "forks values to try at --sweep-n nodes")
+    ap.add_argument("--levers", type=int, default=0, help="at this many nodes: pipelining, strategy free")
     args = ap.parse_args()
     if args.replot:
         with open(args.replot) as fh:
@@ -213,10 +221,7 @@ def main():
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     runs = []
-    # the project's lab lock (one podman job at a time); the test suite's smoke run passes the pod
-    # lock instead (NODEFIX_FLEET_LOCK): its few unprivileged containers touch nothing of the lab's
-    lock = open(os.environ.get("NODEFIX_FLEET_LOCK") or os.environ.get("NODEFIX_LAB_LOCK", "/tmp/nodefix-lab.lock"), "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    _lock = lab_lock()  # held until the run ends
     with tempfile.TemporaryDirectory() as tmp:
         tar = os.path.join(tmp, "node.tar")
         node_tar(tar)
@@ -252,9 +257,7 @@ def main():
             stop_nodes()
     result = {"runs": runs, "payload_bytes": payload, "cores": os.cpu_count(), "image": IMAGE}
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-            fh.write("\n")
+        write_json(args.json, result)
     if args.png:
         plot(runs, args.png, args.forks)
     return 0

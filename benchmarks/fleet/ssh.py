@@ -37,9 +37,7 @@ cost over the floor. Numbers, not assertions: it checks its own result only (eve
 report, none unreachable or failed). It needs the machine to itself (the project's lab lock).
 """
 
-import argparse
 import configparser
-import fcntl
 import hashlib
 import json
 import os
@@ -53,7 +51,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run import ROOT, cgroup_seconds, node_tar, stop_nodes as run_stop_nodes  # noqa: E402  pylint: disable=wrong-import-position
+from run import ROOT, cgroup_seconds, fleet_args, node_tar, stop_nodes as run_stop_nodes  # noqa: E402  pylint: disable=wrong-import-position
+from measure import lab_lock, write_json  # noqa: E402  pylint: disable=wrong-import-position
 
 BASE = "localhost/nodefix-debian12"
 IMAGE = "localhost/nodefix-sshnode"
@@ -198,8 +197,7 @@ def run_one(kind, nodes, forks, pipelining, cpdir, tmp, lever=None):
     report_task = 0.0
     if os.path.exists(times):
         with open(times) as fh:
-            report_task = sum(json.loads(line)["seconds"] for line in fh
-                              if json.loads(line)["task"].startswith("Write JSON, Markdown"))
+            report_task = sum(t["seconds"] for t in map(json.loads, fh) if t["task"].startswith("Write JSON, Markdown"))
     with open(env["NODEFIX_MAIN_CPU"]) as fh:
         main = json.load(fh)
     n = len(nodes)
@@ -315,11 +313,7 @@ def ratios(runs):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="10,50,200")
-    ap.add_argument("--forks", type=int, default=20)
-    ap.add_argument("--sweep-forks", default="", help="forks values to try at --sweep-n nodes (audit and ping, pipelining on)")
-    ap.add_argument("--sweep-n", type=int, default=0)
+    ap = fleet_args(__doc__, "10,50,200", "forks values to try at --sweep-n nodes (audit and ping, pipelining on)")
     ap.add_argument("--kinds", default="raw,ping,audit", help="which of raw, ping, audit to run")
     ap.add_argument("--pipelined-only", action="store_true",
                     help="per size only the pipelined runs with the default socket directory (the test command's smoke run)")
@@ -327,9 +321,6 @@ def main():
                     "ping and audit, pipelining on, beside the defaults")
     ap.add_argument("--levers-n", type=int, default=0)
     ap.add_argument("--before", metavar="REV", help="the collection at this git revision, for the lever 'before'")
-    ap.add_argument("--json")
-    ap.add_argument("--png")
-    ap.add_argument("--replot", metavar="JSON", help="only draw --png from an earlier run's --json")
     args = ap.parse_args()
     if args.replot:
         with open(args.replot) as fh:
@@ -337,8 +328,7 @@ def main():
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     kinds = args.kinds.split(",")
-    lock = open(os.environ.get("NODEFIX_FLEET_LOCK") or os.environ.get("NODEFIX_LAB_LOCK", "/tmp/nodefix-lab.lock"), "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    _lock = lab_lock()  # held until the run ends
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "node"))
@@ -386,9 +376,7 @@ def main():
             r["nodes"], r["forks"], "on" if r["pipelining"] else "off", r["control_path_dir"], r["lever"],
             r.get("audit_over_ping", "-"), r.get("audit_over_raw", "-")))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-            fh.write("\n")
+        write_json(args.json, result)
     if args.png:
         plot(result, args.png)
     return 0

@@ -17,7 +17,6 @@ copied file's content read back through podman.
 """
 
 import argparse
-import fcntl
 import json
 import os
 import statistics
@@ -28,7 +27,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURE = os.path.join(ROOT, "benchmarks", "measure.py")
 sys.path.insert(0, os.path.dirname(MEASURE))
-from measure import write_json  # noqa: E402  pylint: disable=wrong-import-position
+from measure import lab_lock, write_json  # noqa: E402  pylint: disable=wrong-import-position
 IMAGE = "localhost/nodefix-debian12"
 PREFIX = "nodefix-labconn-"
 
@@ -73,8 +72,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args()
-    lock = open(os.environ.get("NODEFIX_FLEET_LOCK") or os.environ.get("NODEFIX_LAB_LOCK", "/tmp/nodefix-lab.lock"), "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    _lock = lab_lock()  # held until the run ends
     names = ["%s%d" % (PREFIX, i) for i in range(args.nodes)]
     subprocess.run(["podman", "rm", "-f", "-t", "0"] + names, capture_output=True, check=False)
     runs = {"podman": [], "fast": []}

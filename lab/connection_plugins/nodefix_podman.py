@@ -116,6 +116,11 @@ def proc_start(pid):
     return int(stat[stat.rindex(b")") + 2:].split()[19])
 
 
+def runc_state(cid):
+    """Whether runc has the state of container CID (podman made it with runc, and it runs)."""
+    return os.path.exists(os.path.join(RUNC_ROOT, cid, "state.json"))
+
+
 class Connection(PodmanConnection):
     """containers.podman.podman, with `podman exec -i` when there is stdin to send, and `runc exec`
     on a container whose podman facts are cached."""
@@ -139,10 +144,9 @@ class Connection(PodmanConnection):
         try:
             with open(path) as fh:
                 info = json.load(fh)
-        except (TypeError, OSError, ValueError):
+        except (OSError, ValueError):
             return None
-        if (proc_start(info.get("pid", 0)) != info.get("start")
-                or not os.path.exists(os.path.join(RUNC_ROOT, info.get("id", "-"), "state.json"))):
+        if proc_start(info.get("pid", 0)) != info.get("start") or not runc_state(info.get("id", "-")):
             return None
         return info
 
@@ -159,7 +163,7 @@ class Connection(PodmanConnection):
         info["mount"] = mount if rc == 0 and mount and os.path.isdir(mount) and os.listdir(mount) else None
         # runc's state of the container: podman made it with runc (lab/containers.conf); without it
         # (another OCI runtime) the commands go through podman exec, the mount is used all the same
-        info["runc"] = info["start"] is not None and os.path.exists(os.path.join(RUNC_ROOT, info["id"], "state.json"))
+        info["runc"] = info["start"] is not None and runc_state(info["id"])
         if info["runc"]:
             os.makedirs(CACHE_DIR, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, prefix=".tmp-")
@@ -200,7 +204,7 @@ class Connection(PodmanConnection):
             display.vvv("runc exec refused (%s): through podman" % to_native(stderr).strip(), host=self._container_id)
             try:
                 os.unlink(self._cache_path())
-            except (TypeError, OSError):
+            except OSError:
                 pass
             self._fast = None
             return super().exec_command(cmd, in_data=in_data, sudoable=sudoable)

@@ -14,6 +14,8 @@ running in that container too), once per key exchange the client offers by defau
 sntrup761x25519-sha512 (post-quantum hybrid, OpenSSH 9.0's default), mlkem768x25519-sha256
 (post-quantum hybrid, OpenSSH 9.9+, 10.0's default) and curve25519-sha256 (classical). Reported:
 the client's user+sys CPU seconds per connection (getrusage of the ssh processes) and the wall.
+It takes the project's lab lock (NODEFIX_FLEET_LOCK: the test command's smoke run passes the pod
+lock), as ssh.py does.
 """
 
 import argparse
@@ -26,7 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import ssh  # noqa: E402  pylint: disable=wrong-import-position
-from measure import write_json  # noqa: E402  pylint: disable=wrong-import-position
+from measure import lab_lock, write_json  # noqa: E402  pylint: disable=wrong-import-position
 
 KEXES = ("sntrup761x25519-sha512@openssh.com", "mlkem768x25519-sha256", "curve25519-sha256")
 NAME = "nodefix-sshfleet-kex13"
@@ -94,6 +96,8 @@ def main():
     ap.add_argument("--connections", type=int, default=40)
     ap.add_argument("--json")
     args = ap.parse_args()
+    # podman containers, and ssh.py's node prefix (its stop_nodes removes every one): one at a time
+    _lock = lab_lock()  # held until the run ends
     with tempfile.TemporaryDirectory() as tmp:
         result = {"debian12": debian12(args.connections, tmp), "debian13": debian13(args.connections),
                   "connections": args.connections}

@@ -118,6 +118,25 @@ def test_ssh_fleet_benchmark_smoke(tmp_path):
 
 
 @pytest.mark.lab
+def test_ssh_kex_benchmark_smoke(tmp_path):
+    # Debian 12's and Debian 13's OpenSSH, each against a real sshd of its release, every key
+    # exchange each offers, two connections each (the pod lock: containers of its own)
+    import os
+    result = tmp_path / "kex.json"
+    env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
+    rc, out = run_logged("bench-kex", [sys.executable, "benchmarks/fleet/kex.py", "--connections", "2",
+                                       "--json", str(result)], env=env)
+    assert_ok("bench-kex", rc, out)
+    data = json.loads(result.read_text())
+    assert data["debian12"]["openssh"].startswith("OpenSSH_9") and data["debian13"]["openssh"].startswith("OpenSSH_10")
+    # 9.2 has no ML-KEM; 10.0 offers all three; every offered one measured
+    assert data["debian12"]["kex"]["mlkem768x25519-sha256"] is None
+    assert all(m["client_cpu_seconds"] > 0 for release in ("debian12", "debian13")
+               for m in data[release]["kex"].values() if m is not None)
+    assert all(m is not None for m in data["debian13"]["kex"].values())
+
+
+@pytest.mark.lab
 def test_lab_connection_benchmark_smoke(tmp_path):
     # the lab connection through podman against its runc fast path, one container, a few tasks
     import os

@@ -55,9 +55,15 @@ KERNEL_SUITE=bookworm-backports
 KERNEL_META=linux-image-amd64   # and the linux-image-<release> it depends on
 KERNEL_CACHE=$(dirname "$IMAGE_DIR")/kernel-debs
 ESP_MIB=32
+# The modules the lab's VM node loads (lsmod on a booted lab VM, less the blacklisted emulated
+# hardware below) and what the lab's services may load: the mirror's kernel keeps only these
+# (and their dependencies)
+VM_MODULES="virtio_pci virtio_blk virtio_net virtio_rng ext4 qemu_fw_cfg efivarfs autofs4 binfmt_misc"
+VM_MODULES="$VM_MODULES crc32c_generic crc32c_intel ip_tables overlay fuse loop configfs dm_mod"
 
 recipe_hash() {
-  { cat "$0" "$(dirname "$0")/flat_repo.py"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
+  { cat "$0" "$(dirname "$0")/flat_repo.py" "$(dirname "$0")/trim_kernel.py" \
+      "$(dirname "$0")/zip_code_cache.py"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
 }
 
 want=$(recipe_hash)
@@ -105,7 +111,16 @@ if [ "$(find "$KERNEL_CACHE" -maxdepth 1 -name '*.deb' | wc -l)" != 2 ]; then
 fi
 repo=$root/srv/nodefix-lab-mirror
 mkdir -p "$repo"
-cp "$KERNEL_CACHE"/*.deb "$repo/"
+# the meta-package as Debian ships it; the kernel package repacked with only the modules the
+# lab's VM loads (lab/vm/trim_kernel.py: the guest's depmod and unpack of ~4,000 modules cost
+# ~65 s of emulation and none of them is ever loaded here)
+for deb in "$KERNEL_CACHE"/*.deb; do
+  case $(dpkg-deb -f "$deb" Package) in
+    linux-image-[0-9]*) python3 "$(dirname "$0")/trim_kernel.py" "$deb" "$repo/$(basename "$deb")" $VM_MODULES \
+                          >> "$work/apt-next.log" ;;
+    *) cp "$deb" "$repo/" ;;
+  esac
+done
 python3 "$(dirname "$0")/flat_repo.py" "$repo"
 # the node's package sources: the lab mirror only (the image's bookworm lists are not kept)
 echo "deb [trusted=yes] file:/srv/nodefix-lab-mirror ./" > "$root/etc/apt/sources.list"
@@ -126,6 +141,17 @@ echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/nodefix-lab-unsafe-io"
 # Units that only slow a boot under emulation (measured: e2scrub_reap alone 29 s).
 chroot "$root" systemctl mask systemd-networkd-wait-online.service apt-daily.timer apt-daily-upgrade.timer \
   e2scrub_all.timer e2scrub_reap.service man-db.timer >/dev/null 2>&1
+# The emulated machine's hardware the node has no use for (q35's AHCI and SMBus, the LPC
+# watchdog, the PC speaker and mouse, the CPU model's virtualisation and crypto drivers): udev
+# loaded a driver for each at every boot, and systemd's modprobe@ units six more, each a second
+# or more of emulation. Blacklisted (udev's autoloading only: an explicit modprobe still works)
+# and the units masked, the devices are still there, driverless; what the node uses - virtio,
+# ext4, overlay, fw_cfg - loads as before (the filesystems on demand).
+printf 'blacklist %s\n' ahci i2c_i801 lpc_ich iTCO_wdt pcspkr psmouse serio_raw evdev kvm_amd kvm_intel \
+  ccp cfg80211 aesni_intel ghash_clmulni_intel crc32_pclmul crct10dif_pclmul sha1_ssse3 sha256_ssse3 \
+  sha512_ssse3 > "$root/etc/modprobe.d/nodefix-lab-emulated-hardware.conf"
+chroot "$root" systemctl mask modprobe@drm.service modprobe@efi_pstore.service modprobe@dm_mod.service \
+  modprobe@loop.service modprobe@fuse.service modprobe@configfs.service >/dev/null 2>&1
 # Early boot under emulation: an initramfs with only what root=/dev/vda needs.
 sed -i 's/^MODULES=.*/MODULES=list/' "$root/etc/initramfs-tools/initramfs.conf"
 printf 'virtio_pci\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
@@ -181,6 +207,11 @@ chroot "$root" systemctl enable nodefix-lab-key.service >/dev/null 2>&1
 # Fresh SSH host keys per lab run are not needed (127.0.0.1 only); keep the
 # ones the package made. No console login prompts.
 ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
+# The compiled code of zipped Python modules (each Ansible module run's payload) cached on the
+# node: CPython compiles it again at every run, ~1 s of emulation each (lab/vm/zip_code_cache.py)
+site=$root/usr/local/lib/python$(chroot "$root" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+install -D -m 644 "$(dirname "$0")/zip_code_cache.py" "$site/nodefix_lab_zipcode.py"
+echo "import nodefix_lab_zipcode" > "$site/nodefix_lab_zipcode.pth"
 chroot "$root" apt-get clean
 rm -f "$root"/var/lib/apt/lists/*_Packages
 

@@ -97,11 +97,13 @@ launch() { # $1 = kvm|tcg
   # autogroup (kernel.sched_autogroup_enabled, one group per session, and QEMU's
   # -daemonize starts a new session): the group's own nice, set through
   # /proc/PID/autogroup below, is what it gets against the other sessions.
+  # -nodefaults: no VGA, CD-ROM, floppy or parallel port (a node's console is the serial
+  # line); the NIC without its iPXE option ROM (romfile=): the firmware boots the disk
   nice -n "${NODEFIX_VM_NICE:--10}" qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
-    -name "nodefix-$name" -display none -daemonize -pidfile "$pidf" \
+    -name "nodefix-$name" -nodefaults -display none -daemonize -pidfile "$pidf" \
     -serial "file:$run/serial.log" -monitor "unix:$run/monitor.sock,server,nowait" "${boot[@]}" \
     -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe" \
-    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0 \
+    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0,romfile= \
     -device virtio-rng-pci \
     -fw_cfg "name=opt/org.nodefix/authorized_keys,file=$run/id_ed25519.pub"
   local pid

@@ -25,14 +25,14 @@ def test_mount_units_benchmark_every_method(tmp_path):
     # a lab container of its own: the pod lock, beside the lab like the isolated molecule scenarios
     result = tmp_path / "mount-units.json"
     with held("NODEFIX_POD_LOCK"):
-        rc, out = run_logged("bench-mount-units", [sys.executable, "benchmarks/mount_units/run.py", "--n", "24",
-                                                   "--live", "4", "--batch-size", "10", "--parallel", "2",
+        rc, out = run_logged("bench-mount-units", [sys.executable, "benchmarks/mount_units/run.py", "--n", "12",
+                                                   "--live", "4", "--batch-size", "5", "--parallel", "2",
                                                    "--name", "nodefix-bench-smoke", "--json", str(result)])
     assert_ok("bench-mount-units", rc, out)
     methods = json.loads(result.read_text())["methods"]
     assert sorted(methods) == ["cli", "module", "per_unit", "raw"], methods
-    # the module and the timer's CLI (the files meta/node_files.yml ships) stopped all 24
-    assert methods["module"]["stopped"] == 24 and methods["cli"]["stopped"] == 24, methods
+    # the module and the timer's CLI (the files meta/node_files.yml ships) stopped all 12 (three batches)
+    assert methods["module"]["stopped"] == 12 and methods["cli"]["stopped"] == 12, methods
 
 
 @pytest.mark.lab
@@ -40,8 +40,8 @@ def test_mount_units_curve_and_its_plot(tmp_path):
     result = tmp_path / "curve.json"
     with held("NODEFIX_POD_LOCK"):
         rc, out = run_logged("bench-mount-units-curve", [sys.executable, "benchmarks/mount_units/curve.py",
-                                                         "--images", "debian12", "--n", "40", "--live", "4",
-                                                         "--batch", "10", "--parallel", "2", "--json", str(result)])
+                                                         "--images", "debian12", "--n", "20", "--live", "4",
+                                                         "--batch", "5", "--parallel", "2", "--json", str(result)])
     assert_ok("bench-mount-units-curve", rc, out)
     runs = json.loads(result.read_text())["runs"]
     assert len(runs) == 1 and len(runs[0]["points"]) == 4, runs

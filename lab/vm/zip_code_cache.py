@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The lab VM's cache of compiled code for modules imported from a zip file (an Ansible module's
+AnsiballZ payload), installed in the VM image as a site hook (lab/vm/build.sh). CPython caches
+the bytecode of source files it imports from a directory (__pycache__), never of source it imports
+from a zip: every Ansible module run compiles its whole payload - ansible.module_utils.basic and
+the collection's module_utils - again. Under QEMU's software emulation that is ~1 s of the ~3 s a
+module run costs on the VM; on a real node it is ~0.1 s, which is why CPython does not bother.
+
+The hook wraps zipimport's compile step: the code object of a source text is kept in
+/var/cache/nodefix-lab-zipcode/, keyed by the SHA-256 of the text, its path inside the zip and the
+interpreter's magic number, and given back with the file name of this import (the payload's
+temporary path). The same source gives the same code object, compiled or cached; any change to
+a file changes its key. NODEFIX_LAB_ZIPCODE=0 in a module's environment turns it off
+(NODEFIX_LAB_ZIPCODE_DIR: another cache directory, for its tests).
+Test infrastructure only: the collection never installs or relies on it.
+"""
+
+import os
+import zipimport
+
+CACHE = os.environ.get("NODEFIX_LAB_ZIPCODE_DIR", "/var/cache/nodefix-lab-zipcode")
+
+
+def _renamed(code, filename):
+    """CODE with FILENAME as its file name, and the code objects nested in it (tracebacks name this run's path)."""
+    consts = tuple(_renamed(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _install():
+    compile_source = zipimport._compile_source
+
+    def cached_compile(pathname, source):
+        import hashlib      # here, not at every interpreter start on the VM
+        import importlib.util
+        import marshal
+        inner = pathname.split(".zip" + os.sep, 1)[-1]
+        key = hashlib.sha256(importlib.util.MAGIC_NUMBER + inner.encode() + b"\0" + source).hexdigest()
+        path = os.path.join(CACHE, key[:2], key)
+        try:
+            with open(path, "rb") as fh:
+                return _renamed(marshal.load(fh), pathname)
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        code = compile_source(pathname, source)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = "%s.%d.tmp" % (path, os.getpid())
+            with open(tmp, "wb") as fh:
+                marshal.dump(code, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+        return code
+
+    zipimport._compile_source = cached_compile
+
+
+if os.environ.get("NODEFIX_LAB_ZIPCODE", "1") != "0" and hasattr(zipimport, "_compile_source"):
+    _install()

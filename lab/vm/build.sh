@@ -58,8 +58,8 @@ ESP_MIB=32
 # The modules the lab's VM node loads (lsmod on a booted lab VM, less the blacklisted emulated
 # hardware below) and what the lab's services may load: the mirror's kernel keeps only these
 # (and their dependencies)
-VM_MODULES="virtio_pci virtio_blk virtio_net virtio_rng ext4 qemu_fw_cfg efivarfs autofs4 binfmt_misc"
-VM_MODULES="$VM_MODULES crc32c_generic crc32c_intel ip_tables overlay fuse loop configfs dm_mod"
+VM_MODULES=(virtio_pci virtio_blk virtio_net virtio_rng ext4 qemu_fw_cfg efivarfs autofs4 binfmt_misc
+            crc32c_generic crc32c_intel ip_tables overlay fuse loop configfs dm_mod)
 
 recipe_hash() {
   { cat "$0" "$(dirname "$0")/flat_repo.py" "$(dirname "$0")/trim_kernel.py" \
@@ -116,7 +116,7 @@ mkdir -p "$repo"
 # ~65 s of emulation and none of them is ever loaded here)
 for deb in "$KERNEL_CACHE"/*.deb; do
   case $(dpkg-deb -f "$deb" Package) in
-    linux-image-[0-9]*) python3 "$(dirname "$0")/trim_kernel.py" "$deb" "$repo/$(basename "$deb")" $VM_MODULES \
+    linux-image-[0-9]*) python3 "$(dirname "$0")/trim_kernel.py" "$deb" "$repo/$(basename "$deb")" "${VM_MODULES[@]}" \
                           >> "$work/apt-next.log" ;;
     *) cp "$deb" "$repo/" ;;
   esac

@@ -46,7 +46,7 @@ def _release(tree):
 def _index(moddir):
     """{module name: path relative to moddir} of every module file in the tree."""
     index = {}
-    for top, _, files in os.walk(moddir):
+    for top, _dirs, files in os.walk(moddir):
         for name in files:
             if _MODULE_FILE.search(name):
                 index[_name(name)] = os.path.relpath(os.path.join(top, name), moddir)
@@ -117,7 +117,7 @@ def main(src, dest, wanted):
         release = _release(tree)
         moddir = os.path.join(tree, "lib", "modules", release)
         keep = keep_paths(moddir, {n.replace("-", "_") for n in wanted})
-        for top, _, files in os.walk(moddir, topdown=False):
+        for top, _dirs, files in os.walk(moddir, topdown=False):
             for name in files:
                 rel = os.path.relpath(os.path.join(top, name), moddir)
                 if _MODULE_FILE.search(name) and rel not in keep:

@@ -43,7 +43,7 @@ def run(tmp_path, zip_path, cache, **env):
 
 
 def cached(cache):
-    return sorted(f for _, _, files in os.walk(cache) for f in files)
+    return sorted(f for _top, _dirs, files in os.walk(cache) for f in files)
 
 
 BODY = "def answer():\n    return %d\n\n\ndef boom():\n    raise ValueError('x')\n"

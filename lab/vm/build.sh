@@ -116,8 +116,7 @@ mkdir -p "$repo"
 # ~65 s of emulation and none of them is ever loaded here)
 for deb in "$KERNEL_CACHE"/*.deb; do
   case $(dpkg-deb -f "$deb" Package) in
-    linux-image-[0-9]*) python3 "$(dirname "$0")/trim_kernel.py" "$deb" "$repo/$(basename "$deb")" "${VM_MODULES[@]}" \
-                          >> "$work/apt-next.log" ;;
+    linux-image-[0-9]*) python3 "$(dirname "$0")/trim_kernel.py" "$deb" "$repo/$(basename "$deb")" "${VM_MODULES[@]}" ;;
     *) cp "$deb" "$repo/" ;;
   esac
 done

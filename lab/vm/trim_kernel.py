@@ -14,9 +14,9 @@ keep it or fall back) is unchanged.
     python3 trim_kernel.py IN.deb OUT.deb MODULE [MODULE ...]
 
 MODULE: a module name as lsmod prints it; its dependencies (each module's own .modinfo
-``depends``, what depmod reads: no kmod needed on the host) are kept too. A name the kernel has built in is fine; a name it has neither
-built in nor as a module is an error (the list would be stale). The package's description says
-it was trimmed.
+``depends``, what depmod reads: no kmod needed on the host) are kept too. A name the kernel has
+built in is fine; a name it has neither built in nor as a module is an error (the list would be
+stale). The package's description says it was trimmed.
 """
 
 import gzip
@@ -33,6 +33,7 @@ _MODULE_FILE = re.compile(r"\.ko(\.xz|\.zst|\.gz)?$")
 
 
 def _name(path):
+    """The module name of a file name or a name as lsmod or modinfo write it (``-`` is ``_``)."""
     return _MODULE_FILE.sub("", os.path.basename(path)).replace("-", "_")
 
 
@@ -61,7 +62,7 @@ def _modinfo_depends(path):
     with opener(path, "rb") as fh:
         data = fh.read()
     found = re.search(rb"(?:^|\x00)depends=([^\x00]*)\x00", data)
-    return [n.decode().replace("-", "_") for n in found.group(1).split(b",") if n] if found else []
+    return [_name(n.decode()) for n in found.group(1).split(b",") if n] if found else []
 
 
 def _builtin(moddir):
@@ -116,7 +117,7 @@ def main(src, dest, wanted):
         subprocess.run(["dpkg-deb", "-R", src, tree], check=True)
         release = _release(tree)
         moddir = os.path.join(tree, "lib", "modules", release)
-        keep = keep_paths(moddir, {n.replace("-", "_") for n in wanted})
+        keep = keep_paths(moddir, {_name(n) for n in wanted})
         for top, _dirs, files in os.walk(moddir, topdown=False):
             for name in files:
                 rel = os.path.relpath(os.path.join(top, name), moddir)

@@ -187,7 +187,7 @@ def _run(tmp_path_factory):
                                   "printf '%s' > /etc/systemd/system/%s && systemctl daemon-reload && systemctl start %s"
                  % (HOOK, release, release, forget(release), NEEDED_UNIT, NEEDED, NEEDED))
         rc, out, node = remediate("kernel-vm-remediate-unhealthy", inv, work / "unhealthy", [
-            # (the wait for a service that never comes back: 9 s - three reads -, not the role's 300)
+            # (the wait for a service that never comes back: 9 s - four reads 3 s apart -, not the role's 300)
             "-e", json.dumps({"reboot_services": ["containerd", NEEDED], "reboot_settle_timeout": 9})])
         result["unhealthy"] = {"rc": rc, "out": out, "node": node, "after": node_state("kernel-vm-unhealthy-after")}
         # ... and its next boot, a plain one: GRUB's default

@@ -2,6 +2,7 @@
 """testinfra checks for the mount_units scenario, on the real units of the lab."""
 
 import json
+import time
 
 import pytest
 
@@ -71,6 +72,26 @@ def _leak(host, name, uids):
     return json.loads(host.file("%s/%s.expect.json" % (STATE, name)).content_string)
 
 
+def _journal_mark(host):
+    """The cursor of the journal's newest entry: what a run logs after it is read with --after-cursor."""
+    out = host.check_output("journalctl -n 1 --show-cursor --no-pager -q -o cat")
+    cursors = [line.split("-- cursor: ", 1)[1] for line in out.splitlines() if line.startswith("-- cursor: ")]
+    assert cursors, "journalctl printed no cursor: %r" % out
+    return cursors[-1]
+
+
+def _run_log(host, mark, complete, seconds=20.0):
+    """The service's log since `mark`. A oneshot's stdout reaches journald through a stream `systemctl start` does not
+    wait for, so the lines may land after it returns: this run's lines are waited for until `complete(text)`, and an
+    earlier run's lines are never read in their place."""
+    deadline = time.monotonic() + seconds
+    while True:
+        log = host.check_output("journalctl -u %s.service --after-cursor=%s -o cat --no-pager" % (TIMER, _q(mark)))
+        if complete(log) or time.monotonic() > deadline:
+            return log
+        time.sleep(0.5)
+
+
 def _q(text):
     return "'" + text.replace("'", "'\\''") + "'"
 
@@ -89,6 +110,7 @@ def test_timer_service_runs_the_same_cleanup(host):
     host.check_output("systemctl stop %s.timer" % TIMER)
     try:
         leaked = _leak(host, "svc", [(NEW_DEAD, "dead"), (NEW_LIVE, "live")])
+        mark = _journal_mark(host)
         cmd = host.run("systemctl start %s.service" % TIMER)
     finally:
         host.check_output("systemctl start %s.timer" % TIMER)
@@ -98,7 +120,7 @@ def test_timer_service_runs_the_same_cleanup(host):
         assert name not in now
     for name in leaked["live"] + expect(host)["live"] + expect(host)["unrelated"]:
         assert now.get(name) == "active", name
-    log = host.check_output("journalctl -u %s.service -o cat --no-pager" % TIMER)
+    log = _run_log(host, mark, lambda text: any(line.startswith("{") for line in text.splitlines()))
     result = json.loads([line for line in log.splitlines() if line.startswith("{")][-1])
     assert result["stopped"] == 2 and result["failed"] is False
 
@@ -106,6 +128,7 @@ def test_timer_service_runs_the_same_cleanup(host):
 def test_timer_service_stops_nothing_when_the_runtime_fails(host):
     leaked = _leak(host, "down", [(NEW_DEAD, "dead")])
     _set_double(host, fail=True)
+    mark = _journal_mark(host)
     try:
         cmd = host.run("systemctl start %s.service" % TIMER)
     finally:
@@ -114,7 +137,7 @@ def test_timer_service_stops_nothing_when_the_runtime_fails(host):
     now = units(host)
     for name in leaked["dead"]:
         assert now.get(name) == "active", name
-    log = host.check_output("journalctl -u %s.service -o cat --no-pager" % TIMER)
+    log = _run_log(host, mark, lambda text: "crictl pods -o json failed" in text)
     assert "crictl pods -o json failed" in log
     # and once the runtime answers again, the timer's next run cleans them
     assert host.run("systemctl start %s.service" % TIMER).rc == 0

@@ -81,7 +81,7 @@ python_venv() {
 step venv python_venv
 
 # 3. The collection, importable as nodefix.k8s (a link, not a copy) -------
-mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP"
+mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP" "$NODEFIX_ZIPCODE_DIR"
 ln -sfn "$NODEFIX_ROOT" "$NODEFIX_COLLECTIONS/ansible_collections/nodefix/k8s"
 
 # 4. ansible-test sanity: a venv with ansible-core and the pinned sanity

@@ -63,7 +63,7 @@ VM_MODULES=(virtio_pci virtio_blk virtio_net virtio_rng ext4 qemu_fw_cfg efivarf
 
 recipe_hash() {
   { cat "$0" "$(dirname "$0")/flat_repo.py" "$(dirname "$0")/trim_kernel.py" \
-      "$(dirname "$0")/zip_code_cache.py"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
+      "$(dirname "$0")/../zip_code_cache.py" "$(dirname "$0")/../break/gvisor_mirror_publish.sh"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
 }
 
 want=$(recipe_hash)
@@ -97,6 +97,12 @@ apt-get "${A[@]}" update > "$work/apt-next.log" 2>&1 || { tail -20 "$work/apt-ne
   || { tail -20 "$work/apt-next.log"; exit 1; }
 mkdir -p "$root/var/lib/nodefix-gvisor-mirror/extract"
 dpkg-deb -x "$work"/runsc_*.deb "$root/var/lib/nodefix-gvisor-mirror/extract"
+# ... and published in the mirror's layout here, natively: under emulation the
+# tarball's bzip2 and the .sha512 files were ~30 s of every lab run's start. The
+# lab's own publish run (lab/break/gvisor_mirror.yml, its default directories and
+# releases) then finds every file in place and rewrites none.
+sh "$(dirname "$0")/../break/gvisor_mirror_publish.sh" "$root/srv/nodefix-gvisor-mirror" \
+  "$root/var/lib/nodefix-gvisor-mirror" 20240729.0 20990101.0 > /dev/null
 
 # 2b. The lab's package mirror: the backports kernel, a flat repository ---------
 mkdir -p "$KERNEL_CACHE"
@@ -207,10 +213,12 @@ chroot "$root" systemctl enable nodefix-lab-key.service >/dev/null 2>&1
 # ones the package made. No console login prompts.
 ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
 # The compiled code of zipped Python modules (each Ansible module run's payload) cached on the
-# node: CPython compiles it again at every run, ~1 s of emulation each (lab/vm/zip_code_cache.py)
+# node: CPython compiles it again at every run, ~1 s of emulation each (lab/zip_code_cache.py;
+# it acts where its directory exists)
 site=$root/usr/local/lib/python$(chroot "$root" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
-install -D -m 644 "$(dirname "$0")/zip_code_cache.py" "$site/nodefix_lab_zipcode.py"
+install -D -m 644 "$(dirname "$0")/../zip_code_cache.py" "$site/nodefix_lab_zipcode.py"
 echo "import nodefix_lab_zipcode" > "$site/nodefix_lab_zipcode.pth"
+install -d -m 755 "$root/var/cache/nodefix-lab-zipcode"
 chroot "$root" apt-get clean
 rm -f "$root"/var/lib/apt/lists/*_Packages
 

@@ -35,6 +35,9 @@ def project_env():
 
 
 ENV = project_env()
+# podman run arguments that give a lab node the test run's cache of code compiled from the modules'
+# zipped payloads (lab/zip_code_cache.py; the benchmarks' nodes get none)
+ZIPCODE_MOUNT = ("-v", "%s:/var/cache/nodefix-lab-zipcode" % ENV["NODEFIX_ZIPCODE_DIR"])
 
 
 def run_logged(name, argv, timeout=1800, env=None, cwd=ROOT):

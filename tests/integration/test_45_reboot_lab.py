@@ -44,7 +44,8 @@ import subprocess
 
 import pytest
 
-from conftest import ENV, ROOT, ApiServerDouble, assert_ok, lab_exclusive, podman, run_logged, trail_entries
+from conftest import (ENV, ROOT, ZIPCODE_MOUNT, ApiServerDouble, assert_ok, lab_exclusive, podman, run_logged,
+                      trail_entries)
 
 pytestmark = pytest.mark.lab
 DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -118,7 +119,7 @@ def _run(tmp_path_factory):
     double = None
     try:
         for name in names:
-            podman("run", "-d", "--name", name, "--hostname", name, "--privileged", "--systemd=always",
+            podman("run", "-d", "--name", name, "--hostname", name, "--privileged", "--systemd=always", *ZIPCODE_MOUNT,
                    "--restart=no" if name in STAYS_DOWN else "--restart=always", IMAGE, "/sbin/init")
         prepare_inv = work / "prepare.json"
         prepare_inv.write_text(json.dumps({"all": {"vars": CONNECTION, "hosts": dict((n, {}) for n in names)}}))

@@ -21,7 +21,7 @@ import subprocess
 
 import pytest
 
-from conftest import ENV, ROOT, assert_ok, lab_exclusive, podman, run_logged
+from conftest import ENV, ROOT, ZIPCODE_MOUNT, assert_ok, lab_exclusive, podman, run_logged
 
 pytestmark = pytest.mark.lab
 
@@ -57,7 +57,8 @@ def _lab(tmp_path_factory):
     work = tmp_path_factory.mktemp("npd-daemonset")
     podman("rm", "-f", "-t", "0", NODE, check=False)
     try:
-        podman("run", "-d", "--name", NODE, "--hostname", NODE, "--privileged", "--systemd=always", IMAGE, "/sbin/init")
+        podman("run", "-d", "--name", NODE, "--hostname", NODE, "--privileged", "--systemd=always", *ZIPCODE_MOUNT,
+               IMAGE, "/sbin/init")
         # (a layer on the lab image: cached by podman while the lab image is unchanged)
         podman("build", "-t", NPD_LIKE, "-f", "-", str(work), input=CONTAINERFILE, timeout=600)
         # systemd up before the first module (a pipelined payload races tmp.mount otherwise)

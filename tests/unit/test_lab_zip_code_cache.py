@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""lab/vm/zip_code_cache.py, the lab VM's cache of code compiled from zipped modules: run in a
+"""lab/zip_code_cache.py, the lab nodes' cache of code compiled from zipped modules: run in a
 child interpreter (it patches zipimport process-wide) against a real zip on sys.path."""
 
 import json
@@ -8,12 +8,12 @@ import subprocess
 import sys
 import zipfile
 
-HOOK = os.path.join(os.path.dirname(__file__), "..", "..", "lab", "vm", "zip_code_cache.py")
+HOOK = os.path.join(os.path.dirname(__file__), "..", "..", "lab", "zip_code_cache.py")
 
 CHILD = r"""
 import json, os, sys, traceback
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
-import zip_code_cache                      # the hook, as the VM's .pth file imports it
+import zip_code_cache                      # the hook, as the nodes' .pth file imports it
 sys.path.insert(0, sys.argv[2])            # the payload zip
 import payload_mod
 try:
@@ -33,7 +33,9 @@ def payload(tmp_path, name, body):
     return str(path)
 
 
-def run(tmp_path, zip_path, cache, **env):
+def run(tmp_path, zip_path, cache, make=True, **env):
+    if make:
+        os.makedirs(cache, exist_ok=True)
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     full = dict(os.environ, NODEFIX_LAB_ZIPCODE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1", **env)
@@ -85,4 +87,27 @@ def test_a_damaged_cache_entry_is_compiled_again(tmp_path):
 def test_turned_off_it_writes_nothing(tmp_path):
     cache = tmp_path / "cache"
     assert run(tmp_path, payload(tmp_path, "run1", BODY % 1), cache, NODEFIX_LAB_ZIPCODE="0")["answer"] == 1
+    assert cache.is_dir() and not cached(cache)
+
+
+def test_without_its_directory_it_acts_not(tmp_path):
+    # a node without the directory (the benchmarks' containers mount none) runs as a real node does
+    cache = tmp_path / "cache"
+    assert run(tmp_path, payload(tmp_path, "run1", BODY % 1), cache, make=False)["answer"] == 1
     assert not cache.exists()
+
+
+def test_nodes_sharing_the_directory_leave_no_temporary_files(tmp_path):
+    # several interpreters filling the same entries at once (as the lab's nodes do through one mounted directory)
+    cache = tmp_path / "cache"
+    os.makedirs(cache)
+    zips = [payload(tmp_path, "run%d" % i, BODY % 7) for i in range(6)]
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = dict(os.environ, NODEFIX_LAB_ZIPCODE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1")
+    procs = [subprocess.Popen([sys.executable, str(script), os.path.abspath(HOOK), z], env=env,
+                              stdout=subprocess.PIPE, text=True) for z in zips]
+    answers = [json.loads(p.communicate()[0])["answer"] for p in procs]
+    assert answers == [7] * 6 and all(p.returncode == 0 for p in procs)
+    entries = cached(cache)
+    assert len(entries) == 1 and not entries[0].endswith(".tmp"), entries

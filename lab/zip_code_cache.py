@@ -13,7 +13,8 @@ interpreter's magic number, and given back with the file name of this import (th
 temporary path). The same source gives the same code object, compiled or cached; any change to
 a file changes its key. It acts only where that directory exists: the VM image has it; a
 container node has it when the lab mounts the test run's shared cache there (lab/up.yml, the
-molecule platforms), so the benchmarks' nodes, which mount nothing, run as real nodes do.
+molecule platforms), so the benchmarks' nodes, which mount nothing (benchmarks/audit/run.py brings
+the lab up without it), run as real nodes do.
 Entries are written under a unique temporary name and renamed into place: nodes that share the
 directory (in other PID namespaces) never read a half-written entry, and a damaged one is
 compiled again. NODEFIX_LAB_ZIPCODE=0 in a module's environment turns it off

@@ -20,10 +20,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 INV = ["-i", os.path.join(ROOT, "lab/inventory/lab.yml")]
 
 
-def play(path, quiet=True, extra=()):
+def play(path, quiet=True, extra=(), env=None):
     argv = ["ansible-playbook"] + INV + [path] + list(extra)
     started = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=quiet, check=False)
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=quiet, check=False, env=env)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         sys.stderr.write((proc.stdout or b"").decode()[-3000:])
@@ -40,7 +40,10 @@ def main():
                         help="inventory group or host pattern (default: the three container nodes)")
     args = parser.parse_args()
     if not args.no_up:
-        play(os.path.join(ROOT, "lab/up.yml"))
+        # nodes as real nodes run modules: without the test run's compiled-code cache
+        # (lab/zip_code_cache.py), which lab/up.yml mounts only when NODEFIX_ZIPCODE_DIR is set
+        play(os.path.join(ROOT, "lab/up.yml"), env=dict((k, v) for k, v in os.environ.items()
+                                                        if k != "NODEFIX_ZIPCODE_DIR"))
     try:
         sides = {
             "node_audit (1 task)": os.path.join(ROOT, "benchmarks/audit/node_audit.yml"),

@@ -12,8 +12,8 @@ The hook wraps zipimport's compile step: the code object of a source text is kep
 interpreter's magic number, and given back with the file name of this import (the payload's
 temporary path). The same source gives the same code object, compiled or cached; any change to
 a file changes its key. It acts only where that directory exists: the VM image has it; a
-container node has it when the lab mounts the test run's shared cache there (lab/up.yml, the
-molecule platforms), so the benchmarks' nodes, which mount nothing (benchmarks/audit/run.py brings
+container node has it when the lab mounts the test run's shared cache there (lab/up.yml,
+molecule's create step), so the benchmarks' nodes, which mount nothing (benchmarks/audit/run.py brings
 the lab up without it), run as real nodes do.
 Entries are written under a unique temporary name and renamed into place: nodes that share the
 directory (in other PID namespaces) never read a half-written entry, and a damaged one is

@@ -12,7 +12,7 @@ export NODEFIX_VM_IMAGE_DIR="${NODEFIX_VM_IMAGE_DIR:-/var/cache/nodefix-k8s/lab-
 export CONTAINERS_CONF="$NODEFIX_ROOT/lab/containers.conf"
 # The test run's cache of code compiled from the modules' zipped payloads, mounted
 # into the lab's container nodes at /var/cache/nodefix-lab-zipcode (lab/zip_code_cache.py;
-# lab/up.yml, the molecule platforms); scripts/setup.sh makes it.
+# lab/up.yml, molecule/shared/driver/create.yml); scripts/setup.sh makes it.
 export NODEFIX_ZIPCODE_DIR="$NODEFIX_CACHE/zipcode"
 export ANSIBLE_COLLECTIONS_PATH="$NODEFIX_COLLECTIONS:$NODEFIX_VENV/lib/python3.11/site-packages"
 export ANSIBLE_CONFIG="$NODEFIX_ROOT/ansible.cfg"

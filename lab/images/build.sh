@@ -18,7 +18,8 @@ targets=("$@")
 [ "${#targets[@]}" -gt 0 ] || targets=(debian11 debian12 debian13)
 
 recipe_hash() {
-  { cat "$0"; cat "$NODEFIX_ROOT/lab/images/customize.sh" "$NODEFIX_ROOT/lab/zip_code_cache.py"; echo "$1 $MIRROR $INCLUDE"; } | sha256sum | cut -c1-16
+  { cat "$0"; cat "$NODEFIX_ROOT/lab/images/customize.sh" "$NODEFIX_ROOT/lab/zip_code_cache.py" \
+      "$NODEFIX_ROOT/lab/install_zip_code_cache.sh"; echo "$1 $MIRROR $INCLUDE"; } | sha256sum | cut -c1-16
 }
 
 # build_one NAME LOG: build (or reuse) one image; the outcome goes to LOG.

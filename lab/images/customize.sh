@@ -20,7 +20,5 @@ rm -rf "$root"/var/cache/apt/archives/*.deb
 echo "nodefix-$suite" > "$root/etc/hostname"
 # The lab's cache of code compiled from zipped modules (every Ansible module run's payload;
 # lab/zip_code_cache.py): it acts only where /var/cache/nodefix-lab-zipcode exists, i.e. where the
-# lab or a molecule platform mounts the test run's shared cache; the benchmarks' nodes mount none.
-site=$root/usr/local/lib/python$(chroot "$root" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
-install -D -m 644 "$(dirname "$0")/../zip_code_cache.py" "$site/nodefix_lab_zipcode.py"
-echo "import nodefix_lab_zipcode" > "$site/nodefix_lab_zipcode.pth"
+# lab or molecule's create step mounts the test run's shared cache; the benchmarks' nodes mount none.
+sh "$(dirname "$0")/../install_zip_code_cache.sh" "$root"

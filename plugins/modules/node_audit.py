@@ -174,6 +174,13 @@ summary:
       description: Distinct finding ids.
       type: list
       elements: str
+    kubernetes_node:
+      description:
+        - Whether the host is a Kubernetes node - V(false) when the kubelet and containerd detectors both ran and
+          found neither a kubelet nor a container runtime (then the finding C(audit.not_kubernetes_node) says so
+          with what was looked for, and C(nodefix.k8s.remediate) leaves the host alone); V(null) when either did not
+          run or failed.
+      type: bool
 timings:
   description: Seconds each detector took.
   returned: always

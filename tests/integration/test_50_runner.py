@@ -125,6 +125,14 @@ def test_run_api_private_data_dir(tmp_path):
     res = [e for e in events if e["event"] == "runner_on_ok"
            and e["event_data"]["task_action"] == "nodefix.k8s.node_audit"][0]["event_data"]["res"]
     assert sorted(f["id"] for f in res["findings"]) == sorted(f["id"] for f in report["nodes"][0]["findings"])
+    # a host without a kubelet and a container runtime (this test machine) is reported as not a Kubernetes
+    # node, with what was looked for; the report carries the same finding
+    bare = res["checks"]["kubelet"]["kubelet"]["present"] is False and res["checks"]["containerd"]["installed"] is False
+    assert res["summary"]["kubernetes_node"] is (not bare), res["summary"]
+    assert ("audit.not_kubernetes_node" in res["summary"]["ids"]) is bare, res["summary"]
+    if bare:
+        found = [f for f in report["nodes"][0]["findings"] if f["id"] == "audit.not_kubernetes_node"][0]
+        assert found["severity"] == "info" and found["evidence"]["kubelet"]["present"] is False, found
 
 
 def test_run_api_check_mode_writes_reports(tmp_path):

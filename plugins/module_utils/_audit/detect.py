@@ -28,12 +28,44 @@ FINDINGS = {
         "role": None,
         "tag": None,
     },
+    "audit.not_kubernetes_node": {
+        "severity": "info",
+        "title": "Not a Kubernetes node: neither a kubelet nor a container runtime was found",
+        "remedy": "Take the host out of the targeted group (nodefix_targets) or point the audit at the node's root; "
+                  "remediate leaves it alone.",
+        "role": None,
+        "tag": None,
+    },
 }
 
 
 def fix_roles(findings):
     """The roles that fix ``findings`` (their ``fix.role``), sorted, each once."""
     return sorted(set(f["fix"]["role"] for f in findings if f.get("fix", {}).get("role")))
+
+
+def kubernetes_node(results):
+    """Whether the audited host is a Kubernetes node, from the kubelet and containerd detectors' facts:
+    False when both ran and found neither a kubelet (unit or binary) nor containerd; True when either
+    found its component; None when either did not run or failed (not known: never a verdict)."""
+    kubelet, containerd = results.get("kubelet"), results.get("containerd")
+    if not isinstance(kubelet, dict) or not isinstance(containerd, dict) or "error" in kubelet or "error" in containerd:
+        return None
+    present = (kubelet.get("kubelet") or {}).get("present")
+    installed = containerd.get("installed")
+    if present is True or installed is True:
+        return True
+    if present is False and installed is False:
+        return False
+    return None
+
+
+def _not_a_node(results):
+    """The ``audit.not_kubernetes_node`` finding, with what was looked for."""
+    containerd = results["containerd"]
+    return finding_from(FINDINGS, "audit.not_kubernetes_node", subject="node", evidence={
+        "kubelet": results["kubelet"].get("kubelet"),
+        "containerd": dict((k, containerd.get(k)) for k in ("installed", "binary", "config_path", "config_exists"))})
 
 
 def run_detectors(runner, detectors, root="/", options=None):
@@ -73,6 +105,11 @@ def run_detectors(runner, detectors, root="/", options=None):
             f["check"] = name
         findings.extend(found)
         timings[name] = round(time.time() - started, 4)
+    is_node = kubernetes_node(results)
+    if is_node is False:
+        found = _not_a_node(results)
+        found["check"] = "audit"
+        findings.append(found)
 
     counts = dict((level, 0) for level in SEVERITIES)
     for f in findings:
@@ -86,6 +123,8 @@ def run_detectors(runner, detectors, root="/", options=None):
             "worst": worst_severity(findings),
             "fix_roles": fix_roles(findings),
             "ids": sorted(set(f["id"] for f in findings)),
+            # False: no kubelet and no container runtime (remediate leaves such a host alone); None: not known
+            "kubernetes_node": is_node,
         },
         "timings": timings,
     }

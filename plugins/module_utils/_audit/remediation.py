@@ -22,6 +22,8 @@ the reasons to reboot it and whether the kubelet's guard rails go on. The playbo
   restarts containerd or the kubelet runs on a node this run does not drain.
 - Whether the evidence a disruption would wipe is kept first (``evidence``): on any disruption, and when
   the mount_units role will stop at least ``evidence_units`` (100) leaked units.
+- A host the audit found is not a Kubernetes node (``audit.not_kubernetes_node``: no kubelet, no container
+  runtime) gets nothing: no role, no reboot, no disruption, and ``skip`` says why.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -37,6 +39,7 @@ GUARD_RAIL_IDS = ("kubelet.no_eviction_guard", "kubelet.pod_pids_unlimited")
 # roles whose fix restarts containerd (the gVisor registration does too) or the kubelet
 RESTART_ROLES = ("nodefix.k8s.containerd", "nodefix.k8s.gvisor", "nodefix.k8s.kubelet")
 KERNEL_BELOW = "kernel.below_minimum"
+NOT_A_NODE = "audit.not_kubernetes_node"
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -92,9 +95,10 @@ def _units_to_stop(found):
 
 def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_memcgs=False,
          kubelet_guard_rails="auto", kernel_upgrade=False, evidence_units=100):
-    """{fix_roles, reboot_reasons, kubelet_guard_rails, disruptive, evidence} for one node's before-audit
+    """{fix_roles, reboot_reasons, kubelet_guard_rails, disruptive, evidence, skip} for one node's before-audit
     (node_audit's result). ``evidence``: keep the evidence first - a disruption, or the mount_units role
-    stopping at least ``evidence_units`` leaked units."""
+    stopping at least ``evidence_units`` leaked units. ``skip``: why the host gets nothing at all (not a
+    Kubernetes node), else empty."""
     found = _findings(audit)
     drainable = _switch("drainable", drainable)
     reboot = _switch("nodefix_reboot", reboot)
@@ -116,6 +120,9 @@ def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_m
     if [r for r in reasons if r["id"] != SLOW_CLEANUP]:
         roles.append(REBOOT_ROLE)
     ids = set(f["id"] for f in found)
+    if NOT_A_NODE in ids:
+        return {"fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False, "disruptive": [], "evidence": False,
+                "skip": "not a Kubernetes node (no kubelet, no container runtime): left alone"}
     disruptive = []
     if drainable and roles:
         disruptive.append("drain")
@@ -126,4 +133,4 @@ def plan(audit, drainable=False, reboot=False, mount_units_reboot=False, dying_m
     stops = "nodefix.k8s.mount_units" in roles and _units_to_stop(found) >= evidence_units
     return {"fix_roles": roles, "reboot_reasons": reasons,
             "kubelet_guard_rails": bool(ids & set(GUARD_RAIL_IDS)) if guard == "auto" else guard,
-            "disruptive": disruptive, "evidence": bool(disruptive) or stops}
+            "disruptive": disruptive, "evidence": bool(disruptive) or stops, "skip": ""}

@@ -61,7 +61,7 @@ def test_guard_rails_auto_without_the_findings_stays_off():
 
 def test_a_clean_node_gets_nothing():
     assert audit_remediation.plan({"findings": []}, drainable=True, reboot=True) == {
-        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False, "disruptive": [], "evidence": False}
+        "fix_roles": [], "reboot_reasons": [], "kubelet_guard_rails": False, "disruptive": [], "evidence": False, "skip": ""}
 
 
 @pytest.mark.parametrize("audit,kwargs,words", [
@@ -121,3 +121,14 @@ def test_evidence_is_kept_before_a_disruption_and_before_a_large_unit_cleanup():
     assert audit_remediation.plan({"findings": [finding("kubelet.qps_low", "nodefix.k8s.kubelet")]})["evidence"] is True
     with pytest.raises(audit_remediation.PlanInputError, match="nodefix_evidence_units must be a whole number"):
         audit_remediation.plan(big, evidence_units="many")
+
+
+def test_a_host_that_is_not_a_kubernetes_node_gets_nothing():
+    audit = {"findings": [finding("audit.not_kubernetes_node"), finding("pids.pid_max_low", "nodefix.k8s.pids"),
+                          finding("reboot.required", "nodefix.k8s.reboot", reasons=["/var/run/reboot-required"])]}
+    out = audit_remediation.plan(audit, drainable=True, reboot=True, kernel_upgrade=True)
+    assert out["fix_roles"] == [] and out["reboot_reasons"] == [] and out["disruptive"] == []
+    assert out["evidence"] is False and "not a Kubernetes node" in out["skip"]
+    # a node (no such finding) is planned as before, with nothing to skip
+    node = audit_remediation.plan({"findings": audit["findings"][1:]}, drainable=True, reboot=True)
+    assert node["fix_roles"] == ["nodefix.k8s.pids", "nodefix.k8s.reboot"] and node["skip"] == ""

@@ -91,9 +91,10 @@ FINDINGS = {
     "containerd.config_invalid": {
         "severity": "high",
         "title": "containerd's config.toml cannot be parsed or has an unknown schema version",
-        "remedy": "Fix the file (containerd --config <file> config dump must succeed) before restarting containerd.",
-        "role": "nodefix.k8s.containerd",
-        "tag": "containerd_config",
+        "remedy": "Fix the file (containerd --config <file> config dump must succeed) before restarting containerd; "
+                  "no role rewrites a config it cannot parse.",
+        "role": None,
+        "tag": None,
     },
     "runc.cpu_quota_rounding_bug": {
         "severity": "high",

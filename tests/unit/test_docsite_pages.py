@@ -8,6 +8,8 @@ and every variable the page names is read by a playbook: the page is the contrac
 import glob
 import os
 import re
+import subprocess
+import sys
 
 import yaml
 
@@ -49,6 +51,25 @@ def test_the_scan_sees_a_planted_variable():
     # the check above would pass on an empty scan: prove it finds a default()-read variable
     assert user_variables("x: '{{ nodefix_planted_knob | default(3) }}'") == {"nodefix_planted_knob"}
     assert "nodefix_serial" in page_variables()
+
+
+def spec_variables():
+    with open(os.path.join(ROOT, "playbooks", "vars", "arguments.yml"), encoding="utf-8") as fh:
+        return set(yaml.safe_load(fh)["arguments"])
+
+
+def test_the_page_is_written_from_the_preflight_spec():
+    rc = subprocess.call([sys.executable, os.path.join(ROOT, "scripts", "gen_playbooks_doc.py"), "--check"])
+    assert rc == 0, "docs/docsite/rst/playbooks.rst is stale: run python scripts/gen_playbooks_doc.py"
+    assert page_variables() == spec_variables()
+
+
+def test_the_preflight_spec_is_every_variable_the_playbooks_read():
+    missing = user_variables(playbook_text()) - spec_variables()
+    assert not missing, "read by the playbooks with a default, not in playbooks/vars/arguments.yml: %s" % sorted(missing)
+    text = playbook_text()
+    unread = {v for v in spec_variables() if not re.search(r"\b%s\b" % v, text)} - {"nodefix_preflight_ignore"}
+    assert not unread, "in playbooks/vars/arguments.yml, read by no playbook: %s" % sorted(unread)
 
 
 def test_extra_docs_lists_the_page():

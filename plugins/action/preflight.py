@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""nodefix.k8s.preflight: the playbooks' variables and the controller's prerequisites, checked on the
+controller before any node is touched (the module file plugins/modules/preflight.py holds the docs)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import importlib
+import json
+import os
+
+import yaml
+
+from ansible.errors import AnsibleError
+from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._preflight import variables as preflight_vars
+
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPEC_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "arguments.yml")
+# what each playbook runs from other collections: {playbook: [(collection, why, only with a kubeconfig)]}
+NEEDS = {
+    "remediate": [("ansible.posix", "ansible.posix.sysctl (the pids role)", False),
+                  ("kubernetes.core", "kubernetes.core.k8s_drain and k8s_info (cordon, drain, uncordon)", True)],
+    "npd": [("ansible.posix", "ansible.posix.sysctl", False)],
+}
+
+
+def own_dependencies():
+    """{collection: version range} nodefix.k8s declares (MANIFEST.json when installed, galaxy.yml in a checkout)."""
+    manifest = os.path.join(COLLECTION_ROOT, "MANIFEST.json")
+    if os.path.isfile(manifest):
+        with open(manifest) as fh:
+            return dict(json.load(fh)["collection_info"].get("dependencies") or {})
+    with open(os.path.join(COLLECTION_ROOT, "galaxy.yml")) as fh:
+        return dict(yaml.safe_load(fh).get("dependencies") or {})
+
+
+def installed_version(name):
+    """The version of collection ``name`` this controller would load, '' when its manifest has none, None when
+    it is not installed."""
+    try:
+        pkg = importlib.import_module("ansible_collections.%s" % name)
+    except ImportError:
+        return None
+    for path in list(getattr(pkg, "__path__", [])):
+        manifest = os.path.join(path, "MANIFEST.json")
+        if os.path.isfile(manifest):
+            with open(manifest) as fh:
+                return str(json.load(fh)["collection_info"].get("version") or "")
+        galaxy = os.path.join(path, "galaxy.yml")
+        if os.path.isfile(galaxy):
+            with open(galaxy) as fh:
+                return str(yaml.safe_load(fh).get("version") or "")
+    return ""
+
+
+def prerequisite_problems(playbook, kubeconfig_set):
+    out = []
+    ranges = own_dependencies()
+    for name, why, only_with_kubeconfig in NEEDS.get(playbook, []):
+        if only_with_kubeconfig and not kubeconfig_set:
+            continue
+        version = installed_version(name)
+        wanted = ranges.get(name, "*")
+        if version is None:
+            out.append("the collection %s is not installed on this controller (%s needs it: %s); install it "
+                       "(ansible-galaxy collection install '%s:%s', or the ansible package from PyPI, which bundles it)"
+                       % (name, playbook, why, name, wanted))
+        elif version and wanted not in ("*", "") and not meets_requirements(version, wanted):
+            out.append("the collection %s %s is installed, nodefix.k8s needs %s (%s)" % (name, version, wanted, why))
+    return out
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("playbook", "hosts", "ignore"))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        playbook = self._task.args.get("playbook")
+        hosts = self._task.args.get("hosts") or []
+        if playbook not in preflight_vars.PLAYBOOKS or not isinstance(hosts, list):
+            raise AnsibleError("nodefix.k8s.preflight needs playbook (one of %s) and hosts (a list)"
+                               % ", ".join(preflight_vars.PLAYBOOKS))
+        with open(SPEC_PATH) as fh:
+            args = preflight_vars.check_spec(yaml.safe_load(fh))
+        hostvars = task_vars.get("hostvars") or {}
+        values, unreadable = {}, []
+        for host in hosts:
+            try:
+                host_vars = hostvars[host]
+                values[host] = dict((name, host_vars[name]) for name in list(host_vars.keys())
+                                    if str(name).startswith(preflight_vars.PREFIX))
+            # a variable that cannot be templated (an undefined name in it) is a problem, named, never a traceback
+            except Exception as exc:  # pylint: disable=broad-except
+                unreadable.append("%s: a nodefix_* variable could not be read: %s" % (host, to_text(exc)))
+        ignore = self._task.args.get("ignore")
+        if ignore is None:
+            ignore = next((v.get("nodefix_preflight_ignore") for v in values.values()
+                           if v.get("nodefix_preflight_ignore")), [])
+        ignore = ignore if isinstance(ignore, list) else preflight_vars._as_list(ignore) or []  # pylint: disable=protected-access
+        found = unreadable + preflight_vars.problems(args, values, playbook, ignore)
+        kubeconfig = any(v.get("nodefix_kubeconfig") not in (None, "") for v in values.values())
+        found += prerequisite_problems(playbook, kubeconfig)
+        result.update(changed=False, problems=found, checked_hosts=len(values),
+                      checked_variables=sorted(set(n for v in values.values() for n in v)))
+        if found:
+            result.update(failed=True, msg="nodefix.k8s %s refused before any node: %s" % (playbook, "; ".join(found)))
+        else:
+            result["msg"] = "%d host(s): every nodefix_* variable known and well-formed, prerequisites present" % len(values)
+        return result

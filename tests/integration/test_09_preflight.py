@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The playbooks' preflight through ansible-playbook: a user's mistake is refused before any node is
+touched, naming the variable (and the closest known name for a typo) - nothing is audited, nothing runs
+on a node, and the refusal is the run's error.
+
+The "node" is a local-connection host that is never reached: the preflight runs on the controller before
+the first task that would touch it (asserted: no node_audit ran)."""
+
+import json
+import os
+
+import pytest
+
+from conftest import ROOT, run_logged
+
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+CASES = [
+    ("audit", {"nodefix_rebot": True}, ["nodefix_rebot is not a variable", "did you mean nodefix_reboot?"]),
+    ("audit", {"nodefix_fail_onn": "medium"}, ["did you mean nodefix_fail_on?"]),
+    ("audit", {"nodefix_fail_on": "hgh"}, ["nodefix_fail_on must be one of", "did you mean high?"]),
+    ("remediate", {"nodefix_storm_percent": "abc"}, ["nodefix_storm_percent must be a whole number"]),
+    ("remediate", {"nodefix_storm_percent": 150}, ["nodefix_storm_percent must be at most 100"]),
+    ("remediate", {"nodefix_storm_percent": "100.5"}, ["nodefix_storm_percent must be a whole number"]),
+    ("remediate", {"nodefix_serial": 0, "nodefix_drain_timeout": "ten"},
+     ["nodefix_serial must be at least 1 node", "nodefix_drain_timeout must be a whole number"]),
+    ("npd", {"nodefix_audit_checks": "kernel,kubelett"}, ['nodefix_audit_checks has "kubelett"', "did you mean kubelet?"]),
+]
+
+
+@pytest.mark.parametrize("playbook,extra,words", CASES, ids=["%s-%s" % (c[0], "-".join(c[1])) for c in CASES])
+def test_a_mistake_is_refused_before_any_node(tmp_path, playbook, extra, words):
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"node-a": {
+        "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False}}}}))
+    extra_file = tmp_path / "extra.json"
+    extra_file.write_text(json.dumps(dict(extra, nodefix_report_dir=str(tmp_path / "reports"))))
+    rc, out = run_logged("preflight-%s-%s" % (playbook, "-".join(extra)), [
+        os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", "@%s" % extra_file,
+        os.path.join(ROOT, "playbooks", "%s.yml" % playbook)], timeout=300)
+    assert rc != 0, out[-3000:]
+    assert "refused before any node" in out, out[-3000:]
+    for word in words:
+        assert word in out, (word, out[-3000:])
+    # nothing reached the node: no detector, no role ran
+    assert "TASK [Run every nodefix.k8s detector" not in out and "TASK [Audit before]" not in out
+    assert "TASK [Install and verify the plugin]" not in out

@@ -185,6 +185,13 @@ timings:
   description: Seconds each detector took.
   returned: always
   type: dict
+euid:
+  description:
+    - The effective user id the audit ran as on the node. C(nodefix.k8s.remediate) refuses a node where it is not
+      V(0) (root) before changing anything - become is off or did not take - and says so.
+  returned: always
+  type: int
+  sample: 0
 textfile:
   description: What happened to O(textfile).
   returned: when O(textfile) is set
@@ -301,6 +308,8 @@ def main():
         module.fail_json(msg="; ".join(problems) + "; nothing was checked")
     result = run_checks(Runner(module), root=module.params["root"], checks=module.params["checks"], options=options)
     result["changed"] = False
+    # who ran the audit on the node: remediate refuses a node where it is not root before changing anything
+    result["euid"] = os.geteuid()
     if textfile:
         try:
             result["textfile"] = write_textfile(module, textfile, result)

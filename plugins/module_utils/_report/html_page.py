@@ -63,6 +63,7 @@ th.rot{writing-mode:vertical-rl;transform:rotate(180deg);padding:6px 2px}
 td.cell{text-align:center;color:#fff;font-weight:600;padding:2px 3px}
 #matrix tbody th,#matrix thead th:first-child{position:sticky;left:0;background:#fff;z-index:1}
 .free{overflow-wrap:anywhere;min-width:16em}table.changes .free{min-width:9em}
+.ids{min-width:min(19em,30vw)}#before-after .ids{min-width:0}
 .sev{display:inline-block;white-space:nowrap;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
 .muted{color:#757575}details{margin:6px 0}code{font-size:12px}
 code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{color:#757575}
@@ -94,7 +95,7 @@ def _free(text, css="free"):
 def _id_list(ids, css):
     if not ids:
         return "<span class=\"muted\">-</span>"
-    return "<br>".join("<code class=\"%s\">%s</code>" % (css, _brk(i)) for i in ids)
+    return "<div class=\"ids\">%s</div>" % "<br>".join("<code class=\"%s\">%s</code>" % (css, _brk(i)) for i in ids)
 
 
 def _search(node):
@@ -285,7 +286,7 @@ def to_html(model):
             fix = e["fix"].get("role") or "manual"
             if e["fix"].get("tag"):
                 fix += " (tag %s)" % e["fix"]["tag"]
-            h.append("<tr><td><code>%s</code></td><td><span class=\"sev s-%s\">%s</span></td><td>%d</td><td>%s</td>"
+            h.append("<tr><td><div class=\"ids\"><code>%s</code></div></td><td><span class=\"sev s-%s\">%s</span></td><td>%d</td><td>%s</td>"
                      "<td>%s</td><td>%s</td></tr>" % (_brk(e["id"]), _esc(e["severity"]), _esc(e["severity"]),
                                                       len(e["hosts"]), _free(e["title"]), _brk(fix), _free(e["remedy"])))
         h.append("</tbody></table></div>")

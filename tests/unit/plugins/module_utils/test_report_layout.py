@@ -27,11 +27,13 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm as report_storm
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import durable as kubelet_durable
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import yaml_flow as text_yaml_flow
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 WIDTHS = (1280, 390)
@@ -151,7 +153,10 @@ function starts(doc, node, key) {
 function measure(doc) {
   var root = doc.documentElement, vw = root.clientWidth, win = doc.defaultView;
   var out = {overflow: root.scrollWidth - root.clientWidth, broken: [], unwrapped: [], texts: 0,
-             matrix: doc.querySelectorAll('#matrix thead th.rot').length};
+             matrix: doc.querySelectorAll('#matrix thead th.rot').length, boxes: {}};
+  doc.querySelectorAll('.scroll > table[id]').forEach(function (t) {
+    out.boxes[t.id] = t.parentElement.scrollWidth - t.parentElement.clientWidth;   // how far it scrolls
+  });
   // the browser's own break opportunities in a text: where it breaks the text in a box of no width,
   // with no emergency breaking (overflow-wrap and word-break normal)
   var probe = doc.createElement('div');
@@ -261,3 +266,51 @@ def test_no_word_is_broken_inside_and_long_tokens_wrap(measured, page, width):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_matrix_has_every_finding_id(measured, width):
     assert measured["audit@%d" % width]["matrix"] == len(IDS)
+
+
+@pytest.mark.parametrize("page", ["audit", "remediation", "stopped"])
+def test_at_1280_px_every_table_fits_without_scrolling(measured, page):
+    """The matrix with all the finding ids, the before/after table with EKS names and ids: read at a glance
+    at 1280 px (each table is in a box that would scroll, and none needs to); on a phone they scroll."""
+    boxes = measured["%s@1280" % page]["boxes"]
+    assert "groups" in boxes and "matrix" in boxes, boxes
+    assert all(v == 0 for v in boxes.values()), boxes
+    assert any(v > 0 for v in measured["%s@390" % page]["boxes"].values())   # the phone's boxes do scroll
+
+
+def test_nested_values_read_as_yaml_in_every_format():
+    """A kubespray suggestion with a map value, and a changed value nested deeper than the rows go, as YAML a
+    person pastes (the inventory's own syntax) in Markdown, HTML and the console table - never a Python repr
+    (``{'memory.available': '500Mi', ...}``)."""
+    done, _halted = remediation_pages()
+    deep_b = {"options": {"json": {"split": {"stream": "stderr", "bufferSize": "0"}}}}
+    deep_a = {"options": {"json": {"split": {"stream": "stdout", "bufferSize": "0"}}}}
+    node = done["nodes"][1]
+    node["changes"] = node["changes"] + report_model.changes(
+        {"kubelet": {"kubelet": {"effective": {"logging": {"value": deep_b}}}}},
+        {"kubelet": {"kubelet": {"effective": {"logging": {"value": deep_a}}}}})
+    html = re.sub(r"<[^>]+>", "", report_html_page.to_html(done))
+    rendered = {"markdown": report_model.to_markdown(done), "html": html.replace("&#x27;", "'"),
+                "table": "\n".join(report_model.table_lines(done, 200))}
+    for name, text in rendered.items():
+        assert "{'" not in text and "': '" not in text, (name, text[text.find("{'") - 200:text.find("{'") + 200])
+    suggestion = "evictionHard: {imagefs.available: 15%, memory.available: 500Mi, nodefs.available: 10%}"
+    extra = "kubelet_config_extra_args: {evictionSoft: {imagefs.available: 15%, memory.available: 500Mi, " \
+            "nodefs.available: 10%}}"
+    for name in ("markdown", "html"):
+        assert suggestion in rendered[name] and extra in rendered[name], name
+    assert yaml.safe_load(suggestion) == {"evictionHard": KUBESPRAY}
+    assert yaml.safe_load(extra) == {"kubelet_config_extra_args": {"evictionSoft": KUBESPRAY}}
+    changed = "kubelet logging.options.json.split {bufferSize: \"0\", stream: stderr} -> {bufferSize: \"0\", " \
+              "stream: stdout}"
+    assert changed in " ".join(rendered["table"].split()), rendered["table"]
+    assert yaml.safe_load(changed.split(" -> ")[1]) == deep_a["options"]["json"]["split"]
+
+
+@pytest.mark.parametrize("value", [
+    KUBESPRAY, {"a": [1, "1", "1e3", "0x1f", "yes", "1:30", "2026-11-27", None, True, "x y", "a: b", "", "{x}",
+                      u"\u00e9t\u00e9", "a,b", "-x", ".5", "1_000", "NaN", "~", "x #y", "10Gi", "it's"]},
+    {"n": {}, "y": [], "deep": {"k": {"k": {"k": "v"}}}}, 3.5, "nodefs.inodesFree"])
+def test_yaml_flow_reads_back_as_the_value(value):
+    assert yaml.safe_load(text_yaml_flow(value)) == value
+    assert "\n" not in text_yaml_flow(value)

@@ -53,11 +53,10 @@ def catalogue():
 
 IDS = catalogue()
 TOKEN = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(5))[:300]
-FAILURE = ("non-zero return code: error when evicting pods/\"payments-api-7d9f8b6c5d-x2x4q\" -n \"payments\" "
-           "(will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget. The drain "
-           "of ip-10-0-123-45.eu-west-1.compute.internal gave up after 300 seconds; the node stays cordoned "
-           "(nodefix.k8s/cordoned-by annotation kept) and containerd.version_below_minimum is still open on it")
-FAILURE = (FAILURE + " " + "x" * 349)[:349]
+FAILURE = ("non-zero return code: error when evicting pods/\"payments-api-7d9f8b6c5d-x2x4q\" -n \"payments\": "
+           "Cannot evict pod as it would violate the pod's disruption budget. The drain of "
+           "ip-10-0-123-45.eu-west-1.compute.internal gave up after 300 s; the node stays cordoned "
+           "(nodefix.k8s/cordoned-by annotation kept), containerd.version_below_minimum is still open")
 KUBESPRAY = {"memory.available": "500Mi", "nodefs.available": "10%", "imagefs.available": "15%"}
 
 
@@ -130,22 +129,24 @@ def remediation_pages():
 
 def pages():
     done, halted = remediation_pages()
-    audit = report_model.build_model(fleet(), title="nodefix.k8s fleet audit", generated="2026-11-27T14:00:00Z")
+    waivers = [{"id": "kernel.*", "hosts": [node_name(i) for i in range(1, 12)],
+                "reason": "kernel upgrades wait for the vendor's AMI (OPS-1234, image digest %s)" % TOKEN}]
+    audit = report_model.build_model(fleet(), title="nodefix.k8s fleet audit", generated="2026-11-27T14:00:00Z",
+                                     waivers=waivers)
     return {"audit": report_html_page.to_html(audit), "remediation": report_html_page.to_html(done),
             "stopped": report_html_page.to_html(halted)}
 
 
 MEASURE_JS = r"""
-function starts(doc, node, key) {
-  // {char index: 1} where a line of the laid-out text node starts (its first visible character)
+function starts(doc, node, begin, end, key) {
+  // {offset from begin: 1} where a line of the laid-out text node starts within [begin, end)
   var range = doc.createRange(), out = {}, last = null;
-  for (var i = 0; i < node.data.length; i++) {
-    if (/\s/.test(node.data[i])) continue;
+  for (var i = begin; i < end; i++) {
     range.setStart(node, i); range.setEnd(node, i + 1);
     var r = range.getClientRects()[0];
     if (!r || !r.width) continue;
     var at = Math.round(key(r));
-    if (last !== null && Math.abs(at - last) > 1) out[i] = 1;
+    if (last !== null && Math.abs(at - last) > 1) out[i - begin] = 1;
     last = at;
   }
   return out;
@@ -181,21 +182,30 @@ function measure(doc) {
     var lines = {};
     rects.forEach(function (r) { lines[Math.round(key(r))] = 1; });
     if (Object.keys(lines).length < 2) return;
-    var style = win.getComputedStyle(el);
+    var style = win.getComputedStyle(el), word = /\S+/g, m;
     probe.style.fontFamily = style.fontFamily; probe.style.fontSize = style.fontSize;
     probe.style.fontWeight = style.fontWeight;
-    probe.textContent = node.data;
-    var allowed = starts(doc, probe.firstChild, function (r) { return r.top; });
-    var real = starts(doc, node, key);
-    Object.keys(real).forEach(function (i) {
-      if (allowed[i]) return;
-      var from = +i, to = +i;
-      while (from > 0 && !allowed[from] && !/\s/.test(node.data[from - 1])) from--;
-      while (to < node.data.length && !allowed[to] && !/\s/.test(node.data[to])) to++;
-      if (to - from > LONG) return;   // a token longer than any line: it must wrap (see unwrapped)
-      out.broken.push(el.tagName.toLowerCase() + (el.className ? '.' + el.className : '') + ': ' +
-                      node.data.slice(from, +i) + '|' + node.data.slice(+i, to));
-    });
+    while ((m = word.exec(node.data))) {
+      // a word (between white space) on one line is whole; one on several lines is checked character by character
+      var range = doc.createRange();
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      var on = {};
+      Array.prototype.forEach.call(range.getClientRects(), function (r) { if (r.width > 0) on[Math.round(key(r))] = 1; });
+      if (Object.keys(on).length < 2) continue;
+      probe.textContent = m[0];
+      var allowed = starts(doc, probe.firstChild, 0, m[0].length, function (r) { return r.top; });
+      var real = starts(doc, node, m.index, m.index + m[0].length, key);
+      Object.keys(real).forEach(function (at) {
+        var i = +at;
+        if (allowed[i]) return;
+        var from = i, to = i;
+        while (from > 0 && !allowed[from]) from--;
+        while (to < m[0].length && !allowed[to]) to++;
+        if (to - from > LONG) return;   // a token longer than any line: it must wrap (see unwrapped)
+        out.broken.push(el.tagName.toLowerCase() + (el.className ? '.' + el.className : '') + ': ' +
+                        m[0].slice(from, i) + '|' + m[0].slice(i, to));
+      });
+    }
   });
   probe.remove();
   return out;

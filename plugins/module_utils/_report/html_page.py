@@ -49,7 +49,7 @@ GROUP_SAMPLE = 12
 
 # Laid out for a 1280-pixel window and a phone's 390 (tests/unit/plugins/module_utils/test_report_layout.py
 # measures both in headless Chromium): no table cell breaks a word inside (cells wrap at spaces, and ids and
-# node names at the <wbr> after their '.' and '_'); headers stay on one line; free text (messages, remedies)
+# node names at the <wbr> after their '.', '_' and '/'); headers stay on one line; free text (messages, remedies)
 # wraps a token too long for any line; a table wider than the window scrolls in its own box (.scroll), the
 # page never does; the matrix keeps the node column in view while it scrolls.
 CSS = """

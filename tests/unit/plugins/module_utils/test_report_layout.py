@@ -13,10 +13,13 @@ into its own DOM, which ``--dump-dom`` prints. Measured per page and width:
 
 - the page's horizontal overflow (documentElement.scrollWidth - clientWidth): 0, wide tables scroll in their
   own box;
-- every word in one line box: a word is a text run between white space, a '-' or '/' (where the browser may
-  break) or a text-node boundary (a ``<wbr>``: where the report allows an id or a name to break, after
-  '.' and '_'); its Range.getClientRects() must lie on one line. Tokens longer than 60 characters must wrap
-  instead: no line of them wider than the window.
+- every word in one line box: where the laid-out text breaks a word (a run between white space) across lines,
+  the break must be one the browser itself allows there - found by laying the word out alone in a box of no
+  width with overflow-wrap and word-break normal (it then breaks at every opportunity: after a '-', before a
+  '<' after a ':', ...) - or a text-node boundary (a ``<wbr>``: where the report lets an id or a node name break,
+  after '.', '_' and '/'). Range.getClientRects() of each character tells the lines. A run longer than 60
+  characters with no opportunity is a token that must wrap instead: no line of any text wider than the window.
+- at 1280 px, that every table fits its box (the matrix with all the ids); on the phone they scroll in it.
 """
 
 import hashlib

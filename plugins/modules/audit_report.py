@@ -19,6 +19,12 @@ description:
   - Formats are JSON, Markdown, a self-contained HTML page (nodes x findings, coloured by
     severity), JUnit XML for CI systems and the Prometheus text format (C(nodefix.prom), for
     node_exporter's textfile collector on the machine that runs the report, or any tool that reads it).
+  - The HTML page reads in a 1280-pixel window and on a phone. The page never scrolls sideways (a table wider than
+    the window scrolls in its own box; at 1280 pixels the nodes x findings matrix holds every finding id of the
+    collection); finding ids and node names break only after a C(.), C(_) or C(/), headers stay on one line, no word
+    is broken inside, and a token too long for a line (a key, a hash) wraps.
+  - "Nested values - a kubespray, kubeadm or kOps suggestion with a map value, a changed list or map - are shown in
+    every format as one line of YAML (C({memory.available: 500Mi, nodefs.available: 10%})), never as a Python repr."
   - With O(before), the report compares two audits (before and after remediation); with
     O(remediation), it shows each node's remediation outcome.
 author:
@@ -112,7 +118,9 @@ options:
     default: 100
   storm:
     description:
-      - The storm breaker's verdict, M(nodefix.k8s.storm_gate)'s result (remediate passes it). When the breaker stopped
+      - The storm breaker's verdict, M(nodefix.k8s.storm_gate)'s result (remediate's report play passes it to the
+        remediation's report only; an audit run after it in the same C(ansible-playbook) run shows its own sections,
+        never the remediation's storm verdict). When the breaker stopped
         the rollout, or was overridden, or a finding is on more than its threshold's share of the fleet, every format
         says so first (a "Storm breaker" section, the lines above the console table; the JSON keeps C(storm)).
       - A value that is not a storm_gate result fails the module; nothing is written. Not with O(merge).

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 
@@ -72,3 +73,42 @@ def mountinfo_entries(text):
         entries.append(tuple(_MOUNTINFO_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), f) if f is not None else None
                              for f in (fields[4], tail[0] if tail else None, tail[1] if len(tail) > 1 else None)))
     return entries
+
+
+# A string YAML reads back as the same string when written plain (no quotes): a letter or '_' first, or a
+# digit first with a letter or '%' in it (500Mi, 10%); never a word YAML 1.1 reads as a bool or null, a
+# number (1e3, 0x1f, .inf), a time (1:30) or a date, nor a flow indicator (,[]{}) or ': '.
+_YAML_PLAIN = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_./%+-]*|[0-9][A-Za-z0-9_./%+-]*[A-Za-z%][A-Za-z0-9_./%+-]*)$")
+_YAML_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf", "infinity"])
+
+
+def _yaml_scalar(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, float) else str(value)
+    text = str(value)
+    plain = _YAML_PLAIN.match(text) and text.lower() not in _YAML_WORDS and not re.match(r"^0[xXoObB]", text)
+    if plain:
+        try:
+            float(text)
+            plain = False
+        except ValueError:
+            pass
+    return text if plain else json.dumps(text, ensure_ascii=False)
+
+
+def yaml_flow(value, depth=0):
+    """``value`` as one line of YAML flow style (``{memory.available: 500Mi, nodefs.available: 10%}``) that a YAML
+    parser reads back as ``value``: how a report, a remedy or an Event shows a nested value - never as a
+    Python repr (``{'memory.available': '500Mi'}``). Keys in sorted order; nesting past 32 levels is cut."""
+    if depth >= 32 and isinstance(value, (dict, list, tuple)):
+        return json.dumps("(nested more than 32 levels deep: left out)")
+    if isinstance(value, dict):
+        return "{%s}" % ", ".join("%s: %s" % (_yaml_scalar(k), yaml_flow(value[k], depth + 1))
+                                  for k in sorted(value, key=str))
+    if isinstance(value, (list, tuple)):
+        return "[%s]" % ", ".join(yaml_flow(v, depth + 1) for v in value)
+    return _yaml_scalar(value)

@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import yaml_flow
 
 FINDINGS = {
     "kubelet.fix_not_durable": {
@@ -84,6 +85,9 @@ def manager(layout):
 
 
 def _where(mgr, field, value):
+    """Where to make ``field: value`` durable under ``mgr``, the value as YAML (a map as ``{key: value}``, never a
+    Python repr): what a person pastes into the ConfigMap, the inventory or the kOps spec."""
+    value = yaml_flow(value)
     if mgr == "kubeadm":
         return ("the kubelet-config ConfigMap in kube-system (data key kubelet, field %s: %s); "
                 "kubeadm upgrade node writes %s from it" % (field, value, KUBEADM_CONFIG))
@@ -91,7 +95,7 @@ def _where(mgr, field, value):
         var = KUBESPRAY_VARS.get(field)
         if var:
             return "the kubespray inventory variable %s (%s: %s)" % (var, field, value)
-        return "the kubespray inventory variable %s: {%s: %s}" % (KUBESPRAY_EXTRA, field, value)
+        return "the kubespray inventory variable %s: {%s: %s}" % (KUBESPRAY_EXTRA, yaml_flow(field), value)
     if mgr == "kops":
         spec = KOPS_FIELDS.get(field)
         if spec:

@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
@@ -39,21 +40,36 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     to_markdown,
 )
 
+# a break opportunity after a '.', '_' or '/' followed by a letter or digit (ids, node names, dotted settings,
+# paths; browsers break after none of them)
+_BREAK_AFTER = re.compile(r"([._/])(?=[A-Za-z0-9])")
+
 # hosts named in a group's row before the rest go behind "and N more"
 GROUP_SAMPLE = 12
 
+# Laid out for a 1280-pixel window and a phone's 390 (tests/unit/plugins/module_utils/test_report_layout.py
+# measures both in headless Chromium): no table cell breaks a word inside (cells wrap at spaces, and ids and
+# node names at the <wbr> after their '.', '_' and '/'); headers stay on one line; free text (messages, remedies)
+# wraps a token too long for any line; a table wider than the window scrolls in its own box (.scroll), the
+# page never does; the matrix keeps the node column in view while it scrolls.
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121}
-h1{font-size:22px}table{border-collapse:collapse;margin:12px 0}
-th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-th.rot{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
-td.cell{text-align:center;color:#fff;font-weight:600}
-.sev{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
+@media (max-width:600px){body{margin:12px}}
+h1{font-size:22px}h1,h2,p,li,summary{overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%;margin:12px 0}table{border-collapse:collapse}
+th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top;overflow-wrap:normal}
+thead th{white-space:nowrap}
+th.rot{writing-mode:vertical-rl;transform:rotate(180deg);padding:6px 2px}
+td.cell{text-align:center;color:#fff;font-weight:600;padding:2px 3px}
+#matrix tbody th,#matrix thead th:first-child{position:sticky;left:0;background:#fff;z-index:1}
+.free{overflow-wrap:anywhere;min-width:16em}table.changes .free{min-width:9em}
+.ids{min-width:min(19em,30vw)}#before-after .ids{min-width:0}
+.sev{display:inline-block;white-space:nowrap;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
 .muted{color:#757575}details{margin:6px 0}code{font-size:12px}
 code.fixed{color:#2e7d32}code.new{color:#c62828;font-weight:600}code.waived{color:#757575}
 table.changes td,table.changes th{font-size:12px;padding:2px 6px}
-#before-after{width:100%}#before-after code{overflow-wrap:anywhere}
-#filter{font-size:14px;padding:4px 8px;width:28em;margin:8px 0}
+#before-after{width:100%}
+#filter{font-size:14px;padding:4px 8px;width:28em;max-width:100%;box-sizing:border-box;margin:8px 0}
 """
 
 # the filter box: hides every element with a data-search text that does not contain the query
@@ -63,10 +79,23 @@ FILTER_JS = ("document.getElementById('filter').addEventListener('input',functio
              "el.style.display=(!q||el.getAttribute('data-search').indexOf(q)>=0)?'':'none';});});")
 
 
+def _brk(text):
+    """``text`` escaped, with a ``<wbr>`` after each '.', '_' and '/' inside a word: where a finding id
+    (containerd.version_below_minimum) or a node name (ip-10-0-1-2.eu-west-1.compute.internal) may break
+    when its column is narrow - never inside a word."""
+    return _BREAK_AFTER.sub("\\1<wbr>", _esc(text))
+
+
+def _free(text, css="free"):
+    """Free text (a message, a remedy) in a table cell: wraps at spaces and at ids' '.'/'_', and a token too
+    long for any line wraps anywhere; the cell keeps room for its ordinary words (.free's min-width)."""
+    return "<div class=\"%s\">%s</div>" % (css, _brk(text))
+
+
 def _id_list(ids, css):
     if not ids:
         return "<span class=\"muted\">-</span>"
-    return "<br>".join("<code class=\"%s\">%s</code>" % (css, _esc(i)) for i in ids)
+    return "<div class=\"ids\">%s</div>" % "<br>".join("<code class=\"%s\">%s</code>" % (css, _brk(i)) for i in ids)
 
 
 def _search(node):
@@ -91,20 +120,20 @@ def groups(model):
 
 
 def _html_groups(model):
-    h = ["<h2>Nodes by state</h2><table id=\"groups\"><thead><tr><th>nodes</th><th>state</th><th>open findings</th>"
+    h = ["<h2>Nodes by state</h2><div class=\"scroll\"><table id=\"groups\"><thead><tr><th>nodes</th><th>state</th><th>open findings</th>"
          "<th>hosts</th></tr></thead><tbody>"]
     for g in groups(model):
         hosts = g["hosts"]
         shown = ", ".join(hosts[:GROUP_SAMPLE])
         if len(hosts) > GROUP_SAMPLE:
             shown = "%s <details><summary>and %d more</summary>%s</details>" % (
-                _esc(shown), len(hosts) - GROUP_SAMPLE, _esc(", ".join(hosts[GROUP_SAMPLE:])))
+                _brk(shown), len(hosts) - GROUP_SAMPLE, _brk(", ".join(hosts[GROUP_SAMPLE:])))
         else:
-            shown = _esc(shown)
+            shown = _brk(shown)
         state = g["status"] if g["status"] != "ok" else ("no findings" if g["worst"] == "ok" else "worst: " + g["worst"])
         h.append("<tr><td>%d</td><td><span class=\"sev s-%s\">%s</span></td><td>%s</td><td>%s</td></tr>" % (
             len(hosts), g["worst"], _esc(state), _id_list(g["ids"], "open"), shown))
-    h.append("</tbody></table>")
+    h.append("</tbody></table></div>")
     return h
 
 
@@ -113,8 +142,9 @@ def _changes_table(node):
     if not rows:
         return ""
     cells = "".join("<tr class=\"change\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
-        _esc(r["setting"]), _esc(r["before"]), _esc(r["after"]),
-        _esc(r["durable"]) if r["durable"] in ("", "yes") else "<b>no</b>: %s" % _esc(r["durable"])) for r in rows)
+        _brk(r["setting"]), _brk(r["before"]), _brk(r["after"]),
+        _esc(r["durable"]) if r["durable"] in ("", "yes") else "<div class=\"free\"><b>no</b>: %s</div>" % _brk(r["durable"]))
+        for r in rows)
     return ("<table class=\"changes\"><thead><tr class=\"change\"><th>setting</th><th>before</th><th>after</th>"
             "<th>durable</th></tr></thead><tbody>%s</tbody></table>" % cells)
 
@@ -122,7 +152,7 @@ def _changes_table(node):
 def _html_before_after(model):
     """What a remediation did, node by node: before -> after, fixed, still open, new, waived, status and time."""
     h = ["<h2>Before and after</h2>",
-         "<table id=\"before-after\"><thead><tr><th>node</th><th>before</th><th>after</th><th>fixed</th>"
+         "<div class=\"scroll\"><table id=\"before-after\"><thead><tr><th>node</th><th>before</th><th>after</th><th>fixed</th>"
          "<th>still open</th><th>new</th><th>waived</th><th>what changed</th><th>remediation</th></tr></thead><tbody>"]
     for n in model["nodes"]:
         b = n.get("before") or {}
@@ -132,35 +162,35 @@ def _html_before_after(model):
             status += " in %ss" % rem["seconds"]
         css = {"ok": "s-ok", "failed": "s-error"}.get(rem.get("status"), "s-info")
         changed = [_changes_table(n)] if change_rows(n) else []
-        changed += ["not durable (unchanged by this run): %s - %s" % (_esc(e["setting"]), _esc(e["where"]))
+        changed += [_free("not durable (unchanged by this run): %s - %s" % (e["setting"], e["where"]))
                     for e in not_durable_notes(n)]
         if n.get("pods_to_recreate"):
-            changed.append("pods to recreate: %s" % _esc(", ".join(n["pods_to_recreate"])))
-        changed += [_esc(action) for action in rem.get("actions") or []]
+            changed.append(_free("pods to recreate: %s" % ", ".join(n["pods_to_recreate"])))
+        changed += [_free(action) for action in rem.get("actions") or []]
         if evidence_line(n):
-            changed.append("<span class=\"muted\">%s</span>" % _esc(evidence_line(n)))
+            changed.append(_free(evidence_line(n), "free muted"))
         h.append("<tr data-search=\"%s\"><th>%s</th><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                  "<td>%s</td><td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
-                     _search(n), _esc(n["host"]),
+                     _search(n), _brk(n["host"]),
                      _esc(b.get("total", "-") if b.get("status", "ok") == "ok" else b.get("status")),
                      _esc(_node_cell(n)), _id_list(n.get("fixed"), "fixed"), _id_list(n.get("still_open"), "open"),
                      _id_list(n.get("new"), "new"), _id_list(n.get("waived_ids"), "waived"),
-                     "<br>".join(changed) or "<span class=\"muted\">-</span>", css, _esc(status),
-                     _esc(rem.get("msg") or ""),
-                     ("<br><span class=\"muted\">roles: %s</span>" % _esc(", ".join(rem["roles"])))
+                     "".join(changed) or "<span class=\"muted\">-</span>", css, _esc(status),
+                     _free(rem["msg"]) if rem.get("msg") else "",
+                     ("<br><span class=\"muted\">roles: %s</span>" % _brk(", ".join(rem["roles"])))
                      if rem.get("roles") else ""))
-    h.append("</tbody></table>")
+    h.append("</tbody></table></div>")
     return h
 
 
 def _html_matrix(model, shown):
     ids = model["finding_ids"]
-    h = ["<table id=\"matrix\"><thead><tr><th>node</th><th>status</th>"]
+    h = ["<div class=\"scroll\"><table id=\"matrix\"><thead><tr><th>node</th><th>status</th>"]
     h += ["<th class=\"rot\" title=\"%s\">%s</th>" % (_esc(e["title"]), _esc(e["id"])) for e in ids]
     h.append("</tr></thead><tbody>")
     for n in shown:
         h.append("<tr data-search=\"%s\"><th>%s</th><td class=\"cell s-%s\">%s</td>" % (
-            _search(n), _esc(n["host"]), "error" if n["status"] != "ok" else _worst(n), _esc(_node_cell(n))))
+            _search(n), _brk(n["host"]), "error" if n["status"] != "ok" else _worst(n), _esc(_node_cell(n))))
         counts = {}
         for f in n["findings"]:
             counts.setdefault(f["id"], [f.get("severity"), 0])[1] += 1
@@ -171,29 +201,29 @@ def _html_matrix(model, shown):
             else:
                 h.append("<td></td>")
         h.append("</tr>")
-    h.append("</tbody></table>")
+    h.append("</tbody></table></div>")
     return h
 
 
 def _html_node(n):
     h = ["<details open data-search=\"%s\"><summary><b>%s</b> - %s</summary>" % (
-        _search(n), _esc(n["host"]), _esc(_node_cell(n)))]
+        _search(n), _brk(n["host"]), _esc(_node_cell(n)))]
     if n["status"] != "ok":
-        h.append("<p><span class=\"sev s-error\">%s</span> %s</p>" % (_esc(n["status"]), _esc(n["error"])))
+        h.append("<p><span class=\"sev s-error\">%s</span> %s</p>" % (_esc(n["status"]), _brk(n["error"])))
     if n.get("before"):
         h.append("<p>before: %s finding(s); fixed: %s</p>" % (_esc(n["before"].get("total")),
-                                                              _esc(", ".join(n.get("fixed") or []) or "none")))
+                                                              _brk(", ".join(n.get("fixed") or []) or "none")))
     rem = n.get("remediation")
     if rem:
-        h.append("<p>remediation: <b>%s</b> %s</p>" % (_esc(rem.get("status")), _esc(rem.get("msg") or "")))
+        h.append("<p>remediation: <b>%s</b> %s</p>" % (_esc(rem.get("status")), _brk(rem.get("msg") or "")))
     if n["findings"]:
         h.append("<ul>")
         for f in n["findings"]:
             h.append("<li><span class=\"sev s-%s\">%s</span> <code>%s</code>%s %s<br><span class=\"muted\">%s</span>"
                      "<br><code>%s</code></li>" % (
-                         _esc(f.get("severity")), _esc(f.get("severity")), _esc(f["id"]),
-                         (" (%s)" % _esc(f["subject"])) if f.get("subject") else "", _esc(f.get("title")),
-                         _esc(f.get("remedy")), _esc(json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)[:800])))
+                         _esc(f.get("severity")), _esc(f.get("severity")), _brk(f["id"]),
+                         (" (%s)" % _brk(f["subject"])) if f.get("subject") else "", _brk(f.get("title")),
+                         _brk(f.get("remedy")), _brk(json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)[:800])))
         h.append("</ul>")
     if n.get("waived"):
         h.append("<p class=\"muted\">waived:</p><ul class=\"waived\">")
@@ -201,8 +231,8 @@ def _html_node(n):
             until = " (until %s)" % f["waiver"]["expires"] if f["waiver"].get("expires") else ""
             h.append("<li><span class=\"sev s-waived\">waived</span> <code>%s</code>%s %s<br>"
                      "<span class=\"muted\">%s%s</span></li>" % (
-                         _esc(f["id"]), (" (%s)" % _esc(f["subject"])) if f.get("subject") else "",
-                         _esc(f.get("title")), _esc(f["waiver"]["reason"]), _esc(until)))
+                         _brk(f["id"]), (" (%s)" % _brk(f["subject"])) if f.get("subject") else "",
+                         _brk(f.get("title")), _brk(f["waiver"]["reason"]), _esc(until)))
         h.append("</ul>")
     h.append("</details>")
     return h
@@ -227,15 +257,15 @@ def to_html(model):
         h.append("<span class=\"sev s-waived\">waived %d</span>" % t["waived"])
     h.append("</p>")
     if model.get("slices"):
-        h.append("<p id=\"slices\" class=\"muted\">%s</p>" % _esc(slices_line(model)))
+        h.append("<p id=\"slices\" class=\"muted\">%s</p>" % _brk(slices_line(model)))
     storm = storm_lines(model)
     if storm:
         h.append("<h2>Storm breaker</h2>")
-        h += ["<p class=\"storm\">%s</p>" % _esc(line) for line in storm]
+        h += ["<p class=\"storm\">%s</p>" % _brk(line) for line in storm]
     for w in model.get("waivers_expired") or []:
         h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
                  "(its findings count again)</p>"
-                 % (_esc(w["id"]), _esc(", ".join(w["hosts"])), _esc(w["expires"]), _esc(w["reason"])))
+                 % (_brk(w["id"]), _brk(", ".join(w["hosts"])), _esc(w["expires"]), _brk(w["reason"])))
     if model["nodes"]:
         h += _html_groups(model)
         h.append("<input id=\"filter\" type=\"search\" placeholder=\"filter nodes: name, state or finding id\">")
@@ -250,30 +280,30 @@ def to_html(model):
                      "their waived findings are under Waived).</p>" % quiet)
         h += _html_matrix(model, shown)
     if ids:
-        h.append("<h2>Findings</h2><table id=\"findings\"><thead><tr><th>id</th><th>severity</th><th>nodes</th>"
+        h.append("<h2>Findings</h2><div class=\"scroll\"><table id=\"findings\"><thead><tr><th>id</th><th>severity</th><th>nodes</th>"
                  "<th>title</th><th>fixed by</th><th>remedy</th></tr></thead><tbody>")
         for e in ids:
             fix = e["fix"].get("role") or "manual"
             if e["fix"].get("tag"):
                 fix += " (tag %s)" % e["fix"]["tag"]
-            h.append("<tr><td><code>%s</code></td><td><span class=\"sev s-%s\">%s</span></td><td>%d</td><td>%s</td>"
-                     "<td>%s</td><td>%s</td></tr>" % (_esc(e["id"]), _esc(e["severity"]), _esc(e["severity"]),
-                                                      len(e["hosts"]), _esc(e["title"]), _esc(fix), _esc(e["remedy"])))
-        h.append("</tbody></table>")
+            h.append("<tr><td><div class=\"ids\"><code>%s</code></div></td><td><span class=\"sev s-%s\">%s</span></td><td>%d</td><td>%s</td>"
+                     "<td>%s</td><td>%s</td></tr>" % (_brk(e["id"]), _esc(e["severity"]), _esc(e["severity"]),
+                                                      len(e["hosts"]), _free(e["title"]), _brk(fix), _free(e["remedy"])))
+        h.append("</tbody></table></div>")
     waived = waived_groups(model)
     if waived:
-        h.append("<h2>Waived</h2><table id=\"waived\"><thead><tr><th>id</th><th>reason</th><th>until</th>"
+        h.append("<h2>Waived</h2><div class=\"scroll\"><table id=\"waived\"><thead><tr><th>id</th><th>reason</th><th>until</th>"
                  "<th>nodes</th></tr></thead><tbody>")
         for w in waived:
             hosts = w["hosts"]
-            names = _esc(", ".join(hosts[:GROUP_SAMPLE]))
+            names = _brk(", ".join(hosts[:GROUP_SAMPLE]))
             if len(hosts) > GROUP_SAMPLE:
                 names += " <details><summary>and %d more</summary>%s</details>" % (
-                    len(hosts) - GROUP_SAMPLE, _esc(", ".join(hosts[GROUP_SAMPLE:])))
+                    len(hosts) - GROUP_SAMPLE, _brk(", ".join(hosts[GROUP_SAMPLE:])))
             h.append("<tr data-search=\"%s\"><td><code class=\"waived\">%s</code></td><td>%s</td><td>%s</td>"
-                     "<td>%d: %s</td></tr>" % (_esc(" ".join([w["id"]] + hosts).lower()), _esc(w["id"]),
-                                               _esc(w["reason"]), _esc(w["expires"] or "-"), len(hosts), names))
-        h.append("</tbody></table>")
+                     "<td>%d: %s</td></tr>" % (_esc(" ".join([w["id"]] + hosts).lower()), _brk(w["id"]),
+                                               _free(w["reason"]), _esc(w["expires"] or "-"), len(hosts), names))
+        h.append("</tbody></table></div>")
     if shown:
         h.append("<h2>Nodes</h2>")
     for n in shown:

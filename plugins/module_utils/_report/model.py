@@ -25,7 +25,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
     at_or_above,
     findings_at_or_above,
 )
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable, yaml_flow
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import failed_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -131,8 +131,10 @@ def _dig(facts, dotted):
 
 
 def _short(value):
-    if isinstance(value, list):
-        return "%d item(s)" % len(value) if len(json.dumps(value, default=str)) > 60 else json.dumps(value, default=str)
+    """A changed value in a cell: a list or map as YAML flow (never a Python repr), "N item(s)" when long."""
+    if isinstance(value, (list, dict)):
+        text = yaml_flow(value)
+        return "%d item(s)" % len(value) if len(text) > 60 else text
     if isinstance(value, float) and value > 1e9:
         return datetime.datetime.fromtimestamp(value, datetime.timezone.utc).strftime("%H:%M:%S UTC")
     return str(value)
@@ -142,7 +144,7 @@ UNSET = "(unset)"
 
 
 def _clip(value, limit=120):
-    text = json.dumps(value, sort_keys=True, default=str)
+    text = yaml_flow(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -96,7 +96,8 @@ def test_markdown_lists_every_finding_and_error():
 def test_html_is_self_contained_and_escaped():
     results = {"n<1>": {"findings": [finding("x.y", "high", "<script>alert(1)</script>")]}}
     html = report_html_page.to_html(report_model.build_model(results))
-    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html.replace("<wbr>", "")  # the break opportunities aside
     assert html.count("<script>") == 1  # the filter box's own, inline
     assert "http://" not in html and "https://" not in html and "<link" not in html
     assert 'class="cell s-high"' in html
@@ -301,7 +302,7 @@ def test_remediation_html_tells_before_and_after_per_node():
     a, b = model["nodes"]
     assert (a["fixed"], a["still_open"], a["new"]) == (["kubelet.api_qps_low"], ["gvisor.runsc_outdated"], [])
     assert (b["fixed"], b["still_open"], b["new"]) == (["gvisor.sandbox_oversized"], [], ["pids.zombie_leaker"])
-    html = report_html_page.to_html(model)
+    html = report_html_page.to_html(model).replace("<wbr>", "")  # the text, its break opportunities aside
     section = html[html.index('<table id="before-after">'):]
     section = section[:section.index("</table>")]
     rows = section.split("<tr data-search=")[1:]
@@ -340,7 +341,8 @@ def test_what_changed_is_read_from_the_two_audits_facts():
     assert n["pods_to_recreate"] == ["uid-1"]
     text = " ".join(" ".join(report_model.table_lines(model)).split())
     assert "runsc 0.0~20221219.0 -> 0.0~20240729.0" in text and "pods to recreate: uid-1" in text
-    assert "<td>runsc</td><td>0.0~20221219.0</td><td>0.0~20240729.0</td><td></td>" in report_html_page.to_html(model)
+    assert ("<td>runsc</td><td>0.0~20221219.0</td><td>0.0~20240729.0</td><td></td>"
+            in report_html_page.to_html(model).replace("<wbr>", ""))
     assert "| kubelet kubeAPIQPS | 5 | 50 | yes |" in report_model.to_markdown(model)
     assert "| runsc | 0.0~20221219.0 | 0.0~20240729.0 |  |" in report_model.to_markdown(model)
 
@@ -578,7 +580,7 @@ def test_the_evidence_kept_is_named_in_every_format():
     line = "evidence kept before the drain, reboot: /r/remediate/evidence/node-b/4711.json (5000 bytes; missing: kernel)"
     assert report_model.evidence_line(model["nodes"][1]) == line
     assert "- " + line in report_model.to_markdown(model)
-    assert report_html_page._esc(line) in report_html_page.to_html(model)
+    assert report_html_page._esc(line) in report_html_page.to_html(model).replace("<wbr>", "")
     console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
     assert "evidence: /r/remediate/evidence/node-b/4711.json" in console
 
@@ -601,6 +603,6 @@ def test_a_list_of_named_items_shows_the_item_that_changed_never_two_identical_c
     many_b = {"mount_units": {"mount_units": {"orphaned": ["unit-%d.scope" % i for i in range(20)]}}}
     many_a = {"mount_units": {"mount_units": {"orphaned": ["unit-%d.scope" % i for i in range(1, 21)]}}}
     (row,) = report_model.changes(many_b, many_a)
-    assert row["before"] != row["after"] and row["before"].startswith('["unit-0.scope"')
+    assert row["before"] != row["after"] and row["before"].startswith("[unit-0.scope, ")  # YAML
     assert report_model.change_check("kubelet scopes (live and leaked)") == "mount_units"
     assert report_model.change_check("kubelet evictionHard.memory.available") == "kubelet"

@@ -40,3 +40,7 @@ v2_playbook_on_stats
 # Read by containers.podman.podman's put_file/fetch_file (lab/connection_plugins/nodefix_podman.py
 # sets it from its cached facts):
 _mount_point
+
+# Read by the kubernetes client's RESTClientObject (urllib3's retries) when the ApiClient is built
+# (_reboot/backoff.py NodeAnnotations sets it on the Configuration it passes):
+retries

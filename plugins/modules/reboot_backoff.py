@@ -18,7 +18,7 @@ description:
     node drained and rebooted again by every scheduled run; this module remembers each reboot on the Node and holds
     the next one for the same reason within O(backoff).
   - O(state=record), just before the node goes down - writes the annotation C(nodefix.k8s/last-reboot) on the Node,
-    JSON C({"time", "run", "reasons": [{"id", "reason"}]}) (UTC, to the second). A record that cannot be written fails
+    JSON with C(time) (UTC, to the second), C(run) and C(reasons) (each C(id) and C(reason)). A record that cannot be written fails
     the module - the reboot is then not done, since the next run could not hold it.
   - O(state=check), before the reboot is gated - reads the annotation. Held (RV(held)) when the node was rebooted
     within O(backoff) for a reason whose id is in O(reasons) again - C(rebooted at T for R, still open - needs a person).

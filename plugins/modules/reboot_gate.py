@@ -74,9 +74,21 @@ options:
   window_end:
     description:
       - End of the daily window (inclusive, to the second), spelled as O(window_start); before O(window_start) the
-        window wraps past midnight and belongs to the day it opened on (V(mon) V(22:00)-V(04:00) is Monday night).
+        window wraps past midnight, and O(window_wrap) says which day such a window is open on.
     type: str
     default: "23:59:59"
+  window_wrap:
+    description:
+      - Which day a window that wraps past midnight (O(window_end) before O(window_start)) is open on.
+      - V(kured) (the default) - the day of the current local time, as kured decides it (its
+        C(pkg/timewindow) C(Contains)) - V(mon) ... V(fri) V(21:00)-V(05:00) is open Monday 00:00-05:00 and Friday
+        21:00-24:00, not Saturday 00:00-05:00. The reading of a user moving kured's flags over.
+      - V(opening_day) - the day the window opened on, each opening lasting to its end - the same days are open
+        Saturday 00:00-05:00 (Friday's night) and not Monday 00:00-05:00 (Sunday's).
+      - A window that does not wrap, or one on every day, is the same either way.
+    type: str
+    choices: [kured, opening_day]
+    default: kured
   time_zone:
     description:
       - The IANA time zone of the window (V(Europe/Berlin)); V(UTC) by default. A name that is not a time zone
@@ -271,6 +283,7 @@ def argument_spec():
         window_days=dict(type="list", elements="str"),
         window_start=dict(type="str", default="00:00"),
         window_end=dict(type="str", default="23:59:59"),
+        window_wrap=dict(type="str", choices=["kured", "opening_day"], default="kured"),
         time_zone=dict(type="str", default="UTC"),
         blocking_pod_selectors=dict(type="list", elements="str", default=[]),
         prometheus_url=dict(type="str"),
@@ -290,7 +303,8 @@ def argument_spec():
 
 def validate(p):
     """Everything that can be checked without asking anyone: (window, alert filter); NodefixError otherwise."""
-    window = reboot_gate_lib.Window(p["window_days"], p["window_start"], p["window_end"], p["time_zone"])
+    window = reboot_gate_lib.Window(p["window_days"], p["window_start"], p["window_end"], p["time_zone"],
+                                    wrap=p["window_wrap"])
     filter_re = reboot_gate_lib.alert_filter(p["alert_filter_regexp"])
     for name in ("max_concurrent", "lock_ttl", "lock_wait"):
         if p[name] < 0:

@@ -345,12 +345,68 @@ def test_syntax_check_and_preflight():
     # preflight needs no AWX: it validates the surveys and the names
     proc = run(["ansible-playbook", CONFIGURE, "--tags", "preflight"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    assert "ok=3" in proc.stdout and "failed=0" in proc.stdout
+    assert "ok=4" in proc.stdout and "failed=0" in proc.stdout
     # a broken survey is refused before anything is sent to AWX
     bad = {"nodefix_awx_remediate_survey": {"spec": [{"question_name": "q", "variable": "nodefix_serial", "type": "integer",
                                                      "required": True, "default": 0, "min": 1, "max": 10}]}}
     proc = run(["ansible-playbook", CONFIGURE, "--tags", "preflight", "-e", json.dumps(bad)])
     assert proc.returncode != 0 and "nodefix_serial is not a valid AWX survey question" in proc.stdout + proc.stderr
+
+
+# --- timeouts ------------------------------------------------------------------
+
+def preflight_timeouts(extra=None):
+    """(proc, {template: (timeout, worst case)}) as configure.yml's preflight works them out (no AWX needed)."""
+    proc = run(["ansible-playbook", CONFIGURE, "--tags", "preflight", "-e", json.dumps(extra or {})])
+    found = re.findall(r"\(item=(remediate|audit): (\d+) s \(worst case (\d+) s\)\)", proc.stdout)
+    return proc, dict((name, (int(timeout), int(worst))) for name, timeout, worst in found)
+
+
+def collection_node_worst_case():
+    """One node's drain + reboot + verify in seconds, from the collection's own defaults: the drain's
+    timeout (playbooks/tasks/cordon_drain.yml), reboot_timeout twice (the wait after a power cycle) and
+    reboot_settle_timeout once per wait of the verification (roles/reboot/tasks/verify.yml)."""
+    drain = int(re.search(r"nodefix_drain_timeout \| default\((\d+)\)",
+                          read(os.path.join(ROOT, "playbooks", "tasks", "cordon_drain.yml"))).group(1))
+    reboot = load(os.path.join(ROOT, "roles", "reboot", "defaults", "main.yml"))
+    assert "reboot_power_cycle_command" in read(os.path.join(ROOT, "roles", "reboot", "tasks", "reboot.yml"))
+    waits = read(os.path.join(ROOT, "roles", "reboot", "tasks", "verify.yml")).count("reboot_settle_timeout")
+    assert waits >= 4
+    return drain, 2 * int(reboot["reboot_timeout"]), waits * int(reboot["reboot_settle_timeout"])
+
+
+def smallest_serial():
+    return min(q["min"] for path in survey_files() for q in load(path)["spec"] if q["variable"] == "nodefix_serial")
+
+
+@pytest.mark.parametrize("nodes", [None, 37])
+def test_job_template_timeouts_fit_the_worst_case(nodes):
+    defaults = vars_yml()
+    drain, reboot, verify = collection_node_worst_case()
+    # the node's parts cover the collection's defaults; the batch is the smallest a survey allows
+    assert defaults["nodefix_awx_node_drain_seconds"] >= drain
+    assert defaults["nodefix_awx_node_reboot_seconds"] >= reboot
+    assert defaults["nodefix_awx_node_verify_seconds"] >= verify
+    assert defaults["nodefix_awx_serial"] <= smallest_serial() == 1
+    proc, timeouts = preflight_timeouts({"nodefix_awx_nodes_per_job": nodes} if nodes else None)
+    assert proc.returncode == 0 and set(timeouts) == {"remediate", "audit"}, proc.stdout[-3000:]
+    count = nodes or defaults["nodefix_awx_nodes_per_job"]
+    per_batch = -(-count // smallest_serial())
+    assert timeouts["remediate"][0] >= per_batch * (drain + reboot + verify), timeouts
+    assert timeouts["remediate"][0] >= timeouts["remediate"][1] and timeouts["audit"][0] >= timeouts["audit"][1]
+    assert timeouts["audit"][0] >= -(-count // defaults["nodefix_awx_forks"]) * defaults["nodefix_awx_node_audit_seconds"]
+
+
+def test_job_template_timeouts_below_the_worst_case_are_refused():
+    # the old default (3600 s) is below one node's worst case times the default nodes per job
+    proc, timeouts = preflight_timeouts({"nodefix_awx_remediate_timeout": 3600, "nodefix_awx_audit_timeout": 60})
+    assert proc.returncode != 0
+    said = " ".join(proc.stdout.split())
+    assert ("The remediate template's timeout 3600 s is below its worst case %d s" % timeouts["remediate"][1]) in said
+    assert "leaves a node cordoned and its reboot-lock slot taken" in said
+    assert "The audit template's timeout 60 s is below its worst case %d s" % timeouts["audit"][1] in said
+    proc, timeouts = preflight_timeouts({"nodefix_awx_remediate_timeout": 0, "nodefix_awx_audit_timeout": 0})
+    assert proc.returncode == 0 and timeouts["remediate"][0] == 0, proc.stdout[-3000:]   # 0: no limit
 
 
 # --- execution environment -------------------------------------------------------
@@ -563,6 +619,10 @@ def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
     assert remediate["ask_tags_on_launch"] and remediate["ask_limit_on_launch"] and remediate["ask_job_type_on_launch"]
     assert remediate["job_type"] == "run" and remediate["execution_environment"] == ee["id"]
     assert d.survey("job_templates", audit["id"]) == load(os.path.join(AWX, "surveys", "audit.yml"))
+    # each template's timeout, as AWX holds it, covers the default worst case (test_job_template_timeouts_*)
+    drain, reboot, verify = collection_node_worst_case()
+    assert remediate["timeout"] >= vars_yml()["nodefix_awx_nodes_per_job"] * (drain + reboot + verify)
+    assert audit["timeout"] > 0 and remediate["timeout"] > audit["timeout"]
     assert d.survey("job_templates", remediate["id"]) == load(os.path.join(AWX, "surveys", "remediate.yml"))
     workflow = d.one("workflow_job_templates", name="nodefix audit, remediate, audit")
     assert d.survey("workflow_job_templates", workflow["id"]) == load(os.path.join(AWX, "surveys", "workflow.yml"))

@@ -43,3 +43,7 @@ _mount_point
 
 # An Ansible action plugin (plugins/action/preflight.py): class attributes Ansible reads
 TRANSFERS_FILES
+
+# Read by the kubernetes client's RESTClientObject (urllib3's retries) when the ApiClient is built
+# (_reboot/backoff.py NodeAnnotations sets it on the Configuration it passes):
+retries

@@ -27,13 +27,15 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 PLAYBOOKS = ("audit", "remediate", "npd", "merge")
-TYPES = ("str", "bool", "int", "float", "list", "dict", "path", "serial", "bool_or_auto")
+TYPES = ("str", "bool", "int", "float", "list", "dict", "path", "serial", "bool_or_auto", "duration")
 PREFIX = "nodefix_"
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f")
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT = re.compile(r"^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]+)?$")
 _PERCENT = re.compile(r"^\s*([0-9]+([.][0-9]+)?)\s*%\s*$")
+# seconds, or units as Go and systemd write them (6h, 90m, 1h30m, 1d, 2w)
+_DURATION = re.compile(r"^(?:[0-9]+|(?:[0-9]+[smhdw])+)$")
 
 
 class SpecError(NodefixError, ValueError):
@@ -149,6 +151,12 @@ def _typed(entry, value):
         if match and 0 < float(match.group(1)) <= 100:
             return value.strip(), None
         return None, 'must be a number of nodes (1 or more) or a share such as "20%%", got %s' % json.dumps(value, default=str)
+    if kind == "duration":
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value, None
+        if isinstance(value, str) and _DURATION.match(value.strip().lower()):
+            return value.strip().lower(), None
+        return None, "must be a duration (whole seconds, or e.g. 6h, 90m, 1h30m, 1d), got %s" % json.dumps(value, default=str)
     if kind == "list":
         out = _as_list(value)
         return (out, None) if out is not None else (None, "must be a list, got %s" % type(value).__name__)

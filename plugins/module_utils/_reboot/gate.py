@@ -12,9 +12,11 @@ these says no, and so does the ``reboot_gate`` module:
 
 - a reboot window: days of the week, a start and an end time, a time zone
   (``--reboot-days``, ``--start-time``, ``--end-time``, ``--time-zone``), in
-  kured's spellings. An end before the start wraps past midnight, the window
-  belonging to the day it opened on; across daylight saving time it lasts the
-  elapsed time its start and end say (``Window``);
+  kured's spellings. An end before the start wraps past midnight; the day such a
+  window is open on is, as in kured, the day of the current local time
+  (``wrap="kured"``, the default) or the day it opened on (``wrap="opening_day"``);
+  across daylight saving time it lasts the elapsed time its start and end say
+  (``Window``);
 - blocking pods: a label selector (``--blocking-pod-selector``); a node
   running a pod it selects is not rebooted now;
 - blocking alerts: a Prometheus server (``--prometheus-url``) whose firing
@@ -53,9 +55,10 @@ _DAY_NAMES = dict((spelling, index) for index, names in enumerate((
     ("mo", "mon", "monday"), ("tu", "tue", "tuesday"), ("we", "wed", "wednesday"), ("th", "thu", "thursday"),
     ("fr", "fri", "friday"), ("sa", "sat", "saturday"), ("su", "sun", "sunday"))) for spelling in names)
 # kured's time spellings (pkg/timewindow/timewindow.go parseTime): 15:04, 15:04:05, 03:04pm, 15,
-# 03pm, 3pm (Go's reference time); am/pm in any case here.
+# 03pm, 3pm (Go's reference time); am/pm in any case here. Go reads an hour 0 on the 12-hour clock
+# as 12 ("00:01am" is 00:01, kured's own tests spell it so).
 _TIME_24 = re.compile(r"^([01]?\d|2[0-3])(?::([0-5]\d)(?::([0-5]\d))?)?$")
-_TIME_12 = re.compile(r"^(0?[1-9]|1[0-2])(?::([0-5]\d))?\s?([ap]m)$", re.IGNORECASE)
+_TIME_12 = re.compile(r"^(0?\d|1[0-2])(?::([0-5]\d))?\s?([ap]m)$", re.IGNORECASE)
 
 
 def _utc(value):
@@ -112,15 +115,32 @@ class Window(object):
     instant the zone's wall clock shows the start time (when the clocks skip that time - spring
     forward - at the instant they jump past it) and stays open for the elapsed time between start
     and end on an ordinary day (end inclusive, to the second; an end before the start wraps past
-    midnight, and the window belongs to the day it opened on). So 02:00-02:30 Europe/Berlin is open
-    30 minutes on the autumn day (not 62: the repeated hour does not reopen it) and 03:00-03:30
-    CEST on the spring day (02:00-02:30 does not exist then): never longer or shorter than its
-    operator wrote. kured builds start and end on "now"'s day with Go's time.Date
-    (pkg/timewindow/timewindow.go Contains), which picks one of the two instants of a repeated
-    time without saying which, and does not wrap past midnight.
+    midnight). So 02:00-02:30 Europe/Berlin is open 30 minutes on the autumn day (not 62: the
+    repeated hour does not reopen it) and 03:00-03:30 CEST on the spring day (02:00-02:30 does not
+    exist then): never longer or shorter than its operator wrote. kured builds start and end on
+    "now"'s day with Go's time.Date (pkg/timewindow/timewindow.go Contains), which picks one of the
+    two instants of a repeated time without saying which.
+
+    Which day a window that wraps past midnight is open on (``wrap``):
+
+    - ``kured`` (the default): the day of the current local time, as kured's Contains decides it
+      (it checks "now"'s weekday first, then moves the start a day back or the end a day on): at any
+      instant the window is open when today is one of its days and the time of day is after the
+      start or before the end. ``mon-fri 21:00-05:00`` is open Monday 00:00-05:00 and Friday
+      21:00-24:00, not Saturday 00:00-05:00;
+    - ``opening_day``: the day it opened on - each opening lasts through to its end, whatever the
+      day after it is: ``mon-fri 21:00-05:00`` is open Saturday 00:00-05:00 (Friday's night) and not
+      Monday 00:00-05:00 (Sunday's).
+
+    A window that does not wrap is the same either way.
     """
 
-    def __init__(self, days=None, start="00:00", end="23:59:59", time_zone="UTC"):
+    WRAPS = ("kured", "opening_day")
+
+    def __init__(self, days=None, start="00:00", end="23:59:59", time_zone="UTC", wrap="kured"):
+        if wrap not in self.WRAPS:
+            raise NodefixError("window wrap %r is not one of %s" % (wrap, ", ".join(self.WRAPS)))
+        self.wrap = wrap
         if days is None:
             days = list(DAYS)
         # kured's --reboot-days is a comma-separated flag: "mo,tu" as one item is two days
@@ -151,7 +171,8 @@ class Window(object):
         today = now.astimezone(self.tz).date()
         for back in (0, 1):  # the window of today, or one opened yesterday that wraps past midnight
             day = today - datetime.timedelta(days=back)
-            if DAYS[day.weekday()] not in self.days:
+            # the day that must be one of the window's: today's (kured) or the opening's
+            if DAYS[(today if self.wrap == "kured" else day).weekday()] not in self.days:
                 continue
             opens = self.opening(day)
             if opens <= now <= opens + self.duration:
@@ -160,8 +181,11 @@ class Window(object):
 
     def describe(self):
         days = ",".join(self.days)
-        return "%s %s-%s %s" % (days if len(self.days) < 7 else "every day", self.start.strftime("%H:%M:%S"),
-                                self.end.strftime("%H:%M:%S"), self.time_zone)
+        wraps = self.end < self.start and len(self.days) < 7
+        return "%s %s-%s %s%s" % (days if len(self.days) < 7 else "every day", self.start.strftime("%H:%M:%S"),
+                                  self.end.strftime("%H:%M:%S"), self.time_zone,
+                                  " (past midnight: the %s)" % ("day of the local time" if self.wrap == "kured"
+                                                                else "day it opened on") if wraps else "")
 
 
 def alert_filter(pattern):

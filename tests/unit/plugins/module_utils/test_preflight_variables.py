@@ -85,3 +85,9 @@ def test_the_spec_itself_is_checked():
         pv.check_spec({"arguments": {"other": {"type": "str", "description": "d"}}})
     with pytest.raises(pv.SpecError):
         pv.problems(ARGS, {}, "destroy")
+
+
+@pytest.mark.parametrize("value,ok", [("6h", True), ("1h30m", True), (21600, True), ("0", True), (0, True),
+                                      ("6 hours", False), (-1, False), ("1.5h", False), (True, False)])
+def test_durations(value, ok):
+    assert (check({"nodefix_reboot_backoff": value}) == []) is ok

@@ -145,7 +145,7 @@ def test_window_days_in_kureds_spellings(days, expected):
 @pytest.mark.parametrize("text, hour, minute, second", [
     ("15:04", 15, 4, 0), ("15:04:05", 15, 4, 5), ("9am", 9, 0, 0), ("3pm", 15, 0, 0), ("03pm", 15, 0, 0),
     ("11:30pm", 23, 30, 0), ("03:04pm", 15, 4, 0), ("12am", 0, 0, 0), ("12pm", 12, 0, 0), ("15", 15, 0, 0),
-    ("7", 7, 0, 0), ("9:30", 9, 30, 0),
+    ("7", 7, 0, 0), ("9:30", 9, 30, 0), ("00:01am", 0, 1, 0), ("0am", 0, 0, 0), ("00pm", 12, 0, 0),
 ])
 def test_window_times_in_kureds_spellings(text, hour, minute, second):
     assert reboot_gate_lib.parse_time(text, "start") == datetime.time(hour, minute, second)
@@ -179,11 +179,40 @@ def test_window_across_the_spring_transition_lasts_its_duration():
     assert minutes_open(window, "2026-03-28 22:00", "2026-03-29 04:00") == 121
 
 
-def test_a_window_past_midnight_belongs_to_the_day_it_opened():
-    window = reboot_gate_lib.Window(["mon"], "22:00", "04:00")
+def test_a_window_past_midnight_belongs_to_the_day_it_opened_when_asked():
+    window = reboot_gate_lib.Window(["mon"], "22:00", "04:00", wrap="opening_day")
     assert window.contains(at("2026-11-23 23:00"))           # Monday night
     assert window.contains(at("2026-11-24 03:00"))           # ... into Tuesday morning
     assert not window.contains(at("2026-11-23 03:00"))       # Monday morning is Sunday's night
+    assert window.describe() == "mon 22:00:00-04:00:00 UTC (past midnight: the day it opened on)"
+
+
+def test_a_window_past_midnight_belongs_to_the_day_of_the_local_time_by_default():
+    window = reboot_gate_lib.Window(["mon"], "22:00", "04:00")   # kured's reading
+    assert window.wrap == "kured"
+    assert window.contains(at("2026-11-23 23:00"))           # Monday night
+    assert not window.contains(at("2026-11-24 03:00"))       # Tuesday morning is Tuesday's
+    assert window.contains(at("2026-11-23 03:00"))           # Monday morning is Monday's
+    assert window.describe() == "mon 22:00:00-04:00:00 UTC (past midnight: the day of the local time)"
+    with pytest.raises(NodefixError) as exc:
+        reboot_gate_lib.Window(["mon"], "22:00", "04:00", wrap="sunday")
+    assert "window wrap 'sunday' is not one of kured, opening_day" in exc.value.msg
+
+
+@pytest.mark.parametrize("wrap", ["kured", "opening_day"])
+def test_the_wrap_keeps_the_daylight_saving_behaviour(wrap):
+    # every day, or a window that does not wrap: the same either way, DST included
+    window = reboot_gate_lib.Window(None, "02:30", "03:30", "Europe/Berlin", wrap=wrap)
+    assert minutes_open(window, "2026-10-24 22:00", "2026-10-25 04:00") == 61
+    window = reboot_gate_lib.Window(None, "22:00", "04:00", "Europe/Berlin", wrap=wrap)
+    assert window.contains(at("2026-11-25 02:30")) and not window.contains(at("2026-11-25 03:30"))
+    # a wrapping window across the spring transition: opened Saturday 2026-03-28 23:00 CET (22:00 UTC), it
+    # lasts its 4.5 elapsed hours (to 02:30 UTC, 04:30 CEST: the skipped hour does not shorten it)
+    window = reboot_gate_lib.Window(["sun"], "23:00", "03:30", "Europe/Berlin", wrap=wrap)
+    opened_sat = minutes_open(window, "2026-03-28 21:00", "2026-03-29 03:00")
+    # kured: its Sunday part (Sunday 00:00 CET = 23:00 UTC .. 02:30 UTC, ends inclusive); opening day: none of
+    # it, Saturday's night is not Sunday's
+    assert opened_sat == (211 if wrap == "kured" else 0)
 
 
 # -- alerts ---------------------------------------------------------------------------------------

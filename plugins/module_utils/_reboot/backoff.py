@@ -1,0 +1,217 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""The reboot backoff: a node rebooted lately for a reason that is still open is not rebooted again.
+
+A reboot that did not cure its reason (a pending-reboot flag that comes back, a kernel that will not
+stay, dying cgroups that pile up again) would otherwise get the node drained and rebooted by every
+scheduled run, and - the node failing its verification each time - stop a serial rollout there every
+time. Just before the node goes down, the reboot path writes the annotation ``nodefix.k8s/last-reboot``
+on the Node (``record``): JSON ``{"time", "run", "reasons": [{"id", "reason"}]}``, the time in UTC to
+the second. Before the next reboot is even gated, ``decide`` reads it:
+
+- no annotation, or the backoff off (``0``): the reboot goes on to the gate;
+- the last reboot longer ago than the backoff: the reboot goes on;
+- within the backoff, for a reason that is open again now (the same finding id): held - "rebooted at
+  T for R, still open: needs a person". A person looks at the node, then removes the annotation
+  (``kubectl annotate node NODE nodefix.k8s/last-reboot-``) or waits the backoff out;
+- within the backoff, for other reasons only: the reboot goes on (a new reason is not the old one);
+- an annotation that cannot be read (not JSON, no time, a time that is not one, no reasons list) or a
+  Node that cannot be read: held, saying why - fail closed, never "no record".
+
+A time later than this controller's clock (another controller's clock ahead) counts as just now.
+kured has no such backoff (it reboots while the sentinel exists); medik8s Node Healthcheck escalates
+and stops after its remediators' timeouts, and Cluster API's MachineHealthCheck stops remediating when
+``maxUnhealthy`` is crossed: all bound the damage of a remediation that does not cure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+
+ANNOTATION = "nodefix.k8s/last-reboot"
+DEFAULT_BACKOFF = "6h"
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_REASONS_KEPT = 20        # reasons kept in the annotation
+_REASON_TEXT = 200        # characters of each reason's text
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"^(?:(\d+)([smhdw]))+$")
+_PART = re.compile(r"(\d+)([smhdw])")
+
+
+class MalformedRecord(NodefixError):
+    """An annotation that is not what ``record`` writes: the reboot is held."""
+
+
+def parse_duration(value, what="nodefix_reboot_backoff"):
+    """Seconds of a duration: a whole number of seconds (``21600``, ``"21600"``) or units, Go's and
+    systemd's way (``6h``, ``90m``, ``1h30m``, ``1d``, ``2w``, ``45s``); ``0`` turns the backoff off.
+    NodefixError naming the problem for anything else (negative, fractional, ``6 hours``, a bool)."""
+    if isinstance(value, bool):
+        raise NodefixError("%s %r is not a duration (seconds, or e.g. 6h, 90m, 1h30m, 1d)" % (what, value))
+    if isinstance(value, int):
+        if value < 0:
+            raise NodefixError("%s must not be negative (got %d)" % (what, value))
+        return value
+    text = str(value if value is not None else "").strip().lower()
+    if re.match(r"^\d+$", text):
+        return int(text)
+    if text and _DURATION.match(text):
+        return sum(int(n) * _UNITS[u] for n, u in _PART.findall(text))
+    raise NodefixError("%s %r is not a duration (a whole number of seconds, or e.g. 6h, 90m, 1h30m, 1d; "
+                       "0 turns the backoff off)" % (what, value))
+
+
+def describe_seconds(seconds):
+    """``6h``, ``1h30m``, ``45s``: a duration as people write it."""
+    if seconds <= 0:
+        return "0s"
+    out, rest = [], int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if rest >= size:
+            out.append("%d%s" % (rest // size, unit))
+            rest %= size
+    return "".join(out)
+
+
+def _utc(value):
+    return value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+
+
+def _reasons(reasons):
+    """[{id, reason}] of the reboot's reasons ({id, check, reason} dicts), bounded."""
+    out = []
+    for item in reasons or []:
+        if not isinstance(item, dict) or not item.get("id"):
+            raise NodefixError("a reboot reason must be a dict with an id (got %s)" % json.dumps(item, default=str)[:120])
+        out.append({"id": str(item["id"]), "reason": str(item.get("reason") or item["id"])[:_REASON_TEXT]})
+    return out
+
+
+def record(now, run_id, reasons):
+    """The annotation's value (JSON text) for a reboot starting ``now`` for ``reasons``."""
+    kept = _reasons(reasons)
+    body = {"time": _utc(now).astimezone(datetime.timezone.utc).strftime(_TIME_FORMAT), "run": str(run_id or ""),
+            "reasons": kept[:_REASONS_KEPT]}
+    if len(kept) > _REASONS_KEPT:
+        body["truncated"] = True
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def read_record(text):
+    """{time (aware datetime), run, reasons: [{id, reason}]} of the annotation; MalformedRecord otherwise."""
+    try:
+        body = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise MalformedRecord("not JSON (%s)" % str(exc)[:120])
+    if not isinstance(body, dict):
+        raise MalformedRecord("not a JSON object")
+    try:
+        when = datetime.datetime.strptime(str(body.get("time")), _TIME_FORMAT).replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        raise MalformedRecord("its time %s is not a UTC time like 2026-11-27T14:00:00Z"
+                              % json.dumps(body.get("time"), default=str)[:60])
+    reasons = body.get("reasons")
+    if not isinstance(reasons, list) or not reasons or not all(
+            isinstance(r, dict) and isinstance(r.get("id"), str) and r["id"] for r in reasons):
+        raise MalformedRecord("its reasons are not a list of {id, reason}")
+    return {"time": when, "run": str(body.get("run") or ""),
+            "reasons": [{"id": r["id"], "reason": str(r.get("reason") or r["id"])} for r in reasons]}
+
+
+def _held(text, last=None, open_again=None):
+    return {"held": True, "held_by": [text], "last": last, "open_again": open_again or []}
+
+
+def decide(annotations, reasons, now, backoff_seconds, node="the node", read_error=None):
+    """May this node be rebooted for ``reasons`` now, as far as the backoff goes?
+
+    ``annotations``: the Node's ``metadata.annotations`` (None or {} when it has none); ``read_error``:
+    why the Node could not be read (then it is held). {held, held_by: [text], last: the record read
+    (time as text) or None, open_again: [ids]}."""
+    free = {"held": False, "held_by": [], "last": None, "open_again": []}
+    if backoff_seconds <= 0:
+        return free
+    fix = ("check the node, then remove the annotation (kubectl annotate node %s %s-) or wait the backoff out"
+           % (node, ANNOTATION))
+    if read_error:
+        return _held("the reboot backoff could not read %s's %s annotation (%s): held, as if rebooted just now; "
+                     "a reboot is retried at the next run" % (node, ANNOTATION, read_error))
+    text = (annotations or {}).get(ANNOTATION)
+    if text is None:
+        return free
+    try:
+        last = read_record(text)
+    except MalformedRecord as exc:
+        return _held("the %s annotation on %s cannot be read (%s): held, as if rebooted just now - needs a person: %s"
+                     % (ANNOTATION, node, exc.msg, fix))
+    shown = dict(last, time=last["time"].strftime(_TIME_FORMAT))
+    now = _utc(now).astimezone(datetime.timezone.utc)
+    age = (now - last["time"]).total_seconds()
+    if age >= backoff_seconds:
+        return dict(free, last=shown)
+    now_ids = [r["id"] for r in _reasons(reasons)]
+    again = [r for r in last["reasons"] if r["id"] in now_ids]
+    if not again:
+        return dict(free, last=shown)
+    until = max(last["time"], now) + datetime.timedelta(seconds=backoff_seconds - max(age, 0))
+    return _held("rebooted at %s%s for %s, still open: needs a person (the reboot backoff of %s holds another "
+                 "reboot for it until %s; %s)"
+                 % (shown["time"], " (later than this controller's clock: counted as just now)" if age < 0 else "",
+                    "; ".join(r["reason"] for r in again), describe_seconds(backoff_seconds),
+                    until.strftime(_TIME_FORMAT), fix),
+                 last=shown, open_again=[r["id"] for r in again])
+
+
+class NodeAnnotations(object):
+    """Read and patch a Node's annotations through the official Python client, every call with a timeout
+    (``_request_timeout``: connect and read, seconds) - a hung API server is an error, never a wait."""
+
+    def __init__(self, kubeconfig, context=None, timeout=10):
+        try:
+            from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+            from kubernetes.client.rest import ApiException  # pylint: disable=import-outside-toplevel
+        except ImportError as exc:
+            raise NodefixError("the Python kubernetes client is needed on the controller for the reboot backoff "
+                               "(pip install kubernetes, as kubernetes.core needs): %s" % exc)
+        settings = client.Configuration()
+        settings.retries = 1   # urllib3's default is 3 silent retries; one, each within the timeout
+        try:
+            api_client = config.new_client_from_config(config_file=kubeconfig, context=context,
+                                                       client_configuration=settings)
+        # the client raises many kinds (config, YAML, file errors)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise NodefixError("kubeconfig %s could not be loaded: %s" % (kubeconfig, exc))
+        self.core = client.CoreV1Api(api_client)
+        self.error = ApiException
+        self.timeout = timeout
+
+    def _why(self, exc):
+        if isinstance(exc, self.error):
+            return "the API server answered %s %s" % (exc.status, (exc.body or exc.reason or "")[:200])
+        return "%s: %s" % (type(exc).__name__, str(exc)[:200])
+
+    def get(self, node):
+        """The Node's annotations ({} when none); NodefixError naming what went wrong otherwise."""
+        try:
+            obj = self.core.read_node(node, _request_timeout=self.timeout)
+        # refused, DNS, TLS, timeout, 4xx/5xx: whatever it is, the annotation was not read
+        except Exception as exc:  # pylint: disable=broad-except
+            raise NodefixError("reading Node %s: %s" % (node, self._why(exc)))
+        return dict(getattr(obj.metadata, "annotations", None) or {})
+
+    def patch(self, node, annotations):
+        try:
+            self.core.patch_node(node, {"metadata": {"annotations": annotations}}, _request_timeout=self.timeout)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise NodefixError("annotating Node %s: %s" % (node, self._why(exc)))

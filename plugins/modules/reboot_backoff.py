@@ -1,0 +1,222 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: reboot_backoff
+short_description: Hold a reboot of a node rebooted lately for a reason that is still open
+version_added: 1.2.0
+description:
+  - The reboot backoff of the collection's reboot path. A reboot that did not cure its reason would otherwise get the
+    node drained and rebooted again by every scheduled run; this module remembers each reboot on the Node and holds
+    the next one for the same reason within O(backoff).
+  - O(state=record), just before the node goes down - writes the annotation C(nodefix.k8s/last-reboot) on the Node,
+    JSON with C(time) (UTC, to the second), C(run) and C(reasons) (each C(id) and C(reason)). A record that cannot be written fails
+    the module - the reboot is then not done, since the next run could not hold it.
+  - O(state=check), before the reboot is gated - reads the annotation. Held (RV(held)) when the node was rebooted
+    within O(backoff) for a reason whose id is in O(reasons) again - C(rebooted at T for R, still open - needs a person).
+    Not held without an annotation, after the backoff, for other reasons only, or with O(backoff=0).
+  - Fails closed - an annotation that cannot be read (not JSON, no time, no reasons) or a Node that cannot be read
+    (refused, DNS, TLS, a timeout, a 4xx or 5xx answer) holds the reboot, RV(held_by) saying why; the module does not
+    fail. Every API call has O(timeout).
+  - A person who has looked at the node lets the next run reboot it by removing the annotation
+    (C(kubectl annotate node NODE nodefix.k8s/last-reboot-)), or waits the backoff out.
+author:
+  - nodefix.k8s developers (@nodefix)
+requirements:
+  - kubernetes (the Python client kubernetes.core uses)
+options:
+  state:
+    description: C(check) reads the annotation and decides; C(record) writes it.
+    type: str
+    choices: [check, record]
+    default: check
+  kubeconfig:
+    description: The kubeconfig of the cluster (nodefix.k8s's C(nodefix_kubeconfig)).
+    type: path
+    required: true
+  context:
+    description: The kubeconfig context (its current one when unset).
+    type: str
+  node:
+    description: The Node object's name.
+    type: str
+    required: true
+  reasons:
+    description:
+      - The reboot's reasons, each C({id, check, reason}) as the reboot role's C(reboot_why) (C(id) the finding id).
+    type: list
+    elements: dict
+    required: true
+  backoff:
+    description:
+      - How long after a reboot another one for the same reason is held - a whole number of seconds (V(21600)) or
+        units (V(6h), V(90m), V(1h30m), V(1d), V(2w), V(45s)). V(0) turns the backoff off (O(state=check) holds
+        nothing, O(state=record) writes nothing).
+      - Longer than a node's reboot and verification (so a run that lost its node mid-reboot does not reboot it
+        again), shorter than the schedule's period times a few runs - the default holds a node for a quarter of a day.
+    type: str
+    default: 6h
+  run_id:
+    description: The run's id, kept in the record (O(state=record)).
+    type: str
+    default: ""
+  timeout:
+    description: Seconds each API call may take (connect and read) before it is a failure.
+    type: int
+    default: 10
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+attributes:
+  check_mode:
+    support: full
+    details: O(state=check) reads only; O(state=record) works out the record and writes nothing.
+  diff_mode:
+    support: none
+  platform:
+    details: Runs on the controller, against the cluster's API server.
+seealso:
+  - module: nodefix.k8s.reboot_gate
+  - name: kured's reboot sentinel
+    description: kured reboots while the sentinel exists, with no backoff; this one bounds the retries.
+    link: https://kured.dev/docs/configuration/
+"""
+
+EXAMPLES = r"""
+- name: Was this node rebooted lately for a reason still open?
+  nodefix.k8s.reboot_backoff:
+    kubeconfig: /etc/nodefix/kubeconfig
+    node: "{{ inventory_hostname }}"
+    reasons: "{{ reboot_why }}"
+    backoff: 6h
+  delegate_to: localhost
+  register: backoff
+
+- name: Remember the reboot on the Node before it goes down
+  nodefix.k8s.reboot_backoff:
+    state: record
+    kubeconfig: /etc/nodefix/kubeconfig
+    node: "{{ inventory_hostname }}"
+    reasons: [{id: reboot.required, check: reboot, reason: /var/run/reboot-required exists}]
+    run_id: "{{ awx_job_id | default('manual-1') }}"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+held:
+  description: The reboot is held by the backoff (O(state=check)).
+  returned: always
+  type: bool
+  sample: true
+held_by:
+  description: Why it is held (empty when it is not).
+  returned: always
+  type: list
+  elements: str
+  sample: ["rebooted at 2026-11-27T03:00:00Z for /var/run/reboot-required exists, still open: needs a person (...)"]
+last:
+  description: The last reboot's record as read (O(state=check); null without a readable one).
+  returned: always
+  type: dict
+  contains:
+    time:
+      description: When the node went down for it (UTC).
+      type: str
+    run:
+      description: The run that rebooted it.
+      type: str
+    reasons:
+      description: What it was rebooted for, each C({id, reason}).
+      type: list
+      elements: dict
+  sample: {"time": "2026-11-27T03:00:00Z", "run": "4711", "reasons": [{"id": "reboot.required", "reason": "..."}]}
+open_again:
+  description: The ids of the last reboot's reasons that are open again (O(state=check)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["reboot.required"]
+backoff_seconds:
+  description: O(backoff) in seconds.
+  returned: always
+  type: int
+  sample: 21600
+annotation:
+  description: The annotation written (in check mode, that would be written) (O(state=record)); empty otherwise.
+  returned: always
+  type: dict
+  sample: {"nodefix.k8s/last-reboot": "{\"reasons\":[{\"id\":\"reboot.required\",\"reason\":\"...\"}],\"run\":\"4711\",\"time\":\"2026-11-27T03:00:00Z\"}"}
+"""
+
+import datetime
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
+
+
+def argument_spec():
+    return dict(
+        state=dict(type="str", choices=["check", "record"], default="check"),
+        kubeconfig=dict(type="path", required=True),
+        context=dict(type="str"),
+        node=dict(type="str", required=True),
+        reasons=dict(type="list", elements="dict", required=True),
+        backoff=dict(type="str", default=reboot_backoff.DEFAULT_BACKOFF),
+        run_id=dict(type="str", default=""),
+        timeout=dict(type="int", default=10),
+    )
+
+
+def check(p, now):
+    """The decision; a Node that cannot be read (or a client that cannot start) holds the reboot."""
+    seconds = reboot_backoff.parse_duration(p["backoff"], "reboot backoff (nodefix_reboot_backoff)")
+    annotations, error = None, None
+    if seconds > 0:
+        try:
+            annotations = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"]).get(p["node"])
+        except NodefixError as exc:
+            error = exc.msg
+    result = reboot_backoff.decide(annotations, p["reasons"], now, seconds, node=p["node"], read_error=error)
+    return dict(result, backoff_seconds=seconds, annotation={}, changed=False)
+
+
+def record(p, now, check_mode):
+    """The record written (or, in check mode, that would be); NodefixError when it cannot be."""
+    seconds = reboot_backoff.parse_duration(p["backoff"], "reboot backoff (nodefix_reboot_backoff)")
+    result = {"held": False, "held_by": [], "last": None, "open_again": [], "backoff_seconds": seconds,
+              "annotation": {}, "changed": False}
+    if seconds == 0:
+        return result
+    note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"])}
+    if not check_mode:
+        reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"]).patch(p["node"], note)
+    return dict(result, annotation=note, changed=True)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    p = module.params
+    now = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        if p["timeout"] < 1:
+            raise NodefixError("timeout must be at least 1 second (got %d)" % p["timeout"])
+        if p["state"] == "check":
+            module.exit_json(**check(p, now))
+        module.exit_json(**record(p, now, module.check_mode))
+    except NodefixError as exc:
+        what = ("the reboot is not done: it could not be recorded for the reboot backoff"
+                if p["state"] == "record" else "nothing was drained or rebooted")
+        module.fail_json(msg="%s (%s)" % (exc.msg, what))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_reboot.backoff (a node rebooted lately for a reason still open is held) and the reboot_backoff
+module's check/record over a fake clock and a fake Node store; a Node that cannot be read (a refused
+connection, a timeout) is held with the reason, never a traceback."""
+
+import datetime
+import json
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
+from ansible_collections.nodefix.k8s.plugins.modules import reboot_backoff as module
+
+UTC = datetime.timezone.utc
+NOW = datetime.datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
+PENDING = {"id": "reboot.required", "check": "reboot", "reason": "/var/run/reboot-required exists"}
+MEMCGS = {"id": "kernel.dying_memcgs", "check": "kernel", "reason": "5000 dying memory cgroups"}
+SIX_HOURS = 6 * 3600
+
+
+def rebooted(hours_ago, reasons=(PENDING,), run="run-1"):
+    """The Node's annotations after a reboot ``hours_ago`` for ``reasons``, as the record step writes them."""
+    return {backoff.ANNOTATION: backoff.record(NOW - datetime.timedelta(hours=hours_ago), run, list(reasons)),
+            "other.example/annotation": "kept"}
+
+
+@pytest.mark.parametrize("value, seconds", [
+    (0, 0), ("0", 0), (21600, 21600), ("21600", 21600), ("6h", 21600), ("90m", 5400), ("1h30m", 5400),
+    ("1d", 86400), ("2w", 1209600), ("45s", 45), (" 6H ", 21600), ("1d6h", 108000),
+])
+def test_durations_in_seconds_or_units(value, seconds):
+    assert backoff.parse_duration(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["6 hours", "-1", -5, "1.5h", "h", "", None, True, "6y", "PT6H"])
+def test_a_duration_that_is_not_one_names_the_problem(value):
+    with pytest.raises(NodefixError) as exc:
+        backoff.parse_duration(value)
+    assert "nodefix_reboot_backoff" in exc.value.msg
+
+
+def test_within_the_backoff_a_reason_still_open_is_held_needing_a_person():
+    d = backoff.decide(rebooted(2), [PENDING], NOW, SIX_HOURS, node="node-a")
+    assert d["held"] and d["open_again"] == ["reboot.required"]
+    (why,) = d["held_by"]
+    assert why.startswith("rebooted at 2026-11-27T10:00:00Z for /var/run/reboot-required exists, still open: "
+                          "needs a person (the reboot backoff of 6h holds another reboot for it until 2026-11-27T16:00:00Z")
+    assert "kubectl annotate node node-a nodefix.k8s/last-reboot-" in why
+    assert d["last"] == {"time": "2026-11-27T10:00:00Z", "run": "run-1",
+                         "reasons": [{"id": "reboot.required", "reason": "/var/run/reboot-required exists"}]}
+
+
+def test_after_the_backoff_the_reboot_goes_on():
+    d = backoff.decide(rebooted(6), [PENDING], NOW, SIX_HOURS)
+    assert not d["held"] and d["held_by"] == [] and d["last"]["time"] == "2026-11-27T06:00:00Z"
+    assert backoff.decide(rebooted(5.99), [PENDING], NOW, SIX_HOURS)["held"]
+
+
+def test_a_reason_that_is_closed_does_not_hold_another():
+    # rebooted for the pending-reboot flag (gone now); dying cgroups are a new reason
+    d = backoff.decide(rebooted(1), [MEMCGS], NOW, SIX_HOURS)
+    assert not d["held"] and d["open_again"] == []
+    # both open now: the one that survived the reboot holds it
+    d = backoff.decide(rebooted(1, (PENDING, MEMCGS)), [MEMCGS, PENDING], NOW, SIX_HOURS)
+    assert d["held"] and d["open_again"] == ["reboot.required", "kernel.dying_memcgs"]
+    assert "for /var/run/reboot-required exists; 5000 dying memory cgroups, still open" in d["held_by"][0]
+
+
+def test_no_record_or_the_backoff_off_holds_nothing():
+    assert not backoff.decide(None, [PENDING], NOW, SIX_HOURS)["held"]
+    assert not backoff.decide({"other": "x"}, [PENDING], NOW, SIX_HOURS)["held"]
+    assert not backoff.decide(rebooted(0), [PENDING], NOW, 0)["held"]
+    assert not backoff.decide({backoff.ANNOTATION: "garbage"}, [PENDING], NOW, 0)["held"]
+
+
+def test_a_reboot_recorded_in_the_future_counts_as_just_now():
+    d = backoff.decide(rebooted(-1), [PENDING], NOW, SIX_HOURS)
+    assert d["held"] and "later than this controller's clock: counted as just now" in d["held_by"][0]
+    assert "until 2026-11-27T19:00:00Z" in d["held_by"][0]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("garbage", "not JSON"),
+    ("[]", "not a JSON object"),
+    ("null", "not a JSON object"),
+    ('{"time": "yesterday", "reasons": [{"id": "reboot.required"}]}', "its time \"yesterday\" is not a UTC time"),
+    ('{"time": 1764244800, "reasons": [{"id": "reboot.required"}]}', "is not a UTC time"),
+    ('{"reasons": [{"id": "reboot.required"}]}', "its time null is not a UTC time"),
+    ('{"time": "2026-11-27T10:00:00Z"}', "its reasons are not a list"),
+    ('{"time": "2026-11-27T10:00:00Z", "reasons": []}', "its reasons are not a list"),
+    ('{"time": "2026-11-27T10:00:00Z", "reasons": ["reboot.required"]}', "its reasons are not a list"),
+    ('{"time": "2026-11-27T10:00:00Z", "reasons": [{"id": 7}]}', "its reasons are not a list"),
+    ("[" * 100000, "not JSON"),
+])
+def test_an_annotation_that_cannot_be_read_holds_the_reboot(text, why):
+    d = backoff.decide({backoff.ANNOTATION: text}, [PENDING], NOW, SIX_HOURS, node="node-a")
+    assert d["held"] and d["last"] is None
+    assert d["held_by"][0].startswith("the nodefix.k8s/last-reboot annotation on node-a cannot be read (")
+    assert why in d["held_by"][0] and "held, as if rebooted just now - needs a person" in d["held_by"][0]
+
+
+def test_a_node_that_cannot_be_read_holds_the_reboot():
+    d = backoff.decide(None, [PENDING], NOW, SIX_HOURS, node="node-a", read_error="reading Node node-a: timed out")
+    assert d["held"] and "could not read node-a's nodefix.k8s/last-reboot annotation (reading Node node-a: timed out)" \
+        in d["held_by"][0]
+
+
+def test_the_record_is_bounded_and_reads_back():
+    many = [{"id": "reboot.r%d" % i, "reason": "x" * 500} for i in range(30)]
+    body = json.loads(backoff.record(NOW, "run-7", many))
+    assert body["truncated"] and len(body["reasons"]) == 20 and all(len(r["reason"]) == 200 for r in body["reasons"])
+    back = backoff.read_record(backoff.record(NOW, "run-7", [PENDING]))
+    assert back == {"time": NOW, "run": "run-7", "reasons": [{"id": "reboot.required",
+                                                              "reason": "/var/run/reboot-required exists"}]}
+    with pytest.raises(NodefixError):
+        backoff.record(NOW, "run-7", [{"reason": "no id"}])
+
+
+# -- the module ------------------------------------------------------------------------------------
+
+class FakeNodes(object):
+    """NodeAnnotations over a dict of Nodes; ``fail`` makes every call fail as the client does."""
+
+    def __init__(self, nodes, fail=None):
+        self.nodes = nodes
+        self.fail = fail
+        self.patches = []
+
+    def __call__(self, kubeconfig, context=None, timeout=10):
+        self.timeout = timeout
+        return self
+
+    def get(self, node):
+        if self.fail:
+            raise NodefixError("reading Node %s: %s" % (node, self.fail))
+        return dict(self.nodes[node])
+
+    def patch(self, node, annotations):
+        if self.fail:
+            raise NodefixError("annotating Node %s: %s" % (node, self.fail))
+        self.patches.append((node, annotations))
+        self.nodes[node].update(annotations)
+
+
+def params(**kw):
+    return dict({"state": "check", "kubeconfig": "/k", "context": None, "node": "node-a", "reasons": [PENDING],
+                 "backoff": "6h", "run_id": "run-9", "timeout": 10}, **kw)
+
+
+def test_module_records_then_holds_the_next_reboot(monkeypatch):
+    nodes = FakeNodes({"node-a": {}})
+    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    assert not module.check(params(), NOW)["held"]
+    rec = module.record(params(state="record"), NOW, check_mode=False)
+    assert rec["changed"] and nodes.patches == [("node-a", rec["annotation"])]
+    later = module.check(params(), NOW + datetime.timedelta(hours=1))
+    assert later["held"] and later["backoff_seconds"] == SIX_HOURS and nodes.timeout == 10
+    assert later["held_by"][0].startswith("rebooted at 2026-11-27T12:00:00Z for /var/run/reboot-required exists")
+    assert not module.check(params(backoff="30m"), NOW + datetime.timedelta(hours=1))["held"]
+
+
+def test_module_in_check_mode_or_off_writes_nothing(monkeypatch):
+    nodes = FakeNodes({"node-a": {}})
+    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    assert module.record(params(state="record"), NOW, check_mode=True)["changed"]
+    off = module.record(params(state="record", backoff="0"), NOW, check_mode=False)
+    assert not off["changed"] and off["annotation"] == {} and nodes.patches == []
+
+
+@pytest.mark.parametrize("failure", ["MaxRetryError: Connection refused", "ReadTimeoutError: read timed out",
+                                     "the API server answered 403 Forbidden"])
+def test_module_holds_when_the_node_cannot_be_read_and_fails_a_record_it_cannot_write(monkeypatch, failure):
+    monkeypatch.setattr(backoff, "NodeAnnotations", FakeNodes({"node-a": {}}, fail=failure))
+    held = module.check(params(), NOW)
+    assert held["held"] and failure in held["held_by"][0] and not held["changed"]
+    with pytest.raises(NodefixError) as exc:
+        module.record(params(state="record"), NOW, check_mode=False)
+    assert failure in exc.value.msg
+
+
+def test_module_refuses_a_bad_backoff_before_any_request(monkeypatch):
+    nodes = FakeNodes({}, fail="must not be called")
+    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    with pytest.raises(NodefixError) as exc:
+        module.check(params(backoff="6 hours"), NOW)
+    assert "reboot backoff (nodefix_reboot_backoff) '6 hours' is not a duration" in exc.value.msg

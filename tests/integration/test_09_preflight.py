@@ -44,3 +44,28 @@ def test_a_mistake_is_refused_before_any_node(tmp_path, playbook, extra, words):
     # nothing reached the node: no detector, no role ran
     assert "TASK [Run every nodefix.k8s detector" not in out and "TASK [Audit before]" not in out
     assert "TASK [Install and verify the plugin]" not in out
+
+
+def test_a_node_where_the_run_is_not_root_is_refused_before_anything(tmp_path):
+    """nodefix_become false and a connection user that is not root (here the controller's python run as
+    nobody through setpriv, pipelined): remediate --check refuses the node with the reason, before the gate,
+    a drain or any role, instead of saying ok (check mode) or failing task by task (a real run)."""
+    wrapper = tmp_path / "python-as-nobody"
+    wrapper.write_text("#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n" % PY)
+    wrapper.chmod(0o755)
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"node-a": {
+        "ansible_connection": "local", "ansible_python_interpreter": str(wrapper), "ansible_pipelining": True,
+        "nodefix_become": False, "nodefix_audit_checks": ["pids"], "nodefix_storm_percent": 100,
+        # a floor no machine reaches: a pids finding, so the plan has a role to run
+        "nodefix_audit_options": {"pids": {"threads_max_min": 1073741823}}}}}}))
+    rc, out = run_logged("preflight-not-root", [
+        os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "--check",
+        "-e", "nodefix_report_dir=%s" % (tmp_path / "reports"), os.path.join(ROOT, "playbooks", "remediate.yml")],
+        timeout=300)
+    assert rc != 0, out[-3000:]
+    with open(tmp_path / "reports" / "remediate" / "report.json") as fh:
+        node = json.load(fh)["nodes"][0]
+    assert node["remediation"]["status"] == "failed", node["remediation"]
+    assert "not root" in node["remediation"]["msg"] and "uid 65534" in node["remediation"]["msg"], node["remediation"]
+    assert "nodefix.k8s.pids :" not in out  # the role was never included

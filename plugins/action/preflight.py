@@ -32,6 +32,19 @@ NEEDS = {
 }
 
 
+def own_version():
+    """nodefix.k8s's own version (MANIFEST.json when installed, galaxy.yml in a checkout), '' when unknown."""
+    manifest = os.path.join(COLLECTION_ROOT, "MANIFEST.json")
+    try:
+        if os.path.isfile(manifest):
+            with open(manifest) as fh:
+                return str(json.load(fh)["collection_info"]["version"])
+        with open(os.path.join(COLLECTION_ROOT, "galaxy.yml")) as fh:
+            return str(yaml.safe_load(fh)["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
 def own_dependencies():
     """{collection: version range} nodefix.k8s declares (MANIFEST.json when installed, galaxy.yml in a checkout)."""
     manifest = os.path.join(COLLECTION_ROOT, "MANIFEST.json")
@@ -91,7 +104,8 @@ class ActionModule(ActionBase):
             raise AnsibleError("nodefix.k8s.preflight needs playbook (one of %s) and hosts (a list)"
                                % ", ".join(preflight_vars.PLAYBOOKS))
         with open(SPEC_PATH) as fh:
-            args = preflight_vars.check_spec(yaml.safe_load(fh))
+            spec = yaml.safe_load(fh)
+        args = preflight_vars.check_spec(spec)
         hostvars = task_vars.get("hostvars") or {}
         values, unreadable = {}, []
         for host in hosts:
@@ -107,10 +121,10 @@ class ActionModule(ActionBase):
             ignore = next((v.get("nodefix_preflight_ignore") for v in values.values()
                            if v.get("nodefix_preflight_ignore")), [])
         ignore = ignore if isinstance(ignore, list) else preflight_vars._as_list(ignore) or []  # pylint: disable=protected-access
-        found = unreadable + preflight_vars.problems(args, values, playbook, ignore)
+        found = unreadable + preflight_vars.problems(args, values, playbook, list(ignore) + list(spec.get("internal") or []))
         kubeconfig = any(v.get("nodefix_kubeconfig") not in (None, "") for v in values.values())
         found += prerequisite_problems(playbook, kubeconfig)
-        result.update(changed=False, problems=found, checked_hosts=len(values),
+        result.update(changed=False, problems=found, checked_hosts=len(values), collection_version=own_version(),
                       checked_variables=sorted(set(n for v in values.values() for n in v)))
         if found:
             result.update(failed=True, msg="nodefix.k8s %s refused before any node: %s" % (playbook, "; ".join(found)))

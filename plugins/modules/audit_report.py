@@ -102,8 +102,41 @@ options:
     type: str
     default: nodefix.k8s fleet audit
   generated:
-    description: Timestamp or other text shown as the time of the report.
+    description:
+      - Timestamp or other text shown as the time of the report. Unset, the module's own time now, in UTC
+        (C(2026-11-27T15:30:00Z)).
     type: str
+  run:
+    description:
+      - What the report is of, said first in every format (and kept in the JSON as C(run)) - the playbooks pass it.
+    type: dict
+    version_added: 1.2.0
+    suboptions:
+      id:
+        description: The run's id (remediate's C(nodefix_run_id); AWX's job id under AWX).
+        type: str
+      mode:
+        description: The playbook that wrote the report.
+        type: str
+        choices: [audit, remediate, merge]
+      check_mode:
+        description: The run was a dry run (C(--check)); every format says DRY RUN.
+        type: bool
+        default: false
+      collection_version:
+        description: The version of nodefix.k8s that ran.
+        type: str
+      inventory_size:
+        description: The number of hosts in the inventory (the report's nodes are the targeted ones).
+        type: int
+      status:
+        description: V(failed) for a run that failed before it finished; every format says FAILED with O(run.failure).
+        type: str
+        choices: [complete, failed]
+        default: complete
+      failure:
+        description: Why the run failed.
+        type: str
   junit_fail_on:
     description: Findings at this severity or worse are JUnit failures; milder ones pass with the finding in system-out.
     type: str
@@ -274,6 +307,7 @@ finding_ids:
   elements: dict
 """
 
+import datetime
 import json
 import os
 
@@ -352,6 +386,15 @@ def main():
             formats=dict(type="list", elements="str", choices=list(RENDERERS), default=list(RENDERERS)),
             title=dict(type="str", default="nodefix.k8s fleet audit"),
             generated=dict(type="str"),
+            run=dict(type="dict", options=dict(
+                id=dict(type="str"),
+                mode=dict(type="str", choices=["audit", "remediate", "merge"]),
+                check_mode=dict(type="bool", default=False),
+                collection_version=dict(type="str"),
+                inventory_size=dict(type="int"),
+                status=dict(type="str", choices=["complete", "failed"], default="complete"),
+                failure=dict(type="str"),
+            )),
             junit_fail_on=dict(type="str", default="medium", choices=list(SEVERITIES)),
             fail_on=dict(type="str", default="never", choices=["never"] + list(SEVERITIES)),
             table_width=dict(type="int", default=100),
@@ -373,6 +416,8 @@ def main():
     if p["table_width"] < 60:
         module.fail_json(msg="table_width must be at least 60, got %d; nothing was written" % p["table_width"])
     waivers = [dict((k, v) for k, v in w.items() if v is not None) for w in p["waivers"]]
+    if p["generated"] is None:
+        p["generated"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         if p["merge"] is not None:
             model = merge_models(read_slices(module, p["merge"]), expected_hosts=p["expected_hosts"],
@@ -387,6 +432,9 @@ def main():
         module.fail_json(msg="bad input: %s; nothing was written" % err)
     except WaiverError as err:
         module.fail_json(msg="bad waiver: %s; nothing was written" % err)
+    if p["run"] is not None:
+        model["run"] = dict((k, v) for k, v in p["run"].items() if v is not None)
+        model["run"]["generated"] = p["generated"]
     changed, files, writes, unchanged = plan_files(module, p, model)
     if not module.check_mode:
         try:

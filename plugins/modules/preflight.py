@@ -84,6 +84,11 @@ checked_variables:
   type: list
   elements: str
   sample: [nodefix_kubeconfig, nodefix_serial]
+collection_version:
+  description: The version of nodefix.k8s that runs (the reports say it).
+  returned: always
+  type: str
+  sample: 1.2.0
 msg:
   description: What was checked, or every problem.
   returned: always

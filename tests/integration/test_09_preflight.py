@@ -32,6 +32,10 @@ def test_a_mistake_is_refused_before_any_node(tmp_path, playbook, extra, words):
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"hosts": {"node-a": {
         "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False}}}}))
+    # an older report in the report directory: the refused run must not leave it looking current
+    kind_dir = tmp_path / "reports" / playbook
+    kind_dir.mkdir(parents=True)
+    (kind_dir / "report.json").write_text(json.dumps({"title": "an older run", "nodes": []}))
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(dict(extra, nodefix_report_dir=str(tmp_path / "reports"))))
     rc, out = run_logged("preflight-%s-%s" % (playbook, "-".join(extra)), [
@@ -44,6 +48,15 @@ def test_a_mistake_is_refused_before_any_node(tmp_path, playbook, extra, words):
     # nothing reached the node: no detector, no role ran
     assert "TASK [Run every nodefix.k8s detector" not in out and "TASK [Audit before]" not in out
     assert "TASK [Install and verify the plugin]" not in out
+    if playbook in ("audit", "remediate"):
+        # the refused run's report replaced the older one: marked failed, with why, and when
+        with open(kind_dir / "report.json") as fh:
+            report = json.load(fh)
+        assert report["run"]["status"] == "failed" and "refused before any node" in report["run"]["failure"], report
+        assert report["run"]["mode"] == playbook and report["run"]["generated"].endswith("Z"), report["run"]
+        assert words[0].split(" ")[0] in report["run"]["failure"]
+        with open(kind_dir / "report.md") as fh:
+            assert "**FAILED: nodefix.k8s %s refused before any node" % playbook in fh.read()
 
 
 def test_a_node_where_the_run_is_not_root_is_refused_before_anything(tmp_path):

@@ -35,5 +35,14 @@ def test_tags_zombies_runs_the_zombie_report_and_nothing_else(tmp_path):
                  "Check (and optionally persist) kernel.threads-max", "Work out kernel.threads-max"):
         assert name not in out, name
     with open(tmp_path / "reports" / "remediate" / "report.json") as fh:
-        node = json.load(fh)["nodes"][0]
+        report = json.load(fh)
+    node = report["nodes"][0]
+    # a dry run says so, in every format, with when and what (the run's id, the collection's version)
+    run = report["run"]
+    assert run["check_mode"] is True and run["mode"] == "remediate" and run["status"] == "complete", run
+    assert run["generated"].endswith("Z") and run["id"] and run["collection_version"], run
+    assert run["inventory_size"] == 1, run
+    for name in ("report.md", "report.html"):
+        with open(tmp_path / "reports" / "remediate" / name) as fh:
+            assert "DRY RUN (check mode)" in fh.read(), name
     assert node["remediation"]["roles"] == ["nodefix.k8s.pids"], node["remediation"]

@@ -33,6 +33,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     needs_no_attention,
     not_durable_notes,
     slices_line,
+    run_lines,
     storm_lines,
     waived_groups,
     to_json,
@@ -56,6 +57,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121}
 @media (max-width:600px){body{margin:12px}}
 h1{font-size:22px}h1,h2,p,li,summary{overflow-wrap:anywhere}
+.banner{background:#fff3cd;border-left:4px solid #b26a00;padding:6px 10px}
 .scroll{overflow-x:auto;max-width:100%;margin:12px 0}table{border-collapse:collapse}
 th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top;overflow-wrap:normal}
 thead th{white-space:nowrap}
@@ -246,7 +248,11 @@ def to_html(model):
     h = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
          "<title>%s</title><style>%s</style></head><body>" % (_esc(model["title"]), css),
          "<h1>%s</h1>" % _esc(model["title"])]
-    if model.get("generated"):
+    run = run_lines(model)
+    if run:
+        h.append("<p id=\"run\" class=\"muted\">%s</p>" % _esc(run[0]))
+        h.extend("<p class=\"banner\"><strong>%s</strong></p>" % _esc(line) for line in run[1:])
+    elif model.get("generated"):
         h.append("<p class=\"muted\">Generated %s</p>" % _esc(model["generated"]))
     h.append("<p id=\"summary\">%d node(s), %d with findings, %d in error; %d finding(s) " % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"]))

@@ -513,6 +513,28 @@ def storm_lines(model):
     return lines
 
 
+def run_lines(model):
+    """What the report is of, first in every format: when (UTC), which run, which collection, what mode, how much
+    of the inventory; a DRY RUN (check mode) and a FAILED run say so in words. Empty for a model without ``run``."""
+    run = model.get("run") or {}
+    if not run:
+        return []
+    parts = ["Generated %s" % (run.get("generated") or "at an unknown time")]
+    if run.get("collection_version"):
+        parts.append("by nodefix.k8s %s" % run["collection_version"])
+    if run.get("id"):
+        parts.append("run %s" % run["id"])
+    what = run.get("mode") or "audit"
+    if run.get("inventory_size") is not None:
+        what += " of %d of the inventory's %d host(s)" % (model["totals"]["nodes"], run["inventory_size"])
+    lines = [", ".join(parts) + ": " + what]
+    if run.get("check_mode"):
+        lines.append("DRY RUN (check mode): nothing was changed on the nodes; the report shows what the run would do")
+    if run.get("status") == "failed":
+        lines.append("FAILED: %s" % (run.get("failure") or "the run failed before it finished"))
+    return lines
+
+
 def slices_line(model):
     """The sentence naming the slices a merged report was made from (Markdown and HTML)."""
     return "Merged from %d slice(s): %s" % (len(model["slices"]), "; ".join(
@@ -574,7 +596,7 @@ def table_lines(model, width=TABLE_WIDTH):
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()[:width]
 
     lines = []
-    for sentence in storm_lines(model):
+    for sentence in run_lines(model) + storm_lines(model):
         lines += textwrap.wrap(sentence, width=width)
     lines += [fmt(header), fmt(["-" * w for w in widths])]
     if not model["nodes"]:
@@ -616,7 +638,13 @@ def table_lines(model, width=TABLE_WIDTH):
 def to_markdown(model):
     t = model["totals"]
     out = ["# %s" % model["title"], ""]
-    if model.get("generated"):
+    run = run_lines(model)
+    if run:
+        out += [run[0] + "."]
+        for line in run[1:]:
+            out += ["", "**%s.**" % line]
+        out.append("")
+    elif model.get("generated"):
         out += ["Generated: %s" % model["generated"], ""]
     out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s%s." % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],

@@ -49,6 +49,7 @@ SINGULAR = {
     "job_templates": "job_template",
     "workflow_job_templates": "workflow_job_template",
     "workflow_job_template_nodes": "workflow_job_template_node",
+    "workflow_approval_templates": "workflow_approval_template",
     "labels": "label",
     "instance_groups": "instance_group",
     "notification_templates": "notification_template",
@@ -87,7 +88,11 @@ UNIQUE_WITHIN = {
     "execution_environments": None,
     "organizations": None,
 }
-UNIFIED = ("job_templates", "workflow_job_templates", "projects", "inventory_sources")
+UNIFIED = ("job_templates", "workflow_job_templates", "projects", "inventory_sources", "workflow_approval_templates")
+# what a workflow node may set for its job only when the template prompts for it (AWX's
+# awx/main/models/mixins.py SurveyJobTemplateMixin / LaunchTimeConfig: "Field is not configured to prompt on launch.")
+NODE_PROMPTS = ("job_type", "limit", "diff_mode", "job_tags", "skip_tags", "verbosity", "inventory", "scm_branch")
+PROMPT_FLAG = {"job_tags": "ask_tags_on_launch", "skip_tags": "ask_skip_tags_on_launch"}
 
 MACHINE_INPUTS = {"fields": [
     {"id": "username", "type": "string", "label": "Username"},
@@ -282,8 +287,15 @@ class AwxDouble:
                     if name not in fields_ids and name != "tower":
                         raise ApiError(400, {"injectors": ["undefined field %s in an injector template" % name]})
         if collection == "workflow_job_template_nodes" and merged.get("unified_job_template") is not None:
-            if self._unified(merged["unified_job_template"]) is None:
+            target = self._unified(merged["unified_job_template"])
+            if target is None:
                 raise ApiError(400, {"unified_job_template": ["object does not exist"]})
+            for field in NODE_PROMPTS:
+                if fields.get(field) not in (None, "") and target.get("type") == "job_template" \
+                        and not target.get(PROMPT_FLAG.get(field, "ask_%s_on_launch" % field)):
+                    raise ApiError(400, {field: ["Field is not configured to prompt on launch."]})
+            if fields.get("job_type") not in (None, "", "run", "check"):
+                raise ApiError(400, {"job_type": ["\"%s\" is not a valid choice." % fields["job_type"]]})
 
     def _project_update(self, project):
         update = self._seed("project_updates", {"name": project["name"], "status": "successful", "failed": False,
@@ -343,6 +355,16 @@ class AwxDouble:
                 return 204, None
             raise ApiError(405, {"detail": "Method not allowed."})
         sub = parts[2]
+        if collection == "workflow_job_template_nodes" and sub == "create_approval_template" and method == "POST":
+            # AWX: a node's approval template is made (or its fields set) through the node; the node then runs it
+            for key in ("name",):
+                if not body.get(key):
+                    raise ApiError(400, {key: ["This field is required."]})
+            if not isinstance(body.get("timeout", 0), int) or body.get("timeout", 0) < 0:
+                raise ApiError(400, {"timeout": ["A valid integer is required."]})
+            approval = self.create("workflow_approval_templates", {k: body[k] for k in ("name", "description", "timeout") if k in body})
+            self.data[collection][oid]["unified_job_template"] = approval["id"]
+            return 201, self.render("workflow_approval_templates", approval)
         if sub == "survey_spec":
             key = (collection, oid)
             if method == "GET":

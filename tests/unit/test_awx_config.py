@@ -211,9 +211,23 @@ def test_job_templates_prompts():
         assert remediate[option] is True, option
     assert remediate["survey_enabled"] is True
     assert audit["playbook"] == "{{ nodefix_awx_audit_playbook }}"
-    assert defaults["nodefix_awx_audit_playbook"] == "playbooks/audit.yml"
-    assert defaults["nodefix_awx_remediate_playbook"] == "playbooks/remediate.yml"
+    assert defaults["nodefix_awx_audit_playbook"] == "awx/playbooks/audit.yml"
+    assert defaults["nodefix_awx_remediate_playbook"] == "awx/playbooks/remediate.yml"
     assert "nodefix_awx_kubeconfig_credential" in read(CONFIGURE)
+
+
+def test_the_templates_run_the_collection_of_the_execution_environment():
+    """The project's playbooks are wrappers that import the collection's own playbooks, so AWX runs the
+    playbooks and the modules of the execution environment's nodefix.k8s - one version, whatever branch
+    the project tracks - and the EE image is tagged with the collection's version (scripts/ee.sh labels
+    it with the checkout's revision too)."""
+    defaults = vars_yml()
+    for kind in ("audit", "remediate"):
+        path = os.path.join(ROOT, defaults["nodefix_awx_%s_playbook" % kind])
+        plays = load(path)
+        assert [p.get("import_playbook") for p in plays] == ["nodefix.k8s.%s" % kind], path
+        assert any(AWX_PLAYBOOK_RE.match(line) for line in read(path).splitlines()), "AWX would not list %s" % path
+    assert defaults["nodefix_awx_ee_image"].rsplit(":", 1)[1] == galaxy_yml()["version"]
 
 
 def test_kubeconfig_credential_type_injects_the_playbook_variable():
@@ -614,7 +628,7 @@ def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
     assert kubeconfig["credential_type"] == ctype["id"] and kubeconfig["inputs"] == {"kubeconfig": KUBECONFIG}
     audit = d.one("job_templates", name="nodefix audit")
     remediate = d.one("job_templates", name="nodefix remediate")
-    assert audit["playbook"] == "playbooks/audit.yml" and remediate["playbook"] == "playbooks/remediate.yml"
+    assert audit["playbook"] == "awx/playbooks/audit.yml" and remediate["playbook"] == "awx/playbooks/remediate.yml"
     assert d.linked("job_templates", audit["id"], "credentials") == [machine["id"]]
     assert d.linked("job_templates", remediate["id"], "credentials") == [machine["id"], kubeconfig["id"]]
     assert remediate["ask_tags_on_launch"] and remediate["ask_limit_on_launch"] and remediate["ask_job_type_on_launch"]
@@ -628,11 +642,20 @@ def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
     workflow = d.one("workflow_job_templates", name="nodefix audit, remediate, audit")
     assert d.survey("workflow_job_templates", workflow["id"]) == load(os.path.join(AWX, "surveys", "workflow.yml"))
     nodes = {n["identifier"]: n for n in d.find("workflow_job_template_nodes", workflow_job_template=workflow["id"])}
-    assert set(nodes) == {"audit-before", "remediate", "audit-after"}
+    assert set(nodes) == {"audit-before", "dry-run", "approve", "remediate", "audit-after"}
     assert nodes["audit-before"]["unified_job_template"] == audit["id"] == nodes["audit-after"]["unified_job_template"]
-    assert nodes["remediate"]["unified_job_template"] == remediate["id"]
-    assert d.linked("workflow_job_template_nodes", nodes["audit-before"]["id"], "always_nodes") == [nodes["remediate"]["id"]]
-    assert d.linked("workflow_job_template_nodes", nodes["remediate"]["id"], "always_nodes") == [nodes["audit-after"]["id"]]
+    # the dry run is the remediate template in check mode; a person approves before the real run
+    assert nodes["dry-run"]["unified_job_template"] == remediate["id"] and nodes["dry-run"]["job_type"] == "check"
+    assert nodes["remediate"]["unified_job_template"] == remediate["id"] and nodes["remediate"]["job_type"] == "run"
+    approval = d.data["workflow_approval_templates"][nodes["approve"]["unified_job_template"]]
+    assert approval["timeout"] == vars_yml()["nodefix_awx_approval_timeout"] > 0 and "DRY RUN" in approval["description"]
+
+    def linked(node, kind):
+        return d.linked("workflow_job_template_nodes", nodes[node]["id"], kind)
+    assert linked("audit-before", "always_nodes") == [nodes["dry-run"]["id"]]
+    assert linked("dry-run", "success_nodes") == [nodes["approve"]["id"]] and linked("dry-run", "always_nodes") == []
+    assert linked("approve", "success_nodes") == [nodes["remediate"]["id"]] and linked("approve", "always_nodes") == []
+    assert linked("remediate", "always_nodes") == [nodes["audit-after"]["id"]]
 
 
 @pytest.mark.slow

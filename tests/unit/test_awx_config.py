@@ -251,11 +251,14 @@ def test_workflow_links_existing_nodes_in_order():
             for target in node.get(link, []):
                 assert target in created, "%s links to %s before it exists" % (node["identifier"], target)
         created.append(node["identifier"])
-    graph = {node["identifier"]: (node["unified_job_template"], node.get("always_nodes", [])) for node in nodes}
+    graph = {node["identifier"]: (node.get("unified_job_template") or "approval", node.get("job_type"),
+                                  node.get("success_nodes", []), node.get("always_nodes", [])) for node in nodes}
     assert graph == {
-        "audit-after": ("{{ nodefix_awx_audit_template }}", []),
-        "remediate": ("{{ nodefix_awx_remediate_template }}", ["audit-after"]),
-        "audit-before": ("{{ nodefix_awx_audit_template }}", ["remediate"]),
+        "audit-after": ("{{ nodefix_awx_audit_template }}", None, [], []),
+        "remediate": ("{{ nodefix_awx_remediate_template }}", "run", [], ["audit-after"]),
+        "approve": ("approval", None, ["remediate"], []),
+        "dry-run": ("{{ nodefix_awx_remediate_template }}", "check", ["approve"], []),
+        "audit-before": ("{{ nodefix_awx_audit_template }}", None, [], ["dry-run"]),
     }
 
 

@@ -144,6 +144,7 @@ evidence:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.evidence import collect, files_to_keep
 
 
@@ -161,6 +162,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    redact.protect(module)
     p = module.params
     for name in ("source_bytes", "total_bytes", "timeout"):
         if p[name] < 1:

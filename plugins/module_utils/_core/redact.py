@@ -115,3 +115,19 @@ def redact(value, depth=0):
     if isinstance(value, (list, tuple)):
         return [redact(v, depth + 1) for v in value]
     return value
+
+
+def protect(module):
+    """Make ``module``'s exit_json and fail_json redact their result (``redact``) before it leaves the
+    node: the one place a module's output passes, whatever path returned it (a failure's stdout of
+    ``containerd config dump`` included). Returns the module."""
+    exit_json, fail_json = module.exit_json, module.fail_json
+
+    def _exit(**result):
+        exit_json(**redact(result))
+
+    def _fail(msg=None, **result):
+        fail_json(msg=redact_text(msg), **redact(result))
+
+    module.exit_json, module.fail_json = _exit, _fail
+    return module

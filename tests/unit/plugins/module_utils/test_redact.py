@@ -132,3 +132,22 @@ def test_a_pem_private_key_body_is_removed():
                                          ("password_path", False), ("monkey", False), ("tokens_dir", False)])
 def test_secret_names(name, secret):
     assert redact.secret_name(name) is secret
+
+
+def test_protect_redacts_what_a_module_returns_and_a_failure_too():
+    class Module(object):
+        def __init__(self):
+            self.out = []
+
+        def exit_json(self, **kw):
+            self.out.append(kw)
+
+        def fail_json(self, msg, **kw):
+            self.out.append(dict(kw, msg=msg))
+
+    module = redact.protect(Module())
+    module.exit_json(changed=False, files={"/etc/default/kubelet": "REGISTRY_PASSWORD=pw-exit"})
+    module.fail_json(msg="containerd rejects password = \"pw-msg\"", stdout='auth = "pw-stdout"')
+    dumped = json.dumps(module.out)
+    assert "pw-exit" not in dumped and "pw-msg" not in dumped and "pw-stdout" not in dumped
+    assert module.out[0]["files"]["/etc/default/kubelet"] == "REGISTRY_PASSWORD=" + MARK

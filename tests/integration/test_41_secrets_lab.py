@@ -60,7 +60,8 @@ server = "https://registry.example.com"
 [host."https://registry.example.com".header]
   Authorization = "Bearer {hosts-bearer}"
 EOF
-printf 'MESSAGE=pulling through http://u:{journal-proxy-password}@proxy.example.com with Authorization: Bearer {journal-bearer}\nOBJECT_SYSTEMD_UNIT=kubelet.service\nSYSLOG_IDENTIFIER=kubelet\n' | logger --journald
+message="pulling through http://u:{journal-proxy-password}@proxy.example.com with Authorization: Bearer {journal-bearer}"
+printf 'MESSAGE=%s\nOBJECT_SYSTEMD_UNIT=kubelet.service\nSYSLOG_IDENTIFIER=kubelet\n' "$message" | logger --journald
 journalctl --flush
 """
 

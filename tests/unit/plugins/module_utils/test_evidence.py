@@ -2,7 +2,6 @@
 """_audit.evidence: what a disruption would wipe, kept bounded; a missing source is named, never fatal."""
 
 import os
-import resource
 import subprocess
 import sys
 import textwrap

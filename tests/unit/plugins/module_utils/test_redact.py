@@ -58,8 +58,8 @@ SECRETS = ["S3cr3t-registry-password", "cm9ib3Q6UzNjcjN0", "id-token-value", "be
            "aws-secret-value", "api-key-value", "unit-proxy-password", "unit-token-value"]
 
 
-@pytest.mark.parametrize("text", [CONTAINERD, HOSTS_TOML, KUBECONFIG, ENV, UNIT], ids=["containerd", "hosts.toml",
-                                                                                      "kubeconfig", "env", "unit"])
+@pytest.mark.parametrize("text", [CONTAINERD, HOSTS_TOML, KUBECONFIG, ENV, UNIT],
+                         ids=["containerd", "hosts.toml", "kubeconfig", "env", "unit"])
 def test_every_planted_secret_is_gone_and_its_key_kept(text):
     out = redact_text(text)
     for secret in SECRETS:

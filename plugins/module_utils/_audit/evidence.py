@@ -89,7 +89,7 @@ def _command(argv, runner_for, limit):
     if rc == SubprocessRunner.TIMED_OUT:
         return None, "unreadable", "%s did not answer in time" % argv[0]
     said = [m for m in NO_ENTRIES if m in out[-200:] or m in err]
-    body = [line for line in out.splitlines() if line.strip() and line.strip() not in NO_ENTRIES]
+    body = any(line.strip() and line.strip() not in NO_ENTRIES for line in out.splitlines())
     if said and not body:
         return None, "empty", "%s: %s" % (" ".join(argv), said[0])
     if rc != 0:

@@ -34,6 +34,7 @@ import pytest
 # (the budget lab second: it times systemd's stops against the cost model, and must not overlap the
 # kernel VM, whose emulation at nice -10 takes the CPU first - it runs on the other worker later)
 LAB_CHAIN = ("tests/integration/test_40_lab.py", "tests/integration/test_46_budget_lab.py",
+             "tests/integration/test_41_secrets_lab.py",
              "tests/integration/test_31_molecule_lab.py", "tests/integration/test_45_reboot_lab.py",
              "tests/integration/test_48_npd_daemonset.py")
 # queued after everything else, in this order

@@ -176,6 +176,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -226,7 +227,7 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
 
 
 def main():
-    module = build_module()
+    module = redact.protect(build_module())
     if not containerd_detect.HAS_TOMLKIT:
         module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=str(containerd_detect.TOMLKIT_IMPORT_ERROR))
     params = module.params

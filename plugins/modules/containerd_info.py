@@ -168,6 +168,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
@@ -181,7 +182,7 @@ def build_module():
 
 
 def main():
-    module = build_module()
+    module = redact.protect(build_module())
     facts = core_options.run_check(module, containerd_detect)
     module.exit_json(changed=False, edit_library=containerd_detect.HAS_TOMLKIT, **facts)
 

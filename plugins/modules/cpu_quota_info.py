@@ -134,6 +134,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
@@ -147,7 +148,7 @@ def build_module():
 
 
 def main():
-    module = build_module()
+    module = redact.protect(build_module())
     result = core_options.run_check(module, cpu_quota_detect)
     # the containerd detector owns runc.cpu_quota_rounding_bug (node_audit reports it once, from there)
     result["findings"].extend(containerd_detect.runc_findings(result["runc"],

@@ -403,6 +403,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -536,7 +537,7 @@ def _write_and_reread(module, node, planned, result, before):
 
 def main():
     """Validate, inspect, plan, diff, write, re-read (undo on a mismatch)."""
-    module = build_module()
+    module = redact.protect(build_module())
     p = module.params
     _check_params(module)
     node, layers, facts, settings, profile = _inspect(module, Runner(module))

@@ -365,6 +365,7 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
@@ -389,7 +390,7 @@ def build_module():
 
 
 def main():
-    module = build_module()
+    module = redact.protect(build_module())
     p = module.params
     opts = dict((k, p[k]) for k in ("kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path",
                                     "runtime_endpoint", "docker_path", "batch_size", "daemon_reload",

@@ -21,10 +21,18 @@ description:
     failed units (C(systemctl list-units --state=failed)), the files the fixes of O(roles) will change (read from
     O(audit)'s facts - containerd's config, runsc's shim config, the kubelet's unit, environment, config and drop-in
     files) and the node's findings.
-  - Bounded in size and time. Each journal keeps its newest O(source_bytes) bytes, each file its first (a larger one is
-    named as missing), the bundle O(total_bytes) (sources past it are left out and named), and each command has
-    O(timeout) seconds. A source that is missing or cannot be read is named in RV(evidence.missing) with the reason;
-    the module never fails because a source is absent.
+  - Bounded in size and time. Each journal keeps its newest O(source_bytes) bytes, read streaming from C(journalctl)'s
+    pipe (C(--lines), C(-o short-iso)), so a journal of any size costs the bound in memory, not its size; each file
+    keeps its first (a larger one is named as missing), the bundle O(total_bytes) (sources past it are left out and
+    named), and each command has O(timeout) seconds. Each source's state is named in RV(evidence.states) (kept, empty -
+    C(-- No entries --), C(No journal files were found) -, unreadable, absent, left out) with the reason; the kernel's
+    log is C(dmesg --ctime) when the journal has no kernel entries. A source that is missing is also named in
+    RV(evidence.missing); the module never fails because a source is absent.
+  - Redacted. Every text (journals, files, the findings) goes through the collection's one redaction layer before it
+    leaves the node - registry C(auth), C(password), C(identitytoken), C(registrytoken), a URL's C(user:password@),
+    bearer tokens, kubeconfig C(token), C(client-key-data), C(client-certificate-data), bootstrap tokens, variables
+    named like C(*TOKEN*), C(*PASSWORD*), C(*SECRET*), C(*_KEY) - the value replaced by C(<redacted by nodefix.k8s>),
+    the key kept (docs/safety.md, "Evidence and secrets").
 author:
   - nodefix.k8s developers (@nodefix)
 options:
@@ -54,6 +62,11 @@ options:
     description: Seconds each command may take.
     type: int
     default: 20
+  since:
+    description:
+      - The journals' window (C(journalctl --since), e.g. C(2026-11-27 10:00:00) or C(-2h)); by default the current
+        boot (C(-b)).
+    type: str
   root:
     description: Where the node's files are (a node tree mounted elsewhere; commands then do not run).
     type: path
@@ -110,6 +123,11 @@ evidence:
       description: What could not be kept (C(source), C(why)).
       type: list
       elements: dict
+    states:
+      description:
+        - Each source's and file's state by name - C(state) (C(kept), C(empty), C(unreadable), C(absent),
+          C(left out)) and C(why).
+      type: dict
     bytes:
       description: The bundle's size (sources and files).
       type: int
@@ -120,11 +138,13 @@ evidence:
            "text": "kubelet.service loaded failed failed kubelet", "truncated": false, "bytes": 44}},
            "files": {"/etc/containerd/config.toml": "version = 2\n"}, "findings": [], "missing": [
            {"source": "kernel", "why": "dmesg --ctime: rc 1, dmesg: read kernel buffer failed: Operation not permitted"}],
+           "states": {"kernel": {"state": "unreadable", "why": "journalctl -k -b: -- No entries --; dmesg --ctime: rc 1"}},
            "bytes": 56, "truncated": false}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.evidence import collect, files_to_keep
 
 
@@ -137,10 +157,12 @@ def main():
             source_bytes=dict(type="int", default=524288),
             total_bytes=dict(type="int", default=4194304),
             timeout=dict(type="int", default=20),
+            since=dict(type="str"),
             root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
     )
+    redact.protect(module)
     p = module.params
     for name in ("source_bytes", "total_bytes", "timeout"):
         if p[name] < 1:
@@ -149,7 +171,8 @@ def main():
     if not isinstance(findings, list):
         module.fail_json(msg="audit is not a node_audit result (no findings list)")
     bundle = collect(root=p["root"], files=files_to_keep(p["audit"], p["roles"]), findings=findings, units=p["units"],
-                     source_bytes=p["source_bytes"], total_bytes=p["total_bytes"], seconds=p["timeout"])
+                     source_bytes=p["source_bytes"], total_bytes=p["total_bytes"], seconds=p["timeout"],
+                     since=p["since"])
     module.exit_json(changed=False, evidence=bundle)
 
 

@@ -277,6 +277,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 from ansible_collections.nodefix.k8s.plugins.module_utils._pids import detect as pids_detect
 
@@ -289,7 +290,7 @@ def build_module():
 
 
 def main():
-    module = build_module()
+    module = redact.protect(build_module())
     result = core_options.run_check(module, pids_detect, precheck=lambda p: (
         None if os.path.isdir(os.path.join(p["root"], "proc")) else "%s has no proc directory" % p["root"]))
     module.exit_json(changed=False, **result)

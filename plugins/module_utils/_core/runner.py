@@ -13,7 +13,9 @@
   which the module turns into ``fail_json`` and ``node_audit`` into
   ``audit.check_failed``.
 - ``SubprocessRunner``: the same interface without Ansible (the NPD plugin, the
-  mount-units timer), with a deadline that kills a command and what it started.
+  mount-units timer), with a deadline that kills a command and what it started;
+  ``run_tail`` reads a command's output streaming and keeps only its newest bytes
+  (a journal of any size costs the bound, not its size).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -115,3 +118,49 @@ class SubprocessRunner(object):
         if check and rc != 0:
             raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
         return rc, out, err
+
+    CHUNK = 64 * 1024
+    STDERR_BYTES = 16 * 1024
+
+    def run_tail(self, argv, limit):
+        """Run ``argv`` and keep the newest ``limit`` bytes of its stdout, read from the pipe as it comes
+        (memory: the bound plus one chunk, whatever the output's size) and the first STDERR_BYTES of its
+        stderr. Returns (rc, tail, err, total bytes read); rc TIMED_OUT when the deadline passed."""
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return self.TIMED_OUT, "", "not run: no time left before the deadline", 0
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(os.environ, **C_LOCALE), start_new_session=True)
+        out, err, total, timed_out = bytearray(), bytearray(), 0, False
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ, out)
+            sel.register(proc.stderr, selectors.EVENT_READ, err)
+            while sel.get_map():
+                wait = None if self.deadline is None else self.deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    timed_out = True
+                    break
+                for key, _mask in sel.select(wait):
+                    data = os.read(key.fd, self.CHUNK)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                    elif key.data is out:
+                        total += len(data)
+                        out += data
+                        if len(out) > limit:
+                            del out[:len(out) - limit]
+                    elif len(err) < self.STDERR_BYTES:
+                        err += data[:self.STDERR_BYTES - len(err)]
+        if timed_out:
+            os.killpg(proc.pid, signal.SIGKILL)  # the command and whatever it started
+        proc.stdout.close()
+        proc.stderr.close()
+        try:
+            rc = proc.wait(None if self.deadline is None else max(self.deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:  # its output closed, the command still running
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc, timed_out = proc.wait(), True
+        if timed_out:
+            rc = self.TIMED_OUT
+            err += ("\n%s: killed (no answer before the deadline)" % os.path.basename(argv[0])).encode("utf-8")
+        return rc, out.decode("utf-8", "surrogateescape"), err.decode("utf-8", "surrogateescape"), total

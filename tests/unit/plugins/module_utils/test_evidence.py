@@ -2,6 +2,9 @@
 """_audit.evidence: what a disruption would wipe, kept bounded; a missing source is named, never fatal."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import evidence
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import SubprocessRunner
@@ -32,6 +35,10 @@ class FakeRunner(object):
                 if answer is not None:
                     return answer
         return 1, "", "unknown"
+
+    def run_tail(self, argv, limit):
+        rc, out, err = self.run(argv)
+        return rc, out[-limit:], err, len(out.encode("utf-8"))
 
 
 def runner(table, calls):
@@ -93,4 +100,86 @@ def test_a_command_that_hangs_is_named_not_waited_for():
                                                             "systemctl": None, "dmesg": None}, []))
     why = dict((m["source"], m["why"]) for m in bundle["missing"])
     assert why["journal-kubelet"] == "journalctl did not answer in time"
-    assert why["failed-units"] == "systemctl is not installed" and why["kernel"] == "dmesg is not installed"
+    assert why["failed-units"] == "systemctl is not installed"
+    assert why["kernel"] == "journalctl did not answer in time; dmesg is not installed"
+    assert bundle["states"]["kernel"]["state"] == "unreadable"
+
+
+def test_no_entries_is_empty_and_the_kernel_log_comes_from_dmesg():
+    """journalctl answers rc 0 with '-- No entries --' (no journal of the unit since boot) or 'No journal
+    files were found': nothing of that is kept as evidence, each source is named empty, and the kernel's
+    log is taken from dmesg --ctime."""
+    calls = []
+    table = {"-u kubelet": (0, "-- No entries --\n", ""),
+             "-u containerd": (1, "", "No journal files were found.\n"),
+             "-k -b": (0, "-- No entries --\n", ""),
+             "dmesg": (0, "[Fri Nov 27 10:00:00 2026] Linux version 6.1.0\n", ""),
+             "systemctl": (0, "", "")}
+    bundle = evidence.collect(runner_for=runner(table, calls), now=0)
+    assert sorted(bundle["sources"]) == ["kernel"]
+    assert bundle["sources"]["kernel"]["argv"] == ["dmesg", "--ctime"]
+    assert "Linux version" in bundle["sources"]["kernel"]["text"]
+    states = bundle["states"]
+    assert states["journal-kubelet"] == {"state": "empty", "why": states["journal-kubelet"]["why"]}
+    assert states["journal-kubelet"]["why"].endswith("-- No entries --")
+    assert states["journal-containerd"]["state"] == "empty"
+    assert states["journal-containerd"]["why"].endswith("No journal files were found")
+    assert states["kernel"]["state"] == "kept" and "taken from dmesg --ctime" in states["kernel"]["why"]
+    assert states["failed-units"]["state"] == "empty"
+    assert sorted(m["source"] for m in bundle["missing"]) == ["failed-units", "journal-containerd", "journal-kubelet"]
+    assert "No entries" not in repr(bundle["sources"])
+    journal = [c for c in calls if c[0].endswith("journalctl")][0]
+    assert journal[journal.index("-o") + 1] == "short-iso" and "--lines" in journal
+
+
+def test_the_journal_window_since():
+    argv = dict(evidence.commands(since="2026-11-27 10:00:00"))["journal-kubelet"]
+    assert argv[:3] == ["journalctl", "--since", "2026-11-27 10:00:00"] and "-b" not in argv
+
+
+def test_sources_and_files_are_redacted(tmp_path):
+    (tmp_path / "etc" / "containerd").mkdir(parents=True)
+    (tmp_path / "etc" / "containerd" / "config.toml").write_text(
+        '[plugins."io.containerd.grpc.v1.cri".registry.configs."r.example".auth]\n'
+        '  username = "bob"\n  password = "S3cr3t-registry-password"\n')
+    bundle = evidence.collect(root=str(tmp_path), files=["/etc/containerd/config.toml"],
+                              findings=[{"evidence": {"cmdline": "kubelet --token=leaked-token-1"}}], runner_for=runner({}, []))
+    text = bundle["files"]["/etc/containerd/config.toml"]
+    assert "S3cr3t" not in text and 'password = "<redacted by nodefix.k8s>"' in text and 'username = "bob"' in text
+    assert "leaked-token-1" not in repr(bundle["findings"])
+    table = {"-u kubelet": (0, "2026-11-27T10:00:00 kubelet[1]: proxy http://bob:pw-in-journal@proxy:3128\n", "")}
+    bundle = evidence.collect(runner_for=runner(table, []))
+    assert "pw-in-journal" not in bundle["sources"]["journal-kubelet"]["text"]
+
+
+FAKE_JOURNALCTL = """#!/bin/sh
+# a test double of journalctl: a journal of $NODEFIX_FAKE_JOURNAL_MB MiB on stdout, whatever the arguments
+exec head -c $(( NODEFIX_FAKE_JOURNAL_MB * 1048576 )) /dev/zero | tr '\\0' 'j' | fold -w 127
+"""
+
+MEASURE = textwrap.dedent("""
+    import json, resource, sys
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import evidence
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    bundle = evidence.collect(units=["kubelet"], source_bytes=512 * 1024, seconds=120)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    src = bundle["sources"]["journal-kubelet"]
+    print(json.dumps({"grew_kib": after - before, "bytes": src["bytes"], "truncated": src["truncated"]}))
+""")
+
+
+def test_a_large_journal_costs_its_bound_not_its_size(tmp_path):
+    """A journal of 64 MiB (a test double of journalctl: 64 MiB of 128-byte lines) read for its newest
+    512 KiB: the reading process's peak memory grows by a bound independent of the journal's size
+    (reading it whole - communicate() - costs more than the journal itself: 64 MiB of bytes and its text; 272 MiB measured with 96 MiB)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "journalctl"
+    fake.write_text(FAKE_JOURNALCTL)
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), NODEFIX_FAKE_JOURNAL_MB="64",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", MEASURE], env=env, capture_output=True, text=True, check=True).stdout
+    got = __import__("json").loads(out)
+    assert got["truncated"] and 500 * 1024 <= got["bytes"] <= 512 * 1024
+    assert got["grew_kib"] < 16 * 1024, got   # the bound (512 KiB) and its text, never the 64 MiB stream

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_core.redact: every secret pattern replaced (key kept), and the decided false positives kept."""
+
+import json
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK, redact_text
+
+CONTAINERD = """version = 2
+[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example.com".auth]
+  username = "robot"
+  password = "S3cr3t-registry-password"
+  auth = "cm9ib3Q6UzNjcjN0"
+  identitytoken = "id-token-value"
+[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example.com".tls]
+  key_file = "/etc/certs/client.key"
+"""
+
+HOSTS_TOML = """server = "https://registry.example.com"
+[host."https://mirror.example.com"]
+  capabilities = ["pull"]
+  [host."https://mirror.example.com".header]
+    Authorization = "Bearer bearer-token-value-1"
+    registrytoken = 'registry-token-value'
+"""
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+users:
+- name: kubelet
+  user:
+    token: kubeconfig-token-value
+    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==
+    client-key-data: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCg==
+    client-key: /var/lib/kubelet/pki/kubelet-client.key
+    tokenFile: /var/run/secrets/token
+"""
+
+ENV = """KUBELET_EXTRA_ARGS=--node-ip=10.0.0.5 --token=flag-token-value
+HTTPS_PROXY=http://proxyuser:proxy-password-1@proxy.example.com:3128
+NO_PROXY=10.0.0.0/8
+REGISTRY_PASSWORD=env-password-value
+AWS_SECRET_ACCESS_KEY=aws-secret-value
+CLUSTER_API_KEY=api-key-value
+JOIN_TOKEN_SECRET=""
+"""
+
+UNIT = """[Service]
+Environment="HTTP_PROXY=http://u:unit-proxy-password@proxy:3128" "BOOTSTRAP_TOKEN=unit-token-value"
+ExecStart=/usr/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --password-file /etc/pw
+"""
+
+SECRETS = ["S3cr3t-registry-password", "cm9ib3Q6UzNjcjN0", "id-token-value", "bearer-token-value-1",
+           "registry-token-value", "kubeconfig-token-value", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+           "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCg==", "flag-token-value", "proxy-password-1", "env-password-value",
+           "aws-secret-value", "api-key-value", "unit-proxy-password", "unit-token-value"]
+
+
+@pytest.mark.parametrize("text", [CONTAINERD, HOSTS_TOML, KUBECONFIG, ENV, UNIT],
+                         ids=["containerd", "hosts.toml", "kubeconfig", "env", "unit"])
+def test_every_planted_secret_is_gone_and_its_key_kept(text):
+    out = redact_text(text)
+    for secret in SECRETS:
+        assert secret not in out
+    assert out.count(MARK) == sum(1 for s in SECRETS if s in text)
+    assert len(out.splitlines()) == len(text.splitlines())   # line for line: a diff stays readable
+
+
+def test_the_keys_and_the_public_parts_are_kept():
+    assert redact_text(CONTAINERD).splitlines()[3] == '  password = "%s"' % MARK    # the value's own quotes
+    assert 'username = "robot"' in redact_text(CONTAINERD)
+    assert "    registrytoken = '%s'" % MARK in redact_text(HOSTS_TOML)
+    assert 'Authorization = "Bearer %s"' % MARK in redact_text(HOSTS_TOML)
+    assert "    token: %s" % MARK in redact_text(KUBECONFIG)
+    assert "HTTPS_PROXY=http://proxyuser:%s@proxy.example.com:3128" % MARK in redact_text(ENV)
+    assert "--token=%s" % MARK in redact_text(ENV)
+    assert redact_text("kubeadm join 10.0.0.1:6443 abcdef.0123456789abcdef") == \
+        "kubeadm join 10.0.0.1:6443 abcdef.%s" % MARK            # the token's id is public, its secret not
+    assert redact_text("curl -H 'Authorization: Bearer eyJhbGciOi.J9x'") == "curl -H 'Authorization: Bearer %s'" % MARK
+    assert redact_text('{"password": "a b c", "user": "x"}') == '{"password": "%s", "user": "x"}' % MARK
+    assert redact_text("kubelet --token tok-value --v=2") == "kubelet --token %s --v=2" % MARK
+
+
+@pytest.mark.parametrize("text", [
+    'password_file = "/etc/containerd/registry-password"',   # where a secret is, not the secret
+    "tokenFile: /var/run/secrets/token",
+    "--tls-private-key-file=/var/lib/kubelet/pki/kubelet.key",
+    "--password-file /etc/pw",
+    "client-key: /var/lib/kubelet/pki/kubelet-client.key",
+    "authentication:\n  anonymous:\n    enabled: false",                 # not 'auth'
+    "authorization:\n  mode: Webhook",
+    'password = ""',                                                     # nothing to hide
+    "NO_PROXY=10.0.0.0/8,.svc",
+    "http://proxy.example.com:3128/path",                               # no user information
+    "2026-11-27T10:00:01+0000 kubelet[812]: I1127 reconciler.go:357] time: 10:00:01",
+    "kubelet.service loaded failed failed kubelet",
+    "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+])
+def test_decided_false_positives_are_kept(text):
+    assert redact_text(text) == text
+
+
+def test_the_result_of_a_module_redacted_whole():
+    result = {"findings": [{"id": "kubelet.x", "evidence": {"cmdline": "kubelet --token=abc-tok", "password": "pw1",
+                                                            "password_file": "/etc/pw", "count": 3}}],
+              "checks": {"env": ["REGISTRY_PASSWORD=pw2"], "nested": ({"auth": "pw3"},)}, "secret": None}
+    out = redact.redact(result)
+    dumped = json.dumps(out)
+    for secret in ("abc-tok", "pw1", "pw2", "pw3"):
+        assert secret not in dumped
+    assert out["findings"][0]["evidence"]["password"] == MARK and out["findings"][0]["evidence"]["count"] == 3
+    assert out["findings"][0]["evidence"]["password_file"] == "/etc/pw" and out["secret"] is None
+    assert redact.redact(None) is None and redact_text(None) is None and redact_text("") == ""
+
+
+def test_redacting_twice_changes_nothing():
+    once = redact_text(CONTAINERD + ENV + UNIT + KUBECONFIG + HOSTS_TOML)
+    assert redact_text(once) == once
+
+
+def test_a_pem_private_key_body_is_removed():
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nq83bQ==\n-----END RSA PRIVATE KEY-----\n"
+    out = redact_text(pem)
+    assert "MIIEowIBAAKCAQEA" not in out and out.startswith("-----BEGIN RSA PRIVATE KEY-----\n" + MARK)
+
+
+@pytest.mark.parametrize("name,secret", [("TOKEN", True), ("my_token_ttl", True), ("DB_PASSWORD", True),
+                                         ("client_secret", True), ("SSH_KEY", True), ("auth", True),
+                                         ("client-key-data", True), ("keyring", False), ("author", False),
+                                         ("password_path", False), ("monkey", False), ("tokens_dir", False)])
+def test_secret_names(name, secret):
+    assert redact.secret_name(name) is secret
+
+
+def test_protect_redacts_what_a_module_returns_and_a_failure_too():
+    class Module(object):
+        def __init__(self):
+            self.out = []
+
+        def exit_json(self, **kw):
+            self.out.append(kw)
+
+        def fail_json(self, msg, **kw):
+            self.out.append(dict(kw, msg=msg))
+
+    module = redact.protect(Module())
+    module.exit_json(changed=False, files={"/etc/default/kubelet": "REGISTRY_PASSWORD=pw-exit"})
+    module.fail_json(msg="containerd rejects password = \"pw-msg\"", stdout='auth = "pw-stdout"')
+    dumped = json.dumps(module.out)
+    assert "pw-exit" not in dumped and "pw-msg" not in dumped and "pw-stdout" not in dumped
+    assert module.out[0]["files"]["/etc/default/kubelet"] == "REGISTRY_PASSWORD=" + MARK

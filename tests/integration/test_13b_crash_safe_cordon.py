@@ -121,8 +121,8 @@ def test_a_killed_runs_cordon_is_given_back_and_failed_drains_and_unverified_fix
     assert "the node was given back" in c["msg"], c
     reasons = [e["reason"] for e in events(double, "node-c")]
     assert "DrainFailed" in reasons and "FixApplied" not in reasons and "Drained" not in reasons, reasons
-    assert "blocked: default/stuck-c (terminating)" in [e for e in events(double, "node-c")
-                                                          if e["reason"] == "DrainFailed"][0]["note"]
+    (failed,) = [e for e in events(double, "node-c") if e["reason"] == "DrainFailed"]
+    assert "blocked: default/stuck-c (terminating)" in failed["note"]
 
     # node-d: a PodDisruptionBudget midway, its 429 retried until the drain timeout - failed, given back
     assert nodes["node-d"]["unschedulable"] is False

@@ -23,7 +23,9 @@ the real server's JSON shapes:
   whose PodDisruptionBudget allows no disruption; a ``deleteOptions``
   UID precondition that does not match is a 409 ``Conflict``; a pod marked
   ``"replace": true`` gets a replacement (its controller's work: same labels,
-  new name and UID, Ready) once evicted;
+  new name and UID, Ready) once evicted; a pod marked ``"stuck": true`` is
+  accepted (201) but never leaves: it gets a ``deletionTimestamp`` and stays
+  Terminating (a finalizer, a kubelet that never confirms);
 - ``labelSelector`` (equality terms ``k=v,k2=v2``) on pod lists;
 - ``DELETE`` of a pod (drain with ``disable_eviction``);
 - ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
@@ -52,7 +54,8 @@ read it):
      "pods": [{"namespace": "default", "name": "web-1", "node": "node-a",
                "owner": "ReplicaSet" | "DaemonSet" | null, "pdb": false,
                "emptydir": false, "mirror": false, "phase": "Running",
-               "labels": {"app": "web"}, "replace": false}],
+               "labels": {"app": "web"}, "replace": false, "stuck": false,
+               "terminating": "<deletionTimestamp once a stuck pod was evicted>"}],
      "log": [{"method": "PATCH", "path": "/api/v1/nodes/node-a",
               "body": {"spec": {"unschedulable": true}}}, ...]}
 
@@ -164,6 +167,8 @@ class State(object):
                                         "controller": True, "blockOwnerDeletion": True}]
         if p.get("mirror"):
             meta["annotations"] = {"kubernetes.io/config.mirror": "mirror"}
+        if p.get("terminating"):
+            meta.update(deletionTimestamp=p["terminating"], deletionGracePeriodSeconds=30)
         spec = {"nodeName": p["node"], "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
         if p.get("emptydir"):
             spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
@@ -310,6 +315,8 @@ class Handler(BaseHTTPRequestHandler):
                                       "disruption budget.", {"causes": [{"reason": "DisruptionBudget", "message":
                                                                          "The disruption budget %s-pdb needs 1 healthy "
                                                                          "pods and has 1 currently" % name}]})
+                    if p.get("stuck"):
+                        return self._terminating(p, method, path, eviction)
                     st.data["pods"].remove(p)
                     if p.get("replace"):
                         st.data["pods"].append(st.replacement(p))
@@ -332,6 +339,17 @@ class Handler(BaseHTTPRequestHandler):
             if m:
                 return self._events(method, m.group(1), query, core=True)
         return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
+
+    def _terminating(self, p, method, path, eviction):
+        """A pod marked ``"stuck": true`` (a finalizer, a kubelet that never confirms): the eviction or delete
+        is accepted, the pod gets its ``deletionTimestamp`` (Terminating) and never leaves."""
+        st = self.state
+        p.setdefault("terminating", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        st.data["log"].append({"method": method, "path": path, "terminating": True})
+        st.save()
+        if eviction:
+            return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        return 200, st.pod(p)
 
     def _configmaps(self, method, ns, name, query):
         st = self.state

@@ -23,7 +23,8 @@ description:
   - O(phase=end) - the steps in order (C(Drained) or C(DrainFailed), C(FixApplied) per role with what changed read from
     the audits around the fixes, C(Rebooted), C(KernelBooted) or C(RebootHeld)), the outcome (C(RemediationVerified),
     C(FindingsStillOpen), C(RolledBack), C(RemediationFailed), C(NothingToFix); C(NotVerified) without an O(audit_after))
-    and C(Uncordoned) or C(LeftCordoned);
+    and C(Uncordoned) or C(LeftCordoned) (C(LeftCordonedUnverified) when the record's C(held) names why the node stays
+    cordoned; C(GivenBack) first when its C(given_back) says this run gave back a node an earlier run left cordoned);
     and the annotation C(nodefix.k8s/last-remediation) on the Node - the last remediation's time, outcome, run id,
     fixed and still-open ids as JSON.
   - The trail never fails the remediation it describes. An API error (no RBAC for events, the node unknown) is a
@@ -72,7 +73,7 @@ options:
     type: dict
     default: {}
   remediation:
-    description: The remediation's record (status, roles, msg, actions; O(phase=end)).
+    description: The remediation's record (status, roles, msg, actions, held, given_back; O(phase=end)).
     type: dict
   started:
     description: When the remediation started (Unix time; O(phase=start)).

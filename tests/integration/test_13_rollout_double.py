@@ -54,13 +54,26 @@ def k8s_info(tmp_path, double, label, **args):
 
 @pytest.mark.parametrize("fail", [False, True], ids=["success", "failed-remediation"])
 def test_node_uncordoned_before_is_drained_and_given_back(apiserver_double, tmp_path, fail):
+    """Given back when verified; a failed remediation is not verified: the node stays cordoned, and
+    nodefix.k8s/held names the reason and the run (issue 53 item 6; before, it was uncordoned)."""
     double = apiserver_double(["node-a"], list(PODS))
     rc, out = remediate(tmp_path, "uncordoned-%s" % fail, double,
-                        {"kernel_dying_memcgs_threshold": -1} if fail else None)
+                        dict({"kernel_dying_memcgs_threshold": -1} if fail else {}, nodefix_run="run-%s" % fail))
     assert (rc != 0) == fail, out[-3000:]
     st = double.state()
-    assert st["nodes"]["node-a"]["unschedulable"] is False
-    assert patches(double) == [True, False]  # cordoned by the drain, uncordoned after
+    assert st["nodes"]["node-a"]["unschedulable"] is fail
+    # cordoned (with nodefix.k8s/cordoned-by, in the same PATCH) by the drain; uncordoned after unless held
+    assert patches(double) == ([True] if fail else [True, False])
+    cordon = [e["body"] for e in st["log"] if e["method"] == "PATCH" and "spec" in e["body"]][0]
+    assert json.loads(cordon["metadata"]["annotations"]["nodefix.k8s/cordoned-by"])["run"] == "run-%s" % fail
+    notes = st["nodes"]["node-a"].get("annotations", {})
+    assert "nodefix.k8s/cordoned-by" not in notes   # removed when given back, and when held
+    if fail:
+        held = json.loads(notes["nodefix.k8s/held"])
+        assert held["run"] == "run-True" and held["reason"].startswith("remediation failed: "), held
+        assert "stays cordoned, not verified" in out
+    else:
+        assert "nodefix.k8s/held" not in notes
     assert [p["name"] for p in st["pods"]] == ["proxy-a"]  # drained (the DaemonSet pod stays)
 
 
@@ -89,12 +102,14 @@ def test_the_run_leaves_its_story_on_the_node_as_kubectl_reads_it(apiserver_doub
     events.sort(key=lambda e: e["eventTime"])
     # the kernel role only reports: it ran (FixApplied) when the run succeeded; after the failure it is not
     # named, since nothing it changed shows in the audits
-    steps = ["Drained", "RemediationFailed"] if fail else ["Drained", "FixApplied", "FindingsStillOpen"]
-    assert [e["reason"] for e in events] == ["FindingsDetected", "EvidenceKept"] + steps + ["Uncordoned"], events
+    # a failed remediation is not verified: the node stays cordoned (issue 53 item 6)
+    steps = (["Drained", "RemediationFailed", "LeftCordonedUnverified"] if fail
+             else ["Drained", "FixApplied", "FindingsStillOpen", "Uncordoned"])
+    assert [e["reason"] for e in events] == ["FindingsDetected", "EvidenceKept"] + steps, events
     assert all(e["message"].startswith("run run-%s: " % fail) for e in events), events
     assert all(e["source"]["component"] == "nodefix.k8s" and e["involvedObject"]["kind"] == "Node" for e in events)
     assert [e["type"] for e in events] == ["Warning", "Normal"] + (
-        ["Normal", "Warning"] if fail else ["Normal", "Normal", "Warning"]) + ["Normal"]
+        ["Normal", "Warning", "Warning"] if fail else ["Normal", "Normal", "Warning", "Normal"])
     # the evidence read before the drain is where its Event says, bounded, with the node's findings
     path = events[1]["message"].split("kept before the drain: ", 1)[1].split(" (", 1)[0]
     kept = json.loads(open(path).read())
@@ -106,7 +121,7 @@ def test_the_run_leaves_its_story_on_the_node_as_kubectl_reads_it(apiserver_doub
     summary = json.loads(node["metadata"]["annotations"]["nodefix.k8s/last-remediation"])
     assert summary["run"] == "run-%s" % fail and summary["outcome"] == ("failed" if fail else "ok")
     assert "kernel.no_oom_reaper" in summary["stillOpen"]   # a pretended release: the role only reports
-    assert double.state()["nodes"]["node-a"]["unschedulable"] is False   # the annotation's PATCH is not a cordon
+    assert double.state()["nodes"]["node-a"]["unschedulable"] is fail   # the annotation's PATCH is not a cordon
 
 
 def test_a_run_without_a_kubeconfig_writes_no_event(tmp_path):
@@ -117,11 +132,17 @@ def test_a_run_without_a_kubeconfig_writes_no_event(tmp_path):
 
 @pytest.mark.parametrize("cordoned", [False, True], ids=["was-schedulable", "was-cordoned"])
 def test_failed_drain_restores_exactly_the_state_before(apiserver_double, tmp_path, cordoned):
+    """A drain a PodDisruptionBudget stops after web-1 was evicted is a failed drain (issue 53 item 5; before,
+    it was "left as it was" and the run exited 0): nothing fixed, the schedulability given back as it was."""
     double = apiserver_double({"node-a": {"unschedulable": cordoned}}, list(PODS) + [PDB_POD])
-    rc, out = remediate(tmp_path, "drainfail-%s" % cordoned, double)
-    assert rc == 0, out[-3000:]  # a node that cannot be drained is left alone, the rollout goes on
-    assert "could not be drained" in out or "drain failed" in out
-    assert double.state()["nodes"]["node-a"]["unschedulable"] is cordoned
+    rc, out = remediate(tmp_path, "drainfail-%s" % cordoned, double, {"nodefix_drain_timeout": 3})
+    assert rc != 0, out[-3000:]  # the node is failed (after the report)
+    assert "drain failed: a PodDisruptionBudget refused an eviction until the drain timeout; evicted: " \
+           "default/web-1; blocked: default/db-0 (refused by a PodDisruptionBudget)" in out, out[-3000:]
+    st = double.state()
+    assert st["nodes"]["node-a"]["unschedulable"] is cordoned
+    assert "nodefix.k8s/cordoned-by" not in st["nodes"]["node-a"].get("annotations", {})
+    assert "nodefix.k8s.kernel :" not in out  # no fix ran
 
 
 def test_without_kubeconfig_it_says_so_once(tmp_path):

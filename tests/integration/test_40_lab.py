@@ -585,8 +585,9 @@ def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double)
     stats = recap(out)
     assert stats["nodefix-lab-debian13"]["failed"] >= 1
     assert stats["nodefix-lab-debian12"]["failed"] == 0
-    # a node that cannot be drained is left alone, not failed
-    assert stats["nodefix-lab-debian11"]["failed"] == 0
+    # a node whose drain failed (a PodDisruptionBudget until the drain timeout) is a failed node: nothing
+    # fixed, given back
+    assert stats["nodefix-lab-debian11"]["failed"] >= 1
     report = json.loads((lab / "fault" / "remediate" / "report.json").read_text())
     nodes = dict((n["host"], n) for n in report["nodes"])
     assert nodes["nodefix-lab-debian12"]["remediation"]["status"] == "ok"
@@ -598,17 +599,20 @@ def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double)
                                                       "ansible.builtin.command", "-a", "systemctl is-active kubelet"])
     assert_ok("lab-fault-kubelet-active", rc, out)
     assert "active" in out.splitlines()[-1]
-    skipped = nodes["nodefix-lab-debian11"]["remediation"]
-    assert skipped["status"] == "skipped" and "drain failed" in skipped["msg"], skipped
-    assert "disruption budget" in skipped["msg"], skipped
-    # the API side: every node cordoned first and uncordoned at the end, the
-    # failed one included; evictions only where the drain went through
+    undrained = nodes["nodefix-lab-debian11"]["remediation"]
+    assert undrained["status"] == "failed" and "drain failed" in undrained["msg"], undrained
+    assert "disruptionbudget" in undrained["msg"].replace(" ", "").lower(), undrained
+    assert "default/db-0" in undrained["msg"] and "default/web-11" in undrained["msg"], undrained
+    # the API side: every node cordoned first; uncordoned at the end but the failed one, whose fix was not
+    # verified (it stays cordoned, nodefix.k8s/held says why); evictions only where the drain went through
     st = api.state()
-    assert all(not n["unschedulable"] for n in st["nodes"].values()), st["nodes"]
+    held = "nodefix-lab-debian13"
+    assert [h for h, n in st["nodes"].items() if n["unschedulable"]] == [held], st["nodes"]
+    assert "nodefix.k8s/held" in st["nodes"][held]["annotations"], st["nodes"][held]
     for host in CONTAINERS:
         patches = [e["body"]["spec"]["unschedulable"] for e in st["log"]
                    if e["method"] == "PATCH" and e["path"].endswith("/" + host) and "spec" in e["body"]]
-        assert patches[0] is True and patches[-1] is False, (host, patches)
+        assert patches[0] is True and patches[-1] is (host == held), (host, patches)
     # the run's story on each Node object, read as kubectl reads it: in order, one run id
     story, runs = {}, set()
     for host in CONTAINERS:
@@ -621,7 +625,7 @@ def test_06_one_node_failing_leaves_the_others_remediated(lab, apiserver_double)
     assert story["nodefix-lab-debian12"][-2:] in (["RemediationVerified", "Uncordoned"],
                                                   ["FindingsStillOpen", "Uncordoned"]), story
     assert {"RolledBack", "RemediationFailed"} & set(story["nodefix-lab-debian13"]), story
-    assert story["nodefix-lab-debian13"][-1] == "Uncordoned", story
+    assert story["nodefix-lab-debian13"][-1] == "LeftCordonedUnverified", story
     assert story["nodefix-lab-debian11"] == ["FindingsDetected", "EvidenceKept", "DrainFailed"], story
     left = sorted(p["name"] for p in st["pods"])
     # web-11 was evicted before the budget stopped debian11's drain

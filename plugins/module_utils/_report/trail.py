@@ -125,7 +125,7 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
     when = _time(finished, "finished")
     status = str(remediation.get("status") or "")
     msg = str(remediation.get("msg") or "")
-    events = []
+    events = _given_back(run_id, remediation, when)
     if isinstance(remediation.get("evidence"), dict):
         kept, text = evidence_text(remediation["evidence"])
         events.append(_event("EvidenceKept", "Normal", "Collect", _note(run_id, text), when) if kept
@@ -133,8 +133,9 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
     if drained:
         events.append(_event("Drained", "Normal", "Drain", _note(run_id, "cordoned and drained"), when))
     elif drain_error:
-        events.append(_event("DrainFailed", "Warning", "Drain",
-                             _note(run_id, "could not be drained, left as it was: %s" % drain_error), when))
+        events.append(_event("DrainFailed", "Warning", "Drain", _note(run_id, "%s; %s" % (
+            drain_error, "nothing was fixed, left cordoned (cordoned before the run)" if cordoned_before
+            else "nothing was fixed, given back")), when))
     if status in ("ok", "failed"):
         # a role of a failed remediation may not have run: it is named only for a change the audits read
         moved = _role_changes(before, after)
@@ -165,16 +166,31 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
             run_id, "fixed %s; still open after the new audit: %s" % (_ids(fixed) or "nothing", _ids(still))), when))
     elif status == "failed" and "roll" in msg.lower():
         events.append(_event("RolledBack", "Warning", "Fix", _note(run_id, msg), when))
-    elif status == "failed":
+    elif status == "failed" and not drain_error:   # DrainFailed said it
         events.append(_event("RemediationFailed", "Warning", "Fix", _note(run_id, msg or "failed"), when))
     elif status == "skipped" and not drain_error:   # a failed drain said it already: the node was left as it was
         events.append(_event("NothingToFix", "Normal", "Verify", _note(run_id, msg or "nothing to fix"), when))
-    if drained and cordoned_before:
+    if drained and not cordoned_before and remediation.get("held"):
+        events.append(_held(run_id, remediation["held"], when))
+    elif drained and cordoned_before:
         events.append(_event("LeftCordoned", "Normal", "Uncordon",
                              _note(run_id, "left cordoned: an operator had cordoned it before the run"), when))
     elif drained:
         events.append(_event("Uncordoned", "Normal", "Uncordon", _note(run_id, "uncordoned: schedulable again"), when))
     return events
+
+
+def _given_back(run_id, remediation, when):
+    """[GivenBack] when this run uncordoned a node an earlier, dead run had cordoned (``given_back``)."""
+    text = str(remediation.get("given_back") or "")
+    return [_event("GivenBack", "Normal", "Uncordon", _note(run_id, text), when)] if text else []
+
+
+def _held(run_id, reasons, when):
+    """LeftCordonedUnverified: the node this run cordoned stays cordoned, its fix or reboot not verified."""
+    text = "; ".join(str(r) for r in reasons) if isinstance(reasons, (list, tuple)) else str(reasons)
+    return _event("LeftCordonedUnverified", "Warning", "Uncordon", _note(
+        run_id, "left cordoned, not verified (nodefix.k8s/held): %s" % text), when)
 
 
 def annotation(run_id, remediation, before, after, finished):

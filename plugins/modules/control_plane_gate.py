@@ -106,15 +106,24 @@ requirements:
   - kubernetes (Python client)
 seealso:
   - module: nodefix.k8s.reboot_gate
-  - name: kubeadm - static pod labels (component=etcd, tier=control-plane)
-    description: How kubeadm names and labels the etcd static pod it runs on each control-plane node.
+  - name: kubeadm - static pod labels
+    description: kubeadm runs etcd on each control-plane node as the static pod C(etcd-<node>) in C(kube-system),
+      labelled C(component=etcd) and C(tier=control-plane) (ComponentPod).
     link: https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/util/staticpod/utils.go
+  - name: kubeadm - well-known paths and labels
+    description: C(/etc/kubernetes/manifests/etcd.yaml) and C(kube-apiserver.yaml); the node-role labels.
+    link: https://kubernetes.io/docs/reference/setup-tools/kubeadm/implementation-details/
   - name: medik8s Node Healthcheck - control-plane nodes
-    description: Remediates one control-plane node at a time, after checking that etcd keeps its quorum.
-    link: https://www.medik8s.io/remediation/node-healthcheck-operator/node-healthcheck-operator/
-  - name: Cluster API - MachineHealthCheck and KubeadmControlPlane
-    description: KubeadmControlPlane checks every etcd member's health before it remediates or rolls a machine.
-    link: https://cluster-api.sigs.k8s.io/tasks/automated-machine-management/healthchecking
+    description: Remediates one control-plane node at a time and asks first whether etcd can take the disruption
+      (medik8s common's IsEtcdDisruptionAllowed).
+    link: https://github.com/medik8s/node-healthcheck-operator/blob/main/controllers/nodehealthcheck_controller.go
+  - name: Cluster API - KubeadmControlPlane remediation
+    description: Remediation must preserve etcd quorum - a machine is remediated only when removing its etcd member
+      leaves the others healthy (canSafelyRemoveEtcdMember), one at a time.
+    link: https://github.com/kubernetes-sigs/cluster-api/blob/main/controlplane/kubeadm/internal/controllers/remediation.go
+  - name: Kubernetes API health endpoints
+    description: C(GET /readyz/etcd) - the API server's own check of its etcd.
+    link: https://kubernetes.io/docs/reference/using-api/health-checks/
 """
 
 EXAMPLES = r"""

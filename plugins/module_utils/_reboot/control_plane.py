@@ -14,12 +14,16 @@ node holds from an earlier run be given back? Decided on the controller.
   says is (its inventory group, kubeadm's static pod manifests on the node).
 - It is never disrupted unless the caller opts in. Opted in, at most one control-plane node is
   disrupted at a time fleet-wide - one slot of its own Lease lock (``LeaseLock`` with one slot) -
-  and only when every etcd member is healthy first, the way Cluster API's KubeadmControlPlane
-  checks etcd before it touches a machine (controlplane/kubeadm/internal: ``EtcdMemberHealthy``)
-  and medik8s Node Healthcheck remediates one control-plane node at a time after an etcd quorum
-  check:
+  and only when every etcd member is healthy first - as Cluster API's KubeadmControlPlane remediates
+  a machine only when etcd keeps its quorum without it (controlplane/kubeadm/internal/controllers/
+  remediation.go, ``canSafelyRemoveEtcdMember``: "Remediation MUST preserve etcd quorum"), and
+  medik8s Node Healthcheck remediates one control-plane node at a time after asking whether etcd can
+  take it (controllers/nodehealthcheck_controller.go; medik8s/common pkg/etcd
+  ``IsEtcdDisruptionAllowed``, which reads OpenShift's etcd quorum-guard PodDisruptionBudget - here
+  the members themselves are read, which works on any kubeadm cluster):
     * etcd as kubeadm runs it - a static pod per control-plane node in ``kube-system`` labelled
-      ``component=etcd`` (``tier=control-plane``), named ``etcd-<node>``: every control-plane
+      ``component=etcd`` (``tier=control-plane``), named ``etcd-<node>`` (kubeadm
+      cmd/kubeadm/app/util/staticpod/utils.go ``ComponentPod``): every control-plane
       node has its member, every member pod is Running and Ready, and the API server's
       ``GET /readyz/etcd`` answers ``ok`` (its etcd health check);
     * etcd outside the cluster (no ``component=etcd`` pod at all): a health command the user gives

@@ -44,6 +44,12 @@ the real server's JSON shapes:
 - Node metadata: a ``PATCH`` of ``metadata.annotations`` (merge; a null value removes the key) is kept
   and served; only a patch that names ``spec.unschedulable`` cordons or uncordons.
 
+- The control-plane guard's reads (``control_plane_route``): ``GET /api/v1/nodes`` (a Node's state may carry
+  ``labels``, e.g. ``node-role.kubernetes.io/control-plane``, and ``"ready": false`` for NotReady),
+  kube-system's etcd pods (``labels: {component: etcd}``, ``"ready": false`` for a member not Ready),
+  ``GET /readyz/etcd`` (``ok``, or 500 with the state's ``"readyz_etcd": false``) and ``PATCH`` of a pod's
+  ``/status`` (its Ready condition: a member going down and coming back during a test).
+
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
 404 as well. State (a JSON file, rewritten after every change, so a test can
 read it):

@@ -491,8 +491,8 @@ def main():
         if p["state"] == "reclaim":
             if api is None:
                 raise NodefixError("state=reclaim needs the API server: set kubeconfig")
-            result = dict(reclaim(module, p, api), blocking_pods=[], alerts=[], window={"describe": window.describe(),
-                                                                                    "open": None})
+            result = dict(reclaim(module, p, api), blocking_pods=[], alerts=[],
+                          window={"describe": window.describe(), "open": None})
             module.exit_json(changed=bool(result["lock"]["reclaimed"]) and not module.check_mode, **result)
         if p["state"] == "release":
             result = release(module, p, window, api)

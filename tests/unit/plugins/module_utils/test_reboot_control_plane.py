@@ -142,8 +142,8 @@ def test_reclaim_gives_back_a_ready_nodes_slot_and_keeps_a_down_nodes():
     api = three()
     api.nodes["w-2"] = node("w-2", ready="False")
     for holder, slot in (("w-1", "nodefix-reboot-0"), ("w-2", "nodefix-reboot-1")):
-        assert api.create_lease("kube-system", {"metadata": {"name": slot}, "spec": {"holderIdentity": holder,
-                                                                                        "acquireTime": "T0"}})
+        body = {"metadata": {"name": slot}, "spec": {"holderIdentity": holder, "acquireTime": "T0"}}
+        assert api.create_lease("kube-system", body)
     reboot = dict((h, reboot_gate_lib.LeaseLock(api, "kube-system", "nodefix-reboot", 2, h)) for h in ("w-1", "w-2"))
     dry = cp.reclaim(reboot["w-1"], api.get_node("w-1"), dry_run=True)
     assert dry["released"] == "nodefix-reboot-0" and "nodefix-reboot-0" in api.leases   # check mode: nothing deleted

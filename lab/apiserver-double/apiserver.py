@@ -46,6 +46,12 @@ the real server's JSON shapes:
 - Node metadata: a ``PATCH`` of ``metadata.annotations`` (merge; a null value removes the key) is kept
   and served; only a patch that names ``spec.unschedulable`` cordons or uncordons.
 
+- The control-plane guard's reads (``control_plane_route``): ``GET /api/v1/nodes`` (a Node's state may carry
+  ``labels``, e.g. ``node-role.kubernetes.io/control-plane``, and ``"ready": false`` for NotReady),
+  kube-system's etcd pods (``labels: {component: etcd}``, ``"ready": false`` for a member not Ready),
+  ``GET /readyz/etcd`` (``ok``, or 500 with the state's ``"readyz_etcd": false``) and ``PATCH`` of a pod's
+  ``/status`` (its Ready condition: a member going down and coming back during a test).
+
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
 404 as well. State (a JSON file, rewritten after every change, so a test can
 read it):
@@ -109,6 +115,48 @@ def kept_metadata(body):
     return dict((k, v) for k, v in ((body or {}).get("metadata") or {}).items() if k in ("labels", "annotations"))
 
 
+def node_ready_condition(spec):
+    """A Node's Ready condition: ``"ready": false`` in its state is NotReady (a node that went down)."""
+    if spec.get("ready", True):
+        return {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+    return {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "node is down"}
+
+
+def control_plane_route(st, method, path, query, read_body):
+    """The control-plane guard's reads, or None for any other request:
+
+    - ``GET /api/v1/nodes``: the NodeList (each Node's ``labels`` from its state, e.g.
+      ``node-role.kubernetes.io/control-plane``);
+    - ``GET /readyz/etcd``: the API server's etcd check - ``ok`` (200), or 500 with the failed check as
+      kube-apiserver prints it when the state has ``"readyz_etcd": false``;
+    - ``PATCH /api/v1/namespaces/<ns>/pods/<name>/status`` (the kubelet's status update): a Ready
+      condition in ``status.conditions`` sets the pod's readiness (etcd's static pods: ``component=etcd``);
+    - every list of pods selected by ``component=etcd`` is counted in the state's ``etcd_reads`` (a test
+      waits for a look at etcd before it changes a member)."""
+    if method == "GET" and path == "/api/v1/nodes":
+        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                     "items": [st.node(n) for n in sorted(st.data["nodes"])]}
+    if method == "GET" and path == "/readyz/etcd":
+        if st.data.get("readyz_etcd", True):
+            return 200, "ok"
+        return 500, "[-]etcd failed: reason withheld\nreadyz check failed\n"
+    m = re.match(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/status$", path)
+    if m and method == "PATCH":
+        p = st.find_pod(m.group(1), m.group(2))
+        if p is None:
+            return status(404, "NotFound", 'pods "%s" not found' % m.group(2))
+        for cond in ((read_body() or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Ready":
+                p["ready"] = cond.get("status") == "True"
+        st.data["log"].append({"method": "PATCH", "path": path, "ready": p.get("ready", True), "time": time.time()})
+        st.save()
+        return 200, st.pod(p)
+    if method == "GET" and "component=etcd" in (query.get("labelSelector") or [""])[0]:
+        st.data["etcd_reads"] = st.data.get("etcd_reads", 0) + 1
+        st.save()
+    return None
+
+
 def status(code, reason, message, details=None):
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}
@@ -144,13 +192,14 @@ class State(object):
         if spec is None:
             return None
         meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
-                "resourceVersion": str(len(self.data["log"]) + 1), "labels": {"kubernetes.io/hostname": name}}
+                "resourceVersion": str(len(self.data["log"]) + 1),
+                "labels": dict({"kubernetes.io/hostname": name}, **(spec.get("labels") or {}))}
         if spec.get("annotations"):
             meta["annotations"] = dict(spec["annotations"])
         return {"kind": "Node", "apiVersion": "v1",
                 "metadata": meta,
                 "spec": {"unschedulable": True} if spec.get("unschedulable") else {},
-                "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "status": {"conditions": [node_ready_condition(spec)],
                            "nodeInfo": {"architecture": "amd64", "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, "boot/" + name)),
                                         "containerRuntimeVersion": "containerd://1.7.24",
                                         "kernelVersion": "6.1.0-28-amd64", "kubeProxyVersion": VERSION["gitVersion"],
@@ -174,7 +223,7 @@ class State(object):
             spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
         return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec,
                 "status": {"phase": p.get("phase", "Running"),
-                           "conditions": [{"type": "Ready", "status": "True"}]}}
+                           "conditions": [{"type": "Ready", "status": "True" if p.get("ready", True) else "False"}]}}
 
     def replacement(self, p):
         """What the pod's controller creates after an eviction: same labels, new name and UID."""
@@ -221,9 +270,10 @@ class Handler(BaseHTTPRequestHandler):
         return
 
     def _send(self, code, body):
-        data = json.dumps(body).encode()
+        text = isinstance(body, str)  # /readyz answers plain text
+        data = body.encode() if text else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain; charset=utf-8" if text else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -257,6 +307,9 @@ class Handler(BaseHTTPRequestHandler):
             m = re.match(r"^/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$", path)
             if m:
                 return self._leases(method, m.group(1), m.group(2))
+            found = control_plane_route(st, method, path, query, self._body)
+            if found:
+                return found
             m = re.match(r"^/api/v1/nodes/([^/]+)$", path)
             if m:
                 name = m.group(1)

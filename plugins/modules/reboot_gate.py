@@ -34,9 +34,10 @@ options:
     description:
       - V(acquire) checks the controls and takes a slot of the lock when they allow the reboot (a slot this node
         already holds is kept - a re-run). V(check) checks the controls and whether a slot is free, takes nothing.
-        V(release) gives this node's slot back (nothing else is checked).
+        V(release) gives this node's slot back (nothing else is checked). V(reclaim) gives back the slots O(reclaim)
+        names that this node holds from an earlier run, when it is back (nothing else is checked).
     type: str
-    choices: [acquire, check, release]
+    choices: [acquire, check, release, reclaim]
     default: acquire
   node:
     description: The node's name in the API server (the lock's holder).
@@ -145,6 +146,10 @@ options:
         a C(renewTime) another controller's clock wrote. A slot is expired once this controller has seen its Lease
         unchanged (holder, C(resourceVersion), C(renewTime)) for its C(leaseDurationSeconds); what it saw is kept in
         O(lock_observations) between runs. A Lease first seen now is never expired now.
+      - The nodefix.k8s.reboot role sets C(reboot_lock_ttl=7200) - more than a node's worst case from the gate to the
+        release with the role's defaults (drain 600 s + reboot 900 s + power-cycle wait 900 s + settle 4 x 300 s =
+        3600 s), doubled. A slot left by a run that died is given back sooner by the next run over that node
+        (O(state=reclaim)).
     type: int
     default: 0
   lock_observations:
@@ -172,6 +177,25 @@ options:
         holds it now (taken over as expired), nothing is released, RV(lock) C(taken_over_by) says by whom and a
         warning says that two nodes may have been down at once.
     type: str
+  reclaim:
+    description:
+      - With O(state=reclaim), the locks whose slot this node holds from an earlier run are given back - V(reboot)
+        (O(lock_name), with O(max_concurrent) slots) and V(control_plane) (O(control_plane_lock_name), one slot).
+    type: list
+    elements: str
+    choices: [reboot, control_plane]
+    default: [reboot]
+  control_plane_lock_name:
+    description: The control plane's lock (M(nodefix.k8s.control_plane_gate)'s O(nodefix.k8s.control_plane_gate#module:lock_name)).
+    type: str
+    default: nodefix-control-plane
+  etcd_health_command:
+    description:
+      - For O(reclaim) V(control_plane) with etcd outside the cluster - the command that says etcd is healthy (exit 0),
+        as M(nodefix.k8s.control_plane_gate) runs it. Unset, such a slot is kept.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - nodefix.k8s.attributes
 attributes:
@@ -252,11 +276,19 @@ lock:
     - The lock - C(slot) this node holds (null when none), C(holders) (every slot held now, with holder and since),
       C(max_concurrent), C(released) (the slot given back, for V(release)), C(taken_over_by) (for V(release) with
       O(slot) - C(slot), C(holder), C(since) of whoever took this node's slot over, else null).
+    - For V(reclaim) - C(reclaimed) (C(slot), C(since) of each slot given back) and C(kept) (why each slot this node
+      still holds is kept).
   returned: always
   type: dict
   sample: {"slot": "nodefix-reboot-0", "holders": [{"slot": "nodefix-reboot-0", "holder": "node-7",
            "since": "2026-11-25T12:00:00.000000Z", "expired": false}], "max_concurrent": 1, "released": null,
            "taken_over_by": null}
+msg:
+  description: For V(reclaim), what was given back or kept, in one line (empty when this node held nothing).
+  returned: state is reclaim
+  type: str
+  sample: "released nodefix-reboot-0 that node-7 held since 2026-11-25T12:00:00.000000Z from an earlier run: no reboot
+    of node-7 is pending or in progress and it is Ready"
 """
 
 import datetime
@@ -271,11 +303,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as reboot_control_plane
 
 
 def argument_spec():
     return dict(
-        state=dict(type="str", choices=["acquire", "check", "release"], default="acquire"),
+        state=dict(type="str", choices=["acquire", "check", "release", "reclaim"], default="acquire"),
         node=dict(type="str", required=True),
         kubeconfig=dict(type="path"),
         context=dict(type="str"),
@@ -298,6 +331,9 @@ def argument_spec():
         lock_poll=dict(type="int", default=5),
         lock_observations=dict(type="path", default="~/.cache/nodefix-k8s/reboot-lock-observations.json"),
         slot=dict(type="str"),
+        reclaim=dict(type="list", elements="str", choices=["reboot", "control_plane"], default=["reboot"]),
+        control_plane_lock_name=dict(type="str", default="nodefix-control-plane"),
+        etcd_health_command=dict(type="list", elements="str", default=[]),
     )
 
 
@@ -428,12 +464,50 @@ def release(module, p, window, api):
     return result
 
 
+def reclaim(module, p, api):
+    """Give back the slots this node holds from an earlier run (the caller asks only when no reboot of
+    it is pending or in progress in this run), when it is Ready; the control plane's only when its
+    etcd member is Ready too."""
+    result = {"held_by": [], "lock": {"slot": None, "holders": [], "max_concurrent": p["max_concurrent"],
+                                      "released": None, "taken_over_by": None, "reclaimed": [], "kept": []}}
+    locks = []
+    if "reboot" in p["reclaim"] and p["max_concurrent"]:
+        locks.append(reboot_gate_lib.LeaseLock(api, p["lock_namespace"], p["lock_name"], p["max_concurrent"], p["node"]))
+    if "control_plane" in p["reclaim"]:
+        locks.append(reboot_gate_lib.LeaseLock(api, p["lock_namespace"], p["control_plane_lock_name"], 1, p["node"]))
+    node = None
+    said = []
+    for lock in locks:
+        if not [h for h in lock.holders() if h["holder"] == p["node"]]:
+            continue
+        node = node or api.get_node(p["node"])
+        member = None
+        if lock.name == p["control_plane_lock_name"]:
+            member = reboot_control_plane.own_member_back(api, p["node"], p["etcd_health_command"], module.run_command)
+        out = reboot_control_plane.reclaim(lock, node, member, dry_run=module.check_mode)
+        if out["released"]:
+            result["lock"]["reclaimed"].append({"slot": out["slot"], "since": out["since"]})
+            said.append("released %s that %s held since %s from an earlier run: no reboot of %s is pending or in "
+                        "progress and it is Ready" % (out["slot"], p["node"], out["since"], p["node"]))
+        elif out["kept"]:
+            result["lock"]["kept"].append(out["kept"])
+            said.append(out["kept"])
+    result["msg"] = "; ".join(said)
+    return result
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     try:
         window, filter_re = validate(p)
         api = reboot_gate_lib.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
+        if p["state"] == "reclaim":
+            if api is None:
+                raise NodefixError("state=reclaim needs the API server: set kubeconfig")
+            result = dict(reclaim(module, p, api), blocking_pods=[], alerts=[],
+                          window={"describe": window.describe(), "open": None})
+            module.exit_json(changed=bool(result["lock"]["reclaimed"]) and not module.check_mode, **result)
         if p["state"] == "release":
             result = release(module, p, window, api)
             module.exit_json(changed=result["lock"]["released"] is not None, **result)

@@ -488,3 +488,44 @@ class KubeApi(object):
         except self.error as exc:
             if exc.status != 404:
                 self._fail("releasing Lease %s/%s" % (namespace, name), exc)
+
+    # The control-plane guard's reads (_reboot.control_plane); each with a timeout, in seconds
+    TIMEOUT = 30
+
+    def _call(self, what, call, *args, **kwargs):
+        """``call`` with the timeout; its answer as a dict. 404: None. Any other failure (an API
+        error, refused, DNS, TLS, a timeout) is a NodefixError naming ``what``."""
+        try:
+            return self._dict(call(*args, _request_timeout=self.TIMEOUT, **kwargs))
+        except self.error as exc:
+            if exc.status == 404:
+                return None
+            self._fail(what, exc)
+        # urllib3 and socket errors: whatever it is, no answer
+        except Exception as exc:  # pylint: disable=broad-except
+            raise NodefixError("%s: no answer from the API server: %s" % (what, exc))
+
+    def get_node(self, name):
+        """The Node as the API server has it, None when it does not know it."""
+        return self._call("reading Node %s" % name, self.core.read_node, name)
+
+    def list_nodes(self):
+        return (self._call("listing the Nodes", self.core.list_node) or {}).get("items") or []
+
+    def list_namespaced_pods(self, namespace, selector):
+        return (self._call("listing the pods in %s selected by %r" % (namespace, selector),
+                           self.core.list_namespaced_pod, namespace, label_selector=selector) or {}).get("items") or []
+
+    def readyz(self, check):
+        """(HTTP status, body) of the API server's ``GET /readyz/<check>`` (e.g. ``etcd``); (None, why)
+        when it did not answer."""
+        try:
+            resp = self.client.call_api("/readyz/%s" % check, "GET", auth_settings=["BearerToken"],
+                                        _preload_content=False, _return_http_data_only=True,
+                                        _request_timeout=self.TIMEOUT)
+            return resp.status, resp.data.decode("utf-8", "replace")
+        except self.error as exc:
+            return exc.status, str(getattr(exc, "body", "") or exc.reason)
+        # urllib3 and socket errors: no answer
+        except Exception as exc:  # pylint: disable=broad-except
+            return None, "no answer: %s" % exc

@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""May this control-plane node be disrupted now (drained, restarted, rebooted)? And may a slot a
+node holds from an earlier run be given back? Decided on the controller.
+
+- A control-plane node is one the API server labels ``node-role.kubernetes.io/control-plane``
+  (kubeadm since v1.20) or the legacy ``node-role.kubernetes.io/master`` (kubeadm's
+  ``constants.LabelNodeRoleControlPlane`` / ``LabelNodeRoleOldControlPlane``), or one the caller
+  says is (its inventory group, kubeadm's static pod manifests on the node).
+- It is never disrupted unless the caller opts in. Opted in, at most one control-plane node is
+  disrupted at a time fleet-wide - one slot of its own Lease lock (``LeaseLock`` with one slot) -
+  and only when every etcd member is healthy first - as Cluster API's KubeadmControlPlane remediates
+  a machine only when etcd keeps its quorum without it (controlplane/kubeadm/internal/controllers/
+  remediation.go, ``canSafelyRemoveEtcdMember``: "Remediation MUST preserve etcd quorum"), and
+  medik8s Node Healthcheck remediates one control-plane node at a time after asking whether etcd can
+  take it (controllers/nodehealthcheck_controller.go; medik8s/common pkg/etcd
+  ``IsEtcdDisruptionAllowed``, which reads OpenShift's etcd quorum-guard PodDisruptionBudget - here
+  the members themselves are read, which works on any kubeadm cluster):
+    * etcd as kubeadm runs it - a static pod per control-plane node in ``kube-system`` labelled
+      ``component=etcd`` (``tier=control-plane``), named ``etcd-<node>`` (kubeadm
+      cmd/kubeadm/app/util/staticpod/utils.go ``ComponentPod``): every control-plane
+      node has its member, every member pod is Running and Ready, and the API server's
+      ``GET /readyz/etcd`` answers ``ok`` (its etcd health check);
+    * etcd outside the cluster (no ``component=etcd`` pod at all): a health command the user gives
+      (``etcdctl endpoint health --cluster`` ...) exits 0; without one the control plane is held.
+- Its slot is given back only once its own etcd member is Ready again (or, external etcd, the
+  health command passes again).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+ETCD_NAMESPACE = "kube-system"
+ETCD_SELECTOR = "component=etcd"
+
+
+def labels(node):
+    return ((node or {}).get("metadata") or {}).get("labels") or {}
+
+
+def is_control_plane(node):
+    """Whether the Node carries a control-plane role label (the value does not matter: kubeadm sets "")."""
+    return any(label in labels(node) for label in CONTROL_PLANE_LABELS)
+
+
+def condition(obj, kind):
+    """The status ("True", "False", "Unknown") of a condition of a Node or Pod, None when it has none."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond.get("status")
+    return None
+
+
+def node_ready(node):
+    """A Node is back only with its Ready condition "True" (NotReady, Unknown or missing: not back)."""
+    return condition(node, "Ready") == "True"
+
+
+def member(pod):
+    """{name, node, ready} of an etcd pod; Ready only when Running with its Ready condition "True"."""
+    meta = pod.get("metadata") or {}
+    phase = (pod.get("status") or {}).get("phase")
+    return {"name": meta.get("name"), "node": (pod.get("spec") or {}).get("nodeName"),
+            "ready": phase == "Running" and condition(pod, "Ready") == "True", "phase": phase}
+
+
+def etcd_members(api):
+    """The etcd members kubeadm runs as static pods in kube-system, sorted by node."""
+    return sorted((member(p) for p in api.list_namespaced_pods(ETCD_NAMESPACE, ETCD_SELECTOR)),
+                  key=lambda m: (m["node"] or "", m["name"] or ""))
+
+
+def run_health_command(run_command, argv):
+    """([] when it exited 0, else [what it said]) of the user's etcd health command."""
+    rc, out, err = run_command(list(argv))
+    if rc == 0:
+        return []
+    text = ((err or "") + (out or "")).strip().replace("\n", " ")[:300]
+    return ["the etcd health command %s exited %s%s" % (" ".join(argv), rc, ": " + text if text else "")]
+
+
+def etcd_health(api, control_plane_nodes, health_command=None, run_command=None):
+    """{mode, members, readyz, problems} - ``problems`` empty only when every etcd member is healthy.
+
+    ``control_plane_nodes``: the names of every control-plane Node (each must have its member)."""
+    members = etcd_members(api)
+    if not members:
+        out = {"mode": "external", "members": [], "readyz": None, "problems": []}
+        if not health_command:
+            out["problems"].append("etcd runs outside the cluster (no component=etcd pod in kube-system) and no etcd "
+                                   "health command is set (nodefix_etcd_health_command): the control plane is held")
+        else:
+            out["problems"].extend(run_health_command(run_command, health_command))
+        return out
+    problems = []
+    on = set(m["node"] for m in members)
+    problems.extend("control-plane node %s has no etcd member (no component=etcd pod on it)" % n
+                    for n in sorted(set(control_plane_nodes) - on))
+    problems.extend("etcd member %s on %s is not Ready (phase %s)" % (m["name"], m["node"], m["phase"])
+                    for m in members if not m["ready"])
+    code, body = api.readyz("etcd")
+    readyz = "%s %s" % (code, (body or "").strip()[:200])
+    if code != 200 or (body or "").strip() != "ok":
+        problems.append("the API server's /readyz/etcd answered %s" % readyz)
+    return {"mode": "static", "members": members, "readyz": readyz, "problems": problems}
+
+
+def own_member_back(api, node, health_command=None, run_command=None):
+    """(True, "") when the node's own etcd member is Ready (external etcd: the health command
+    passes), else (False, why)."""
+    members = etcd_members(api)
+    if not members:
+        if not health_command:
+            return False, "etcd runs outside the cluster and no etcd health command is set"
+        problems = run_health_command(run_command, health_command)
+        return (not problems), "; ".join(problems)
+    mine = [m for m in members if m["node"] == node]
+    if not mine:
+        return False, "no etcd member (component=etcd pod) on %s" % node
+    if not all(m["ready"] for m in mine):
+        return False, "etcd member %s on %s is not Ready" % (mine[0]["name"], node)
+    return True, ""
+
+
+def guard(node, allow, api, lock, reason="", health_command=None, run_command=None, hint=False):
+    """The control-plane guard before anything is drained: {control_plane, allowed, held_by, etcd, lock}.
+
+    ``node`` the Node object (None: unknown to the API server - then only ``hint`` says);
+    ``allow`` the caller opted in; ``lock`` a LeaseLock of one slot (the control plane's)."""
+    name = ((node or {}).get("metadata") or {}).get("name")
+    out = {"control_plane": bool(hint or is_control_plane(node)), "allowed": True, "held_by": [], "etcd": None,
+           "lock": {"slot": None, "holders": []}}
+    if not out["control_plane"]:
+        return out
+    out["allowed"] = False
+    if not allow:
+        out["held_by"].append("control plane: %s is a control-plane node and nodefix_control_plane is false - never "
+                              "drained, restarted or rebooted" % (name or "the node"))
+        return out
+    cp_nodes = [n["metadata"]["name"] for n in api.list_nodes() if is_control_plane(n)]
+    out["etcd"] = etcd_health(api, cp_nodes, health_command, run_command)
+    if out["etcd"]["problems"]:
+        out["held_by"].append("control plane: etcd is not healthy: %s" % "; ".join(out["etcd"]["problems"]))
+        return out
+    slot, holders = lock.acquire(reason)
+    out["lock"].update(slot=slot, holders=holders)
+    if not slot:
+        out["held_by"].append("control plane: another control-plane node is being disrupted (%s)" % ", ".join(
+            "%s held by %s since %s" % (h["slot"], h["holder"], h["since"]) for h in holders))
+        return out
+    out["allowed"] = True
+    return out
+
+
+def reclaim(lock, node_obj, member_back=None, dry_run=False):
+    """Give back a slot ``lock.holder`` holds from an earlier run, when its node is back: {slot,
+    released, kept}. The caller calls it only when this run will not disrupt the node (no reboot
+    pending or in progress). ``member_back``: (ok, why) of its etcd member, for the control plane's
+    lock (None: not asked). A node that is not Ready - it went down and is not back - keeps its slot."""
+    held = [h for h in lock.holders() if h["holder"] == lock.holder]
+    if not held:
+        return {"slot": None, "since": None, "released": None, "kept": None}
+    slot, since = held[0]["slot"], held[0]["since"]
+    out = {"slot": slot, "since": since, "released": None, "kept": None}
+    if not node_ready(node_obj):
+        out["kept"] = ("%s keeps %s (held since %s): it is not Ready in the API server - it went down and is not "
+                       "back; give the slot back by hand once it is dealt with" % (lock.holder, slot, since))
+    elif member_back is not None and not member_back[0]:
+        out["kept"] = "%s keeps %s (held since %s): %s" % (lock.holder, slot, since, member_back[1])
+    else:
+        out["released"] = lock.release(dry_run=dry_run, slot=slot)
+    return out

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_reboot.control_plane - the control-plane guard (labels, etcd health, one at a time) and the
+reclaim of a slot left by a dead run - over the in-memory Leases of test_reboot (409s as the API
+server answers them) and fake Nodes, etcd pods and /readyz/etcd answers in the API's shapes."""
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as cp
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
+from plugins.module_utils.test_reboot import FakeLeases
+
+CP_LABEL = "node-role.kubernetes.io/control-plane"
+MASTER_LABEL = "node-role.kubernetes.io/master"
+
+
+def node(name, labels=None, ready="True"):
+    return {"metadata": {"name": name, "labels": dict({"kubernetes.io/hostname": name}, **(labels or {}))},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def etcd_pod(on, ready="True", phase="Running"):
+    """kubeadm's etcd static pod (its mirror pod): etcd-<node> in kube-system, component=etcd."""
+    return {"metadata": {"name": "etcd-" + on, "namespace": "kube-system",
+                         "labels": {"component": "etcd", "tier": "control-plane"}},
+            "spec": {"nodeName": on}, "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}}
+
+
+class Api(FakeLeases):
+    def __init__(self, nodes, pods, readyz=(200, "ok")):
+        super(Api, self).__init__()
+        self.nodes = dict((n["metadata"]["name"], n) for n in nodes)
+        self.pods = pods
+        self.readyz_answer = readyz
+        self.asked = []
+
+    def get_node(self, name):
+        return self.nodes.get(name)
+
+    def list_nodes(self):
+        return list(self.nodes.values())
+
+    def list_namespaced_pods(self, namespace, selector):
+        self.asked.append((namespace, selector))
+        return [p for p in self.pods if p["metadata"]["namespace"] == namespace
+                and p["metadata"]["labels"].get("component") == selector.split("=", 1)[1]]
+
+    def readyz(self, check):
+        return self.readyz_answer
+
+
+def three(**kw):
+    nodes = [node("cp-1", {CP_LABEL: ""}), node("cp-2", {CP_LABEL: ""}), node("cp-3", {MASTER_LABEL: ""}),
+             node("w-1")]
+    pods = [etcd_pod("cp-1"), etcd_pod("cp-2"), etcd_pod("cp-3")]
+    return Api(nodes, pods, **kw)
+
+
+def lock(api, holder, name="nodefix-control-plane"):
+    return reboot_gate_lib.LeaseLock(api, "kube-system", name, 1, holder)
+
+
+def guard(api, name, allow=True, **kw):
+    return cp.guard(api.get_node(name), allow, api, lock(api, name), "reboot", **kw)
+
+
+def test_the_labels_kubeadm_sets_make_a_control_plane_node():
+    assert cp.is_control_plane(node("a", {CP_LABEL: ""})) and cp.is_control_plane(node("b", {MASTER_LABEL: ""}))
+    assert not cp.is_control_plane(node("c", {"node-role.kubernetes.io/worker": ""}))
+    assert not cp.is_control_plane(None)
+
+
+def test_a_worker_goes_through_and_takes_nothing():
+    api = three()
+    out = guard(api, "w-1", allow=False)
+    assert out["control_plane"] is False and out["allowed"] and out["held_by"] == [] and api.leases == {}
+
+
+@pytest.mark.parametrize("name", ["cp-1", "cp-3"], ids=["control-plane-label", "legacy-master-label"])
+def test_not_opted_in_a_control_plane_node_is_held_and_etcd_is_not_even_read(name):
+    api = three()
+    out = guard(api, name, allow=False)
+    assert out["control_plane"] and not out["allowed"] and api.leases == {} and api.asked == []
+    assert out["held_by"][0].startswith("control plane: %s is a control-plane node and nodefix_control_plane is false"
+                                        % name)
+
+
+def test_the_hint_makes_a_node_without_labels_a_control_plane_node():
+    api = three()
+    out = guard(api, "w-1", allow=False, hint=True)
+    assert out["control_plane"] and not out["allowed"]
+
+
+def test_opted_in_one_control_plane_node_at_a_time():
+    api = three()
+    first = guard(api, "cp-1")
+    assert first["allowed"] and first["lock"]["slot"] == "nodefix-control-plane-0"
+    assert first["etcd"]["mode"] == "static" and first["etcd"]["problems"] == [] and first["etcd"]["readyz"] == "200 ok"
+    second = guard(api, "cp-2")
+    assert not second["allowed"] and second["lock"]["slot"] is None
+    assert "another control-plane node is being disrupted (nodefix-control-plane-0 held by cp-1" in second["held_by"][0]
+    again = guard(api, "cp-1")   # a re-run keeps its slot
+    assert again["allowed"] and again["lock"]["slot"] == "nodefix-control-plane-0"
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda api: api.pods[1]["status"]["conditions"][0].update(status="False"),
+     "etcd member etcd-cp-2 on cp-2 is not Ready (phase Running)"),
+    (lambda api: api.pods[1]["status"].update(phase="Pending"), "etcd member etcd-cp-2 on cp-2 is not Ready (phase Pending)"),
+    (lambda api: api.pods.pop(2), "control-plane node cp-3 has no etcd member"),
+    (lambda api: setattr(api, "readyz_answer", (500, "[-]etcd failed: reason withheld\nreadyz check failed")),
+     "the API server's /readyz/etcd answered 500 [-]etcd failed"),
+    (lambda api: setattr(api, "readyz_answer", (None, "no answer: connection refused")),
+     "the API server's /readyz/etcd answered None no answer"),
+    (lambda api: setattr(api, "readyz_answer", (200, "not ok")), "the API server's /readyz/etcd answered 200 not ok"),
+], ids=["member-not-ready", "member-pending", "member-missing", "readyz-failing", "readyz-silent", "readyz-not-ok"])
+def test_an_unhealthy_etcd_holds_every_control_plane_node(change, said):
+    api = three()
+    change(api)
+    out = guard(api, "cp-1")
+    assert not out["allowed"] and api.leases == {}
+    assert out["held_by"][0].startswith("control plane: etcd is not healthy: ") and said in out["held_by"][0], out
+
+
+def test_external_etcd_needs_the_users_health_command():
+    api = three()
+    api.pods = []
+    out = guard(api, "cp-1")
+    assert not out["allowed"] and "etcd runs outside the cluster" in out["held_by"][0] and api.leases == {}
+    calls = []
+
+    def run(argv, rc=1):
+        calls.append(argv)
+        return rc, "", "cluster is unhealthy"
+    out = guard(api, "cp-1", health_command=["etcdctl", "endpoint", "health", "--cluster"], run_command=run)
+    assert not out["allowed"] and "the etcd health command etcdctl endpoint health --cluster exited 1: cluster is " \
+                                  "unhealthy" in out["held_by"][0]
+    out = guard(api, "cp-1", health_command=["etcdctl", "endpoint", "health"], run_command=lambda argv: (0, "ok", ""))
+    assert out["allowed"] and out["etcd"]["mode"] == "external" and calls == [["etcdctl", "endpoint", "health", "--cluster"]]
+
+
+def test_reclaim_gives_back_a_ready_nodes_slot_and_keeps_a_down_nodes():
+    api = three()
+    api.nodes["w-2"] = node("w-2", ready="False")
+    for holder, slot in (("w-1", "nodefix-reboot-0"), ("w-2", "nodefix-reboot-1")):
+        body = {"metadata": {"name": slot}, "spec": {"holderIdentity": holder, "acquireTime": "T0"}}
+        assert api.create_lease("kube-system", body)
+    reboot = dict((h, reboot_gate_lib.LeaseLock(api, "kube-system", "nodefix-reboot", 2, h)) for h in ("w-1", "w-2"))
+    dry = cp.reclaim(reboot["w-1"], api.get_node("w-1"), dry_run=True)
+    assert dry["released"] == "nodefix-reboot-0" and "nodefix-reboot-0" in api.leases   # check mode: nothing deleted
+    out = cp.reclaim(reboot["w-1"], api.get_node("w-1"))
+    assert out == {"slot": "nodefix-reboot-0", "since": "T0", "released": "nodefix-reboot-0", "kept": None}
+    assert "nodefix-reboot-0" not in api.leases
+    down = cp.reclaim(reboot["w-2"], api.get_node("w-2"))
+    assert down["released"] is None and "not Ready in the API server - it went down and is not back" in down["kept"]
+    assert "nodefix-reboot-1" in api.leases
+    # a node that holds nothing: nothing to say
+    assert cp.reclaim(reboot["w-1"], api.get_node("w-1")) == {"slot": None, "since": None, "released": None, "kept": None}
+
+
+def test_the_control_planes_slot_comes_back_only_with_its_etcd_member_ready():
+    api = three()
+    assert guard(api, "cp-1")["allowed"]
+    api.pods[0]["status"]["conditions"][0]["status"] = "False"
+    back = cp.own_member_back(api, "cp-1")
+    assert back == (False, "etcd member etcd-cp-1 on cp-1 is not Ready")
+    out = cp.reclaim(lock(api, "cp-1"), api.get_node("cp-1"), back)
+    assert out["released"] is None and "etcd member etcd-cp-1 on cp-1 is not Ready" in out["kept"]
+    api.pods[0]["status"]["conditions"][0]["status"] = "True"
+    out = cp.reclaim(lock(api, "cp-1"), api.get_node("cp-1"), cp.own_member_back(api, "cp-1"))
+    assert out["released"] == "nodefix-control-plane-0" and api.leases == {}
+    assert cp.own_member_back(api, "w-1") == (False, "no etcd member (component=etcd pod) on w-1")

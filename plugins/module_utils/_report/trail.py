@@ -167,6 +167,9 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
         events.append(_event("RolledBack", "Warning", "Fix", _note(run_id, msg), when))
     elif status == "failed":
         events.append(_event("RemediationFailed", "Warning", "Fix", _note(run_id, msg or "failed"), when))
+    elif status == "unreachable":
+        events.append(_event("NodeUnreachable", "Warning", "Verify", _note(
+            run_id, "could not be reached at %s: %s" % (remediation.get("step") or "a step", msg or "no answer")), when))
     elif status == "skipped" and not drain_error:   # a failed drain said it already: the node was left as it was
         events.append(_event("NothingToFix", "Normal", "Verify", _note(run_id, msg or "nothing to fix"), when))
     if drained and cordoned_before:

@@ -119,7 +119,7 @@ def test_a_run_without_a_kubeconfig_writes_no_event(tmp_path):
 def test_failed_drain_restores_exactly_the_state_before(apiserver_double, tmp_path, cordoned):
     double = apiserver_double({"node-a": {"unschedulable": cordoned}}, list(PODS) + [PDB_POD])
     rc, out = remediate(tmp_path, "drainfail-%s" % cordoned, double)
-    assert rc == 0, out[-3000:]  # a node that cannot be drained is left alone, the rollout goes on
+    assert rc != 0, out[-3000:]  # a node that cannot be drained is left alone and failed (after the report)
     assert "could not be drained" in out or "drain failed" in out
     assert double.state()["nodes"]["node-a"]["unschedulable"] is cordoned
 

@@ -13,14 +13,14 @@ import json
 import os
 import re
 
-from conftest import ROOT, run_logged
+from conftest import ENV, ROOT, run_logged
 
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 GONE = {"ansible_connection": "ssh", "ansible_host": "nodefix-unreachable.invalid"}
 PODS = [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet"}]
 
 
-def run(tmp_path, name, hosts, playbook="remediate.yml", common=None, localhost=None, targets=None):
+def run(tmp_path, name, hosts, playbook="remediate.yml", common=None, localhost=None, targets=None, env=None):
     """ansible-playbook with ``hosts`` ({name: vars}, in this order), every one with ``common``; the report's
     JSON (None when none was written), rc and output."""
     host_vars = {"ansible_python_interpreter": PY, "nodefix_become": False, "nodefix_audit_checks": ["kernel"],
@@ -35,7 +35,7 @@ def run(tmp_path, name, hosts, playbook="remediate.yml", common=None, localhost=
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(path),
             "-e", "nodefix_report_dir=%s" % reports, "-e", "nodefix_targets=%s" % (targets or "nodes"),
             os.path.join(ROOT, "playbooks", playbook)]
-    rc, out = run_logged("unreachable-%s" % name, argv, timeout=900)
+    rc, out = run_logged("unreachable-%s" % name, argv, timeout=900, env=env)
     kind = "remediate" if playbook == "remediate.yml" else "audit"
     report = reports / kind / "report.json"
     model = json.loads(report.read_text()) if report.exists() else None
@@ -89,6 +89,32 @@ def test_the_fleet_gate_counts_an_unreachable_node(apiserver_double, tmp_path):
     rem = nodes["node-a"]["remediation"]
     assert rem["status"] == "not run" and "aaa-gone" in rem["msg"] and "nodefix_max_fail_percentage" in rem["msg"], rem
     assert patches(double, "node-a") == []   # not touched
+
+
+def test_a_node_lost_during_its_fixes_or_before_its_audit_after(apiserver_double, tmp_path):
+    """Nodes that go away mid-run (tests/integration/connection_plugins/nodefix_flaky.py, a TEST DOUBLE of a
+    node that went down: the local connection until the API server double logged the node's cordon, or its
+    uncordon): node-a is lost after its drain (at the fixes), node-b after it was given back (at the audit
+    after). Each is unreachable at that step, never "fixed", its Events say so, the run exits non-zero. Before
+    this change Ansible dropped node-a, the run ended with its batch and no report was written."""
+    double = apiserver_double(["node-a", "node-b"], [dict(p) for p in PODS])
+    rules = {"node-a": {"state": double.state_path, "node": "node-a", "after": "cordon"},
+             "node-b": {"state": double.state_path, "node": "node-b", "after": "uncordon"}}
+    env = {"NODEFIX_FLAKY": json.dumps(rules), "ANSIBLE_CONNECTION_PLUGINS": "%s:%s" % (
+        ENV["ANSIBLE_CONNECTION_PLUGINS"], os.path.join(ROOT, "tests", "integration", "connection_plugins"))}
+    rc, out, nodes = run(tmp_path, "midway", {"node-a": {"ansible_connection": "nodefix_flaky"},
+                                              "node-b": {"ansible_connection": "nodefix_flaky"}},
+                         common={"nodefix_kubeconfig": double.kubeconfig, "nodefix_max_fail_percentage": 100,
+                                 "nodefix_storm_percent": 100, "nodefix_evidence": False}, env=env)
+    assert rc != 0 and nodes is not None, out[-4000:]
+    for host, step in (("node-a", "fixes"), ("node-b", "audit after")):
+        node = nodes[host]
+        assert node["unreachable_at"] == step and node["remediation"]["status"] == "unreachable", node
+        assert "is gone since its" in node["error"] and node["fixed"] == [], node
+        assert recap(out, host)["failed"] == 1
+    assert "(before it: ok)" in nodes["node-b"]["error"]   # its fixes had run: the audit after lost it
+    lost = [e for e in double.state()["events"] if e.get("reason") == "NodeUnreachable"]
+    assert sorted(e["regarding"]["name"] for e in lost) == ["node-a", "node-b"], lost
 
 
 def test_an_audit_of_unreachable_nodes_writes_its_report(tmp_path):

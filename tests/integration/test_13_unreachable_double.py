@@ -115,6 +115,9 @@ def test_a_node_lost_during_its_fixes_or_before_its_audit_after(apiserver_double
     assert "(before it: ok)" in nodes["node-b"]["error"]   # its fixes had run: the audit after lost it
     lost = [e for e in double.state()["events"] if e.get("reason") == "NodeUnreachable"]
     assert sorted(e["regarding"]["name"] for e in lost) == ["node-a", "node-b"], lost
+    for host in ("node-a", "node-b"):   # the annotation names no fix: no audit after read the node
+        summary = json.loads(double.state()["nodes"][host]["annotations"]["nodefix.k8s/last-remediation"])
+        assert summary["outcome"] == "unreachable" and summary["fixed"] == [] and summary["verified"] is False, summary
 
 
 def test_an_audit_of_unreachable_nodes_writes_its_report(tmp_path):

@@ -118,8 +118,16 @@ def _role_changes(before, after):
     return out
 
 
+def _read(after):
+    """The audit after when it read the node; None for Ansible's unreachable or skipped result in its place."""
+    if isinstance(after, dict) and (after.get("unreachable") or after.get("skipped")):
+        return None
+    return after
+
+
 def end_events(run_id, before, after, remediation, finished, drained=False, drain_error="", cordoned_before=False):
     """The steps of a node's remediation after its start, in order, ending with its outcome."""
+    after = _read(after)
     if not isinstance(remediation, dict):
         raise TrailInputError("the remediation record is not a mapping")
     when = _time(finished, "finished")
@@ -182,6 +190,7 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
 
 def annotation(run_id, remediation, before, after, finished):
     """{ANNOTATION: JSON text} - the last remediation's summary, bounded in size."""
+    after = _read(after)
     fixed, still = _fixed_still(before, after)
     summary = {"time": iso(int(_time(finished, "finished") * 1000000), micro=False), "outcome": str((remediation or {}).get("status")),
                "run": str(run_id), "fixed": fixed[:ANNOTATION_IDS], "stillOpen": still[:ANNOTATION_IDS]}

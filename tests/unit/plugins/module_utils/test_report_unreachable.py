@@ -3,6 +3,8 @@
 remediation record's ``step``: storm audit, audit before, fixes, audit after; an audit result's
 ``step``), never "fixed" without an audit after, and a Warning Event naming the step."""
 
+import json
+
 import pytest
 from junitparser import JUnitXml
 
@@ -64,3 +66,15 @@ def test_the_trail_says_where_the_node_was_lost():
     assert reasons == ["Drained", "NodeUnreachable", "Uncordoned"], reasons
     lost = events[1]
     assert lost["type"] == "Warning" and "could not be reached at fixes: ssh: timed out" in lost["note"]
+
+
+@pytest.mark.parametrize("after", [{"unreachable": True, "msg": "ssh: timed out", "changed": False},
+                                   {"skipped": True, "changed": False, "false_condition": "x"}],
+                         ids=["unreachable", "skipped"])
+def test_the_annotation_never_lists_a_fix_no_audit_after_read(after):
+    """Ansible's unreachable (or skipped) result in place of the audit after is no audit: before this change
+    the annotation listed every finding of the audit before as fixed."""
+    note = trail.annotation("run-1", {"status": "unreachable", "step": "audit after"}, {"findings": [FINDING]}, after,
+                            1700000000)
+    summary = json.loads(note[trail.ANNOTATION])
+    assert summary["fixed"] == [] and summary["verified"] is False, summary

@@ -9,6 +9,7 @@ import pytest
 from junitparser import JUnitXml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
 
 FINDING = {"id": "kernel.no_psi", "severity": "medium", "title": "no PSI", "check": "kernel"}
@@ -78,3 +79,10 @@ def test_the_annotation_never_lists_a_fix_no_audit_after_read(after):
                             1700000000)
     summary = json.loads(note[trail.ANNOTATION])
     assert summary["fixed"] == [] and summary["verified"] is False, summary
+
+
+def test_the_textfile_counts_an_unreachable_node():
+    model = report_model.build_model({"n": dict(NO_AFTER)}, before={"n": {"findings": []}},
+                                     remediation={"n": {"status": "unreachable", "step": "fixes", "msg": "gone"}})
+    text = prometheus.fleet_textfile(model)
+    assert 'nodefix_remediation_outcome{node="n",outcome="unreachable"} 1' in text, text

@@ -126,7 +126,7 @@ def test_an_audit_of_unreachable_nodes_writes_its_report(tmp_path):
     assert rc != 0 and nodes is not None, out[-4000:]
     assert [n["status"] for n in nodes.values()] == ["unreachable", "unreachable"], nodes
     assert "nodefix-unreachable.invalid" in nodes["aaa-gone"]["error"]
-    assert recap(out, "aaa-gone")["failed"] == 1 and "not audited: unreachable" in out
+    assert recap(out, "localhost")["failed"] == 1 and "not audited, unreachable: aaa-gone, bbb-gone" in out
 
 
 def test_no_kubernetes_library_refuses_before_the_first_node(apiserver_double, tmp_path):

@@ -45,6 +45,9 @@ the real server's JSON shapes:
   ``involvedObject.name``/``involvedObject.kind``/``reason``) and ``GET`` of the events.k8s.io list.
 - Node metadata: a ``PATCH`` of ``metadata.annotations`` (merge; a null value removes the key) is kept
   and served; only a patch that names ``spec.unschedulable`` cordons or uncordons.
+- ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: ``status.allowed`` true unless the
+  state's ``denied`` (a list of ``{verb, group, resource, subresource, namespace}``, each key given must
+  match) names the review's ``resourceAttributes``; nothing is stored.
 
 - The control-plane guard's reads (``control_plane_route``): ``GET /api/v1/nodes`` (a Node's state may carry
   ``labels``, e.g. ``node-role.kubernetes.io/control-plane``, and ``"ready": false`` for NotReady),
@@ -96,13 +99,18 @@ RESOURCES = [
      "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], "shortNames": ["ev"]},
 ]
 COORDINATION = "coordination.k8s.io"
+AUTHORIZATION = "authorization.k8s.io"
+SSAR_RESOURCES = [{"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview", "namespaced": False,
+                   "kind": "SelfSubjectAccessReview", "verbs": ["create"]}]
 LEASES = [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
 GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
     {"name": COORDINATION, "versions": [{"groupVersion": COORDINATION + "/v1", "version": "v1"}],
      "preferredVersion": {"groupVersion": COORDINATION + "/v1", "version": "v1"}},
     {"name": "events.k8s.io", "versions": [{"groupVersion": "events.k8s.io/v1", "version": "v1"}],
-     "preferredVersion": {"groupVersion": "events.k8s.io/v1", "version": "v1"}}]}
+     "preferredVersion": {"groupVersion": "events.k8s.io/v1", "version": "v1"}},
+    {"name": AUTHORIZATION, "versions": [{"groupVersion": AUTHORIZATION + "/v1", "version": "v1"}],
+     "preferredVersion": {"groupVersion": AUTHORIZATION + "/v1", "version": "v1"}}]}
 EVENT_RESOURCES = [{"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
                     "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
                     "shortNames": ["ev"]}]
@@ -304,6 +312,8 @@ class Handler(BaseHTTPRequestHandler):
             if method == "GET" and path == "/apis/%s/v1" % COORDINATION:
                 return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": COORDINATION + "/v1",
                              "resources": LEASES}
+            if path.startswith("/apis/%s/v1" % AUTHORIZATION):
+                return self._access_review(method, path)
             m = re.match(r"^/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$", path)
             if m:
                 return self._leases(method, m.group(1), m.group(2))
@@ -546,6 +556,30 @@ class Handler(BaseHTTPRequestHandler):
         st.data["log"].append(dict(entry, holder=(body.get("spec") or {}).get("holderIdentity")))
         st.save()
         return (201 if method == "POST" else 200), st.lease(key)
+
+    def _access_review(self, method, path):
+        """SelfSubjectAccessReview (what ``kubectl auth can-i`` asks): allowed, unless the state's ``denied``
+        lists an entry whose every key (verb, group, resource, subresource, namespace) matches the review's
+        ``spec.resourceAttributes``; nothing is stored, as on the real server."""
+        if method == "GET" and path == "/apis/%s/v1" % AUTHORIZATION:
+            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": AUTHORIZATION + "/v1",
+                         "resources": SSAR_RESOURCES}
+        if path != "/apis/%s/v1/selfsubjectaccessreviews" % AUTHORIZATION:
+            return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
+        if method != "POST":
+            return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        body = self._body() or {}
+        attrs = (body.get("spec") or {}).get("resourceAttributes")
+        if not isinstance(attrs, dict):
+            return status(422, "Invalid", "SelfSubjectAccessReview.authorization.k8s.io is invalid: spec: Invalid "
+                          "value: exactly one of nonResourceAttributes or resourceAttributes must be specified")
+        denied = [d for d in self.state.data.get("denied") or []
+                  if all(attrs.get(k, "") == v for k, v in d.items())]
+        answer = {"allowed": not denied}
+        if denied:
+            answer.update(denied=True, reason="denied by the double's state: %s" % json.dumps(denied[0], sort_keys=True))
+        return 201, {"kind": "SelfSubjectAccessReview", "apiVersion": AUTHORIZATION + "/v1",
+                     "metadata": {"creationTimestamp": None}, "spec": body.get("spec"), "status": answer}
 
     def _handle(self, method):
         code, body = self._route(method)

@@ -178,7 +178,7 @@ class ApiServerDouble(object):
     """lab/apiserver-double/apiserver.py run on the controller (a TEST DOUBLE of
     kube-apiserver: no Debian package ships one). ``state()`` reads its state file."""
 
-    def __init__(self, workdir, nodes, pods, configmaps=None):
+    def __init__(self, workdir, nodes, pods, configmaps=None, **state):
         self.state_path = os.path.join(str(workdir), "apiserver-state.json")
         self.kubeconfig = os.path.join(str(workdir), "kubeconfig")
         port_file = os.path.join(str(workdir), "apiserver.port")
@@ -186,7 +186,8 @@ class ApiServerDouble(object):
             # nodes: names (schedulable) or {name: {"unschedulable": bool}}
             states = nodes if isinstance(nodes, dict) else dict((n, {"unschedulable": False}) for n in nodes)
             # configmaps: {"<namespace>/<name>": {key: text}}
-            json.dump({"nodes": states, "pods": pods, "configmaps": configmaps or {}}, fh)
+            # state: the rest of the state file (e.g. denied: the SelfSubjectAccessReviews it denies)
+            json.dump(dict(state, nodes=states, pods=pods, configmaps=configmaps or {}), fh)
         self.proc = subprocess.Popen([sys.executable,
                                       os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py"),
                                       "--state", self.state_path, "--port-file", port_file,
@@ -214,8 +215,8 @@ def apiserver_double(tmp_path):
     """Start the double with ``nodes`` and ``pods``; stopped after the test."""
     started = []
 
-    def _start(nodes, pods, configmaps=None):
-        double = ApiServerDouble(tmp_path, nodes, pods, configmaps)
+    def _start(nodes, pods, configmaps=None, **state):
+        double = ApiServerDouble(tmp_path, nodes, pods, configmaps, **state)
         started.append(double)
         return double
 

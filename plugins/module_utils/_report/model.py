@@ -88,7 +88,8 @@ def _node(host, result, before, remediation, waivers=()):
         b_status, b_findings, b_error = _node_state(before[host])
         b_ids = set(f["id"] for f in b_findings)
         node["before"] = {"status": b_status, "error": b_error, "ids": sorted(b_ids), "total": len(b_findings)}
-        node["fixed"] = sorted(b_ids - set(node["ids"]) - set(node["waived_ids"]))
+        # nothing is fixed that no audit after read (an unreachable or failed audit after)
+        node["fixed"] = sorted(b_ids - set(node["ids"]) - set(node["waived_ids"])) if status == "ok" else []
         node["new"] = sorted(set(node["ids"]) - b_ids)
         node["still_open"] = sorted(set(node["ids"]) & b_ids)
         node["changes"] = changes((before[host] or {}).get("checks"), (result or {}).get("checks"))
@@ -98,7 +99,21 @@ def _node(host, result, before, remediation, waivers=()):
         if rem.get("unreachable") or rem.get("not_run"):
             rem = {"status": "not run", "msg": rem.get("msg")}
         node["remediation"] = rem
+        if rem.get("status") == "unreachable":
+            unreachable_at(node, rem.get("step"), rem.get("msg"))
+    elif status == "unreachable" and (result or {}).get("step"):
+        unreachable_at(node, result["step"], result.get("msg"))
     return node
+
+
+def unreachable_at(node, step, msg):
+    """Mark ``node`` unreachable at ``step`` (remediate's storm audit, audit before, fixes, audit after; the
+    audit's audit): its status, ``unreachable_at`` and error say where the run lost it; nothing is fixed."""
+    step = str(step or "an unnamed step")
+    node.update(status="unreachable", unreachable_at=step, checks_failed={},
+                error="unreachable at %s: %s" % (step, msg or "no answer"))
+    if "fixed" in node:
+        node["fixed"] = []
 
 
 # What a remediation changed, read from the facts of the audits before and after it (node_audit's

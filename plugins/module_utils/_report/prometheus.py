@@ -68,7 +68,7 @@ HELP = {
 }
 
 # a remediation's outcomes (the report's statuses; "not run" as a label value without a space)
-OUTCOMES = ("ok", "failed", "skipped", "not_run")
+OUTCOMES = ("ok", "failed", "skipped", "not_run", "unreachable")
 # the reboot role's outcomes of a node that went down and came back
 REBOOTED = ("verified", "not fixed")
 

@@ -118,8 +118,16 @@ def _role_changes(before, after):
     return out
 
 
+def _read(after):
+    """The audit after when it read the node; None for Ansible's unreachable or skipped result in its place."""
+    if isinstance(after, dict) and (after.get("unreachable") or after.get("skipped")):
+        return None
+    return after
+
+
 def end_events(run_id, before, after, remediation, finished, drained=False, drain_error="", cordoned_before=False):
     """The steps of a node's remediation after its start, in order, ending with its outcome."""
+    after = _read(after)
     if not isinstance(remediation, dict):
         raise TrailInputError("the remediation record is not a mapping")
     when = _time(finished, "finished")
@@ -168,6 +176,9 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
         events.append(_event("RolledBack", "Warning", "Fix", _note(run_id, msg), when))
     elif status == "failed" and not drain_error:   # DrainFailed said it
         events.append(_event("RemediationFailed", "Warning", "Fix", _note(run_id, msg or "failed"), when))
+    elif status == "unreachable":
+        events.append(_event("NodeUnreachable", "Warning", "Verify", _note(
+            run_id, "could not be reached at %s: %s" % (remediation.get("step") or "a step", msg or "no answer")), when))
     elif status == "skipped" and not drain_error:   # a failed drain said it already: the node was left as it was
         events.append(_event("NothingToFix", "Normal", "Verify", _note(run_id, msg or "nothing to fix"), when))
     if drained and not cordoned_before and remediation.get("held"):
@@ -195,6 +206,7 @@ def _held(run_id, reasons, when):
 
 def annotation(run_id, remediation, before, after, finished):
     """{ANNOTATION: JSON text} - the last remediation's summary, bounded in size."""
+    after = _read(after)
     fixed, still = _fixed_still(before, after)
     summary = {"time": iso(int(_time(finished, "finished") * 1000000), micro=False), "outcome": str((remediation or {}).get("status")),
                "run": str(run_id), "fixed": fixed[:ANNOTATION_IDS], "stillOpen": still[:ANNOTATION_IDS]}

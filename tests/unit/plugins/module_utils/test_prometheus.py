@@ -125,4 +125,4 @@ def test_an_audit_report_has_no_remediation_series_and_a_remediation_one_has_eac
     # a held reboot did not happen
     assert [s.value for s in fams["nodefix_remediation_reboots"]] == [0, 0]
     assert dict((s.labels["outcome"], s.value) for s in fams["nodefix_remediation_nodes"]) == {
-        "ok": 1, "failed": 0, "skipped": 1, "not_run": 0}
+        "ok": 1, "failed": 0, "skipped": 1, "not_run": 0, "unreachable": 0}

@@ -195,7 +195,7 @@ errors:
   type: list
   elements: str
   sample: ["event Drained: 403 Forbidden",
-           "the API server did not answer (MaxRetryError: ... Connection refused); 3 event(s) and the annotation not written"]
+           "the API server could not be reached or did not answer (MaxRetryError: ... Connection refused); 3 event(s) and the annotation not written"]
 """
 
 import socket
@@ -248,13 +248,14 @@ def post(module, events, note):
     O(request_timeout); an API error (4xx/5xx) loses that event only, a server that cannot be reached (refused,
     DNS, TLS, timeout) ends the trail there: the rest is named not written, never waited for again."""
     p = module.params
-    timeout = p["request_timeout"]
+    # (connect, read): the client ignores a float (kubernetes/client/rest.py takes an int or a 2-tuple only)
+    timeout = (p["request_timeout"], p["request_timeout"])
     try:
         client = _client(p)
     except Exception as exc:  # the client raises ConfigException, IOError, yaml errors...
         return 0, False, ["cannot load the kubeconfig %s: %s" % (p["kubeconfig"], exc)]
     core, ev = k8s_client.CoreV1Api(client), k8s_client.EventsV1Api(client)
-    unreachable = "the API server did not answer (%s); %d event(s)%s not written"
+    unreachable = "the API server could not be reached or did not answer (%s); %d event(s)%s not written"
     try:
         uid = core.read_node(p["node"], _request_timeout=timeout).metadata.uid
     except ApiException as exc:
@@ -280,7 +281,8 @@ def post(module, events, note):
         except ApiException as exc:
             errors.append("annotation %s: %s" % (trail.ANNOTATION, _why(exc)))
         except Exception as exc:  # pylint: disable=broad-except
-            errors.append("annotation %s: the API server did not answer (%s)" % (trail.ANNOTATION, _why(exc)))
+            errors.append("annotation %s: the API server could not be reached or did not answer (%s)"
+                          % (trail.ANNOTATION, _why(exc)))
     return posted, annotated, errors
 
 

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""node_events never takes a run down: an API server that refuses the connection or accepts it and never
+answers is a warning, the module returns (rc 0, not failed, no traceback), and options the real API server
+could never accept are refused before anything is sent.
+
+The module runs as Ansible runs it (a subprocess reading its arguments file, the official kubernetes
+client talking to a real socket); the subprocess timeout only guards the test run against a module that
+blocks forever (as the old one did), it is not asserted.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+AUDIT = {"findings": [{"id": "kubelet.api_qps_low", "severity": "medium", "check": "kubelet", "title": "t"}], "checks": {}}
+
+
+def kubeconfig(tmp_path, port):
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:%d" % port}}],
+        "users": [{"name": "u", "user": {"token": "not-checked"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return str(path)
+
+
+def run(tmp_path, port, **over):
+    args = {"kubeconfig": kubeconfig(tmp_path, port), "node": "node-a", "run_id": "4711", "phase": "end",
+            "audit_before": AUDIT, "audit_after": {"findings": [], "checks": {}},
+            "remediation": {"status": "ok", "roles": ["nodefix.k8s.kubelet"]}, "finished": 1764150000.0,
+            "drained": True}
+    args.update(over)
+    args_file = tmp_path / "args.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=COLLECTIONS + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for key in list(env):
+        if key.lower().endswith("_proxy"):
+            del env[key]
+    proc = subprocess.run([sys.executable, "-m", "ansible_collections.nodefix.k8s.plugins.modules.node_events",
+                           str(args_file)], capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_an_api_server_that_refuses_the_connection_is_a_warning(tmp_path):
+    rc, result = run(tmp_path, closed_port())
+    assert rc == 0 and not result.get("failed"), result
+    assert result["posted"] == 0 and result["annotation"] == {} and result["changed"] is False
+    (error,) = result["errors"]
+    assert "the API server could not be reached or did not answer" in error and "4 event(s) and the annotation not written" in error
+    # ansible-core 2.19 structures its warnings; older ones give the text
+    assert any("trail on node node-a is incomplete" in json.dumps(w) for w in result["warnings"])
+
+
+def test_an_api_server_that_accepts_and_never_answers_is_a_warning_after_the_timeout(tmp_path):
+    # a listening socket never accept()ed: the kernel completes the handshake, nothing ever answers; the
+    # default request_timeout (10 s) applies
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        rc, result = run(tmp_path, silent.getsockname()[1], phase="start", started=1764150000.0)
+    finally:
+        silent.close()
+    assert rc == 0 and not result.get("failed"), result
+    (error,) = result["errors"]
+    assert "the API server could not be reached or did not answer" in error and "timed out" in error.lower()
+    assert "1 event(s) not written" in error
+    assert any("trail on node node-a is incomplete" in json.dumps(w) for w in result["warnings"])
+    assert result["events"][0]["reason"] == "FindingsDetected"
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"namespace": "nodefix-system"}, "value of namespace must be one of: default, kube-system"),
+    ({"instance": "i" * 200}, "instance: the Event's reportingInstance must be 1 to 128 bytes, got 200"),
+    ({"request_timeout": 0}, "request_timeout must be more than 0"),
+])
+def test_options_the_server_could_never_accept_fail_at_the_start(tmp_path, over, words):
+    rc, result = run(tmp_path, closed_port(), **over)
+    assert rc != 0 and result["failed"] and words in result["msg"], result
+    assert "errors" not in result or not result["errors"]

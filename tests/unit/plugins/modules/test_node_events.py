@@ -94,3 +94,21 @@ def test_options_the_server_could_never_accept_fail_at_the_start(tmp_path, over,
     rc, result = run(tmp_path, closed_port(), **over)
     assert rc != 0 and result["failed"] and words in result["msg"], result
     assert "errors" not in result or not result["errors"]
+
+
+def test_neither_trail_task_of_remediate_can_stop_the_run():
+    """Both node_events tasks of playbooks/remediate.yml ignore a failure of the module itself (bad facts, a crash):
+    with serial 1 a failed task would end the rollout there and no report would be written."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    def tasks(items):
+        for item in items or []:
+            if isinstance(item, dict):
+                yield item
+                for key in ("tasks", "block", "rescue", "always", "pre_tasks", "post_tasks"):
+                    yield from tasks(item.get(key))
+
+    with open(os.path.join(ROOT, "playbooks", "remediate.yml")) as fh:
+        trail = [t for t in tasks(yaml.safe_load(fh)) if "nodefix.k8s.node_events" in t]
+    assert len(trail) == 2
+    assert all(t.get("ignore_errors") is True and t.get("register") for t in trail)

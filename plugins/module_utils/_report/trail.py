@@ -44,9 +44,8 @@ CONTROLLER = "nodefix.k8s"
 ANNOTATION = "nodefix.k8s/last-remediation"
 ANNOTATION_IDS = 50      # ids kept in the annotation (the report has them all)
 ANNOTATION_RUN_MAX = 253  # bytes of the run id kept in the annotation
-# apimachinery pkg/api/validation/objectmeta.go: TotalAnnotationSizeLimitB, all of an object's annotations (keys and
-# values) together; the summary stays far below it (at most 3 x 50 ids)
-ANNOTATIONS_MAX = 256 * 1024
+# apimachinery pkg/api/validation/objectmeta.go TotalAnnotationSizeLimitB: all of an object's annotations (keys and
+# values) together at most 256 KiB; the summary stays far below it (at most 3 x 50 ids and a 253-byte run id)
 # What the API server validates, transcribed from Kubernetes' source (Go's len() counts bytes):
 # pkg/apis/core/validation/events.go: NoteLengthLimit, ReasonLengthLimit, ActionLengthLimit,
 # ReportingInstanceLengthLimit (legacyValidateEvent: message, reason, action, reportingInstance);

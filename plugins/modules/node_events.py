@@ -198,6 +198,7 @@ errors:
            "the API server could not be reached or did not answer (MaxRetryError: ... Connection refused); 3 event(s) and the annotation not written"]
 """
 
+import json
 import socket
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -230,8 +231,13 @@ def work_out(p):
 
 
 def _why(exc):
+    """An API error as its status, reason and the Status message (a 422 names the field); any other its type."""
     if isinstance(exc, ApiException):
-        return "%s %s" % (exc.status, (exc.reason or "").strip())
+        try:
+            said = json.loads(exc.body or "{}").get("message") or ""
+        except (ValueError, AttributeError):
+            said = ""
+        return ("%s %s" % (exc.status, (exc.reason or "").strip())) + (": %s" % said[:500] if said else "")
     return "%s: %s" % (type(exc).__name__, exc)
 
 

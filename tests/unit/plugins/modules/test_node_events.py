@@ -112,3 +112,33 @@ def test_neither_trail_task_of_remediate_can_stop_the_run():
         trail = [t for t in tasks(yaml.safe_load(fh)) if "nodefix.k8s.node_events" in t]
     assert len(trail) == 2
     assert all(t.get("ignore_errors") is True and t.get("register") for t in trail)
+
+
+def test_against_the_strict_double_the_events_pass_and_a_422_is_a_warning_naming_the_field(tmp_path):
+    """lab/apiserver-double (a TEST DOUBLE of kube-apiserver, as strict as its validation): the node already carries
+    256 KiB of annotations less 50 bytes, so the summary annotation passes the limit - a 422 the module reports."""
+    import time  # pylint: disable=import-outside-toplevel
+    node = "n" * 60 + ".example." + "x" * 182   # 251 characters
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"nodes": {node: {"annotations": {"example.com/big": "x" * (256 * 1024 - 15 - 50)}}}, "pods": []}))
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py"),
+                             "--state", str(state), "--port-file", str(port_file)])
+    try:
+        for _dummy in range(100):
+            if port_file.exists():
+                break
+            time.sleep(0.1)
+        rc, result = run(tmp_path, int(port_file.read_text()), node=node, instance="é" * 64,
+                         remediation={"status": "failed", "roles": [], "msg": "сбой " * 400})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert rc == 0 and not result.get("failed"), result
+    assert result["posted"] == len(result["events"]) == 3 and result["annotation"] == {}
+    (error,) = result["errors"]
+    assert error.startswith("annotation nodefix.k8s/last-remediation: 422 Unprocessable Entity: Node \"%s\" is invalid: "
+                            "metadata.annotations: Too long: must have at most 262144 bytes" % node), error
+    events = json.loads(state.read_text())["events"]
+    assert [e["reason"] for e in events] == ["Drained", "RemediationFailed", "Uncordoned"]
+    assert all(e["regarding"]["name"] == node and e["note"].startswith("node %s: run 4711: " % node) for e in events)

@@ -80,8 +80,9 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+# the rules the real server applies, each citing its source (validation.py beside this file)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import validation  # noqa: E402  pylint: disable=wrong-import-position  (the rules the real server applies, cited)
+import validation  # noqa: E402  pylint: disable=wrong-import-position
 
 LOCK = threading.Lock()
 VERSION = {"major": "1", "minor": "29", "gitVersion": "v1.29.3", "gitCommit": "6813625b7cd706db5bc7388921be03071e1a492d",

@@ -174,8 +174,8 @@ def test_leases_as_validate_lease(double):
     assert body["message"].startswith('Lease.coordination.k8s.io "Reboot_Lock" is invalid')
     code, body = call(double, "POST", path, {"metadata": {"name": "lock-0"}, "spec": {"leaseDurationSeconds": 0}})
     invalid(code, body, "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0", kind="Lease", group="coordination.k8s.io")
-    code, body = call(double, "POST", path, {"metadata": {"name": "lock-0"}, "spec": {"holderIdentity": "node-a",
-                                                                                       "leaseDurationSeconds": 60}})
+    good = {"metadata": {"name": "lock-0"}, "spec": {"holderIdentity": "node-a", "leaseDurationSeconds": 60}}
+    code, body = call(double, "POST", path, good)
     assert code == 201, body
 
 

@@ -45,9 +45,15 @@ the real server's JSON shapes:
   ``involvedObject.name``/``involvedObject.kind``/``reason``) and ``GET`` of the events.k8s.io list.
 - Node metadata: a ``PATCH`` of ``metadata.annotations`` (merge; a null value removes the key) is kept
   and served; only a patch that names ``spec.unschedulable`` cordons or uncordons.
-- ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: ``status.allowed`` true unless the
-  state's ``denied`` (a list of ``{verb, group, resource, subresource, namespace}``, each key given must
-  match) names the review's ``resourceAttributes``; nothing is stored.
+- ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: allowed, unless the state's
+  ``access_denials`` (``[{"verb": "create", "resource": "pods", "subresource": "eviction", "reason": ...}]``,
+  every key given must match the request's attributes) denies it; logged with its attributes.
+
+Every object the collection sends is validated as the real server validates it (validation.py beside
+this file, each rule citing its Kubernetes source): Events (namespace of a Node's Events, byte limits of
+note/reason/action/reportingInstance, reportingController a qualified name, generateName, ...), Node
+annotations (qualified keys, 256 KiB in all), Leases, ConfigMaps, evictions and SelfSubjectAccessReviews,
+with the real server's 422 ``Invalid`` (``details.causes``, the real field paths) or 400 ``BadRequest``.
 
 - The control-plane guard's reads (``control_plane_route``): ``GET /api/v1/nodes`` (a Node's state may carry
   ``labels``, e.g. ``node-role.kubernetes.io/control-plane``, and ``"ready": false`` for NotReady),
@@ -76,11 +82,16 @@ import argparse
 import json
 import os
 import re
+import sys
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+# the rules the real server applies, each citing its source (validation.py beside this file)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import validation  # noqa: E402  pylint: disable=wrong-import-position
 
 LOCK = threading.Lock()
 VERSION = {"major": "1", "minor": "29", "gitVersion": "v1.29.3", "gitCommit": "6813625b7cd706db5bc7388921be03071e1a492d",
@@ -114,8 +125,6 @@ GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
 EVENT_RESOURCES = [{"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
                     "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
                     "shortNames": ["ev"]}]
-# events.k8s.io/v1 validation (pkg/apis/core/validation/events.go): what a new Event must carry
-EVENT_REQUIRED = ("eventTime", "reportingController", "reportingInstance", "action", "reason", "regarding")
 
 
 def kept_metadata(body):
@@ -342,6 +351,9 @@ class Handler(BaseHTTPRequestHandler):
                                 return status(422, "Invalid", "metadata.annotations: values must be strings")
                             else:
                                 merged[key] = value
+                        errs = validation.node_update_errors(merged)
+                        if errs:
+                            return validation.invalid("Node", name, errs)
                         stored["annotations"] = merged
                     st.data["log"].append({"method": "PATCH", "path": path, "body": body})
                     st.save()
@@ -365,6 +377,9 @@ class Handler(BaseHTTPRequestHandler):
                     return 200, st.pod(p)
                 if (method == "POST" and eviction) or (method == "DELETE" and not eviction):
                     body = self._body() or {}
+                    refused = validation.eviction_error(name, body) if eviction else None
+                    if refused:
+                        return refused
                     want_uid = ((body.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
                     if eviction and want_uid and want_uid != p["uid"]:
                         st.data["log"].append({"method": method, "path": path, "refused": "Conflict"})
@@ -435,6 +450,12 @@ class Handler(BaseHTTPRequestHandler):
         data = dict(body.get("data") or {}) if method == "PUT" else dict(current["data"], **(body.get("data") or {}))
         if not all(isinstance(v, str) for v in data.values()):
             return status(422, "Invalid", "ConfigMap data values must be strings")
+        refused = self._renamed(body.get("metadata") or {}, name) if method == "PUT" else None
+        if refused:
+            return refused
+        errs = validation.configmap_errors(None, data)
+        if errs:
+            return validation.invalid("ConfigMap", name, errs)
         dry = (query.get("dryRun") or [""])[0] == "All"
         if not dry:
             st.data["configmaps"]["%s/%s" % (ns, name)] = data
@@ -459,18 +480,15 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         if not isinstance(body, dict):
             return status(400, "BadRequest", "the body is not a JSON object")
-        missing = [k for k in EVENT_REQUIRED if not body.get(k)]
         meta = dict(body.get("metadata") or {})
-        if not meta.get("name") and not meta.get("generateName"):
-            missing.append("metadata.name")
-        if len(str(body.get("note") or "")) > 1024:
-            return status(422, "Invalid", "Event.events.k8s.io is invalid: note: Too long: must have at most 1024 bytes")
-        if body.get("type") not in ("Normal", "Warning"):
-            missing.append("type (Normal or Warning)")
-        if missing:
-            return status(422, "Invalid", "Event.events.k8s.io is invalid: %s: Required value" % ", ".join(missing))
-        if not meta.get("name"):
-            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        refused = validation.namespace_mismatch(meta.get("namespace"), ns)
+        if refused:
+            return refused
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = validation.generated_name(meta["generateName"], uuid.uuid4().hex[:5])
+        errs = validation.event_errors(dict(body, metadata=meta), ns)
+        if errs:
+            return validation.invalid("Event", meta.get("name"), errs)
         meta.update(namespace=ns, uid=str(uuid.uuid4()), resourceVersion=str(st.bump()),
                     creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         event = dict(body, metadata=meta, apiVersion="events.k8s.io/v1", kind="Event")
@@ -479,6 +497,44 @@ class Handler(BaseHTTPRequestHandler):
                                "reason": event["reason"]})
         st.save()
         return 201, event
+
+    @staticmethod
+    def _renamed(meta, name):
+        """apiserver pkg/endpoints/handlers/update.go: a PUT whose body names another object is a 400."""
+        if name and meta.get("name") and meta["name"] != name:
+            return validation.bad_request("the name of the object (%s) does not match the name on the URL (%s)"
+                                          % (meta["name"], name))
+        return None
+
+    def _access_review(self, method, path):
+        """authorization.k8s.io/v1 SelfSubjectAccessReview (POST; validated as
+        pkg/apis/authorization/validation/validation.go does): allowed, unless the state's ``access_denials``
+        lists the request ({verb, resource, group, subresource, namespace, name}: every key given must match;
+        ``reason`` is the answer's reason)."""
+        if method == "GET" and path == "/apis/%s/v1" % AUTHORIZATION:
+            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": AUTHORIZATION + "/v1",
+                         "resources": SSAR_RESOURCES}
+        if path != "/apis/%s/v1/selfsubjectaccessreviews" % AUTHORIZATION:
+            return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
+        if method != "POST":
+            return status(405, "MethodNotAllowed", "%s of selfsubjectaccessreviews" % method)
+        body = self._body()
+        if not isinstance(body, dict):
+            return status(400, "BadRequest", "the body is not a JSON object")
+        errs = validation.ssar_errors(body)
+        if errs:
+            return validation.invalid("SelfSubjectAccessReview", "", errs, group=AUTHORIZATION)
+        spec = body.get("spec") or {}
+        asked = spec.get("resourceAttributes") or spec.get("nonResourceAttributes") or {}
+        denied = [d for d in self.state.data.get("access_denials") or []
+                  if all(asked.get(k, "") == v for k, v in d.items() if k != "reason")]
+        answer = {"allowed": not denied}
+        if denied:
+            answer["reason"] = denied[0].get("reason") or ""
+        self.state.data["log"].append({"method": "POST", "path": path, "attributes": asked, "allowed": not denied})
+        self.state.save()
+        return 201, {"kind": "SelfSubjectAccessReview", "apiVersion": AUTHORIZATION + "/v1",
+                     "metadata": {"creationTimestamp": None}, "spec": spec, "status": answer}
 
     @staticmethod
     def _core_event(e):
@@ -505,10 +561,17 @@ class Handler(BaseHTTPRequestHandler):
             items = [st.lease(k) for k in sorted(st.data["leases"]) if k.startswith(ns + "/")]
             return 200, {"kind": "LeaseList", "apiVersion": COORDINATION + "/v1",
                          "metadata": {"resourceVersion": str(st.data["version"])}, "items": items}
+        if method in ("POST", "PUT"):
+            meta = dict(((body or {}).get("metadata") or {}))
+            refused = validation.namespace_mismatch(meta.get("namespace"), ns) or self._renamed(meta, name)
+            if refused:
+                return refused
+            errs = validation.lease_errors(dict(meta, namespace=ns, name=meta.get("name") or name),
+                                           (body or {}).get("spec") or {}, create=method == "POST")
+            if errs:
+                return validation.invalid("Lease", meta.get("name") or name, errs, group=COORDINATION)
         if name is None and method == "POST":
             name = ((body or {}).get("metadata") or {}).get("name")
-            if not name:
-                return status(422, "Invalid", "Lease.coordination.k8s.io is invalid: metadata.name: Required value")
         if name is None:
             return status(405, "MethodNotAllowed", "%s of a Lease list" % method)
         key = "%s/%s" % (ns, name)
@@ -556,30 +619,6 @@ class Handler(BaseHTTPRequestHandler):
         st.data["log"].append(dict(entry, holder=(body.get("spec") or {}).get("holderIdentity")))
         st.save()
         return (201 if method == "POST" else 200), st.lease(key)
-
-    def _access_review(self, method, path):
-        """SelfSubjectAccessReview (what ``kubectl auth can-i`` asks): allowed, unless the state's ``denied``
-        lists an entry whose every key (verb, group, resource, subresource, namespace) matches the review's
-        ``spec.resourceAttributes``; nothing is stored, as on the real server."""
-        if method == "GET" and path == "/apis/%s/v1" % AUTHORIZATION:
-            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": AUTHORIZATION + "/v1",
-                         "resources": SSAR_RESOURCES}
-        if path != "/apis/%s/v1/selfsubjectaccessreviews" % AUTHORIZATION:
-            return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
-        if method != "POST":
-            return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-        body = self._body() or {}
-        attrs = (body.get("spec") or {}).get("resourceAttributes")
-        if not isinstance(attrs, dict):
-            return status(422, "Invalid", "SelfSubjectAccessReview.authorization.k8s.io is invalid: spec: Invalid "
-                          "value: exactly one of nonResourceAttributes or resourceAttributes must be specified")
-        denied = [d for d in self.state.data.get("denied") or []
-                  if all(attrs.get(k, "") == v for k, v in d.items())]
-        answer = {"allowed": not denied}
-        if denied:
-            answer.update(denied=True, reason="denied by the double's state: %s" % json.dumps(denied[0], sort_keys=True))
-        return 201, {"kind": "SelfSubjectAccessReview", "apiVersion": AUTHORIZATION + "/v1",
-                     "metadata": {"creationTimestamp": None}, "spec": body.get("spec"), "status": answer}
 
     def _handle(self, method):
         code, body = self._route(method)

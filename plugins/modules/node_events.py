@@ -22,13 +22,24 @@ description:
     C(NoFindings)).
   - O(phase=end) - the steps in order (C(Drained) or C(DrainFailed), C(FixApplied) per role with what changed read from
     the audits around the fixes, C(Rebooted), C(KernelBooted) or C(RebootHeld)), the outcome (C(RemediationVerified),
-    C(FindingsStillOpen), C(RolledBack), C(RemediationFailed), C(NothingToFix); C(NotVerified) without an O(audit_after))
+    C(FindingsStillOpen), C(RolledBack), C(RemediationFailed), C(NothingToFix); C(NotVerified) without an O(audit_after) or when a finding gone from it
+    was not looked for - its detector could not run after the fixes, C(audit.check_failed))
     and C(Uncordoned) or C(LeftCordoned) (C(LeftCordonedUnverified) when the record's C(held) names why the node stays
     cordoned; C(GivenBack) first when its C(given_back) says this run gave back a node an earlier run left cordoned);
     and the annotation C(nodefix.k8s/last-remediation) on the Node - the last remediation's time, outcome, run id,
-    fixed and still-open ids as JSON.
-  - The trail never fails the remediation it describes. An API error (no RBAC for events, the node unknown) is a
-    warning and RV(errors) says what was not written.
+    fixed, still-open and not-verified ids as JSON (a finding whose detector could not run after the fixes is
+    listed under C(notVerified), never under C(fixed), and C(verified) is C(false)).
+  - The trail never fails the remediation it describes. An API error (no RBAC for events, the node unknown, a 422
+    Invalid), an API server that refuses the connection, cannot be resolved, fails TLS or does not answer within
+    O(request_timeout), and a controller without the C(kubernetes) Python library are each a warning, and
+    RV(errors) says what was not written; the module itself never fails on them.
+  - Each Event is made as the real API server validates it (pkg/apis/core/validation/events.go) - the note at most
+    1024 bytes of UTF-8 (cut on a character boundary), reason, action and C(reportingInstance) at most 128 bytes,
+    C(reportingController) the qualified name C(nodefix.k8s); C(metadata.generateName) is the node's name and
+    C(.nodefix-), the name shortened so that the name generated from it stays within 253 characters (the full
+    name is then in the note and in C(regarding)).
+  - Bad input (facts of the wrong shape, an O(instance) or O(request_timeout) the API server or the module could
+    never use) fails the module when it starts, with nothing written.
 author:
   - nodefix.k8s developers (@nodefix)
 requirements:
@@ -46,15 +57,22 @@ options:
     type: str
     required: true
   namespace:
-    description: Where the Events go (C(default), as kubelet's node events).
+    description:
+      - Where the Events go (C(default), as kubelet's node events).
+      - A Node is cluster-scoped; the API server keeps an Event about it only in C(default) or C(kube-system)
+        (C(ValidateEventCreate), pkg/apis/core/validation/events.go), so no other namespace is accepted.
     type: str
     default: default
+    choices: [default, kube-system]
   run_id:
     description: The run's id, in every event's note and the annotation (AWX's job id under AWX).
     type: str
     required: true
   instance:
-    description: The events' C(reportingInstance) (this controller's host name when unset).
+    description:
+      - The events' C(reportingInstance) (this controller's host name when unset, cut to 128 bytes).
+      - At most 128 bytes (the API server's C(ReportingInstanceLengthLimit)); a longer one is refused when the
+        module starts, before anything is written.
     type: str
   phase:
     description: Which part of the remediation the events describe.
@@ -97,6 +115,15 @@ options:
     description: Write the C(nodefix.k8s/last-remediation) annotation (O(phase=end)).
     type: bool
     default: true
+  request_timeout:
+    description:
+      - Seconds each API request may take (connect and read), one attempt a request (no retries).
+      - A server that does not answer in time ends the trail with a warning; the rest is named in RV(errors),
+        never waited for again. The most the module can wait is about this once (an unreachable server) or
+        once per event and the annotation (a server that stops answering midway).
+      - More than 0 and at most 600.
+    type: float
+    default: 10
 extends_documentation_fragment:
   - nodefix.k8s.attributes
 attributes:
@@ -168,18 +195,18 @@ errors:
   returned: always
   type: list
   elements: str
-  sample: ["event Drained: 403 Forbidden"]
+  sample: ["event Drained: 403 Forbidden",
+           "the API server could not be reached or did not answer (MaxRetryError: ... Connection refused); 3 event(s) and the annotation not written"]
 """
 
+import json
 import socket
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
 
-K8S_IMP_ERR = None
 try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
@@ -187,7 +214,6 @@ try:
     HAS_K8S = True
 except ImportError:
     HAS_K8S = False
-    K8S_IMP_ERR = traceback.format_exc()
 
 
 def work_out(p):
@@ -206,40 +232,64 @@ def work_out(p):
 
 
 def _why(exc):
-    return "%s %s" % (getattr(exc, "status", ""), getattr(exc, "reason", "") or exc)
+    """An API error as its status, reason and the Status message (a 422 names the field); any other its type."""
+    if isinstance(exc, ApiException):
+        try:
+            said = json.loads(exc.body or "{}").get("message") or ""
+        except (ValueError, AttributeError):
+            said = ""
+        return ("%s %s" % (exc.status, (exc.reason or "").strip())) + (": %s" % said[:500] if said else "")
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+def _client(p):
+    """The API client, one attempt a request (no urllib3 retries: a hung server costs one timeout, not four)."""
+    cfg = k8s_client.Configuration()
+    k8s_config.load_kube_config(config_file=p["kubeconfig"], context=p["context"], client_configuration=cfg)
+    cfg.retries = 0
+    return k8s_client.ApiClient(cfg)
 
 
 def post(module, events, note):
-    """Post the events and the annotation; (posted, annotated, errors)."""
+    """Post the events and the annotation; (posted, annotated, errors). Every request has the timeout
+    O(request_timeout); an API error (4xx/5xx) loses that event only, a server that cannot be reached (refused,
+    DNS, TLS, timeout) ends the trail there: the rest is named not written, never waited for again."""
     p = module.params
+    # (connect, read): the client ignores a float (kubernetes/client/rest.py takes an int or a 2-tuple only)
+    timeout = (p["request_timeout"], p["request_timeout"])
     try:
-        client = k8s_config.new_client_from_config(config_file=p["kubeconfig"], context=p["context"])
+        client = _client(p)
     except Exception as exc:  # the client raises ConfigException, IOError, yaml errors...
         return 0, False, ["cannot load the kubeconfig %s: %s" % (p["kubeconfig"], exc)]
     core, ev = k8s_client.CoreV1Api(client), k8s_client.EventsV1Api(client)
+    unreachable = "the API server could not be reached or did not answer (%s); %d event(s)%s not written"
     try:
-        uid = core.read_node(p["node"]).metadata.uid
+        uid = core.read_node(p["node"], _request_timeout=timeout).metadata.uid
     except ApiException as exc:
         return 0, False, ["node %s: %s; no event written" % (p["node"], _why(exc))]
-    instance = p["instance"] or socket.gethostname()
+    except Exception as exc:  # urllib3/socket/ssl errors: refused, DNS, TLS, timeout
+        return 0, False, [unreachable % (_why(exc), len(events), " and the annotation" if note else "")]
+    instance = p["instance"] or trail.cut_bytes(socket.gethostname(), trail.INSTANCE_MAX, "")
     posted, annotated, errors = 0, False, []
-    for e in events:
-        body = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
-                "metadata": {"generateName": "%s.nodefix-" % p["node"], "namespace": p["namespace"]},
-                "eventTime": trail.iso(e["time"]), "reportingController": trail.CONTROLLER,
-                "reportingInstance": instance, "action": e["action"], "reason": e["reason"], "note": e["note"],
-                "type": e["type"], "regarding": {"apiVersion": "v1", "kind": "Node", "name": p["node"], "uid": uid}}
+    for n, e in enumerate(events):
         try:
-            ev.create_namespaced_event(p["namespace"], body)
+            ev.create_namespaced_event(p["namespace"], trail.event_body(e, p["node"], uid, p["namespace"], instance),
+                                       _request_timeout=timeout)
             posted += 1
         except ApiException as exc:
             errors.append("event %s: %s" % (e["reason"], _why(exc)))
+        except Exception as exc:  # pylint: disable=broad-except
+            return posted, False, errors + [unreachable % (_why(exc), len(events) - n, " and the annotation"
+                                                           if note else "")]
     if note:
         try:
-            core.patch_node(p["node"], {"metadata": {"annotations": note}})
+            core.patch_node(p["node"], {"metadata": {"annotations": note}}, _request_timeout=timeout)
             annotated = True
         except ApiException as exc:
             errors.append("annotation %s: %s" % (trail.ANNOTATION, _why(exc)))
+        except Exception as exc:  # pylint: disable=broad-except
+            errors.append("annotation %s: the API server could not be reached or did not answer (%s)"
+                          % (trail.ANNOTATION, _why(exc)))
     return posted, annotated, errors
 
 
@@ -249,7 +299,7 @@ def main():
             kubeconfig=dict(type="path", required=True),
             context=dict(type="str"),
             node=dict(type="str", required=True),
-            namespace=dict(type="str", default="default"),
+            namespace=dict(type="str", default="default", choices=list(trail.NODE_EVENT_NAMESPACES)),
             run_id=dict(type="str", required=True),
             instance=dict(type="str"),
             phase=dict(type="str", choices=["start", "end"], required=True),
@@ -263,18 +313,27 @@ def main():
             drain_error=dict(type="str", default=""),
             cordoned_before=dict(type="bool", default=False),
             annotate=dict(type="bool", default=True),
+            request_timeout=dict(type="float", default=10.0),
         ),
         supports_check_mode=True,
     )
+    p = module.params
     try:
-        events, note = work_out(module.params)
+        trail.check_options(p["namespace"], p["instance"])
+        if not 0 < p["request_timeout"] <= 600:
+            raise trail.TrailInputError("request_timeout must be more than 0 and at most 600 seconds, got %s"
+                                        % p["request_timeout"])
+        events, note = work_out(p)
     except NodefixError as err:
         module.fail_json(msg="bad input: %s; no event written" % err)
     shown = [dict(e, time=trail.iso(e["time"])) for e in events]
     if module.check_mode:
         module.exit_json(changed=bool(events or note), events=shown, annotation=note, posted=0, errors=[])
     if not HAS_K8S:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMP_ERR)
+        # the trail never fails the remediation it describes: a controller without the client is a warning
+        errors = ["%s; no event written" % missing_required_lib("kubernetes")]
+        module.warn("the remediation's trail on node %s is not written: %s" % (p["node"], errors[0]))
+        module.exit_json(changed=False, events=shown, annotation={}, posted=0, errors=errors)
     posted, annotated, errors = post(module, events, note)
     for error in errors:
         module.warn("the remediation's trail on node %s is incomplete: %s" % (module.params["node"], error))

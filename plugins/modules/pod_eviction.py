@@ -56,6 +56,12 @@ options:
     description: Seconds between two attempts.
     type: int
     default: 5
+  request_timeout:
+    description:
+      - Seconds each API request may take (connect and read). An API server that cannot be reached or does not
+        answer in time fails the module naming the pod and the error (never a wait without end).
+    type: int
+    default: 30
 extends_documentation_fragment:
   - nodefix.k8s.attributes
 attributes:
@@ -141,13 +147,25 @@ def _reason(exc):
     return "; ".join([body.get("message") or exc.reason or ""] + causes)
 
 
+def _timeout(module):
+    """(connect, read) seconds: the client takes an int or a 2-tuple (kubernetes/client/rest.py)."""
+    return (module.params["request_timeout"], module.params["request_timeout"])
+
+
+def _unreachable(module, what, exc):
+    module.fail_json(msg="%s: the API server could not be reached or did not answer within %d s (%s: %s)"
+                         % (what, module.params["request_timeout"], type(exc).__name__, exc))
+
+
 def _read(module, api, ns, name):
     try:
-        return api.read_namespaced_pod(name, ns)
+        return api.read_namespaced_pod(name, ns, _request_timeout=_timeout(module))
     except ApiException as exc:
         if exc.status == 404:
             return None
         module.fail_json(msg="cannot read pod %s/%s: %s %s" % (ns, name, exc.status, _reason(exc)), status=exc.status)
+    except Exception as exc:  # urllib3/socket/ssl errors: refused, DNS, TLS, timeout
+        _unreachable(module, "cannot read pod %s/%s" % (ns, name), exc)
 
 
 def _evict(module, api, ns, name, uid):
@@ -162,7 +180,7 @@ def _evict(module, api, ns, name, uid):
     while True:
         attempts += 1
         try:
-            api.create_namespaced_pod_eviction(name, ns, body)
+            api.create_namespaced_pod_eviction(name, ns, body, _request_timeout=_timeout(module))
             return "evicted", attempts
         except ApiException as exc:
             if exc.status == 404:
@@ -176,6 +194,9 @@ def _evict(module, api, ns, name, uid):
             module.fail_json(msg="eviction of pod %s/%s %s after %d attempt(s): %s %s"
                                  % (ns, name, what, attempts, exc.status, _reason(exc)),
                              status=exc.status, attempts=attempts)
+        except Exception as exc:  # urllib3/socket/ssl errors: whether the eviction happened is unknown
+            _unreachable(module, "eviction of pod %s/%s (attempt %d; whether it was evicted is unknown)"
+                         % (ns, name, attempts), exc)
 
 
 def main():
@@ -189,6 +210,7 @@ def main():
             grace_period_seconds=dict(type="int"),
             wait_timeout=dict(type="int", default=120),
             wait_sleep=dict(type="int", default=5),
+            request_timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -201,6 +223,8 @@ def main():
             module.fail_json(msg="%s %r is not a Kubernetes object name" % (key, p[key]))
     if p["wait_timeout"] < 0 or p["wait_sleep"] < 0:
         module.fail_json(msg="wait_timeout and wait_sleep must not be negative")
+    if p["request_timeout"] <= 0:
+        module.fail_json(msg="request_timeout must be more than 0 seconds")
     api = _api(module)
     pod = _read(module, api, ns, name)
     if pod is None:

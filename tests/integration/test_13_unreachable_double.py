@@ -148,7 +148,7 @@ def test_no_kubernetes_library_refuses_before_the_first_node(apiserver_double, t
 def test_rbac_denied_by_the_api_server_refuses_before_the_first_node(apiserver_double, tmp_path):
     """The API server (the double's SelfSubjectAccessReview) denies evictions: refused, nothing touched."""
     double = apiserver_double(["node-a"], [dict(p) for p in PODS],
-                              denied=[{"verb": "create", "resource": "pods", "subresource": "eviction"}])
+                              access_denials=[{"verb": "create", "resource": "pods", "subresource": "eviction"}])
     rc, out, nodes = run(tmp_path, "rbac", {"node-a": {"ansible_connection": "local"}},
                          common={"nodefix_kubeconfig": double.kubeconfig})
     assert rc != 0 and nodes is not None, out[-4000:]

@@ -7,6 +7,7 @@
 # Set on objects of other libraries, read there:
 preserve_quotes  # ruamel.yaml's YAML(): keep the document's quoting on dump (_kubelet.config_yaml)
 run_command_environ_update  # AnsibleModule: the environment of run_command (_core.runner.Runner)
+retries  # kubernetes.client.Configuration: read by its REST client (node_events: one attempt a request)
 
 # Looked up by Ansible, not called by name:
 ModuleDocFragment  # doc_fragments/*.py

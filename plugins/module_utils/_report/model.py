@@ -88,8 +88,10 @@ def _node(host, result, before, remediation, waivers=()):
         b_status, b_findings, b_error = _node_state(before[host])
         b_ids = set(f["id"] for f in b_findings)
         node["before"] = {"status": b_status, "error": b_error, "ids": sorted(b_ids), "total": len(b_findings)}
-        # nothing is fixed that no audit after read (an unreachable or failed audit after)
-        node["fixed"] = sorted(b_ids - set(node["ids"]) - set(node["waived_ids"])) if status == "ok" else []
+        # gone after, but its detector could not look: not verified, never "fixed"
+        gone = b_ids - set(node["ids"]) - set(node["waived_ids"])
+        node["not_verified"] = not_verified(b_findings, result, gone) if status == "ok" else sorted(gone)
+        node["fixed"] = sorted(gone - set(node["not_verified"]))
         node["new"] = sorted(set(node["ids"]) - b_ids)
         node["still_open"] = sorted(set(node["ids"]) & b_ids)
         node["changes"] = changes((before[host] or {}).get("checks"), (result or {}).get("checks"))
@@ -114,6 +116,37 @@ def unreachable_at(node, step, msg):
                 error="unreachable at %s: %s" % (step, msg or "no answer"))
     if "fixed" in node:
         node["fixed"] = []
+
+
+def detectors_blind(audit):
+    """The detectors of a node_audit result that could not look: an ``audit.check_failed`` finding names
+    them, or their facts carry an ``error``. None when ``audit`` is not a result at all."""
+    if not isinstance(audit, dict):
+        return None
+    checks = audit.get("checks") if isinstance(audit.get("checks"), dict) else {}
+    blind = set(name for name, out in checks.items() if isinstance(out, dict) and "error" in out)
+    blind.update(f.get("subject") or f.get("check") for f in audit.get("findings") or []
+                 if isinstance(f, dict) and f.get("id") == "audit.check_failed")
+    return blind
+
+
+def not_verified(before_findings, after, gone):
+    """The ids of ``gone`` (before-audit finding ids the after-audit did not report) whose detector could not look
+    after the fixes (``audit.check_failed``, an error in its facts, or absent from an after-audit that lists its
+    detectors): a detector that could not run proves nothing, so such a finding is not verified, never fixed
+    (as the reboot's verification reads it: _reboot/detect.py reasons_after)."""
+    blind = detectors_blind(after)
+    if blind is None:
+        return []
+    checks = after.get("checks") if isinstance(after.get("checks"), dict) else {}
+    out = set()
+    for f in before_findings or []:
+        if not isinstance(f, dict) or f.get("id") not in gone:
+            continue
+        name = f.get("check") or str(f["id"]).split(".", 1)[0]
+        if name in blind or (checks and name not in checks):
+            out.add(f["id"])
+    return sorted(out)
 
 
 # What a remediation changed, read from the facts of the audits before and after it (node_audit's
@@ -704,9 +737,11 @@ def to_markdown(model):
             out += ["Remediation: **%s**%s%s" % (rem.get("status"), (" in %ss" % rem["seconds"]) if rem.get("seconds") else "",
                                                  (" - " + str(rem.get("msg"))) if rem.get("msg") else ""), ""]
         if n.get("before"):
-            out += ["Before: %s finding(s); fixed: %s; still open: %s; new: %s" % (
+            out += ["Before: %s finding(s); fixed: %s; still open: %s; new: %s%s" % (
                 n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
-                ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none"), ""]
+                ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none",
+                ("; not verified (its detector could not run after the fixes): %s" % ", ".join(n["not_verified"]))
+                if n.get("not_verified") else ""), ""]
             rows = change_rows(n)
             if rows:
                 out += ["| setting | before | after | durable (or where to make it so) |", "|---|---|---|---|"]

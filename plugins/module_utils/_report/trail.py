@@ -18,11 +18,14 @@ or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's i
   what changed, read from the audits around the fixes; after a failure only a role whose change the
   audits read - a role that may not have run is never said to have fixed anything), ``Rebooted`` / ``KernelBooted`` /
   ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
-  ``RemediationFailed`` or ``NothingToFix``; ``NotVerified`` when no audit after the fixes was read - and ``Uncordoned`` or ``LeftCordoned``.
+  ``RemediationFailed`` or ``NothingToFix``; ``NotVerified`` when no audit after the fixes was read, or when a finding gone from it was
+  not looked for (its detector could not run: ``audit.check_failed``) - and ``Uncordoned`` or ``LeftCordoned``.
 
 The annotation ``nodefix.k8s/last-remediation`` holds the last remediation's summary as JSON (time,
-outcome, run id, fixed and still-open ids), bounded in size. Pure functions over the playbook's facts;
-the node_events module posts them.
+outcome, run id, fixed, still-open and not-verified ids), bounded in size. Every Event and the annotation are
+made as the real API server validates them (byte limits, namespace, generateName: ``event_body``,
+``check_options``; the rules cited where they are defined). Pure functions over the playbook's facts; the
+node_events module posts them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,23 +34,100 @@ __metaclass__ = type
 
 import datetime
 import json
+import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import change_check, changes, evidence_text
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
+    change_check, changes, evidence_text, not_verified)
 
 CONTROLLER = "nodefix.k8s"
 ANNOTATION = "nodefix.k8s/last-remediation"
-NOTE_MAX = 1024          # events.k8s.io/v1 refuses a longer note
 ANNOTATION_IDS = 50      # ids kept in the annotation (the report has them all)
+ANNOTATION_RUN_MAX = 253  # bytes of the run id kept in the annotation
+# apimachinery pkg/api/validation/objectmeta.go TotalAnnotationSizeLimitB: all of an object's annotations (keys and
+# values) together at most 256 KiB; the summary stays far below it (at most 3 x 50 ids and a 253-byte run id)
+# What the API server validates, transcribed from Kubernetes' source (Go's len() counts bytes):
+# pkg/apis/core/validation/events.go: NoteLengthLimit, ReasonLengthLimit, ActionLengthLimit,
+# ReportingInstanceLengthLimit (legacyValidateEvent: message, reason, action, reportingInstance);
+NOTE_MAX = 1024
+REASON_MAX = ACTION_MAX = INSTANCE_MAX = 128
+# a Node is cluster-scoped: an Event about it (eventTime set) lives in "default" or "kube-system" (same file:
+# involvedObject.namespace "does not match event.namespace" otherwise);
+NODE_EVENT_NAMESPACES = ("default", "kube-system")
+# apimachinery pkg/util/validation/validation.go: DNS1123SubdomainMaxLength (metadata.generateName, validated as
+# a DNS-1123 subdomain with a trailing '-' masked: pkg/api/validation/generic.go NameIsDNSSubdomain), and the 5
+# random characters apiserver/pkg/storage/names/generate.go appends
+NAME_MAX, GENERATED_SUFFIX = 253, 5
+EVENT_NAME_SUFFIX = ".nodefix-"
 
 
 class TrailInputError(NodefixError, ValueError):
     """Facts of the wrong shape: no trail is made from them."""
 
 
+def cut_bytes(text, limit, mark="..."):
+    """``text`` in at most ``limit`` bytes of UTF-8, cut on a character boundary (``mark`` ends a cut text)."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit - len(mark.encode("utf-8"))].decode("utf-8", "ignore") + mark
+
+
 def _note(run_id, text):
-    note = "run %s: %s" % (run_id, text)
-    return note if len(note) <= NOTE_MAX else note[:NOTE_MAX - 3] + "..."
+    return cut_bytes("run %s: %s" % (run_id, text), NOTE_MAX)
+
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_LABEL, _LABEL))
+_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def is_qualified_name(value):
+    """apimachinery's IsQualifiedName (pkg/util/validation/validation.go): an optional DNS-1123 subdomain prefix
+    and '/', then a name of at most 63 characters ([A-Za-z0-9] at both ends, -_. inside)."""
+    parts = value.split("/")
+    if len(parts) > 2 or (len(parts) == 2 and not (parts[0] and len(parts[0]) <= NAME_MAX and _SUBDOMAIN.match(parts[0]))):
+        return False
+    return len(parts[-1]) <= 63 and bool(_NAME_PART.match(parts[-1]))
+
+
+def generate_name(node):
+    """(metadata.generateName of an Event about ``node``, whether the node's name was shortened for it): the name
+    plus 5 generated characters stays within a DNS subdomain's 253, and a shortened name ends on a letter or
+    digit (the full name is in the Event's ``regarding`` and its note)."""
+    room = NAME_MAX - GENERATED_SUFFIX - len(EVENT_NAME_SUFFIX)
+    if len(node) <= room:
+        return node + EVENT_NAME_SUFFIX, False
+    return node[:room].rstrip(".-") + EVENT_NAME_SUFFIX, True
+
+
+def check_options(namespace, instance=None):
+    """Refuse what the API server could never accept for a Node's Events (TrailInputError naming the option);
+    ``instance`` None: the controller's host name, cut to fit."""
+    if namespace not in NODE_EVENT_NAMESPACES:
+        raise TrailInputError("namespace %r: a Node is cluster-scoped, the API server keeps its Events only in %s "
+                              "(pkg/apis/core/validation/events.go)" % (namespace, " or ".join(NODE_EVENT_NAMESPACES)))
+    if instance is not None and not 0 < len(instance.encode("utf-8")) <= INSTANCE_MAX:
+        raise TrailInputError("instance: the Event's reportingInstance must be 1 to %d bytes, got %d"
+                              % (INSTANCE_MAX, len((instance or "").encode("utf-8"))))
+    if not is_qualified_name(CONTROLLER):
+        raise TrailInputError("reportingController %r is not a qualified name" % CONTROLLER)
+
+
+def event_body(event, node, uid, namespace, instance):
+    """The events.k8s.io/v1 Event the API server gets for ``event`` (one of start_events/end_events, timed by
+    ordered) about Node ``node``; a shortened generateName puts the full node name in the note."""
+    prefix, short = generate_name(node)
+    note = event["note"] if not short else cut_bytes("node %s: %s" % (node, event["note"]), NOTE_MAX)
+    regarding = {"apiVersion": "v1", "kind": "Node", "name": node}
+    if uid:
+        regarding["uid"] = uid
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"generateName": prefix, "namespace": namespace},
+            "eventTime": iso(event["time"]), "reportingController": CONTROLLER,
+            "reportingInstance": cut_bytes(instance, INSTANCE_MAX, ""),
+            "action": cut_bytes(event["action"], ACTION_MAX, ""), "reason": cut_bytes(event["reason"], REASON_MAX, ""),
+            "note": note, "type": event["type"], "regarding": regarding}
 
 
 def _event(reason, etype, action, note, when):
@@ -99,13 +179,16 @@ def start_events(run_id, audit, plan, started):
 
 
 def _fixed_still(before, after):
-    """(fixed, still open): the before-audit's finding ids gone from the after-audit, and those in both. Without
-    an after-audit nothing is known fixed (never "fixed" because nothing was read)."""
-    _b, b_ids = _summary(before or {})
+    """(fixed, still open, not verified): the before-audit's finding ids gone from the after-audit, those in both,
+    and those gone whose detector could not run after the fixes (model.not_verified: never "fixed"). Without an
+    after-audit nothing is known fixed (never "fixed" because nothing was read)."""
+    b_found, b_ids = _summary(before or {})
     if not isinstance(after, dict):
-        return [], []
+        return [], [], []
     _a, a_ids = _summary(after)
-    return sorted(set(b_ids) - set(a_ids)), sorted(set(b_ids) & set(a_ids))
+    gone = set(b_ids) - set(a_ids)
+    blind = not_verified(b_found, after, gone)
+    return sorted(gone - set(blind)), sorted(set(b_ids) & set(a_ids)), blind
 
 
 def _role_changes(before, after):
@@ -162,16 +245,21 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
             events.append(_event("Rebooted", "Normal", "Reboot", _note(run_id, action), when))
         elif action.startswith("reboot held") or action.startswith("reboot recommended"):
             events.append(_event("RebootHeld", "Normal", "Reboot", _note(run_id, action), when))
-    fixed, still = _fixed_still(before, after)
+    fixed, still, blind = _fixed_still(before, after)
+    unverified = "; not verified (its detector could not run after the fixes): %s" % _ids(blind) if blind else ""
     if status == "ok" and not isinstance(after, dict):
         events.append(_event("NotVerified", "Warning", "Verify",
                              _note(run_id, "no audit after the fixes: nothing is verified"), when))
-    elif status == "ok" and not still:
+    elif status == "ok" and still:
+        events.append(_event("FindingsStillOpen", "Warning", "Verify", _note(
+            run_id, "fixed %s; still open after the new audit: %s%s" % (_ids(fixed) or "nothing", _ids(still),
+                                                                        unverified)), when))
+    elif status == "ok" and blind:
+        events.append(_event("NotVerified", "Warning", "Verify", _note(
+            run_id, "fixed %s%s" % (_ids(fixed) or "nothing", unverified)), when))
+    elif status == "ok":
         events.append(_event("RemediationVerified", "Normal", "Verify",
                              _note(run_id, "verified by a new audit: fixed %s" % (_ids(fixed) or "nothing")), when))
-    elif status == "ok":
-        events.append(_event("FindingsStillOpen", "Warning", "Verify", _note(
-            run_id, "fixed %s; still open after the new audit: %s" % (_ids(fixed) or "nothing", _ids(still))), when))
     elif status == "failed" and "roll" in msg.lower():
         events.append(_event("RolledBack", "Warning", "Fix", _note(run_id, msg), when))
     elif status == "failed" and not drain_error:   # DrainFailed said it
@@ -207,12 +295,15 @@ def _held(run_id, reasons, when):
 def annotation(run_id, remediation, before, after, finished):
     """{ANNOTATION: JSON text} - the last remediation's summary, bounded in size."""
     after = _read(after)
-    fixed, still = _fixed_still(before, after)
+    fixed, still, blind = _fixed_still(before, after)
     summary = {"time": iso(int(_time(finished, "finished") * 1000000), micro=False), "outcome": str((remediation or {}).get("status")),
-               "run": str(run_id), "fixed": fixed[:ANNOTATION_IDS], "stillOpen": still[:ANNOTATION_IDS]}
-    if len(fixed) > ANNOTATION_IDS or len(still) > ANNOTATION_IDS:
+               "run": cut_bytes(str(run_id), ANNOTATION_RUN_MAX), "fixed": fixed[:ANNOTATION_IDS],
+               "stillOpen": still[:ANNOTATION_IDS]}
+    if blind:
+        summary["notVerified"] = blind[:ANNOTATION_IDS]
+    if len(fixed) > ANNOTATION_IDS or len(still) > ANNOTATION_IDS or len(blind) > ANNOTATION_IDS:
         summary["truncated"] = True
-    if not isinstance(after, dict):
+    if not isinstance(after, dict) or blind:
         summary["verified"] = False
     return {ANNOTATION: json.dumps(summary, sort_keys=True, separators=(",", ":"))}
 

@@ -128,3 +128,115 @@ def test_without_an_audit_after_the_fixes_nothing_is_called_fixed_or_verified():
     assert not any("verified by a new audit" in e["note"] for e in events)
     summary = json.loads(trail.annotation("r", rem, BEFORE, None, T0)[trail.ANNOTATION])
     assert summary["fixed"] == [] and summary["stillOpen"] == [] and summary["verified"] is False
+
+
+# --- Events as the real API server validates them (issue 54 item 2) ------------------------------------------
+
+def _double_validation():
+    """lab/apiserver-double/validation.py: the API server double's transcription of Kubernetes' rules."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    import os  # pylint: disable=import-outside-toplevel
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "..", "..", "lab", "apiserver-double", "validation.py")
+    spec = importlib.util.spec_from_file_location("apiserver_double_validation", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_note_is_cut_to_1024_bytes_on_a_character_boundary():
+    # 1024 characters of a non-ASCII failure message are 1962 bytes: the old cut (characters) kept them all
+    msg = ("сбой проверки: ошибка " * 60)[:1024]
+    assert len(msg.encode("utf-8")) > 1800
+    rem = {"status": "failed", "roles": ["nodefix.k8s.kubelet"], "msg": msg}
+    event = trail.end_events("4711", BEFORE, AFTER, rem, T0)[-1]
+    assert event["reason"] == "RemediationFailed"
+    data = event["note"].encode("utf-8")
+    assert len(data) <= 1024 and event["note"].endswith("...")
+    data.decode("utf-8")   # whole characters only
+    assert len(trail.cut_bytes("é" * 600, 1024).encode("utf-8")) == 1023   # 1021 bytes of é: 510 of them, and "..."
+
+
+def test_a_251_character_node_name_gives_a_generate_name_the_server_accepts_and_the_full_name_in_the_note():
+    node = ".".join(["n" * 62] * 4)[:251].rstrip(".")
+    node = node + "x" * (251 - len(node))
+    assert len(node) == 251
+    prefix, short = trail.generate_name(node)
+    assert short and len(prefix) + 5 <= 253 and prefix.endswith(".nodefix-") and not prefix[:-9].endswith((".", "-"))
+    (event,) = trail.ordered(trail.start_events("4711", BEFORE, PLAN, T0))
+    body = trail.event_body(event, node, "uid-1", "default", "controller-1")
+    assert body["note"].startswith("node %s: run 4711: " % node) and len(body["note"].encode("utf-8")) <= 1024
+    assert body["regarding"]["name"] == node
+    val = _double_validation()
+    meta = dict(body["metadata"], name=val.generated_name(body["metadata"]["generateName"], "abcde"))
+    assert val.event_errors(dict(body, metadata=meta), "default") == []
+    assert trail.generate_name("node-a") == ("node-a.nodefix-", False)
+
+
+def test_every_event_the_trail_makes_passes_the_servers_validation():
+    val = _double_validation()
+    msg = "失败: " * 400
+    rem = {"status": "ok", "roles": ["nodefix.k8s.gvisor", "nodefix.k8s.kubelet"], "msg": msg,
+           "actions": ["rebooted: " + msg], "evidence": {"path": "/r/" + "é" * 900, "bytes": 1}}
+    events = trail.ordered(trail.start_events("r" * 300, BEFORE, PLAN, T0) + trail.end_events(
+        "r" * 300, BEFORE, AFTER, rem, T0, drained=True, drain_error=msg))
+    assert len(events) >= 6
+    for namespace in trail.NODE_EVENT_NAMESPACES:
+        for e in events:
+            body = trail.event_body(e, "node-a", "uid", namespace, "é" * 200)
+            meta = dict(body["metadata"], name=body["metadata"]["generateName"] + "abcde")
+            assert val.event_errors(dict(body, metadata=meta), namespace) == [], e["reason"]
+    note = trail.annotation("r" * 300, rem, BEFORE, AFTER, T0)
+    assert val.annotations_errors(note) == [] and trail.is_qualified_name(trail.ANNOTATION)
+
+
+@pytest.mark.parametrize("namespace, instance, words", [
+    ("nodefix-system", None, "namespace 'nodefix-system': a Node is cluster-scoped"),
+    ("default", "i" * 200, "instance: the Event's reportingInstance must be 1 to 128 bytes, got 200"),
+    ("default", "é" * 65, "got 130"),
+    ("default", "", "got 0"),
+])
+def test_options_the_server_could_never_accept_are_refused(namespace, instance, words):
+    with pytest.raises(trail.TrailInputError, match=words):
+        trail.check_options(namespace, instance)
+
+
+def test_the_controller_name_is_a_qualified_name():
+    trail.check_options("kube-system", None)
+    assert trail.is_qualified_name(trail.CONTROLLER)
+    assert not trail.is_qualified_name("nodefix k8s!") and not trail.is_qualified_name("a/b/c")
+
+
+# --- Verified means the after-audit ran (issue 53 item 11) ---------------------------------------------------
+
+def test_a_finding_whose_detector_failed_after_the_fixes_is_not_verified():
+    """gvisor.runsc_outdated is gone after the fixes only because the gvisor detector could not run."""
+    after = {"findings": [{"id": "audit.check_failed", "severity": "medium", "check": "gvisor", "subject": "gvisor"}],
+             "checks": {"kubelet": AFTER["checks"]["kubelet"], "gvisor": {"error": "runsc: permission denied"},
+                        "pids": {}}}
+    rem = {"status": "ok", "roles": ["nodefix.k8s.gvisor", "nodefix.k8s.kubelet"]}
+    events = trail.end_events("r", BEFORE, after, rem, T0)
+    outcome = events[-1]
+    assert outcome["reason"] == "NotVerified" and outcome["type"] == "Warning"
+    assert outcome["note"] == ("run r: fixed kubelet.api_qps_low, pids.zombie_leaker; not verified (its detector could "
+                               "not run after the fixes): gvisor.runsc_outdated")
+    assert not any(e["reason"] == "RemediationVerified" for e in events)
+    summary = json.loads(trail.annotation("r", rem, BEFORE, after, T0)[trail.ANNOTATION])
+    assert "gvisor.runsc_outdated" not in summary["fixed"]
+    assert summary["notVerified"] == ["gvisor.runsc_outdated"] and summary["verified"] is False
+    # with a finding still open, the note says both
+    still = dict(after, findings=after["findings"] + [finding("pids.zombie_leaker")])
+    outcome = trail.end_events("r", BEFORE, still, rem, T0)[-1]
+    assert outcome["reason"] == "FindingsStillOpen" and "not verified (its detector could not run after the fixes): " \
+        "gvisor.runsc_outdated" in outcome["note"]
+
+
+def test_the_report_calls_it_not_verified_never_fixed():
+    from ansible_collections.nodefix.k8s.plugins.module_utils._report import model  # pylint: disable=import-outside-toplevel
+    after = {"findings": [{"id": "audit.check_failed", "severity": "medium", "check": "gvisor", "subject": "gvisor"}],
+             "checks": {"kubelet": {}, "gvisor": {"error": "x"}, "pids": {}}}
+    m = model.build_model({"n1": after}, before={"n1": BEFORE}, remediation={"n1": {"status": "ok"}})
+    (node,) = m["nodes"]
+    assert node["not_verified"] == ["gvisor.runsc_outdated"]
+    assert node["fixed"] == ["kubelet.api_qps_low", "pids.zombie_leaker"]
+    assert "not verified (its detector could not run after the fixes): gvisor.runsc_outdated" in model.to_markdown(m)

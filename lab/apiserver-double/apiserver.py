@@ -15,6 +15,11 @@ the real server's JSON shapes:
 - discovery: ``GET /version``, ``/api``, ``/api/v1``, ``/apis``;
 - ``GET /api/v1/nodes/<name>``, ``PATCH`` of it (merge / strategic merge of
   ``spec.unschedulable``: cordon and uncordon);
+- ``GET /api/v1/nodes`` (a ``NodeList``; ``labelSelector`` with ``k=v``, ``k==v``, ``k!=v``, ``k``
+  and ``!k`` terms, anything else 400 ``BadRequest`` as the real server refuses a selector it cannot
+  parse; ``limit``/``continue`` paging). A node's state may carry ``"ready": "True" | "False" |
+  "Unknown" | null`` (its ``Ready`` condition's status; null: no Ready condition, as a node that never
+  registered a kubelet) and ``"labels"``; every Node serves ``kubernetes.io/hostname``;
 - ``GET /api/v1/pods?fieldSelector=spec.nodeName=<node>`` (and
   ``/api/v1/namespaces/<ns>/pods``), ``GET`` of one pod;
 - ``POST /api/v1/namespaces/<ns>/pods/<name>/eviction``: 201 and the pod is
@@ -114,6 +119,39 @@ def status(code, reason, message, details=None):
     return code, body
 
 
+# the Ready condition as the kubelet (True/False) and the node lifecycle controller (Unknown: no heartbeat
+# within the grace period) set it - pkg/kubelet/nodestatus/setters.go, pkg/controller/nodelifecycle
+READY = {"True": ("KubeletReady", "kubelet is posting ready status"),
+         "False": ("KubeletNotReady", "container runtime network not ready: NetworkReady=false"),
+         "Unknown": ("NodeStatusUnknown", "Kubelet stopped posting node status.")}
+# label selector terms the double understands (k8s.io/apimachinery/pkg/labels/selector.go has set-based ones too)
+SELECTOR_TERM = re.compile(r"^(!?)([A-Za-z0-9][-A-Za-z0-9_./]*)(?:(==|=|!=)([-A-Za-z0-9_.]*))?$")
+
+
+def node_conditions(spec):
+    """A node's conditions from its state: Ready as ``spec["ready"]`` says (default True; null: none at all)."""
+    ready = spec.get("ready", "True")
+    if ready is None:
+        return []
+    reason, message = READY[ready]
+    return [{"type": "Ready", "status": ready, "reason": reason, "message": message}]
+
+
+def label_match(selector, labels):
+    """Whether ``labels`` match ``selector`` (equality and existence terms); None when it cannot be parsed."""
+    for term in [t.strip() for t in (selector or "").split(",") if t.strip()]:
+        m = SELECTOR_TERM.match(term)
+        if not m or (m.group(1) and m.group(3)):
+            return None
+        neg, key, op, value = m.groups()
+        if op is None:
+            if (key in labels) == bool(neg):
+                return False
+        elif (labels.get(key) == value) != (op != "!="):
+            return False
+    return True
+
+
 class State(object):
     def __init__(self, path):
         self.path = path
@@ -141,13 +179,14 @@ class State(object):
         if spec is None:
             return None
         meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
-                "resourceVersion": str(len(self.data["log"]) + 1), "labels": {"kubernetes.io/hostname": name}}
+                "resourceVersion": str(len(self.data["log"]) + 1),
+                "labels": dict(spec.get("labels") or {}, **{"kubernetes.io/hostname": name})}
         if spec.get("annotations"):
             meta["annotations"] = dict(spec["annotations"])
         return {"kind": "Node", "apiVersion": "v1",
                 "metadata": meta,
                 "spec": {"unschedulable": True} if spec.get("unschedulable") else {},
-                "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "status": {"conditions": node_conditions(spec),
                            "nodeInfo": {"architecture": "amd64", "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, "boot/" + name)),
                                         "containerRuntimeVersion": "containerd://1.7.24",
                                         "kernelVersion": "6.1.0-28-amd64", "kubeProxyVersion": VERSION["gitVersion"],
@@ -252,6 +291,8 @@ class Handler(BaseHTTPRequestHandler):
             m = re.match(r"^/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$", path)
             if m:
                 return self._leases(method, m.group(1), m.group(2))
+            if method == "GET" and path == "/api/v1/nodes":
+                return self._node_list(query)
             m = re.match(r"^/api/v1/nodes/([^/]+)$", path)
             if m:
                 name = m.group(1)
@@ -332,6 +373,26 @@ class Handler(BaseHTTPRequestHandler):
             if m:
                 return self._events(method, m.group(1), query, core=True)
         return status(404, "NotFound", "the server could not find the requested resource (%s %s)" % (method, path))
+
+    def _node_list(self, query):
+        """``GET /api/v1/nodes``: every Node ``labelSelector`` picks, ``limit`` at a time (``continue``: the offset)."""
+        st = self.state
+        selector = (query.get("labelSelector") or [""])[0]
+        items = []
+        for name in sorted(st.data["nodes"]):
+            node = st.node(name)
+            picked = label_match(selector, node["metadata"]["labels"])
+            if picked is None:
+                return status(400, "BadRequest", "unable to parse requirement: %r" % selector)
+            if picked:
+                items.append(node)
+        start = int((query.get("continue") or ["0"])[0] or 0)
+        limit = int((query.get("limit") or ["0"])[0] or 0)
+        page = items[start:start + limit] if limit else items[start:]
+        meta = {"resourceVersion": str(len(st.data["log"]) + 1)}
+        if limit and start + limit < len(items):
+            meta["continue"] = str(start + limit)
+        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": page}
 
     def _configmaps(self, method, ns, name, query):
         st = self.state

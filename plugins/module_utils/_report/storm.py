@@ -214,7 +214,7 @@ def counted(seen, sliced, fleet_size):
     elif seen["listed"] is not None:
         pool = [s for s in seen["selectors"] if s]
         what = "counted the %d Node(s) the API server lists%s and every target" % (
-            seen["listed"], " selected by %s" % " / ".join(repr(s) for s in pool) if pool else "")
+            seen["listed"], " selected by %s" % " / ".join(pool) if pool else "")
     else:
         what = ("counted only the targets it could reach (no nodefix_kubeconfig: the cluster's other Nodes and their "
                 "health are not known), an unreachable target as unavailable")
@@ -337,7 +337,8 @@ def merge(slices):
     verdict as its report kept it (model.check_storm) - or None when no slice had one. The rollout stopped when
     any slice stopped; the counts are the largest any slice saw (every slice judges every record it could read,
     so the last to judge saw the most); a fleet-wide finding keeps the most nodes a slice saw it on."""
-    kept = [(name, m["storm"]) for name, m in slices if isinstance(m, dict) and isinstance(m.get("storm"), dict)]
+    kept = [(_slice_name(name), m["storm"]) for name, m in slices
+            if isinstance(m, dict) and isinstance(m.get("storm"), dict)]
     if not kept:
         return None
     for name, storm in kept:
@@ -365,6 +366,15 @@ def merge(slices):
         "fleet_wide": sorted(wide.values(), key=lambda w: (-w["nodes"], w["id"])),
         "slices": [{"slice": n, "stop": s["stop"], "over": s["over"]} for n, s in kept],
     }
+
+
+def _slice_name(name):
+    """A slice's name from its report's path (<dir>/slices/<slice>/<kind>/report.json), or the name as given."""
+    parts = str(name).split("/")
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i - 1] == "slices":
+            return parts[i]
+    return name
 
 
 def _fmt(value):

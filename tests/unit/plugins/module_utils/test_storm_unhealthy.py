@@ -106,7 +106,7 @@ def test_the_selected_pool_is_the_fleet_and_a_target_outside_it_counts_as_unavai
     pool = [node("w%d" % i) for i in range(4)]
     out = run({"w0": DRAIN, "gpu-1": CLEAN}, cluster_nodes.view(pool, "pool=workers"))
     assert out["unavailable"] == {"gpu-1": [storm.NOT_LISTED]} and out["size"] == 5 and out["stop"]
-    assert out["counted"] == "counted the 4 Node(s) the API server lists selected by 'pool=workers' and every target"
+    assert out["counted"] == "counted the 4 Node(s) the API server lists selected by pool=workers and every target"
 
 
 def test_a_target_that_could_not_be_audited_is_possibly_disrupted():
@@ -247,8 +247,8 @@ def test_two_stopped_slices_merge_into_a_stopped_fleet_with_its_fleet_wide_findi
     records = {"a": slice_record("a", 10, 3), "b": slice_record("b", 10, 4)}
     va = storm.verdict({"a": records["a"]}, 20, fleet_size=20, rollout="r", own_slice="a")
     vb = storm.verdict(records, 20, fleet_size=20, rollout="r", own_slice="b")
-    merged = report_merge.merge_models([slice_report("a", sorted(records["a"]["nodes"]), va),
-                                        slice_report("b", sorted(records["b"]["nodes"]), vb)],
+    merged = report_merge.merge_models([slice_report("/r/slices/a/remediate/report.json", sorted(records["a"]["nodes"]), va),
+                                        slice_report("/r/slices/b/remediate/report.json", sorted(records["b"]["nodes"]), vb)],
                                        expected_hosts=sorted(records["a"]["nodes"]) + sorted(records["b"]["nodes"]))
     assert merged["storm"]["stop"] and merged["storm"]["size"] == 20 and merged["storm"]["disruptive"] == 7
     assert merged["storm"]["fleet_wide"] == [{"id": "kernel.below_minimum", "nodes": 7, "share": 35.0}]

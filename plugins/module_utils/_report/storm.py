@@ -57,7 +57,7 @@ ACTIONS = ("drain", "reboot", "restart")
 UNREACHABLE = "unreachable from the controller"
 NOT_LISTED = "not among the API server's Nodes"
 # a whole number, as Ansible passes it (an int, its text from -e key=value, or a float such as 20.0)
-WHOLE = re.compile(r"^\s*\d+(\.0*)?\s*$")
+WHOLE = re.compile(r"^ *[0-9]+([.]0*)? *$")
 # hosts named in a message before "and N more"
 NAMED = 10
 

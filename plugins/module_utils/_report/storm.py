@@ -312,6 +312,8 @@ def _message(seen, actions, share, slice_share, own_hit, own, percent, override,
         text += " (%s)" % ", ".join("%s %d" % (a, len(actions[a])) for a in ACTIONS if actions[a])
     cause = ("; fleet-wide: %s" % ", ".join("%s on %d (%s%%)" % (w["id"], w["nodes"], _fmt(w["share"])) for w in wide)
              if wide else "")
+    if seen["listed"] is None and not seen["blind"]:
+        cause += "; %s" % what.split(", an unreachable")[0]   # no kubeconfig: say what was not counted
     if override:
         return "storm breaker: %s%s - proceeding: nodefix_storm_override is set" % (text, cause)
     return ("storm breaker: %s%s: the rollout stops before touching a node. A problem on this share of the fleet is "

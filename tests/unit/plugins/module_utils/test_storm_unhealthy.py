@@ -72,6 +72,8 @@ def test_without_a_kubeconfig_the_unreachable_targets_count_and_it_says_what_it_
     out = run(nodes)
     assert out["stop"] and out["size"] == 5 and out["affected"] == 4
     assert out["counted"].startswith("counted only the targets it could reach (no nodefix_kubeconfig")
+    assert "; counted only the targets it could reach (no nodefix_kubeconfig: the cluster's other Nodes and their health " \
+           "are not known): the rollout stops" in out["msg"]
     calm = run({"node-a": CLEAN, "node-b": DRAIN})
     assert not calm["stop"] and calm["counted"].startswith("counted only the targets it could reach")
 

@@ -40,3 +40,6 @@ v2_playbook_on_stats
 # Read by containers.podman.podman's put_file/fetch_file (lab/connection_plugins/nodefix_podman.py
 # sets it from its cached facts):
 _mount_point
+
+# kubernetes.client.Configuration: read by its REST client (_report.cluster_nodes: one attempt a request)
+retries

@@ -30,6 +30,9 @@ NOT_READY = "NotReady"
 UNKNOWN = "Ready Unknown"
 NO_READY = "no Ready condition"
 CORDONED = "cordoned"
+# who cordoned it, when nodefix did (the crash-safe cordon's annotations): still unavailable, said so
+CORDONED_BY_NODEFIX = "cordoned by an earlier nodefix run (nodefix.k8s/cordoned-by)"
+HELD_BY_NODEFIX = "held cordoned by nodefix, not verified (nodefix.k8s/held)"
 # the page size of the Node list (the API server's own default has no limit; big clusters page)
 PAGE = 500
 
@@ -47,7 +50,9 @@ def reasons(node):
     elif state != "True":
         out.append(UNKNOWN)
     if (node.get("spec") or {}).get("unschedulable"):
-        out.append(CORDONED)
+        notes = (node.get("metadata") or {}).get("annotations") or {}
+        out.append(HELD_BY_NODEFIX if "nodefix.k8s/held" in notes else
+                   CORDONED_BY_NODEFIX if "nodefix.k8s/cordoned-by" in notes else CORDONED)
     return out
 
 

@@ -278,14 +278,16 @@ def test_a_slice_storm_section_without_its_keys_is_refused():
 
 # --- the Node listing ----------------------------------------------------------------------------------------------
 
+HELD = {"nodefix.k8s/held": "{}", "nodefix.k8s/cordoned-by": "{}"}
+
+
 @pytest.mark.parametrize("listed, want", [
     (node("a"), []), (node("a", "False"), ["NotReady"]), (node("a", "Unknown"), ["Ready Unknown"]),
     (node("a", None), ["no Ready condition"]), (node("a", cordoned=True), ["cordoned"]),
     (node("a", "False", cordoned=True), ["NotReady", "cordoned"]), ({"metadata": {"name": "a"}}, ["no Ready condition"]),
     (dict(node("a", cordoned=True), metadata={"name": "a", "annotations": {"nodefix.k8s/cordoned-by": "{}"}}),
      [cluster_nodes.CORDONED_BY_NODEFIX]),
-    (dict(node("a", cordoned=True), metadata={"name": "a", "annotations": {"nodefix.k8s/held": "{}",
-                                                                          "nodefix.k8s/cordoned-by": "{}"}}),
+    (dict(node("a", cordoned=True), metadata={"name": "a", "annotations": HELD}),
      [cluster_nodes.HELD_BY_NODEFIX]),
     (dict(node("a"), metadata={"name": "a", "annotations": {"nodefix.k8s/cordoned-by": "{}"}}), []),
 ])

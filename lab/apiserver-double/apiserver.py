@@ -15,6 +15,11 @@ the real server's JSON shapes:
 - discovery: ``GET /version``, ``/api``, ``/api/v1``, ``/apis``;
 - ``GET /api/v1/nodes/<name>``, ``PATCH`` of it (merge / strategic merge of
   ``spec.unschedulable``: cordon and uncordon);
+- ``GET /api/v1/nodes`` (a ``NodeList``; ``labelSelector`` with ``k=v``, ``k==v``, ``k!=v``, ``k``
+  and ``!k`` terms, anything else 400 ``BadRequest`` as the real server refuses a selector it cannot
+  parse; ``limit``/``continue`` paging). A node's state may carry ``"ready": "True" | "False" |
+  "Unknown" | null`` (its ``Ready`` condition's status; null: no Ready condition, as a node that never
+  registered a kubelet) and ``"labels"``; every Node serves ``kubernetes.io/hostname``;
 - ``GET /api/v1/pods?fieldSelector=spec.nodeName=<node>`` (and
   ``/api/v1/namespaces/<ns>/pods``), ``GET`` of one pod;
 - ``POST /api/v1/namespaces/<ns>/pods/<name>/eviction``: 201 and the pod is
@@ -132,27 +137,15 @@ def kept_metadata(body):
     return dict((k, v) for k, v in ((body or {}).get("metadata") or {}).items() if k in ("labels", "annotations"))
 
 
-def node_ready_condition(spec):
-    """A Node's Ready condition: ``"ready": false`` in its state is NotReady (a node that went down)."""
-    if spec.get("ready", True):
-        return {"type": "Ready", "status": "True", "reason": "KubeletReady"}
-    return {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "node is down"}
-
-
 def control_plane_route(st, method, path, query, read_body):
     """The control-plane guard's reads, or None for any other request:
 
-    - ``GET /api/v1/nodes``: the NodeList (each Node's ``labels`` from its state, e.g.
-      ``node-role.kubernetes.io/control-plane``);
     - ``GET /readyz/etcd``: the API server's etcd check - ``ok`` (200), or 500 with the failed check as
       kube-apiserver prints it when the state has ``"readyz_etcd": false``;
     - ``PATCH /api/v1/namespaces/<ns>/pods/<name>/status`` (the kubelet's status update): a Ready
       condition in ``status.conditions`` sets the pod's readiness (etcd's static pods: ``component=etcd``);
     - every list of pods selected by ``component=etcd`` is counted in the state's ``etcd_reads`` (a test
       waits for a look at etcd before it changes a member)."""
-    if method == "GET" and path == "/api/v1/nodes":
-        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
-                     "items": [st.node(n) for n in sorted(st.data["nodes"])]}
     if method == "GET" and path == "/readyz/etcd":
         if st.data.get("readyz_etcd", True):
             return 200, "ok"
@@ -180,6 +173,41 @@ def status(code, reason, message, details=None):
     if details:
         body["details"] = details
     return code, body
+
+
+# the Ready condition as the kubelet (True/False) and the node lifecycle controller (Unknown: no heartbeat
+# within the grace period) set it - pkg/kubelet/nodestatus/setters.go, pkg/controller/nodelifecycle
+READY = {"True": ("KubeletReady", "kubelet is posting ready status"),
+         "False": ("KubeletNotReady", "container runtime network not ready: NetworkReady=false"),
+         "Unknown": ("NodeStatusUnknown", "Kubelet stopped posting node status.")}
+# label selector terms the double understands (k8s.io/apimachinery/pkg/labels/selector.go has set-based ones too)
+SELECTOR_TERM = re.compile(r"^(!?)([A-Za-z0-9][-A-Za-z0-9_./]*)(?:(==|=|!=)([-A-Za-z0-9_.]*))?$")
+
+
+def node_conditions(spec):
+    """A node's conditions from its state: Ready as ``spec["ready"]`` says (default True; null: none at all)."""
+    ready = spec.get("ready", "True")
+    if ready is None:
+        return []
+    if isinstance(ready, bool):  # "ready": false - a node that went down (the control-plane tests' spelling)
+        ready = "True" if ready else "False"
+    reason, message = READY[ready]
+    return [{"type": "Ready", "status": ready, "reason": reason, "message": message}]
+
+
+def label_match(selector, labels):
+    """Whether ``labels`` match ``selector`` (equality and existence terms); None when it cannot be parsed."""
+    for term in [t.strip() for t in (selector or "").split(",") if t.strip()]:
+        m = SELECTOR_TERM.match(term)
+        if not m or (m.group(1) and m.group(3)):
+            return None
+        neg, key, op, value = m.groups()
+        if op is None:
+            if (key in labels) == bool(neg):
+                return False
+        elif (labels.get(key) == value) != (op != "!="):
+            return False
+    return True
 
 
 class State(object):
@@ -210,13 +238,13 @@ class State(object):
             return None
         meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
                 "resourceVersion": str(len(self.data["log"]) + 1),
-                "labels": dict({"kubernetes.io/hostname": name}, **(spec.get("labels") or {}))}
+                "labels": dict(spec.get("labels") or {}, **{"kubernetes.io/hostname": name})}
         if spec.get("annotations"):
             meta["annotations"] = dict(spec["annotations"])
         return {"kind": "Node", "apiVersion": "v1",
                 "metadata": meta,
                 "spec": {"unschedulable": True} if spec.get("unschedulable") else {},
-                "status": {"conditions": [node_ready_condition(spec)],
+                "status": {"conditions": node_conditions(spec),
                            "nodeInfo": {"architecture": "amd64", "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, "boot/" + name)),
                                         "containerRuntimeVersion": "containerd://1.7.24",
                                         "kernelVersion": "6.1.0-28-amd64", "kubeProxyVersion": VERSION["gitVersion"],
@@ -326,6 +354,8 @@ class Handler(BaseHTTPRequestHandler):
             m = re.match(r"^/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$", path)
             if m:
                 return self._leases(method, m.group(1), m.group(2))
+            if method == "GET" and path == "/api/v1/nodes":
+                return self._node_list(query)
             found = control_plane_route(st, method, path, query, self._body)
             if found:
                 return found
@@ -428,6 +458,26 @@ class Handler(BaseHTTPRequestHandler):
         if eviction:
             return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
         return 200, st.pod(p)
+
+    def _node_list(self, query):
+        """``GET /api/v1/nodes``: every Node ``labelSelector`` picks, ``limit`` at a time (``continue``: the offset)."""
+        st = self.state
+        selector = (query.get("labelSelector") or [""])[0]
+        items = []
+        for name in sorted(st.data["nodes"]):
+            node = st.node(name)
+            picked = label_match(selector, node["metadata"]["labels"])
+            if picked is None:
+                return status(400, "BadRequest", "unable to parse requirement: %r" % selector)
+            if picked:
+                items.append(node)
+        start = int((query.get("continue") or ["0"])[0] or 0)
+        limit = int((query.get("limit") or ["0"])[0] or 0)
+        page = items[start:start + limit] if limit else items[start:]
+        meta = {"resourceVersion": str(len(st.data["log"]) + 1)}
+        if limit and start + limit < len(items):
+            meta["continue"] = str(start + limit)
+        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": page}
 
     def _configmaps(self, method, ns, name, query):
         st = self.state

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The storm breaker (playbooks/tasks/storm.yml): before the rolling play touches a node, every target is
-audited and planned; when more than nodefix_storm_percent of the fleet needs a drain, reboot or restart,
-the rollout stops - unless nodefix_storm_override - in one run and across slices.
+audited and planned; when more than nodefix_storm_percent of the fleet is unavailable already (NotReady,
+Ready Unknown or cordoned in the API server, unreachable from the controller) or needs a drain, reboot or
+restart, the rollout stops - unless nodefix_storm_override - in one run and across slices, and the merged
+report of the slices keeps the verdict.
 
 Against lab/apiserver-double (a TEST DOUBLE of kube-apiserver, as test_13): a drain is the disruptive
 action, seen in the double's log as the cordon PATCH. The "nodes" are this machine over a local
@@ -12,6 +14,7 @@ the others (no finding, so no drain). Nothing on the test machine changes.
 
 import json
 import os
+import socket
 
 from conftest import ROOT, run_logged
 
@@ -21,19 +24,31 @@ OLD = {"kernel": {"release": "4.4.0-1069-aws"}}
 CLEAN = {"kernel": {"release": "6.12.0-1-amd64", "dying_memcgs_threshold": 100000000, "memory_stat_slow_ms": 100000}}
 
 
-def remediate(tmp_path, name, double, hosts, broken, extra=None):
+def closed_port():
+    """A port on 127.0.0.1 nothing listens on: ssh to it is refused at once (an unreachable node)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(), argv_extra=()):
     host_vars = {}
     for host in hosts:
         host_vars[host] = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
                            "nodefix_audit_checks": ["kernel"], "nodefix_audit_options": OLD if host in broken else CLEAN,
                            "nodefix_kubeconfig": double.kubeconfig, "nodefix_drain_timeout": 20}
+        if host in unreachable:
+            host_vars[host].update({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": closed_port(),
+                                    "ansible_ssh_common_args": "-o BatchMode=yes -o ConnectTimeout=5"})
     inventory = tmp_path / ("%s.json" % name)
     inventory.write_text(json.dumps({"all": {"hosts": host_vars}}))
     # the trail and the evidence have their own tests (test_13, the lab): off here, fewer round trips
     extra = dict({"nodefix_report_dir": str(tmp_path / "reports"), "nodefix_events": False, "nodefix_evidence": False},
                  **(extra or {}))
-    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra),
-            os.path.join(ROOT, "playbooks", "remediate.yml")]
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra)]
+    argv += list(argv_extra) + [os.path.join(ROOT, "playbooks", "remediate.yml")]
     return run_logged("storm-%s" % name, argv, timeout=600)
 
 
@@ -91,25 +106,87 @@ def test_a_planted_finding_that_needs_a_reboot_stops_the_rollout_too(apiserver_d
     assert report(tmp_path)["storm"]["disruptive"] == 2
 
 
-def test_the_breaker_holds_across_slices(apiserver_double, tmp_path):
-    """slice-a (1 of its 2 nodes broken: one node is a repair, not a storm - nodefix_storm_min_nodes 2 - though
-    50 % of the slice) proceeds; slice-b then records 2 more of the
-    fleet's 5: 3 of 5, a storm - slice-b touches nothing, and slice-a, run again, stops before its first
-    batch; the override lets slice-b proceed."""
+def test_nodes_down_already_count_and_hold_the_rollout(apiserver_double, tmp_path):
+    """53.4: of the worker pool's 6 Nodes (nodefix_storm_node_selector), node-c is NotReady and node-d Ready Unknown
+    in the API server and neither answers ssh, node-e answers neither (but is Ready), node-f - not a target - is
+    cordoned by an operator, and node-b needs a drain: 5 of 6 down or disrupted. The old breaker counted only the
+    two targets it audited (1 of 2, one node is a repair) and drained node-b. node-g, NotReady in another pool, is not
+    counted. Nothing is touched, and the run says what it counted."""
+    workers = {"pool": "workers"}
+    double = apiserver_double({"node-a": {"labels": workers}, "node-b": {"labels": workers},
+                               "node-c": {"labels": workers, "ready": "False"},
+                               "node-d": {"labels": workers, "ready": "Unknown"}, "node-e": {"labels": workers},
+                               "node-f": {"labels": workers, "unschedulable": True},
+                               "node-g": {"labels": {"pool": "gpu"}, "ready": "False"}}, [])
+    rc, out = remediate(tmp_path, "unhealthy", double, NODES, broken=("node-b",), unreachable=("node-c", "node-d", "node-e"),
+                        extra={"nodefix_storm_node_selector": "pool=workers"})
+    assert rc != 0, out[-3000:]
+    said = " ".join(out.split())
+    assert ("storm breaker: 5 of 6 node(s) (83.3%) are unavailable or would be disrupted: 4 unavailable (node-c: NotReady, "
+            "unreachable from the controller; node-d: Ready Unknown, unreachable from the controller; node-e: unreachable "
+            "from the controller; node-f: cordoned); 1 need a drain, reboot or restart (drain 1), over "
+            "nodefix_storm_percent (20%)") in said, said[-3000:]
+    assert "counted the 6 Node(s) the API server lists selected by pool=workers and every target" in said
+    assert cordoned(double) == [] and "TASK [Audit before]" not in out   # no node was touched
+    assert [e for e in double.state()["log"] if e["method"] != "GET"] == []
+    stopped = report(tmp_path)
+    assert stopped["storm"]["stop"] and stopped["storm"]["size"] == 6 and stopped["storm"]["share"] == 83.33
+    assert {n["host"]: n["status"] for n in stopped["nodes"]} == dict((h, "not run") for h in NODES)
+
+
+def test_a_storm_percent_outside_0_100_is_refused_before_any_node(apiserver_double, tmp_path):
+    """54.5: 100.5 (as -e key=value gives it: text) skipped the breaker without a word; now the run stops at once,
+    naming the variable, before any node is audited and before any report is written."""
     double = apiserver_double(NODES, [])
-    shared = {"nodefix_slice": "slice-a", "nodefix_rollout": "rollout-1", "nodefix_fleet_size": 5}
+    rc, out = remediate(tmp_path, "percent", double, ["node-a", "node-b"], broken=("node-a", "node-b"),
+                        argv_extra=["-e", "nodefix_storm_percent=100.5"])
+    assert rc != 0, out[-3000:]
+    assert ('nodefix_storm_percent must be a whole number from 0 to 100 (100 turns the storm breaker off), got "100.5"; '
+            'nothing was touched') in " ".join(out.split()), out[-3000:]
+    assert "TASK [Audit every target" not in out and "TASK [Audit before]" not in out and cordoned(double) == []
+    assert not (tmp_path / "reports" / "remediate").exists()
+
+
+def test_the_breaker_holds_across_slices_early_and_the_merge_keeps_it(apiserver_double, tmp_path):
+    """slice-a (1 of its 2 nodes to drain) judges first: the 3 hosts of nodefix_fleet_size (5) no slice has recorded
+    yet are counted as possibly disrupted - 4 of 5 - and it stops before its first node (the old breaker let it drain
+    node-a: 1 of 5, and one node is a repair). slice-b then sees every record: 3 of 5, a storm - it touches nothing;
+    the override lets slice-b proceed. The merged report keeps the storm section: slice-a stopped, with the fleet-wide
+    finding (the old merge dropped it: nodes "not run", 0 findings)."""
+    double = apiserver_double(NODES, [])
+    shared = {"nodefix_slice": "slice-a", "nodefix_rollout": "rollout-1", "nodefix_fleet_size": 5,
+              "nodefix_storm_slice_wait": 0}
     rc, out = remediate(tmp_path, "slice-a", double, ["node-a", "node-b"], broken=("node-a",), extra=shared)
-    assert rc == 0 and "storm breaker:" not in out and cordoned(double) == ["node-a"], out[-3000:]
+    said = " ".join(out.split())
+    assert rc != 0 and cordoned(double) == [], out[-3000:]
+    assert ("storm breaker: 4 of 5 node(s) (80%) are unavailable or would be disrupted: 1 need a drain, reboot or restart "
+            "(drain 1); 3 host(s) of nodefix_fleet_size (5) in no slice's record yet, counted as possibly disrupted "
+            "(early, never late)") in said, said[-3000:]
     shared["nodefix_slice"] = "slice-b"
     rc, out = remediate(tmp_path, "slice-b", double, ["node-c", "node-d", "node-e"], broken=("node-c", "node-d"),
                         extra=shared)
-    assert rc != 0 and cordoned(double) == ["node-a"], out[-3000:]
+    assert rc != 0 and cordoned(double) == [], out[-3000:]
     assert "storm breaker: 3 of 5 node(s) (60%)" in " ".join(out.split())
     stored = json.loads((tmp_path / "reports" / "slices" / "slice-b" / "storm.json").read_text())
     assert stored["rollout"] == "rollout-1" and sorted(stored["nodes"]) == ["node-c", "node-d", "node-e"]
+    assert sorted(stored["cluster"]["nodes"]) == NODES   # its view of the cluster, for the re-judging before each batch
     assert all(n["status"] == "not run" for n in report(tmp_path, "slice-b")["nodes"])
     shared["nodefix_storm_override"] = True
     rc, out = remediate(tmp_path, "slice-b-override", double, ["node-c", "node-d", "node-e"],
                         broken=("node-c", "node-d"), extra=shared)
     assert rc == 0, out[-3000:]
-    assert sorted(cordoned(double)) == ["node-a", "node-c", "node-d"]
+    assert sorted(cordoned(double)) == ["node-c", "node-d"]
+    # the merge of the two slices' reports
+    inventory = tmp_path / "all.json"
+    inventory.write_text(json.dumps({"all": {"hosts": dict((h, {"ansible_connection": "local"}) for h in NODES)}}))
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e",
+            json.dumps({"nodefix_report_dir": str(tmp_path / "reports"), "nodefix_report_kind": "remediate"}),
+            os.path.join(ROOT, "playbooks", "merge.yml")]
+    rc, out = run_logged("storm-merge", argv, timeout=600)
+    assert rc == 0, out[-3000:]
+    merged = report(tmp_path)
+    assert merged["storm"]["stop"] and merged["storm"]["msg"].startswith("slice slice-a: storm breaker: 4 of 5 node(s)")
+    assert [(s["slice"], s["stop"]) for s in merged["storm"]["slices"]] == [("slice-a", True), ("slice-b", False)]
+    assert "kernel.no_oom_reaper" in [w["id"] for w in merged["storm"]["fleet_wide"]]
+    markdown = (tmp_path / "reports" / "remediate" / "report.md").read_text()
+    assert markdown.index("## Storm breaker") < markdown.index("## Nodes")

@@ -47,4 +47,5 @@ TRANSFERS_FILES
 
 # Read by the kubernetes client's RESTClientObject (urllib3's retries) when the ApiClient is built
 # (_reboot/backoff.py NodeAnnotations sets it on the Configuration it passes):
+# kubernetes.client.Configuration: read by its REST client (_report.cluster_nodes: one attempt a request)
 retries

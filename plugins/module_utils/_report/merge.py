@@ -17,6 +17,8 @@ could not be audited, and is never counted as healthy. A host a slice reported t
 fleet does not expect (not in the inventory the slices split) is a node with status
 ``unexpected`` - its findings are not taken as the fleet's, and it fails the policy the
 same way. The expected hosts must be given: without them neither could be told.
+The slices' storm breaker verdicts are kept (_report.storm.merge): a rollout any slice stopped
+is a stopped rollout in the merged report, with the findings on more than the threshold's share.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +27,7 @@ __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import ReportInputError, assemble, missing_node
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.storm import merge as merge_storm
 
 STATUSES = ("ok", "unreachable", "error", "missing", "not run", "unexpected")
 MISSING = "in no slice's report: its slice failed before writing it, or never ran"
@@ -107,4 +110,9 @@ def merge_models(slices, expected_hosts=None, title=None, generated=None):
     model = assemble(nodes, title, generated, expired)
     model["slices"] = [{"name": name, "generated": m.get("generated"), "nodes": len(m["nodes"])}
                        for name, m in slices]
+    # the storm breaker's verdicts of a sliced remediation: stopped when any slice stopped, with the fleet-wide
+    # findings (a stopped slice's nodes were never audited by the rolling play: its findings are only here)
+    storm = merge_storm(slices)
+    if storm is not None:
+        model["storm"] = storm
     return model

@@ -81,11 +81,12 @@ def test_slices_add_up_and_the_fleet_size_counts_the_slices_not_yet_recorded():
     assert out["msg"].startswith("storm breaker: 4 of 15 node(s) (26.7%)")
 
 
-def test_a_slice_over_the_threshold_alone_stops_before_the_others_record():
-    # the first slice cannot see the others: its own share decides (early, never late)
-    records = {"a": fleet(4, 2, slice_name="a", rollout="r", prefix="a")}
+def test_a_slice_over_the_threshold_alone_stops_though_the_fleet_is_within_it():
+    # every host recorded (no unseen host), the fleet 2 of 20 = 10 %; slice a's own nodes 2 of 4 = 50 %
+    records = {"a": fleet(4, 2, slice_name="a", rollout="r", prefix="a"),
+               "b": fleet(16, 0, slice_name="b", rollout="r", prefix="b")}
     out = storm.verdict(records, 20, fleet_size=20, rollout="r", own_slice="a")
-    assert out["share"] == 10.0 and out["slice_share"] == 50.0 and out["stop"]
+    assert out["share"] == 10.0 and out["slice_share"] == 50.0 and out["stop"] and out["unseen"] == 0
     assert "2 of this slice's 4 node(s) (50%; 2 of 20 in the fleet so far)" in out["msg"]
 
 

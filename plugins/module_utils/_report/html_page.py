@@ -61,7 +61,7 @@ h1{font-size:22px}h1,h2,p,li,summary{overflow-wrap:anywhere}
 .scroll{overflow-x:auto;max-width:100%;margin:12px 0}table{border-collapse:collapse}
 th,td{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left;vertical-align:top;overflow-wrap:normal}
 thead th{white-space:nowrap}
-th.rot{writing-mode:vertical-rl;transform:rotate(180deg);padding:6px 2px}
+th.rot{writing-mode:vertical-rl;transform:rotate(180deg);padding:6px 1px;font-size:12px;line-height:1.15}
 td.cell{text-align:center;color:#fff;font-weight:600;padding:2px 3px}
 #matrix tbody th,#matrix thead th:first-child{position:sticky;left:0;background:#fff;z-index:1}
 .free{overflow-wrap:anywhere;min-width:16em}table.changes .free{min-width:9em}

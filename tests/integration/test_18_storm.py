@@ -141,10 +141,14 @@ def test_a_storm_percent_outside_0_100_is_refused_before_any_node(apiserver_doub
     rc, out = remediate(tmp_path, "percent", double, ["node-a", "node-b"], broken=("node-a", "node-b"),
                         argv_extra=["-e", "nodefix_storm_percent=100.5"])
     assert rc != 0, out[-3000:]
-    assert ('nodefix_storm_percent must be a whole number from 0 to 100 (100 turns the storm breaker off), got "100.5"; '
-            'nothing was touched') in " ".join(out.split()), out[-3000:]
+    # the playbooks' preflight refuses it first, naming it (the storm play's own guard says the same below it)
+    assert ('refused before any node: nodefix_storm_percent must be a whole number, got "100.5"') in " ".join(out.split()), \
+        out[-3000:]
     assert "TASK [Audit every target" not in out and "TASK [Audit before]" not in out and cordoned(double) == []
-    assert not (tmp_path / "reports" / "remediate").exists()
+    # the refused run's report says so (an older report never looks current), with no node in it
+    refused = report(tmp_path)
+    assert refused["run"]["status"] == "failed" and "nodefix_storm_percent" in refused["run"]["failure"]
+    assert refused["nodes"] == []
 
 
 def test_the_breaker_holds_across_slices_early_and_the_merge_keeps_it(apiserver_double, tmp_path):

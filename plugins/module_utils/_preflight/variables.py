@@ -191,7 +191,7 @@ def check_value(entry, value):
         hint = " (did you mean %s?)" % close[0] if close else ""
         return "must be one of %s, got %s%s" % (", ".join(map(str, choices)), json.dumps(value, default=str), hint)
     if entry.get("pattern") and isinstance(out, str) and not re.match(entry["pattern"], out):
-        return "must match %s, got %s" % (entry["pattern"], json.dumps(out))
+        return "must be %s, got %s" % (entry.get("pattern_help") or "a match of %s" % entry["pattern"], json.dumps(out))
     return None
 
 

@@ -442,6 +442,15 @@ class KubeApi(object):
     def _dict(self, obj):
         return self.client.sanitize_for_serialization(obj)
 
+    # Every call's timeout in seconds (connect and read): a hung API server fails the call, naming it, never
+    # holds the run (the gate then holds the reboot: nothing is drained)
+    TIMEOUT = 30
+
+    @staticmethod
+    def _no_answer(what, exc):
+        """A refused connection, DNS, TLS or a timeout (urllib3's and socket's errors): no answer, named."""
+        raise NodefixError("%s: no answer from the API server: %s" % (what, exc))
+
     def _fail(self, what, exc):
         body = (getattr(exc, "body", "") or str(exc))[:300]
         raise NodefixError("%s: the API server answered %s %s" % (what, getattr(exc, "status", "?"), body))
@@ -449,49 +458,57 @@ class KubeApi(object):
     def list_pods(self, node, selector):
         try:
             pods = self.core.list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % node,
-                                                         label_selector=selector)
+                                                         label_selector=selector, _request_timeout=self.TIMEOUT)
         except self.error as exc:
             self._fail("listing the pods of %s selected by %r" % (node, selector), exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._no_answer("listing the pods of %s selected by %r" % (node, selector), exc)
         return [self._dict(p) for p in pods.items]
 
     def get_lease(self, namespace, name):
         try:
-            return self._dict(self.coord.read_namespaced_lease(name, namespace))
+            return self._dict(self.coord.read_namespaced_lease(name, namespace, _request_timeout=self.TIMEOUT))
         except self.error as exc:
             if exc.status == 404:
                 return None
             self._fail("reading Lease %s/%s" % (namespace, name), exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._no_answer("reading Lease %s/%s" % (namespace, name), exc)
 
     def create_lease(self, namespace, body):
         try:
-            self.coord.create_namespaced_lease(namespace, body)
+            self.coord.create_namespaced_lease(namespace, body, _request_timeout=self.TIMEOUT)
             return True
         except self.error as exc:
             if exc.status == 409:
                 return False
             self._fail("creating Lease %s/%s" % (namespace, body["metadata"]["name"]), exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._no_answer("creating Lease %s/%s" % (namespace, body["metadata"]["name"]), exc)
 
     def replace_lease(self, namespace, name, body):
         try:
-            self.coord.replace_namespaced_lease(name, namespace, body)
+            self.coord.replace_namespaced_lease(name, namespace, body, _request_timeout=self.TIMEOUT)
             return True
         except self.error as exc:
             if exc.status == 409:
                 return False
             self._fail("taking over Lease %s/%s" % (namespace, name), exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._no_answer("taking over Lease %s/%s" % (namespace, name), exc)
 
     def delete_lease(self, namespace, name, resource_version):
         from kubernetes import client  # pylint: disable=import-outside-toplevel
         opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
         try:
-            self.coord.delete_namespaced_lease(name, namespace, body=opts)
+            self.coord.delete_namespaced_lease(name, namespace, body=opts, _request_timeout=self.TIMEOUT)
         except self.error as exc:
             if exc.status != 404:
                 self._fail("releasing Lease %s/%s" % (namespace, name), exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._no_answer("releasing Lease %s/%s" % (namespace, name), exc)
 
-    # The control-plane guard's reads (_reboot.control_plane); each with a timeout, in seconds
-    TIMEOUT = 30
-
+    # The control-plane guard's reads (_reboot.control_plane), with the same timeout
     def _call(self, what, call, *args, **kwargs):
         """``call`` with the timeout; its answer as a dict. 404: None. Any other failure (an API
         error, refused, DNS, TLS, a timeout) is a NodefixError naming ``what``."""
@@ -503,7 +520,7 @@ class KubeApi(object):
             self._fail(what, exc)
         # urllib3 and socket errors: whatever it is, no answer
         except Exception as exc:  # pylint: disable=broad-except
-            raise NodefixError("%s: no answer from the API server: %s" % (what, exc))
+            self._no_answer(what, exc)
 
     def get_node(self, name):
         """The Node as the API server has it, None when it does not know it."""

@@ -51,10 +51,10 @@ def test_storm_percent_whole_0_to_100_passes(value):
     ("nodefix_audit_options", "pids=1", "mapping"),
     ("nodefix_waivers", ["pids.zombie_leaker"], "list of mappings"),
     ("nodefix_kubelet_guard_rails", "sometimes", "true, false or auto"),
-    ("nodefix_slice", "../x", "must match"),
+    ("nodefix_slice", "../x", "must be a plain name"),
     ("nodefix_drain_timeout", 0, "at least 1"),
     ("nodefix_max_fail_percentage", 101, "at most 100"),
-    ("nodefix_kernel_min_release", "six", "must match"),
+    ("nodefix_kernel_min_release", "six", "must be a release such as 6.12"),
 ])
 def test_bad_values_are_refused_naming_the_variable(name, value, words):
     out = check({name: value})

@@ -25,8 +25,7 @@ def _tasks(items):
             continue
         yield task
         for key in ("block", "rescue", "always"):
-            for sub in _tasks(task.get(key)):
-                yield sub
+            yield from _tasks(task.get(key))
 
 
 def _tags(task):

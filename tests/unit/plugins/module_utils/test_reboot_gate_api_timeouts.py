@@ -58,8 +58,8 @@ CASES = [c + ("refused",) for c in CALLS] + [c + ("silent",) for c in CALLS if c
 
 
 @pytest.mark.parametrize("method,args,words,server", CASES, ids=["%s-%s" % (c[0], c[3]) for c in CASES])
-def test_every_lock_call_fails_naming_itself_when_the_server_does_not_answer(request, tmp_path, monkeypatch,
-                                                                            method, args, words, server):
+def test_every_lock_call_fails_naming_itself_when_the_server_does_not_answer(
+        request, tmp_path, monkeypatch, method, args, words, server):
     monkeypatch.setattr(reboot_gate_lib.KubeApi, "TIMEOUT", 1)
     api = reboot_gate_lib.KubeApi(kubeconfig(tmp_path, request.getfixturevalue(server)))
     with pytest.raises(NodefixError) as err:

@@ -177,6 +177,8 @@ def test_control_plane_nodes_held_or_one_at_a_time_while_etcd_is_healthy(apiserv
     assert leases(double) == {}
     # the reboot itself was the local connection's refusal and the test's power cycle: not proven fixed
     assert "would reboot the control node" in out and rc != 0
+    # a held node is not remediated: it fails (after the report), with the reason
+    assert "not remediated: held: control plane: cp-off is a control-plane node" in " ".join(out.split()), out[-3000:]
 
     # an unhealthy etcd member holds an opted-in control-plane node (the real client, the module alone)
     members.ready("cp-1", False)

@@ -41,7 +41,8 @@ MARK = "<redacted by nodefix.k8s>"
 # names that are secrets whole (normalised: lower case, '-' and '.' as '_')
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
                     "client_certificate_data", "secret", "apikey", "api_key"))
-_PART = ("token", "password", "passwd", "secret")
+_PART = ("token", "password", "passwd", "secret", "credential", "cookie", "api_key", "apikey", "private_key",
+         "access_key")
 # names that say where a secret is (a path), not the secret
 _REFERENCE_ENDS = ("file", "files", "path", "dir")
 
@@ -53,6 +54,8 @@ _KEY_VALUE = re.compile(
 _FLAG_SPACE = re.compile(r"""(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*)(?P<sep>[ \t]+)"""
                          r"""(?P<val><redacted by nodefix\.k8s>|"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)""")
 _URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@'\"]+):(?P<val>[^\s@/'\"]+)@")
+# a token as a URL's user name (https://ghp_...@github.com): a long opaque user name, never a login
+_URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[A-Za-z0-9_\-]{20,})@")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
 _BOOTSTRAP = re.compile(r"\b(?P<head>[a-z0-9]{6}\.)(?P<val>[a-z0-9]{16})\b")
 _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----)(?P<val>.*?)(?P<tail>-----END (?:[A-Z0-9]+ )?"
@@ -66,8 +69,10 @@ def secret_name(name):
         return True
     if norm.endswith(_REFERENCE_ENDS):
         return False
-    # *_KEY as environment variables are named (a kubeconfig's client-key is a path)
-    return any(part in norm for part in _PART) or str(name).lower().endswith("_key")
+    # *_KEY as environment variables are named, *Key in camelCase (privateKey, accessKey); a kubeconfig's
+    # client-key is a path. *_PASS as environment variables are named (DB_PASS)
+    return (any(part in norm for part in _PART) or str(name).lower().endswith("_key") or norm.endswith("_pass")
+            or norm == "pass" or re.search(r"[a-z]Key$", str(name)) is not None)
 
 
 def _quoted(value):
@@ -96,10 +101,21 @@ def redact_text(text):
         return text
     text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + "\n" + m.group("tail"), text)
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
+    text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _KEY_VALUE.sub(_key_value, text)
     text = _FLAG_SPACE.sub(_key_value, text)
     return _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text)
+
+
+def _secret_value(value):
+    """A value under a secret's name replaced whole: a non-empty string, a number, a list of them (a mapping
+    is walked: its own keys say what in it is secret)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, (str, int, float)):
+        return value != ""
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, (str, int, float)) for v in value)
 
 
 def redact(value, depth=0):
@@ -110,7 +126,7 @@ def redact(value, depth=0):
     if depth > 64:
         return value
     if isinstance(value, dict):
-        return dict((k, MARK if isinstance(k, str) and secret_name(k) and isinstance(v, str) and v
+        return dict((k, MARK if isinstance(k, str) and secret_name(k) and _secret_value(v)
                      else redact(v, depth + 1)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return [redact(v, depth + 1) for v in value]

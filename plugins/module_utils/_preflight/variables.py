@@ -190,6 +190,8 @@ def check_value(entry, value):
         close = difflib.get_close_matches(str(out), [str(c) for c in choices], n=1)
         hint = " (did you mean %s?)" % close[0] if close else ""
         return "must be one of %s, got %s%s" % (", ".join(map(str, choices)), json.dumps(value, default=str), hint)
+    if entry.get("nonempty") and isinstance(out, str) and not out.strip():
+        return "must not be empty (unset it instead)"
     if entry.get("pattern") and isinstance(out, str) and not re.match(entry["pattern"], out):
         return "must be %s, got %s" % (entry.get("pattern_help") or "a match of %s" % entry["pattern"], json.dumps(out))
     return None

@@ -336,7 +336,25 @@ class LeaseLock(object):
         if since is None:  # first seen in this state now (or what was kept is unreadable)
             self.observed[slot] = {"key": key, "seen": now.strftime(_SEEN_FORMAT)}
             return False
-        return now >= since + datetime.timedelta(seconds=duration)
+        return now >= since + datetime.timedelta(seconds=duration) and self._holder_back(lease)
+
+    def _holder_back(self, lease):
+        """Whether the node holding an expired slot is back (Ready): a node that went down and is not back keeps
+        its slot whatever the TTL says - another node must not reboot beside it (into the same bad kernel, say).
+        A holder Node the cluster no longer has frees it; an answer that cannot be read keeps it (fail closed)."""
+        holder = (lease.get("spec") or {}).get("holderIdentity")
+        get_node = getattr(self.api, "get_node", None)
+        if not holder or get_node is None:
+            return True
+        try:
+            node = get_node(holder)
+        except NodefixError:
+            return False
+        if node is None:
+            return True
+        ready = [c for c in ((node.get("status") or {}).get("conditions") or []) if isinstance(c, dict)
+                 and c.get("type") == "Ready"]
+        return bool(ready) and ready[0].get("status") == "True"
 
     @staticmethod
     def _seen_since(seen, key):

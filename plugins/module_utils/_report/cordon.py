@@ -81,8 +81,8 @@ def reclaim(node, run_id):
     if by is None:
         return {"action": "keep", "by": None,
                 "msg": "cordoned, with a %s record that cannot be read (%.80s): it stays" % (CORDONED_BY, raw)}
-    if by["run"] == str(run_id):
-        return {"action": "none", "by": by, "msg": ""}
+    # (a record with this run's own id is an earlier run's too - the give-back runs before this run cordons
+    # anything - e.g. -e nodefix_run=CHG123 reused for the re-run of a killed run: never left stranded)
     return {"action": "give_back", "by": by,
             "msg": "cordoned by nodefix run %s at %s, which never gave it back (killed or stopped): given back"
                    % (by["run"], by.get("time", "?"))}
@@ -167,6 +167,9 @@ def hold_reasons(remediation, before, after=None, verify_error="", kernel_kept=N
     reasons = []
     if status == "failed":
         reasons.append("remediation failed: %s" % (remediation.get("msg") or "failed"))
+    elif status == "unreachable":
+        # lost during its fixes or at the audit after: whatever was done to it is unverified
+        reasons.append("unreachable at %s: %s" % (remediation.get("step") or "a step", remediation.get("msg") or ""))
     if kernel_kept is not None and not kernel_kept:
         reasons.append("the new kernel was not kept")
     if status != "ok":

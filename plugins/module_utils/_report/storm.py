@@ -50,6 +50,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.cluster_nodes import CORDONED_BY_NODEFIX
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import SLICE_NAME, belongs
 
 RECORD = "storm.json"
@@ -184,6 +185,12 @@ def count(nodes, views, fleet_size=None, sliced=False):
             listed.setdefault(node, set()).update(why)
     read = any(not v.get("error") for v in views)
     unavailable = dict((n, set(w)) for n, w in listed.items() if w)
+    # a target an earlier, dead nodefix run left cordoned (and nothing else) is given back by this run before it
+    # cordons anything (tasks/reclaim_cordon.yml): not unavailable to it - counted, it would hold the very run
+    # that returns it, for good
+    for host in nodes:
+        if unavailable.get(name[host]) == {CORDONED_BY_NODEFIX}:
+            del unavailable[name[host]]
     for host, entry in nodes.items():
         if entry.get("unreachable"):
             unavailable.setdefault(name[host], set()).add(UNREACHABLE)

@@ -46,7 +46,9 @@ def test_a_dead_runs_cordon_is_given_back_naming_the_run():
      "keep", "still open: x"),                                                              # held: not verified
     (node(True, **{cordon.CORDONED_BY: "not json"}), "keep", "cannot be read"),             # fail closed
     (node(True, **{cordon.CORDONED_BY: json.dumps({"time": "t"})}), "keep", "cannot be read"),  # no run id
-    (node(True, **{cordon.CORDONED_BY: by("now-2")}), "none", ""),                          # this run's own
+    # a record with this run's own id is an earlier run's (the give-back runs before this run cordons): a reused
+    # -e nodefix_run of a killed run never strands its node
+    (node(True, **{cordon.CORDONED_BY: by("now-2")}), "give_back", "never gave it back"),
     (node(False, **{cordon.CORDONED_BY: by()}), "clear", "stale"),                          # uncordoned by hand
     (node(False), "none", ""),
 ], ids=["operator", "held", "unreadable", "no-run", "own-run", "stale", "schedulable"])
@@ -134,6 +136,12 @@ def test_a_verified_fix_goes_back_even_with_report_only_findings_open():
 def test_a_node_not_verified_stays_cordoned(rem, after, error, kept, reason):
     reasons = cordon.hold_reasons(rem, AUDIT_BEFORE, after, error, kept)
     assert any(reason in r for r in reasons), reasons
+
+
+def test_a_node_lost_during_its_fixes_or_its_verify_stays_cordoned():
+    """Unreachable at its fixes or at the audit after: what was done to it is unverified - held, never given back."""
+    rem = {"status": "unreachable", "step": "fixes", "roles": ["nodefix.k8s.pids"], "msg": "gone"}
+    assert cordon.hold_reasons(rem, AUDIT_BEFORE, None) == ["unreachable at fixes: gone"]
 
 
 def test_a_skipped_remediation_holds_nothing():

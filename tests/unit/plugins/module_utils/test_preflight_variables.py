@@ -55,6 +55,8 @@ def test_storm_percent_whole_0_to_100_passes(value):
     ("nodefix_drain_timeout", 0, "at least 1"),
     ("nodefix_max_fail_percentage", 101, "at most 100"),
     ("nodefix_kernel_min_release", "six", "must be a release such as 6.12"),
+    ("nodefix_kubeconfig", "", "must not be empty"),
+    ("nodefix_node_name", " ", "must not be empty"),
 ])
 def test_bad_values_are_refused_naming_the_variable(name, value, words):
     out = check({name: value})

@@ -428,3 +428,31 @@ def test_el_debug_kernels_compare_in_rpm_order(make_tree):
     newer = "5.14.0-503.el9.x86_64"
     out = reboot_detect.check(FakeRunner(), root=node(make_tree, running=el, kernels=(el, newer), extra=extra))
     assert out["newest_kernel"] == newer and out["pending"] is True
+
+
+class FakeLeasesAndNodes(FakeLeases):
+    """The Leases, and the holders' Nodes with their Ready condition (None: the cluster has no such Node)."""
+
+    def __init__(self, ready):
+        super(FakeLeasesAndNodes, self).__init__()
+        self.ready = ready
+
+    def get_node(self, name):
+        if name not in self.ready:
+            return None
+        if self.ready[name] == "error":
+            raise NodefixError("reading Node %s: no answer from the API server" % name)
+        return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": self.ready[name]}]}}
+
+
+@pytest.mark.parametrize("ready,taken", [("True", True), ("False", False), ("Unknown", False), ("error", False),
+                                         ("absent", True)])
+def test_an_expired_slot_of_a_node_that_is_not_back_stays_held(ready, taken):
+    """The TTL frees a dead run's slot only when its holder is back (or gone from the cluster): a node that went
+    down in its reboot and is not back keeps it, so no other node reboots beside it."""
+    api = FakeLeasesAndNodes({} if ready == "absent" else {"node-a": ready})
+    lock(api, "node-a", ttl=600).acquire()
+    seen = {}
+    assert lock(api, "b", ttl=600, now=clock("2026-11-25 12:00"), observed=seen).acquire()[0] is None
+    got = lock(api, "b", ttl=600, now=clock("2026-11-25 12:11"), observed=seen).acquire()[0]
+    assert (got == "nodefix-reboot-0") is taken, (ready, got)

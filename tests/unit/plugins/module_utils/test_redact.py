@@ -151,3 +151,25 @@ def test_protect_redacts_what_a_module_returns_and_a_failure_too():
     dumped = json.dumps(module.out)
     assert "pw-exit" not in dumped and "pw-msg" not in dumped and "pw-stdout" not in dumped
     assert module.out[0]["files"]["/etc/default/kubelet"] == "REGISTRY_PASSWORD=" + MARK
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("privateKey: c2VjcmV0LWtleS1ib2R5", "c2VjcmV0LWtleS1ib2R5"),
+    ("DB_PASS=hunter2hunter2", "hunter2hunter2"),
+    ("credentials = \"AKIAEXAMPLEKEY/wJalrXUtnFEMI\"", "AKIAEXAMPLEKEY/wJalrXUtnFEMI"),
+    ("x-api-key: 0123456789abcdef0123", "0123456789abcdef0123"),
+    ("Cookie: session=0123456789abcdef", "0123456789abcdef"),
+    ("git clone https://ghp_0123456789abcdefghijABCDEF@github.com/o/r", "ghp_0123456789abcdefghijABCDEF"),
+])
+def test_more_shapes_a_secret_takes(text, secret):
+    """Shapes a hostile review found passing: camelCase *Key, *_PASS, credentials, API keys and cookies in
+    headers, a token as a URL's user name."""
+    out = redact.redact_text(text)
+    assert secret not in out and redact.MARK in out, out
+
+
+def test_a_secret_name_hides_numbers_and_lists_too():
+    out = redact.redact({"password": 123456, "token": ["a1", "b2"], "auth": {"username": "u", "password": "p"},
+                         "port": 6443})
+    assert out == {"password": redact.MARK, "token": redact.MARK, "auth": {"username": "u", "password": redact.MARK},
+                   "port": 6443}

@@ -344,3 +344,19 @@ def test_a_refused_connection_a_missing_kubeconfig_and_a_bad_timeout_are_clear_f
         cluster_nodes.list_nodes("/nonexistent/kubeconfig", timeout=2)
     with pytest.raises(NodefixError, match="the API timeout must be a whole number of seconds"):
         cluster_nodes.list_nodes("k", timeout=0)
+
+
+def test_a_target_a_dead_run_left_cordoned_does_not_hold_the_run_that_gives_it_back():
+    """5 Nodes, node-a left cordoned by a killed nodefix run (the run gives it back first), node-b needs a
+    restart: 1 of 5 - not a storm. Counted as unavailable, it held every later run and was never given back.
+    A node cordoned by a dead run that is NOT a target of this run stays counted (nobody returns it here)."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
+    from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm as storm_lib
+    views = [{"selector": None, "error": None, "nodes": {
+        "node-a": [cluster_nodes.CORDONED_BY_NODEFIX], "node-b": [], "node-c": [], "node-d": [],
+        "node-x": [cluster_nodes.CORDONED_BY_NODEFIX]}}]
+    nodes = {"node-a": {"disruptive": [], "findings": []}, "node-b": {"disruptive": ["restart"], "findings": ["k"]},
+             "node-c": {"disruptive": [], "findings": []}}
+    seen = storm_lib.count(nodes, views)
+    assert "node-a" not in seen["unavailable"] and "node-x" in seen["unavailable"], seen
+    assert seen["affected"] == 2 and seen["size"] == 5, seen

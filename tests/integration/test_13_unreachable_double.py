@@ -111,6 +111,9 @@ def test_a_node_lost_during_its_fixes_or_before_its_audit_after(apiserver_double
     assert node["unreachable_at"] == "fixes" and node["remediation"]["status"] == "unreachable", node
     assert "is gone since its" in node["error"] and node["fixed"] == [], node
     assert recap(out, "node-a")["failed"] == 1
+    # lost with its fixes unverified: it stays cordoned, held, never given back
+    st = double.state()["nodes"]["node-a"]
+    assert st["unschedulable"] is True and "nodefix.k8s/held" in st.get("annotations", {}), st
     # node-b goes away after it was given back - and the audit after the fixes now comes BEFORE the give-back
     # (not verified, not in service): it was verified while it was there, so it is not unreachable at any step
     assert "unreachable_at" not in nodes["node-b"] and nodes["node-b"]["remediation"]["status"] != "unreachable"

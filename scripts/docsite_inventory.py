@@ -25,6 +25,10 @@ LABELS = {
         "collections/kubernetes/core/k8s_module.html", "kubernetes.core.k8s module"),
     "ansible_collections.kubernetes.core.k8s_drain_module": (
         "collections/kubernetes/core/k8s_drain_module.html", "kubernetes.core.k8s_drain module"),
+    "ansible_collections.kubernetes.core.k8s_info_module": (
+        "collections/kubernetes/core/k8s_info_module.html", "kubernetes.core.k8s_info module"),
+    # a module with an action plugin: antsibull-docs links its note to the guide's action plugins section
+    "action_plugins": ("plugins/action.html", "Action plugins"),
 }
 
 

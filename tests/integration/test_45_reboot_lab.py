@@ -85,6 +85,8 @@ def inventory(path, kubeconfig):
         "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
         # every node is broken on purpose: over the storm breaker's threshold, proceed
         "nodefix_storm_override": True,
+        # the same nodes are rebooted again on purpose, run after run (the slices, the held cases): no backoff
+        "nodefix_reboot_backoff": 0,
         # the reboot path, with a threshold any cleanup exceeds
         "nodefix_mount_units_reboot": True, "nodefix_mount_units_reboot_over_seconds": 0.001,
         "mount_units_reboot_boot_time_command": BOOT_TIME, "mount_units_reboot_services": ["kubelet"],

@@ -131,6 +131,8 @@ def inventory(path, kubeconfig):
         "ansible_python_interpreter": "/usr/bin/python3",
         "nodefix_kubeconfig": kubeconfig, "nodefix_drain_timeout": 30,
         "nodefix_audit_checks": ["kernel", "reboot"],
+        # the VM is rebooted again on purpose, run after run (a bad kernel, then a good one): no backoff
+        "nodefix_reboot_backoff": 0,
         "nodefix_kernel_upgrade": True, "nodefix_kernel_min_release": "6.12",
         # the VM runs containerd, no kubelet: the reboot path's checks as such a node has them
         "reboot_services": ["containerd"], "reboot_kubelet_healthz_url": "", "reboot_timeout": 900,

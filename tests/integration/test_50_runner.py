@@ -117,9 +117,10 @@ def test_run_api_private_data_dir(tmp_path):
     assert not [e for e in events if e["event"] in ("runner_on_failed", "runner_on_unreachable")]
     stats = result.stats
     assert stats["failures"] == {} and stats["dark"] == {}
-    # the audit checks its variables and prerequisites (nodefix.k8s.preflight), that a limit keeps the
-    # report play, records the hosts it targets for the report (the three on localhost), then audits
-    assert stats["ok"][HOST] == 4, stats
+    # the audit checks its variables and prerequisites (nodefix.k8s.preflight) and remembers the collection's
+    # version, checks that a limit keeps the report play, records the hosts it targets for the report (the four
+    # on localhost), then audits
+    assert stats["ok"][HOST] == 5, stats
     report = assert_reports(reports)
     # the runner's view of the node and the report agree
     res = [e for e in events if e["event"] == "runner_on_ok"

@@ -173,3 +173,13 @@ def test_a_failed_drain_is_one_event_saying_the_node_was_given_back():
     assert reasons(rem, drain_error="drain failed: x") == ["DrainFailed"]
     (event,) = trail.end_events("r", AUDIT_BEFORE, {"findings": []}, rem, T0, drain_error="drain failed: x")
     assert event["note"] == "run r: drain failed: x; nothing was fixed, given back"
+
+
+def test_findings_a_role_only_reports_do_not_hold_the_node():
+    """A zombie leaker (the workload's bug) or a gVisor sandbox still sized as before (until its pod is
+    recreated) is still there after the fix by design: not a reason to keep the node cordoned."""
+    before = {"findings": [{"id": "pids.zombie_leaker", "check": "pids", "fix": {"role": "nodefix.k8s.pids"}},
+                           {"id": "gvisor.sandbox_oversized", "check": "gvisor", "fix": {"role": "nodefix.k8s.gvisor"}}]}
+    after = {"checks": {"pids": {}, "gvisor": {}}, "findings": [dict(f) for f in before["findings"]]}
+    rem = {"status": "ok", "roles": ["nodefix.k8s.pids", "nodefix.k8s.gvisor"]}
+    assert cordon.hold_reasons(rem, before, after) == []

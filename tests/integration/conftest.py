@@ -260,6 +260,8 @@ def read_k8s(label, kubeconfig, **args):
 
 def trail_entries(log):
     """The kube-apiserver double's log entries that are a run's trail (its Events, the Node's annotation
-    PATCH): the rest is what the run changed in the cluster."""
+    PATCH) or its questions (the drain preflight's SelfSubjectAccessReviews, which change nothing): the rest
+    is what the run changed in the cluster."""
     return [e for e in log if e["path"].startswith("/apis/events.k8s.io/")
-            or (e["method"] == "PATCH" and set(e["body"]) == {"metadata"})]
+            or "/selfsubjectaccessreviews" in e["path"]
+            or (e["method"] == "PATCH" and set(e.get("body") or {}) == {"metadata"})]

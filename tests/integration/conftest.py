@@ -258,6 +258,19 @@ def read_k8s(label, kubeconfig, **args):
     return json.loads(out[out.index("{"):])["plays"][0]["tasks"][0]["hosts"]["localhost"]["resources"]
 
 
+def return_held_node(label, kubeconfig, node):
+    """What a person does with a node nodefix left held (docs/safety.md, "A held node"): ``kubectl annotate
+    node NODE nodefix.k8s/held-`` and ``kubectl uncordon NODE`` - one merge PATCH through the kubernetes client
+    (what kubectl sends), so the API server's log shows it as the operator's, not the run's."""
+    py = os.path.join(ROOT, ".venv", "bin", "python")
+    code = ("import sys, kubernetes\n"
+            "api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(sys.argv[1]))\n"
+            "api.patch_node(sys.argv[2], {'metadata': {'annotations': {'nodefix.k8s/held': None}},"
+            " 'spec': {'unschedulable': False}}, _request_timeout=30)\n")
+    rc, out = run_logged("return-held-%s" % label, [py, "-c", code, kubeconfig, node], timeout=120)
+    assert rc == 0, out[-3000:]
+
+
 def trail_entries(log):
     """The kube-apiserver double's log entries that are a run's trail (its Events, the Node's annotation
     PATCH) or its questions (the drain preflight's SelfSubjectAccessReviews, which change nothing): the rest

@@ -18,11 +18,16 @@ description:
     node drained and rebooted again by every scheduled run; this module remembers each reboot on the Node and holds
     the next one for the same reason within O(backoff).
   - O(state=record), just before the node goes down - writes the annotation C(nodefix.k8s/last-reboot) on the Node,
-    JSON with C(time) (UTC, to the second), C(run) and C(reasons) (each C(id) and C(reason)). A record that cannot be written fails
-    the module - the reboot is then not done, since the next run could not hold it.
+    JSON with C(time) (UTC, to the second), C(run), C(reasons) (each C(id) and C(reason)) and C(bootID) (the Node's
+    C(status.nodeInfo.bootID) when the record is written - the boot the kubelet reports). A record that cannot be
+    written (or a Node that cannot be read for its boot) fails the module - the reboot is then not done, since the
+    next run could not hold it.
   - O(state=check), before the reboot is gated - reads the annotation. Held (RV(held)) when the node was rebooted
     within O(backoff) for a reason whose id is in O(reasons) again - C(rebooted at T for R, still open - needs a person).
     Not held without an annotation, after the backoff, for other reasons only, or with O(backoff=0).
+  - Not held either when the Node still reports the boot the record was written in (its C(bootID) unchanged) - that
+    reboot never happened (the run was killed between the record and the reboot, or the reboot command never took the
+    node down); RV(not_rebooted) says so. A record without C(bootID) (written before this field) counts as a reboot.
   - Fails closed - an annotation that cannot be read (not JSON, no time, no reasons) or a Node that cannot be read
     (refused, DNS, TLS, a timeout, a 4xx or 5xx answer) holds the reboot, RV(held_by) saying why; the module does not
     fail. Every API call has O(timeout).
@@ -136,7 +141,17 @@ last:
       description: What it was rebooted for, each C({id, reason}).
       type: list
       elements: dict
+    boot_id:
+      description: The Node's C(bootID) when the record was written (null for a record without it).
+      type: str
   sample: {"time": "2026-11-27T03:00:00Z", "run": "4711", "reasons": [{"id": "reboot.required", "reason": "..."}]}
+not_rebooted:
+  description:
+    - Why the last record does not count - the Node still reports the boot it was written in, so the recorded reboot
+      did not happen (O(state=check)); empty otherwise.
+  returned: always
+  type: str
+  sample: "the reboot recorded at 2026-11-27T03:00:00Z (run 4711) did not happen - node-a still reports the boot ..."
 open_again:
   description: The ids of the last reboot's reasons that are open again (O(state=check)).
   returned: always
@@ -179,26 +194,31 @@ def argument_spec():
 def check(p, now):
     """The decision; a Node that cannot be read (or a client that cannot start) holds the reboot."""
     seconds = reboot_backoff.parse_duration(p["backoff"], "reboot backoff (nodefix_reboot_backoff)")
-    annotations, error = None, None
+    annotations, boot_id, error = None, None, None
     if seconds > 0:
         try:
-            annotations = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"]).get(p["node"])
+            annotations, boot_id = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"],
+                                                                  p["timeout"]).read(p["node"])
         except NodefixError as exc:
             error = exc.msg
-    result = reboot_backoff.decide(annotations, p["reasons"], now, seconds, node=p["node"], read_error=error)
+    result = reboot_backoff.decide(annotations, p["reasons"], now, seconds, node=p["node"], read_error=error,
+                                   boot_id=boot_id)
     return dict(result, backoff_seconds=seconds, annotation={}, changed=False)
 
 
 def record(p, now, check_mode):
     """The record written (or, in check mode, that would be); NodefixError when it cannot be."""
     seconds = reboot_backoff.parse_duration(p["backoff"], "reboot backoff (nodefix_reboot_backoff)")
-    result = {"held": False, "held_by": [], "last": None, "open_again": [], "backoff_seconds": seconds,
-              "annotation": {}, "changed": False}
+    result = {"held": False, "held_by": [], "last": None, "open_again": [], "not_rebooted": "",
+              "backoff_seconds": seconds, "annotation": {}, "changed": False}
     if seconds == 0:
         return result
-    note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"])}
+    nodes = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"])
+    # the boot the node is in now, in the record: a reboot that never happens does not count (decide)
+    boot_id = nodes.read(p["node"])[1]
+    note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"], boot_id)}
     if not check_mode:
-        reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"]).patch(p["node"], note)
+        nodes.patch(p["node"], note)
     return dict(result, annotation=note, changed=True)
 
 

@@ -11,10 +11,14 @@ A reboot that did not cure its reason (a pending-reboot flag that comes back, a 
 stay, dying cgroups that pile up again) would otherwise get the node drained and rebooted by every
 scheduled run, and - the node failing its verification each time - stop a serial rollout there every
 time. Just before the node goes down, the reboot path writes the annotation ``nodefix.k8s/last-reboot``
-on the Node (``record``): JSON ``{"time", "run", "reasons": [{"id", "reason"}]}``, the time in UTC to
-the second. Before the next reboot is even gated, ``decide`` reads it:
+on the Node (``record``): JSON ``{"time", "run", "reasons": [{"id", "reason"}], "bootID"}``, the time in
+UTC to the second, ``bootID`` the Node's ``status.nodeInfo.bootID`` when the record was written (the boot
+the kubelet reports; a new boot, a new ID). Before the next reboot is even gated, ``decide`` reads it:
 
 - no annotation, or the backoff off (``0``): the reboot goes on to the gate;
+- the Node still reports the boot the record was written in (its ``bootID`` unchanged): the recorded reboot
+  did not happen - the run was killed between the record and the reboot, or the reboot command never took
+  the node down - so it does not count, and the reboot goes on (saying so);
 - the last reboot longer ago than the backoff: the reboot goes on;
 - within the backoff, for a reason that is open again now (the same finding id): held - "rebooted at
   T for R, still open: needs a person". A person looks at the node, then removes the annotation
@@ -98,11 +102,14 @@ def _reasons(reasons):
     return out
 
 
-def record(now, run_id, reasons):
-    """The annotation's value (JSON text) for a reboot starting ``now`` for ``reasons``."""
+def record(now, run_id, reasons, boot_id=None):
+    """The annotation's value (JSON text) for a reboot starting ``now`` for ``reasons``, from the boot
+    ``boot_id`` (the Node's ``status.nodeInfo.bootID`` now; left out when the Node reports none)."""
     kept = _reasons(reasons)
     body = {"time": _utc(now).astimezone(datetime.timezone.utc).strftime(_TIME_FORMAT), "run": str(run_id or ""),
             "reasons": kept[:_REASONS_KEPT]}
+    if boot_id:
+        body["bootID"] = str(boot_id)
     if len(kept) > _REASONS_KEPT:
         body["truncated"] = True
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -125,21 +132,25 @@ def read_record(text):
     if not isinstance(reasons, list) or not reasons or not all(
             isinstance(r, dict) and isinstance(r.get("id"), str) and r["id"] for r in reasons):
         raise MalformedRecord("its reasons are not a list of {id, reason}")
-    return {"time": when, "run": str(body.get("run") or ""),
+    boot_id = body.get("bootID")
+    if boot_id is not None and not (isinstance(boot_id, str) and boot_id):
+        raise MalformedRecord("its bootID %s is not a boot ID" % json.dumps(boot_id, default=str)[:60])
+    return {"time": when, "run": str(body.get("run") or ""), "boot_id": boot_id,
             "reasons": [{"id": r["id"], "reason": str(r.get("reason") or r["id"])} for r in reasons]}
 
 
 def _held(text, last=None, open_again=None):
-    return {"held": True, "held_by": [text], "last": last, "open_again": open_again or []}
+    return {"held": True, "held_by": [text], "last": last, "open_again": open_again or [], "not_rebooted": ""}
 
 
-def decide(annotations, reasons, now, backoff_seconds, node="the node", read_error=None):
+def decide(annotations, reasons, now, backoff_seconds, node="the node", read_error=None, boot_id=None):
     """May this node be rebooted for ``reasons`` now, as far as the backoff goes?
 
     ``annotations``: the Node's ``metadata.annotations`` (None or {} when it has none); ``read_error``:
-    why the Node could not be read (then it is held). {held, held_by: [text], last: the record read
-    (time as text) or None, open_again: [ids]}."""
-    free = {"held": False, "held_by": [], "last": None, "open_again": []}
+    why the Node could not be read (then it is held); ``boot_id``: the Node's ``status.nodeInfo.bootID``
+    now (None when it reports none). {held, held_by: [text], last: the record read (time as text) or
+    None, open_again: [ids], not_rebooted: the text saying the recorded reboot did not happen, or ""}."""
+    free = {"held": False, "held_by": [], "last": None, "open_again": [], "not_rebooted": ""}
     if backoff_seconds <= 0:
         return free
     fix = ("check the node, then remove the annotation (kubectl annotate node %s %s-) or wait the backoff out"
@@ -156,6 +167,11 @@ def decide(annotations, reasons, now, backoff_seconds, node="the node", read_err
         return _held("the %s annotation on %s cannot be read (%s): held, as if rebooted just now - needs a person: %s"
                      % (ANNOTATION, node, exc.msg, fix))
     shown = dict(last, time=last["time"].strftime(_TIME_FORMAT))
+    if boot_id and last["boot_id"] == boot_id:
+        # the kubelet still reports the boot the record was written in: that reboot never took the node down
+        return dict(free, last=shown, not_rebooted=(
+            "the reboot recorded at %s (run %s) did not happen - %s still reports the boot it was recorded in "
+            "(bootID %s) - so the reboot backoff does not count it" % (shown["time"], last["run"] or "?", node, boot_id)))
     now = _utc(now).astimezone(datetime.timezone.utc)
     age = (now - last["time"]).total_seconds()
     if age >= backoff_seconds:
@@ -201,14 +217,16 @@ class NodeAnnotations(object):
             return "the API server answered %s %s" % (exc.status, (exc.body or exc.reason or "")[:200])
         return "%s: %s" % (type(exc).__name__, str(exc)[:200])
 
-    def get(self, node):
-        """The Node's annotations ({} when none); NodefixError naming what went wrong otherwise."""
+    def read(self, node):
+        """(the Node's annotations ({} when none), its ``status.nodeInfo.bootID`` or None); NodefixError
+        naming what went wrong otherwise."""
         try:
             obj = self.core.read_node(node, _request_timeout=self.timeout)
         # refused, DNS, TLS, timeout, 4xx/5xx: whatever it is, the annotation was not read
         except Exception as exc:  # pylint: disable=broad-except
             raise NodefixError("reading Node %s: %s" % (node, self._why(exc)))
-        return dict(getattr(obj.metadata, "annotations", None) or {})
+        info = getattr(getattr(obj, "status", None), "node_info", None)
+        return dict(getattr(obj.metadata, "annotations", None) or {}), getattr(info, "boot_id", None) or None
 
     def patch(self, node, annotations):
         try:

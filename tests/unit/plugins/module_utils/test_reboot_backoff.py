@@ -47,7 +47,7 @@ def test_within_the_backoff_a_reason_still_open_is_held_needing_a_person():
     assert why.startswith("rebooted at 2026-11-27T10:00:00Z for /var/run/reboot-required exists, still open: "
                           "needs a person (the reboot backoff of 6h holds another reboot for it until 2026-11-27T16:00:00Z")
     assert "kubectl annotate node node-a nodefix.k8s/last-reboot-" in why
-    assert d["last"] == {"time": "2026-11-27T10:00:00Z", "run": "run-1",
+    assert d["last"] == {"time": "2026-11-27T10:00:00Z", "run": "run-1", "boot_id": None,
                          "reasons": [{"id": "reboot.required", "reason": "/var/run/reboot-required exists"}]}
 
 
@@ -111,7 +111,7 @@ def test_the_record_is_bounded_and_reads_back():
     body = json.loads(backoff.record(NOW, "run-7", many))
     assert body["truncated"] and len(body["reasons"]) == 20 and all(len(r["reason"]) == 200 for r in body["reasons"])
     back = backoff.read_record(backoff.record(NOW, "run-7", [PENDING]))
-    assert back == {"time": NOW, "run": "run-7", "reasons": [{"id": "reboot.required",
+    assert back == {"time": NOW, "run": "run-7", "boot_id": None, "reasons": [{"id": "reboot.required",
                                                               "reason": "/var/run/reboot-required exists"}]}
     with pytest.raises(NodefixError):
         backoff.record(NOW, "run-7", [{"reason": "no id"}])
@@ -122,19 +122,20 @@ def test_the_record_is_bounded_and_reads_back():
 class FakeNodes(object):
     """NodeAnnotations over a dict of Nodes; ``fail`` makes every call fail as the client does."""
 
-    def __init__(self, nodes, fail=None):
+    def __init__(self, nodes, fail=None, boots=None):
         self.nodes = nodes
         self.fail = fail
         self.patches = []
+        self.boots = boots or {}   # node -> its status.nodeInfo.bootID (None: the Node reports none)
 
     def __call__(self, kubeconfig, context=None, timeout=10):
         self.timeout = timeout
         return self
 
-    def get(self, node):
+    def read(self, node):
         if self.fail:
             raise NodefixError("reading Node %s: %s" % (node, self.fail))
-        return dict(self.nodes[node])
+        return dict(self.nodes[node]), self.boots.get(node)
 
     def patch(self, node, annotations):
         if self.fail:
@@ -185,3 +186,45 @@ def test_module_refuses_a_bad_backoff_before_any_request(monkeypatch):
     with pytest.raises(NodefixError) as exc:
         module.check(params(backoff="6 hours"), NOW)
     assert "reboot backoff (nodefix_reboot_backoff) '6 hours' is not a duration" in exc.value.msg
+
+
+# -- a recorded reboot that never happened (the run killed between the record and the reboot) ---------
+
+BOOT_1, BOOT_2 = "7f0c1d2e-0000-4000-8000-000000000001", "7f0c1d2e-0000-4000-8000-000000000002"
+
+
+def test_a_record_of_a_reboot_that_did_not_happen_does_not_hold_the_next():
+    """Issue 53 (a known limit until now): the record is written before the node goes down, so a run killed in
+    between - or a reboot command that never took the node down - left a 6 h hold on a reboot that did not happen.
+    The record keeps the Node's bootID; the same bootID later means the same boot: not counted, and said so."""
+    notes = {backoff.ANNOTATION: backoff.record(NOW - datetime.timedelta(hours=1), "run-1", [PENDING], BOOT_1)}
+    same = backoff.decide(notes, [PENDING], NOW, SIX_HOURS, node="node-a", boot_id=BOOT_1)
+    assert not same["held"] and same["last"]["boot_id"] == BOOT_1, same
+    assert same["not_rebooted"].startswith("the reboot recorded at 2026-11-27T11:00:00Z (run run-1) did not happen")
+    # a new boot: the reboot happened, the reason is open again - held as before
+    new = backoff.decide(notes, [PENDING], NOW, SIX_HOURS, node="node-a", boot_id=BOOT_2)
+    assert new["held"] and not new["not_rebooted"], new
+    # the Node reports no boot, or the record has none (written before this field): counted as a reboot
+    assert backoff.decide(notes, [PENDING], NOW, SIX_HOURS, boot_id=None)["held"]
+    assert backoff.decide(rebooted(1), [PENDING], NOW, SIX_HOURS, boot_id=BOOT_1)["held"]
+
+
+@pytest.mark.parametrize("boot", [7, "", ["x"], {"a": 1}])
+def test_a_record_whose_boot_id_is_not_one_holds_the_reboot(boot):
+    body = json.loads(backoff.record(NOW, "run-1", [PENDING]))
+    body["bootID"] = boot
+    held = backoff.decide({backoff.ANNOTATION: json.dumps(body)}, [PENDING], NOW, SIX_HOURS, boot_id=BOOT_1)
+    assert held["held"] and "is not a boot ID" in held["held_by"][0], held
+
+
+def test_module_records_the_boot_and_a_reboot_that_did_not_happen_is_not_counted(monkeypatch):
+    nodes = FakeNodes({"node-a": {}}, boots={"node-a": BOOT_1})
+    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    rec = module.record(params(state="record"), NOW, check_mode=False)
+    assert json.loads(rec["annotation"][backoff.ANNOTATION])["bootID"] == BOOT_1
+    # killed before the reboot: the Node still reports BOOT_1
+    later = module.check(params(), NOW + datetime.timedelta(minutes=30))
+    assert not later["held"] and "did not happen" in later["not_rebooted"], later
+    # the node did go down and came back (a new boot reported): held
+    nodes.boots["node-a"] = BOOT_2
+    assert module.check(params(), NOW + datetime.timedelta(minutes=30))["held"]

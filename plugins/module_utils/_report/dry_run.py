@@ -117,9 +117,8 @@ def _installs(results, facts):
                     "release": kernel.get("release")})
     containerd = results.get("containerd_upgrade") or {}
     if containerd.get("to"):
-        out.append({"what": "containerd", "package": "containerd (%s, from %s)" % (containerd.get("method"),
-                                                                                  containerd.get("from")),
-                    "version": containerd["to"], "release": None})
+        how = "containerd (%s, from %s)" % (containerd.get("method"), containerd.get("from"))
+        out.append({"what": "containerd", "package": how, "version": containerd["to"], "release": None})
     runsc = _res(results.get("runsc_install"))
     if runsc.get("changed"):
         out.append({"what": "runsc", "package": "runsc", "version": runsc.get("version"), "release": None})
@@ -227,8 +226,8 @@ def plan_lines(plan):
     """The plan in words, one line a step (the console's "Plan for <node>" and the reports' sections)."""
     if not isinstance(plan, dict) or not plan:
         return []
-    lines = ["DRY RUN plan for %s: %s%s" % (plan.get("node"), plan.get("status"),
-                                           (" - " + plan["msg"]) if plan.get("msg") else "")]
+    why = (" - " + plan["msg"]) if plan.get("msg") else ""
+    lines = ["DRY RUN plan for %s: %s%s" % (plan.get("node"), plan.get("status"), why)]
     if plan.get("findings"):
         lines.append("findings: %s" % ", ".join(plan["findings"]))
     if plan.get("roles"):
@@ -238,8 +237,8 @@ def plan_lines(plan):
     if plan.get("roles"):
         lines.append((plan.get("drain") or {}).get("text") or "no drain")
     for c in plan.get("changes") or []:
-        lines.append("change %s: %s%s" % (c["file"], c["key"], "" if c.get("before") is None and c.get("after") is None
-                                           else " %s -> %s" % (c["before"], c["after"])))
+        values = "" if c.get("before") is None and c.get("after") is None else " %s -> %s" % (c["before"], c["after"])
+        lines.append("change %s: %s%s" % (c["file"], c["key"], values))
     for r in plan.get("restarts") or []:
         lines.append("restart %s" % r)
     stop = plan.get("stop_units") or {}

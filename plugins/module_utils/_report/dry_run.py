@@ -183,10 +183,12 @@ def _gates(facts):
         says = "allowed" if gate.get("allowed") else "HELD: " + "; ".join(map(str, gate.get("held_by") or []))
         extra = []
         if isinstance(window, dict) and window:
-            extra.append("window %s" % ("open" if window.get("open", True) else "closed"))
+            extra.append("window %s%s" % ("open" if window.get("open", True) else "closed",
+                                          " (%s)" % window["describe"] if window.get("describe") else ""))
         if isinstance(lock, dict) and lock:
-            extra.append("lock %s" % (("slot %s" % lock["slot"]) if lock.get("slot") else
-                                      lock.get("msg") or "no slot"))
+            held = len(lock.get("holders") or [])
+            extra.append("lock: %s" % (("slot %s would be taken" % lock["slot"]) if lock.get("slot") else
+                                       "%d of %s slot(s) held" % (held, lock.get("max_concurrent", "?"))))
         out.append({"gate": "reboot gate (window, blocking pods, alerts, lock)",
                     "says": says + ("; " + ", ".join(extra) if extra else "")})
     return out

@@ -90,13 +90,20 @@ def test_what_each_gate_said():
         storm={"stop": False, "msg": None, "affected": 1, "size": 10},
         control_plane={"control_plane": False}, control_plane_held=[],
         backoff={"held": True, "held_by": ["rebooted 2h ago for the same reason"]},
-        reboot_gate={"allowed": False, "held_by": ["outside the window"], "window": {"open": False},
-                     "lock": {"slot": None}},
+        reboot_gate={"allowed": False, "held_by": ["outside the window"],
+                     "window": {"open": False, "describe": "mon 22:00:00-04:00:00 UTC"},
+                     "lock": {"slot": None, "holders": [{"slot": "s0", "holder": "n7"}], "max_concurrent": 1}},
         reboot_reasons=["pending reboot"], reboot_allowed=False))
     says = dict((g["gate"], g["says"]) for g in plan["gates"])
     assert says["storm breaker"] == "go: 1 of 10 node(s) disrupted"
     assert says["reboot backoff"] == "HELD: rebooted 2h ago for the same reason"
-    assert says["reboot gate (window, blocking pods, alerts, lock)"].startswith("HELD: outside the window; window closed")
+    assert says["reboot gate (window, blocking pods, alerts, lock)"] == (
+        "HELD: outside the window; window closed (mon 22:00:00-04:00:00 UTC), lock: 1 of 1 slot(s) held")
+    allowed = build_plan(facts(reboot_gate={"allowed": True, "window": {"open": True}, "lock": {"slot": "s0"}},
+                               reboot_reasons=["pending reboot"], reboot_allowed=True))
+    assert allowed["gates"] == [{"gate": "reboot gate (window, blocking pods, alerts, lock)",
+                                 "says": "allowed; window open, lock: slot s0 would be taken"}]
+    assert allowed["reboot"]["would"] and "reboot: pending reboot" in plan_lines(allowed)
     assert "control-plane guard" not in says   # not a control-plane node: the guard said nothing
     assert plan["reboot"]["would"] is False and plan["reboot"]["text"].startswith("reboot HELD (pending reboot)")
     held = build_plan(facts(control_plane_held=["control plane: n1 is a control-plane node"], refused=True,

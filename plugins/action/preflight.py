@@ -21,6 +21,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._preflight import variables as preflight_vars
+from ansible_collections.nodefix.k8s.plugins.module_utils._preflight.targets import no_match_problem
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "arguments.yml")
@@ -93,7 +94,7 @@ def prerequisite_problems(playbook, kubeconfig_set):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("playbook", "hosts", "ignore"))
+    _VALID_ARGS = frozenset(("playbook", "hosts", "ignore", "targets", "targets_matched"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -124,6 +125,11 @@ class ActionModule(ActionBase):
         found = unreadable + preflight_vars.problems(args, values, playbook, list(ignore) + list(spec.get("internal") or []))
         kubeconfig = any(v.get("nodefix_kubeconfig") not in (None, "") for v in values.values())
         found += prerequisite_problems(playbook, kubeconfig)
+        # a nodefix_targets pattern that matched no host: every play of the playbook would be skipped, exit 0
+        targets = self._task.args.get("targets")
+        if targets is not None and not self._task.args.get("targets_matched"):
+            groups = task_vars.get("groups") or {}
+            found.insert(0, no_match_problem(targets, list(groups), groups.get("all") or []))
         result.update(changed=False, problems=found, checked_hosts=len(values), collection_version=own_version(),
                       checked_variables=sorted(set(n for v in values.values() for n in v)))
         if found:

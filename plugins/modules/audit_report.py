@@ -79,6 +79,9 @@ options:
     description:
       - Remediation outcome keyed by host, each a dict with C(status) (V(ok), V(failed), V(skipped)),
         C(msg) and C(roles) (or the same as JSON text).
+      - A record may carry C(plan), a dry run's plan for the node (C(nodefix.k8s.remediate --check), the
+        C(nodefix.k8s.dry_run_plan) filter); it is kept as the node's C(plan) in C(report.json) and written as a
+        "Plan (dry run)" section in the Markdown and HTML reports.
     type: dict
   dest:
     description: Directory to write the report files into; created when missing.

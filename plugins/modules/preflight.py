@@ -24,6 +24,7 @@ description:
     same file the docsite's Playbooks page is written from.
   - The collections the playbook runs modules of are installed on the controller in the versions C(galaxy.yml)
     declares (C(remediate) - C(ansible.posix), and C(kubernetes.core) when C(nodefix_kubeconfig) is set).
+  - A host pattern (O(targets), the playbooks' C(nodefix_targets)) that matches no host of the inventory is refused.
   - Variables of your own that share the prefix are left alone when C(nodefix_preflight_ignore) (or O(ignore))
     names them with shell globs.
 author:
@@ -43,6 +44,20 @@ options:
     description: Shell globs of C(nodefix_*) names to leave alone. Unset, the hosts' C(nodefix_preflight_ignore).
     type: list
     elements: str
+  targets:
+    description:
+      - The host pattern the playbook targets (C(nodefix_targets), default C(all)). With O(targets_matched) empty it is
+        refused, naming the variable, the inventory's groups and the closest group or host to each name of the pattern
+        that is neither (C(k8s_nodez) - did you mean C(k8s_nodes)?); every play of the playbook would otherwise be
+        skipped and the run exit 0 with an empty report.
+    type: str
+    version_added: 1.2.0
+  targets_matched:
+    description: The inventory's hosts O(targets) matches (C(query('ansible.builtin.inventory_hostnames', pattern))).
+    type: list
+    elements: str
+    default: []
+    version_added: 1.2.0
 extends_documentation_fragment:
   - nodefix.k8s.attributes
 attributes:
@@ -102,7 +117,9 @@ def main():
     module = AnsibleModule(argument_spec=dict(playbook=dict(type="str", required=True,
                                                             choices=["audit", "remediate", "npd", "merge"]),
                                               hosts=dict(type="list", elements="str", required=True),
-                                              ignore=dict(type="list", elements="str")),
+                                              ignore=dict(type="list", elements="str"),
+                                              targets=dict(type="str"),
+                                              targets_matched=dict(type="list", elements="str", default=[])),
                            supports_check_mode=True)
     module.fail_json(msg="nodefix.k8s.preflight runs on the controller as an action plugin; it was run as a module")
 

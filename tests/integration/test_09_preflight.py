@@ -24,14 +24,19 @@ CASES = [
     ("remediate", {"nodefix_serial": 0, "nodefix_drain_timeout": "ten"},
      ["nodefix_serial must be at least 1 node", "nodefix_drain_timeout must be a whole number"]),
     ("npd", {"nodefix_audit_checks": "kernel,kubelett"}, ['nodefix_audit_checks has "kubelett"', "did you mean kubelet?"]),
+] + [
+    # a pattern that matches no host: before, every play was skipped and the run exited 0 ("no node was audited")
+    (playbook, {"nodefix_targets": "k8s_nodez"},
+     ["nodefix_targets=k8s_nodez matches no host", "the inventory's groups: k8s_nodes", "did you mean k8s_nodes?"])
+    for playbook in ("audit", "remediate", "npd", "merge")
 ]
 
 
 @pytest.mark.parametrize("playbook,extra,words", CASES, ids=["%s-%s" % (c[0], "-".join(c[1])) for c in CASES])
 def test_a_mistake_is_refused_before_any_node(tmp_path, playbook, extra, words):
     inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"hosts": {"node-a": {
-        "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False}}}}))
+    inventory.write_text(json.dumps({"all": {"children": {"k8s_nodes": {"hosts": {"node-a": {
+        "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False}}}}}}))
     # an older report in the report directory: the refused run must not leave it looking current
     kind_dir = tmp_path / "reports" / playbook
     kind_dir.mkdir(parents=True)
@@ -48,7 +53,8 @@ def test_a_mistake_is_refused_before_any_node(tmp_path, playbook, extra, words):
     # nothing reached the node: no detector, no role ran
     assert "TASK [Run every nodefix.k8s detector" not in out and "TASK [Audit before]" not in out
     assert "TASK [Install and verify the plugin]" not in out
-    if playbook in ("audit", "remediate"):
+    if playbook in ("audit", "remediate") or "nodefix_targets" in extra and playbook == "merge":
+        kind_dir = tmp_path / "reports" / ("audit" if playbook == "merge" else playbook)
         # the refused run's report replaced the older one: marked failed, with why, and when
         with open(kind_dir / "report.json") as fh:
             report = json.load(fh)

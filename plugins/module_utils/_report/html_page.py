@@ -23,6 +23,7 @@ import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     COLOURS,
     NO_NODE,
@@ -268,6 +269,14 @@ def to_html(model):
     if storm:
         h.append("<h2>Storm breaker</h2>")
         h += ["<p class=\"storm\">%s</p>" % _brk(line) for line in storm]
+    planned = [n for n in model["nodes"] if n.get("plan")]
+    if planned:
+        h.append("<h2 id=\"plan\">Plan (dry run)</h2><p class=\"muted\">What the run would do on each node; nothing "
+                 "was changed.</p>")
+        for n in planned:
+            lines = plan_lines(n["plan"])
+            h.append("<h3>%s</h3><ul class=\"plan\">%s</ul>" % (_brk(n["host"]), "".join(
+                "<li>%s</li>" % _brk(line) for line in lines[1:] or lines)))
     for w in model.get("waivers_expired") or []:
         h.append("<p><span class=\"sev s-error\">expired waiver</span> <code>%s</code> on %s, expired %s: %s "
                  "(its findings count again)</p>"

@@ -27,6 +27,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable, yaml_flow
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import failed_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
@@ -98,6 +99,9 @@ def _node(host, result, before, remediation, waivers=()):
         node["pods_to_recreate"] = list(_dig((result or {}).get("checks"), "gvisor.plan.recreate.pods") or [])
     if host in remediation:
         rem = dict(remediation[host] or {})
+        plan = rem.pop("plan", None)   # a dry run's plan (remediate --check: tasks/dry_run_plan.yml)
+        if isinstance(plan, dict):
+            node["plan"] = plan
         if rem.get("unreachable") or rem.get("not_run"):
             rem = {"status": "not run", "msg": rem.get("msg")}
         node["remediation"] = rem
@@ -703,6 +707,7 @@ def to_markdown(model):
     storm = storm_lines(model)
     if storm:
         out += ["", "## Storm breaker", ""] + ["%s." % line.rstrip(".") for line in storm]
+    out += plan_markdown(model)
     for w in model.get("waivers_expired") or []:
         out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
             w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
@@ -773,6 +778,18 @@ def to_markdown(model):
             out.append("  - waiver%s: %s" % (until, f["waiver"]["reason"]))
         out.append("")
     return "\n".join(out)
+
+
+def plan_markdown(model):
+    """The "Plan (dry run)" section: each node's plan in words (``_report.dry_run``); none without a plan."""
+    planned = [n for n in model["nodes"] if n.get("plan")]
+    if not planned:
+        return []
+    out = ["", "## Plan (dry run)", "", "What the run would do on each node; nothing was changed."]
+    for n in planned:
+        lines = plan_lines(n["plan"])
+        out += ["", "### %s" % n["host"], ""] + ["- %s" % line for line in lines[1:] or lines]
+    return out
 
 
 def _finding_case(suite, host, finding):

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""A host pattern (``nodefix_targets``) that matches no host of the inventory, refused before any node.
+
+Without this a typo (``-e nodefix_targets=k8s_nodez``) leaves every play of the playbook with no host: Ansible
+skips them ("no hosts matched") and the run exits 0 with an empty report. ``no_match_problem`` words the
+refusal: the variable, the pattern, the inventory's groups and, for each name of the pattern that is neither
+a group nor a host, the closest one (Ansible's pattern syntax: terms split on ``:`` and ``,``, each maybe
+prefixed with ``!`` or ``&``; https://docs.ansible.com/ansible/latest/inventory_guide/intro_patterns.html).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import re
+
+# groups every inventory has, not worth naming
+_IMPLICIT = ("all", "ungrouped")
+# a term with a glob, a regex (~...) or a host range/slice is not a plain name to correct
+_NOT_A_NAME = re.compile(r"[*?\[\]~]")
+
+
+def pattern_terms(pattern):
+    """The plain names of a host pattern (``k8s_workers:!node3,&eu`` -> [k8s_workers, node3, eu])."""
+    terms = []
+    for term in re.split(r"[:,]", str(pattern or "")):
+        term = term.strip().lstrip("!&").strip()
+        if term and not _NOT_A_NAME.search(term):
+            terms.append(term)
+    return terms
+
+
+def _listed(names, limit=12):
+    names = sorted(names)
+    return ", ".join(names[:limit]) + (" and %d more" % (len(names) - limit) if len(names) > limit else "")
+
+
+def no_match_problem(pattern, groups, hosts, variable="nodefix_targets"):
+    """The refusal of ``pattern`` (which matched no host): names the variable, the inventory's groups and the
+    closest group or host for each unknown name of the pattern. ``groups``: the inventory's group names;
+    ``hosts``: its host names."""
+    groups = sorted(set(str(g) for g in groups or []) - set(_IMPLICIT))
+    hosts = sorted(set(str(h) for h in hosts or []))
+    known = set(groups) | set(hosts) | set(_IMPLICIT)
+    hints = []
+    for term in pattern_terms(pattern):
+        if term in known:
+            continue
+        close = difflib.get_close_matches(term, groups + hosts, n=1, cutoff=0.6)
+        if close:
+            hints.append("%s - did you mean %s?" % (term, close[0]))
+        else:
+            hints.append("%s is neither a group nor a host of the inventory" % term)
+    if not hosts:
+        where = "the inventory has no host (check -i)"
+    else:
+        where = "the inventory's groups: %s" % (_listed(groups) or "none but all (its %d host(s) are ungrouped)"
+                                                % len(hosts))
+    return "%s=%s matches no host of the inventory (%s)%s; no node would be audited or fixed, nothing was touched" % (
+        variable, pattern, where, ("; " + "; ".join(hints)) if hints else "")

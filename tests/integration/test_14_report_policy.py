@@ -79,7 +79,7 @@ def test_audit_fails_exactly_at_the_threshold(audited, fail_on, fails):
         assert "finding(s) at %s or worse" % fail_on in out and "kernel.no_oom_reaper on node-a" in out
 
 
-@pytest.mark.parametrize("result_format, run", [("yaml", "none-yaml"), ("json", "info-json")])
+@pytest.mark.parametrize("result_format, run", [("yaml", "none-yaml"), ("json", "info-json")], ids=["yaml", "json"])
 def test_the_console_table_reads_as_a_table_in_either_result_format(audited, result_format, run):
     """Under the YAML result format (the project's ansible.cfg, the demo) the table is one literal block, its
     rows never quoted or re-wrapped; under Ansible's default JSON format one row per line. Within 100

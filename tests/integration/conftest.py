@@ -225,6 +225,22 @@ def apiserver_double(tmp_path):
         double.stop()
 
 
+@pytest.fixture(scope="module")
+def module_doubles(tmp_path_factory):
+    """``apiserver_double`` for a module whose cases share one ansible-playbook run (a host a case): each
+    double in its own directory (``label``), stopped after the module."""
+    started = []
+
+    def _start(label, nodes, pods, configmaps=None, **state):
+        double = ApiServerDouble(tmp_path_factory.mktemp(label), nodes, pods, configmaps, **state)
+        started.append(double)
+        return double
+
+    yield _start
+    for double in started:
+        double.stop()
+
+
 def page_overflow(html, workdir, width=1280):
     """How many CSS pixels the page at ``html`` overflows a ``width``-pixel window horizontally, as headless
     Chromium lays it out (0: it fits). A copy of the page gets one line of script that writes the document's

@@ -13,6 +13,8 @@ import json
 import os
 import re
 
+import pytest
+
 from conftest import ENV, ROOT, run_logged
 
 PY = os.path.join(ROOT, ".venv", "bin", "python")
@@ -52,18 +54,37 @@ def patches(double, node):
             if e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/%s" % node and "spec" in e["body"]]
 
 
-def test_an_unreachable_first_node_is_one_failed_node(apiserver_double, tmp_path):
-    """One run, one node a batch (the default), the failure limit at 100 %: the unresolvable node FIRST
-    (lost at the storm breaker's audit: it was never touched), then node-a (needs a fix: drained, fixed,
-    given back) and node-b (its Node is not in the API server: its drain fails). Before this change the run
-    ended at the first node's audit (exit 4), node-a was never remediated and no report was written."""
-    double = apiserver_double(["node-a"], [dict(p) for p in PODS])
-    rc, out, nodes = run(tmp_path, "first", {
+@pytest.fixture(scope="module")
+def rollout(module_doubles, tmp_path_factory):
+    """ONE run, one node a batch (the default), the failure limit at 100 % (every case goes on), the storm
+    breaker overridden (its audit runs - where the first node is lost - and no node is held by it): the
+    unresolvable node FIRST, then node-a (needs a fix: drained, fixed, given back), node-b (its Node is not in
+    the API server: its drain fails), node-c and node-d (tests/integration/connection_plugins/nodefix_flaky.py,
+    a TEST DOUBLE of a node that went down: the local connection until the API server double logged node-c's
+    cordon, or node-d's uncordon). (double, rc, output, the report's nodes)."""
+    reachable = ("node-a", "node-c", "node-d")   # the Nodes in the API server (node-b's is not), a pod each
+    double = module_doubles("rollout", list(reachable),
+                            [dict(p, name="%s-%s" % (p["name"], n[-1]), node=n) for p in PODS for n in reachable])
+    rules = {"node-c": {"state": double.state_path, "node": "node-c", "after": "cordon"},
+             "node-d": {"state": double.state_path, "node": "node-d", "after": "uncordon"}}
+    env = {"NODEFIX_FLAKY": json.dumps(rules), "ANSIBLE_CONNECTION_PLUGINS": "%s:%s" % (
+        ENV["ANSIBLE_CONNECTION_PLUGINS"], os.path.join(ROOT, "tests", "integration", "connection_plugins"))}
+    flaky = {"ansible_connection": "nodefix_flaky", "nodefix_evidence": False}
+    rc, out, nodes = run(tmp_path_factory.mktemp("rollout"), "rollout", {
         "aaa-gone": GONE, "node-a": {"ansible_connection": "local"},
-        "node-b": {"ansible_connection": "local", "nodefix_node_name": "node-not-in-the-cluster"}},
+        "node-b": {"ansible_connection": "local", "nodefix_node_name": "node-not-in-the-cluster"},
+        "node-c": flaky, "node-d": flaky},
         common={"nodefix_kubeconfig": double.kubeconfig, "nodefix_max_fail_percentage": 100,
-                "nodefix_storm_override": True})
+                "nodefix_storm_override": True}, env=env)
     assert rc != 0 and nodes is not None, out[-4000:]
+    return double, rc, out, nodes
+
+
+def test_an_unreachable_first_node_is_one_failed_node(rollout):
+    """The unresolvable node first (lost at the storm breaker's audit: it was never touched), then node-a and
+    node-b (``rollout``). Before this change the run ended at the first node's audit (exit 4), node-a was never
+    remediated and no report was written."""
+    double, _rc, out, nodes = rollout
     gone = nodes["aaa-gone"]
     assert gone["status"] == "unreachable" and gone["unreachable_at"] == "storm audit", gone
     assert gone["remediation"]["status"] == "unreachable" and "nodefix-unreachable.invalid" in gone["error"]
@@ -91,36 +112,27 @@ def test_the_fleet_gate_counts_an_unreachable_node(apiserver_double, tmp_path):
     assert patches(double, "node-a") == []   # not touched
 
 
-def test_a_node_lost_during_its_fixes_or_before_its_audit_after(apiserver_double, tmp_path):
-    """Nodes that go away mid-run (tests/integration/connection_plugins/nodefix_flaky.py, a TEST DOUBLE of a
-    node that went down: the local connection until the API server double logged the node's cordon, or its
-    uncordon): node-a is lost after its drain (at the fixes), node-b after it was given back (at the audit
-    after). Each is unreachable at that step, never "fixed", its Events say so, the run exits non-zero. Before
-    this change Ansible dropped node-a, the run ended with its batch and no report was written."""
-    double = apiserver_double(["node-a", "node-b"], [dict(p) for p in PODS])
-    rules = {"node-a": {"state": double.state_path, "node": "node-a", "after": "cordon"},
-             "node-b": {"state": double.state_path, "node": "node-b", "after": "uncordon"}}
-    env = {"NODEFIX_FLAKY": json.dumps(rules), "ANSIBLE_CONNECTION_PLUGINS": "%s:%s" % (
-        ENV["ANSIBLE_CONNECTION_PLUGINS"], os.path.join(ROOT, "tests", "integration", "connection_plugins"))}
-    rc, out, nodes = run(tmp_path, "midway", {"node-a": {"ansible_connection": "nodefix_flaky"},
-                                              "node-b": {"ansible_connection": "nodefix_flaky"}},
-                         common={"nodefix_kubeconfig": double.kubeconfig, "nodefix_max_fail_percentage": 100,
-                                 "nodefix_storm_percent": 100, "nodefix_evidence": False}, env=env)
-    assert rc != 0 and nodes is not None, out[-4000:]
-    node = nodes["node-a"]
+def test_a_node_lost_during_its_fixes_or_before_its_audit_after(rollout):
+    """Nodes that go away mid-run (``rollout``): node-c is lost after its drain (at the fixes), node-d after
+    it was given back (at the audit after). Each is unreachable at that step, never "fixed", its Events say
+    so, the run exits non-zero. Before this change Ansible dropped the node, the run ended with its batch and
+    no report was written."""
+    double, _rc, out, nodes = rollout
+    node = nodes["node-c"]
     assert node["unreachable_at"] == "fixes" and node["remediation"]["status"] == "unreachable", node
     assert "is gone since its" in node["error"] and node["fixed"] == [], node
-    assert recap(out, "node-a")["failed"] == 1
+    assert recap(out, "node-c")["failed"] == 1
     # lost with its fixes unverified: it stays cordoned, held, never given back
-    st = double.state()["nodes"]["node-a"]
+    st = double.state()["nodes"]["node-c"]
     assert st["unschedulable"] is True and "nodefix.k8s/held" in st.get("annotations", {}), st
-    # node-b goes away after it was given back - and the audit after the fixes now comes BEFORE the give-back
+    # node-d goes away after it was given back - and the audit after the fixes now comes BEFORE the give-back
     # (not verified, not in service): it was verified while it was there, so it is not unreachable at any step
-    assert "unreachable_at" not in nodes["node-b"] and nodes["node-b"]["remediation"]["status"] != "unreachable"
+    assert "unreachable_at" not in nodes["node-d"] and nodes["node-d"]["remediation"]["status"] != "unreachable"
+    assert patches(double, "node-d") == [True, False]
     lost = [e for e in double.state()["events"] if e.get("reason") == "NodeUnreachable"]
-    assert sorted(e["regarding"]["name"] for e in lost) == ["node-a"], lost
+    assert sorted(e["regarding"]["name"] for e in lost) == ["node-c"], lost
     # the annotation names no fix: no audit after read the node
-    summary = json.loads(double.state()["nodes"]["node-a"]["annotations"]["nodefix.k8s/last-remediation"])
+    summary = json.loads(double.state()["nodes"]["node-c"]["annotations"]["nodefix.k8s/last-remediation"])
     assert summary["outcome"] == "unreachable" and summary["fixed"] == [] and summary["verified"] is False, summary
 
 

@@ -34,12 +34,16 @@ author:
   - nodefix.k8s developers (@nodefix)
 requirements:
   - kubernetes (the Python client kubernetes.core uses)
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
 attributes:
   check_mode:
     support: full
     details: Reads the Node and its pods; no PATCH is sent.
   diff_mode:
     support: none
+  platform:
+    details: Runs on the controller; needs the Python kubernetes client.
 options:
   kubeconfig:
     description: The kubeconfig of the cluster (nodefix.k8s's C(nodefix_kubeconfig)).

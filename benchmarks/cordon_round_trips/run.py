@@ -108,7 +108,8 @@ def main():
             fh.write(playbook(args.rounds))
         env = dict(os.environ, ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "tests", "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="nodefix_task_times", NODEFIX_TASK_TIMES=times)
-        run = subprocess.run(["ansible-playbook", "-i", "localhost,", "-e", "kc=%s" % kubeconfig,
+        near = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+        run = subprocess.run([near if os.path.exists(near) else "ansible-playbook", "-i", "localhost,", "-e", "kc=%s" % kubeconfig,
                               "-e", "ansible_python_interpreter=%s" % sys.executable, book],
                              env=env, capture_output=True, text=True, check=False)
         if run.returncode != 0:

@@ -96,7 +96,7 @@ def start_double(work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
@@ -126,7 +126,7 @@ def main():
     with open(times) as fh:
         for line in fh:
             row = json.loads(line)
-            kind, _, rest = row["task"].partition(" ")
+            kind, rest = (row["task"].split(" ", 1) + [""])[:2]
             if kind in per:
                 per[kind].setdefault(rest.split(" | ")[0], []).append(row["seconds"])
     result = {"rounds": args.rounds, "cordons": len(cordons)}

@@ -16,7 +16,7 @@ T0 = 1764150000.0
 
 
 class Api(object):
-    """A Node and its pods; ``fail`` maps a request ("get", "pods", "patch", "patch2") to the error it raises."""
+    """A Node and its pods; ``fail`` maps a request ("get", "pods", "patch") to the error it raises."""
 
     def __init__(self, node, pods=(), fail=None):
         self.node, self.pods, self.fail = node, list(pods), dict(fail or {})
@@ -24,9 +24,8 @@ class Api(object):
 
     def _maybe(self, what):
         self.calls.append(what)
-        key = what if what != "patch" or "patch" not in [c for c in self.calls[:-1]] else "patch2"
-        if key in self.fail:
-            raise self.fail[key]
+        if what in self.fail:
+            raise self.fail[what]
 
     def get_node(self, name):
         self._maybe("get")

@@ -164,3 +164,15 @@ def test_npd_plugin_cost_benchmark(tmp_path):
     assert all(set(r[k]["exit"]) <= {0, 1, 2} for r in data["conditions"].values() for k in ("before", "now")), data
     # on the kubeadm node's files the kubelet condition READ them: its findings (exit 1), not "could not check"
     assert data["conditions"]["KubeletConfigRisk (kubeadm node)"]["now"]["exit"] == [1], data
+
+
+def test_cordon_round_trips_benchmark_one_round(tmp_path):
+    # old and new once each, in one playbook run on the API server double; the script fails when a round
+    # did not cordon the node with the record
+    out = tmp_path / "cordon.json"
+    rc, text = run_logged("bench-cordon-round-trips", [sys.executable, "benchmarks/cordon_round_trips/run.py",
+                                                       "--rounds", "1", "--out", str(out)])
+    assert rc == 0, text
+    result = json.loads(out.read_text())
+    assert result["cordons"] == 2 and result["old"]["module_runs_per_node"] == 4
+    assert result["new"]["module_runs_per_node"] == 1

@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""One read of the Node feeds every decision before a drain (nodefix.k8s.node_cordon): who cordoned it
+and whether an earlier run's cordon is given back (``_report.cordon.reclaim``), whether it was
+cordoned before this run, the pods a drain will be judged against, and the cordon itself - in one
+module run on the controller instead of four (two reads of the same Node, the pod list, the cordon's
+PATCH; docs/safety.md "Fewer API round trips").
+
+The requests and their order are those the playbook made before: GET the Node; the give-back's
+PATCH (uncordon, record removed) or the stale record's removal; then, for a node to drain, the pods
+on it (``spec.nodeName``) and the cordon's one PATCH that also writes ``nodefix.k8s/cordoned-by``
+(no moment where the node is cordoned without the record). Every request has a timeout; an answer
+that is not well-formed fails, naming it, before anything is written from it.
+
+A failed give-back PATCH is a warning, as it was (the node stays as it was read: cordoned, so this
+run treats it as cordoned before and never uncordons it). Any other failure is a NodefixError; when
+it comes after the node's state was known (the pod list, the cordon), ``CordonError.cordoned_before``
+carries that state, so the caller gives back a node it may have cordoned.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import time
+
+from ansible.module_utils.six.moves.urllib.parse import quote
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon as _cordon
+
+# the fields of a pod the drain's verdict reads (_report.cordon.drain_outcome), nothing else: a pod's spec
+# and its other annotations (kubectl's last-applied-configuration) may carry secrets
+_POD_META = ("namespace", "name", "uid", "deletionTimestamp")
+
+
+class CordonError(NodefixError):
+    """A read or write of the cordon failed; ``cordoned_before`` is the node's state before this run
+    when it was known (None when it was not: the caller then leaves the node as it is)."""
+
+    def __init__(self, msg, cordoned_before=None, reclaim=None):
+        super(CordonError, self).__init__(msg)
+        self.cordoned_before = cordoned_before
+        self.reclaim = reclaim
+
+
+def pod_summary(pod):
+    """What ``drain_outcome`` needs of one pod: its name, namespace, uid, deletion, owners' kinds, whether
+    it is a mirror pod, its phase."""
+    meta = _cordon._meta(pod, "a pod")  # pylint: disable=protected-access
+    out = dict((k, meta[k]) for k in _POD_META if meta.get(k) is not None)
+    owners = meta.get("ownerReferences") or []
+    if not isinstance(owners, list):
+        raise _cordon.CordonInputError("a pod's ownerReferences is not a list")
+    out["ownerReferences"] = [{"kind": (o or {}).get("kind"), "name": (o or {}).get("name")} for o in owners]
+    notes = meta.get("annotations") or {}
+    if not isinstance(notes, dict):
+        raise _cordon.CordonInputError("a pod's annotations are not a mapping")
+    if _cordon.MIRROR in notes:
+        out["annotations"] = {_cordon.MIRROR: notes[_cordon.MIRROR]}
+    phase = (pod.get("status") or {}).get("phase")
+    return {"metadata": out, "status": {"phase": phase} if phase else {}}
+
+
+def cordon_body(run_id, now):
+    """The cordon's one PATCH: ``spec.unschedulable`` and the ``nodefix.k8s/cordoned-by`` record together."""
+    record = {"run": str(run_id), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
+    return {"metadata": {"annotations": {_cordon.CORDONED_BY: json.dumps(record, sort_keys=True)}},
+            "spec": {"unschedulable": True}}
+
+
+GIVE_BACK = {"metadata": {"annotations": {_cordon.CORDONED_BY: None}}, "spec": {"unschedulable": False}}
+CLEAR = {"metadata": {"annotations": {_cordon.CORDONED_BY: None, _cordon.HELD: None}}}
+
+
+def _node(answer, name):
+    if not isinstance(answer, dict) or not isinstance(answer.get("metadata"), dict) \
+            or answer["metadata"].get("name") != name or not isinstance(answer.get("spec") or {}, dict):
+        raise CordonError("reading Node %s: the API server's answer is not that Node (%.120r)" % (name, answer))
+    return answer
+
+
+def _reclaim(api, node, name, run_id, check_mode):
+    """The reclaim decision and its PATCH; (decision, node as it is now). A failed PATCH is kept in
+    ``decision['error']`` and leaves the node as it was read."""
+    try:
+        decision = dict(_cordon.reclaim(node, run_id), error="")
+    except _cordon.CordonInputError as exc:
+        raise CordonError("reading Node %s: %s" % (name, exc))
+    body = GIVE_BACK if decision["action"] == "give_back" else CLEAR if decision["action"] == "clear" else None
+    if body is None or check_mode:
+        return decision, node
+    try:
+        return decision, _node(api.patch_node(name, body), name)
+    except NodefixError as exc:
+        decision["error"] = "could not %s: %s" % (
+            "give it back" if decision["action"] == "give_back" else "remove the stale record", exc)
+        return decision, node
+
+
+def run(api, name, run_id, cordon=False, check_mode=False, now=None):
+    """Read the Node once and do what it calls for. {found, reclaim, changed} and, with ``cordon``,
+    {cordoned_before, cordoned, pods}. A node the API server does not know: found False (with
+    ``cordon``, a CordonError: never drained on a guess)."""
+    answer = api.get_node(name)
+    if answer is None:
+        if cordon:
+            raise CordonError("node %s not found in the API server (set nodefix_node_name)" % name)
+        return {"found": False, "reclaim": {"action": "none", "msg": "", "by": None, "error": ""}, "changed": False}
+    decision, node = _reclaim(api, _node(answer, name), name, run_id, check_mode)
+    out = {"found": True, "reclaim": decision,
+           "changed": decision["action"] in ("give_back", "clear") and not decision["error"]}
+    if not cordon:
+        return out
+    before = bool((node.get("spec") or {}).get("unschedulable"))
+    out.update(cordoned_before=before, cordoned=False)
+    try:
+        out["pods"] = [pod_summary(p) for p in api.list_pods(name)]
+    except NodefixError as exc:
+        raise CordonError(str(exc), before, decision)
+    if before or check_mode:
+        return out
+    try:
+        _node(api.patch_node(name, cordon_body(run_id, time.time() if now is None else now)), name)
+    except NodefixError as exc:
+        raise CordonError("cordoning Node %s: %s" % (name, exc), before, decision)
+    out.update(cordoned=True, changed=True)
+    return out
+
+
+class NodeApi(object):
+    """The three requests, through the official Python client (a kubernetes.core requirement already) with
+    one attempt each (no urllib3 retry: a hung server costs one timeout) and ``timeout`` seconds for the
+    connection and the read; answers are parsed here (a body that is not JSON is a failure, named). Any
+    failure but a Node's 404 is a NodefixError naming the request."""
+
+    def __init__(self, kubeconfig, context=None, timeout=30):
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+            raise NodefixError("the API timeout must be a whole number of seconds, at least 1, got %r" % (timeout,))
+        try:
+            from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+        except ImportError as exc:
+            raise NodefixError("the Python kubernetes client is not installed on the controller (pip install "
+                               "kubernetes, as kubernetes.core needs): %s" % exc)
+        try:
+            conf = client.Configuration()
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
+            conf.retries = False
+            self.client = client.ApiClient(conf)
+        # the client raises many kinds (config, YAML, file errors)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise NodefixError("kubeconfig %s could not be loaded: %s" % (kubeconfig, exc))
+        self.timeout = (timeout, timeout)
+
+    def _call(self, what, path, method="GET", query=None, body=None, missing_ok=False):
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/merge-patch+json"
+        try:
+            resp = self.client.call_api(path, method, query_params=query or [], header_params=headers, body=body,
+                                        auth_settings=["BearerToken"], _preload_content=False,
+                                        _return_http_data_only=True, _request_timeout=self.timeout)
+            try:
+                data = json.loads(resp.data.decode("utf-8"))
+            finally:
+                resp.release_conn()
+        # the client's ApiException (an HTTP error), urllib3's and socket's errors, a body that is not JSON
+        except Exception as exc:  # pylint: disable=broad-except
+            status = getattr(exc, "status", None)
+            if status == 404 and missing_ok:
+                return None
+            if status:
+                raw = getattr(exc, "body", "") or getattr(exc, "reason", "") or ""
+                if isinstance(raw, bytes):
+                    raw = raw.decode("utf-8", "replace")
+                raise NodefixError("%s: the API server answered %s %s" % (what, status, str(raw)[:300]))
+            raise NodefixError("%s: no answer from the API server: %s: %s" % (what, type(exc).__name__, str(exc)[:300]))
+        if not isinstance(data, dict):
+            raise NodefixError("%s: the API server's answer is not a JSON object" % what)
+        return data
+
+    def get_node(self, name):
+        """The Node, None when the API server does not know it."""
+        return self._call("reading Node %s" % name, "/api/v1/nodes/%s" % quote(name, safe=""), missing_ok=True)
+
+    def patch_node(self, name, body):
+        return self._call("patching Node %s" % name, "/api/v1/nodes/%s" % quote(name, safe=""), "PATCH", body=body)
+
+    def list_pods(self, name):
+        what = "listing the pods of %s" % name
+        items = self._call(what, "/api/v1/pods", query=[("fieldSelector", "spec.nodeName=%s" % name)]).get("items")
+        if not isinstance(items, list):
+            raise NodefixError("%s: the API server's answer has no list of items" % what)
+        return items

@@ -1,0 +1,173 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_cordon
+short_description: Read a Node once - give back an earlier run's cordon, then read its pods and cordon it with the record
+version_added: 1.3.0
+description:
+  - One module run on the controller (C(delegate_to=localhost)) for what nodefix.k8s.remediate decides from a Node
+    before a drain, from ONE read of it.
+  - Reads the Node. Decides, as the C(nodefix.k8s.cordon_reclaim) filter does, what to do with an earlier run's
+    cordon - a node cordoned with a C(nodefix.k8s/cordoned-by) record of a run that never gave it back (killed, timed
+    out), and not C(nodefix.k8s/held), is uncordoned and the record removed in one PATCH; a schedulable node with a
+    stale record has the record removed; an operator's cordon (no record), a held node and a record that cannot be
+    read stay as they are. A failed give-back PATCH is a warning (RV(reclaim.error)); the node then stays as it was.
+  - With O(cordon) (a node to drain) - whether the node was cordoned before this run (RV(cordoned_before), read after
+    the give-back), the pods on it (RV(pods), only the fields the drain's verdict C(nodefix.k8s.drain_outcome) reads)
+    and, unless it was cordoned before, the cordon - C(spec.unschedulable) and the record C(nodefix.k8s/cordoned-by)
+    (C({"run", "time"})) in one PATCH, so a run killed after it leaves a record the next run reads.
+  - Every request has O(request_timeout) for the connection and the read, one attempt. An answer that is not
+    well-formed (not JSON, not the Node asked for, annotations that are not a mapping) fails the module with
+    nothing written from it. A failure after the node's state was read returns RV(cordoned_before) with it, so the
+    caller gives back a node it may have cordoned.
+  - Check mode reads and writes nothing.
+author:
+  - nodefix.k8s developers (@nodefix)
+requirements:
+  - kubernetes (the Python client kubernetes.core uses)
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads the Node and its pods; no PATCH is sent.
+  diff_mode:
+    support: none
+  platform:
+    details: Runs on the controller; needs the Python kubernetes client.
+options:
+  kubeconfig:
+    description: The kubeconfig of the cluster (nodefix.k8s's C(nodefix_kubeconfig)).
+    type: path
+    required: true
+  context:
+    description: The kubeconfig context (its current one when unset).
+    type: str
+  node:
+    description: The Node object's name.
+    type: str
+    required: true
+  run_id:
+    description: This run's id - written in the record of the cordon; a record with another id is an earlier run's.
+    type: str
+    required: true
+  cordon:
+    description: The node is to be drained - read its pods and cordon it (unless it was cordoned before).
+    type: bool
+    default: false
+  request_timeout:
+    description: Seconds for each request's connection and read (nodefix.k8s's C(nodefix_api_timeout)).
+    type: int
+    default: 30
+"""
+
+EXAMPLES = r"""
+- name: Read the node once - who cordoned it, its schedulability, its pods - and cordon it
+  nodefix.k8s.node_cordon:
+    kubeconfig: /etc/nodefix/kubeconfig
+    node: worker-1
+    run_id: "{{ nodefix_run_id }}"
+    cordon: true
+  delegate_to: localhost
+  register: cordon
+
+- name: Remember whether the node was cordoned before this run
+  ansible.builtin.set_fact:
+    nodefix_cordoned_before: "{{ cordon.cordoned_before }}"
+"""
+
+RETURN = r"""
+found:
+  description: The API server knows the Node (V(false) only without O(cordon); with it, an unknown node fails).
+  returned: success
+  type: bool
+  sample: true
+reclaim:
+  description: What was done with an earlier run's cordon.
+  returned: always
+  type: dict
+  contains:
+    action:
+      description: V(give_back), V(clear) (a stale record on a schedulable node), V(keep) or V(none).
+      type: str
+      sample: give_back
+    msg:
+      description: What it was and what was done (empty with V(none)).
+      type: str
+      sample: "cordoned by nodefix run 4711 at 2026-01-01T00:00:00Z, which never gave it back (killed or stopped): given back"
+    by:
+      description: The record C(nodefix.k8s/cordoned-by) that was read (C(run), C(time)), or null.
+      type: dict
+    error:
+      description: Why the give-back's PATCH failed (the node then stays as it was), empty otherwise.
+      type: str
+      sample: ""
+cordoned_before:
+  description:
+    - The node was cordoned before this run touched it (after a give-back). Returned on a failure too once known.
+  returned: with O(cordon), when the Node was read
+  type: bool
+  sample: false
+cordoned:
+  description: This run cordoned it now (the PATCH with the record).
+  returned: with O(cordon)
+  type: bool
+  sample: true
+pods:
+  description:
+    - The pods on the node before the drain, each with only C(metadata) (namespace, name, uid, deletionTimestamp,
+      ownerReferences kind and name, the mirror pod annotation) and C(status.phase) - what
+      C(nodefix.k8s.drain_outcome) reads; nothing of their specs.
+  returned: with O(cordon), on success
+  type: list
+  elements: dict
+  sample: [{"metadata": {"namespace": "default", "name": "web-1", "uid": "1",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "web"}]}, "status": {"phase": "Running"}}]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
+
+
+def argument_spec():
+    return dict(
+        kubeconfig=dict(type="path", required=True),
+        context=dict(type="str"),
+        node=dict(type="str", required=True),
+        run_id=dict(type="str", required=True),
+        cordon=dict(type="bool", default=False),
+        request_timeout=dict(type="int", default=30),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    p = module.params
+    if not p["node"].strip() or not p["run_id"].strip():
+        module.fail_json(msg="bad input: node and run_id must not be empty; nothing read or written")
+    try:
+        api = node_cordon.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
+        out = node_cordon.run(api, p["node"], p["run_id"], p["cordon"], module.check_mode)
+    except node_cordon.CordonError as exc:
+        extra = {} if exc.cordoned_before is None else {"cordoned_before": exc.cordoned_before}
+        module.fail_json(msg=str(exc), reclaim=exc.reclaim or {}, **extra)
+    except NodefixError as exc:
+        module.fail_json(msg=str(exc), reclaim={})
+    if out["reclaim"]["error"]:
+        module.warn("node %s: %s" % (p["node"], out["reclaim"]["error"]))
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()

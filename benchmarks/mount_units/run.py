@@ -274,17 +274,17 @@ def run_cli(name, batch, dest="/opt/nodefix"):
 
 def plan_methods(methods, connections):
     """The run's methods in order: module methods once per connection (the first connection's keep their
-    bare names: module, module_before; the others' are suffixed, e.g. module:nodefix_podman), each
-    connection's floor (ansible -m ping) before its first module method."""
+    bare names: module, module_before; the others' are suffixed, e.g. module:nodefix_podman); with
+    ``floor`` among the methods, each connection's floor (ansible -m ping) before its first module method."""
     out = []
     for method in methods:
         if method.startswith("module"):
             for i, conn in enumerate(connections):
                 floor = "floor" if i == 0 else "floor:" + conn
-                if floor not in out:
+                if "floor" in methods and floor not in out:
                     out.append(floor)
                 out.append(method if i == 0 else "%s:%s" % (method, conn))
-        else:
+        elif method != "floor":
             out.append(method)
     return out
 
@@ -351,7 +351,8 @@ def main():
     ap.add_argument("--image", default="localhost/nodefix-debian12")
     ap.add_argument("--name", default="nodefix-bench-mount-units")
     ap.add_argument("--methods", default="raw,module,cli,per_unit",
-                    help="raw, module, cli, per_unit; module_before and cli_before with --before")
+                    help="raw, module, cli, per_unit; module_before and cli_before with --before; floor "
+                    "(ansible -m ping per connection)")
     ap.add_argument("--before", help="a git revision: module_before/cli_before run that commit's collection")
     ap.add_argument("--connections", default="containers.podman.podman",
                     help="the module methods run once per connection (comma-separated; also nodefix_podman)")
@@ -436,14 +437,14 @@ def ratios_of(m):
 
 def report(args, results):
     m = results["methods"]
-    print("\nN=%d dead scopes (+%d live), %s, median of %d round(s)" % (args.n, args.live, results.get("systemd"),
-                                                                      args.reps))
+    print("\nN=%d dead scopes (+%d live), %s, median of %d round(s)"
+          % (args.n, args.live, results.get("systemd"), args.reps))
     for k in m:
         note = " (extrapolated from %d units: %.1f s measured)" % (m[k]["units"], m[k]["seconds_measured"]) \
             if m[k].get("sampled") else ""
         every = " %s" % m[k]["runs"] if m[k].get("runs") else ""
-        print("  %-38s %9.2f s  (systemd's own CPU: %.1f s)%s%s" % (k, m[k]["seconds"], m[k]["systemd_cpu_seconds"],
-                                                                   every, note))
+        print("  %-38s %9.2f s  (systemd's own CPU: %.1f s)%s%s"
+              % (k, m[k]["seconds"], m[k]["systemd_cpu_seconds"], every, note))
     for k, v in results["ratios"].items():
         print("  %-38s %s" % (k, v))
     for k, v in results["split"].items():

@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,9 +77,12 @@ def start_container(name, image):
     raise SystemExit("container did not boot")
 
 
-def install(name):
-    pexec(name, "mkdir", "-p", LAB, "/etc/crictl-double",
-          "/opt/nodefix/ansible_collections/nodefix/k8s/plugins/module_utils")
+def install(name, before=None):
+    """The harness's files, and the CLI of this tree at /opt/nodefix (of the --before tree at /opt/nodefix-before)."""
+    pexec(name, "mkdir", "-p", LAB, "/etc/crictl-double")
+    install_cli(name, ROOT, "/opt/nodefix")
+    if before:
+        install_cli(name, before, "/opt/nodefix-before")
     put(name, os.path.join(ROOT, "lab", "break", "mount_units_spawn.py"), LAB + "/spawn.py", "0755")
     with open(os.path.join(ROOT, "lab", "crictl-double", "crictl")) as src, \
             tempfile.NamedTemporaryFile("w", delete=False) as fh:
@@ -86,25 +90,40 @@ def install(name):
     put(name, fh.name, "/usr/local/bin/crictl", "0755")
     os.unlink(fh.name)
     put(name, os.path.join(HERE, "per_unit_cleaner.sh"), LAB + "/per_unit_cleaner.sh", "0755")
-    mu = "/opt/nodefix/ansible_collections/nodefix/k8s/plugins/module_utils/"
-    # the files the CLI imports, as the role's timer ships them (meta/node_files.yml)
-    with open(os.path.join(ROOT, "meta", "node_files.yml")) as fh:
-        files = yaml.safe_load(fh)["mount_units_cli"]["module_utils"]
-    pexec(name, "mkdir", "-p", *sorted(set(mu + os.path.dirname(f) for f in files)))   # the packages
-    for f in files:
-        put(name, os.path.join(ROOT, "plugins", "module_utils", f), mu + f)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-        fh.write("import sys\nsys.path.insert(0, '/opt/nodefix')\n"
-                 "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.cleanup import cli\n"
-                 "sys.exit(cli())\n")
-    put(name, fh.name, "/opt/nodefix/nodefix-mount-units", "0755")
-    os.unlink(fh.name)
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write("import subprocess, sys, time\nnames = open(sys.argv[1]).read().split()\n"
                  "t = time.time()\nrc = subprocess.call(['systemctl', 'stop'] + names)\n"
                  "print('%.3f %d' % (time.time() - t, rc))\n")
     put(name, fh.name, LAB + "/rawstop.py", "0755")
     os.unlink(fh.name)
+
+
+def install_cli(name, tree, dest):
+    """The files the CLI of collection tree TREE imports, as the role's timer ships them (meta/node_files.yml),
+    under DEST on the node, with DEST/nodefix-mount-units running it."""
+    mu = dest + "/ansible_collections/nodefix/k8s/plugins/module_utils/"
+    with open(os.path.join(tree, "meta", "node_files.yml")) as fh:
+        files = yaml.safe_load(fh)["mount_units_cli"]["module_utils"]
+    pexec(name, "mkdir", "-p", *sorted(set(mu + os.path.dirname(f) for f in files)))   # the packages
+    for f in files:
+        put(name, os.path.join(tree, "plugins", "module_utils", f), mu + f)
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write("import sys\nsys.path.insert(0, %r)\n"
+                 "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.cleanup import cli\n"
+                 "sys.exit(cli())\n" % dest)
+    put(name, fh.name, dest + "/nodefix-mount-units", "0755")
+    os.unlink(fh.name)
+
+
+def before_tree(rev, work):
+    """The collection at git revision REV as WORK/ansible_collections/nodefix/k8s (an ANSIBLE_COLLECTIONS_PATH
+    entry): the modules and module_utils of that commit, the rest (meta, galaxy.yml) with them."""
+    dest = os.path.join(work, "ansible_collections", "nodefix", "k8s")
+    os.makedirs(dest)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "plugins", "meta", "galaxy.yml"], check=True,
+                             stdout=subprocess.PIPE).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return dest
 
 
 def pid1_cpu(name):
@@ -204,13 +223,19 @@ def run_raw(name, expect):
     return {"seconds": round(secs, 2), "inner_seconds": float(out[0]), "rc": int(out[1])}
 
 
-def module_call(name, args, check=False):
-    """kubelet_mount_units on the container through ansible (podman connection): (result, wall seconds)."""
-    argv = ["ansible", "all", "-i", "%s," % name, "-c", "containers.podman.podman", "-m",
-            "nodefix.k8s.kubelet_mount_units", "-a", json.dumps(args),
-            "-e", "ansible_python_interpreter=/usr/bin/python3", "-o"] + (["--check"] if check else [])
+def module_call(name, args, check=False, connection="containers.podman.podman", collections=None, module=None):
+    """kubelet_mount_units on the container through ansible: (result, wall seconds). CONNECTION: the podman
+    connection (containers.podman.podman: four `podman exec` calls a module; the lab's nodefix_podman: one,
+    pipelined); COLLECTIONS: a directory holding ansible_collections/nodefix/k8s to run instead of this tree's."""
+    argv = ["ansible", "all", "-i", "%s," % name, "-c", connection, "-m", module or "nodefix.k8s.kubelet_mount_units",
+            "-e", "ansible_python_interpreter=/usr/bin/python3", "-o"] + (["-a", json.dumps(args)] if args else []) + \
+        (["--check"] if check else [])
+    env = dict(os.environ)
+    if collections:
+        rest = [p for p in env.get("ANSIBLE_COLLECTIONS_PATH", "").split(":") if p and "site-packages" in p]
+        env["ANSIBLE_COLLECTIONS_PATH"] = ":".join([collections] + rest)
     t = time.time()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=7200, check=False)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=7200, check=False, env=env)
     secs = time.time() - t
     text = proc.stdout.decode()
     if proc.returncode != 0 or "=>" not in text:
@@ -218,25 +243,105 @@ def module_call(name, args, check=False):
     return json.loads(text.split("=>", 1)[1]), secs
 
 
-def run_module(name, batch):
-    res, secs = module_call(name, {"state": "absent", "batch_size": batch, "list_limit": 3})
+def run_floor(name, connection):
+    """`ansible -m ping` through the same connection: what any module run costs (Ansible's start, the
+    connection, the smallest AnsiballZ payload), the part of the module's time no module can cut."""
+    _res, secs = module_call(name, None, connection=connection, module="ansible.builtin.ping")
+    return {"seconds": round(secs, 2), "connection": connection}
+
+
+def run_module(name, batch, connection="containers.podman.podman", collections=None):
+    res, secs = module_call(name, {"state": "absent", "batch_size": batch, "list_limit": 3}, connection=connection,
+                            collections=collections)
     return {"seconds": round(secs, 2), "stopped": res.get("stopped"), "stop_calls": res.get("stop_calls"),
-            "kept_live": res.get("kept_live"), "timings": res.get("timings")}
+            "kept_live": res.get("kept_live"), "timings": res.get("timings"), "connection": connection}
 
 
-def run_cli(name, batch):
+def run_cli(name, batch, dest="/opt/nodefix"):
     cfg = {"state": "absent", "batch_size": batch, "list_limit": 3}
     with tempfile.NamedTemporaryFile("w", delete=False) as fh:
         json.dump(cfg, fh)
     put(name, fh.name, LAB + "/cfg.json")
     os.unlink(fh.name)
     t = time.time()
-    out = pexec(name, "python3", "-s", "-E", "/opt/nodefix/nodefix-mount-units", "--config", LAB + "/cfg.json",
+    out = pexec(name, "python3", "-s", "-E", dest + "/nodefix-mount-units", "--config", LAB + "/cfg.json",
                 timeout=3600).stdout.decode()
     secs = time.time() - t
     res = json.loads(out)
     return {"seconds": round(secs, 2), "stopped": res["stopped"], "stop_calls": res["stop_calls"],
             "kept_live": res["kept_live"], "timings": res["timings"]}
+
+
+def plan_methods(methods, connections):
+    """The run's methods in order: module methods once per connection (the first connection's keep their
+    bare names: module, module_before; the others' are suffixed, e.g. module:nodefix_podman); with
+    ``floor`` among the methods, each connection's floor (ansible -m ping) before its first module method."""
+    out = []
+    for method in methods:
+        if method.startswith("module"):
+            for i, conn in enumerate(connections):
+                floor = "floor" if i == 0 else "floor:" + conn
+                if "floor" in methods and floor not in out:
+                    out.append(floor)
+                out.append(method if i == 0 else "%s:%s" % (method, conn))
+        elif method != "floor":
+            out.append(method)
+    return out
+
+
+def run_method(key, args, expect, before):
+    """One method on the current fresh leak (floor needs none); the dead units must be gone afterwards."""
+    method, _sep, conn = key.partition(":")
+    conn = conn or args.connections.split(",")[0]
+    if method == "floor":
+        return run_floor(args.name, conn)
+    if method == "per_unit":
+        return run_per_unit(args.name, expect, args.n, args.per_unit_limit)
+    if method == "raw":
+        return run_raw(args.name, expect)
+    if method in ("module", "module_before"):
+        r = run_module(args.name, args.batch_size, conn, before if method == "module_before" else None)
+    elif method in ("cli", "cli_before"):
+        r = run_cli(args.name, args.batch_size, "/opt/nodefix-before" if method == "cli_before" else "/opt/nodefix")
+    else:
+        raise SystemExit("unknown method %s" % method)
+    verify(args.name, expect)
+    return r
+
+
+def median_of(runs):
+    """One method's runs summed up: the median seconds (and of its timings), every run kept."""
+    med = dict(runs[len(runs) // 2] if len(runs) % 2 else runs[0])
+    med["seconds"] = round(statistics.median(r["seconds"] for r in runs), 2)
+    if runs[0].get("timings"):
+        med["timings"] = dict((k, round(statistics.median(r["timings"].get(k, 0.0) for r in runs), 3))
+                              for k in runs[0]["timings"])
+    for k in ("systemd_cpu_seconds", "leak_seconds"):
+        if k in runs[0]:
+            med[k] = round(statistics.median(r[k] for r in runs), 2)
+    if len(runs) > 1:
+        med["runs"] = [r["seconds"] for r in runs]
+    return med
+
+
+def split_of(m, key):
+    """Where a module method's wall time goes: Ansible's floor (ping, same connection), the module's own
+    steps (its timings), and the rest (this module's AnsiballZ payload over ping's, its interpreter start and
+    imports, the systemd version query, the result's way back)."""
+    conn = key.partition(":")[2]
+    floor = m.get("floor" + (":" + conn if conn else ""))
+    t = m[key].get("timings") or {}
+    if not floor or not t:
+        return None
+    steps = dict((k, t[k]) for k in ("list_s", "pods_s", "stop_s", "verify_s") if k in t)
+    stop_only = steps.get("stop_s", 0.0) - steps.get("verify_s", 0.0)
+    out = {"wall": m[key]["seconds"], "ansible_floor": floor["seconds"], "list_s": steps.get("list_s"),
+           "pods_s": steps.get("pods_s"), "stop_only_s": round(stop_only, 3), "verify_s": steps.get("verify_s"),
+           "rest_s": round(m[key]["seconds"] - floor["seconds"] - sum(v for k, v in steps.items() if k != "verify_s"),
+                           2)}
+    if "raw" in m:
+        out["over_raw_s"] = round(m[key]["seconds"] - m["raw"]["seconds"], 2)
+    return out
 
 
 def main():
@@ -245,7 +350,13 @@ def main():
     ap.add_argument("--live", type=int, default=40, help="units of live pods that must survive (default 40)")
     ap.add_argument("--image", default="localhost/nodefix-debian12")
     ap.add_argument("--name", default="nodefix-bench-mount-units")
-    ap.add_argument("--methods", default="raw,module,cli,per_unit")
+    ap.add_argument("--methods", default="raw,module,cli,per_unit",
+                    help="raw, module, cli, per_unit; module_before and cli_before with --before; floor "
+                    "(ansible -m ping per connection)")
+    ap.add_argument("--before", help="a git revision: module_before/cli_before run that commit's collection")
+    ap.add_argument("--connections", default="containers.podman.podman",
+                    help="the module methods run once per connection (comma-separated; also nodefix_podman)")
+    ap.add_argument("--reps", type=int, default=1, help="rounds of every method (interleaved); medians reported")
     ap.add_argument("--per-unit-limit", type=int, default=0, help="run the per-unit cleaner on this many units and "
                     "extrapolate to N (0: all)")
     ap.add_argument("--batch-size", type=int, default=1000)
@@ -255,58 +366,89 @@ def main():
     args = ap.parse_args()
     if not shutil.which("podman"):
         raise SystemExit("podman is required")
-    results = {"n": args.n, "live": args.live, "image": args.image, "batch_size": args.batch_size, "methods": {}}
+    methods = plan_methods(args.methods.split(","), args.connections.split(","))
+    if any(m.partition(":")[0].endswith("_before") for m in methods) and not args.before:
+        raise SystemExit("module_before/cli_before need --before <git revision>")
+    results = {"n": args.n, "live": args.live, "image": args.image, "batch_size": args.batch_size, "reps": args.reps,
+               "connections": args.connections.split(","), "methods": {}}
+    if args.before:
+        results["before"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", args.before], check=True,
+                                           stdout=subprocess.PIPE).stdout.decode().strip()
+    results["now"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=False,
+                                    stdout=subprocess.PIPE).stdout.decode().strip()
+    work = tempfile.mkdtemp(prefix="nodefix-mu-bench-")
+    runs = dict((m, []) for m in methods)
     start_container(args.name, args.image)
     try:
-        install(args.name)
+        before = before_tree(args.before, work) if args.before else None
+        install(args.name, before)
+        before = os.path.join(work) if before else None   # the ANSIBLE_COLLECTIONS_PATH entry
         results["systemd"] = pexec(args.name, "systemctl", "--version").stdout.decode().splitlines()[0]
-        for rnd, method in enumerate(args.methods.split(","), 1):
-            expect, created = leak(args.name, args.n, args.live, rnd, args.parallel)
-            print("[%s] leaked %d dead + %d live scopes in %.1f s" % (method, len(expect["dead"]), len(expect["live"]), created),
-                  flush=True)
-            cpu0 = pid1_cpu(args.name)
-            if method == "per_unit":
-                r = run_per_unit(args.name, expect, args.n, args.per_unit_limit)
-            elif method == "raw":
-                r = run_raw(args.name, expect)
-            elif method == "module":
-                r = run_module(args.name, args.batch_size)
-                verify(args.name, expect)
-            elif method == "cli":
-                r = run_cli(args.name, args.batch_size)
-                verify(args.name, expect)
-            else:
-                raise SystemExit("unknown method %s" % method)
-            r["systemd_cpu_seconds"] = round(pid1_cpu(args.name) - cpu0, 2)
-            r["leak_seconds"] = round(created, 1)
-            results["methods"][method] = r
-            print("[%s] %s" % (method, json.dumps(r)), flush=True)
+        rnd = 0
+        for rep in range(args.reps):
+            for method in methods:
+                expect, created = None, None
+                if not method.startswith("floor"):
+                    rnd += 1
+                    expect, created = leak(args.name, args.n, args.live, rnd, args.parallel)
+                    print("[%s #%d] leaked %d dead + %d live scopes in %.1f s" % (
+                        method, rep + 1, len(expect["dead"]), len(expect["live"]), created), flush=True)
+                cpu0 = pid1_cpu(args.name)
+                r = run_method(method, args, expect, before)
+                r["systemd_cpu_seconds"] = round(pid1_cpu(args.name) - cpu0, 2)
+                if created is not None:
+                    r["leak_seconds"] = round(created, 1)
+                runs[method].append(r)
+                print("[%s #%d] %s" % (method, rep + 1, json.dumps(r)), flush=True)
+            summarize(args, results, runs, final=rep + 1 == args.reps)
     finally:
+        shutil.rmtree(work, ignore_errors=True)
         if not args.keep:
             sh(["podman", "rm", "-f", "-t", "5", args.name], check=False)
-    m = results["methods"]
+    return 0
+
+
+def summarize(args, results, runs, final):
+    """The medians so far; printed and written (--json) after every round, so a long run cut short keeps
+    its finished rounds (``rounds`` says how many)."""
+    m = results["methods"] = dict((k, median_of(v)) for k, v in runs.items() if v)
+    results["rounds"] = min(len(v) for v in runs.values())
+    results["ratios"] = ratios_of(m)
+    results["split"] = dict((k, split_of(m, k)) for k in m if k.startswith("module") and split_of(m, k))
+    if final:
+        report(args, results)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+
+
+def ratios_of(m):
     ratios = {}
     if "per_unit" in m and "module" in m:
         ratios["per_unit_over_module"] = round(m["per_unit"]["seconds"] / m["module"]["seconds"], 1)
     if "per_unit" in m and "cli" in m:
         ratios["per_unit_over_cli"] = round(m["per_unit"]["seconds"] / m["cli"]["seconds"], 1)
-    if "raw" in m and "module" in m:
-        ratios["module_over_raw"] = round(m["module"]["seconds"] / m["raw"]["seconds"], 2)
-    if "raw" in m and "cli" in m:
-        ratios["cli_over_raw"] = round(m["cli"]["seconds"] / m["raw"]["seconds"], 2)
-    results["ratios"] = ratios
-    print("\nN=%d dead scopes (+%d live), %s" % (args.n, args.live, results.get("systemd")))
-    for k in ("per_unit", "raw", "module", "cli"):
-        if k in m:
-            note = " (extrapolated from %d units: %.1f s measured)" % (m[k]["units"], m[k]["seconds_measured"]) \
-                if m[k].get("sampled") else ""
-            print("  %-7s %9.2f s  (systemd's own CPU: %.1f s)%s" % (k, m[k]["seconds"], m[k]["systemd_cpu_seconds"], note))
-    for k, v in ratios.items():
-        print("  %-17s %s" % (k, v))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
-    return 0
+    if "raw" in m:
+        for k in m:
+            if k.startswith(("module", "cli", "floor")):
+                ratios["%s_over_raw" % k] = round(m[k]["seconds"] / m["raw"]["seconds"], 2)
+    return ratios
+
+
+def report(args, results):
+    m = results["methods"]
+    print("\nN=%d dead scopes (+%d live), %s, median of %d round(s)"
+          % (args.n, args.live, results.get("systemd"), args.reps))
+    for k in m:
+        note = " (extrapolated from %d units: %.1f s measured)" % (m[k]["units"], m[k]["seconds_measured"]) \
+            if m[k].get("sampled") else ""
+        every = " %s" % m[k]["runs"] if m[k].get("runs") else ""
+        print("  %-38s %9.2f s  (systemd's own CPU: %.1f s)%s%s"
+              % (k, m[k]["seconds"], m[k]["systemd_cpu_seconds"], every, note))
+    for k, v in results["ratios"].items():
+        print("  %-38s %s" % (k, v))
+    for k, v in results["split"].items():
+        print("  split %-32s %s" % (k, json.dumps(v)))
 
 
 if __name__ == "__main__":

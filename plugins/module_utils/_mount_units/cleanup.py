@@ -65,6 +65,7 @@ def apply(runner, plan):
     record["left"] = to_stop[len(attempted):]
     to_stop = attempted
     if to_stop:
+        t_verify = time.time()
         argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
         rc, out, err = runner.run(argv, check=False)
         if rc != 0:
@@ -79,6 +80,7 @@ def apply(runner, plan):
                 record["reset_after_stop"].append(name)
         still = set(record["still_active"])
         record["stopped"] = [n for n in to_stop if n not in still]
+        record["verify_s"] = round(time.time() - t_verify, 3)
     record["stop_s"] = round(time.time() - t0, 3)
     resets = to_reset + record["reset_after_stop"]
     for batch in chunks(resets, int(o["batch_size"])):

@@ -700,7 +700,7 @@ def summarize(plan, record, check_mode=False):
         "still_active_units": _cap(record["still_active"], limit),
         "orphaned_pod_uids": _cap(sorted(set(u["pod_uid"] for u in orphaned)), limit),
         "errors": record["errors"],
-        "timings": dict(plan["timings"], stop_s=record.get("stop_s", 0.0)),
+        "timings": dict(plan["timings"], stop_s=record.get("stop_s", 0.0), verify_s=record.get("verify_s", 0.0)),
     }
 
 

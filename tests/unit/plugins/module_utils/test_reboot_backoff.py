@@ -111,8 +111,8 @@ def test_the_record_is_bounded_and_reads_back():
     body = json.loads(backoff.record(NOW, "run-7", many))
     assert body["truncated"] and len(body["reasons"]) == 20 and all(len(r["reason"]) == 200 for r in body["reasons"])
     back = backoff.read_record(backoff.record(NOW, "run-7", [PENDING]))
-    assert back == {"time": NOW, "run": "run-7", "boot_id": None, "reasons": [{"id": "reboot.required",
-                                                              "reason": "/var/run/reboot-required exists"}]}
+    assert back == {"time": NOW, "run": "run-7", "boot_id": None,
+                    "reasons": [{"id": "reboot.required", "reason": "/var/run/reboot-required exists"}]}
     with pytest.raises(NodefixError):
         backoff.record(NOW, "run-7", [{"reason": "no id"}])
 

@@ -62,8 +62,11 @@ def boot_id(path="/proc/sys/kernel/random/boot_id"):
 
 
 def digest(data):
-    import hashlib  # pylint: disable=import-outside-toplevel  # only on the Python path, never the shell's
-    return hashlib.sha256(data).hexdigest()
+    """The config's key: its length and CRC-32 (zlib, built in: hashlib would load OpenSSL, ~20 ms a run). It tells
+    a changed config from the one a result was looked up with; it is no guard against an adversary, who would need
+    to write the root-owned 0700 directory anyway."""
+    import zlib  # pylint: disable=import-outside-toplevel
+    return "%d-%08x" % (len(data), zlib.crc32(data) & 0xffffffff)
 
 
 class TickCache(object):
@@ -71,9 +74,11 @@ class TickCache(object):
     ``config_bytes``, fresh for half of ``interval`` seconds."""
 
     def __init__(self, directory, interval, config_path, config_bytes):
+        """``interval`` None: how long a result stays fresh is read from the file (the Python entry's read, which
+        parses no JSON: the config's bytes, in the key, hold the interval the result was written for)."""
         self.directory = directory
         self.path = os.path.join(directory, RESULTS)
-        self.fresh_cs = int(interval * 100) // 2
+        self.fresh_cs = None if interval is None else int(interval * 100) // 2
         self.config_path = config_path
         self.key = digest(config_bytes)
 
@@ -106,12 +111,13 @@ class TickCache(object):
     def _parse(self, text, now):
         lines = text.split("\n")
         head = dict(line.split(" ", 1) for line in lines[:6] if " " in line)
+        fresh = str(self.fresh_cs) if self.fresh_cs is not None else head.get("fresh", "")
         if lines[0] != "%s %s" % (MAGIC, FORMAT) or "end" not in lines or head.get("boot") != boot_id() \
                 or head.get("config") != self.config_path or head.get("key") != self.key \
-                or head.get("fresh") != str(self.fresh_cs):
+                or head.get("fresh") != fresh or not fresh.isdigit():
             return {}, None
         at = int(head["at"])
-        if not 0 <= now - at < self.fresh_cs:
+        if not 0 <= now - at < int(fresh):
             return {}, None
         verdicts = {}
         for line in lines[6:lines.index("end")]:
@@ -198,31 +204,27 @@ def _args(argv):
     return found["--condition"], found["--config"]
 
 
-def cached(argv, environ=None):
-    """(code, message) of the rule ``argv`` from a fresh result file of this tick, read before any detector
-    is imported; None whenever that is not proven (the plugin then answers in full)."""
+def cached(argv, directory, environ=None):
+    """(code, message) of the rule ``argv`` from a fresh result file of this tick in ``directory`` (the role's
+    ``npd_cache_dir``), read before any detector - or json, whose regular expressions cost more than the read - is
+    imported; None whenever that is not proven (the plugin then answers in full)."""
     environ = os.environ if environ is None else environ
     args = _args(argv)
-    if args is None or environ.get(FRESH_ENV):
+    if not directory or args is None or environ.get(FRESH_ENV):
         return None
     condition, config_path = args
     try:
         with open(config_path, "rb") as fh:
             raw = fh.read()
-        import json  # pylint: disable=import-outside-toplevel
-        config = json.loads(raw.decode("utf-8"))
-        directory, interval = config.get("cache_dir"), config.get("interval")
-        if not isinstance(directory, str) or not directory or isinstance(interval, bool) \
-                or not isinstance(interval, (int, float)) or interval <= 0:
-            return None
-        return TickCache(directory, interval, config_path, raw).read(condition)
+        return TickCache(directory, None, config_path, raw).read(condition)
     except Exception:  # pylint: disable=broad-except  # anything odd: the full plugin answers
         return None
 
 
-def main(argv, out):
-    """The Python entry: a fresh verdict of this tick if there is one, else the plugin itself (``_npd.plugin.cli``)."""
-    verdict = cached(argv)
+def main(argv, out, directory=None):
+    """The Python entry: a fresh verdict of this tick in ``directory`` if there is one, else the plugin itself
+    (``_npd.plugin.cli``, which reads the node or waits for the run that does)."""
+    verdict = cached(argv, directory)
     if verdict is not None:
         out.write(verdict[1] + "\n")
         out.flush()

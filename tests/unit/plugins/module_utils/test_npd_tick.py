@@ -237,6 +237,27 @@ def test_a_condition_finished_past_the_deadline_is_answered_but_not_kept_for_the
     assert "containerd" in calls and "gvisor" not in calls
 
 
+def test_on_a_slow_node_the_others_are_left_to_their_own_rules(setup, monkeypatch):
+    """A condition that took 1.6 s of the 3 s budget (5 s x 60 %): twice that does not fit in what is left, so this
+    rule reads no other condition (it would near node-problem-detector's timeout); the next rule reads its own."""
+    clock = [1000.0]
+    monkeypatch.setattr(npd_plugin.time, "monotonic", lambda: clock[0])
+    calls = fake(monkeypatch)
+    kernel = dict(audit_checks.DETECTORS)["kernel"]
+    real = kernel.check
+
+    def check(runner, root="/", **opts):
+        clock[0] += 1.6
+        return real(runner, root=root, **opts)
+    monkeypatch.setattr(kernel, "check", check)
+    assert rule(setup, "KernelRisk")[0] == npd_plugin.OK
+    assert sorted(calls) == ["kernel", "reboot"] and set(cache_of(setup).read_all()[0]) == {"KernelRisk"}
+    del calls[:]
+    assert rule(setup, "PIDsRisk")[0] == npd_plugin.OK and "pids" in calls
+    # the second run kept what the first had: both verdicts answer now
+    assert {"KernelRisk", "PIDsRisk"} <= set(cache_of(setup).read_all()[0])
+
+
 def test_a_blind_node_is_unknown_for_every_rule_as_before(setup, monkeypatch):
     calls = fake(monkeypatch)
     with open(setup["config"]) as fh:

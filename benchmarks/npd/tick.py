@@ -186,6 +186,8 @@ def main():
                 json.dump(dict({"root": root, "timeout": 5}, **extra), fh)
         bare = [invoke([args.python, "-c", "pass"])[0] for _i in range(10)]
         runs = run_ticks(args, entries, configs, os.path.join(cache_dir, "tick"))
+        with open(os.path.join(cache_dir, "tick"), encoding="ascii") as fh:
+            shared = sorted(line.split(" ")[1] for line in fh.read().splitlines() if line.startswith("v "))
         codes = set(r["rc"] for way in runs for r in runs[way])
         differ = [(a["tick"], a["condition"], a["rc"], a["message"], b["rc"], b["message"])
                   for a, b in zip(runs["today"], runs["tick"]) if (a["rc"], a["message"]) != (b["rc"], b["message"])]
@@ -194,7 +196,7 @@ def main():
                   "load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                   "layout": args.layout or "/", "bare_cpu_ms": round(statistics.median(bare), 2),
                   "summary": dict((way, summary(runs[way], args.interval)) for way in runs),
-                  "answers_differ": differ, "runs": runs}
+                  "answers_differ": differ, "shared_result_conditions": shared, "runs": runs}
         print("python3 -c pass: %.1f ms CPU" % result["bare_cpu_ms"])
         print("%-8s %12s %12s %12s %12s %14s" % ("way", "mean/invoc.", "median", "first rule", "other rules",
                                                  "s/node-hour"))

@@ -213,7 +213,7 @@ def test_the_wait_ends_at_the_deadline_it_is_given(setup):
         assert cache_of(setup).lock(100.05, clock=lambda: now[0], sleep=sleep) is None
     finally:
         os.close(fd)
-    assert sleeps and all(0 <= s <= npd_tick.POLL for s in sleeps) and now[0] <= 100.05 + 1e-9
+    assert sleeps and all(0 <= s <= npd_tick.POLL for s in sleeps) and now[0] <= 100.05 + 1e-9  # not-timed: a fake clock
     got = cache_of(setup).lock(100.05, clock=lambda: now[0], sleep=sleep)
     assert got is not None
     os.close(got)

@@ -115,7 +115,8 @@ def plot(result, png):
     ax1.axhline(result["bare_cpu_ms"], color="grey", linestyle=":", label="python3 -c pass (%.1f ms)" % result["bare_cpu_ms"])
     ax1.set_xlabel("invocation (six rules a tick, one after another)")
     ax1.set_ylabel("CPU ms (user + system, process tree)")
-    ax1.set_title("node-problem-detector's pattern, %d ticks" % result["ticks"])
+    ax1.set_title("node-problem-detector's pattern, %d ticks (load average %.1f on %d cores)"
+                  % (result["ticks"], result["load_average"][0], result["cpus"]))
     ax1.set_ylim(bottom=0)
     ax1.legend()
     means = [result["summary"][w]["mean_cpu_ms_per_invocation"] for w in ("today", "tick")]

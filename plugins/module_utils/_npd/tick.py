@@ -221,6 +221,28 @@ def cached(argv, directory, environ=None):
         return None
 
 
+class SiteOnDemand(object):
+    """The entry runs with -S: the site module (a third of the interpreter's start) is imported only when an import
+    finds nothing on the standard library's path - the detectors' optional parsers (tomlkit on a Python without
+    tomllib, a YAML library for a kubelet config the strict reader leaves) live in site-packages. Last on
+    ``sys.meta_path``: asked only after every other finder failed; then ``site.main()`` and the others asked again."""
+
+    def __init__(self):
+        self.done = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is not None or self.done:
+            return None
+        self.done = True
+        import site  # pylint: disable=import-outside-toplevel
+        site.main()
+        for finder in [f for f in sys.meta_path if f is not self]:
+            spec = finder.find_spec(fullname, None, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                return spec
+        return None
+
+
 def main(argv, out, directory=None):
     """The Python entry: a fresh verdict of this tick in ``directory`` if there is one, else the plugin itself
     (``_npd.plugin.cli``, which reads the node or waits for the run that does)."""
@@ -230,9 +252,6 @@ def main(argv, out, directory=None):
         out.flush()
         return verdict[0]
     if sys.flags.no_site:
-        # the entry runs with -S (the site module costs a third of the interpreter's start); the detectors'
-        # optional parsers (tomlkit, a YAML library) live in site-packages
-        import site  # pylint: disable=import-outside-toplevel
-        site.main()
+        sys.meta_path.append(SiteOnDemand())
     from ansible_collections.nodefix.k8s.plugins.module_utils._npd import plugin  # pylint: disable=import-outside-toplevel
     return plugin.cli(argv, out=out)

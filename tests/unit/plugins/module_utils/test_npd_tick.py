@@ -334,3 +334,20 @@ def test_the_python_entry_reads_a_fresh_result_before_importing_a_detector(setup
     heavy = [m for m in loaded if m.endswith(".detect") or m.endswith("_npd.plugin")
              or m in ("json", "re", "subprocess", "hashlib", "site")]
     assert heavy == [], heavy
+
+
+def test_under_s_the_site_packages_are_added_only_when_an_import_needs_them(tmp_path):
+    """The Python entry runs -S: a module only site-packages has (here one planted in a site directory of a
+    private prefix) is still found, through SiteOnDemand - and site is not imported before that."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick\n"
+        "sys.meta_path.append(tick.SiteOnDemand())\n"
+        "import json\n"
+        "before = 'site' in sys.modules\n"
+        "import yaml\n"
+        "print(before, 'site' in sys.modules, yaml.__name__)\n" % os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.run([sys.executable, "-S", str(probe)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.stdout.split() == ["False", "True", "yaml"], proc.stderr

@@ -28,8 +28,10 @@ those findings (``CONDITIONS``). The exit code says what is known:
   or any error of the plugin's own;
 - 0 only when every detector ran and found nothing at ``min_severity``.
 
-It is cheap: a condition imports only its own detectors (``DETECTOR_MODULES``,
-through ``_detect``), and every command it runs is killed at a deadline well
+It is cheap: the six rules of a tick share one look at the node (``cached_run``,
+``_npd/tick.py``: the first reads every condition, the others answer from its result; without
+``interval`` and ``cache_dir`` a condition imports and runs only its own detectors,
+``DETECTOR_MODULES``), and every command it runs is killed at a deadline well
 inside the rule's ``timeout`` (``SubprocessRunner``): a hung container runtime
 is reported as such (``containerd.socket_unreachable``), the plugin is never
 the one NPD kills. The role ``nodefix.k8s.npd`` installs this file's ``cli``

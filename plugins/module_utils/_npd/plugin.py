@@ -241,19 +241,20 @@ class TickRunner(SubprocessRunner):
 
 def run_tick(condition, config, done=None, started=None):
     """Every condition's verdict in one look at the node: ``condition`` first, then the others not in ``done``
-    (verdicts already fresh this tick), each while twice the slowest so far fits before the deadline (BUDGET_SHARE
-    of the rule's timeout from ``started``). Returns (this condition's (code, message), {condition: verdict} fit to keep): a
+    (verdicts already fresh this tick), each while twice the slowest so far fits in the first half of the budget
+    (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this condition's (code, message), {condition: verdict} fit to keep): a
     verdict finished past the deadline may hold a command killed by it and is not kept for the other rules."""
     start = started if started is not None else time.monotonic()
-    deadline = start + float(config["timeout"]) * BUDGET_SHARE
+    budget = float(config["timeout"]) * BUDGET_SHARE
+    deadline = start + budget
     runner = TickRunner(deadline=deadline)
     verdicts, keep, slowest = {}, {}, 0.0
     for name in [condition] + [c for c in sorted(CONDITIONS) if c != condition and c not in (done or {})]:
         begun = time.monotonic()
-        # another condition only while twice the slowest so far still fits: on a slow node (an emulated VM) the
-        # rest is left to their own rules, as before, rather than this rule's run nearing node-problem-detector's
-        # timeout
-        if name != condition and deadline - begun < 2 * slowest:
+        # another condition only while twice the slowest so far fits in the first half of the budget: on a slow
+        # node (an emulated VM) the rest is left to their own rules, as before, and this rule's run stays as far
+        # inside node-problem-detector's timeout as one condition's
+        if name != condition and begun + 2 * slowest > start + budget / 2:
             break
         verdicts[name] = run(name, config, runner=runner, started=start)
         ended = time.monotonic()

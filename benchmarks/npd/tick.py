@@ -15,8 +15,9 @@ rendered, the module_utils beside them, byte-compiled):
 Each tick runs the six rules in turn, each rule of one install then of the other (which goes first alternates
 by tick): both see the same moment's load. The plugins are configured with NPD's ``--interval`` (300 s, the
 role's default: the shared result is fresh for 150 s); rather than wait 300 s for the next tick, the run ages the
-shared result by one interval between ticks (its tick start moved 300 s back: the file the next tick finds). An invocation's CPU is its process tree's user + system time
-(``getrusage(RUSAGE_CHILDREN)`` before and after), as node-problem-detector's host pays it. Both installs
+shared result by one interval between ticks (its tick start moved 300 s back: the file the next tick finds).
+An invocation's CPU is its process tree's user + system time (``getrusage(RUSAGE_CHILDREN)`` before and
+after), as node-problem-detector's host pays it. Both installs
 read the same node - ``--layout``: lab/kubelet-double's kubeadm files over this machine's /proc and /sys
 (a node has a kubelet; this machine has none), or ``--layout ''`` this machine as it is - and must give
 the same answers (exit code and message): the run fails when they do not, or when an exit code is not 0/1/2.
@@ -66,13 +67,18 @@ def install(rev, lib, python, cache_dir):
         shutil.copytree(os.path.join(REPO, "plugins", "module_utils"), os.path.join(target, "plugins", "module_utils"),
                         ignore=shutil.ignore_patterns("__pycache__"))
         templates = {NAME: "nodefix-npd.j2", NAME + ".py": "nodefix-npd.py.j2"}
-        read = lambda path: open(os.path.join(REPO, path), encoding="utf-8").read()  # noqa: E731
+
+        def read(path):
+            with open(os.path.join(REPO, path), encoding="utf-8") as fh:
+                return fh.read()
     else:
         archive = subprocess.run(["git", "-C", REPO, "archive", rev, "plugins/module_utils"], check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", target], input=archive, check=True)
         templates = {NAME: "nodefix-npd.py.j2"}
-        read = lambda path: git_show(rev, path)  # noqa: E731
+
+        def read(path):
+            return git_show(rev, path)
     variables = {"npd_python": python, "npd_lib_dir": lib, "npd_plugin_name": NAME, "npd_cache_dir": cache_dir}
     for dest, src in templates.items():
         with open(os.path.join(lib, dest), "w", encoding="utf-8") as fh:
@@ -203,9 +209,9 @@ def main():
                                                  "s/node-hour"))
         for way in ("today", "tick"):
             s = result["summary"][way]
-            print("%-8s %12.1f %12.1f %12.1f %12.1f %14.2f" % (way, s["mean_cpu_ms_per_invocation"],
-                                                              s["median_cpu_ms_per_invocation"], s["mean_cpu_ms_first_rule"],
-                                                              s["mean_cpu_ms_other_rules"], s["cpu_s_per_node_hour"]))
+            cells = (way, s["mean_cpu_ms_per_invocation"], s["median_cpu_ms_per_invocation"], s["mean_cpu_ms_first_rule"],
+                     s["mean_cpu_ms_other_rules"], s["cpu_s_per_node_hour"])
+            print("%-8s %12.1f %12.1f %12.1f %12.1f %14.2f" % cells)
         if args.json:
             from measure import write_json  # pylint: disable=import-outside-toplevel
             write_json(args.json, result)

@@ -301,7 +301,7 @@ def test_the_shell_entry_answers_a_fresh_result_itself_and_hands_any_doubt_to_py
     for i, condition in enumerate(ALL):
         assert shell(entry, setup, condition) == (i % 3, "verdict %d" % i)
     assert shell(entry, setup, "PIDPressureRisk") == shell(entry, setup, "PIDsRisk")
-    assert shell(entry, setup, "PIDsRisk".replace("s", "S")) [0] == 127           # no verdict of that name
+    assert shell(entry, setup, "PIDsRisk".replace("s", "S"))[0] == 127           # no verdict of that name
     assert shell(entry, setup, "KernelRisk", "--frobnicate")[0] == 127            # an argument it does not know
     assert shell(entry, setup, "KernelRisk", **{npd_tick.FRESH_ENV: "1"})[0] == 127
     os.utime(setup["config"], None)                  # the config changed after the result

@@ -242,8 +242,9 @@ class TickRunner(SubprocessRunner):
 def run_tick(condition, config, done=None, started=None):
     """Every condition's verdict in one look at the node: ``condition`` first, then the others not in ``done``
     (verdicts already fresh this tick), each while twice the slowest so far fits in the first half of the budget
-    (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this condition's (code, message), {condition: verdict} fit to keep): a
-    verdict finished past the deadline may hold a command killed by it and is not kept for the other rules."""
+    (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this
+    condition's (code, message), {condition: verdict} fit to keep): a verdict finished past the deadline may hold
+    a command killed by it and is not kept for the other rules."""
     start = started if started is not None else time.monotonic()
     budget = float(config["timeout"]) * BUDGET_SHARE
     deadline = start + budget

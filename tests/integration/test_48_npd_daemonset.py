@@ -37,12 +37,15 @@ RUN rm -rf /usr/bin/python3* /usr/lib/python3* /usr/local/lib/python3* /usr/shar
 """ % IMAGE
 
 
-def run_rules(rules, *prefix):
-    """Each rule run as its own process through ``prefix`` (podman exec/run ...); [(condition, rc, message)]."""
+def run_rules(rules, *prefix, fresh=False):
+    """Each rule run as its own process through ``prefix`` (podman exec/run ...); [(condition, rc, message)].
+    ``fresh``: the first rule starts a new tick (NODEFIX_NPD_FRESH): it reads the node itself instead of the
+    result the rules before shared (module_utils/_npd/tick.py), and the others answer from its look."""
     out = []
-    for rule in rules:
-        proc = subprocess.run(list(prefix) + [rule["path"]] + rule["args"], env=ENV, capture_output=True, text=True,
-                              timeout=120, check=False)
+    for index, rule in enumerate(rules):
+        first = ["env", "NODEFIX_NPD_FRESH=1"] if fresh and index == 0 else []
+        proc = subprocess.run(list(prefix) + first + [rule["path"]] + rule["args"], env=ENV, capture_output=True,
+                              text=True, timeout=120, check=False)
         out.append((rule["condition"], proc.returncode, proc.stdout[:80].strip()))
     return out
 
@@ -74,15 +77,20 @@ def _lab(tmp_path_factory):
         monitor = json.loads(podman("exec", NODE, "cat", MONITOR))
         mounted = podman("mount", NODE).strip()
         npd = ["podman", "run", "--rm", "--privileged", "-v", "%s%s:%s:ro" % (mounted, LIB, LIB)]
+        daemonset = run_rules(monitor["rules"], *(npd[:3] + ["--pid=container:%s" % NODE] + npd[3:] + [NPD_LIKE]))
         yield {
             "monitor": monitor,
             "python_in_npd": podman("run", "--rm", NPD_LIKE, "bash", "-c", "command -v python3 || echo none").strip(),
             # node-problem-detector in a DaemonSet: hostPID (the node's PID namespace), the hostPath mount
-            "daemonset": run_rules(monitor["rules"], *(npd[:3] + ["--pid=container:%s" % NODE] + npd[3:] + [NPD_LIKE])),
+            "daemonset": daemonset,
+            # the tick's shared result the DaemonSet's rules left in the node's /run (npd_cache_dir)
+            "tick": podman("exec", NODE, "cat", "/run/nodefix-npd/tick", check=False),
             # the same pod without hostPID
             "no_host_pid": run_rules(monitor["rules"], *(npd + [NPD_LIKE])),
             # the plugin run on the node itself (node-problem-detector as a systemd service)
-            "node": run_rules([dict(r, path=LIB + "/nodefix-npd") for r in monitor["rules"]], "podman", "exec", NODE),
+            # (its own look at the node, not the result the DaemonSet's rules shared in the node's /run)
+            "node": run_rules([dict(r, path=LIB + "/nodefix-npd") for r in monitor["rules"]], "podman", "exec", NODE,
+                              fresh=True),
         }
     finally:
         podman("umount", NODE, check=False)
@@ -100,6 +108,15 @@ def test_the_daemonset_gets_the_answers_the_node_gets(lab):
     # real answers, not a wall of Unknown: the detectors ran on the node
     assert [rc for _c, rc, _m in lab["daemonset"]].count(2) < len(lab["daemonset"]), lab["daemonset"]
     assert all(rc in (0, 1, 2) and msg for _c, rc, msg in lab["daemonset"])
+
+
+def test_the_daemonsets_rules_shared_one_look_at_the_node_in_its_run(lab):
+    """The first rule read the node for all six (in the node's namespaces, so in the node's /run), the others
+    answered from that result: one file with every condition's verdict, the answers the rules gave."""
+    verdicts = dict((line.split(" ", 3)[1], (int(line.split(" ", 3)[2]), line.split(" ", 3)[3]))
+                    for line in lab["tick"].splitlines() if line.startswith("v "))
+    assert lab["tick"].startswith("nodefix-npd-tick 1\n") and lab["tick"].rstrip().endswith("end"), lab["tick"]
+    assert [(c, verdicts[c][0], verdicts[c][1][:80]) for c, _rc, _m in lab["daemonset"]] == lab["daemonset"]
 
 
 def test_without_host_pid_every_condition_is_unknown_never_a_problem(lab):

@@ -63,3 +63,13 @@ def test_a_condition_past_the_limit_is_killed_and_reported_without_an_exit_code(
 def test_no_plugin_is_reported_as_not_installed(tmp_path):
     out = run(str(tmp_path / "absent"), "Ok")
     assert out == {"installed": False, "results": []}
+
+
+def test_the_first_condition_starts_a_new_tick_and_the_others_share_it(tmp_path):
+    """The first run reads the node afresh (NODEFIX_NPD_FRESH: not a result an earlier tick shared, e.g. before a
+    fix); the others run as node-problem-detector's rules of one tick do, answering from that run's result."""
+    path = tmp_path / "nodefix-npd"
+    path.write_text('#!/bin/sh\necho "fresh=${NODEFIX_NPD_FRESH:-unset}"\nexit 0\n')
+    path.chmod(0o755)
+    out = run(str(path), "A", "B", "C")
+    assert [r["message"] for r in out["results"]] == ["fresh=1", "fresh=unset", "fresh=unset"]

@@ -440,9 +440,13 @@ def daemon_process(root="/"):
     return None
 
 
-def find_config_path(root="/"):
-    """Config file the running containerd uses (``--config``/``-c``), else the default."""
-    daemon = daemon_process(root)
+_SCAN = object()
+
+
+def find_config_path(root="/", daemon=_SCAN):
+    """Config file the running containerd uses (``--config``/``-c``), else the default. ``daemon``: what
+    ``daemon_process`` already returned (each call reads every process's ``comm``)."""
+    daemon = daemon_process(root) if daemon is _SCAN else daemon
     if daemon is None:
         return DEFAULT_CONFIG, "default"
     argv = daemon["argv"]
@@ -595,7 +599,7 @@ def check(runner, root="/", minimum_version=DEFAULT_MINIMUM_VERSION, containerd_
                 findings.append(finding_from(FINDINGS, "containerd.version_below_minimum", subject=binary, evidence={
                     "version": info["version"], "minimum": minimum_version}))
 
-    path, source = (config_path, "option") if config_path else find_config_path(root)
+    path, source = (config_path, "option") if config_path else find_config_path(root, daemon=facts["daemon"])
     facts["config_path"], facts["config_source"] = path, source
     ctd = read_runtimes(root, path)
     facts["config_exists"] = ctd["exists"]

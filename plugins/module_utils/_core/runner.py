@@ -24,7 +24,6 @@ __metaclass__ = type
 
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import time
@@ -70,6 +69,16 @@ class Runner(object):
         return rc, out, err
 
 
+def _which(name, path):
+    """shutil.which(name, path=path) on POSIX, without importing shutil (and its compression modules): the
+    node-problem-detector plugin starts this module every tick."""
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(folder, name)
+        if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
 class SubprocessRunner(object):
     """The ``Runner`` interface (``bin``, ``run``) without Ansible, for the node-side entry points
     (the mount-units timer, the node-problem-detector plugin)."""
@@ -90,7 +99,7 @@ class SubprocessRunner(object):
             found = name if os.path.isfile(name) and os.access(name, os.X_OK) else None
         else:
             path = os.pathsep.join([os.environ.get("PATH", "")] + list(opt_dirs or []) + NODE_BIN_DIRS)
-            found = shutil.which(name, path=path)
+            found = _which(name, path)
         if found is None and required:
             raise self.error("Required binary %s was not found (PATH, %s)" % (name, ", ".join(NODE_BIN_DIRS)))
         return found

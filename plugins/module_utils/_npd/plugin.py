@@ -28,8 +28,10 @@ those findings (``CONDITIONS``). The exit code says what is known:
   or any error of the plugin's own;
 - 0 only when every detector ran and found nothing at ``min_severity``.
 
-It is cheap: a condition imports only its own detectors (``DETECTOR_MODULES``,
-through ``_detect``), and every command it runs is killed at a deadline well
+It is cheap: the six rules of a tick share one look at the node (``cached_run``,
+``_npd/tick.py``: the first reads every condition, the others answer from its result; without
+``interval`` and ``cache_dir`` a condition imports and runs only its own detectors,
+``DETECTOR_MODULES``), and every command it runs is killed at a deadline well
 inside the rule's ``timeout`` (``SubprocessRunner``): a hung container runtime
 is reported as such (``containerd.socket_unreachable``), the plugin is never
 the one NPD kills. The role ``nodefix.k8s.npd`` installs this file's ``cli``
@@ -55,6 +57,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import prin
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import WaiverError, check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick as npd_tick
 
 OK, NONOK, UNKNOWN = 0, 1, 2
 
@@ -91,8 +94,9 @@ PACKAGE = "ansible_collections.nodefix.k8s.plugins.module_utils"
 CANNOT_CHECK = ("mount_units.runtime_unavailable", "kubelet.config_unreadable", "gvisor.runsc_version_unknown",
                 "kernel.unknown_release")
 
+# interval and cache_dir: the tick's shared result file (_npd/tick.py); without them each rule reads the node itself
 DEFAULTS = {"min_severity": "medium", "ignore": [], "waivers": [], "host": "", "options": {}, "root": "/",
-            "timeout": 5, "max_output_length": 80}
+            "timeout": 5, "max_output_length": 80, "interval": 0, "cache_dir": ""}
 MAX_OUTPUT = 80
 # the share of the rule's timeout the detectors may use; the rest is the interpreter's start and margin
 BUDGET_SHARE = 0.6
@@ -125,7 +129,7 @@ def check_config(config):
         raise NpdConfigError("ignore must be a list of finding id globs")
     if not isinstance(out["waivers"], list):
         raise _type_error("waivers", "a list", out["waivers"])
-    for key in ("host", "root"):
+    for key in ("host", "root", "cache_dir"):
         if not isinstance(out[key], str):
             raise _type_error(key, "a string", out[key])
     if not isinstance(out["options"], dict) or set(out["options"]) - set(DETECTOR_MODULES) or \
@@ -135,6 +139,11 @@ def check_config(config):
     for key, low in (("timeout", 1), ("max_output_length", 20)):
         if isinstance(out[key], bool) or not isinstance(out[key], (int, float)) or out[key] < low:
             raise NpdConfigError("%s must be a number of at least %d, got %r" % (key, low, out[key]))
+    if isinstance(out["interval"], bool) or not isinstance(out["interval"], (int, float)) or out["interval"] < 0:
+        raise NpdConfigError("interval must be a number of seconds (0: no shared result per tick), got %r"
+                             % (out["interval"],))
+    if out["cache_dir"] and not out["cache_dir"].startswith("/"):
+        raise NpdConfigError("cache_dir must be an absolute path, got %r" % out["cache_dir"])
     # the fleet report's waivers, applied the same way (host and subject globs, expiry checked on every run)
     try:
         check_waivers(out["waivers"])
@@ -212,6 +221,75 @@ def run(condition, config, runner=None, started=None):
     runner = runner or SubprocessRunner(deadline=start + budget)
     result = audit_detect.run_detectors(runner, detectors(spec["checks"]), root=config["root"], options=options)
     return evaluate(condition, result, config, limit)
+
+
+class TickRunner(SubprocessRunner):
+    """SubprocessRunner whose answers to the same argv are shared by the detectors of one tick: every command the
+    detectors run only reads (the plugin detects, never changes), and two of them ask systemd for the kubelet's unit."""
+
+    def run(self, argv, check=True, data=None, msg=None):
+        if data is not None:
+            return SubprocessRunner.run(self, argv, check=check, data=data, msg=msg)
+        key = ("npd.run",) + tuple(argv)
+        if key not in self.memo:
+            self.memo[key] = SubprocessRunner.run(self, argv, check=False)
+        rc, out, err = self.memo[key]
+        if check and rc != 0:
+            raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
+        return rc, out, err
+
+
+def run_tick(condition, config, done=None, started=None):
+    """Every condition's verdict in one look at the node: ``condition`` first, then the others not in ``done``
+    (verdicts already fresh this tick), each while twice the slowest so far fits in the first half of the budget
+    (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this
+    condition's (code, message), {condition: verdict} fit to keep): a verdict finished past the deadline may hold
+    a command killed by it and is not kept for the other rules."""
+    start = started if started is not None else time.monotonic()
+    budget = float(config["timeout"]) * BUDGET_SHARE
+    deadline = start + budget
+    runner = TickRunner(deadline=deadline)
+    verdicts, keep, slowest = {}, {}, 0.0
+    for name in [condition] + [c for c in sorted(CONDITIONS) if c != condition and c not in (done or {})]:
+        begun = time.monotonic()
+        # another condition only while twice the slowest so far fits in the first half of the budget: on a slow
+        # node (an emulated VM) the rest is left to their own rules, as before, and this rule's run stays as far
+        # inside node-problem-detector's timeout as one condition's
+        if name != condition and begun + 2 * slowest > start + budget / 2:
+            break
+        verdicts[name] = run(name, config, runner=runner, started=start)
+        ended = time.monotonic()
+        slowest = max(slowest, ended - begun)
+        if ended < deadline:
+            keep[name] = verdicts[name]
+    return verdicts[condition], keep
+
+
+def cached_run(condition, config, cache, started):
+    """(code, message) of ``condition`` through the tick's result file ``cache`` (_npd/tick.py): a fresh verdict is
+    read; else, under the tick's lock (waited for until the deadline, Unknown past it), read again or looked up
+    for every condition and written for the other rules."""
+    fresh = bool(os.environ.get(npd_tick.FRESH_ENV))
+    if not fresh:
+        verdict = cache.read(condition)
+        if verdict is not None:
+            return verdict
+    deadline = started + float(config["timeout"]) * BUDGET_SHARE
+    lock = cache.lock(deadline)
+    if lock is None:
+        return UNKNOWN, say("another run of the plugin still reads the node (lock %s held past %.1fs)"
+                            % (cache.directory, float(config["timeout"]) * BUDGET_SHARE), int(config["max_output_length"]))
+    try:
+        done, at = cache.read_all() if not fresh else ({}, None)
+        if condition in done:
+            return done[condition]
+        tick_start = npd_tick.uptime_cs()
+        verdict, keep = run_tick(condition, config, done=done, started=started)
+        done.update(keep)
+        cache.write(done, tick_start if at is None else min(at, tick_start), aliases=LEGACY_NAMES)
+        return verdict
+    finally:
+        os.close(lock)
 
 
 def _seconds(text):
@@ -294,16 +372,20 @@ def monitor_config_errors(cfg, path_exists=None):
 
 
 def _read_config(path):
+    """(checked config, its bytes) of ``path`` (the defaults and b"" without one)."""
     if not path:
-        return check_config({})
-    with open(path) as fh:
-        return check_config(json.load(fh))
+        return check_config({}), b""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    return check_config(json.loads(raw.decode("utf-8"))), raw
 
 
 USAGE = ("usage: nodefix-npd --condition {%s} [--config FILE]\n"
          "nodefix.k8s detectors as a node-problem-detector custom plugin. --config: JSON with min_severity, ignore "
          "(finding id globs), waivers and host (the fleet report's waivers), options (per detector), root, timeout "
-         "(the rule's, seconds), max_output_length. Exit 0 OK, 1 problem, 2 unknown; one line on stdout.\n"
+         "(the rule's, seconds), max_output_length, interval (node-problem-detector's, seconds) and cache_dir (where the "
+         "rules of a tick share one look at the node; both unset: each rule looks itself). Exit 0 OK, 1 problem, "
+         "2 unknown; one line on stdout.\n"
          % ",".join(sorted(CONDITIONS)))
 
 
@@ -338,14 +420,18 @@ def cli(argv=None, out=None):
     try:
         try:
             args = parse_args(sys.argv[1:] if argv is None else argv)
-            config = _read_config(args["config"])
+            config, raw = _read_config(args["config"])
         except NpdArgumentError as exc:
             code, text = UNKNOWN, say("bad arguments: %s" % exc, limit)
         except (IOError, OSError, ValueError, RecursionError) as exc:
             code, text = UNKNOWN, say("bad config: %s" % exc, limit)
         else:
             limit = int(config["max_output_length"])
-            code, text = run(args["condition"], config, started=started)
+            cache = npd_tick.cache_for(config, args["config"], raw)
+            if cache is None:
+                code, text = run(args["condition"], config, started=started)
+            else:
+                code, text = cached_run(args["condition"], config, cache, started)
     # never exit 1 (NPD's "problem") for the plugin's own failure
     except Exception as exc:  # pylint: disable=broad-except
         code, text = UNKNOWN, say("%s: %s" % (type(exc).__name__, exc), limit)

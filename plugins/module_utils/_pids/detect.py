@@ -369,8 +369,7 @@ def _as_int(text):
 
 
 def _default_pid_max_min():
-    import platform  # pylint: disable=import-outside-toplevel  # only here: the npd plugin pays for its import
-    machine = platform.machine().lower()
+    machine = os.uname()[4].lower()   # platform.machine() on POSIX, without importing platform (the npd plugin)
     if machine.endswith("64") or machine in ("s390x",):
         return PID_MAX_LIMIT_64
     return PID_MAX_LIMIT_32

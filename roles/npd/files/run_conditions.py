@@ -3,7 +3,8 @@
 #
 # Runs the installed plugin once per condition, each in its own process as
 # node-problem-detector does (`PLUGIN --config CONFIG --condition C`), one after
-# the other, and prints one JSON object: {"installed": bool, "results": [{"condition",
+# the other - the first one reading the node afresh, the others sharing its look as NPD's rules of one tick
+# do (module_utils/_npd/tick.py) - and prints one JSON object: {"installed": bool, "results": [{"condition",
 # "rc", "message" (stdout, as node-problem-detector reads it), "stderr", "seconds"}]}.
 # A run still going after LIMIT seconds is killed (its process group) and reported with rc null (the
 # role's check then fails it as slower than npd_timeout). No plugin: installed false.
@@ -16,11 +17,14 @@ import time
 
 plugin, config, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
 out = {"installed": os.path.isfile(plugin), "results": []}
-for condition in sys.argv[4:] if out["installed"] else []:
+for index, condition in enumerate(sys.argv[4:] if out["installed"] else []):
     start = time.monotonic()
+    # the first condition starts a new tick (NODEFIX_NPD_FRESH: the plugin reads the node, not a result an earlier
+    # tick shared); the others answer from it as node-problem-detector's rules do (module_utils/_npd/tick.py)
+    env = dict(os.environ, NODEFIX_NPD_FRESH="1") if index == 0 else dict(os.environ, NODEFIX_NPD_FRESH="")
     proc = subprocess.Popen([plugin, "--config", config, "--condition", condition],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     try:
         stdout, stderr = proc.communicate(timeout=limit)
         rc = proc.returncode

@@ -17,12 +17,17 @@ One run, serial 1, three nodes:
   R, still open: needs a person", not gated, no lock slot taken, not rebooted;
 - node-b carries an annotation that cannot be read: held all the same (fail closed), saying why;
 - node-c was rebooted an hour ago for another reason: the backoff lets it through to the gate, whose closed
-  window holds it (so nothing reboots here either) - the rollout went on past the held nodes.
+  window holds it (so nothing reboots here either) - the rollout went on past the held nodes;
+- node-d has a record of a reboot an hour ago for the same reason, written in the boot the Node still reports
+  (its status.nodeInfo.bootID): that reboot never happened (a run killed between the record and the reboot),
+  so it does not count - said so, and the node goes on to the gate (closed window, as node-c). On the code
+  before the bootID it was held "still open: needs a person" for 6 h.
 """
 
 import datetime
 import json
 import os
+import uuid
 
 from conftest import ROOT, run_logged
 
@@ -30,10 +35,18 @@ PY = os.path.join(ROOT, ".venv", "bin", "python")
 OPTIONS = {"kernel": {"release": "6.12.0-1-amd64", "dying_memcgs_threshold": 0, "memory_stat_slow_ms": 100000}}
 
 
-def record(hours_ago, ids):
+def record(hours_ago, ids, boot_id=None):
     when = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=hours_ago)
-    return json.dumps({"time": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "run": "earlier-run",
-                       "reasons": [{"id": i, "reason": "%s (an earlier run's words)" % i} for i in ids]})
+    body = {"time": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "run": "earlier-run",
+            "reasons": [{"id": i, "reason": "%s (an earlier run's words)" % i} for i in ids]}
+    if boot_id:
+        body["bootID"] = boot_id
+    return json.dumps(body)
+
+
+def double_boot_id(node):
+    """The status.nodeInfo.bootID the API server double reports for NODE (lab/apiserver-double/apiserver.py)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "boot/" + node))
 
 
 def test_a_node_rebooted_lately_for_a_reason_still_open_is_held_not_rebooted_again(apiserver_double, tmp_path):
@@ -41,14 +54,17 @@ def test_a_node_rebooted_lately_for_a_reason_still_open_is_held_not_rebooted_aga
         "node-a": {"annotations": {"nodefix.k8s/last-reboot": record(1, ["kernel.dying_memcgs"])}},
         "node-b": {"annotations": {"nodefix.k8s/last-reboot": "{not json"}},
         "node-c": {"annotations": {"nodefix.k8s/last-reboot": record(1, ["reboot.required"])}},
-    }, [{"namespace": "default", "name": "web-%s" % n, "node": n, "owner": "ReplicaSet"} for n in "abc"])
+        "node-d": {"annotations": {"nodefix.k8s/last-reboot": record(1, ["kernel.dying_memcgs"],
+                                                                     double_boot_id("node-d"))}},
+    }, [{"namespace": "default", "name": "web-%s" % n, "node": n, "owner": "ReplicaSet"} for n in "abcd"])
     # a window on one day three days from now only: closed whenever this runs
     closed_day = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][(datetime.datetime.now(
         datetime.timezone.utc).weekday() + 3) % 7]
     host = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
             "nodefix_audit_checks": ["kernel"], "nodefix_audit_options": OPTIONS,
             "nodefix_kubeconfig": double.kubeconfig, "nodefix_drain_timeout": 20}
-    hosts = {"node-a": host, "node-b": host, "node-c": dict(host, reboot_window_days=[closed_day])}
+    hosts = {"node-a": host, "node-b": host, "node-c": dict(host, reboot_window_days=[closed_day]),
+             "node-d": dict(host, reboot_window_days=[closed_day])}
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
     extra = {"nodefix_report_dir": str(tmp_path / "reports"), "nodefix_evidence": False,
@@ -65,15 +81,21 @@ def test_a_node_rebooted_lately_for_a_reason_still_open_is_held_not_rebooted_aga
     # each node drained for its (report-only) kernel role is given back
     unschedulable = [(e["path"].rsplit("/", 1)[-1], e["body"]["spec"]["unschedulable"]) for e in log
                      if e["method"] == "PATCH" and "spec" in e["body"]]
-    assert unschedulable == [(n, c) for n in ("node-a", "node-b", "node-c") for c in (True, False)], unschedulable
+    assert unschedulable == [(n, c) for n in ("node-a", "node-b", "node-c", "node-d") for c in (True, False)], \
+        unschedulable
     with open(os.path.join(str(tmp_path / "reports"), "remediate", "report.json"), encoding="utf-8") as fh:
         nodes = {n["host"]: n for n in json.load(fh)["nodes"]}
-    assert set(nodes) == {"node-a", "node-b", "node-c"}, nodes     # the rollout went on past the held ones
+    assert set(nodes) == {"node-a", "node-b", "node-c", "node-d"}, nodes     # the rollout went on past the held ones
     said = dict((h, " ".join(json.dumps(n).split())) for h, n in nodes.items())
     assert "rebooted at " in said["node-a"] and "for kernel.dying_memcgs (an earlier run's words), still open: " \
         "needs a person" in said["node-a"], said["node-a"]
     assert "the nodefix.k8s/last-reboot annotation on node-b cannot be read (not JSON" in said["node-b"], said["node-b"]
     assert "outside the reboot window" in said["node-c"] and "still open" not in said["node-c"], said["node-c"]
+    # node-d: the recorded reboot never happened (the same boot): not counted, said so, on to the gate
+    assert "outside the reboot window" in said["node-d"] and "still open" not in said["node-d"], said["node-d"]
+    shown = " ".join(out.split())
+    assert "did not happen - node-d still reports the boot it was recorded in (bootID %s)" % double_boot_id("node-d") \
+        in shown, shown[-3000:]
     # neither held node is a failure that stops the rollout, and the trail says it on the Node too
     assert all(n["status"] != "failed" for n in nodes.values()), nodes
     events = [e for e in double.state()["events"] if e["regarding"]["name"] == "node-a"]

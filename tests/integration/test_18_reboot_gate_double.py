@@ -3,7 +3,11 @@
 controller against lab/apiserver-double (a TEST DOUBLE of kube-apiserver: no Debian package ships one;
 its Leases answer as the real server does - 409 AlreadyExists on a taken name, 409 Conflict on a stale
 resourceVersion) through the official Python client, and against a Prometheus TEST DOUBLE (a few lines
-below answering ``GET /api/v1/alerts`` in the HTTP API's JSON shape). No container, no cluster."""
+below answering ``GET /api/v1/alerts`` in the HTTP API's JSON shape). No container, no cluster.
+
+The module's calls are the tasks of ONE playbook run (module fixture ``gate_calls``), each test's calls in its
+own order against its own double; each test asserts on its calls' results (issue 56: the 18 calls were 18 runs
+of ``ansible -m`` before)."""
 
 import json
 import os
@@ -12,9 +16,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import yaml
 
-from conftest import ROOT, run_logged
+from conftest import ROOT, ApiServerDouble, run_logged
 
 PODS = [
     {"namespace": "rook-ceph", "name": "rook-ceph-osd-3-6d9f", "node": "node-b", "owner": "ReplicaSet",
@@ -23,14 +26,26 @@ PODS = [
 ]
 
 
-def gate(name, double, **args):
-    params = dict({"node": "node-a", "kubeconfig": double.kubeconfig if double else None, "reason": "test"}, **args)
-    params = dict((k, v) for k, v in params.items() if v is not None)
-    argv = ["ansible", "localhost", "-c", "local", "-e", "ansible_python_interpreter=%s" % os.path.join(
-        ROOT, ".venv", "bin", "python"), "-m", "nodefix.k8s.reboot_gate", "-a", json.dumps(params)]
-    rc, out = run_logged("reboot-gate-%s" % name, argv, timeout=300)
-    # "localhost | CHANGED => " then the result in the project's YAML callback
-    return rc, yaml.safe_load(out.split("=>", 1)[1]) if "=>" in out else {}, out
+def gate_playbook(path, calls):
+    """ONE playbook whose tasks are the reboot_gate calls, in order: [(label, kubeconfig, args)] - each task's
+    result registered whatever it is (a failed call does not end the play), as a run of
+    ``ansible -m nodefix.k8s.reboot_gate`` per call gave it (issue 56: one playbook run for the module's calls)."""
+    tasks = []
+    for label, kubeconfig, args in calls:
+        params = dict({"node": "node-a", "kubeconfig": kubeconfig, "reason": "test"}, **args)
+        params = dict((k, v) for k, v in params.items() if v is not None)
+        tasks.append({"name": label, "nodefix.k8s.reboot_gate": params, "ignore_errors": True})
+    path.write_text(json.dumps([{"name": "reboot_gate calls", "hosts": "localhost", "gather_facts": False,
+                                 "tasks": tasks}]))
+    argv = ["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % os.path.join(
+        ROOT, ".venv", "bin", "python"), str(path)]
+    rc, out = run_logged("reboot-gate-calls", argv, timeout=600,
+                         env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"})
+    assert rc == 0, out[-3000:]     # every call's failure is ignored: rc != 0 would be the run itself failing
+    played, _end = json.JSONDecoder().raw_decode(out[out.index("{"):])
+    results = dict((t["task"]["name"], t["hosts"]["localhost"]) for t in played["plays"][0]["tasks"])
+    assert list(results) == [label for label, _k, _a in calls], list(results)
+    return results
 
 
 def lease_writes(double):
@@ -68,72 +83,106 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_lock_acquire_check_release(apiserver_double):
-    double = apiserver_double(["node-a", "node-b"], PODS)
-    rc, a, out = gate("acquire-a", double)
-    assert rc == 0 and a["changed"] and a["allowed"] and a["lock"]["slot"] == "nodefix-reboot-0", out[-2000:]
-    rc, again, out = gate("acquire-a-again", double)
-    assert rc == 0 and again["allowed"] and not again["changed"], out[-2000:]   # a re-run keeps its slot
-    rc, b, out = gate("acquire-b", double, node="node-c")
-    assert rc == 0 and not b["allowed"] and not b["changed"]
-    assert b["held_by"] == ["the reboot lock is full (max_concurrent 1): nodefix-reboot-0 held by node-a since %s"
-                            % a["lock"]["holders"][0]["since"]]
-    rc, released, out = gate("release-a", double, state="release")
-    assert rc == 0 and released["changed"] and released["lock"]["released"] == "nodefix-reboot-0"
-    rc, check, out = gate("check-b", double, node="node-c", state="check")
-    assert rc == 0 and check["allowed"] and not check["changed"]
-    writes = lease_writes(double)
-    assert [(w["method"], w.get("holder")) for w in writes] == [("POST", "node-a"), ("DELETE", "node-a")], writes
-
-
-def test_blocking_pod_and_window_hold_without_taking_the_lock(apiserver_double):
-    double = apiserver_double(["node-a", "node-b"], PODS)
-    rc, held, out = gate("blocking-pod", double, node="node-b", blocking_pod_selectors=["app=ceph-osd"])
-    assert rc == 0 and not held["allowed"] and held["blocking_pods"] == ["rook-ceph/rook-ceph-osd-3-6d9f (app=ceph-osd)"]
-    assert "blocking pod(s) on the node" in held["held_by"][0] and held["lock"]["slot"] is None
-    rc, free, out = gate("not-blocking", double, blocking_pod_selectors=["app=ceph-osd"], state="check")
-    assert rc == 0 and free["allowed"] and free["blocking_pods"] == []
-    # a window that is never open now: one minute, twelve hours away
-    rc, closed, out = gate("window", double, window_start="00:00", window_end="00:01", time_zone="Pacific/Kiritimati")
-    rc2, closed2, out2 = gate("window-other", double, window_start="12:00", window_end="12:01",
-                              time_zone="Pacific/Kiritimati")
-    assert rc == 0 and rc2 == 0
-    shut = [r for r in (closed, closed2) if not r["allowed"]]
-    assert shut and all("outside the reboot window" in r["held_by"][0] for r in shut)
-    assert all(r["lock"]["slot"] is None for r in shut)
-    assert lease_writes(double) == []
-
-
-def test_firing_alerts_hold_and_a_silent_prometheus_fails(apiserver_double):
-    double = apiserver_double(["node-a"], [])
-    prom = Prometheus([{"labels": {"alertname": "Watchdog"}, "state": "firing"},
-                       {"labels": {"alertname": "KubeNodeNotReady"}, "state": "firing"}])
-    try:
-        rc, held, out = gate("alerts", double, prometheus_url=prom.url, alert_filter_regexp="^Watchdog$")
-        assert rc == 0 and not held["allowed"] and held["alerts"] == ["KubeNodeNotReady"], out[-2000:]
-        rc, ok, out = gate("alerts-filtered", double, prometheus_url=prom.url,
-                           alert_filter_regexp="^(Watchdog|KubeNodeNotReady)$", state="check")
-        assert rc == 0 and ok["allowed"]
-    finally:
-        prom.stop()
-    rc, failed, out = gate("no-prometheus", double, prometheus_url="http://127.0.0.1:%d" % free_port())
-    assert rc != 0 and "did not answer" in failed["msg"] and "nothing was drained" in failed["msg"]
-    assert lease_writes(double) == []
-
-
-@pytest.mark.parametrize("args, message", [
+BAD_INPUT = [
     ({"window_days": ["someday"]}, "is not a day of the week"),
     ({"window_start": "7 o'clock"}, "is not a time of day"),
     ({"time_zone": "Europe/Atlantis"}, "is not an IANA time zone"),
     ({"alert_filter_regexp": "(", "prometheus_url": "http://127.0.0.1:9"}, "is not a regular expression"),
     ({"kubeconfig": None}, "need(s) the API server"),
     ({"max_concurrent": -1}, "must not be negative"),
-])
-def test_bad_input_fails_before_any_request(apiserver_double, args, message):
-    double = apiserver_double(["node-a"], [])
-    rc, failed, out = gate("bad-%s" % message.split()[-1], double, **args)
-    assert rc != 0 and message in failed["msg"], out[-2000:]
-    assert double.state()["log"] == []
+]
+
+
+@pytest.fixture(scope="module")
+def gate_calls(tmp_path_factory):
+    """Every reboot_gate call of the tests below in ONE playbook run, each test's calls against its own API server
+    double (as each test had its own) and in the order the test made them: {case: double}, {label: result}."""
+    doubles = {}
+    prom = Prometheus([{"labels": {"alertname": "Watchdog"}, "state": "firing"},
+                       {"labels": {"alertname": "KubeNodeNotReady"}, "state": "firing"}])
+    try:
+        for case, nodes, pods in (("lock", ["node-a", "node-b"], PODS), ("blocking", ["node-a", "node-b"], PODS),
+                                  ("alerts", ["node-a"], []), ("bad", ["node-a"], [])):
+            doubles[case] = ApiServerDouble(tmp_path_factory.mktemp("gate-%s" % case), nodes, pods)
+        lock, blocking, alerts = (doubles[c].kubeconfig for c in ("lock", "blocking", "alerts"))
+        calls = [
+            ("acquire-a", lock, {}),
+            ("acquire-a-again", lock, {}),
+            ("acquire-b", lock, {"node": "node-c"}),
+            ("release-a", lock, {"state": "release"}),
+            ("check-b", lock, {"node": "node-c", "state": "check"}),
+            ("blocking-pod", blocking, {"node": "node-b", "blocking_pod_selectors": ["app=ceph-osd"]}),
+            ("not-blocking", blocking, {"blocking_pod_selectors": ["app=ceph-osd"], "state": "check"}),
+            # a window that is never open now: one minute, twelve hours away
+            ("window", blocking, {"window_start": "00:00", "window_end": "00:01", "time_zone": "Pacific/Kiritimati"}),
+            ("window-other", blocking, {"window_start": "12:00", "window_end": "12:01",
+                                        "time_zone": "Pacific/Kiritimati"}),
+            ("alerts", alerts, {"prometheus_url": prom.url, "alert_filter_regexp": "^Watchdog$"}),
+            ("alerts-filtered", alerts, {"prometheus_url": prom.url,
+                                         "alert_filter_regexp": "^(Watchdog|KubeNodeNotReady)$", "state": "check"}),
+            ("no-prometheus", alerts, {"prometheus_url": "http://127.0.0.1:%d" % free_port()}),
+        ]
+        calls += [("bad-%d" % i, doubles["bad"].kubeconfig, args) for i, (args, _m) in enumerate(BAD_INPUT)]
+        results = gate_playbook(tmp_path_factory.mktemp("gate-play") / "gate.json", calls)
+        yield doubles, results
+    finally:
+        prom.stop()
+        for double in doubles.values():
+            double.stop()
+
+
+def test_lock_acquire_check_release(gate_calls):
+    doubles, results = gate_calls
+    a = results["acquire-a"]
+    assert not a.get("failed") and a["changed"] and a["allowed"] and a["lock"]["slot"] == "nodefix-reboot-0", a
+    again = results["acquire-a-again"]
+    assert not again.get("failed") and again["allowed"] and not again["changed"], again   # a re-run keeps its slot
+    b = results["acquire-b"]
+    assert not b.get("failed") and not b["allowed"] and not b["changed"]
+    assert b["held_by"] == ["the reboot lock is full (max_concurrent 1): nodefix-reboot-0 held by node-a since %s"
+                            % a["lock"]["holders"][0]["since"]]
+    released = results["release-a"]
+    assert not released.get("failed") and released["changed"] and released["lock"]["released"] == "nodefix-reboot-0"
+    check = results["check-b"]
+    assert not check.get("failed") and check["allowed"] and not check["changed"]
+    writes = lease_writes(doubles["lock"])
+    assert [(w["method"], w.get("holder")) for w in writes] == [("POST", "node-a"), ("DELETE", "node-a")], writes
+
+
+def test_blocking_pod_and_window_hold_without_taking_the_lock(gate_calls):
+    doubles, results = gate_calls
+    held = results["blocking-pod"]
+    assert not held.get("failed") and not held["allowed"]
+    assert held["blocking_pods"] == ["rook-ceph/rook-ceph-osd-3-6d9f (app=ceph-osd)"]
+    assert "blocking pod(s) on the node" in held["held_by"][0] and held["lock"]["slot"] is None
+    free = results["not-blocking"]
+    assert not free.get("failed") and free["allowed"] and free["blocking_pods"] == []
+    closed, closed2 = results["window"], results["window-other"]
+    assert not closed.get("failed") and not closed2.get("failed")
+    shut = [r for r in (closed, closed2) if not r["allowed"]]
+    assert shut and all("outside the reboot window" in r["held_by"][0] for r in shut)
+    assert all(r["lock"]["slot"] is None for r in shut)
+    assert lease_writes(doubles["blocking"]) == []
+
+
+def test_firing_alerts_hold_and_a_silent_prometheus_fails(gate_calls):
+    doubles, results = gate_calls
+    held = results["alerts"]
+    assert not held.get("failed") and not held["allowed"] and held["alerts"] == ["KubeNodeNotReady"], held
+    ok = results["alerts-filtered"]
+    assert not ok.get("failed") and ok["allowed"]
+    failed = results["no-prometheus"]
+    assert failed.get("failed") and "did not answer" in failed["msg"] and "nothing was drained" in failed["msg"]
+    assert lease_writes(doubles["alerts"]) == []
+
+
+@pytest.mark.parametrize("number", range(len(BAD_INPUT)), ids=[m for _a, m in BAD_INPUT])
+def test_bad_input_fails_before_any_request(gate_calls, number):
+    doubles, results = gate_calls
+    failed = results["bad-%d" % number]
+    assert failed.get("failed") and BAD_INPUT[number][1] in failed["msg"], failed
+    # the six calls share one double: none of them sent it anything
+    assert doubles["bad"].state()["log"] == []
 
 
 def test_racing_controllers_never_share_a_slot(apiserver_double):

@@ -16,7 +16,9 @@ import json
 import os
 import socket
 
-from conftest import ROOT, run_logged
+import pytest
+
+from conftest import ROOT, ApiServerDouble, run_logged
 
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 NODES = ["node-a", "node-b", "node-c", "node-d", "node-e"]
@@ -33,12 +35,13 @@ def closed_port():
     return port
 
 
-def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(), argv_extra=()):
+def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(), argv_extra=(), host_extra=None):
     host_vars = {}
     for host in hosts:
         host_vars[host] = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
                            "nodefix_audit_checks": ["kernel"], "nodefix_audit_options": OLD if host in broken else CLEAN,
                            "nodefix_kubeconfig": double.kubeconfig, "nodefix_drain_timeout": 20}
+        host_vars[host].update((host_extra or {}).get(host) or {})
         if host in unreachable:
             host_vars[host].update({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": closed_port(),
                                     "ansible_ssh_common_args": "-o BatchMode=yes -o ConnectTimeout=5"})
@@ -52,9 +55,9 @@ def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(),
     return run_logged("storm-%s" % name, argv, timeout=600)
 
 
-def cordoned(double):
-    """The nodes the rollout cordoned (the drain's first PATCH), in order."""
-    return [e["path"].rsplit("/", 1)[-1] for e in double.state()["log"]
+def cordoned(double, log=None):
+    """The nodes the rollout cordoned (the drain's first PATCH), in order (in ``log``: the double's log as it was)."""
+    return [e["path"].rsplit("/", 1)[-1] for e in (double.state()["log"] if log is None else log)
             if e["method"] == "PATCH" and (e["body"].get("spec") or {}).get("unschedulable") is True]
 
 
@@ -64,46 +67,64 @@ def report(tmp_path, slice_name=None):
         return json.load(fh)
 
 
-def test_two_of_five_nodes_to_drain_stop_the_rollout_before_the_first_and_the_override_proceeds(apiserver_double,
-                                                                                                tmp_path):
-    double = apiserver_double(NODES, [])
-    rc, out = remediate(tmp_path, "stop", double, NODES, broken=("node-a", "node-d"))
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """ONE run over five nodes (issue 56: the drain case and the reboot case were a run each): node-a and node-d
+    need a drain (the kernel role's finding), node-b and node-e a drain and a reboot too - the kernel below the
+    fleet's minimum, with kernel upgrades on for those two (host variables): each would be drained and rebooted into
+    a new kernel. 4 of 5 is a storm: nothing is planned on a node, nothing installed, nothing drained (the rollout
+    never starts, so nothing here can reboot this machine). The double's log and the run's report are kept as they
+    were after this run: {tmp, double, rc, out, log, report, markdown}."""
+    tmp = tmp_path_factory.mktemp("storm-stop")
+    double = ApiServerDouble(tmp, NODES, [])
+    try:
+        upgrade = {"nodefix_kernel_upgrade": True, "nodefix_kernel_min_release": "5.10"}
+        rc, out = remediate(tmp, "stop", double, NODES, broken=("node-a", "node-b", "node-d", "node-e"),
+                            host_extra={"node-b": upgrade, "node-e": upgrade})
+        yield {"tmp": tmp, "double": double, "rc": rc, "out": out, "log": double.state()["log"],
+               "report": report(tmp), "markdown": (tmp / "reports" / "remediate" / "report.md").read_text()}
+    finally:
+        double.stop()
+
+
+def test_nodes_to_drain_stop_the_rollout_before_the_first_and_the_override_proceeds(stopped):
+    rc, out = stopped["rc"], stopped["out"]
     assert rc != 0, out[-3000:]
     said = " ".join(out.split())
-    assert ("storm breaker: 2 of 5 node(s) (40%) need a drain, reboot or restart (drain 2), over "
+    assert ("storm breaker: 4 of 5 node(s) (80%) need a drain, reboot or restart (drain 4, reboot 2), over "
             "nodefix_storm_percent (20%); fleet-wide: kernel.") in said, said[-3000:]
     assert "stops before touching a node" in said
-    assert cordoned(double) == [] and "TASK [Audit before]" not in out   # no node was touched
-    stopped = report(tmp_path)
-    nodes = {n["host"]: n for n in stopped["nodes"]}
+    assert cordoned(None, stopped["log"]) == [] and "TASK [Audit before]" not in out   # no node was touched
+    nodes = {n["host"]: n for n in stopped["report"]["nodes"]}
     assert set(nodes) == set(NODES) and all(n["status"] == "not run" for n in nodes.values()), nodes
     assert all("storm breaker" in n["error"] for n in nodes.values())
     # the report says it first, with the findings on that share of the fleet
-    assert stopped["storm"]["stop"] and stopped["storm"]["disruptive"] == 2 and stopped["storm"]["size"] == 5
-    assert "kernel.no_oom_reaper" in [w["id"] for w in stopped["storm"]["fleet_wide"]]
-    markdown = (tmp_path / "reports" / "remediate" / "report.md").read_text()
-    assert markdown.index("## Storm breaker") < markdown.index("## Nodes")
-    # the override: the same fleet is remediated, the broken nodes drained (the clean ones need nothing)
-    rc, out = remediate(tmp_path, "override", double, NODES, broken=("node-a", "node-d"),
+    storm = stopped["report"]["storm"]
+    assert storm["stop"] and storm["disruptive"] == 4 and storm["size"] == 5
+    assert "kernel.no_oom_reaper" in [w["id"] for w in storm["fleet_wide"]]
+    assert stopped["markdown"].index("## Storm breaker") < stopped["markdown"].index("## Nodes")
+    # the override: a storm (2 of 5 to drain, no kernel upgrade) is remediated, the broken nodes drained (the clean
+    # ones need nothing)
+    tmp, double = stopped["tmp"], stopped["double"]
+    rc, out = remediate(tmp, "override", double, NODES, broken=("node-a", "node-d"),
                         extra={"nodefix_storm_override": True})
     assert rc == 0, out[-3000:]
-    assert "proceeding: nodefix_storm_override is set" in " ".join(out.split())
+    said = " ".join(out.split())
+    assert "storm breaker: 2 of 5 node(s) (40%) need a drain, reboot or restart (drain 2)" in said, said[-3000:]
+    assert "proceeding: nodefix_storm_override is set" in said
     assert sorted(cordoned(double)) == ["node-a", "node-d"]
 
 
-def test_a_planted_finding_that_needs_a_reboot_stops_the_rollout_too(apiserver_double, tmp_path):
-    """The kernel below the fleet's minimum, with kernel upgrades on: each such node would be drained and
-    rebooted into a new kernel. On 2 of 5 nodes that is a storm: nothing is planned on a node, nothing
-    installed, nothing drained (the rollout never starts, so nothing here can reboot this machine)."""
-    double = apiserver_double(NODES, [])
-    rc, out = remediate(tmp_path, "reboot", double, NODES, broken=("node-b", "node-e"),
-                        extra={"nodefix_kernel_upgrade": True, "nodefix_kernel_min_release": "5.10"})
+def test_a_planted_finding_that_needs_a_reboot_stops_the_rollout_too(stopped):
+    """node-b and node-e of the run above: the reboot they would need is counted and named, and nothing of the
+    kernel upgrade ran."""
+    rc, out = stopped["rc"], stopped["out"]
     assert rc != 0, out[-3000:]
     said = " ".join(out.split())
-    assert "storm breaker: 2 of 5 node(s) (40%) need a drain, reboot or restart (drain 2, reboot 2)" in said, said[-3000:]
+    assert "(drain 4, reboot 2)" in said, said[-3000:]
     assert "kernel.below_minimum on 2 (40%)" in said
-    assert cordoned(double) == [] and "TASK [Plan the kernel upgrade" not in out
-    assert report(tmp_path)["storm"]["disruptive"] == 2
+    assert cordoned(None, stopped["log"]) == [] and "TASK [Plan the kernel upgrade" not in out
+    assert stopped["report"]["storm"]["disruptive"] == 4
 
 
 def test_nodes_down_already_count_and_hold_the_rollout(apiserver_double, tmp_path):

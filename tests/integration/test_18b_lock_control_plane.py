@@ -8,7 +8,10 @@ The "nodes" are the controller itself over a local connection (as in test_13_rol
 read-only with only the kernel detector, a pretended old kernel and, where a node must need a reboot,
 a dying-memcg threshold of 0 with nodefix_reboot_dying_memcgs. Nothing on the test machine changes:
 ansible.builtin.reboot refuses a local connection ("would reboot the control node"), and the test's
-power-cycle hook is ``true``; the evidence and reports go to tmp_path."""
+power-cycle hook is ``true``; the evidence and reports go to tmp_path.
+
+After the killed run, both tests' nodes are remediated in ONE run (module fixture ``runs``), each test's nodes in
+their own double; each test asserts on its nodes' report entries, its double's Leases and log."""
 
 import json
 import os
@@ -18,9 +21,10 @@ import sys
 import threading
 import time
 
+import pytest
 import requests
 
-from conftest import ENV, ROOT, run_logged
+from conftest import ENV, ROOT, ApiServerDouble, run_logged
 
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 CP = "node-role.kubernetes.io/control-plane"
@@ -28,14 +32,20 @@ NEEDS_REBOOT = {"nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"
                 "nodefix_reboot_dying_memcgs": True}
 
 
-def inventory(tmp_path, double, hosts, common=None, serial=1):
+def host_vars(tmp_path, double, own=None, observations="lock-observations.json"):
+    """A local-connection host that is a Node of ``double``, with its own variables ``own``."""
     base = {"nodefix_kubeconfig": double.kubeconfig, "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
             "nodefix_audit_checks": ["kernel"], "nodefix_audit_options": {"kernel": {"release": "4.4.0-1069-aws"}},
             "nodefix_drain_timeout": 20, "reboot_max_concurrent": 2, "nodefix_storm_percent": 100,
-            "reboot_lock_observations": str(tmp_path / "lock-observations.json")}
-    base.update(common or {})
+            "reboot_lock_observations": str(tmp_path / observations)}
+    base.update(own or {})
+    return base
+
+
+def inventory(tmp_path, hosts, serial=1):
+    """ansible-playbook's argv for remediate over ``hosts`` ({host: host_vars(...)})."""
     path = tmp_path / ("inventory-%d.json" % len(list(tmp_path.glob("inventory-*.json"))))
-    path.write_text(json.dumps({"all": {"hosts": dict((h, dict(base, **v)) for h, v in hosts.items())}}))
+    path.write_text(json.dumps({"all": {"hosts": hosts}}))
     return [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(path),
             "-e", "nodefix_report_dir=%s" % (tmp_path / "reports"), "-e", "nodefix_serial=%d" % serial, os.path.join(ROOT, "playbooks", "remediate.yml")]
 
@@ -72,34 +82,18 @@ def take_slot(double, holder):
     return slot
 
 
-def test_a_killed_runs_slot_is_given_back_by_the_next_run_and_a_down_nodes_stays(apiserver_double, tmp_path):
-    double = apiserver_double({"node-a": {"unschedulable": False}, "node-down": {"unschedulable": False, "ready": False}},
-                              [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet"}])
-    down_slot = take_slot(double, "node-down")     # node-down went down for an earlier run's reboot
-    # run 1: node-a needs a reboot; its gate takes a slot, then ansible-playbook and its children are SIGKILLed
-    log = open(str(tmp_path / "killed-run.log"), "w")
-    proc = subprocess.Popen(inventory(tmp_path, double, {"node-a": NEEDS_REBOOT}), cwd=ROOT, env=ENV, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        for _dummy in range(3000):
-            if "node-a" in leases(double).values() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        log.close()
-    assert proc.returncode == -signal.SIGKILL, open(str(tmp_path / "killed-run.log")).read()[-3000:]
-    held = leases(double)
+def test_a_killed_runs_slot_is_given_back_by_the_next_run_and_a_down_nodes_stays(runs):
+    killed, double = runs["killed"], runs["reclaim"]
+    assert killed["rc"] == -signal.SIGKILL, killed["log"][-3000:]
+    held = killed["leases"]
     (a_slot,) = [slot for slot, holder in held.items() if holder == "node-a"]
+    down_slot = runs["down_slot"]
     assert held[down_slot] == "node-down"
     # run 2: nothing to reboot on either node; node-a is Ready and gives its slot back, node-down is not Ready
-    rc, out = run_logged("lock-reclaim-rerun", inventory(tmp_path, double, {"node-a": {}, "node-down": {}}, serial=2), timeout=600)
-    assert rc == 0, out[-3000:]
+    report = runs["report"]
+    assert report["node-a"]["status"] != "failed" and report["node-down"]["status"] != "failed", runs["out"][-3000:]
     assert leases(double) == {down_slot: "node-down"}
     assert lease_log(double, a_slot)[-1] == ("DELETE", "node-a", None)
-    report = remediation(tmp_path)
     assert "released %s that node-a held since " % a_slot in report["node-a"]["msg"], report
     assert "from an earlier run: no reboot of node-a is pending or in progress and it is Ready" in report["node-a"]["msg"]
     assert [r["slot"] for r in report["node-a"]["lock_reclaimed"]] == [a_slot]
@@ -142,28 +136,74 @@ class EtcdMembers(object):
             time.sleep(0.2)
 
 
-def test_control_plane_nodes_held_or_one_at_a_time_while_etcd_is_healthy(apiserver_double, tmp_path):
-    nodes = {"cp-off": {"unschedulable": False, "labels": {"node-role.kubernetes.io/master": ""}},
-             "cp-1": {"unschedulable": False, "labels": {CP: ""}},
-             "cp-2": {"unschedulable": False, "labels": {CP: ""}}}
-    pods = [{"namespace": "kube-system", "name": "etcd-%s" % n, "node": n, "mirror": True,
-             "labels": {"component": "etcd", "tier": "control-plane"}} for n in nodes]
-    pods += [{"namespace": "default", "name": "web-%s" % n, "node": n, "owner": "ReplicaSet"} for n in nodes]
-    double = apiserver_double(nodes, pods)
-    members = EtcdMembers(double)
-    rebooting = dict(NEEDS_REBOOT, nodefix_control_plane=True, reboot_power_cycle_command=["true"], reboot_services=[],
-                     reboot_kubelet_healthz_url="", reboot_settle_timeout=5, reboot_etcd_wait=120, reboot_lock_poll=1)
-    argv = inventory(tmp_path, double, {"cp-off": NEEDS_REBOOT, "cp-1": rebooting, "cp-2": rebooting},
-                     serial=3)
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Both tests' remediate runs after the killed one in ONE run (issue 56: a run each), each test's nodes in its own
+    API server double, all five hosts in one batch (nodefix_serial 5, as each test's were one batch):
+    - "reclaim": node-a and node-down. node-down went down for an earlier run's reboot (its slot taken through the
+      collection's lock code); run 1 over node-a alone (it needs a reboot; its gate takes a slot) is SIGKILLed with
+      its children; in the shared run neither needs a reboot.
+    - "control plane": cp-off (not opted in), cp-1 and cp-2 (opted in, each needing a reboot), each with an etcd
+      static pod; EtcdMembers plays the members' side."""
+    tmp = tmp_path_factory.mktemp("lock")
+    doubles, found = {}, {}
     try:
-        rc, out = run_logged("control-plane-one-at-a-time", argv, timeout=900)
+        (tmp / "reclaim").mkdir()
+        doubles["reclaim"] = double = ApiServerDouble(
+            tmp / "reclaim", {"node-a": {"unschedulable": False}, "node-down": {"unschedulable": False, "ready": False}},
+            [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet"}])
+        found["down_slot"] = take_slot(double, "node-down")     # node-down went down for an earlier run's reboot
+        # run 1: node-a needs a reboot; its gate takes a slot, then ansible-playbook and its children are SIGKILLed
+        log = open(str(tmp / "killed-run.log"), "w")
+        proc = subprocess.Popen(inventory(tmp, {"node-a": host_vars(tmp, double, NEEDS_REBOOT)}), cwd=ROOT, env=ENV,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            for _dummy in range(3000):
+                if "node-a" in leases(double).values() or proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            log.close()
+        found["killed"] = {"rc": proc.returncode, "leases": leases(double),
+                           "log": open(str(tmp / "killed-run.log")).read()}
+
+        nodes = {"cp-off": {"unschedulable": False, "labels": {"node-role.kubernetes.io/master": ""}},
+                 "cp-1": {"unschedulable": False, "labels": {CP: ""}},
+                 "cp-2": {"unschedulable": False, "labels": {CP: ""}}}
+        pods = [{"namespace": "kube-system", "name": "etcd-%s" % n, "node": n, "mirror": True,
+                 "labels": {"component": "etcd", "tier": "control-plane"}} for n in nodes]
+        pods += [{"namespace": "default", "name": "web-%s" % n, "node": n, "owner": "ReplicaSet"} for n in nodes]
+        (tmp / "control-plane").mkdir()
+        doubles["control plane"] = cp = ApiServerDouble(tmp / "control-plane", nodes, pods)
+        found["members"] = members = EtcdMembers(cp)
+        rebooting = dict(NEEDS_REBOOT, nodefix_control_plane=True, reboot_power_cycle_command=["true"], reboot_services=[],
+                         reboot_kubelet_healthz_url="", reboot_settle_timeout=5, reboot_etcd_wait=120, reboot_lock_poll=1)
+        argv = inventory(tmp, {
+            "node-a": host_vars(tmp, double), "node-down": host_vars(tmp, double),
+            "cp-off": host_vars(tmp, cp, NEEDS_REBOOT, "cp-observations.json"),
+            "cp-1": host_vars(tmp, cp, rebooting, "cp-observations.json"),
+            "cp-2": host_vars(tmp, cp, rebooting, "cp-observations.json")}, serial=5)
+        try:
+            found["rc"], found["out"] = run_logged("lock-reclaim-and-control-plane", argv, timeout=900)
+        finally:
+            members.done.set()
+        found["report"] = remediation(tmp)
+        found.update(doubles)
+        yield found
     finally:
-        members.done.set()
+        for each in doubles.values():
+            each.stop()
+
+
+def test_control_plane_nodes_held_or_one_at_a_time_while_etcd_is_healthy(runs):
+    double, members, rc, out, report = runs["control plane"], runs["members"], runs["rc"], runs["out"], runs["report"]
     # one control-plane node was drained (and its reboot attempted): the one that took the control plane's slot
     (winner,) = cordons(double)
     loser = {"cp-1": "cp-2", "cp-2": "cp-1"}[winner]
     assert lease_log(double, "nodefix-control-plane-0")[0] == ("POST", winner, None), out[-3000:]
-    report = remediation(tmp_path)
     assert report[loser]["status"] == "skipped" and report[loser]["msg"].startswith(
         "held: control plane: another control-plane node is being disrupted (nodefix-control-plane-0 held by %s" % winner)
     assert report["cp-off"]["status"] == "skipped" and report["cp-off"]["msg"].startswith(

@@ -36,6 +36,7 @@ requirements:
   - kubernetes (the Python client kubernetes.core uses)
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.node_api
 attributes:
   check_mode:
     support: full
@@ -45,17 +46,6 @@ attributes:
   platform:
     details: Runs on the controller; needs the Python kubernetes client.
 options:
-  kubeconfig:
-    description: The kubeconfig of the cluster (nodefix.k8s's C(nodefix_kubeconfig)).
-    type: path
-    required: true
-  context:
-    description: The kubeconfig context (its current one when unset).
-    type: str
-  node:
-    description: The Node object's name.
-    type: str
-    required: true
   run_id:
     description: This run's id - written in the record of the cordon; a record with another id is an earlier run's.
     type: str

@@ -45,17 +45,6 @@ author:
 requirements:
   - kubernetes (the Python client kubernetes.core uses)
 options:
-  kubeconfig:
-    description: The kubeconfig of the cluster (nodefix.k8s's C(nodefix_kubeconfig)).
-    type: path
-    required: true
-  context:
-    description: The kubeconfig context (its current one when unset).
-    type: str
-  node:
-    description: The Node object's name.
-    type: str
-    required: true
   namespace:
     description:
       - Where the Events go (C(default), as kubelet's node events).
@@ -126,6 +115,7 @@ options:
     default: 10
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.node_api
 attributes:
   check_mode:
     support: full

@@ -43,17 +43,6 @@ options:
     type: str
     choices: [check, record]
     default: check
-  kubeconfig:
-    description: The kubeconfig of the cluster (nodefix.k8s's C(nodefix_kubeconfig)).
-    type: path
-    required: true
-  context:
-    description: The kubeconfig context (its current one when unset).
-    type: str
-  node:
-    description: The Node object's name.
-    type: str
-    required: true
   reasons:
     description:
       - The reboot's reasons, each C({id, check, reason}) as the reboot role's C(reboot_why) (C(id) the finding id).
@@ -79,6 +68,7 @@ options:
     default: 10
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.node_api
 attributes:
   check_mode:
     support: full

@@ -201,24 +201,34 @@ def build_plan(facts):
     roles = [str(r) for r in facts.get("roles") or []]
     remediation = facts.get("remediation") or {}
     refused = bool(facts.get("refused"))
+    drain = facts.get("drain") if isinstance(facts.get("drain"), dict) else {}
+    # a drain that would fail stops the node's run as a refusal does: no fix, no restart, no reboot
+    drain_fails = bool(roles and drain.get("error") and drain.get("kubeconfig") and drain.get("enabled", True)
+                       and not refused)
+    stopped = refused or drain_fails
     reasons = [str(r.get("reason") if isinstance(r, dict) else r) for r in facts.get("reboot_reasons") or []]
-    rebooting = bool(facts.get("reboot_allowed")) and bool(reasons) and not refused
+    rebooting = bool(facts.get("reboot_allowed")) and bool(reasons) and not stopped
     units = _res(results.get("mount_units"))
     plan = {
         "node": str(facts.get("node") or ""),
         "status": ("refused" if refused and remediation.get("status") == "failed" else "held" if refused
+                   else "failed (the drain would fail: nothing would be fixed)" if drain_fails
                    else "would fix" if roles else "nothing to fix"),
-        "msg": str(remediation.get("msg") or "") if refused or not roles else "",
+        "msg": (str(remediation.get("msg") or "") if refused or not roles
+                else str(drain.get("error")) if drain_fails else ""),
         "findings": sorted(set(str(f) for f in facts.get("findings") or [])),
         "roles": [_short_role(r) for r in roles],
         "drain": _drain(dict(facts, roles=roles)) if not refused else {"would": False, "text": "no drain (refused)"},
-        "changes": _changes(results) if not refused else [],
-        "restarts": _restarts(results) if not refused else [],
-        "stop_units": {"count": int(units.get("to_stop") or 0), "units": list(units.get("to_stop_units") or [])},
-        "install": _installs(results, facts) if not refused else [],
+        "changes": _changes(results) if not stopped else [],
+        "restarts": _restarts(results) if not stopped else [],
+        "stop_units": {"count": int(units.get("to_stop") or 0) if not stopped else 0,
+                       "units": list(units.get("to_stop_units") or []) if not stopped else []},
+        "install": _installs(results, facts) if not stopped else [],
         "reboot": {"would": rebooting, "reasons": reasons,
                    "text": ("reboot: " + "; ".join(reasons)) if rebooting else
-                           ("reboot HELD (%s): %s" % ("; ".join(reasons), "see the gates") if reasons else "no reboot")},
+                           ("no reboot: the drain would fail (pending: %s)" % "; ".join(reasons) if drain_fails and reasons
+                            else "reboot HELD (%s): %s" % ("; ".join(reasons), "see the gates") if reasons
+                            else "no reboot")},
         "gates": _gates(facts),
     }
     return plan

@@ -144,3 +144,17 @@ def test_the_reports_carry_the_plan_in_json_markdown_and_html():
     # a real run's report has no plan section
     model = build_model({"n1": audit}, before={"n1": audit}, remediation={"n1": {"status": "ok", "roles": []}})
     assert "Plan (dry run)" not in to_markdown(model) and "Plan (dry run)" not in to_html(model)
+
+
+def test_a_drain_that_would_fail_plans_no_fix_no_restart_no_reboot():
+    """Review finding: with the drain failing (the Node not found, a malformed answer), the plan said "would fix"
+    and, with a reboot allowed by the gate (which runs before the drain), "reboot: ..." - the real run skips the
+    fixes and the reboot after a failed drain."""
+    drain = dict(facts()["drain"], drained=False, error="node n1 not found in the API server")
+    plan = build_plan(facts(drain=drain, reboot_allowed=True, reboot_reasons=[{"reason": "reboot-required"}]))
+    assert plan["status"].startswith("failed (the drain would fail") and "not found" in plan["msg"], plan
+    assert plan["changes"] == [] and plan["restarts"] == [] and plan["install"] == [], plan
+    assert not plan["reboot"]["would"] and plan["reboot"]["text"].startswith("no reboot: the drain would fail")
+    lines = plan_lines(plan)
+    assert "the drain would fail: node n1 not found in the API server" in lines, lines
+    assert not [line for line in lines if line.startswith(("change ", "restart ", "reboot:"))], lines

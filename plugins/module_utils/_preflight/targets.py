@@ -45,6 +45,14 @@ def no_match_problem(pattern, groups, hosts, variable="nodefix_targets"):
     """The refusal of ``pattern`` (which matched no host): names the variable, the inventory's groups and the
     closest group or host for each unknown name of the pattern. ``groups``: the inventory's group names;
     ``hosts``: its host names."""
+    if not isinstance(pattern, str):
+        kind = ("a list" if isinstance(pattern, (list, tuple)) else "a mapping" if isinstance(pattern, dict)
+                else "a %s" % type(pattern).__name__)
+        return ("%s must be a host pattern - a string such as k8s_nodes or node1,node2 - not %s (%s); nothing was "
+                "touched" % (variable, kind, str(list(pattern) if isinstance(pattern, (list, tuple)) else pattern)[:80]))
+    if not pattern.strip():
+        return ("%s is empty: give a group or host pattern (e.g. k8s_nodes), or leave it unset for every host of "
+                "the inventory; nothing was touched" % variable)
     groups = sorted(set(str(g) for g in groups or []) - set(_IMPLICIT))
     hosts = sorted(set(str(h) for h in hosts or []))
     known = set(groups) | set(hosts) | set(_IMPLICIT)

@@ -35,3 +35,12 @@ def test_a_name_like_nothing_and_an_empty_inventory_say_so():
 
 def test_the_closest_name_may_be_a_host():
     assert "nod-1 - did you mean node-1?" in no_match_problem("nod-1", ["k8s_nodes"], ["node-1", "other"])
+
+
+def test_an_empty_pattern_or_a_list_is_refused_for_what_it_is():
+    """Review findings: an empty pattern passed the check (Ansible reads it as every host) and then failed the run
+    at the plays' empty hosts keyword with no report; a list was refused as a pattern that 'matches no host'."""
+    empty = no_match_problem("  ", ["k8s_nodes"], ["node-a"])
+    assert empty.startswith("nodefix_targets is empty: give a group or host pattern"), empty
+    listed = no_match_problem(["node-a"], ["k8s_nodes"], ["node-a"])
+    assert listed.startswith("nodefix_targets must be a host pattern - a string") and "not a list (['node-a'])" in listed, listed

@@ -123,7 +123,10 @@ options:
         type: str
         choices: [audit, remediate, merge]
       check_mode:
-        description: The run was a dry run (C(--check)); every format says DRY RUN.
+        description:
+          - The run was a dry run (C(--check)); every format says DRY RUN.
+          - The V(prometheus) format is not written for a dry run - its series say what a run did, and a dry run's
+            would replace the last real run's file (node_exporter, alerts on the last remediation).
         type: bool
         default: false
       collection_version:
@@ -342,7 +345,12 @@ def plan_files(module, p, model):
     files = {}
     writes = []
     unchanged = []
+    dry_run = bool((p["run"] or {}).get("check_mode"))
     for fmt in p["formats"]:
+        if fmt == "prometheus" and dry_run:
+            # the metrics say what was done (outcomes, reboots, the last remediation's time): a dry run did
+            # nothing, and its file would overwrite the last real run's for node_exporter and the alerts
+            continue
         name, render = RENDERERS[fmt]
         content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
         path = os.path.join(dest, name)

@@ -39,6 +39,21 @@ def test_check_mode_writes_nothing(run_module, tmp_path):
     assert not failed and result["changed"] and not dest.exists()
 
 
+def test_a_dry_runs_report_leaves_the_last_real_runs_metrics(run_module, tmp_path):
+    """Review finding: `remediate --check` wrote nodefix.prom over the real run's (outcomes, reboots, the last
+    remediation's time) with nothing saying it was a dry run - node_exporter and the alerts read it as real."""
+    dest = tmp_path / "out"
+    _result, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest),
+                                                        "run": {"mode": "remediate"}})
+    assert not failed
+    real = (dest / "nodefix.prom").read_bytes()
+    dry, failed, _dummy = run_module(audit_report, {"results": {"n1": {"findings": []}}, "dest": str(dest),
+                                                    "run": {"mode": "remediate", "check_mode": True}})
+    assert not failed and "prometheus" not in dry["files"], dry["files"]
+    assert (dest / "nodefix.prom").read_bytes() == real
+    assert "DRY RUN" in (dest / "report.md").read_text()
+
+
 def test_bad_result_is_refused(run_module, tmp_path):
     result, failed, _dummy = run_module(audit_report, {"results": {"n1": "oops"}, "dest": str(tmp_path / "o")})
     assert failed and "results[n1]" in result["msg"]

@@ -72,10 +72,9 @@ def failed_view(selector, error):
     return {"selector": selector or None, "error": str(error), "nodes": {}}
 
 
-def list_nodes(kubeconfig, selector=None, timeout=30, context=None):
-    """Every Node (those ``selector`` picks) as dicts, through the official Python client (a kubernetes.core
-    requirement already), each request bounded by ``timeout`` seconds and never retried. NodefixError on any
-    failure, saying what failed."""
+def kube_modules(timeout):
+    """(client, config) of the official Python client (a kubernetes.core requirement already), once ``timeout``
+    (seconds a request may take) is checked; NodefixError naming the problem otherwise."""
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
         raise NodefixError("the API timeout must be a whole number of seconds, at least 1, got %r" % (timeout,))
     try:
@@ -83,11 +82,26 @@ def list_nodes(kubeconfig, selector=None, timeout=30, context=None):
     except ImportError as exc:
         raise NodefixError("the Python kubernetes client is not installed on the controller (pip install kubernetes, "
                            "as kubernetes.core needs): %s" % exc)
+    return client, config
+
+
+def new_api_client(modules, kubeconfig, context=None):
+    """An ApiClient of ``kubeconfig`` (its ``context``) that never retries (urllib3 would retry a refused or
+    timed-out request 3 times: a hung server costs one timeout). ``modules``: kube_modules' answer. Raises what
+    the client raises (config, YAML, file errors): the caller says what it was doing."""
+    client, config = modules
+    conf = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
+    conf.retries = False
+    return client.ApiClient(conf)
+
+
+def list_nodes(kubeconfig, selector=None, timeout=30, context=None):
+    """Every Node (those ``selector`` picks) as dicts, through the official Python client, each request bounded
+    by ``timeout`` seconds and never retried. NodefixError on any failure, saying what failed."""
+    modules = kube_modules(timeout)
     try:
-        conf = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
-        conf.retries = False   # urllib3 would retry a refused or timed-out read 3 times
-        core = client.CoreV1Api(client.ApiClient(conf))
+        core = modules[0].CoreV1Api(new_api_client(modules, kubeconfig, context))
         items, token = [], None
         while True:
             kwargs = dict(limit=PAGE, _request_timeout=timeout, _preload_content=False)

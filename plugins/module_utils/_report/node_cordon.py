@@ -32,6 +32,7 @@ import time
 from ansible.module_utils.six.moves.urllib.parse import quote
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon as _cordon
 
 # the fields of a pod the drain's verdict reads (_report.cordon.drain_outcome), nothing else: a pod's spec
@@ -140,18 +141,9 @@ class NodeApi(object):
     failure but a Node's 404 is a NodefixError naming the request."""
 
     def __init__(self, kubeconfig, context=None, timeout=30):
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
-            raise NodefixError("the API timeout must be a whole number of seconds, at least 1, got %r" % (timeout,))
+        modules = cluster_nodes.kube_modules(timeout)
         try:
-            from kubernetes import client, config  # pylint: disable=import-outside-toplevel
-        except ImportError as exc:
-            raise NodefixError("the Python kubernetes client is not installed on the controller (pip install "
-                               "kubernetes, as kubernetes.core needs): %s" % exc)
-        try:
-            conf = client.Configuration()
-            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
-            conf.retries = False
-            self.client = client.ApiClient(conf)
+            self.client = cluster_nodes.new_api_client(modules, kubeconfig, context)
         # the client raises many kinds (config, YAML, file errors)
         except Exception as exc:  # pylint: disable=broad-except
             raise NodefixError("kubeconfig %s could not be loaded: %s" % (kubeconfig, exc))

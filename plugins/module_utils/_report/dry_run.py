@@ -9,8 +9,9 @@
 ``build_plan(facts)`` (the ``dry_run_plan`` filter; playbooks/tasks/dry_run_plan.yml passes the facts) returns
 what the run would do on the node: the files and keys it would change (before -> after, as the roles' own
 check-mode results say: kubelet_config's ``before``/``effective``, containerd_config's and runsc_config's
-``changes``, the pids role's sysctl result), the services it would restart, the units it would stop, the
-packages or kernels it would install, the drain and the reboot, and what each gate said (storm breaker, control-
+``changes``, the pids role's sysctl result), the services it would restart, the units it would stop (or that the
+mount-unit reboot path would clear), the pods the gVisor role would evict (opt-in), the packages or kernels it
+would install, the drain and the reboot, and what each gate said (storm breaker, control-
 plane guard, reboot backoff, the reboot gate's window and lock). ``plan_lines(plan)`` words it for the console and
 the reports (one wording: the "Plan for <node>" task and the reports' "Plan (dry run)" sections).
 """
@@ -125,6 +126,34 @@ def _installs(results, facts):
     return out
 
 
+def _stop_units(results, stopped):
+    """The leaked kubelet units the run would stop - or that the mount-unit reboot path would clear (its estimate's
+    units: a drained reboot drops every transient unit at once)."""
+    if stopped:
+        return {"count": 0, "units": [], "by": "systemctl stop"}
+    estimate = _res(results.get("mount_units_estimate"))
+    if results.get("mount_units_reboot_chosen") and estimate:
+        return {"count": int(estimate.get("to_stop") or 0), "units": list(estimate.get("to_stop_units") or []),
+                "by": "reboot", "estimate_seconds": estimate.get("estimate_seconds")}
+    units = _res(results.get("mount_units"))
+    return {"count": int(units.get("to_stop") or 0), "units": list(units.get("to_stop_units") or []),
+            "by": "systemctl stop"}
+
+
+def _evictions(results, stopped):
+    """The gVisor role's opt-in evictions (gvisor_evict_pods): each pod whose sandbox is over its pod's memory limit,
+    and what the check-mode run says would happen to it ("would evict", or skipped/not attempted and why)."""
+    if stopped:
+        return []
+    out = []
+    for entry in results.get("gvisor_evictions") or []:
+        if not isinstance(entry, dict):
+            continue
+        out.append({"pod": str(entry.get("pod") or "uid %s" % entry.get("uid")), "result": str(entry.get("result")),
+                    "reason": str(entry["reason"]) if entry.get("reason") else None})
+    return out
+
+
 def _pod(pod):
     """{namespace, name, owner, mirror} of a Pod object (k8s_info) or of such a summary; nothing else of it."""
     meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else pod
@@ -208,7 +237,6 @@ def build_plan(facts):
     stopped = refused or drain_fails
     reasons = [str(r.get("reason") if isinstance(r, dict) else r) for r in facts.get("reboot_reasons") or []]
     rebooting = bool(facts.get("reboot_allowed")) and bool(reasons) and not stopped
-    units = _res(results.get("mount_units"))
     plan = {
         "node": str(facts.get("node") or ""),
         "status": ("refused" if refused and remediation.get("status") == "failed" else "held" if refused
@@ -221,8 +249,8 @@ def build_plan(facts):
         "drain": _drain(dict(facts, roles=roles)) if not refused else {"would": False, "text": "no drain (refused)"},
         "changes": _changes(results) if not stopped else [],
         "restarts": _restarts(results) if not stopped else [],
-        "stop_units": {"count": int(units.get("to_stop") or 0) if not stopped else 0,
-                       "units": list(units.get("to_stop_units") or []) if not stopped else []},
+        "stop_units": _stop_units(results, stopped),
+        "evictions": _evictions(results, stopped),
         "install": _installs(results, facts) if not stopped else [],
         "reboot": {"would": rebooting, "reasons": reasons,
                    "text": ("reboot: " + "; ".join(reasons)) if rebooting else
@@ -256,9 +284,17 @@ def plan_lines(plan):
     stop = plan.get("stop_units") or {}
     if stop.get("count"):
         shown = stop.get("units") or []
-        lines.append("stop %d leaked kubelet unit(s)%s" % (stop["count"], (": " + ", ".join(shown[:10])
-                                                                           + (" ..." if len(shown) > 10 else ""))
-                                                           if shown else ""))
+        listed = (": " + ", ".join(shown[:10]) + (" ..." if len(shown) > 10 else "")) if shown else ""
+        if stop.get("by") == "reboot":
+            lines.append("clear %d leaked kubelet unit(s) by the reboot below (~%s s to stop them through systemd)%s"
+                         % (stop["count"], int(stop.get("estimate_seconds") or 0), listed))
+        else:
+            lines.append("stop %d leaked kubelet unit(s)%s" % (stop["count"], listed))
+    for e in plan.get("evictions") or []:
+        if e.get("result") == "would evict":
+            lines.append("evict %s (gVisor sandbox over its pod's memory limit; its controller recreates it)" % e["pod"])
+        else:
+            lines.append("not evicted %s: %s%s" % (e["pod"], e.get("result"), (" - " + e["reason"]) if e.get("reason") else ""))
     for i in plan.get("install") or []:
         lines.append("install %s %s %s%s" % (i["what"], i.get("package"), i.get("version") or "",
                                              (" (kernel %s)" % i["release"]) if i.get("release") else ""))
@@ -266,6 +302,8 @@ def plan_lines(plan):
     if reboot.get("reasons") or reboot.get("would"):
         lines.append(reboot.get("text"))
     if plan.get("status") == "would fix" and not (plan.get("changes") or plan.get("restarts") or stop.get("count")
-                                                  or plan.get("install") or reboot.get("would")):
+                                                  or plan.get("install") or reboot.get("would")
+                                                  or any(e.get("result") == "would evict"
+                                                         for e in plan.get("evictions") or [])):
         lines.append("no file, service, unit or package would change (the roles would only report)")
     return lines

@@ -158,3 +158,46 @@ def test_a_drain_that_would_fail_plans_no_fix_no_restart_no_reboot():
     lines = plan_lines(plan)
     assert "the drain would fail: node n1 not found in the API server" in lines, lines
     assert not [line for line in lines if line.startswith(("change ", "restart ", "reboot:"))], lines
+
+
+def test_the_mount_unit_reboot_path_lists_the_units_the_reboot_clears():
+    """Review gap: with nodefix_mount_units_reboot and a cleanup above the threshold, the plan said "reboot: ..." and
+    nothing of the leaked units (the cleanup's result is skipped on that path: the role's estimate holds them)."""
+    estimate = {"to_stop": 1200, "to_stop_units": ["run-k1.scope", "run-k2.scope"], "estimate_seconds": 4100.0,
+                "reboot_recommended": True}
+    reason = {"id": "mount_units.cleanup_slow", "reason": "1200 leaked kubelet mount units, ~4100 s"}
+    plan = build_plan(facts(roles=["nodefix.k8s.mount_units"], reboot_allowed=True, reboot_reasons=[reason],
+                            results={"mount_units": {"skipped": True}, "mount_units_estimate": estimate,
+                                     "mount_units_reboot_chosen": True}))
+    assert plan["stop_units"] == {"count": 1200, "units": ["run-k1.scope", "run-k2.scope"], "by": "reboot",
+                                  "estimate_seconds": 4100.0}
+    lines = plan_lines(plan)
+    assert ("clear 1200 leaked kubelet unit(s) by the reboot below (~4100 s to stop them through systemd): "
+            "run-k1.scope, run-k2.scope") in lines, lines
+    assert "reboot: 1200 leaked kubelet mount units, ~4100 s" in lines
+    # the estimate alone (the reboot not chosen: not drained) is not a plan to clear anything
+    plan = build_plan(facts(roles=["nodefix.k8s.mount_units"],
+                            results={"mount_units": {"to_stop": 2, "to_stop_units": ["a.scope", "b.mount"]},
+                                     "mount_units_estimate": estimate, "mount_units_reboot_chosen": False}))
+    assert "stop 2 leaked kubelet unit(s): a.scope, b.mount" in plan_lines(plan)
+
+
+def test_the_gvisor_evictions_the_role_would_make_and_the_pods_it_would_not():
+    """Review gap: with gvisor_evict_pods the real run evicts the pods whose sandboxes are over their memory limit;
+    the plan did not say so. What the role's check-mode run recorded is shown, each pod with its result."""
+    evictions = [{"uid": "u1", "pod": "shop/cart-1", "result": "would evict"},
+                 {"uid": "u2", "result": "skipped", "reason": "DaemonSet pods are not evicted; delete it to have it recreated"},
+                 "garbage"]
+    plan = build_plan(facts(roles=["nodefix.k8s.gvisor"], results={"gvisor_evictions": evictions}))
+    assert plan["evictions"] == [
+        {"pod": "shop/cart-1", "result": "would evict", "reason": None},
+        {"pod": "uid u2", "result": "skipped", "reason": "DaemonSet pods are not evicted; delete it to have it recreated"}]
+    lines = plan_lines(plan)
+    assert "evict shop/cart-1 (gVisor sandbox over its pod's memory limit; its controller recreates it)" in lines
+    assert "not evicted uid u2: skipped - DaemonSet pods are not evicted; delete it to have it recreated" in lines
+    # an eviction is a change: not "the roles would only report"
+    assert not [line for line in lines if line.startswith("no file, service")], lines
+    # a node whose drain would fail plans no eviction either
+    drain = dict(facts()["drain"], drained=False, error="forbidden")
+    assert build_plan(facts(roles=["nodefix.k8s.gvisor"], drain=drain,
+                            results={"gvisor_evictions": evictions}))["evictions"] == []

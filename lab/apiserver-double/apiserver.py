@@ -31,6 +31,9 @@ the real server's JSON shapes:
   new name and UID, Ready) once evicted; a pod marked ``"stuck": true`` is
   accepted (201) but never leaves: it gets a ``deletionTimestamp`` and stays
   Terminating (a finalizer, a kubelet that never confirms);
+- ``GET /apis/policy/v1/poddisruptionbudgets`` (and per namespace): a pod marked ``"pdb": true`` has one,
+  ``<pod>-pdb``, selecting it by the label ``nodefix.test/pdb-of`` (which the pod carries), minAvailable 1,
+  its status as the disruption controller writes it: ``disruptionsAllowed`` 0;
 - ``labelSelector`` (equality terms ``k=v,k2=v2``) on pod lists;
 - ``DELETE`` of a pod (drain with ``disable_eviction``);
 - ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
@@ -120,7 +123,14 @@ SSAR_RESOURCES = [{"name": "selfsubjectaccessreviews", "singularName": "selfsubj
                    "kind": "SelfSubjectAccessReview", "verbs": ["create"]}]
 LEASES = [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
+BUDGETS = [{"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget", "namespaced": True,
+            "kind": "PodDisruptionBudget", "verbs": ["create", "delete", "deletecollection", "get", "list", "patch",
+                                                      "update", "watch"], "shortNames": ["pdb"]}]
+# the label the double puts on a pod marked "pdb": true, its budget's selector
+PDB_LABEL = "nodefix.test/pdb-of"
 GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+    {"name": "policy", "versions": [{"groupVersion": "policy/v1", "version": "v1"}],
+     "preferredVersion": {"groupVersion": "policy/v1", "version": "v1"}},
     {"name": COORDINATION, "versions": [{"groupVersion": COORDINATION + "/v1", "version": "v1"}],
      "preferredVersion": {"groupVersion": COORDINATION + "/v1", "version": "v1"}},
     {"name": "events.k8s.io", "versions": [{"groupVersion": "events.k8s.io/v1", "version": "v1"}],
@@ -255,6 +265,8 @@ class State(object):
 
     def pod(self, p):
         meta = {"name": p["name"], "namespace": p["namespace"], "uid": p["uid"], "labels": dict(p.get("labels") or {})}
+        if p.get("pdb"):
+            meta["labels"][PDB_LABEL] = p["name"]
         if p.get("owner"):
             meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": p["name"].rsplit("-", 1)[0],
                                         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + p["name"])),
@@ -269,6 +281,17 @@ class State(object):
         return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec,
                 "status": {"phase": p.get("phase", "Running"),
                            "conditions": [{"type": "Ready", "status": "True" if p.get("ready", True) else "False"}]}}
+
+    def budget(self, p):
+        """The PodDisruptionBudget of a pod marked ``"pdb": true``: minAvailable 1 over that pod alone, which is
+        Ready - so it allows no disruption (its status as the disruption controller writes it)."""
+        name = p["name"] + "-pdb"
+        return {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1",
+                "metadata": {"name": name, "namespace": p["namespace"], "generation": 1,
+                             "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "pdb/%s/%s" % (p["namespace"], name)))},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {PDB_LABEL: p["name"]}}},
+                "status": {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
+                           "expectedPods": 1}}
 
     def replacement(self, p):
         """What the pod's controller creates after an eviction: same labels, new name and UID."""
@@ -437,6 +460,15 @@ class Handler(BaseHTTPRequestHandler):
             m = re.match(r"^/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?$", path)
             if m:
                 return self._configmaps(method, m.group(1), m.group(2), query)
+            if method == "GET" and path == "/apis/policy/v1":
+                return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "policy/v1",
+                             "resources": BUDGETS}
+            m = re.match(r"^/apis/policy/v1(?:/namespaces/([^/]+))?/poddisruptionbudgets$", path)
+            if method == "GET" and m:
+                items = [st.budget(p) for p in st.data["pods"] if p.get("pdb")
+                         and (m.group(1) is None or p["namespace"] == m.group(1))]
+                return 200, {"kind": "PodDisruptionBudgetList", "apiVersion": "policy/v1",
+                             "metadata": {"resourceVersion": "1"}, "items": items}
             if method == "GET" and path == "/apis/events.k8s.io/v1":
                 return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
                              "resources": EVENT_RESOURCES}

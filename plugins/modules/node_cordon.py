@@ -40,7 +40,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reads the Node and its pods; no PATCH is sent.
+    details: Reads the Node and its pods, and with O(cordon) the PodDisruptionBudgets (RV(budgets)); no PATCH is sent.
   diff_mode:
     support: none
   platform:
@@ -122,6 +122,22 @@ pods:
   elements: dict
   sample: [{"metadata": {"namespace": "default", "name": "web-1", "uid": "1",
             "ownerReferences": [{"kind": "ReplicaSet", "name": "web"}]}, "status": {"phase": "Running"}}]
+budgets:
+  description:
+    - Check mode only, for a dry run's plan - the PodDisruptionBudgets (one list of C(policy/v1) in all namespaces)
+      that would refuse evictions of the pods a drain evicts (not a DaemonSet's, not a mirror pod) now - each with
+      the disruptions it allows (C(status.disruptionsAllowed); 0 while the disruption controller has not written
+      its status), the pods it selects here, how many of their evictions it would refuse, and the pods that more
+      than one budget selects (the Eviction API refuses those). Budgets that would refuse nothing are left out.
+  returned: with O(cordon) in check mode, when the budgets could be read
+  type: list
+  elements: dict
+  sample: [{"namespace": "shop", "name": "db", "allowed": 0, "pods": ["shop/db-0"], "refused": 1, "several": []}]
+budgets_error:
+  description: Check mode only - why the PodDisruptionBudgets could not be read (RBAC, the API server); the plan says so.
+  returned: with O(cordon) in check mode, when the budgets could not be read
+  type: str
+  sample: "could not read the PodDisruptionBudgets: listing the PodDisruptionBudgets: the API server answered 403 ..."
 """
 
 from ansible.module_utils.basic import AnsibleModule

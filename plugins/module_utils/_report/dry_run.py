@@ -182,7 +182,26 @@ def _drain(facts):
     how = ("cordoned before this run: drained, and left cordoned after" if drain.get("cordoned_before")
            else "cordon, then uncordon once verified")
     return {"would": True, "pods": ["%s/%s" % (p.get("namespace"), p.get("name")) for p in pods],
-            "text": "drain (%s); %d pod(s) to evict%s" % (how, len(pods), (": " + names + more) if pods else "")}
+            "text": "drain (%s); %d pod(s) to evict%s" % (how, len(pods), (": " + names + more) if pods else ""),
+            "budgets": _budget_warnings(drain)}
+
+
+def _budget_warnings(drain):
+    """What the PodDisruptionBudgets say now (node_cordon's check-mode look): each that would refuse an eviction,
+    or that they could not be read."""
+    if drain.get("budgets_error"):
+        return ["PodDisruptionBudgets not checked: %s" % drain["budgets_error"]]
+    out = []
+    for b in drain.get("budgets") or []:
+        if not isinstance(b, dict):
+            continue
+        pods = ", ".join(str(p) for p in b.get("pods") or [])
+        several = (" (%s: under more than one budget, which the Eviction API refuses)"
+                   % ", ".join(str(p) for p in b["several"])) if b.get("several") else ""
+        out.append("PodDisruptionBudget %s/%s allows %s disruption(s) now and would refuse %s of %s%s: the drain "
+                   "would retry until nodefix_drain_timeout, then fail (nothing fixed, the node given back)"
+                   % (b.get("namespace"), b.get("name"), b.get("allowed"), b.get("refused"), pods, several))
+    return out
 
 
 def _gates(facts):
@@ -276,6 +295,7 @@ def plan_lines(plan):
         lines.append("gate %s: %s" % (gate["gate"], gate["says"]))
     if plan.get("roles"):
         lines.append((plan.get("drain") or {}).get("text") or "no drain")
+        lines.extend((plan.get("drain") or {}).get("budgets") or [])
     for c in plan.get("changes") or []:
         values = "" if c.get("before") is None and c.get("after") is None else " %s -> %s" % (c["before"], c["after"])
         lines.append("change %s: %s%s" % (c["file"], c["key"], values))

@@ -13,7 +13,9 @@ PATCH; docs/safety.md "Fewer API round trips").
 The requests and their order are those the playbook made before: GET the Node; the give-back's
 PATCH (uncordon, record removed) or the stale record's removal; then, for a node to drain, the pods
 on it (``spec.nodeName``) and the cordon's one PATCH that also writes ``nodefix.k8s/cordoned-by``
-(no moment where the node is cordoned without the record). Every request has a timeout; an answer
+(no moment where the node is cordoned without the record). In check mode nothing is written and, for the
+dry run's plan, the PodDisruptionBudgets are listed once (``_report.budgets``: which would refuse the drain's
+evictions now; a failed list is said in the plan, never a failure). Every request has a timeout; an answer
 that is not well-formed fails, naming it, before anything is written from it.
 
 A failed give-back PATCH is a warning, as it was (the node stays as it was read: cordoned, so this
@@ -32,6 +34,7 @@ import time
 from ansible.module_utils.six.moves.urllib.parse import quote
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import budgets as _budgets
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon as _cordon
 
@@ -121,9 +124,12 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     before = bool((node.get("spec") or {}).get("unschedulable"))
     out.update(cordoned_before=before, cordoned=False)
     try:
-        out["pods"] = [pod_summary(p) for p in api.list_pods(name)]
+        raw = api.list_pods(name)
+        out["pods"] = [pod_summary(p) for p in raw]
     except NodefixError as exc:
         raise CordonError(str(exc), before, decision)
+    if check_mode:
+        out.update(budgets_now(api, raw))
     if before or check_mode:
         return out
     try:
@@ -134,8 +140,27 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     return out
 
 
+def budgets_now(api, pods):
+    """A dry run's look at the PodDisruptionBudgets (one list, all namespaces): {budgets} that would refuse the
+    drain's evictions now, or {budgets_error} when they could not be read (a plan that says so, never a failure)."""
+    evictable = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        kinds = [(o or {}).get("kind") for o in meta.get("ownerReferences") or []]
+        if "DaemonSet" in kinds or _cordon.MIRROR in (meta.get("annotations") or {}):
+            continue
+        evictable.append({"namespace": meta.get("namespace"), "name": meta.get("name"),
+                          "labels": meta.get("labels") if isinstance(meta.get("labels"), dict) else {}})
+    if not evictable:
+        return {"budgets": []}
+    try:
+        return {"budgets": _budgets.blocking(api.list_budgets(), evictable)}
+    except NodefixError as exc:
+        return {"budgets_error": "could not read the PodDisruptionBudgets: %s" % exc}
+
+
 class NodeApi(object):
-    """The three requests, through the official Python client (a kubernetes.core requirement already) with
+    """The requests (and the dry run's budget list), through the official Python client (a kubernetes.core requirement already) with
     one attempt each (no urllib3 retry: a hung server costs one timeout) and ``timeout`` seconds for the
     connection and the read; answers are parsed here (a body that is not JSON is a failure, named). Any
     failure but a Node's 404 is a NodefixError naming the request."""
@@ -186,6 +211,14 @@ class NodeApi(object):
     def list_pods(self, name):
         what = "listing the pods of %s" % name
         items = self._call(what, "/api/v1/pods", query=[("fieldSelector", "spec.nodeName=%s" % name)]).get("items")
+        if not isinstance(items, list):
+            raise NodefixError("%s: the API server's answer has no list of items" % what)
+        return items
+
+    def list_budgets(self):
+        """Every PodDisruptionBudget (policy/v1), for the dry run's plan."""
+        what = "listing the PodDisruptionBudgets"
+        items = self._call(what, "/apis/policy/v1/poddisruptionbudgets").get("items")
         if not isinstance(items, list):
             raise NodefixError("%s: the API server's answer has no list of items" % what)
         return items

@@ -201,3 +201,15 @@ def test_the_gvisor_evictions_the_role_would_make_and_the_pods_it_would_not():
     drain = dict(facts()["drain"], drained=False, error="forbidden")
     assert build_plan(facts(roles=["nodefix.k8s.gvisor"], drain=drain,
                             results={"gvisor_evictions": evictions}))["evictions"] == []
+
+
+def test_the_disruption_budgets_that_would_refuse_the_drain_are_in_the_plan():
+    drain = dict(facts()["drain"], budgets=[{"namespace": "shop", "name": "cart", "allowed": 0, "pods": ["shop/cart-1"],
+                                             "refused": 1, "several": []}])
+    lines = plan_lines(build_plan(facts(drain=drain)))
+    assert ("PodDisruptionBudget shop/cart allows 0 disruption(s) now and would refuse 1 of shop/cart-1: the drain "
+            "would retry until nodefix_drain_timeout, then fail (nothing fixed, the node given back)") in lines, lines
+    unread = dict(facts()["drain"], budgets_error="could not read the PodDisruptionBudgets: 403")
+    assert "PodDisruptionBudgets not checked: could not read the PodDisruptionBudgets: 403" in \
+        plan_lines(build_plan(facts(drain=unread)))
+    assert not [line for line in plan_lines(build_plan(facts())) if "PodDisruptionBudget" in line]

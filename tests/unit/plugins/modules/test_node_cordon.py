@@ -105,3 +105,27 @@ def test_a_refused_connection_fails_naming_the_read(tmp_path):
     s.close()
     rc, out = run(tmp_path, kubeconfig(tmp_path, port), cordon=False)
     assert rc != 0 and "reading Node node-a: no answer from the API server" in out["msg"], out
+
+
+def test_a_dry_run_names_the_disruption_budgets_that_would_refuse_the_drain_and_writes_nothing(tmp_path):
+    """Check mode (a dry run's plan): one list of the PodDisruptionBudgets; the double's db-0 budget allows no
+    disruption, so the drain would be refused for db-0; the DaemonSet pod's budget does not count (a drain does not
+    evict it). The real run does not list them."""
+    pods = [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet"},
+            {"namespace": "default", "name": "db-0", "node": "node-a", "owner": "StatefulSet", "pdb": True},
+            {"namespace": "kube-system", "name": "proxy-a", "node": "node-a", "owner": "DaemonSet", "pdb": True}]
+    proc, kc, state = double(tmp_path, {"node-a": {"unschedulable": False}}, pods)
+    try:
+        rc, out = run(tmp_path, kc, _ansible_check_mode=True)
+        real_rc, real = run(tmp_path, kc)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert rc == 0, out
+    assert out["budgets"] == [{"namespace": "default", "name": "db-0-pdb", "allowed": 0, "pods": ["default/db-0"],
+                               "refused": 1, "several": []}], out
+    assert out["cordoned"] is False and "budgets_error" not in out
+    assert real_rc == 0 and "budgets" not in real and "budgets_error" not in real, real
+    # the check-mode run wrote nothing; the real run's one PATCH is the cordon
+    log = json.loads(state.read_text())["log"]
+    assert [(e["method"], e["body"]["spec"].get("unschedulable")) for e in log] == [("PATCH", True)], log

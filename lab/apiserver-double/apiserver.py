@@ -124,8 +124,8 @@ SSAR_RESOURCES = [{"name": "selfsubjectaccessreviews", "singularName": "selfsubj
 LEASES = [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
 BUDGETS = [{"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget", "namespaced": True,
-            "kind": "PodDisruptionBudget", "verbs": ["create", "delete", "deletecollection", "get", "list", "patch",
-                                                      "update", "watch"], "shortNames": ["pdb"]}]
+            "kind": "PodDisruptionBudget", "shortNames": ["pdb"],
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
 # the label the double puts on a pod marked "pdb": true, its budget's selector
 PDB_LABEL = "nodefix.test/pdb-of"
 GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [

@@ -343,7 +343,7 @@ def test_the_dry_run_shows_each_nodes_plan_and_changes_nothing(check_run, dry):
     assert not check_run["sysctl_exists"]
 
     # the console: one "Plan for this node" output a node
-    a, b = task_result(out, "Plan for this node (dry run)]", "dry-a"), task_result(out, "Plan for this node (dry run)]", "dry-b")
+    a, b = (task_result(out, "Plan for this node (dry run)]", host) for host in ("dry-a", "dry-b"))
     assert len(a) == 1 and len(b) == 1, out[-3000:]
     a, b = a[0], b[0]
     assert "DRY RUN plan for dry-a: would fix" in a and "DRY RUN plan for dry-b: would fix" in b

@@ -11,7 +11,16 @@ The cases share runs (each ansible-playbook run costs seconds): every case with 
 of ONE remediation (``MAIN``, its own Node and pods in one double, made once for the module), each test
 asserting on its own node - its Node and pods in the double, its PATCHes and Events, its entry in the
 report and its line of the recap (its own exit status: the run's exit code is every node's). The cases
-without a kubeconfig share a second run; the check-mode one keeps its own (--check is play-wide).
+without a kubeconfig share a second run; the check-mode ones share a third (--check is play-wide).
+
+The dry run's plan (issue 55 item 3; this module's since issue 56, before tests/integration/test_13c_dry_run_plan.py):
+two more "nodes" with their own double (``dry``), hosts of the --check run and then of the main run, so the real
+run starts from the cluster the plan was made of:
+- dry-a: the kernel detector and the pretended old kernel, as the main cases - drained through its double
+  (web-1 evicted, the DaemonSet pod stays) and given back;
+- dry-b: only the pids detector, with a threads-max floor no machine reaches (a pids finding, so the pids role
+  runs), no kubeconfig (no drain), and the role's sysctl.d file in the test's directory with the live value
+  left alone (pids_apply_live: false): the one file the real run writes is the test's own.
 """
 
 import json
@@ -44,9 +53,9 @@ def pods_of(node, pdb=False):
                if pdb else []))
 
 
-def remediate(work, name, hosts, extra=None, check=False):
+def remediate(work, name, hosts, extra=None, check=False, whole=False):
     """One remediation of ``hosts`` ({host: its own vars}): rc, output and the report's nodes by host (None
-    when no report was written)."""
+    when no report was written); ``whole``: and the report itself. ``check``: remediate --check --diff."""
     base = {
         "ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
         "nodefix_audit_checks": ["kernel"],
@@ -58,16 +67,67 @@ def remediate(work, name, hosts, extra=None, check=False):
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory),
             "-e", "nodefix_report_dir=%s" % (work / "reports"),  # the report play runs on localhost
             "-e", json.dumps(extra or {}),
-            os.path.join(ROOT, "playbooks", "remediate.yml")] + (["--check"] if check else [])
+            os.path.join(ROOT, "playbooks", "remediate.yml")] + (["--check", "--diff"] if check else [])
     rc, out = run_logged("rollout-double-%s" % name, argv, timeout=600)
-    report = work / "reports" / "remediate" / "report.json"
-    nodes = dict((n["host"], n) for n in json.loads(report.read_text())["nodes"]) if report.exists() else None
-    return rc, out, nodes
+    path = work / "reports" / "remediate" / "report.json"
+    report = json.loads(path.read_text()) if path.exists() else None
+    nodes = dict((n["host"], n) for n in report["nodes"]) if report else None
+    return (rc, out, nodes, report) if whole else (rc, out, nodes)
+
+
+# the dry run's cases (the module's docstring): dry-a's pods in its own double, dry-b's detector and role options
+DRY_PODS = [
+    {"namespace": "default", "name": "web-1", "node": "dry-a", "owner": "ReplicaSet"},
+    {"namespace": "kube-system", "name": "proxy-a", "node": "dry-a", "owner": "DaemonSet"},
+]
 
 
 @pytest.fixture(scope="module")
-def main(module_doubles, tmp_path_factory):
-    """The one remediation of every MAIN case: (double, rc, output, report nodes by host)."""
+def dry(module_doubles, tmp_path_factory):
+    """The dry-run cases' double and their host variables (dry-b's sysctl.d file: the test's own, not there yet),
+    shared by the --check run and then the main run: (double, {host: its vars}, the sysctl.d file)."""
+    double = module_doubles("dry", ["dry-a", "dry-b"], [dict(p) for p in DRY_PODS])
+    sysctl = tmp_path_factory.mktemp("dry-files") / "sysctl.d" / "60-nodefix-pid-max.conf"
+    sysctl.parent.mkdir()
+    sysctl = str(sysctl)
+    hosts = {
+        "dry-a": {"nodefix_kubeconfig": double.kubeconfig},
+        "dry-b": {"nodefix_audit_checks": ["pids"], "pids_sysctl_file": sysctl, "pids_apply_live": False,
+                  "nodefix_audit_options": {"pids": {"threads_max_min": 1073741823, "sysctl_file": sysctl}}},
+    }
+    return double, hosts, sysctl
+
+
+@pytest.fixture(scope="module")
+def check_run(dry, tmp_path_factory):
+    """The one remediate --check --diff: the require-drain case (node-a: a fake old runc makes the audit ask for
+    the containerd role, which restarts containerd; no kubeconfig) and the dry-run cases (dry-a, dry-b), in one
+    batch, none stopping the others. Their double's state and whether dry-b's sysctl.d file exists are read
+    right after it (the main run changes both later): a dict of rc, out, nodes, report, state, sysctl_exists."""
+    double, dry_hosts, sysctl = dry
+    work = tmp_path_factory.mktemp("check")
+    fake = work / "bin" / "runc"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "runc version 1.0.0-rc4"\necho "spec: 1.0.0"\n')
+    fake.chmod(0o755)
+    # the containerd detector owns runc.cpu_quota_rounding_bug (fixed by the containerd role)
+    hosts = dict(dry_hosts, **{"node-a": {
+        "nodefix_audit_checks": ["containerd"],
+        "nodefix_audit_options": {"containerd": {"runc_binary": str(fake), "check_socket": False}},
+        "nodefix_require_drain": True}})
+    # two of the three would be disrupted (dry-a's drain, node-a's restart): a storm of two nodes stops the run
+    # before any node; three nodes make one (dry-b's, alone, was one disruption of two nodes: under the minimum)
+    extra = {"nodefix_run": "check", "nodefix_serial": len(hosts), "nodefix_max_fail_percentage": 100,
+             "nodefix_storm_min_nodes": 3}
+    rc, out, nodes, report = remediate(work, "check", hosts, extra, check=True, whole=True)
+    return {"rc": rc, "out": out, "nodes": nodes, "report": report, "state": double.state(),
+            "sysctl_exists": os.path.exists(sysctl), "reports": work / "reports" / "remediate"}
+
+
+@pytest.fixture(scope="module")
+def main_run(module_doubles, tmp_path_factory, dry, check_run):
+    """The one remediation of every MAIN case and of the dry-run cases (after their --check run, on their own
+    double): (double, rc, output, report nodes by host, the report)."""
     double = module_doubles("main", dict((n, {"unschedulable": c}) for n, (c, _f, _p) in MAIN.items()),
                             [p for n, (_c, _f, pdb) in MAIN.items() for p in pods_of(n, pdb)])
     hosts = {}
@@ -80,11 +140,18 @@ def main(module_doubles, tmp_path_factory):
     # every case in one batch and none stopping the others (a failed node would stop the next batches under
     # the default limit): each is judged on its own; the storm breaker (every node needs a drain here) is
     # overridden, so its audit still runs and is the audit before, as in a one-node run
-    extra = {"nodefix_run": RUN, "nodefix_serial": len(MAIN), "nodefix_max_fail_percentage": 100,
+    hosts.update(dry[1])
+    extra = {"nodefix_run": RUN, "nodefix_serial": len(hosts), "nodefix_max_fail_percentage": 100,
              "nodefix_storm_override": True}
-    rc, out, nodes = remediate(tmp_path_factory.mktemp("main"), "main", hosts, extra)
-    assert nodes is not None and sorted(nodes) == sorted(MAIN), out[-3000:]
-    return double, rc, out, nodes
+    rc, out, nodes, report = remediate(tmp_path_factory.mktemp("main"), "main", hosts, extra, whole=True)
+    assert nodes is not None and sorted(nodes) == sorted(hosts), out[-3000:]
+    return double, rc, out, nodes, report
+
+
+@pytest.fixture(scope="module")
+def main(main_run):
+    """The main remediation: (MAIN's double, rc, output, report nodes by host)."""
+    return main_run[:4]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +195,7 @@ def test_the_run_exits_non_zero_when_a_node_failed_and_only_those_nodes_fail(mai
     """The exit code is the run's (any failed node); which node failed is each one's own recap line."""
     _double, rc, out, _nodes = main
     assert rc != 0, out[-3000:]
-    failed = sorted(n for n in MAIN if recap_failed(out, n) > 0)
+    failed = sorted(n for n in list(MAIN) + ["dry-a", "dry-b"] if recap_failed(out, n) > 0)
     assert failed == ["node-cf", "node-d", "node-dc", "node-f"], out.split("PLAY RECAP", 1)[1]
 
 
@@ -236,23 +303,91 @@ def test_without_kubeconfig_it_says_so_once(without_kubeconfig):
     assert out.count("WITHOUT draining their pods") == 1 and "node-a, node-b" in out
 
 
-def test_require_drain_refuses_to_restart_an_undrained_node(tmp_path):
+def test_require_drain_refuses_to_restart_an_undrained_node(check_run):
     """A fake old runc makes the audit ask for the containerd role (it restarts containerd): refused.
 
     Run in check mode as a second guard: even a broken refusal could not change the test machine.
     """
-    fake = tmp_path / "bin" / "runc"
-    fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\necho "runc version 1.0.0-rc4"\necho "spec: 1.0.0"\n')
-    fake.chmod(0o755)
-    # the containerd detector owns runc.cpu_quota_rounding_bug (fixed by the containerd role)
-    extra = {"nodefix_audit_checks": ["containerd"],
-             "nodefix_audit_options": {"containerd": {"runc_binary": str(fake), "check_socket": False}},
-             "nodefix_require_drain": True}
-    rc, out, _nodes = remediate(tmp_path, "require-drain", {"node-a": extra}, check=True)
-    assert rc != 0, out[-3000:]
+    rc, out = check_run["rc"], check_run["out"]
+    assert rc != 0 and recap_failed(out, "node-a") > 0, out[-3000:]   # node-a's failure (the dry-run nodes pass)
+    assert check_run["nodes"]["node-a"]["remediation"]["status"] == "failed", check_run["nodes"]["node-a"]
     assert "refused: nodefix_require_drain is true and this node was not drained" in out
     assert "nodefix.k8s.containerd :" not in out  # not one task of the containerd role ran
+
+
+# ---- the dry run's plan (issue 55 item 3), and the real run doing what it listed ---------------------------
+
+def task_result(out, prefix, host):
+    """The output of ``host``'s results ("ok: [dry-a] => ..." and what follows, up to the next result) in the
+    tasks whose name starts with ``prefix``, one string a result."""
+    shown = []
+    for section in out.split("\nTASK [")[1:]:
+        if section.startswith(prefix):
+            for result in re.split(r"\n(?=\w+: \[)", section)[1:]:
+                if re.match(r"^\w+: \[%s[\] ]" % re.escape(host), result):
+                    shown.append(result)
+    return shown
+
+
+def test_the_dry_run_shows_each_nodes_plan_and_changes_nothing(check_run, dry):
+    """remediate --check --diff shows each node's plan on the console and in every report, and changes nothing."""
+    _double, _hosts, sysctl = dry
+    out = check_run["out"]
+    assert recap_failed(out, "dry-a") == 0 and recap_failed(out, "dry-b") == 0, out[-3000:]
+
+    # check mode changed nothing: no cordon, no eviction, no lease, not even the trail (node_events posts nothing in
+    # check mode) - the one request is the drain preflight's question (SelfSubjectAccessReviews change nothing)
+    st = check_run["state"]
+    assert [e for e in st["log"] if "/selfsubjectaccessreviews" not in e["path"]] == [], st["log"]
+    assert st["nodes"]["dry-a"]["unschedulable"] is False and len(st["pods"]) == 2
+    assert not check_run["sysctl_exists"]
+
+    # the console: one "Plan for this node" output a node
+    a, b = (task_result(out, "Plan for this node (dry run)]", host) for host in ("dry-a", "dry-b"))
+    assert len(a) == 1 and len(b) == 1, out[-3000:]
+    a, b = a[0], b[0]
+    assert "DRY RUN plan for dry-a: would fix" in a and "DRY RUN plan for dry-b: would fix" in b
+    assert "drain (cordon, then uncordon once verified); 1 pod(s) to evict: default/web-1" in a, a
+    # (the console's YAML callback may wrap a long line: the words, not the line)
+    assert "kernel.pid_max (unset) -> 4194304" in b and "no drain (no nodefix_kubeconfig)" in b, b
+    assert "gate storm breaker: go:" in a, a
+
+    # the reports: DRY RUN and each node's plan in JSON, Markdown and HTML
+    report, reports = check_run["report"], check_run["reports"]
+    assert report["run"]["check_mode"] is True
+    plans = dict((n["host"], n["plan"]) for n in report["nodes"])
+    assert plans["dry-a"]["roles"] == ["kernel"] and plans["dry-a"]["drain"]["pods"] == ["default/web-1"]
+    assert plans["dry-b"]["roles"] == ["pids"] and plans["dry-b"]["drain"]["would"] is False
+    assert plans["dry-b"]["changes"] == [{"role": "pids", "file": sysctl, "key": "kernel.pid_max",
+                                          "before": "(unset)", "after": "4194304"}]
+    assert [g["gate"] for g in plans["dry-a"]["gates"]] == ["storm breaker"]
+    md = (reports / "report.md").read_text()
+    assert "**DRY RUN (check mode)" in md and "## Plan (dry run)" in md and "### dry-b" in md
+    assert "- change %s: kernel.pid_max (unset) -> 4194304" % sysctl in md
+    html = (reports / "report.html").read_text().replace("<wbr>", "")
+    assert "DRY RUN (check mode)" in html and "Plan (dry run)</h2>" in html and "default/web-1" in html
+
+
+def test_the_real_run_does_what_the_dry_run_listed(check_run, dry, main_run):
+    """The main run, on the double the --check run left as it was, does what the plan listed, and nothing it did
+    not."""
+    double, _hosts, sysctl = dry
+    _main_double, _rc, out, nodes, report = main_run
+    plans = dict((n["host"], n["plan"]) for n in check_run["report"]["nodes"])
+    assert recap_failed(out, "dry-a") == 0 and recap_failed(out, "dry-b") == 0, out[-3000:]
+    st = double.state()
+    evicted = [e["path"].split("/pods/")[1].split("/")[0] for e in st["log"]
+               if e["method"] == "POST" and e["path"].endswith("/eviction")]
+    assert ["default/" + name for name in evicted] == plans["dry-a"]["drain"]["pods"]
+    cordons = [e["body"]["spec"]["unschedulable"] for e in st["log"] if e["method"] == "PATCH" and "spec" in e["body"]]
+    assert cordons == [True, False]   # the planned "cordon, then uncordon once verified"
+    with open(sysctl) as fh:
+        written = dict(line.split("=", 1) for line in fh.read().split() if "=" in line)
+    assert [(c["key"], c["after"]) for c in plans["dry-b"]["changes"]] == list(written.items())
+    assert all("plan" not in n for n in nodes.values()) and report["run"]["check_mode"] is False
+    assert nodes["dry-a"]["remediation"]["roles"] == ["nodefix.k8s.kernel"]
+    assert nodes["dry-b"]["remediation"]["roles"] == ["nodefix.k8s.pids"]
+    assert "Plan for this node" not in out
 
 
 # ---- gVisor: evict exactly the pod whose sandbox is oversized -----------------------------------------

@@ -94,8 +94,13 @@ def start_container(name, image):
     sh(["podman", "rm", "-f", name], check=False)
     sh(["podman", "run", "-d", "--name", name, "--privileged", "--systemd=always", "--pids-limit=-1", image,
         "/sbin/init"])
-    for _attempt in range(120):
-        out = pexec(name, "systemctl", "is-system-running", check=False).stdout.decode().strip()
+    # --wait: one exec blocks until the boot is over (systemd >= 240); the loop for a bus not up yet
+    end = time.time() + 60
+    while time.time() < end:
+        try:
+            out = pexec(name, "systemctl", "is-system-running", "--wait", check=False, timeout=60).stdout.decode().strip()
+        except subprocess.TimeoutExpired:
+            break
         if out in ("running", "degraded"):
             return
         time.sleep(0.5)

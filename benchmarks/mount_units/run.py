@@ -116,9 +116,9 @@ def install(name, before=None):
     rawstop = ("import subprocess, sys, time\nnames = open(sys.argv[1]).read().split()\n"
                "t = time.time()\nrc = subprocess.call(['systemctl', 'stop'] + names)\n"
                "print('%.3f %d' % (time.time() - t, rc))\n")
+    crictl = b"#!/usr/bin/python3\n" + read(os.path.join(ROOT, "lab", "crictl-double", "crictl"))
     files.update({LAB + "/spawn.py": (read(os.path.join(ROOT, "lab", "break", "mount_units_spawn.py")), 0o755),
-                  "/usr/local/bin/crictl": (b"#!/usr/bin/python3\n" + read(os.path.join(ROOT, "lab", "crictl-double",
-                                                                                       "crictl")), 0o755),
+                  "/usr/local/bin/crictl": (crictl, 0o755),
                   LAB + "/per_unit_cleaner.sh": (read(os.path.join(HERE, "per_unit_cleaner.sh")), 0o755),
                   LAB + "/rawstop.py": (rawstop.encode(), 0o755), "/etc/crictl-double": None})
     put_tree(name, files)

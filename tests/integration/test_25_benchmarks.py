@@ -78,18 +78,18 @@ def test_report_benchmark_and_the_broken_few_in_a_browser(tmp_path):
 
 @pytest.mark.lab
 def test_fleet_benchmark_smoke(tmp_path):
-    # an unprivileged container with the kubelet double's files, audited through the podman connection;
-    # one lever run beside the default, both levers in it (pipelining: the lab's pipelined connection;
-    # strategy free): each lever's code path once (the SSH smoke below has two nodes). It takes the pod
-    # lock (beside the lab).
+    # two unprivileged containers with the kubelet double's files, audited through the podman connection
+    # (the script checks that the report holds both); one lever run beside the default, both levers in it
+    # (pipelining: the lab's pipelined connection; strategy free): each lever's code path once. It takes
+    # the pod lock (beside the lab).
     import os
     result = tmp_path / "fleet.json"
     env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
-    rc, out = run_logged("bench-fleet", [sys.executable, "benchmarks/fleet/run.py", "--sizes", "1", "--forks", "1",
-                                         "--levers", "1", "--levers-together-only", "--json", str(result)], env=env)
+    rc, out = run_logged("bench-fleet", [sys.executable, "benchmarks/fleet/run.py", "--sizes", "2", "--forks", "2",
+                                         "--levers", "2", "--levers-together-only", "--json", str(result)], env=env)
     assert_ok("bench-fleet", rc, out)
     runs = json.loads(result.read_text())["runs"]
-    assert [(r["nodes"], r["env"]) for r in runs] == [(1, {}), (1, {"ANSIBLE_PIPELINING": "1", "ANSIBLE_STRATEGY": "free"})]
+    assert [(r["nodes"], r["env"]) for r in runs] == [(2, {}), (2, {"ANSIBLE_PIPELINING": "1", "ANSIBLE_STRATEGY": "free"})]
     assert all(r["controller_cpu_per_node"] > 0 and r["node_cpu_per_node"] > 0 for r in runs), runs
     assert json.loads(result.read_text())["payload_bytes"] > 10000
 

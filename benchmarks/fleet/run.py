@@ -21,7 +21,8 @@ Per run: wall seconds; controller CPU seconds (user+sys of ansible-playbook and 
 started - the podman CLI of each exec included - per node); node-side CPU seconds (the
 containers' own cgroups, cpuacct.usage, per node); the peak RSS of the largest controller
 process; the report play's time (its audit_report task). Levers, each against the default at the
-same size in the same run: pipelining, strategy free, forks. Pipelining is measured through the
+same size in the same run: pipelining, strategy free (each alone and both together;
+--levers-together-only: together only), forks. Pipelining is measured through the
 lab's nodefix_podman connection (lab/connection_plugins: containers.podman.podman with
 `podman exec -i`): containers.podman.podman itself has pipelining off whatever ANSIBLE_PIPELINING
 says, so setting the variable alone measures nothing. The node_audit payload (AnsiballZ
@@ -197,6 +198,12 @@ def line(r):
                 r["node_cpu_per_node"], r["peak_controller_rss_mib"], r["report_task_seconds"]))
 
 
+# the levers at --levers nodes, each against the default: pipelining (the lab's nodefix_podman connection),
+# strategy free, both together (--levers-together-only: the last alone)
+LEVER_SETS = ({"ANSIBLE_PIPELINING": "1"}, {"ANSIBLE_STRATEGY": "free"},
+              {"ANSIBLE_PIPELINING": "1", "ANSIBLE_STRATEGY": "free"})
+
+
 def fleet_args(doc, sizes, sweep_help):
     """The options both fleet benchmarks take (this one and ssh.py): sizes, forks and their sweep,
     the result file, the plot and a re-plot from an earlier result."""
@@ -214,6 +221,9 @@ def fleet_args(doc, sizes, sweep_help):
 def main():
     ap = fleet_args(__doc__, "10,50,100", "forks values to try at --sweep-n nodes")
     ap.add_argument("--levers", type=int, default=0, help="at this many nodes: pipelining, strategy free")
+    ap.add_argument("--levers-together-only", action="store_true",
+                    help="at --levers nodes only pipelining and strategy free together beside the default, not each "
+                    "alone (the test command's smoke run: each lever's code path in one run)")
     args = ap.parse_args()
     if args.replot:
         with open(args.replot) as fh:
@@ -244,8 +254,7 @@ def main():
                             runs.append(audit(inv, nodes, forks, {}, tmp))
                             print(line(runs[-1]), flush=True)
                 if n == args.levers:
-                    for extra in ({"ANSIBLE_PIPELINING": "1"}, {"ANSIBLE_STRATEGY": "free"},
-                                  {"ANSIBLE_PIPELINING": "1", "ANSIBLE_STRATEGY": "free"}):
+                    for extra in LEVER_SETS[-1:] if args.levers_together_only else LEVER_SETS:
                         if n not in sizes:
                             runs.append(audit(inv, nodes, args.forks, {}, tmp))
                             print(line(runs[-1]), flush=True)

@@ -75,21 +75,22 @@ def sh(argv, **kw):
 
 # --- the node image ---------------------------------------------------------------------------
 
-def build_image():
+def build_image(base=BASE, image=IMAGE, recipe=IMAGE_RECIPE):
     """localhost/nodefix-sshnode: the lab's Debian 12 image with Debian's openssh-server (no host
-    keys: each node gets its own per run); rebuilt when the base image or the recipe changes."""
-    base_id = sh(["podman", "image", "inspect", "--format", "{{.Id}}", BASE]).strip()
-    want = hashlib.sha256((base_id + IMAGE_RECIPE).encode()).hexdigest()[:16]
-    have = subprocess.run(["podman", "image", "inspect", "--format", '{{index .Labels "nodefix.recipe"}}', IMAGE],
+    keys: each node gets its own per run); rebuilt when the base image or the recipe changes (IMAGE
+    made from BASE by the shell command RECIPE, kex.py's Debian 13 one too)."""
+    base_id = sh(["podman", "image", "inspect", "--format", "{{.Id}}", base]).strip()
+    want = hashlib.sha256((base_id + recipe).encode()).hexdigest()[:16]
+    have = subprocess.run(["podman", "image", "inspect", "--format", '{{index .Labels "nodefix.recipe"}}', image],
                           capture_output=True, text=True, check=False).stdout.strip()
     if have == want:
         return
     name = PREFIX + "image-build"
     subprocess.run(["podman", "rm", "-f", "-t", "0", name], capture_output=True, check=False)
     try:
-        sh(["podman", "run", "--name", name, BASE, "sh", "-c", IMAGE_RECIPE])
+        sh(["podman", "run", "--name", name, base, "sh", "-c", recipe])
         sh(["podman", "commit", "-q", "--change", "CMD [\"/usr/sbin/sshd\", \"-D\"]",
-            "--change", "LABEL nodefix.recipe=" + want, name, IMAGE])
+            "--change", "LABEL nodefix.recipe=" + want, name, image])
     finally:
         subprocess.run(["podman", "rm", "-f", "-t", "0", name], capture_output=True, check=False)
 

@@ -28,12 +28,14 @@ Wall-clock seconds and the ratios are printed (and written as JSON with --json).
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -46,9 +48,9 @@ LAB = "/var/lib/nodefix-bench"
 PODS = "/var/lib/kubelet/pods"
 
 
-def sh(argv, check=True, capture=True, timeout=None):
+def sh(argv, check=True, capture=True, timeout=None, data=None):
     proc = subprocess.run(argv, stdout=subprocess.PIPE if capture else None, stderr=subprocess.PIPE if capture else None,
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False, input=data)
     if check and proc.returncode != 0:
         raise SystemExit("command failed (%s): %s\n%s\n%s" % (proc.returncode, " ".join(argv[:8]),
                                                               (proc.stdout or b"")[-2000:].decode(errors="replace"),
@@ -61,16 +63,44 @@ def pexec(name, *argv, **kw):
 
 
 def put(name, src, dest, mode="0644"):
-    sh(["podman", "cp", src, "%s:%s" % (name, dest)])
-    pexec(name, "chmod", mode, dest)
+    """The file SRC as DEST in the container, with MODE: one `podman exec` (the set-up is not timed)."""
+    with open(src, "rb") as fh:
+        data = fh.read()
+    sh(["podman", "exec", "-i", name, "sh", "-c", 'cat > "$1" && chmod "$2" "$1"', "sh", dest, mode], data=data)
+
+
+def put_tree(name, files):
+    """FILES ({path in the container: (bytes, mode), or None for a directory}) in one `podman exec` of tar
+    (parents made as needed)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for dest, entry in sorted(files.items()):
+            info = tarfile.TarInfo(dest.lstrip("/"))
+            if entry is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+                continue
+            info.size, info.mode = len(entry[0]), entry[1]
+            tar.addfile(info, io.BytesIO(entry[0]))
+    sh(["podman", "exec", "-i", name, "tar", "-x", "-C", "/", "-f", "-"], data=buf.getvalue())
+
+
+def read(path):
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 def start_container(name, image):
     sh(["podman", "rm", "-f", name], check=False)
     sh(["podman", "run", "-d", "--name", name, "--privileged", "--systemd=always", "--pids-limit=-1", image,
         "/sbin/init"])
-    for _attempt in range(120):
-        out = pexec(name, "systemctl", "is-system-running", check=False).stdout.decode().strip()
+    # --wait: one exec blocks until the boot is over (systemd >= 240); the loop for a bus not up yet
+    end = time.time() + 60
+    while time.time() < end:
+        try:
+            out = pexec(name, "systemctl", "is-system-running", "--wait", check=False, timeout=60).stdout.decode().strip()
+        except subprocess.TimeoutExpired:
+            break
         if out in ("running", "degraded"):
             return
         time.sleep(0.5)
@@ -78,41 +108,33 @@ def start_container(name, image):
 
 
 def install(name, before=None):
-    """The harness's files, and the CLI of this tree at /opt/nodefix (of the --before tree at /opt/nodefix-before)."""
-    pexec(name, "mkdir", "-p", LAB, "/etc/crictl-double")
-    install_cli(name, ROOT, "/opt/nodefix")
+    """The harness's files, and the CLI of this tree at /opt/nodefix (of the --before tree at /opt/nodefix-before):
+    one tar through one `podman exec`."""
+    files = cli_files(ROOT, "/opt/nodefix")
     if before:
-        install_cli(name, before, "/opt/nodefix-before")
-    put(name, os.path.join(ROOT, "lab", "break", "mount_units_spawn.py"), LAB + "/spawn.py", "0755")
-    with open(os.path.join(ROOT, "lab", "crictl-double", "crictl")) as src, \
-            tempfile.NamedTemporaryFile("w", delete=False) as fh:
-        fh.write("#!/usr/bin/python3\n" + src.read())
-    put(name, fh.name, "/usr/local/bin/crictl", "0755")
-    os.unlink(fh.name)
-    put(name, os.path.join(HERE, "per_unit_cleaner.sh"), LAB + "/per_unit_cleaner.sh", "0755")
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-        fh.write("import subprocess, sys, time\nnames = open(sys.argv[1]).read().split()\n"
-                 "t = time.time()\nrc = subprocess.call(['systemctl', 'stop'] + names)\n"
-                 "print('%.3f %d' % (time.time() - t, rc))\n")
-    put(name, fh.name, LAB + "/rawstop.py", "0755")
-    os.unlink(fh.name)
+        files.update(cli_files(before, "/opt/nodefix-before"))
+    rawstop = ("import subprocess, sys, time\nnames = open(sys.argv[1]).read().split()\n"
+               "t = time.time()\nrc = subprocess.call(['systemctl', 'stop'] + names)\n"
+               "print('%.3f %d' % (time.time() - t, rc))\n")
+    crictl = b"#!/usr/bin/python3\n" + read(os.path.join(ROOT, "lab", "crictl-double", "crictl"))
+    files.update({LAB + "/spawn.py": (read(os.path.join(ROOT, "lab", "break", "mount_units_spawn.py")), 0o755),
+                  "/usr/local/bin/crictl": (crictl, 0o755),
+                  LAB + "/per_unit_cleaner.sh": (read(os.path.join(HERE, "per_unit_cleaner.sh")), 0o755),
+                  LAB + "/rawstop.py": (rawstop.encode(), 0o755), "/etc/crictl-double": None})
+    put_tree(name, files)
 
 
-def install_cli(name, tree, dest):
+def cli_files(tree, dest):
     """The files the CLI of collection tree TREE imports, as the role's timer ships them (meta/node_files.yml),
-    under DEST on the node, with DEST/nodefix-mount-units running it."""
+    under DEST on the node, with DEST/nodefix-mount-units running it: {path: (bytes, mode)}."""
     mu = dest + "/ansible_collections/nodefix/k8s/plugins/module_utils/"
     with open(os.path.join(tree, "meta", "node_files.yml")) as fh:
         files = yaml.safe_load(fh)["mount_units_cli"]["module_utils"]
-    pexec(name, "mkdir", "-p", *sorted(set(mu + os.path.dirname(f) for f in files)))   # the packages
-    for f in files:
-        put(name, os.path.join(tree, "plugins", "module_utils", f), mu + f)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-        fh.write("import sys\nsys.path.insert(0, %r)\n"
-                 "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.cleanup import cli\n"
-                 "sys.exit(cli())\n" % dest)
-    put(name, fh.name, dest + "/nodefix-mount-units", "0755")
-    os.unlink(fh.name)
+    out = dict((mu + f, (read(os.path.join(tree, "plugins", "module_utils", f)), 0o644)) for f in files)
+    out[dest + "/nodefix-mount-units"] = (("import sys\nsys.path.insert(0, %r)\n"
+                                           "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.cleanup "
+                                           "import cli\nsys.exit(cli())\n" % dest).encode(), 0o755)
+    return out
 
 
 def before_tree(rev, work):
@@ -127,10 +149,11 @@ def before_tree(rev, work):
 
 
 def pid1_cpu(name):
-    """CPU seconds systemd (PID 1 of the container) has used so far."""
-    fields = pexec(name, "cat", "/proc/1/stat").stdout.decode().rsplit(")", 1)[1].split()
-    ticks = int(pexec(name, "getconf", "CLK_TCK").stdout.decode().strip() or 100)
-    return (int(fields[11]) + int(fields[12])) / float(ticks)
+    """CPU seconds systemd (PID 1 of the container) has used so far (one `podman exec`)."""
+    out = pexec(name, "sh", "-c", "getconf CLK_TCK; cat /proc/1/stat").stdout.decode()
+    ticks, stat = out.split("\n", 1)
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / float(int(ticks.strip() or 100))
 
 
 def uid_for(i, salt):
@@ -154,13 +177,9 @@ def leak(name, n, live, rnd, parallel):
                        "description": "Kubernetes transient mount for %s/%s/volume-subpaths/cfg/app/%d"
                        % (PODS, uid, i)})
     state = {"pods": [{"uid": u, "name": "live-%d" % i} for i, u in enumerate(live_uids)]}
-    with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "spec.json"), "w") as fh:
-            json.dump({"scopes": scopes, "mounts": [], "parallel": parallel, "timeout": 3600}, fh)
-        with open(os.path.join(tmp, "state.json"), "w") as fh:
-            json.dump(state, fh)
-        put(name, os.path.join(tmp, "spec.json"), LAB + "/spec.json")
-        put(name, os.path.join(tmp, "state.json"), "/etc/crictl-double/state.json")
+    spec = {"scopes": scopes, "mounts": [], "parallel": parallel, "timeout": 3600}
+    put_tree(name, {LAB + "/spec.json": (json.dumps(spec).encode(), 0o644),
+                    "/etc/crictl-double/state.json": (json.dumps(state).encode(), 0o644)})
     t = time.time()
     pexec(name, "python3", LAB + "/spawn.py", LAB + "/spec.json", LAB + "/expect.json", timeout=7200)
     created = time.time() - t

@@ -25,8 +25,10 @@ def test_mount_units_benchmark_every_method(tmp_path):
     # a lab container of its own: the pod lock, beside the lab like the isolated molecule scenarios
     result = tmp_path / "mount-units.json"
     with held("NODEFIX_POD_LOCK"):
+        # per_unit first: its cleaner reads every unit left, the live ones each method's leak adds included
         rc, out = run_logged("bench-mount-units", [sys.executable, "benchmarks/mount_units/run.py", "--n", "12",
                                                    "--live", "4", "--batch-size", "5", "--parallel", "2",
+                                                   "--methods", "per_unit,raw,module,cli",
                                                    "--name", "nodefix-bench-smoke", "--json", str(result)])
     assert_ok("bench-mount-units", rc, out)
     methods = json.loads(result.read_text())["methods"]
@@ -76,16 +78,18 @@ def test_report_benchmark_and_the_broken_few_in_a_browser(tmp_path):
 
 @pytest.mark.lab
 def test_fleet_benchmark_smoke(tmp_path):
-    # two unprivileged systemd containers with the kubelet double, audited through the podman
-    # connection; a lever run beside the default. It takes the pod lock (beside the lab).
+    # two unprivileged containers with the kubelet double's files, audited through the podman connection
+    # (the script checks that the report holds both); one lever run beside the default, both levers in it
+    # (pipelining: the lab's pipelined connection; strategy free): each lever's code path once. It takes
+    # the pod lock (beside the lab).
     import os
     result = tmp_path / "fleet.json"
     env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
     rc, out = run_logged("bench-fleet", [sys.executable, "benchmarks/fleet/run.py", "--sizes", "2", "--forks", "2",
-                                         "--levers", "2", "--json", str(result)], env=env)
+                                         "--levers", "2", "--levers-together-only", "--json", str(result)], env=env)
     assert_ok("bench-fleet", rc, out)
     runs = json.loads(result.read_text())["runs"]
-    assert [r["nodes"] for r in runs] == [2, 2, 2, 2]
+    assert [(r["nodes"], r["env"]) for r in runs] == [(2, {}), (2, {"ANSIBLE_PIPELINING": "1", "ANSIBLE_STRATEGY": "free"})]
     assert all(r["controller_cpu_per_node"] > 0 and r["node_cpu_per_node"] > 0 for r in runs), runs
     assert json.loads(result.read_text())["payload_bytes"] > 10000
 
@@ -93,43 +97,47 @@ def test_fleet_benchmark_smoke(tmp_path):
 @pytest.mark.lab
 def test_ssh_fleet_benchmark_smoke(tmp_path):
     # two containers running a real sshd (Debian's openssh-server), reached through Ansible's ssh
-    # connection with host key checking on: the floor (raw, ping) and the audit, pipelined, then one
-    # lever set and the collection of HEAD as "before" (the other variants run the same code with other
-    # settings: --pipelined-only keeps the test command short). It takes the pod lock (beside the lab:
-    # its containers touch nothing of the lab's).
+    # connection with host key checking on: the floor (raw, ping) and the audit, pipelined, then the
+    # audit once with every lever kind at once - the ssh arguments (kex), the ini copy (poll), forks
+    # and the collection of HEAD as "before" (a lever with "before" runs the audit only; the other
+    # variants run the same code with other settings: --pipelined-only keeps the test command short).
+    # It takes the pod lock (beside the lab: its containers touch nothing of the lab's).
     import os
     result = tmp_path / "ssh.json"
     env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
     rc, out = run_logged("bench-fleet-ssh", [sys.executable, "benchmarks/fleet/ssh.py", "--sizes", "2", "--forks", "2",
-                                             "--pipelined-only", "--levers", "kex+poll+forks,before", "--levers-n", "2",
+                                             "--pipelined-only", "--levers", "kex+poll+forks+before", "--levers-n", "2",
                                              "--before", "HEAD", "--json", str(result)], env=env)
     assert_ok("bench-fleet-ssh", rc, out)
     data = json.loads(result.read_text())
     kinds = [(r["kind"], r["pipelining"], r["control_path_dir"], r["lever"]) for r in data["runs"]]
     assert kinds == [("raw", True, "default", "default"), ("ping", True, "default", "default"),
-                     ("audit", True, "default", "default"), ("raw", True, "default", "kex+poll+forks"),
-                     ("ping", True, "default", "kex+poll+forks"), ("audit", True, "default", "kex+poll+forks"),
-                     ("audit", True, "default", "before")], kinds
+                     ("audit", True, "default", "default"), ("audit", True, "default", "kex+poll+forks+before")], kinds
     # every run counted the ControlPersist masters it ended (one a node): their CPU is in the figures
     assert all(r["controlpersist_masters"] == 2 and r["controller_cpu_per_node"] > 0 for r in data["runs"]), data["runs"]
     assert all(r["node_cpu_per_node"] > 0 for r in data["runs"] if r["kind"] != "raw"), data["runs"]
-    assert [r["nodes"] for r in data["audit_over_floor"] if "audit_over_ping" in r] == [2, 2]
+    # the audit over its floor (ping and raw, same nodes and settings): the default's; the lever's has no floor run
+    assert [(r["nodes"], r["lever"]) for r in data["audit_over_floor"] if "audit_over_ping" in r] == [(2, "default")]
     assert all(r["main_process_cpu_seconds"] > 0 for r in data["runs"]), data["runs"]
 
 
 @pytest.mark.lab
 def test_ssh_kex_benchmark_smoke(tmp_path):
-    # Debian 12's and Debian 13's OpenSSH, each against a real sshd of its release, every key
-    # exchange each offers, two connections each (the pod lock: containers of its own)
+    # Debian 12's and Debian 13's OpenSSH, each against a real sshd of its release, one connection
+    # each (after the unmeasured first), two key exchanges (--kex): ML-KEM, which 9.2 does not offer,
+    # and curve25519, which both do (sntrup761, the default's third, runs the same code). The pod lock:
+    # containers of its own.
     import os
     result = tmp_path / "kex.json"
     env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
-    rc, out = run_logged("bench-kex", [sys.executable, "benchmarks/fleet/kex.py", "--connections", "2",
-                                       "--json", str(result)], env=env)
+    asked = ["mlkem768x25519-sha256", "curve25519-sha256"]
+    rc, out = run_logged("bench-kex", [sys.executable, "benchmarks/fleet/kex.py", "--connections", "1",
+                                       "--kex", ",".join(asked), "--json", str(result)], env=env)
     assert_ok("bench-kex", rc, out)
     data = json.loads(result.read_text())
     assert data["debian12"]["openssh"].startswith("OpenSSH_9") and data["debian13"]["openssh"].startswith("OpenSSH_10")
-    # 9.2 has no ML-KEM; 10.0 offers all three; every offered one measured
+    assert [sorted(data[release]["kex"]) for release in ("debian12", "debian13")] == [sorted(asked)] * 2, data
+    # 9.2 has no ML-KEM; 10.0 offers both asked; every offered one measured
     assert data["debian12"]["kex"]["mlkem768x25519-sha256"] is None
     assert all(m["client_cpu_seconds"] > 0 for release in ("debian12", "debian13")
                for m in data[release]["kex"].values() if m is not None)
@@ -138,12 +146,13 @@ def test_ssh_kex_benchmark_smoke(tmp_path):
 
 @pytest.mark.lab
 def test_lab_connection_benchmark_smoke(tmp_path):
-    # the lab connection through podman against its runc fast path, one container, a few tasks
+    # the lab connection through podman against its runc fast path, one container, three tasks (a
+    # command, a copy - a file transfer -, a stat), one run each way
     import os
     result = tmp_path / "labconn.json"
     env = {"NODEFIX_FLEET_LOCK": os.environ.get("NODEFIX_POD_LOCK", "/tmp/nodefix-pods.lock")}
     rc, out = run_logged("bench-lab-connection", [sys.executable, "benchmarks/lab_connection/run.py", "--nodes", "1",
-                                                  "--tasks", "3", "--runs", "1", "--json", str(result)], env=env)
+                                                  "--tasks", "1", "--runs", "1", "--json", str(result)], env=env)
     assert_ok("bench-lab-connection", rc, out)
     data = json.loads(result.read_text())
     assert data["podman"]["cpu_seconds"] > 0 and data["fast"]["cpu_seconds"] > 0

@@ -37,6 +37,7 @@ import sys
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 # tomlkit (the editor's parser, _containerd.edit) is imported only when used: the detectors read
@@ -414,14 +415,10 @@ def daemon_process(root="/"):
     daemon runs with.
     """
     proc = root_path(root, "/proc")
-    try:
-        pids = [p for p in os.listdir(proc) if p.isdigit()]
-    except OSError:
-        pids = []
-    for pid in sorted(pids, key=int):
-        comm = (read_text(os.path.join(proc, pid, "comm"), "") or "").strip()
-        if comm != "containerd":
+    for number, comm in pid_files(proc, "comm"):
+        if (comm or "").strip() != "containerd":
             continue
+        pid = str(number)
         argv = [a for a in (read_text(os.path.join(proc, pid, "cmdline"), "") or "").split("\0") if a]
         started = None
         stat = read_text(os.path.join(proc, pid, "stat"), "") or ""

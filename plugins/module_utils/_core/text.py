@@ -17,13 +17,14 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
-
 
 def file_diff(path, before, after):
     """The ``diff`` return value for one file (Ansible's before/after form), redacted (_core.redact:
     a registry password, a token in a unit's Environment= never reaches --diff; the file written keeps
     its real values - only this view of it is redacted)."""
+    # imported here: its patterns cost the node-problem-detector plugin (which needs ``printable`` only) a
+    # millisecond and a half of every run
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text  # pylint: disable=import-outside-toplevel
     return {
         "before": redact_text(before) if before is not None else "",
         "after": redact_text(after),

@@ -47,6 +47,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node a
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet.schema import UNIT as KUBELET_UNIT, unit_name_errors
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 # First release with the #9580 fix (google/gvisor PR #9631).
@@ -378,12 +379,7 @@ def scan_sandboxes(root="/", mode=None):
     proc = root_path(root, "/proc")
     sandboxes = []
     seen = set()
-    try:
-        pids = sorted((int(p) for p in os.listdir(proc) if p.isdigit()))
-    except OSError:
-        return sandboxes
-    for pid in pids:
-        raw = read_text(os.path.join(proc, str(pid), "cmdline"))
+    for pid, raw in pid_files(proc, "cmdline"):
         if not raw or "boot" not in raw:
             continue
         argv = [a for a in raw.split("\0") if a != ""]

@@ -58,6 +58,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import roo
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import WaiverError, check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick as npd_tick
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd.versions import VersionCache
 
 OK, NONOK, UNKNOWN = 0, 1, 2
 
@@ -225,21 +226,39 @@ def run(condition, config, runner=None, started=None):
 
 class TickRunner(SubprocessRunner):
     """SubprocessRunner whose answers to the same argv are shared by the detectors of one tick: every command the
-    detectors run only reads (the plugin detects, never changes), and two of them ask systemd for the kubelet's unit."""
+    detectors run only reads (the plugin detects, never changes), and two of them ask systemd for the kubelet's unit.
+    With ``versions`` (an ``_npd.versions.VersionCache``) a binary's ``--version`` answer is kept between ticks
+    while the binary is the same file."""
+
+    # what the detectors read for one of them holds for the others of the same look (_kubelet.node.discover)
+    read_only = True
+
+    def __init__(self, deadline=None, versions=None):
+        SubprocessRunner.__init__(self, deadline=deadline)
+        self.versions = versions
+
+    def _answer(self, argv):
+        kept, binary = self.versions.lookup(argv) if self.versions is not None else (None, None)
+        if kept is not None:
+            return kept
+        answer = SubprocessRunner.run(self, argv, check=False)
+        if binary is not None:
+            self.versions.keep(argv, binary, answer)   # an answer in full only (exit 0, before the deadline)
+        return answer
 
     def run(self, argv, check=True, data=None, msg=None):
         if data is not None:
             return SubprocessRunner.run(self, argv, check=check, data=data, msg=msg)
         key = ("npd.run",) + tuple(argv)
         if key not in self.memo:
-            self.memo[key] = SubprocessRunner.run(self, argv, check=False)
+            self.memo[key] = self._answer(argv)
         rc, out, err = self.memo[key]
         if check and rc != 0:
             raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
         return rc, out, err
 
 
-def run_tick(condition, config, done=None, started=None):
+def run_tick(condition, config, done=None, started=None, versions=None):
     """Every condition's verdict in one look at the node: ``condition`` first, then the others not in ``done``
     (verdicts already fresh this tick), each while twice the slowest so far fits in the first half of the budget
     (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this
@@ -248,7 +267,7 @@ def run_tick(condition, config, done=None, started=None):
     start = started if started is not None else time.monotonic()
     budget = float(config["timeout"]) * BUDGET_SHARE
     deadline = start + budget
-    runner = TickRunner(deadline=deadline)
+    runner = TickRunner(deadline=deadline, versions=versions)
     verdicts, keep, slowest = {}, {}, 0.0
     for name in [condition] + [c for c in sorted(CONDITIONS) if c != condition and c not in (done or {})]:
         begun = time.monotonic()
@@ -284,9 +303,11 @@ def cached_run(condition, config, cache, started):
         if condition in done:
             return done[condition]
         tick_start = npd_tick.uptime_cs()
-        verdict, keep = run_tick(condition, config, done=done, started=started)
+        versions = VersionCache(cache.directory)
+        verdict, keep = run_tick(condition, config, done=done, started=started, versions=versions)
         done.update(keep)
         cache.write(done, tick_start if at is None else min(at, tick_start), aliases=LEGACY_NAMES)
+        versions.save()
         return verdict
     finally:
         os.close(lock)

@@ -221,6 +221,35 @@ def psi_state(root):
     return "available"
 
 
+def _count_dirs(top):
+    """The directories ``os.walk(top)`` visits (``top`` included; symlinks not followed, an unreadable one not
+    counted), counted without building its lists: a node's memory hierarchy holds a directory per cgroup,
+    each with dozens of files."""
+    count, stack = 0, [top]
+    while stack:
+        path = stack.pop()
+        subdirs = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        try:
+                            link = entry.is_symlink()
+                        except OSError:
+                            link = False
+                        if not link:
+                            subdirs.append(entry.path)
+        except OSError:
+            continue
+        count += 1
+        stack.extend(subdirs)
+    return count
+
+
 def dying_memcgs(root, mode):
     """Dying memory cgroups: dict ``count``, ``method`` and the numbers behind it.
 
@@ -242,11 +271,7 @@ def dying_memcgs(root, mode):
         if len(parts) >= 4 and parts[0] == "memory":
             num = int(parts[2])
     hier = core_cgroup.controller_dir(root, mode, "memory")
-    dirs = None
-    if hier is not None:
-        dirs = 0
-        for _dirpath, _dirnames, _files in os.walk(hier):
-            dirs += 1
+    dirs = _count_dirs(hier) if hier is not None else None
     count = num - dirs if num is not None and dirs is not None else None
     return {"count": max(count, 0) if count is not None else None, "method": "/proc/cgroups",
             "num_cgroups": num, "directories": dirs}

@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import io
 import json
 import re
@@ -507,6 +506,7 @@ def plain(value):
 
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch (what kubelet uses for drop-ins)."""
+    import copy  # pylint: disable=import-outside-toplevel  # drop-ins only: not every run of the npd plugin
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = copy.deepcopy(target) if isinstance(target, dict) else {}

@@ -95,7 +95,11 @@ def failed_boots(root):
 
 
 def systemd_state(runner):
-    """``systemctl is-system-running``: running, degraded, starting, ... (None without systemctl)."""
+    """``systemctl is-system-running``: running, degraded, starting, ... (None without systemctl). A fact, no
+    finding's: a runner that reads findings only (``findings_only``, the node-problem-detector plugin's) does not
+    start systemctl for it."""
+    if getattr(runner, "findings_only", False):
+        return None
     systemctl = runner.bin("systemctl")
     if systemctl is None:
         return None

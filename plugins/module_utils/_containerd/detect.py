@@ -39,6 +39,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 # tomlkit (the editor's parser, _containerd.edit) is imported only when used: the detectors read
 # with Python's tomllib where there is one, and the node-problem-detector plugin runs them every few
@@ -114,8 +115,8 @@ class ContainerdConfigError(NodefixError):
 # --------------------------------------------------------------------------
 # versions
 
-_PRE_RE = re.compile(r"^(alpha|beta|rc)[.\-_]?(\d*)", re.IGNORECASE)
-_SEMVER_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
+_PRE_RE = lazy_compile(r"^(alpha|beta|rc)[.\-_]?(\d*)", re.IGNORECASE)
+_SEMVER_RE = lazy_compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
 _PRE_RANK = {"alpha": 0, "beta": 1, "rc": 2}
 _FINAL_RANK = 3
 

@@ -28,12 +28,12 @@ __metaclass__ = type
 
 import errno
 import os
-import re
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 DEFAULTS = {
     "dying_memcgs_threshold": 1000,
@@ -126,17 +126,17 @@ FINDINGS = {
     },
 }
 
-_RELEASE_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?([A-Za-z0-9._+~-]*)$")
+_RELEASE_RE = lazy_compile(r"^(\d+)\.(\d+)(?:\.(\d+))?([A-Za-z0-9._+~-]*)$")
 # Ubuntu: 5.15.0-91-generic, 4.4.0-1069-aws, 6.8.0-1015-aws, 5.4.0-1103-azure
-_UBUNTU_RE = re.compile(r"^-(\d+)-(generic|lowlatency|aws|azure|gcp|gke|gkeop|oracle|kvm|ibm|raspi|nvidia|"
-                        r"oem|virtual|generic-pae|generic-lpae|hwe)(?:-[\w.]+)?$")
+_UBUNTU_RE = lazy_compile(r"^-(\d+)-(generic|lowlatency|aws|azure|gcp|gke|gkeop|oracle|kvm|ibm|raspi|nvidia|"
+                          r"oem|virtual|generic-pae|generic-lpae|hwe)(?:-[\w.]+)?$")
 # Debian: 6.1.0-27-amd64, 5.10.0-28-cloud-amd64, 6.12.12-rt-arm64; older 4.19.0-6-amd64
 # (backports: 6.1.0-0.deb11.17-amd64)
-_DEBIAN_RE = re.compile(r"^-(\d+(?:\.deb\d+\.\d+)?)-((?:cloud-|rt-)?(?:amd64|arm64|armmp|armmp-lpae|686|686-pae|ppc64el|s390x|"
-                        r"mips64el|riscv64|i386|marvell|rpi))$")
-_EL_RE = re.compile(r"^-([\d.]+)\.el(\d+)(?:_(\d+))?(uek)?(?:\.(\w+))?$")
-_AMZN_RE = re.compile(r"^-([\d.]+)\.amzn(\d+)(?:\.(\w+))?$")
-_FEDORA_RE = re.compile(r"^-([\d.]+)\.fc(\d+)(?:\.(\w+))?$")
+_DEBIAN_RE = lazy_compile(r"^-(\d+(?:\.deb\d+\.\d+)?)-((?:cloud-|rt-)?(?:amd64|arm64|armmp|armmp-lpae|686|686-pae|ppc64el|s390x|"
+                          r"mips64el|riscv64|i386|marvell|rpi))$")
+_EL_RE = lazy_compile(r"^-([\d.]+)\.el(\d+)(?:_(\d+))?(uek)?(?:\.(\w+))?$")
+_AMZN_RE = lazy_compile(r"^-([\d.]+)\.amzn(\d+)(?:\.(\w+))?$")
+_FEDORA_RE = lazy_compile(r"^-([\d.]+)\.fc(\d+)(?:\.(\w+))?$")
 
 
 def parse_release(release):
@@ -320,7 +320,7 @@ def option_errors(p):
     return errors
 
 
-_MIN_RE = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+_MIN_RE = lazy_compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 
 def below_minimum(info, min_release):

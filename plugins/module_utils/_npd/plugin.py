@@ -154,9 +154,18 @@ def check_config(config):
 
 def say(text, limit=MAX_OUTPUT):
     """One line NPD can take: printable ASCII (anything else escaped), cut to ``limit`` characters."""
-    line = printable(" ".join(str(text).split()))
-    line = line.encode("ascii", "backslashreplace").decode("ascii")
+    line = " ".join(str(text).split())
+    if not _plain_ascii(line):     # printable ASCII is left as it is by both: no pattern to compile for it
+        line = printable(line).encode("ascii", "backslashreplace").decode("ascii")
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _plain_ascii(line):
+    try:
+        line.encode("ascii")
+    except UnicodeError:
+        return False
+    return line.isprintable()
 
 
 def message(findings, limit=MAX_OUTPUT):

@@ -242,10 +242,10 @@ def test_the_first_rule_of_a_tick_imports_no_subprocess_fnmatch_or_copy(tmp_path
         (root / d).mkdir(parents=True)
     cfg = tmp_path / "npd.json"
     cfg.write_text(json.dumps({"root": str(root), "timeout": 30, "interval": 300, "cache_dir": str(tmp_path / "cache")}))
+    lib, cache = os.path.join(ROOT, ".cache", "collections"), str(tmp_path / "cache")
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick\n"
-            "sys.exit(tick.main(sys.argv[1:], sys.stdout, %r))\n" % (os.path.join(ROOT, ".cache", "collections"),
-                                                                   str(tmp_path / "cache")))
+            "sys.exit(tick.main(sys.argv[1:], sys.stdout, %r))\n" % (lib, cache))
     proc = subprocess.run([sys.executable, "-X", "importtime", "-I", "-c", code, "--config", str(cfg),
                            "--condition", "KernelRisk"], capture_output=True, text=True, timeout=120, check=False,
                           env=dict(os.environ, NODEFIX_NPD_FRESH="1"))

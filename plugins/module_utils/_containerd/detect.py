@@ -37,7 +37,9 @@ import sys
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 # tomlkit (the editor's parser, _containerd.edit) is imported only when used: the detectors read
 # with Python's tomllib where there is one, and the node-problem-detector plugin runs them every few
@@ -113,8 +115,8 @@ class ContainerdConfigError(NodefixError):
 # --------------------------------------------------------------------------
 # versions
 
-_PRE_RE = re.compile(r"^(alpha|beta|rc)[.\-_]?(\d*)", re.IGNORECASE)
-_SEMVER_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
+_PRE_RE = lazy_compile(r"^(alpha|beta|rc)[.\-_]?(\d*)", re.IGNORECASE)
+_SEMVER_RE = lazy_compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
 _PRE_RANK = {"alpha": 0, "beta": 1, "rc": 2}
 _FINAL_RANK = 3
 
@@ -414,14 +416,10 @@ def daemon_process(root="/"):
     daemon runs with.
     """
     proc = root_path(root, "/proc")
-    try:
-        pids = [p for p in os.listdir(proc) if p.isdigit()]
-    except OSError:
-        pids = []
-    for pid in sorted(pids, key=int):
-        comm = (read_text(os.path.join(proc, pid, "comm"), "") or "").strip()
-        if comm != "containerd":
+    for number, comm in pid_files(proc, "comm"):
+        if (comm or "").strip() != "containerd":
             continue
+        pid = str(number)
         argv = [a for a in (read_text(os.path.join(proc, pid, "cmdline"), "") or "").split("\0") if a]
         started = None
         stat = read_text(os.path.join(proc, pid, "stat"), "") or ""

@@ -29,9 +29,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 CGROUP_BASE = "/sys/fs/cgroup"
 
@@ -46,11 +46,11 @@ _UID = (r"(?:[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4
         r"|[0-9a-fA-F]{32})")
 # A pod UID as kubelet and the runtimes write it (lower case): RFC 4122 UUID
 # (API pods) or 32 hex digits (static pods: an md5).
-POD_UID_RE = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
-_SYSTEMD_POD_RE = re.compile(r"^kubepods(?:-(burstable|besteffort))?-pod(" + _UID + r")\.slice$")
-_CGROUPFS_POD_RE = re.compile(r"^pod(" + _UID + r")$")
-_SCOPE_RE = re.compile(r"^(cri-containerd|docker|crio|crio-conmon|containerd)-([0-9a-f]{12,64})\.scope$")
-_BARE_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+POD_UID_RE = lazy_compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
+_SYSTEMD_POD_RE = lazy_compile(r"^kubepods(?:-(burstable|besteffort))?-pod(" + _UID + r")\.slice$")
+_CGROUPFS_POD_RE = lazy_compile(r"^pod(" + _UID + r")$")
+_SCOPE_RE = lazy_compile(r"^(cri-containerd|docker|crio|crio-conmon|containerd)-([0-9a-f]{12,64})\.scope$")
+_BARE_ID_RE = lazy_compile(r"^[0-9a-f]{64}$")
 
 
 def is_pod_uid(text):

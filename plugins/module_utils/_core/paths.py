@@ -71,6 +71,9 @@ def in_root(root, path, follow_last=True):
     parts = [p for p in path.split("/") if p not in ("", ".")]
     resolved = []
     links = 0
+    # the walk's states at each symlink: one seen again is a loop, which would go on to MAX_SYMLINKS (the same
+    # error, found without following it 40 times: a tree whose /proc links to /proc reads every /proc path so)
+    seen = set()
     while parts:
         part = parts.pop(0)
         if part == "..":
@@ -80,9 +83,11 @@ def in_root(root, path, follow_last=True):
         here = os.path.join(base, *(resolved + [part]))
         if (parts or follow_last) and os.path.islink(here):
             links += 1
-            if links > MAX_SYMLINKS:
+            state = (tuple(resolved), part, tuple(parts))
+            if links > MAX_SYMLINKS or state in seen:
                 raise FileSafetyError("%s: more than %d symlinks on the way (a symlink loop?)" % (path, MAX_SYMLINKS),
                                       path)
+            seen.add(state)
             target = os.readlink(here)
             if target.startswith("/"):
                 resolved = []

@@ -13,7 +13,8 @@
   which the module turns into ``fail_json`` and ``node_audit`` into
   ``audit.check_failed``.
 - ``SubprocessRunner``: the same interface without Ansible (the NPD plugin, the
-  mount-units timer), with a deadline that kills a command and what it started;
+  mount-units timer), with a deadline that kills a command and what it started
+  (``_core.spawn`` on Python 3.8+, ``subprocess`` otherwise and for a command's input);
   ``run_tail`` reads a command's output streaming and keeps only its newest bytes
   (a journal of any size costs the bound, not its size).
 """
@@ -23,11 +24,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import selectors
-import signal
-import subprocess
 import time
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import spawn
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import CommandError, NodefixError
 
 
@@ -110,15 +109,11 @@ class SubprocessRunner(object):
         if left is not None and left <= 0:
             rc, out, err = self.TIMED_OUT, "", "not run: no time left before the deadline"
         else:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                    start_new_session=left is not None)
-            try:
-                out, err = proc.communicate(data.encode("utf-8") if data is not None else None, timeout=left)
-                rc = proc.returncode
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)  # the command and whatever it started
-                out, err = proc.communicate()
+            # _core.spawn where it can (no subprocess import: the node-problem-detector plugin), else Popen; the same
+            # command, descriptors, session and answer either way
+            rc, out, err, killed = (spawn.run(argv, env, left) if spawn.available(argv, data)
+                                    else self._popen(argv, env, data, left))
+            if killed:
                 rc = self.TIMED_OUT
                 err = err + ("\n%s: killed after %.1f s (no answer before the deadline)"
                              % (os.path.basename(argv[0]), left)).encode("utf-8")
@@ -128,6 +123,22 @@ class SubprocessRunner(object):
             raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
         return rc, out, err
 
+    @staticmethod
+    def _popen(argv, env, data, left):
+        """(rc, stdout bytes, stderr bytes, killed at the deadline) of ``argv`` through subprocess.Popen."""
+        import signal  # pylint: disable=import-outside-toplevel
+        import subprocess  # pylint: disable=import-outside-toplevel
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                start_new_session=left is not None)
+        try:
+            out, err = proc.communicate(data.encode("utf-8") if data is not None else None, timeout=left)
+            return proc.returncode, out, err, False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the command and whatever it started
+            out, err = proc.communicate()
+            return proc.returncode, out, err, True
+
     CHUNK = 64 * 1024
     STDERR_BYTES = 16 * 1024
 
@@ -135,6 +146,9 @@ class SubprocessRunner(object):
         """Run ``argv`` and keep the newest ``limit`` bytes of its stdout, read from the pipe as it comes
         (memory: the bound plus one chunk, whatever the output's size) and the first STDERR_BYTES of its
         stderr. Returns (rc, tail, err, total bytes read); rc TIMED_OUT when the deadline passed."""
+        import selectors  # pylint: disable=import-outside-toplevel
+        import signal  # pylint: disable=import-outside-toplevel
+        import subprocess  # pylint: disable=import-outside-toplevel
         left = None if self.deadline is None else self.deadline - time.monotonic()
         if left is not None and left <= 0:
             return self.TIMED_OUT, "", "not run: no time left before the deadline", 0

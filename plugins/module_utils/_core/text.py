@@ -17,13 +17,16 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 
 def file_diff(path, before, after):
     """The ``diff`` return value for one file (Ansible's before/after form), redacted (_core.redact:
     a registry password, a token in a unit's Environment= never reaches --diff; the file written keeps
     its real values - only this view of it is redacted)."""
+    # imported here: its patterns cost the node-problem-detector plugin (which needs ``printable`` only) a
+    # millisecond and a half of every run
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text  # pylint: disable=import-outside-toplevel
     return {
         "before": redact_text(before) if before is not None else "",
         "after": redact_text(after),
@@ -35,7 +38,7 @@ def file_diff(path, before, after):
 # What no report format can carry as is: C0 controls but tab and newline (invalid in XML 1.0,
 # terminal escapes in Markdown and text), DEL, lone surrogates (not encodable as UTF-8) and the
 # XML non-characters. A pod controls its process name, so a finding's subject can hold any of them.
-_UNPRINTABLE = re.compile(u"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_UNPRINTABLE = lazy_compile(u"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 MAX_DEPTH = 32
 
 
@@ -60,7 +63,7 @@ def printable(value, depth=0):
     return value
 
 
-_MOUNTINFO_OCTAL = re.compile(r"\\([0-7]{3})")
+_MOUNTINFO_OCTAL = lazy_compile(r"\\([0-7]{3})")
 
 
 def mountinfo_entries(text):
@@ -82,7 +85,7 @@ def mountinfo_entries(text):
 # A string YAML reads back as the same string when written plain (no quotes): a letter or '_' first, or a
 # digit first with a letter or '%' in it (500Mi, 10%); never a word YAML 1.1 reads as a bool or null, a
 # number (1e3, 0x1f, .inf), a time (1:30) or a date, nor a flow indicator (,[]{}) or ': '.
-_YAML_PLAIN = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_./%+-]*|[0-9][A-Za-z0-9_./%+-]*[A-Za-z%][A-Za-z0-9_./%+-]*)$")
+_YAML_PLAIN = lazy_compile(r"^(?:[A-Za-z_][A-Za-z0-9_./%+-]*|[0-9][A-Za-z0-9_./%+-]*[A-Za-z%][A-Za-z0-9_./%+-]*)$")
 _YAML_WORDS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf", "infinity"])
 
 

@@ -47,7 +47,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import node a
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet.schema import UNIT as KUBELET_UNIT, unit_name_errors
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 # First release with the #9580 fix (google/gvisor PR #9631).
 FIXED_RELEASE = "20231106.0"
@@ -154,10 +156,10 @@ FINDINGS = {
 #   runsc version release-20231009.0            (tagged upstream)
 #   runsc version release-20201216.0-72-gbf343394d498   (untagged build)
 #   runsc version 0.0~20221219.0                (Debian package)
-_UPSTREAM_RE = re.compile(r"release-(\d{8})(?:\.(\d+))?(?:-(\d+)-g([0-9a-f]+))?")
-_DEBIAN_RE = re.compile(r"^\d+(?:\.\d+)*~(?:git)?(\d{8})(?:\.(\d+))?")
-_BARE_RE = re.compile(r"^(\d{8})(?:\.(\d+))?$")
-_VERSION_LINE_RE = re.compile(r"runsc version\s+(\S+)")
+_UPSTREAM_RE = lazy_compile(r"release-(\d{8})(?:\.(\d+))?(?:-(\d+)-g([0-9a-f]+))?")
+_DEBIAN_RE = lazy_compile(r"^\d+(?:\.\d+)*~(?:git)?(\d{8})(?:\.(\d+))?")
+_BARE_RE = lazy_compile(r"^(\d{8})(?:\.(\d+))?$")
+_VERSION_LINE_RE = lazy_compile(r"runsc version\s+(\S+)")
 
 
 def parse_release(text):
@@ -378,12 +380,7 @@ def scan_sandboxes(root="/", mode=None):
     proc = root_path(root, "/proc")
     sandboxes = []
     seen = set()
-    try:
-        pids = sorted((int(p) for p in os.listdir(proc) if p.isdigit()))
-    except OSError:
-        return sandboxes
-    for pid in pids:
-        raw = read_text(os.path.join(proc, str(pid), "cmdline"))
+    for pid, raw in pid_files(proc, "cmdline"):
         if not raw or "boot" not in raw:
             continue
         argv = [a for a in raw.split("\0") if a != ""]

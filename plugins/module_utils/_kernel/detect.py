@@ -28,12 +28,12 @@ __metaclass__ = type
 
 import errno
 import os
-import re
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 DEFAULTS = {
     "dying_memcgs_threshold": 1000,
@@ -126,17 +126,17 @@ FINDINGS = {
     },
 }
 
-_RELEASE_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?([A-Za-z0-9._+~-]*)$")
+_RELEASE_RE = lazy_compile(r"^(\d+)\.(\d+)(?:\.(\d+))?([A-Za-z0-9._+~-]*)$")
 # Ubuntu: 5.15.0-91-generic, 4.4.0-1069-aws, 6.8.0-1015-aws, 5.4.0-1103-azure
-_UBUNTU_RE = re.compile(r"^-(\d+)-(generic|lowlatency|aws|azure|gcp|gke|gkeop|oracle|kvm|ibm|raspi|nvidia|"
-                        r"oem|virtual|generic-pae|generic-lpae|hwe)(?:-[\w.]+)?$")
+_UBUNTU_RE = lazy_compile(r"^-(\d+)-(generic|lowlatency|aws|azure|gcp|gke|gkeop|oracle|kvm|ibm|raspi|nvidia|"
+                          r"oem|virtual|generic-pae|generic-lpae|hwe)(?:-[\w.]+)?$")
 # Debian: 6.1.0-27-amd64, 5.10.0-28-cloud-amd64, 6.12.12-rt-arm64; older 4.19.0-6-amd64
 # (backports: 6.1.0-0.deb11.17-amd64)
-_DEBIAN_RE = re.compile(r"^-(\d+(?:\.deb\d+\.\d+)?)-((?:cloud-|rt-)?(?:amd64|arm64|armmp|armmp-lpae|686|686-pae|ppc64el|s390x|"
-                        r"mips64el|riscv64|i386|marvell|rpi))$")
-_EL_RE = re.compile(r"^-([\d.]+)\.el(\d+)(?:_(\d+))?(uek)?(?:\.(\w+))?$")
-_AMZN_RE = re.compile(r"^-([\d.]+)\.amzn(\d+)(?:\.(\w+))?$")
-_FEDORA_RE = re.compile(r"^-([\d.]+)\.fc(\d+)(?:\.(\w+))?$")
+_DEBIAN_RE = lazy_compile(r"^-(\d+(?:\.deb\d+\.\d+)?)-((?:cloud-|rt-)?(?:amd64|arm64|armmp|armmp-lpae|686|686-pae|ppc64el|s390x|"
+                          r"mips64el|riscv64|i386|marvell|rpi))$")
+_EL_RE = lazy_compile(r"^-([\d.]+)\.el(\d+)(?:_(\d+))?(uek)?(?:\.(\w+))?$")
+_AMZN_RE = lazy_compile(r"^-([\d.]+)\.amzn(\d+)(?:\.(\w+))?$")
+_FEDORA_RE = lazy_compile(r"^-([\d.]+)\.fc(\d+)(?:\.(\w+))?$")
 
 
 def parse_release(release):
@@ -221,6 +221,35 @@ def psi_state(root):
     return "available"
 
 
+def _count_dirs(top):
+    """The directories ``os.walk(top)`` visits (``top`` included; symlinks not followed, an unreadable one not
+    counted), counted without building its lists: a node's memory hierarchy holds a directory per cgroup,
+    each with dozens of files."""
+    count, stack = 0, [top]
+    while stack:
+        path = stack.pop()
+        subdirs = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        try:
+                            link = entry.is_symlink()
+                        except OSError:
+                            link = False
+                        if not link:
+                            subdirs.append(entry.path)
+        except OSError:
+            continue
+        count += 1
+        stack.extend(subdirs)
+    return count
+
+
 def dying_memcgs(root, mode):
     """Dying memory cgroups: dict ``count``, ``method`` and the numbers behind it.
 
@@ -242,11 +271,7 @@ def dying_memcgs(root, mode):
         if len(parts) >= 4 and parts[0] == "memory":
             num = int(parts[2])
     hier = core_cgroup.controller_dir(root, mode, "memory")
-    dirs = None
-    if hier is not None:
-        dirs = 0
-        for _dirpath, _dirnames, _files in os.walk(hier):
-            dirs += 1
+    dirs = _count_dirs(hier) if hier is not None else None
     count = num - dirs if num is not None and dirs is not None else None
     return {"count": max(count, 0) if count is not None else None, "method": "/proc/cgroups",
             "num_cgroups": num, "directories": dirs}
@@ -295,7 +320,7 @@ def option_errors(p):
     return errors
 
 
-_MIN_RE = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+_MIN_RE = lazy_compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 
 def below_minimum(info, min_release):

@@ -24,11 +24,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
-_DIGITS = re.compile(r"\d+")
-_RPM_SEGMENT = re.compile(r"~|\^|\d+|[A-Za-z]+")
-_PLUS_FLAVOUR = re.compile(r"^(.*?)(\+[A-Za-z][A-Za-z0-9_]*)$")
+
+_DIGITS = lazy_compile(r"\d+")
+_RPM_SEGMENT = lazy_compile(r"~|\^|\d+|[A-Za-z]+")
+_PLUS_FLAVOUR = lazy_compile(r"^(.*?)(\+[A-Za-z][A-Za-z0-9_]*)$")
 
 
 def split_flavour(release):

@@ -13,13 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import io
 import json
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet.schema import KIND, KubeletError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 _LIB = {}
 
@@ -152,14 +152,14 @@ def _split_flow(text):
 # leading zeros or "_", simple decimal floats, the 1.2 null/bool words, and strings that no resolver of
 # either version could read as another type (no leading digit/sign/dot/indicator unless dotted like an
 # address, none of 1.1's yes/no/on/off/y/n). Anything else: YamlError, and a YAML library decides.
-_STRICT_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
-_STRICT_FLOAT = re.compile(r"^[-+]?(0|[1-9][0-9]*)\.[0-9]+$")
-_STRICT_STR = re.compile(r"^([A-Za-z/][A-Za-z0-9_./=@%+-]*"          # a word, a path, an API version
-                         r"|[0-9]+(\.[0-9]+){2,}"                    # an address, a version
-                         r"|[0-9]+(\.[0-9]+)?%"                      # a percentage
-                         # a quantity or a duration: the first letter is none of a float's exponent
-                         # or an int's base (1e3, 0x1f, 0o17, 0b1 are numbers)
-                         r"|[0-9][0-9.]*[AC-DF-NP-WYZacdf-npq-wyz][A-Za-z0-9.]*)$")
+_STRICT_INT = lazy_compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_STRICT_FLOAT = lazy_compile(r"^[-+]?(0|[1-9][0-9]*)\.[0-9]+$")
+_STRICT_STR = lazy_compile(r"^([A-Za-z/][A-Za-z0-9_./=@%+-]*"          # a word, a path, an API version
+                           r"|[0-9]+(\.[0-9]+){2,}"                    # an address, a version
+                           r"|[0-9]+(\.[0-9]+)?%"                      # a percentage
+                           # a quantity or a duration: the first letter is none of a float's exponent
+                           # or an int's base (1e3, 0x1f, 0o17, 0b1 are numbers)
+                           r"|[0-9][0-9.]*[AC-DF-NP-WYZacdf-npq-wyz][A-Za-z0-9.]*)$")
 _YAML11_WORDS = frozenset("y Y yes Yes YES n N no No NO on On ON off Off OFF".split())
 # the null and bool words of YAML 1.2's core schema (also read so by 1.1): both parsers
 _NULL_WORDS = ("", "~", "null", "Null", "NULL")
@@ -377,7 +377,7 @@ def dump_yaml(data, original_text):
     return keep_untouched(original_text, dumped, data)
 
 
-_TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"\-][^:#]*?|-[^\s-][^:#]*?))\s*:(?:\s|$)""")
+_TOP_KEY = lazy_compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"\-][^:#]*?|-[^\s-][^:#]*?))\s*:(?:\s|$)""")
 
 
 def _segments(text):
@@ -507,6 +507,7 @@ def plain(value):
 
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch (what kubelet uses for drop-ins)."""
+    import copy  # pylint: disable=import-outside-toplevel  # drop-ins only: not every run of the npd plugin
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = copy.deepcopy(target) if isinstance(target, dict) else {}

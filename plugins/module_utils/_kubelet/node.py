@@ -197,8 +197,21 @@ def discover(runner, root="/", unit=UNIT, use_systemctl=None, overlay=None, unit
     EnvironmentFile=, ExecStart=); return a Node (no config parsing yet).
 
     ``unit_paths`` re-reads the unit from these files (a planned change,
-    with ``overlay``) instead of asking systemd again.
+    with ``overlay``) instead of asking systemd again. A runner that only reads (``read_only``: the
+    node-problem-detector plugin's, one look at the node for every detector) reads the node once for the
+    detectors that ask (the kubelet's and gVisor's cgroup driver), each getting its own Node.
     """
+    if overlay is None and unit_paths is None and getattr(runner, "read_only", False):
+        key = ("kubelet.discover", root, unit, use_systemctl)
+        if key not in runner.memo:
+            runner.memo[key] = _discover(runner, root, unit, use_systemctl)
+        node = Node()
+        node.__dict__.update(runner.memo[key].__dict__)
+        return node
+    return _discover(runner, root, unit, use_systemctl, overlay, unit_paths)
+
+
+def _discover(runner, root, unit, use_systemctl, overlay=None, unit_paths=None):
     node = Node()
     node.unit_files = _unit_files(runner, root, unit, use_systemctl, overlay, unit_paths)
     if not node.unit_files:

@@ -16,6 +16,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 UNIT = "kubelet.service"
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -176,7 +177,7 @@ def version_defaults(version):
     }
 
 
-_KVER_RE = re.compile(r"Kubernetes\s+v?(\d+)\.(\d+)(?:\.(\d+))?")
+_KVER_RE = lazy_compile(r"Kubernetes\s+v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def parse_kubelet_version(text):
@@ -203,8 +204,8 @@ class KubeletError(NodefixError):
 # https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/):
 # <sign?><digits>[.<digits>] with a binary-SI suffix (Ki..Ei), a decimal-SI one
 # (n u m "" k M G T P E) or a decimal exponent (e<int> / E<int>; "E" alone is exa).
-_QUANTITY_RE = re.compile(r"^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
-_PERCENT_RE = re.compile(r"^[0-9]+(\.[0-9]+)?%$")
+_QUANTITY_RE = lazy_compile(r"^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+_PERCENT_RE = lazy_compile(r"^[0-9]+(\.[0-9]+)?%$")
 _BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 # "no quantity may represent a number greater than 2^63-1 in magnitude" (the Quantity docs)
@@ -429,7 +430,7 @@ def profile_settings(profile, version, version_text=None):
     return settings, floors, notes
 
 
-_UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.service$")
+_UNIT_NAME_RE = lazy_compile(r"^[A-Za-z0-9:_.@\\-]+\.service$")
 
 
 def unit_name_errors(name, key="unit"):

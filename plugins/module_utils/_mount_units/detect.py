@@ -61,7 +61,6 @@ __metaclass__ = type
 import json
 import os
 import posixpath
-import re
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
@@ -84,12 +83,13 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.systemd i
     split_pod_path,
     unit_name_to_path,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 # kubelet's mount-utils: "Kubernetes transient mount for <target>"
 SCOPE_DESCRIPTION_PREFIX = "Kubernetes transient mount for "
 # systemd-run's names for a transient scope: run-r<32 hex> (systemd >= 236,
 # random), run-u<N> (a counter, systemd 230 - 235), run-<PID> (older).
-SCOPE_NAME_RE = re.compile(r"^run-(?:r[0-9a-f]{32}|u[0-9]+|[0-9]+)\.scope$")
+SCOPE_NAME_RE = lazy_compile(r"^run-(?:r[0-9a-f]{32}|u[0-9]+|[0-9]+)\.scope$")
 # systemd PR #7811 (v237) stops the dead .mount units from piling up.
 SYSTEMD_FIX_VERSION = 237
 # systemd's MANAGER_MAX_NAMES: beyond it every transient unit fails.
@@ -97,7 +97,7 @@ SYSTEMD_UNIT_LIMIT = 131072
 DEFAULT_BATCH_SIZE = 1000
 DOCKER_UID_LABEL = "io.kubernetes.pod.uid"
 # docker names kubelet containers k8s_<container>_<pod>_<namespace>_<uid>_<attempt>
-_DOCKER_NAME_RE = re.compile(r"^/?k8s_[^_]+_[^_]+_[^_]+_([0-9a-fA-F-]{32,36})_[0-9]+$")
+_DOCKER_NAME_RE = lazy_compile(r"^/?k8s_[^_]+_[^_]+_[^_]+_([0-9a-fA-F-]{32,36})_[0-9]+$")
 ACTIVE_STATES_TO_STOP = ("active", "activating", "deactivating", "reloading", "refreshing")
 POD_SOURCES = ("crictl", "docker", "list")
 

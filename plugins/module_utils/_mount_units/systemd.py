@@ -22,6 +22,7 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import mountinfo_entries
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.cgroup import is_pod_uid
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 DEFAULT_KUBELET_ROOT_DIR = "/var/lib/kubelet"
 
@@ -44,7 +45,7 @@ def systemd_escape_path(path):
     return "".join(out)
 
 
-_HEX_ESCAPE_RE = re.compile(rb"\\x([0-9a-fA-F]{2})")
+_HEX_ESCAPE_RE = lazy_compile(rb"\\x([0-9a-fA-F]{2})")
 
 
 def unit_name_to_path(name):

@@ -43,7 +43,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import fnmatch
 import importlib
 import json
 import os
@@ -58,6 +57,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import roo
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import WaiverError, check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick as npd_tick
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd.versions import VersionCache
 
 OK, NONOK, UNKNOWN = 0, 1, 2
 
@@ -154,9 +154,18 @@ def check_config(config):
 
 def say(text, limit=MAX_OUTPUT):
     """One line NPD can take: printable ASCII (anything else escaped), cut to ``limit`` characters."""
-    line = printable(" ".join(str(text).split()))
-    line = line.encode("ascii", "backslashreplace").decode("ascii")
+    line = " ".join(str(text).split())
+    if not _plain_ascii(line):     # printable ASCII is left as it is by both: no pattern to compile for it
+        line = printable(line).encode("ascii", "backslashreplace").decode("ascii")
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _plain_ascii(line):
+    try:
+        line.encode("ascii")
+    except UnicodeError:
+        return False
+    return line.isprintable()
 
 
 def message(findings, limit=MAX_OUTPUT):
@@ -170,6 +179,15 @@ def message(findings, limit=MAX_OUTPUT):
         "%s (%d)" % (i, counts[i]) if counts[i] > 1 else i for i in order)), limit)
 
 
+def ignored(finding_id, globs):
+    """True when one of the ``ignore`` globs matches ``finding_id`` (fnmatch imported only for a config that has some:
+    its import was a millisecond of every tick's first rule)."""
+    if not globs:
+        return False
+    import fnmatch  # pylint: disable=import-outside-toplevel
+    return any(fnmatch.fnmatchcase(finding_id, glob) for glob in globs)
+
+
 def evaluate(condition, result, config, limit=MAX_OUTPUT):
     """(exit code, message) of one condition from a run_detectors result (see the file's docstring)."""
     spec = CONDITIONS[condition]
@@ -178,8 +196,7 @@ def evaluate(condition, result, config, limit=MAX_OUTPUT):
     failed = [f for f in mine if f["id"] == "audit.check_failed"]
     blind = [f for f in mine if f["id"] in CANNOT_CHECK]
     counted = [f for f in mine if f["id"] != "audit.check_failed"
-               and not any(fnmatch.fnmatchcase(f["id"], glob) for glob in config["ignore"])
-               and not waiver_for(active, config["host"], f)]
+               and not ignored(f["id"], config["ignore"]) and not waiver_for(active, config["host"], f)]
     bad = findings_at_or_above([f for f in counted if f["id"] not in CANNOT_CHECK], config["min_severity"])
     if bad:
         return NONOK, message(bad, limit)
@@ -225,21 +242,42 @@ def run(condition, config, runner=None, started=None):
 
 class TickRunner(SubprocessRunner):
     """SubprocessRunner whose answers to the same argv are shared by the detectors of one tick: every command the
-    detectors run only reads (the plugin detects, never changes), and two of them ask systemd for the kubelet's unit."""
+    detectors run only reads (the plugin detects, never changes), and two of them ask systemd for the kubelet's unit.
+    With ``versions`` (an ``_npd.versions.VersionCache``) a binary's ``--version`` answer is kept between ticks
+    while the binary is the same file."""
+
+    # what the detectors read for one of them holds for the others of the same look (_kubelet.node.discover)
+    read_only = True
+    # the plugin reads the detectors' findings, never their facts: a command that fills a fact alone is not run
+    # (_reboot.detect.systemd_state)
+    findings_only = True
+
+    def __init__(self, deadline=None, versions=None):
+        SubprocessRunner.__init__(self, deadline=deadline)
+        self.versions = versions
+
+    def _answer(self, argv):
+        kept, binary = self.versions.lookup(argv) if self.versions is not None else (None, None)
+        if kept is not None:
+            return kept
+        answer = SubprocessRunner.run(self, argv, check=False)
+        if binary is not None:
+            self.versions.keep(argv, binary, answer)   # an answer in full only (exit 0, before the deadline)
+        return answer
 
     def run(self, argv, check=True, data=None, msg=None):
         if data is not None:
             return SubprocessRunner.run(self, argv, check=check, data=data, msg=msg)
         key = ("npd.run",) + tuple(argv)
         if key not in self.memo:
-            self.memo[key] = SubprocessRunner.run(self, argv, check=False)
+            self.memo[key] = self._answer(argv)
         rc, out, err = self.memo[key]
         if check and rc != 0:
             raise self.error(msg or "Command failed: %s" % " ".join(argv), cmd=argv, rc=rc, stdout=out, stderr=err)
         return rc, out, err
 
 
-def run_tick(condition, config, done=None, started=None):
+def run_tick(condition, config, done=None, started=None, versions=None):
     """Every condition's verdict in one look at the node: ``condition`` first, then the others not in ``done``
     (verdicts already fresh this tick), each while twice the slowest so far fits in the first half of the budget
     (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this
@@ -248,7 +286,7 @@ def run_tick(condition, config, done=None, started=None):
     start = started if started is not None else time.monotonic()
     budget = float(config["timeout"]) * BUDGET_SHARE
     deadline = start + budget
-    runner = TickRunner(deadline=deadline)
+    runner = TickRunner(deadline=deadline, versions=versions)
     verdicts, keep, slowest = {}, {}, 0.0
     for name in [condition] + [c for c in sorted(CONDITIONS) if c != condition and c not in (done or {})]:
         begun = time.monotonic()
@@ -284,9 +322,11 @@ def cached_run(condition, config, cache, started):
         if condition in done:
             return done[condition]
         tick_start = npd_tick.uptime_cs()
-        verdict, keep = run_tick(condition, config, done=done, started=started)
+        versions = VersionCache(cache.directory)
+        verdict, keep = run_tick(condition, config, done=done, started=started, versions=versions)
         done.update(keep)
         cache.write(done, tick_start if at is None else min(at, tick_start), aliases=LEGACY_NAMES)
+        versions.save()
         return verdict
     finally:
         os.close(lock)

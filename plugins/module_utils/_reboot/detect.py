@@ -33,7 +33,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import distro as kernel_distro
@@ -42,6 +41,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel.detect import read_running_release
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 REQUIRED_FILE = "/var/run/reboot-required"
 REQUIRED_PKGS = "/var/run/reboot-required.pkgs"
@@ -67,7 +67,7 @@ FINDINGS = {
 
 OPTIONS = {}
 
-_SPLIT = re.compile(r"(\d+)")
+_SPLIT = lazy_compile(r"(\d+)")
 
 
 def release_key(release):
@@ -95,7 +95,11 @@ def failed_boots(root):
 
 
 def systemd_state(runner):
-    """``systemctl is-system-running``: running, degraded, starting, ... (None without systemctl)."""
+    """``systemctl is-system-running``: running, degraded, starting, ... (None without systemctl). A fact, no
+    finding's: a runner that reads findings only (``findings_only``, the node-problem-detector plugin's) does not
+    start systemctl for it."""
+    if getattr(runner, "findings_only", False):
+        return None
     systemctl = runner.bin("systemctl")
     if systemctl is None:
         return None

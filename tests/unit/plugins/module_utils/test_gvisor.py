@@ -7,6 +7,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import findings as core_findings
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import procfs as core_procfs
 
 MIB = 1048576
 HOST_RAM = 25276510208          # what the lab's real runsc printed for an unlimited leaf
@@ -394,6 +395,13 @@ def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
         return real(path, default)
 
     monkeypatch.setattr(gvisor_detect, "read_text", counting)
+    real_pid_file = core_procfs._read    # each process's cmdline, read through one descriptor of /proc
+
+    def counting_pid_file(name, dir_fd):
+        reads.append(name)
+        return real_pid_file(name, dir_fd)
+
+    monkeypatch.setattr(core_procfs, "_read", counting_pid_file)
     sbs = gvisor_detect.scan_sandboxes(root)
     assert len(sbs) == 2
     cmdlines = [p for p in reads if p.endswith("/cmdline")]

@@ -111,8 +111,11 @@ class SubprocessRunner(object):
         else:
             # _core.spawn where it can (no subprocess import: the node-problem-detector plugin), else Popen; the same
             # command, descriptors, session and answer either way
-            rc, out, err, killed = (spawn.run(argv, env, left) if spawn.available(argv, data)
-                                    else self._popen(argv, env, data, left))
+            try:
+                rc, out, err, killed = (spawn.run(argv, env, left) if spawn.available(argv, data)
+                                        else self._popen(argv, env, data, left))
+            except NotImplementedError:   # a C library without POSIX_SPAWN_SETSID (glibc < 2.26): nothing started
+                rc, out, err, killed = self._popen(argv, env, data, left)
             if killed:
                 rc = self.TIMED_OUT
                 err = err + ("\n%s: killed after %.1f s (no answer before the deadline)"

@@ -255,3 +255,14 @@ def test_the_first_rule_of_a_tick_imports_no_subprocess_fnmatch_or_copy(tmp_path
     assert sorted(loaded & {"subprocess", "fnmatch", "copy", "selectors", "threading"}) == []
     with open(str(tmp_path / "cache" / "tick")) as fh:
         assert sum(1 for line in fh if line.startswith("v ")) == len(npd_plugin.CONDITIONS) + len(npd_plugin.LEGACY_NAMES)
+
+
+def test_a_c_library_without_posix_spawn_setsid_falls_back_to_popen(monkeypatch):
+    """glibc before 2.26 has no POSIX_SPAWN_SETSID: os.posix_spawn(setsid=True) raises NotImplementedError before
+    it starts anything; the runner then runs the command through Popen, with the same answer."""
+    def no_setsid(*_args, **_kwargs):
+        raise NotImplementedError("setsid is not supported here")
+
+    monkeypatch.setattr(spawn, "run", no_setsid)
+    rc, out, _err = core_runner.SubprocessRunner(deadline=time.monotonic() + 30).run(["/bin/echo", "still", "answered"])
+    assert rc == 0 and out.strip() == "still answered"

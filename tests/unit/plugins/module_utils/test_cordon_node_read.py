@@ -35,6 +35,10 @@ class Api(object):
         self._maybe("pods")
         return self.pods
 
+    def list_budgets(self):
+        self._maybe("budgets")
+        return []
+
     def patch_node(self, name, body):
         self._maybe("patch")
         self.calls[-1] = ("patch", json.loads(json.dumps(body)))
@@ -137,11 +141,12 @@ def test_check_mode_reads_and_writes_nothing():
     api = Api(node(True, **{cordon.CORDONED_BY: record()}), [SECRET_POD])
     out = node_cordon.run(api, "node-a", "run-2", cordon=True, check_mode=True)
     # (changed: it would give it back - Ansible's check-mode convention)
-    assert api.calls == ["get", "pods"] and out["cordoned_before"] is True and out["changed"]
+    # (the dry run's plan also reads the PodDisruptionBudgets: a read)
+    assert api.calls == ["get", "pods", "budgets"] and out["cordoned_before"] is True and out["changed"]
     assert api.node["spec"]["unschedulable"] is True
     api = Api(node(), [SECRET_POD])
     out = node_cordon.run(api, "node-a", "run-2", cordon=True, check_mode=True)
-    assert api.calls == ["get", "pods"] and out["cordoned_before"] is False and not out["cordoned"]
+    assert api.calls == ["get", "pods", "budgets"] and out["cordoned_before"] is False and not out["cordoned"]
 
 
 def test_an_unknown_node_is_never_drained_but_reclaim_alone_just_says_so():

@@ -17,6 +17,9 @@ ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
 # Keep apt lists (apt-get install works at once in a container) but no
 # package cache.
 rm -rf "$root"/var/cache/apt/archives/*.deb
+# ... and apt's binary cache of those lists, built once here: without it every fresh container's first
+# apt call builds it (~0.7 s of CPU and ~4 s of disk, ~25 containers a test run).
+chroot "$root" apt-cache gencaches >/dev/null
 echo "nodefix-$suite" > "$root/etc/hostname"
 # The lab's cache of code compiled from zipped modules (every Ansible module run's payload;
 # lab/zip_code_cache.py): it acts only where /var/cache/nodefix-lab-zipcode exists, i.e. where the

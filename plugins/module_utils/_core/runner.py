@@ -139,7 +139,13 @@ class SubprocessRunner(object):
             return proc.returncode, out, err, False
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # the command and whatever it started
-            out, err = proc.communicate()
+            try:
+                out, err = proc.communicate(timeout=spawn.GRACE)
+            except subprocess.TimeoutExpired:   # a descendant that left the group holds the pipes open
+                proc.stdout.close()
+                proc.stderr.close()
+                proc.wait()
+                out, err = b"", b""
             return proc.returncode, out, err, True
 
     CHUNK = 64 * 1024

@@ -266,3 +266,35 @@ def test_a_c_library_without_posix_spawn_setsid_falls_back_to_popen(monkeypatch)
     monkeypatch.setattr(spawn, "run", no_setsid)
     rc, out, _err = core_runner.SubprocessRunner(deadline=time.monotonic() + 30).run(["/bin/echo", "still", "answered"])
     assert rc == 0 and out.strip() == "still answered"
+
+
+def test_a_command_that_closes_its_output_and_runs_on_is_killed_at_the_deadline():
+    """Review finding: the spawn path waited for the exit without a deadline once both pipes were closed (Popen's
+    communicate(timeout=) waits with it): `exec >/dev/null 2>&1; sleep 600` held the caller for 600 s."""
+    for run in (lambda argv, left: spawn.run(argv, os.environ, left),
+                lambda argv, left: core_runner.SubprocessRunner._popen(argv, os.environ, None, left)):
+        started = time.monotonic()
+        rc, out, err, killed = run(["/bin/sh", "-c", "exec >/dev/null 2>&1; sleep 600"], 0.5)
+        assert killed and rc == -signal.SIGKILL and (out, err) == (b"", b"")
+        assert time.monotonic() - started < 300   # (only guards the test run: 600 s was the hang)
+
+
+def test_a_descendant_that_left_the_group_and_holds_the_pipes_does_not_hold_the_caller(tmp_path):
+    marker = tmp_path / "daemon.pid"
+    argv = ["/bin/sh", "-c", "setsid sh -c 'echo $$ > %s; exec sleep 600' & echo started; sleep 600" % marker]
+    try:
+        rc, out, _err, killed = spawn.run(argv, os.environ, 0.5)
+        assert killed and rc == -signal.SIGKILL and out == b"started\n"
+    finally:
+        for _i in range(100):
+            if marker.exists() and marker.read_text().strip():
+                os.kill(int(marker.read_text()), signal.SIGKILL)
+                break
+            time.sleep(0.05)
+
+
+def test_spawn_is_not_used_where_it_cannot_answer_as_popen(monkeypatch):
+    assert spawn.available(["/bin/true"])
+    monkeypatch.setattr(signal, "getsignal", lambda _s: signal.SIG_IGN)
+    monkeypatch.setattr(spawn._signals, "getsignal", lambda _s: signal.SIG_IGN)
+    assert not spawn.available(["/bin/true"])   # SIGCHLD ignored: no exit code to wait for

@@ -196,11 +196,16 @@ def _budget_warnings(drain):
         if not isinstance(b, dict):
             continue
         pods = ", ".join(str(p) for p in b.get("pods") or [])
-        several = (" (%s: under more than one budget, which the Eviction API refuses)"
-                   % ", ".join(str(p) for p in b["several"])) if b.get("several") else ""
-        out.append("PodDisruptionBudget %s/%s allows %s disruption(s) now and would refuse %s of %s%s: the drain "
-                   "would retry until nodefix_drain_timeout, then fail (nothing fixed, the node given back)"
-                   % (b.get("namespace"), b.get("name"), b.get("allowed"), b.get("refused"), pods, several))
+        if b.get("several"):
+            out.append("PodDisruptionBudget %s/%s: %s under more than one budget, which the Eviction API refuses at "
+                       "once: the drain would fail (nothing fixed, the node given back)"
+                       % (b.get("namespace"), b.get("name"), ", ".join(str(p) for p in b["several"])))
+        if b.get("refused", 0) > len(b.get("several") or []):
+            out.append("PodDisruptionBudget %s/%s allows %s disruption(s) now and would refuse %s of %s: the drain "
+                       "would retry until nodefix_drain_timeout, then fail unless the budget makes room (nothing "
+                       "fixed, the node given back)"
+                       % (b.get("namespace"), b.get("name"), b.get("allowed"),
+                          b["refused"] - len(b.get("several") or []), pods))
     return out
 
 
@@ -256,6 +261,8 @@ def build_plan(facts):
     stopped = refused or drain_fails
     reasons = [str(r.get("reason") if isinstance(r, dict) else r) for r in facts.get("reboot_reasons") or []]
     rebooting = bool(facts.get("reboot_allowed")) and bool(reasons) and not stopped
+    # the real run drains before the gVisor role: the pods of oversized sandboxes are gone by then
+    drain_would = bool(not refused and _drain(dict(facts, roles=roles)).get("would"))
     plan = {
         "node": str(facts.get("node") or ""),
         "status": ("refused" if refused and remediation.get("status") == "failed" else "held" if refused
@@ -269,7 +276,9 @@ def build_plan(facts):
         "changes": _changes(results) if not stopped else [],
         "restarts": _restarts(results) if not stopped else [],
         "stop_units": _stop_units(results, stopped),
-        "evictions": _evictions(results, stopped),
+        "evictions": _evictions(results, stopped or drain_would),
+        "evictions_note": ("the gVisor role's evictions: none of their own - the drain above evicts those pods first"
+                           if drain_would and _evictions(results, stopped) else ""),
         "install": _installs(results, facts) if not stopped else [],
         "reboot": {"would": rebooting, "reasons": reasons,
                    "text": ("reboot: " + "; ".join(reasons)) if rebooting else
@@ -310,6 +319,8 @@ def plan_lines(plan):
                          % (stop["count"], int(stop.get("estimate_seconds") or 0), listed))
         else:
             lines.append("stop %d leaked kubelet unit(s)%s" % (stop["count"], listed))
+    if plan.get("evictions_note"):
+        lines.append(plan["evictions_note"])
     for e in plan.get("evictions") or []:
         if e.get("result") == "would evict":
             lines.append("evict %s (gVisor sandbox over its pod's memory limit; its controller recreates it)" % e["pod"])

@@ -149,8 +149,13 @@ def budgets_now(api, pods):
         kinds = [(o or {}).get("kind") for o in meta.get("ownerReferences") or []]
         if "DaemonSet" in kinds or _cordon.MIRROR in (meta.get("annotations") or {}):
             continue
+        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        ready = [c.get("status") == "True" for c in status.get("conditions") or []
+                 if isinstance(c, dict) and c.get("type") == "Ready"]
         evictable.append({"namespace": meta.get("namespace"), "name": meta.get("name"),
-                          "labels": meta.get("labels") if isinstance(meta.get("labels"), dict) else {}})
+                          "labels": meta.get("labels") if isinstance(meta.get("labels"), dict) else {},
+                          "phase": status.get("phase"), "deleting": bool(meta.get("deletionTimestamp")),
+                          "ready": ready[0] if ready else False})
     if not evictable:
         return {"budgets": []}
     try:

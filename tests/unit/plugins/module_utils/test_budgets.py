@@ -97,3 +97,41 @@ def test_the_dry_runs_look_skips_what_a_drain_does_not_evict_and_says_when_it_co
     assert said == {"budgets_error": "could not read the PodDisruptionBudgets: listing the PodDisruptionBudgets: "
                                      "the API server answered 403 forbidden"}
     assert "budgets_error" in budgets_now(Api([{"metadata": {}}]), [pod("db-0")])
+
+
+def status(allowed=0, current=1, desired=1, seen=1):
+    return {"observedGeneration": seen, "disruptionsAllowed": allowed, "currentHealthy": current,
+            "desiredHealthy": desired}
+
+
+def test_what_the_eviction_api_lets_through_without_a_budget_is_not_refused():
+    """Review finding: canIgnorePDB - Succeeded, Failed and Pending pods and pods being deleted are deleted without
+    a budget check; they were counted as refused."""
+    tight = budget("db", {"matchLabels": {"app": "db"}})
+    for done in (dict(POD, phase="Succeeded"), dict(POD, phase="Failed"), dict(POD, phase="Pending"),
+                 dict(POD, deleting=True)):
+        assert budgets.blocking([tight], [done]) == [], done
+    assert budgets.blocking([tight], [dict(POD, phase="Running", ready=True)])[0]["refused"] == 1
+
+
+def test_a_pod_that_is_not_ready_goes_free_as_the_budgets_policy_says():
+    unready = dict(POD, phase="Running", ready=False)
+    always = budget("db", {"matchLabels": {"app": "db"}})
+    always["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+    assert budgets.blocking([always], [unready]) == []
+    # IfHealthyBudget (the default): free only while the budget is healthy (currentHealthy >= desiredHealthy > 0)
+    healthy = dict(budget("db", {"matchLabels": {"app": "db"}}), status=status(current=2, desired=2))
+    assert budgets.blocking([healthy], [unready]) == []
+    short = dict(budget("db", {"matchLabels": {"app": "db"}}), status=status(current=1, desired=2))
+    assert budgets.blocking([short], [unready])[0]["refused"] == 1
+    # a Ready pod always takes a disruption
+    assert budgets.blocking([healthy], [dict(unready, ready=True)])[0]["refused"] == 1
+
+
+def test_a_budget_changed_since_the_controller_judged_it_admits_nothing():
+    """Review finding: observedGeneration below metadata.generation is a 429 ("still being processed")."""
+    edited = dict(budget("db", {"matchLabels": {"app": "db"}}), status=status(allowed=5, seen=3))
+    edited["metadata"]["generation"] = 4
+    assert [(b["allowed"], b["refused"]) for b in budgets.blocking([edited], [POD])] == [(0, 1)]
+    edited["metadata"]["generation"] = 3
+    assert budgets.blocking([edited], [POD]) == []

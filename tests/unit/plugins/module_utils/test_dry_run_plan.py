@@ -188,7 +188,8 @@ def test_the_gvisor_evictions_the_role_would_make_and_the_pods_it_would_not():
     evictions = [{"uid": "u1", "pod": "shop/cart-1", "result": "would evict"},
                  {"uid": "u2", "result": "skipped", "reason": "DaemonSet pods are not evicted; delete it to have it recreated"},
                  "garbage"]
-    plan = build_plan(facts(roles=["nodefix.k8s.gvisor"], results={"gvisor_evictions": evictions}))
+    undrained = dict(facts()["drain"], enabled=False)   # nodefix_drain: false, the kubeconfig given
+    plan = build_plan(facts(roles=["nodefix.k8s.gvisor"], drain=undrained, results={"gvisor_evictions": evictions}))
     assert plan["evictions"] == [
         {"pod": "shop/cart-1", "result": "would evict", "reason": None},
         {"pod": "uid u2", "result": "skipped", "reason": "DaemonSet pods are not evicted; delete it to have it recreated"}]
@@ -197,6 +198,10 @@ def test_the_gvisor_evictions_the_role_would_make_and_the_pods_it_would_not():
     assert "not evicted uid u2: skipped - DaemonSet pods are not evicted; delete it to have it recreated" in lines
     # an eviction is a change: not "the roles would only report"
     assert not [line for line in lines if line.startswith("no file, service")], lines
+    # drained first (review finding): the drain evicts those pods, the role evicts none of its own
+    drained = build_plan(facts(roles=["nodefix.k8s.gvisor"], results={"gvisor_evictions": evictions}))
+    assert drained["evictions"] == [] and "the drain above evicts those pods first" in drained["evictions_note"]
+    assert not [line for line in plan_lines(drained) if line.startswith(("evict ", "not evicted"))]
     # a node whose drain would fail plans no eviction either
     drain = dict(facts()["drain"], drained=False, error="forbidden")
     assert build_plan(facts(roles=["nodefix.k8s.gvisor"], drain=drain,
@@ -208,7 +213,15 @@ def test_the_disruption_budgets_that_would_refuse_the_drain_are_in_the_plan():
                                              "refused": 1, "several": []}])
     lines = plan_lines(build_plan(facts(drain=drain)))
     assert ("PodDisruptionBudget shop/cart allows 0 disruption(s) now and would refuse 1 of shop/cart-1: the drain "
-            "would retry until nodefix_drain_timeout, then fail (nothing fixed, the node given back)") in lines, lines
+            "would retry until nodefix_drain_timeout, then fail unless the budget makes room (nothing fixed, the node "
+            "given back)") in lines, lines
+    # a pod under two budgets: refused at once, no retry helps (review finding)
+    two = dict(facts()["drain"], budgets=[{"namespace": "shop", "name": "a", "allowed": 3, "pods": ["shop/cart-1"],
+                                           "refused": 1, "several": ["shop/cart-1"]}])
+    lines = plan_lines(build_plan(facts(drain=two)))
+    assert ("PodDisruptionBudget shop/a: shop/cart-1 under more than one budget, which the Eviction API refuses at "
+            "once: the drain would fail (nothing fixed, the node given back)") in lines, lines
+    assert not [line for line in lines if "would retry" in line], lines
     unread = dict(facts()["drain"], budgets_error="could not read the PodDisruptionBudgets: 403")
     assert "PodDisruptionBudgets not checked: could not read the PodDisruptionBudgets: 403" in \
         plan_lines(build_plan(facts(drain=unread)))

@@ -12,6 +12,10 @@
 # files' times), where gvisor_mirror.yml then finds the binary extracted and its publish
 # run finds every file in place and rewrites none - as lab/vm/build.sh does for the VM.
 # Usage: build-mirror.sh SUITE RELEASE BAD_RELEASE. Idempotent; prints the cache directory.
+# The cache is used only when its stamp says it was made whole for these arguments, this script,
+# the publish script and the suite's package lists as they are now; else it is made again in a
+# directory of its own and moved into place (a killed build leaves no half-made cache), under a
+# lock (two builds at once wait for each other).
 set -euo pipefail
 ROOT="${NODEFIX_ROOT:?source scripts/env.sh}"
 CACHE="$ROOT/lab/cache/gvisor"
@@ -19,24 +23,34 @@ suite=$1 release=$2 bad=$3
 # the package lists tests/unit/fixtures/containerd/fetch-debs.sh keeps (scripts/setup.sh fetches
 # them: trixie is among its suites), so a bare machine's first run downloads no list either
 APTDIR="$ROOT/lab/cache/containerd/apt"
-APT=(apt-get -q -o "Dir::Etc::SourceList=$APTDIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-     -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache")
-mkdir -p "$CACHE/debs"
-if ! ls "$CACHE"/debs/runsc_*.deb >/dev/null 2>&1; then
-  if ! (cd "$CACHE/debs" && "${APT[@]}" download "runsc/$suite" >/dev/null 2>&1); then
-    # no lists yet: fetch-debs.sh writes the sources list (and fetches its own packages)
-    bash "$ROOT/tests/unit/fixtures/containerd/fetch-debs.sh" >/dev/null
-    "${APT[@]}" update >/dev/null
-    (cd "$CACHE/debs" && "${APT[@]}" download "runsc/$suite" >/dev/null)
-  fi
+OPTS=(-q -o "Dir::Etc::SourceList=$APTDIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
+      -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache")
+mkdir -p "$ROOT/lab/cache"
+exec 9>"$ROOT/lab/cache/gvisor.lock"
+flock 9
+# the suite's package index as it is now (a refreshed list may offer another runsc)
+lists() { (cd "$APTDIR/lists" 2>/dev/null && stat -c '%n %Y %s' ./*"_dists_${suite}_"*_Packages*) 2>/dev/null || true; }
+if [ -z "$(lists)" ]; then
+  # no lists yet: fetch-debs.sh writes the sources list (and fetches its own packages)
+  bash "$ROOT/tests/unit/fixtures/containerd/fetch-debs.sh" >/dev/null
+  apt-get "${OPTS[@]}" update >/dev/null
 fi
-deb=$(find "$CACHE/debs" -name 'runsc_*.deb' | sort | tail -n1)
-# a new .deb (or none unpacked yet): unpack again, into a fresh tree
-if [ ! -x "$CACHE/work/extract/usr/bin/runsc" ] || [ "$deb" -nt "$CACHE/work/extract/usr/bin/runsc" ]; then
-  rm -rf "$CACHE/work/extract"
-  mkdir -p "$CACHE/work/extract"
-  dpkg-deb -x "$deb" "$CACHE/work/extract"
-  touch "$CACHE/work/extract/usr/bin/runsc"
+stamp="$suite $release $bad $( (lists; cat "$0" "$ROOT/lab/break/gvisor_mirror_publish.sh") | sha256sum | cut -c1-16)"
+if [ "$(cat "$CACHE/stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "$CACHE"
+  exit 0
 fi
-sh "$ROOT/lab/break/gvisor_mirror_publish.sh" "$CACHE/mirror" "$CACHE/work" "$release" "$bad" >/dev/null
+new=$(mktemp -d "$ROOT/lab/cache/gvisor.new.XXXXXX")
+trap 'rm -rf "$new"' EXIT
+mkdir -p "$new/debs" "$new/work/extract"
+(cd "$new/debs" && apt-get "${OPTS[@]}" download "runsc/$suite" >/dev/null)
+dpkg-deb -x "$new"/debs/runsc_*.deb "$new/work/extract"
+sh "$ROOT/lab/break/gvisor_mirror_publish.sh" "$new/mirror" "$new/work" "$release" "$bad" >/dev/null
+echo "$stamp" > "$new/stamp"
+chmod 0755 "$new"
+rm -rf "$CACHE.old"
+[ ! -e "$CACHE" ] || mv "$CACHE" "$CACHE.old"
+mv "$new" "$CACHE"
+trap - EXIT
+rm -rf "$CACHE.old"
 echo "$CACHE"

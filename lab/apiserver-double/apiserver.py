@@ -32,8 +32,10 @@ the real server's JSON shapes:
   accepted (201) but never leaves: it gets a ``deletionTimestamp`` and stays
   Terminating (a finalizer, a kubelet that never confirms);
 - ``GET /apis/policy/v1/poddisruptionbudgets`` (and per namespace): a pod marked ``"pdb": true`` has one,
-  ``<pod>-pdb``, selecting it by the label ``nodefix.test/pdb-of`` (which the pod carries), minAvailable 1,
-  its status as the disruption controller writes it: ``disruptionsAllowed`` 0;
+  ``<pod>-pdb``, selecting it (and its replacements) by the label ``nodefix.test/pdb-of``, minAvailable 1, its
+  status as the disruption controller writes it (``currentHealthy``: its Ready pods; ``disruptionsAllowed``: those
+  above one); the eviction follows it (429 while it allows none) but for pods the real API deletes without a
+  budget check (Succeeded, Failed, Pending, terminating) and a not-Ready pod while the budget is healthy;
 - ``labelSelector`` (equality terms ``k=v,k2=v2``) on pod lists;
 - ``DELETE`` of a pod (drain with ``disable_eviction``);
 - ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
@@ -125,7 +127,9 @@ LEASES = [{"name": "leases", "singularName": "lease", "namespaced": True, "kind"
            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
 BUDGETS = [{"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget", "namespaced": True,
             "kind": "PodDisruptionBudget", "shortNames": ["pdb"],
-            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]},
+           {"name": "poddisruptionbudgets/status", "singularName": "", "namespaced": True,
+            "kind": "PodDisruptionBudget", "verbs": ["get", "patch", "update"]}]
 # the label the double puts on a pod marked "pdb": true, its budget's selector
 PDB_LABEL = "nodefix.test/pdb-of"
 GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
@@ -266,7 +270,7 @@ class State(object):
     def pod(self, p):
         meta = {"name": p["name"], "namespace": p["namespace"], "uid": p["uid"], "labels": dict(p.get("labels") or {})}
         if p.get("pdb"):
-            meta["labels"][PDB_LABEL] = p["name"]
+            meta["labels"][PDB_LABEL] = p.get("pdb_of", p["name"])
         if p.get("owner"):
             meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": p["name"].rsplit("-", 1)[0],
                                         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + p["name"])),
@@ -282,21 +286,52 @@ class State(object):
                 "status": {"phase": p.get("phase", "Running"),
                            "conditions": [{"type": "Ready", "status": "True" if p.get("ready", True) else "False"}]}}
 
-    def budget(self, p):
-        """The PodDisruptionBudget of a pod marked ``"pdb": true``: minAvailable 1 over that pod alone, which is
-        Ready - so it allows no disruption (its status as the disruption controller writes it)."""
-        name = p["name"] + "-pdb"
-        return {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1",
-                "metadata": {"name": name, "namespace": p["namespace"], "generation": 1,
-                             "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "pdb/%s/%s" % (p["namespace"], name)))},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {PDB_LABEL: p["name"]}}},
-                "status": {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
-                           "expectedPods": 1}}
+    def budgets(self, namespace=None):
+        """The PodDisruptionBudgets: one for each pod marked ``"pdb": true`` (its replacements share it),
+        ``<pod>-pdb``, minAvailable 1 over the pods carrying its label; its status as the disruption controller
+        writes it (currentHealthy: its Ready pods; disruptionsAllowed: those above the one it must keep)."""
+        out = {}
+        for p in self.data["pods"]:
+            if not p.get("pdb") or (namespace is not None and p["namespace"] != namespace):
+                continue
+            of = p.get("pdb_of", p["name"])
+            key = (p["namespace"], of)
+            healthy = out.get(key, {}).get("healthy", 0) + (1 if self._ready(p) else 0)
+            pods = out.get(key, {}).get("pods", 0) + 1
+            out[key] = {"healthy": healthy, "pods": pods}
+        items = []
+        for (ns, of), seen in sorted(out.items()):
+            name = of + "-pdb"
+            items.append({
+                "metadata": {"name": name, "namespace": ns, "generation": 1,
+                             "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "pdb/%s/%s" % (ns, name)))},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {PDB_LABEL: of}}},
+                "status": {"observedGeneration": 1, "currentHealthy": seen["healthy"], "desiredHealthy": 1,
+                           "disruptionsAllowed": max(seen["healthy"] - 1, 0), "expectedPods": seen["pods"]}})
+        return items
+
+    @staticmethod
+    def _ready(p):
+        return p.get("phase", "Running") == "Running" and p.get("ready", True) and not p.get("terminating")
+
+    def eviction_refused(self, p):
+        """Whether the Eviction API refuses this pod for its budget: never for a pod it deletes without a budget
+        check (Succeeded, Failed or Pending, or being deleted: canIgnorePDB); a not-Ready pod goes free while its
+        budget is healthy (IfHealthyBudget); else its budget must allow a disruption."""
+        if not p.get("pdb") or p.get("phase", "Running") in ("Succeeded", "Failed", "Pending") or p.get("terminating"):
+            return False
+        of = p.get("pdb_of", p["name"])
+        budget = [b for b in self.budgets(p["namespace"]) if b["metadata"]["name"] == of + "-pdb"][0]["status"]
+        if not self._ready(p) and budget["currentHealthy"] >= budget["desiredHealthy"]:
+            return False
+        return budget["disruptionsAllowed"] <= 0
 
     def replacement(self, p):
         """What the pod's controller creates after an eviction: same labels, new name and UID."""
         n = sum(1 for q in self.data["pods"] if q.get("replaces")) + 1
         new = dict(p, name="%s-r%d" % (p["name"], n), replaces=p["uid"], replace=False)
+        if p.get("pdb"):
+            new["pdb_of"] = p.get("pdb_of", p["name"])   # the same budget selects it
         new["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (new["namespace"], new["name"])))
         return new
 
@@ -439,13 +474,14 @@ class Handler(BaseHTTPRequestHandler):
                         st.save()
                         return status(409, "Conflict", "Precondition failed: UID in precondition: %s, UID in object "
                                       "meta: %s" % (want_uid, p["uid"]))
-                    if eviction and p.get("pdb"):
+                    if eviction and st.eviction_refused(p):
                         st.data["log"].append({"method": method, "path": path, "refused": "DisruptionBudget"})
                         st.save()
                         return status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's "
                                       "disruption budget.", {"causes": [{"reason": "DisruptionBudget", "message":
                                                                          "The disruption budget %s-pdb needs 1 healthy "
-                                                                         "pods and has 1 currently" % name}]})
+                                                                         "pods and has 1 currently"
+                                                                         % p.get("pdb_of", name)}]})
                     if p.get("stuck"):
                         return self._terminating(p, method, path, eviction)
                     st.data["pods"].remove(p)
@@ -465,10 +501,8 @@ class Handler(BaseHTTPRequestHandler):
                              "resources": BUDGETS}
             m = re.match(r"^/apis/policy/v1(?:/namespaces/([^/]+))?/poddisruptionbudgets$", path)
             if method == "GET" and m:
-                items = [st.budget(p) for p in st.data["pods"] if p.get("pdb")
-                         and (m.group(1) is None or p["namespace"] == m.group(1))]
                 return 200, {"kind": "PodDisruptionBudgetList", "apiVersion": "policy/v1",
-                             "metadata": {"resourceVersion": "1"}, "items": items}
+                             "metadata": {"resourceVersion": "1"}, "items": st.budgets(m.group(1))}
             if method == "GET" and path == "/apis/events.k8s.io/v1":
                 return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
                              "resources": EVENT_RESOURCES}

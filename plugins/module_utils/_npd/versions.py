@@ -15,7 +15,9 @@ the answer it holds is the binary's own:
 - an answer is kept for the file the path leads to (symlinks followed), by its device, inode, size, modification
   and change times (``st_ctime`` moves on any write, ``chmod``, ``touch -d`` or rename of the file): a binary
   replaced (a new inode), rewritten in place or retouched is run again - never trusted stale;
-- only an ELF binary's answer is kept (a ``#!`` script may ask another program that changed since), only a
+- only an ELF binary's answer is kept (a ``#!`` script may ask another program that changed since), and only where
+  the file has the name asked for (a launcher such as ``/usr/bin/snap`` behind ``/snap/bin/kubelet`` answers for
+  another file), only a
   complete answer (exit 0, before the deadline), and for at most ``MAX_AGE_CS`` (an hour) of this boot - whatever
   a binary's answer depends on besides its file (a shared library of the same package) is read again hourly;
 - the file (``<cache_dir>/versions``) is written like the tick's result: atomically (a temporary file renamed
@@ -46,7 +48,11 @@ ELF = b"\x7fELF"
 
 def binary_key(path):
     """``dev:ino:size:mtime_ns:ctime_ns`` of the file ``path`` leads to, or None when its answer is not to be kept:
-    not a regular ELF file (a script, a directory, a FIFO: opened without blocking), or unreadable."""
+    not a regular ELF file (a script, a directory, a FIFO: opened without blocking), a launcher of another name
+    (``/snap/bin/kubelet`` leads to ``/usr/bin/snap``, which does not change when the snap it starts does; a
+    multi-call binary), or unreadable."""
+    if os.path.basename(os.path.realpath(path)) != os.path.basename(path):
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:

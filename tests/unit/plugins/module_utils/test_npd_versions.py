@@ -175,3 +175,22 @@ def test_the_first_rule_of_a_tick_keeps_the_answers_for_the_next_tick(node, tmp_
         monkeypatch.setenv(npd_tick.FRESH_ENV, "1")        # a new tick: the node is read again
         assert npd_plugin.cli(["--config", str(cfg), "--condition", "KernelRisk"], out=open(os.devnull, "w")) == 0
     assert len(asked) == 2 * 8 and len(node["started"]) == 1
+
+
+def test_a_launcher_of_another_name_is_asked_every_tick(node, tmp_path):
+    """Review finding: /snap/bin/kubelet leads to /usr/bin/snap, which does not change when the snap it starts is
+    refreshed - an answer kept by the launcher's identity would be stale for up to an hour. A symlink to a file of
+    the same name (an alternatives link) is still kept."""
+    launcher = tmp_path / "bin" / "snap"
+    launcher.write_bytes(ELF + b"version 1.29.0")
+    (tmp_path / "snapbin").mkdir()
+    kubelet = tmp_path / "snapbin" / "kubelet"
+    kubelet.symlink_to(launcher)
+    tick(node, [str(kubelet), "--version"])
+    tick(node, [str(kubelet), "--version"])
+    assert len(node["started"]) == 2
+    alias = tmp_path / "snapbin" / "runc"
+    alias.symlink_to(node["binary"])
+    tick(node, [str(alias), "--version"])
+    tick(node, [str(alias), "--version"])
+    assert len(node["started"]) == 3

@@ -273,10 +273,9 @@ def test_a_command_that_closes_its_output_and_runs_on_is_killed_at_the_deadline(
     communicate(timeout=) waits with it): `exec >/dev/null 2>&1; sleep 600` held the caller for 600 s."""
     for run in (lambda argv, left: spawn.run(argv, os.environ, left),
                 lambda argv, left: core_runner.SubprocessRunner._popen(argv, os.environ, None, left)):
-        started = time.monotonic()
+        # (before: the spawn path waited out the 600 s and answered rc 0, not killed)
         rc, out, err, killed = run(["/bin/sh", "-c", "exec >/dev/null 2>&1; sleep 600"], 0.5)
         assert killed and rc == -signal.SIGKILL and (out, err) == (b"", b"")
-        assert time.monotonic() - started < 300   # (only guards the test run: 600 s was the hang)
 
 
 def test_a_descendant_that_left_the_group_and_holds_the_pipes_does_not_hold_the_caller(tmp_path):

@@ -69,6 +69,30 @@ def digest(data):
     return "%d-%08x" % (len(data), zlib.crc32(data) & 0xffffffff)
 
 
+
+def write_lines(path, lines):
+    """``lines`` and an ``end`` line into ``path``, atomically (a 0600 temporary file of this pid, never through a
+    symlink, renamed over it): True when written; a failure leaves the old file and no temporary one."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    try:
+        try:
+            os.unlink(tmp)   # left by a run of the same pid that was killed mid-write
+        except OSError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            os.write(fd, ("\n".join(lines + ["end", ""])).encode("ascii"))
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+        return True
+    except (OSError, UnicodeError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
 class TickCache(object):
     """The tick's result file and lock in ``directory``, for the config at ``config_path`` whose bytes are
     ``config_bytes``, fresh for half of ``interval`` seconds."""
@@ -143,25 +167,7 @@ class TickCache(object):
                 lines.append("v %s %d %s" % (old, verdicts[new][0], verdicts[new][1]))
         if "\n" in self.config_path or any("\n" in m or not m for _c, m in verdicts.values()):
             return False
-        tmp = "%s.%d.tmp" % (self.path, os.getpid())
-        try:
-            try:
-                os.unlink(tmp)   # left by a run of the same pid that was killed mid-write
-            except OSError:
-                pass
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            try:
-                os.write(fd, ("\n".join(lines + ["end", ""])).encode("ascii"))
-            finally:
-                os.close(fd)
-            os.rename(tmp, self.path)
-            return True
-        except (OSError, UnicodeError):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            return False
+        return write_lines(self.path, lines)
 
     def lock(self, deadline, clock=time.monotonic, sleep=time.sleep):
         """The tick's lock (an open fd; close it to release), waited for until ``deadline``; None past it."""

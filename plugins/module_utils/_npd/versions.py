@@ -148,23 +148,7 @@ class VersionCache(object):
         lines = [MAGIC, "boot %s" % npd_tick.boot_id()]
         lines += ["e %d %s %d %s %s %s" % (at, key, rc, _hex(path), _hex(out), _hex(err))
                   for path, (key, at, rc, out, err) in sorted(newest)]
-        tmp = "%s.%d.tmp" % (self.path, os.getpid())
-        try:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            try:
-                os.write(fd, ("\n".join(lines + ["end", ""])).encode("ascii"))
-            finally:
-                os.close(fd)
-            os.rename(tmp, self.path)
-            self.changed = False
-            return True
-        except (OSError, UnicodeError):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        if not npd_tick.write_lines(self.path, lines):
             return False
+        self.changed = False
+        return True

@@ -69,7 +69,6 @@ def digest(data):
     return "%d-%08x" % (len(data), zlib.crc32(data) & 0xffffffff)
 
 
-
 def write_lines(path, lines):
     """``lines`` and an ``end`` line into ``path``, atomically (a 0600 temporary file of this pid, never through a
     symlink, renamed over it): True when written; a failure leaves the old file and no temporary one."""
@@ -92,6 +91,7 @@ def write_lines(path, lines):
         except OSError:
             pass
         return False
+
 
 class TickCache(object):
     """The tick's result file and lock in ``directory``, for the config at ``config_path`` whose bytes are

@@ -125,10 +125,13 @@ pods:
 budgets:
   description:
     - Check mode only, for a dry run's plan - the PodDisruptionBudgets (one list of C(policy/v1) in all namespaces)
-      that would refuse evictions of the pods a drain evicts (not a DaemonSet's, not a mirror pod) now - each with
-      the disruptions it allows (C(status.disruptionsAllowed); 0 while the disruption controller has not written
-      its status), the pods it selects here, how many of their evictions it would refuse, and the pods that more
-      than one budget selects (the Eviction API refuses those). Budgets that would refuse nothing are left out.
+      that would refuse evictions of the pods a drain evicts (not a DaemonSet's, not a mirror pod) now, by the
+      Eviction API's rules - pods it deletes without a budget check (Succeeded, Failed, Pending, being deleted) do
+      not count, a not-Ready pod goes free under C(unhealthyPodEvictionPolicy=AlwaysAllow) or a healthy budget -
+      each with the disruptions it allows (C(status.disruptionsAllowed); 0 while the disruption controller has not
+      judged its last change), the pods it selects here, how many of their evictions it would refuse, and the pods
+      that more than one budget selects (the Eviction API refuses those). Budgets that would refuse nothing are left
+      out.
   returned: with O(cordon) in check mode, when the budgets could be read
   type: list
   elements: dict

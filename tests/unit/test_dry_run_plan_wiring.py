@@ -7,6 +7,7 @@ does not count - and every field it reads of a collection module's
 registered result (``_nodefix_node_cordon.budgets``) must be in that module's RETURN."""
 
 import glob
+import json
 import os
 import re
 
@@ -21,26 +22,14 @@ EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
 REF = re.compile(r"^\s*\(*\s*([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)?)")
 
 
-def _strings(node):
-    if isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)
-    elif isinstance(node, str):
-        yield node
-
-
 def read_refs(text):
     """{(name, field or '')} of the first name of every {{ expression }} the plan task's facts hold."""
     facts = yaml.safe_load(text)[0]["vars"]["_facts"]
     refs = set()
-    for value in _strings(facts):
-        for expr in EXPR.findall(value):
-            match = REF.match(expr)
-            if match and match.group(1) not in ("none", "true", "false"):
-                refs.add((match.group(1), match.group(2).lstrip(".")))
+    for expr in EXPR.findall(json.dumps(facts)):   # every string value of the facts, in one text
+        match = REF.match(expr)
+        if match and match.group(1) not in ("none", "true", "false"):
+            refs.add((match.group(1), match.group(2).lstrip(".")))
     return refs
 
 

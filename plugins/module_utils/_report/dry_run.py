@@ -261,8 +261,9 @@ def build_plan(facts):
     stopped = refused or drain_fails
     reasons = [str(r.get("reason") if isinstance(r, dict) else r) for r in facts.get("reboot_reasons") or []]
     rebooting = bool(facts.get("reboot_allowed")) and bool(reasons) and not stopped
+    drain_plan = _drain(dict(facts, roles=roles)) if not refused else {"would": False, "text": "no drain (refused)"}
     # the real run drains before the gVisor role: the pods of oversized sandboxes are gone by then
-    drain_would = bool(not refused and _drain(dict(facts, roles=roles)).get("would"))
+    evictions = _evictions(results, stopped)
     plan = {
         "node": str(facts.get("node") or ""),
         "status": ("refused" if refused and remediation.get("status") == "failed" else "held" if refused
@@ -272,13 +273,13 @@ def build_plan(facts):
                 else str(drain.get("error")) if drain_fails else ""),
         "findings": sorted(set(str(f) for f in facts.get("findings") or [])),
         "roles": [_short_role(r) for r in roles],
-        "drain": _drain(dict(facts, roles=roles)) if not refused else {"would": False, "text": "no drain (refused)"},
+        "drain": drain_plan,
         "changes": _changes(results) if not stopped else [],
         "restarts": _restarts(results) if not stopped else [],
         "stop_units": _stop_units(results, stopped),
-        "evictions": _evictions(results, stopped or drain_would),
+        "evictions": [] if drain_plan["would"] else evictions,
         "evictions_note": ("the gVisor role's evictions: none of their own - the drain above evicts those pods first"
-                           if drain_would and _evictions(results, stopped) else ""),
+                           if drain_plan["would"] and evictions else ""),
         "install": _installs(results, facts) if not stopped else [],
         "reboot": {"would": rebooting, "reasons": reasons,
                    "text": ("reboot: " + "; ".join(reasons)) if rebooting else

@@ -144,11 +144,8 @@ def budgets_now(api, pods):
     """A dry run's look at the PodDisruptionBudgets (one list, all namespaces): {budgets} that would refuse the
     drain's evictions now, or {budgets_error} when they could not be read (a plan that says so, never a failure)."""
     evictable = []
-    for pod in pods:
+    for pod in _cordon.drainable(pods).values():   # the pods the drain evicts: its own choice, not a second one
         meta = pod.get("metadata") or {}
-        kinds = [(o or {}).get("kind") for o in meta.get("ownerReferences") or []]
-        if "DaemonSet" in kinds or _cordon.MIRROR in (meta.get("annotations") or {}):
-            continue
         status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
         ready = [c.get("status") == "True" for c in status.get("conditions") or []
                  if isinstance(c, dict) and c.get("type") == "Ready"]

@@ -294,6 +294,5 @@ def test_a_descendant_that_left_the_group_and_holds_the_pipes_does_not_hold_the_
 
 def test_spawn_is_not_used_where_it_cannot_answer_as_popen(monkeypatch):
     assert spawn.available(["/bin/true"])
-    monkeypatch.setattr(signal, "getsignal", lambda _s: signal.SIG_IGN)
     monkeypatch.setattr(spawn._signals, "getsignal", lambda _s: signal.SIG_IGN)
     assert not spawn.available(["/bin/true"])   # SIGCHLD ignored: no exit code to wait for

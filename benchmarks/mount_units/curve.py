@@ -51,19 +51,21 @@ def loaded_units(name):
     return len(bench.listed(name))
 
 
-def stop_batch(name, names):
-    """One raw ``systemctl stop`` of ``names``: seconds inside the container (podman exec not counted)."""
+def stop_batch(name, names, method="systemctl"):
+    """One raw ``systemctl stop`` of ``names`` (METHOD transaction: one systemd transaction, the module's
+    argv): seconds inside the container (podman exec not counted)."""
     with tempfile.NamedTemporaryFile("w", delete=False) as fh:
         fh.write("\n".join(names))
     bench.put(name, fh.name, LAB + "/batch.txt")
     os.unlink(fh.name)
-    out = bench.pexec(name, "python3", LAB + "/rawstop.py", LAB + "/batch.txt", timeout=3600).stdout.decode().split()
+    helper = "/txstop.py" if method == "transaction" else "/rawstop.py"
+    out = bench.pexec(name, "python3", LAB + helper, LAB + "/batch.txt", timeout=3600).stdout.decode().split()
     if int(out[1]) != 0:
-        raise SystemExit("systemctl stop failed (rc %s)" % out[1])
+        raise SystemExit("%s stop failed (rc %s)" % (method, out[1]))
     return float(out[0])
 
 
-def curve(name, expect, batch, order, seed):
+def curve(name, expect, batch, order, seed, method="systemctl"):
     dead = list(expect["dead"])
     if order == "reverse":
         dead.reverse()
@@ -73,7 +75,7 @@ def curve(name, expect, batch, order, seed):
     for i in range(0, len(dead), batch):
         names = dead[i:i + batch]
         loaded = loaded_units(name)
-        secs = stop_batch(name, names)
+        secs = stop_batch(name, names, method)
         points.append({"loaded": loaded, "stopped": len(names), "seconds": round(secs, 3),
                        "ms_per_unit": round(secs * 1000.0 / len(names), 3)})
         print("  loaded %6d  stop %5d  %7.2f s  %6.2f ms/unit" % (loaded, len(names), secs, points[-1]["ms_per_unit"]),
@@ -91,32 +93,24 @@ def one_image(image, args, rnd_base):
         out["systemd"] = bench.pexec(name, "systemctl", "--version").stdout.decode().splitlines()[0]
         out["units_at_boot"] = loaded_units(name)
         print("== %s: %s, %d units loaded at boot" % (image, out["systemd"], out["units_at_boot"]), flush=True)
+        margs = {"state": "absent", "batch_size": args.batch, "list_limit": 1, "stop_method": args.method}
+        if args.no_curve:
+            return accuracy_only(name, out, args, rnd_base, margs)
         expect, created = bench.leak(name, args.n, args.live, rnd_base + 1, args.parallel)
         out["leak_seconds"] = round(created, 1)
         print("  leaked %d dead + %d live scopes in %.1f s" % (len(expect["dead"]), len(expect["live"]), created),
               flush=True)
-        res, _secs = bench.module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
+        res, _secs = bench.module_call(name, margs, check=True)
         out["estimate"] = {"units_total": res["systemd"]["units_total"], "to_stop": res["to_stop"],
                            "estimate_seconds": res["estimate_seconds"], "basis": res["estimate_basis"]}
         t = time.time()
-        out["points"] = curve(name, expect, args.batch, args.order, args.seed)
+        out["points"] = curve(name, expect, args.batch, args.order, args.seed, args.method)
         out["stop_wall_seconds"] = round(time.time() - t, 1)
         out["stop_seconds"] = round(sum(p["seconds"] for p in out["points"]), 2)
         print("  whole stop %.1f s (check-mode estimate %.1f s)"
               % (out["stop_seconds"], out["estimate"]["estimate_seconds"]), flush=True)
         if args.accuracy:
-            expect, created = bench.leak(name, args.accuracy, args.live, rnd_base + 2, args.parallel)
-            check, _secs = bench.module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1}, check=True)
-            real, secs = bench.module_call(name, {"state": "absent", "batch_size": args.batch, "list_limit": 1})
-            bench.verify(name, expect)
-            est = check["estimate_seconds"]
-            out["accuracy"] = {"n": args.accuracy, "leak_seconds": round(created, 1), "units_total": check["systemd"]["units_total"],
-                               "to_stop": check["to_stop"], "estimate_seconds": est, "basis": check["estimate_basis"],
-                               "stopped": real["stopped"],
-                               "module_wall_seconds": round(secs, 2), "stop_seconds": real["timings"]["stop_s"],
-                               "error": round((est - secs) / secs, 3)}
-            print("  accuracy at %d: estimate %.1f s, measured %.1f s (module, wall), error %+.0f %%"
-                  % (args.accuracy, est, secs, 100 * out["accuracy"]["error"]), flush=True)
+            out["accuracy"] = accuracy_run(name, args, rnd_base + 2, margs)
         if args.budget:
             # one batch at the budget's load: the slowest batch measured for this image (this run or
             # earlier ones in --json), at the highest load
@@ -124,6 +118,29 @@ def one_image(image, args, rnd_base):
             out["budget"] = budget_run(name, args, rnd_base + 3, max(p["seconds"] for p in out["points"] + earlier))
     finally:
         bench.sh(["podman", "rm", "-f", "-t", "5", name], check=False)
+    return out
+
+
+def accuracy_run(name, args, rnd, margs):
+    """--accuracy M: M fresh leaked scopes, the module's check-mode estimate against its real cleanup's wall time."""
+    expect, created = bench.leak(name, args.accuracy, args.live, rnd, args.parallel)
+    check, _secs = bench.module_call(name, margs, check=True)
+    real, secs = bench.module_call(name, margs)
+    bench.verify(name, expect)
+    est = check["estimate_seconds"]
+    out = {"n": args.accuracy, "leak_seconds": round(created, 1), "units_total": check["systemd"]["units_total"],
+           "to_stop": check["to_stop"], "estimate_seconds": est, "basis": check["estimate_basis"],
+           "stop_method": real.get("stop_method"), "stopped": real["stopped"], "module_wall_seconds": round(secs, 2),
+           "stop_seconds": real["timings"]["stop_s"], "error": round((est - secs) / secs, 3)}
+    print("  accuracy at %d: estimate %.1f s, measured %.1f s (module, wall), error %+.0f %%"
+          % (args.accuracy, est, secs, 100 * out["error"]), flush=True)
+    return out
+
+
+def accuracy_only(name, out, args, rnd_base, margs):
+    """--no-curve: the --accuracy run alone (after a curve measured earlier was fitted into the model)."""
+    out["points"] = []
+    out["accuracy"] = accuracy_run(name, args, rnd_base + 2, margs)
     return out
 
 
@@ -169,6 +186,10 @@ def main():
     ap.add_argument("--n", type=int, default=10000, help="leaked units of dead pods (default 10000)")
     ap.add_argument("--live", type=int, default=40)
     ap.add_argument("--batch", type=int, default=1000, help="units per timed stop (one point of the curve)")
+    ap.add_argument("--method", choices=("systemctl", "transaction"), default="systemctl",
+                    help="how each batch is stopped: systemctl stop, or one systemd transaction (the module's "
+                    "stop_method); the module runs with the same stop_method")
+    ap.add_argument("--no-curve", action="store_true", help="only the --accuracy run (no curve)")
     ap.add_argument("--order", choices=("forward", "reverse", "shuffled"), default="forward")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--accuracy", type=int, default=0, help="then check the module's estimate on this many units")
@@ -187,7 +208,7 @@ def main():
     for i, image in enumerate(args.images.split(",")):
         img = image if "/" in image else "localhost/nodefix-" + image
         r = one_image(img, args, 10 * i)
-        r.update({"n": args.n, "batch": args.batch, "order": args.order, "live": args.live,
+        r.update({"n": args.n, "batch": args.batch, "order": args.order, "method": args.method, "live": args.live,
                   "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "kernel": os.uname().release})
         results["runs"].append(r)
         if args.json:   # after every image: a long run keeps what it measured

@@ -116,11 +116,18 @@ def install(name, before=None):
     rawstop = ("import subprocess, sys, time\nnames = open(sys.argv[1]).read().split()\n"
                "t = time.time()\nrc = subprocess.call(['systemctl', 'stop'] + names)\n"
                "print('%.3f %d' % (time.time() - t, rc))\n")
+    # one systemd transaction stopping the names (the module's stop_method=transaction, its own argv)
+    txstop = ("import shutil, subprocess, sys, time\nsys.path.insert(0, '/opt/nodefix')\n"
+              "from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import transaction\n"
+              "names = open(sys.argv[1]).read().split()\n"
+              "found = (shutil.which('systemd-run'), shutil.which('true'))\n"
+              "t = time.time()\nrc = subprocess.call(transaction.argv(found, names, 'bench-%d' % (t * 1000)))\n"
+              "print('%.3f %d' % (time.time() - t, rc))\n")
     crictl = b"#!/usr/bin/python3\n" + read(os.path.join(ROOT, "lab", "crictl-double", "crictl"))
     files.update({LAB + "/spawn.py": (read(os.path.join(ROOT, "lab", "break", "mount_units_spawn.py")), 0o755),
                   "/usr/local/bin/crictl": (crictl, 0o755),
                   LAB + "/per_unit_cleaner.sh": (read(os.path.join(HERE, "per_unit_cleaner.sh")), 0o755),
-                  LAB + "/rawstop.py": (rawstop.encode(), 0o755), "/etc/crictl-double": None})
+                  LAB + "/rawstop.py": (rawstop.encode(), 0o755), LAB + "/txstop.py": (txstop.encode(), 0o755), "/etc/crictl-double": None})
     put_tree(name, files)
 
 

@@ -71,9 +71,25 @@ options:
     description: Path of C(docker).
     type: path
   batch_size:
-    description: Units per C(systemctl stop) call (argv is also kept under ARG_MAX).
+    description: Units per stop call (one systemd transaction or one C(systemctl stop); argv is also kept under
+      ARG_MAX).
     type: int
     default: 1000
+  stop_method:
+    description:
+      - How each batch of orphans is stopped.
+      - V(transaction) starts one transient oneshot service (C(systemd-run)) with C(Conflicts=) and C(After=) on the
+        batch's names, so systemd stops them all in ONE transaction and C(systemd-run) returns when every stop is
+        done. C(systemctl stop) runs one transaction per unit, and after each systemd recomputes the slice's
+        cgroup masks from all its members; at 1,000 leaked scopes one transaction is 2-4 times faster on systemd
+        252 and 257. Used when C(systemd-run) and C(true) are found and every name of the batch is a valid unit
+        name. A batch systemd refuses as a whole (a unit with a queued start job, since C(systemd-run) uses job
+        mode C(fail)) is stopped with C(systemctl stop) instead, and the refusal is in RV(errors) as ignored.
+      - V(systemctl) stops each batch with one C(systemctl stop) call.
+      - Either way what is still up is re-read afterwards with one C(systemctl list-units).
+    type: str
+    choices: [transaction, systemctl]
+    default: transaction
   max_seconds:
     description:
       - A time budget for the stops. Batches are stopped until the budget is spent (checked before each batch, so a
@@ -296,10 +312,28 @@ reboot_recommended:
   type: bool
   sample: false
 stop_calls:
-  description: C(systemctl stop) calls made.
+  description: Stop calls made (C(systemd-run) transactions and C(systemctl stop) calls).
   returned: always
   type: int
   sample: 20
+stop_method:
+  description:
+    - How orphans are (or in check mode would be) stopped, V(transaction) or V(systemctl) (see O(stop_method));
+      V(systemctl) when O(stop_method=transaction) but C(systemd-run) or C(true) was not found.
+    - RV(estimate_seconds) follows it.
+  returned: always
+  type: str
+  sample: transaction
+transactions:
+  description: Batches stopped in one systemd transaction.
+  returned: always
+  type: int
+  sample: 10
+fallbacks:
+  description: Batches whose transaction systemd refused, stopped with C(systemctl stop) instead.
+  returned: always
+  type: int
+  sample: 0
 show_calls:
   description: C(systemctl show) calls made (only for mount units whose listed line does not give their mount point).
   returned: always
@@ -381,6 +415,7 @@ def build_module():
             copy.deepcopy(mount_units_detect.SURVEY_OPTIONS),
             state=dict(type="str", default="query", choices=["absent", "query"]),
             batch_size=dict(type="int", default=1000),
+            stop_method=dict(type="str", default="transaction", choices=["transaction", "systemctl"]),
             max_seconds=dict(type="float"),
             reboot_over_seconds=dict(type="float", default=0),
             daemon_reload=dict(type="bool", default=False),
@@ -397,7 +432,7 @@ def main():
     p = module.params
     opts = dict((k, p[k]) for k in ("kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path",
                                     "runtime_endpoint", "docker_path", "batch_size", "daemon_reload",
-                                    "reset_failed", "process_guard", "list_limit", "max_seconds"))
+                                    "reset_failed", "process_guard", "list_limit", "max_seconds", "stop_method"))
     if p["reboot_over_seconds"] < 0:
         module.fail_json(msg="reboot_over_seconds must be 0 (never) or more, got %s" % p["reboot_over_seconds"],
                          changed=False)

@@ -7,7 +7,8 @@
 # (leading underscore). Its API may change without notice; do not import it
 # from other collections.
 """Stopping the leaked kubelet mount units ``_mount_units.detect`` found (``kubelet_mount_units``
-with ``state=absent``, and the role's timer): orphans stopped in batches (``systemctl stop``), ONE
+with ``state=absent``, and the role's timer): orphans stopped in batches (one systemd transaction each, or
+``systemctl stop``: ``_mount_units.transaction``), ONE
 ``list-units`` afterwards telling which are still up, failed ones reset by name (never a global
 ``reset-failed``), optionally one ``daemon-reload`` for dead mount units on systemd < 237, within a
 time budget. ``cli()`` runs it without Ansible (``python3 cleanup.py --config FILE``, the systemd
@@ -19,11 +20,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import sys
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import runner as core_runner
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.systemd import chunks, parse_list_units
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import transaction
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.systemd import argv_budget, chunks, parse_list_units
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.detect import (
     ACTIVE_STATES_TO_STOP,
     empty_record,
@@ -34,12 +37,47 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.detect im
 )
 
 
+def _stop_batch(runner, plan, batch, record):
+    """Stop ``batch``: one transaction (``stop_method=transaction``, every name eligible), else, or when systemd
+    refused the transaction, one ``systemctl stop``. What is still up is told by the re-read after all batches."""
+    if plan["stop_tools"] and all(transaction.eligible(n) for n in batch):
+        argv = transaction.argv(plan["stop_tools"], batch, "%d-%d-%d" % (os.getpid(), int(time.time()),
+                                                                          record["stop_calls"]))
+        rc, _out, err = runner.run(argv, check=False)
+        record["stop_calls"] += 1
+        if rc == 0:
+            record["transactions"] += 1
+            return
+        # job mode "fail": systemd refused the whole transaction (a queued job of one of the units, an
+        # option this systemd-run lacks); nothing of it ran - the batch goes to systemctl stop (mode replace)
+        record["errors"].append({"cmd": "systemd-run (one transaction stopping %d units, first %s)"
+                                 % (len(batch), batch[0]), "rc": rc, "stderr": (err or "")[-2000:], "ignored": True})
+        record["fallbacks"] += 1
+    argv = [plan["systemctl"], "stop"] + batch
+    rc, _out, err = runner.run(argv, check=False)
+    record["stop_calls"] += 1
+    if rc != 0:
+        record["errors"].append({"cmd": "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), "rc": rc,
+                                 "stderr": (err or "")[-2000:]})
+
+
+def _batches(plan, names):
+    """argv-sized batches of ``batch_size``; with transactions, the names twice (Conflicts=, After=) fit the
+    argv budget and each list one argv string."""
+    size = int(plan["options"]["batch_size"])
+    if not plan["stop_tools"]:
+        return chunks(names, size)
+    return chunks(names, size, max_bytes=min((argv_budget() - 1024) // 2, transaction.PROPERTY_MAX_BYTES),
+                  weight=transaction.weight)
+
+
 def apply(runner, plan):
     """Stop, reset and reload what ``survey`` decided; returns the record of what was done.
 
-    Orphans are stopped with ``systemctl stop`` in batches of ``batch_size``
-    names (argv kept under ARG_MAX); ONE ``list-units`` afterwards tells
-    which are still up (a failure) and which ended ``failed`` (then reset with
+    Orphans are stopped in batches of ``batch_size`` names (argv kept under
+    ARG_MAX): each batch in one systemd transaction (``_mount_units.transaction``)
+    or with ``systemctl stop``; ONE ``list-units`` afterwards tells which are
+    still up (a failure) and which ended ``failed`` (then reset with
     ``systemctl reset-failed <those names>``, never a global reset).
     """
     o = plan["options"]
@@ -52,35 +90,15 @@ def apply(runner, plan):
     t0 = time.time()
     budget = float(o["max_seconds"]) if o.get("max_seconds") else None
     attempted = []
-    for batch in chunks(to_stop, int(o["batch_size"])):
+    for batch in _batches(plan, to_stop):
         if budget is not None and attempted and time.time() - t0 >= budget:
             break  # the budget is spent: the rest is left for the next run (or the node's timer)
         attempted.extend(batch)
-        argv = [systemctl, "stop"] + batch
-        rc, out, err = runner.run(argv, check=False)
-        record["stop_calls"] += 1
-        if rc != 0:
-            record["errors"].append({"cmd": "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), "rc": rc,
-                                     "stderr": (err or "")[-2000:]})
+        _stop_batch(runner, plan, batch, record)
     record["left"] = to_stop[len(attempted):]
     to_stop = attempted
     if to_stop:
-        t_verify = time.time()
-        argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
-        rc, out, err = runner.run(argv, check=False)
-        if rc != 0:
-            record["verified"] = False
-            record["errors"].append({"cmd": "systemctl list-units", "rc": rc, "stderr": (err or "")[-2000:]})
-        after = dict((r["unit"], r) for r in parse_list_units(out)) if rc == 0 else {}
-        for name in to_stop:
-            row = after.get(name)
-            if row and row["active"] in ACTIVE_STATES_TO_STOP:
-                record["still_active"].append(name)
-            elif row and row["active"] == "failed" and o["reset_failed"]:
-                record["reset_after_stop"].append(name)
-        still = set(record["still_active"])
-        record["stopped"] = [n for n in to_stop if n not in still]
-        record["verify_s"] = round(time.time() - t_verify, 3)
+        _verify(runner, systemctl, to_stop, o, record)
     record["stop_s"] = round(time.time() - t0, 3)
     resets = to_reset + record["reset_after_stop"]
     for batch in chunks(resets, int(o["batch_size"])):
@@ -102,6 +120,26 @@ def apply(runner, plan):
         else:
             record["daemon_reload"] = True
     return record
+
+
+def _verify(runner, systemctl, to_stop, o, record):
+    """ONE ``list-units`` after the stops: which are still up, which ended failed (the after-state, re-read)."""
+    t_verify = time.time()
+    argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
+    rc, out, err = runner.run(argv, check=False)
+    if rc != 0:
+        record["verified"] = False
+        record["errors"].append({"cmd": "systemctl list-units", "rc": rc, "stderr": (err or "")[-2000:]})
+    after = dict((r["unit"], r) for r in parse_list_units(out)) if rc == 0 else {}
+    for name in to_stop:
+        row = after.get(name)
+        if row and row["active"] in ACTIVE_STATES_TO_STOP:
+            record["still_active"].append(name)
+        elif row and row["active"] == "failed" and o["reset_failed"]:
+            record["reset_after_stop"].append(name)
+    still = set(record["still_active"])
+    record["stopped"] = [n for n in to_stop if n not in still]
+    record["verify_s"] = round(time.time() - t_verify, 3)
 
 
 def run(runner, root="/", state="query", check_mode=False, **opts):
@@ -143,7 +181,7 @@ class SubprocessRunner(core_runner.SubprocessRunner):
 
 CLI_OPTIONS = ("state", "kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path", "runtime_endpoint",
                "docker_path", "batch_size", "daemon_reload", "reset_failed", "list_limit", "process_guard",
-               "systemctl_path", "root", "max_seconds")
+               "systemctl_path", "root", "max_seconds", "stop_method")
 
 
 def cli(argv=None):

@@ -84,6 +84,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.systemd i
     unit_name_to_path,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import transaction
 
 # kubelet's mount-utils: "Kubernetes transient mount for <target>"
 SCOPE_DESCRIPTION_PREFIX = "Kubernetes transient mount for "
@@ -100,6 +101,8 @@ DOCKER_UID_LABEL = "io.kubernetes.pod.uid"
 _DOCKER_NAME_RE = lazy_compile(r"^/?k8s_[^_]+_[^_]+_[^_]+_([0-9a-fA-F-]{32,36})_[0-9]+$")
 ACTIVE_STATES_TO_STOP = ("active", "activating", "deactivating", "reloading", "refreshing")
 POD_SOURCES = ("crictl", "docker", "list")
+# how orphans are stopped: one systemd transaction a batch (_mount_units.transaction), or systemctl stop
+STOP_METHODS = ("transaction", "systemctl")
 
 FINDINGS = {
     "mount_units.leaked_scopes": {
@@ -440,10 +443,13 @@ def normalize_options(opts):
         process_guard=True,
         systemctl_path=None,
         max_seconds=None,
+        stop_method="transaction",
     )
     o.update(dict((k, v) for k, v in opts.items() if v is not None))
     if o["pod_source"] not in POD_SOURCES:
         raise MountUnitsError("pod_source must be one of %s, got %r" % (", ".join(POD_SOURCES), o["pod_source"]))
+    if o["stop_method"] not in STOP_METHODS:
+        raise MountUnitsError("stop_method must be one of %s, got %r" % (", ".join(STOP_METHODS), o["stop_method"]))
     if int(o["batch_size"]) < 1:
         raise MountUnitsError("batch_size must be at least 1, got %r" % (o["batch_size"],))
     if o["max_seconds"] is not None and float(o["max_seconds"]) <= 0:
@@ -550,9 +556,13 @@ def survey(runner, root="/", runtime_errors="raise", **opts):
     guards = _guards(root, o, pods_dirs) if attributable else {}
     timings["pods_s"] = round(time.time() - t1, 3)
     classify(units, live, guards, runtime_known=runtime["error"] is None)
+    # no process: two lookups on PATH (the detector's estimate follows the method a cleanup would use)
+    tools = transaction.tools(runner, systemctl) if o["stop_method"] == "transaction" else None
     return {
         "options": o,
         "systemctl": systemctl,
+        "stop_tools": tools,
+        "stop_method": "transaction" if tools else "systemctl",
         "systemd_version": version,
         "units_total": len(listed),
         "pods_dirs": pods_dirs,
@@ -571,8 +581,8 @@ def _cap(items, limit):
 
 
 def empty_record():
-    return {"stop_calls": 0, "stopped": [], "reset": [], "reset_after_stop": [], "daemon_reload": False,
-            "errors": [], "still_active": [], "verified": True, "left": []}
+    return {"stop_calls": 0, "transactions": 0, "fallbacks": 0, "stopped": [], "reset": [], "reset_after_stop": [],
+            "daemon_reload": False, "errors": [], "still_active": [], "verified": True, "left": []}
 
 
 # What a stop costs through systemd, measured by benchmarks/mount_units/curve.py on the lab nodes (one
@@ -596,22 +606,42 @@ STOP_COST_SOURCE = {
     252: "Debian 12 lab: 10,000 scopes stopped in 79.4 s, 1.5 ms a unit at 1,182 loaded, 20.4 at 10,182",
     257: "Debian 13 lab: 10,000 scopes stopped in 114.7 s, 2.0 ms a unit at 1,192 loaded, 28.0 at 10,192",
 }
+# the same for stop_method=transaction (one systemd transaction a batch; curve.py --method transaction)
+TRANSACTION_COST_MS = {  # PROVISIONAL
+    247: (1.9, 0.0, 0.0),
+    252: (1.0, 0.0, 0.0),
+    257: (1.0, 0.0, 0.0),
+}
+TRANSACTION_COST_SOURCE = {
+    247: "PROVISIONAL",
+    252: "PROVISIONAL",
+    257: "PROVISIONAL",
+}
 DEFAULT_COST_VERSION = 252
 MODULE_OVERHEAD = 1.10
 # f(L) never below this (a stop is never free)
 MIN_STOP_MS = 0.5
 
 
-def cost_version(systemd_version):
-    """The measured systemd version whose curve estimates a node on ``systemd_version``."""
+def _costs(method):
+    """(the cost table, its sources) of a stop method."""
+    if method == "transaction":
+        return TRANSACTION_COST_MS, TRANSACTION_COST_SOURCE
+    return STOP_COST_MS, STOP_COST_SOURCE
+
+
+def cost_version(systemd_version, method="systemctl"):
+    """The measured systemd version whose curve (of ``method``) estimates a node on ``systemd_version``."""
+    table = _costs(method)[0]
     if systemd_version is None:
         return DEFAULT_COST_VERSION
-    return min(sorted(STOP_COST_MS), key=lambda v: abs(v - int(systemd_version)))
+    return min(sorted(table), key=lambda v: abs(v - int(systemd_version)))
 
 
-def estimate_basis(systemd_version):
-    v = cost_version(systemd_version)
-    text = "systemd %d curve (%s)" % (v, STOP_COST_SOURCE[v])
+def estimate_basis(systemd_version, method="systemctl"):
+    v = cost_version(systemd_version, method)
+    text = "systemd %d curve%s (%s)" % (v, ", one transaction a batch" if method == "transaction" else "",
+                                        _costs(method)[1][v])
     if systemd_version is not None and int(systemd_version) != v:
         text += ", the nearest measured to this node's systemd %s" % systemd_version
     elif systemd_version is None:
@@ -619,12 +649,13 @@ def estimate_basis(systemd_version):
     return text
 
 
-def estimate_seconds(units_loaded, to_stop, systemd_version=None):
-    """Seconds to stop ``to_stop`` units while ``units_loaded`` units are loaded (the cost model above)."""
+def estimate_seconds(units_loaded, to_stop, systemd_version=None, method="systemctl"):
+    """Seconds to stop ``to_stop`` units while ``units_loaded`` units are loaded (the cost model above), with
+    ``method`` (``stop_method``: its own curve)."""
     n, k = float(max(int(units_loaded or 0), int(to_stop or 0))), float(int(to_stop or 0))
     if k <= 0:
         return 0.0
-    a, b, c = STOP_COST_MS[cost_version(systemd_version)]
+    a, b, c = _costs(method)[0][cost_version(systemd_version, method)]
     per_unit_ms = max(MIN_STOP_MS, a + b * (n - k / 2.0) + c * (n * n - n * k + k * k / 3.0))
     return round(k * per_unit_ms / 1000.0 * MODULE_OVERHEAD, 2)
 
@@ -685,11 +716,14 @@ def summarize(plan, record, check_mode=False):
         "still_active": len(record["still_active"]),
         "left": len(record.get("left") or []),
         "left_units": _cap(sorted(record.get("left") or []), limit),
-        "estimate_seconds": estimate_seconds(plan["units_total"], len(to_stop), version),
+        "estimate_seconds": estimate_seconds(plan["units_total"], len(to_stop), version, plan["stop_method"]),
         "estimate_left_seconds": estimate_seconds(plan["units_total"] - len(record["stopped"]),
-                                                  len(record.get("left") or []), version),
-        "estimate_basis": estimate_basis(version),
+                                                  len(record.get("left") or []), version, plan["stop_method"]),
+        "estimate_basis": estimate_basis(version, plan["stop_method"]),
         "stop_calls": record["stop_calls"],
+        "stop_method": plan["stop_method"],
+        "transactions": record["transactions"],
+        "fallbacks": record["fallbacks"],
         "show_calls": plan["show_calls"],
         "to_stop_units": _cap(sorted(to_stop), limit),
         "stopped_units": _cap(sorted(record["stopped"]), limit),

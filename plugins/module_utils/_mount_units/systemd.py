@@ -152,13 +152,15 @@ def pod_of_path(path, pods_dirs):
     return uid, reason
 
 
-def chunks(names, max_count=None, max_bytes=None):
-    """Split ``names`` into argv-sized batches (count and byte budget)."""
+def chunks(names, max_count=None, max_bytes=None, weight=None):
+    """Split ``names`` into argv-sized batches (count and byte budget; ``weight(name)``: its bytes, when not
+    one argv string of its own)."""
     if max_bytes is None:
         max_bytes = argv_budget()
     batch, size = [], 0
     for name in names:
-        cost = len(name.encode("utf-8", "surrogateescape")) + 1 + 8  # string, NUL, argv pointer
+        # string, NUL, argv pointer
+        cost = weight(name) if weight else len(name.encode("utf-8", "surrogateescape")) + 1 + 8
         if batch and ((max_count and len(batch) >= max_count) or size + cost > max_bytes):
             yield batch
             batch, size = [], 0

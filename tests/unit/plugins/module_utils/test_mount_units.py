@@ -397,16 +397,28 @@ def test_process_guard_keeps_a_pod_with_running_processes(make_tree):
 
 # --- apply: batches, failed units, reload ---------------------------------------
 
-def test_ten_thousand_units_take_a_constant_number_of_calls(tmp_path):
+@pytest.mark.parametrize("method", ["systemctl", "transaction"])
+def test_ten_thousand_units_take_a_constant_number_of_calls(tmp_path, method):
     units = [scope("run-r%032x.scope" % i, subpath(DEAD, idx=i)) for i in range(10000)]
     units += [mount(subpath(DEAD2, idx=i)) for i in range(2000)]
     node = FakeNode(units, pods=[{"uid": LIVE}])
-    result = _run(node, tmp_path, batch_size=5000)
-    assert result["stopped"] == 12000 and result["stop_calls"] == 3
+    result = _run(node, tmp_path, batch_size=5000, stop_method=method)
+    stops = [c for c in node.calls if c[1] == "stop" or c[0].endswith("/systemd-run")]
+    if method == "systemctl":
+        want = 3
+    else:
+        # both lists of a transaction are ONE argv string each: under the kernel's 131072 bytes a string
+        names = sum(len(c[c.index("--service-type=oneshot") + 2].split()) for c in stops)
+        assert names == 12000 and all(len(a) < 131072 for c in stops for a in c)
+        want = len(stops)
+        assert 3 < want <= 12000 // 2000   # still a handful of calls, not one per unit
+        assert result["transactions"] == want and result["fallbacks"] == 0
+    assert result["stop_method"] == method
+    assert result["stopped"] == 12000 and result["stop_calls"] == want == len(stops)
     assert len(result["stopped_units"]) == 100   # capped at list_limit
     words = [c[1] for c in node.calls]
     assert words.count("list-units") == 2 and words.count("show") == 0
-    assert len(node.calls) == 1 + 1 + 2 + 3 + 1   # version, list, crictl x2, stop x3, list
+    assert len(node.calls) == 1 + 1 + 2 + want + 1   # version, list, crictl x2, the stops, list
     for call in node.calls:
         assert sum(len(a) + 9 for a in call) <= mount_units_systemd.argv_budget() + 200
 
@@ -593,16 +605,21 @@ def test_standalone_cli_runs_without_ansible(tmp_path):
 
 
 def test_check_says_when_a_reboot_beats_the_cleanup(tmp_path):
-    # 12,000 leaked scopes of dead pods: ~285 s through systemd 252 by the measured curve
+    # 12,000 leaked scopes of dead pods, estimated on the measured curve of systemd 252 and the method a
+    # cleanup would use (one transaction a batch: systemd-run is on the fake node)
     units = [scope("run-u%d.scope" % i, subpath(DEAD)) for i in range(12000)]
     node = FakeNode(units, pods=[{"uid": LIVE}])
-    facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False, reboot_over_seconds=120)
+    est = mount_units_detect.estimate_seconds(12000 + 6, 12000, 252, "transaction")
+    assert est > mount_units_detect.estimate_seconds(100, 100, 252, "transaction") > 0
+    facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False, reboot_over_seconds=est / 2)
     slow = [f for f in facts["findings"] if f["id"] == "mount_units.cleanup_slow"]
     # fixed by the mount_units role's reboot path (tag mount_units_reboot), when remediate drained the node
     assert len(slow) == 1 and slow[0]["fix"]["role"] == "nodefix.k8s.mount_units"
     loaded = facts["mount_units"]["systemd"]["units_total"]
-    assert loaded >= 12000 and slow[0]["evidence"]["estimate_seconds"] == mount_units_detect.estimate_seconds(
-        loaded, 12000, facts["mount_units"]["systemd"]["version"]) > 120
+    assert loaded == 12006 and slow[0]["evidence"]["estimate_seconds"] == est
+    assert "one transaction" in slow[0]["evidence"]["estimate_basis"]
+    assert "mount_units.cleanup_slow" not in _ids(mount_units_detect.check(node, root=str(tmp_path), process_guard=False,
+                                                                           reboot_over_seconds=est * 2))
     # the default threshold (an hour) is not reached at this scale, and 0 turns it off
     assert "mount_units.cleanup_slow" not in _ids(mount_units_detect.check(node, root=str(tmp_path), process_guard=False))
     assert "mount_units.cleanup_slow" not in _ids(mount_units_detect.check(node, root=str(tmp_path), process_guard=False,

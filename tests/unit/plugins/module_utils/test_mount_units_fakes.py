@@ -7,6 +7,13 @@
 formats (captured from systemd 252 on the lab image).
 ``systemctl stop`` really changes the fake state, so a test can check what
 is left afterwards. Every call is recorded in ``calls``.
+
+``systemd-run`` (``stop_method=transaction``) is a double of the real contract, checked against
+systemd 247/252/257 in the lab (tests/integration, molecule mount_units): it reads
+``--property=Conflicts=`` the way ``systemd-run -p`` splits a dependency list (a backslash escapes the
+next character: ``a\\x2db.scope`` unquoted is ``ax2db.scope``), stops those units like one
+``systemctl stop`` but answers 0 (the oneshot's start succeeds whatever the stops did), and with
+``refuse_transactions`` answers as systemd does for job mode ``fail`` with nothing stopped.
 """
 
 import json
@@ -47,7 +54,8 @@ BASE_UNITS = [
 
 class FakeNode(object):
     def __init__(self, units=None, pods=None, containers=None, version=252, crictl=True, docker_lines=None,
-                 fail=None, stop_fails=None, stop_leaves_failed=None, stop_stuck=None, missing=()):
+                 fail=None, stop_fails=None, stop_leaves_failed=None, stop_stuck=None, missing=(),
+                 refuse_transactions=False):
         self.units = [dict(u) for u in BASE_UNITS + list(units or [])]
         self.pods = list(pods or [])            # crictl sandboxes: dicts with uid (or None), state
         self.containers = list(containers or [])  # dicts with pod_uid label
@@ -60,6 +68,7 @@ class FakeNode(object):
         self.missing = set(missing)
         self.calls = []
         self.crictl = crictl
+        self.refuse_transactions = refuse_transactions
 
     # Runner interface
     def bin(self, name, required=False, opt_dirs=None):
@@ -72,6 +81,8 @@ class FakeNode(object):
         self.calls.append(list(argv))
         tool = argv[0].rsplit("/", 1)[-1]
         args = list(argv[1:])
+        if tool == "systemd-run":
+            return self._systemd_run(args)
         if tool == "crictl":
             while args and args[0].startswith("--runtime-endpoint"):
                 args = args[2:]
@@ -131,6 +142,20 @@ class FakeNode(object):
         self.units = keep
         return rc, "", err
 
+    def _systemd_run(self, args):
+        opts = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+        props = [a[len("--property="):] for a in args if a.startswith("--property=")]
+        assert opts["unit"].startswith("nodefix-mount-units-stop-") and opts["service-type"] == "oneshot", args
+        assert "--collect" in args and "--quiet" in args and args[-1].endswith("/true"), args
+        deps = dict((k, unquote_words(v)) for k, v in (p.split("=", 1) for p in props))
+        assert deps["Conflicts"] == deps["After"], "the start must wait for every stop it asks for"
+        if self.refuse_transactions:
+            return 1, "", ("Failed to start transient service unit: Transaction for %s/start is destructive "
+                           "(%s has 'start' job queued, but 'stop' is included in transaction).\n"
+                           % (opts["unit"], deps["Conflicts"][0]))
+        self._systemctl_stop(deps["Conflicts"])
+        return 0, "", ""
+
     def _systemctl_reset_failed(self, args):
         names = set(args)
         self.units = [u for u in self.units if not (u["unit"] in names and u["active"] == "failed")]
@@ -171,4 +196,35 @@ class FakeNode(object):
         return set(u["unit"] for u in self.units)
 
     def count(self, word):
-        return sum(1 for c in self.calls if len(c) > 1 and c[1] == word)
+        """Calls of ``systemctl <word>``; ``stop`` counts the transactions (``systemd-run``) too."""
+        return sum(1 for c in self.calls if len(c) > 1 and (c[1] == word or (
+            word == "stop" and c[0].rsplit("/", 1)[-1] == "systemd-run")))
+
+
+def unquote_words(text):
+    """A dependency list as ``systemd-run -p`` reads it (extract_first_word, EXTRACT_UNQUOTE): words split on
+    whitespace, quotes removed, a backslash taking the next character literally."""
+    words, word, quote, escaped, started = [], [], None, False, False
+    for ch in text:
+        if escaped:
+            word.append(ch)
+            escaped, started = False, True
+        elif ch == "\\":
+            escaped, started = True, True
+        elif quote:
+            if ch == quote:
+                quote = None
+            else:
+                word.append(ch)
+        elif ch in "'\"":
+            quote, started = ch, True
+        elif ch.isspace():
+            if started:
+                words.append("".join(word))
+            word, started = [], False
+        else:
+            word.append(ch)
+            started = True
+    if started:
+        words.append("".join(word))
+    return words

@@ -355,7 +355,8 @@ def test_mount_unit_labels_say_what_their_facts_count():
     def facts(units):
         opts = mount_units_detect.normalize_options({})
         plan = {"options": opts, "units": units, "systemd_version": 247, "units_total": len(units) + 50,
-                "pods_dirs": ["/var/lib/kubelet/pods"], "runtime": {}, "show_calls": 1, "timings": {}}
+                "pods_dirs": ["/var/lib/kubelet/pods"], "runtime": {}, "show_calls": 1, "timings": {},
+                "stop_method": "transaction"}
         summary = mount_units_detect.summarize(plan, mount_units_detect.empty_record(), check_mode=True)
         return {"mount_units": {"mount_units": summary}}
 

@@ -53,16 +53,19 @@ def loaded_units(name):
 
 def stop_batch(name, names, method="systemctl"):
     """One raw ``systemctl stop`` of ``names`` (METHOD transaction: one systemd transaction, the module's
-    argv): seconds inside the container (podman exec not counted)."""
+    argv): seconds inside the container (podman exec not counted) until systemd was idle again
+    (stop_helper.py: a transaction returns before systemd is done with the units that left; batches
+    measured apart would miss that part, the module's batches back to back pay it)."""
     with tempfile.NamedTemporaryFile("w", delete=False) as fh:
         fh.write("\n".join(names))
     bench.put(name, fh.name, LAB + "/batch.txt")
     os.unlink(fh.name)
-    helper = "/txstop.py" if method == "transaction" else "/rawstop.py"
-    out = bench.pexec(name, "python3", LAB + helper, LAB + "/batch.txt", timeout=3600).stdout.decode().split()
-    if int(out[1]) != 0:
-        raise SystemExit("%s stop failed (rc %s)" % (method, out[1]))
-    return float(out[0])
+    bench.settle(name)   # what came before (the leak, the listing) is not this batch's
+    out = json.loads(bench.pexec(name, "python3", LAB + "/stop_helper.py", method, LAB + "/batch.txt",
+                                 timeout=3600).stdout)
+    if out["rc"] != 0:
+        raise SystemExit("%s stop failed (rc %s)" % (method, out["rc"]))
+    return out["settled"]
 
 
 def curve(name, expect, batch, order, seed, method="systemctl"):

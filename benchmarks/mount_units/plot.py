@@ -69,6 +69,11 @@ def systemd_version(text):
     return int(m.group(1)) if m else None
 
 
+def method_of(run):
+    """How the run's batches were stopped (runs before curve.py --method: systemctl stop)."""
+    return run.get("method", "systemctl")
+
+
 def whole(coef, loaded, k):
     f = features(loaded, k)
     return k * sum(c * x for c, x in zip(coef, f)) / 1000.0
@@ -81,48 +86,55 @@ def main():
     args = ap.parse_args()
     with open(args.json) as fh:
         runs = json.load(fh)["runs"]
-    print("| systemd | image | N | order | whole stop (s) | ms/unit at ~1k / 5k / 10k loaded | fit A, B, C | "
+    print("| systemd | stop method | image | N | order | whole stop (s) | ms/unit at ~1k / 5k / 10k loaded | fit A, B, C | "
           "fit's whole stop (s) | check-mode estimate then (s) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     fits = {}
     for r in runs:
         pts = r["points"]
+        if not pts:      # an accuracy run alone (curve.py --no-curve)
+            continue
         coef = fit(pts)
         v = systemd_version(r["systemd"])
         if r["order"] == "forward" and len(pts) >= 5:
-            fits[v] = coef
+            fits[(method_of(r), v)] = coef
 
         def at(n, pts=pts):
             near = min(pts, key=lambda p: abs(p["loaded"] - n))
             return "%.1f" % near["ms_per_unit"] if abs(near["loaded"] - n) <= 1000 else "-"
         loaded0 = pts[0]["loaded"]
         k = sum(p["stopped"] for p in pts)
-        print("| %s | %s | %d | %s | %.1f | %s / %s / %s | %.4g, %.4g, %.4g | %.1f | %.1f |" % (
-            v, r["image"].rsplit("/", 1)[-1], r["n"], r["order"], r["stop_seconds"], at(1000), at(5000), at(10000),
+        print("| %s | %s | %s | %d | %s | %.1f | %s / %s / %s | %.4g, %.4g, %.4g | %.1f | %.1f |" % (
+            v, method_of(r), r["image"].rsplit("/", 1)[-1], r["n"], r["order"], r["stop_seconds"], at(1000), at(5000), at(10000),
             coef[0], coef[1], coef[2], whole(coef, loaded0, k), r["estimate"]["estimate_seconds"]))
     accs = [r for r in runs if r.get("accuracy")]
     if accs:
-        print("\n| systemd | N | check-mode estimate (s) | module cleanup measured (s) | error |")
-        print("|---|---|---|---|---|")
+        print("\n| systemd | stop method | N | check-mode estimate (s) | module cleanup measured (s) | error |")
+        print("|---|---|---|---|---|---|")
         for r in accs:
             acc = r["accuracy"]
-            print("| %s | %d | %.1f | %.1f | %+.0f %% |" % (systemd_version(r["systemd"]), acc["n"],
+            print("| %s | %s | %d | %.1f | %.1f | %+.0f %% |" % (systemd_version(r["systemd"]), method_of(r), acc["n"],
                                                             acc["estimate_seconds"], acc["module_wall_seconds"],
                                                             100 * acc["error"]))
-    print("\nfitted (A ms, B ms per loaded unit, C ms per loaded unit squared) by systemd version: %s"
-          % json.dumps(dict((v, ["%.4g" % c for c in coef]) for v, coef in sorted(fits.items()))))
+    for method in sorted(set(m for m, _v in fits)):
+        print("\nfitted (A ms, B ms per loaded unit, C ms per loaded unit squared), %s, by systemd version: %s"
+              % (method, json.dumps(dict((v, ["%.4g" % c for c in coef]) for (m, v), coef in sorted(fits.items())
+                                         if m == method))))
     if args.png:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from plotting import pyplot, save  # pylint: disable=import-outside-toplevel
         fig, ax = pyplot().subplots(figsize=(8, 4.8), dpi=110)
-        for r in sorted(runs, key=lambda r: (systemd_version(r["systemd"]) or 0, r["order"])):
+        for r in sorted(runs, key=lambda r: (method_of(r), systemd_version(r["systemd"]) or 0, r["order"])):
             pts = sorted(r["points"], key=lambda p: p["loaded"])
-            label = "systemd %s (%s, %s order)" % (systemd_version(r["systemd"]), r["image"].rsplit("-", 1)[-1], r["order"])
+            if not pts:
+                continue
+            label = "systemd %s (%s, %s order, %s)" % (systemd_version(r["systemd"]), r["image"].rsplit("-", 1)[-1],
+                                                       r["order"], method_of(r))
             ax.plot([p["loaded"] for p in pts], [p["ms_per_unit"] for p in pts], marker="o", ms=3, label=label,
-                    linestyle="-" if r["order"] == "forward" else "--")
+                    linestyle=":" if method_of(r) == "transaction" else "-" if r["order"] == "forward" else "--")
         ax.set_xlabel("units loaded in systemd when the batch started")
         ax.set_ylabel("ms per stopped unit (batches of %d)" % runs[0]["batch"])
-        ax.set_title("Stopping leaked kubelet scopes: cost per unit grows with loaded units")
+        ax.set_title("Stopping leaked kubelet scopes: systemctl stop vs one transaction a batch")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         save(fig, args.png)

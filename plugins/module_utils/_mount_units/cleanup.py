@@ -37,22 +37,35 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.detect im
 )
 
 
-def _stop_batch(runner, plan, batch, record):
-    """Stop ``batch``: one transaction (``stop_method=transaction``, every name eligible), else, or when systemd
-    refused the transaction, one ``systemctl stop``. What is still up is told by the re-read after all batches."""
-    if plan["stop_tools"] and all(transaction.eligible(n) for n in batch):
-        argv = transaction.argv(plan["stop_tools"], batch, "%d-%d-%d" % (os.getpid(), int(time.time()),
-                                                                          record["stop_calls"]))
-        rc, _out, err = runner.run(argv, check=False)
-        record["stop_calls"] += 1
-        if rc == 0:
-            record["transactions"] += 1
-            return
-        # job mode "fail": systemd refused the whole transaction (a queued job of one of the units, an
-        # option this systemd-run lacks); nothing of it ran - the batch goes to systemctl stop (mode replace)
-        record["errors"].append({"cmd": "systemd-run (one transaction stopping %d units, first %s)"
-                                 % (len(batch), batch[0]), "rc": rc, "stderr": (err or "")[-2000:], "ignored": True})
-        record["fallbacks"] += 1
+def _transaction(runner, plan, batch, record):
+    """Stop ``batch`` in one systemd transaction. When ``systemd-run`` fails, the rest of the run goes the
+    ``systemctl stop`` way, and so does what of this batch is still up (re-read: a failure that is not a
+    refusal - killed at the deadline, a bus timeout - may leave stops queued or done)."""
+    argv = transaction.argv(plan["stop_tools"], batch, "%d-%d-%d" % (os.getpid(), int(time.time()),
+                                                                      record["stop_calls"]))
+    rc, _out, err = runner.run(argv, check=False)
+    record["stop_calls"] += 1
+    if rc == 0:
+        record["transactions"] += 1
+        return
+    refused = transaction.refused(err)
+    record["errors"].append({"cmd": "systemd-run (one transaction stopping %d units, first %s)"
+                             % (len(batch), batch[0]), "rc": rc, "stderr": (err or "")[-2000:],
+                             "ignored": refused})
+    record["fallbacks"] += 1
+    plan["stop_tools"] = None
+    if refused:
+        up = batch        # systemd queued nothing
+    else:
+        argv = [plan["systemctl"], "list-units", "--all", "--plain", "--no-legend", "--full"]
+        rc, out, _err = runner.run(argv, check=False)
+        listed = dict((r["unit"], r["active"]) for r in parse_list_units(out)) if rc == 0 else None
+        up = [n for n in batch if listed is None or listed.get(n) in ACTIVE_STATES_TO_STOP]
+    if up:
+        _systemctl_stop(runner, plan, up, record)
+
+
+def _systemctl_stop(runner, plan, batch, record):
     argv = [plan["systemctl"], "stop"] + batch
     rc, _out, err = runner.run(argv, check=False)
     record["stop_calls"] += 1
@@ -62,21 +75,25 @@ def _stop_batch(runner, plan, batch, record):
 
 
 def _batches(plan, names):
-    """argv-sized batches of ``batch_size``; with transactions, the names twice (Conflicts=, After=) fit the
-    argv budget and each list one argv string."""
+    """(way, batch) pairs: the names a transaction may carry in transactions (both lists, Conflicts= and
+    After=, fit the argv budget and each one argv string), then the others in ``systemctl stop`` batches;
+    ``batch_size`` names at most, argv kept under its budget."""
     size = int(plan["options"]["batch_size"])
-    if not plan["stop_tools"]:
-        return chunks(names, size)
-    return chunks(names, size, max_bytes=min((argv_budget() - 1024) // 2, transaction.PROPERTY_MAX_BYTES),
-                  weight=transaction.weight)
+    tx = [n for n in names if transaction.eligible(n)] if plan["stop_tools"] else []
+    taken = set(tx)
+    rest = [n for n in names if n not in taken]
+    budget = min((argv_budget() - 1024) // 2, transaction.PROPERTY_MAX_BYTES)
+    out = [("transaction", b) for b in chunks(tx, size, max_bytes=budget, weight=transaction.weight)]
+    return out + [("systemctl", b) for b in chunks(rest, size)]
 
 
 def apply(runner, plan):
     """Stop, reset and reload what ``survey`` decided; returns the record of what was done.
 
     Orphans are stopped in batches of ``batch_size`` names (argv kept under
-    ARG_MAX): each batch in one systemd transaction (``_mount_units.transaction``)
-    or with ``systemctl stop``; ONE ``list-units`` afterwards tells which are
+    ARG_MAX): each batch of names a transaction may carry in one systemd
+    transaction (``_mount_units.transaction``), the others with ``systemctl
+    stop``; ONE ``list-units`` afterwards tells which are
     still up (a failure) and which ended ``failed`` (then reset with
     ``systemctl reset-failed <those names>``, never a global reset).
     """
@@ -90,12 +107,16 @@ def apply(runner, plan):
     t0 = time.time()
     budget = float(o["max_seconds"]) if o.get("max_seconds") else None
     attempted = []
-    for batch in _batches(plan, to_stop):
+    for way, batch in _batches(plan, to_stop):
         if budget is not None and attempted and time.time() - t0 >= budget:
             break  # the budget is spent: the rest is left for the next run (or the node's timer)
         attempted.extend(batch)
-        _stop_batch(runner, plan, batch, record)
-    record["left"] = to_stop[len(attempted):]
+        if way == "transaction" and plan["stop_tools"]:
+            _transaction(runner, plan, batch, record)
+        else:
+            _systemctl_stop(runner, plan, batch, record)
+    done = set(attempted)
+    record["left"] = [n for n in to_stop if n not in done]
     to_stop = attempted
     if to_stop:
         _verify(runner, systemctl, to_stop, o, record)
@@ -162,7 +183,7 @@ def run(runner, root="/", state="query", check_mode=False, **opts):
     failed = failed or any(e["cmd"] == "systemctl daemon-reload" for e in record["errors"])
     result["failed"] = failed
     if record["still_active"]:
-        result["msg"] = "%d of %d orphaned units are still active after systemctl stop" % (
+        result["msg"] = "%d of %d orphaned units are still active after the stop" % (
             len(record["still_active"]), len(record["stopped"]) + len(record["still_active"]))
     elif failed:
         result["msg"] = "; ".join("%s: rc=%s %s" % (e["cmd"], e["rc"], e["stderr"].strip()) for e in record["errors"])

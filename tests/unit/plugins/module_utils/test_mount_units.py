@@ -170,8 +170,10 @@ def test_real_listing_stops_exactly_the_dead_pod_units(tmp_path):
                                  "unit_limit": 131072}
     assert not dead & node.names()
     assert "run-.containerenv.mount" in node.names() and "home.mount" in node.names()
-    # list-units, version, crictl pods + ps, ONE stop, one list-units after
-    assert node.count("stop") == 1 and node.count("show") == 0 and node.count("list-units") == 2
+    # list-units, version, crictl pods + ps, the scope in one transaction and the mount unit (its name holds
+    # "\x2d") in one systemctl stop, one list-units after
+    assert node.count("stop") == 2 and node.count("show") == 0 and node.count("list-units") == 2
+    assert [c[2:] for c in node.calls if c[1] == "stop"] == [[n for n in dead if n.endswith(".mount")]]
 
 
 def test_timings_name_the_re_read_apart_from_the_stop(tmp_path):
@@ -407,12 +409,15 @@ def test_ten_thousand_units_take_a_constant_number_of_calls(tmp_path, method):
     if method == "systemctl":
         want = 3
     else:
-        # both lists of a transaction are ONE argv string each: under the kernel's 131072 bytes a string
-        names = sum(len(c[c.index("--service-type=oneshot") + 2].split()) for c in stops)
-        assert names == 12000 and all(len(a) < 131072 for c in stops for a in c)
+        # the 10,000 scopes in transactions, each list ONE argv string under the kernel's 131072 bytes; the
+        # 2,000 mount units ("\x2d" in their names) in one systemctl stop
+        txs = [c for c in stops if c[0].endswith("/systemd-run")]
+        names = sum(len(next(a for a in c if a.startswith("--property=After=")).split()) for c in txs)
+        assert names == 10000 and all(len(a) < 131072 for c in txs for a in c)
+        assert [len(c) - 2 for c in stops if c[1] == "stop"] == [2000]
         want = len(stops)
-        assert 3 < want <= 12000 // 2000   # still a handful of calls, not one per unit
-        assert result["transactions"] == want and result["fallbacks"] == 0
+        assert 3 < want <= 10000 // 2000 + 1   # still a handful of calls, not one per unit
+        assert result["transactions"] == want - 1 and result["fallbacks"] == 0
     assert result["stop_method"] == method
     assert result["stopped"] == 12000 and result["stop_calls"] == want == len(stops)
     assert len(result["stopped_units"]) == 100   # capped at list_limit
@@ -454,7 +459,8 @@ def test_idempotent_second_run(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD)), mount(subpath(DEAD))])
     assert _run(node, tmp_path)["changed"] is True
     second = _run(node, tmp_path)
-    assert second["changed"] is False and second["total"] == 0 and node.count("stop") == 1
+    # the first run: the scope in one transaction, the mount unit with systemctl stop; the second: nothing
+    assert second["changed"] is False and second["total"] == 0 and node.count("stop") == 2
 
 
 def test_bad_options():

@@ -9,11 +9,13 @@ formats (captured from systemd 252 on the lab image).
 is left afterwards. Every call is recorded in ``calls``.
 
 ``systemd-run`` (``stop_method=transaction``) is a double of the real contract, checked against
-systemd 247/252/257 in the lab (tests/integration, molecule mount_units): it reads
+systemd 247/252/257 in the lab (molecule mount_units, benchmarks/mount_units): it reads
 ``--property=Conflicts=`` the way ``systemd-run -p`` splits a dependency list (a backslash escapes the
 next character: ``a\\x2db.scope`` unquoted is ``ax2db.scope``), stops those units like one
-``systemctl stop`` but answers 0 (the oneshot's start succeeds whatever the stops did), and with
-``refuse_transactions`` answers as systemd does for job mode ``fail`` with nothing stopped.
+``systemctl stop`` but answers 0 (the oneshot's start succeeds whatever the stops did); with
+``refuse_transactions`` it answers as systemd does for job mode ``fail`` with nothing stopped, with
+``transaction_dies`` it stops them and then answers 124 (killed), and below systemd 236 it does not
+know ``--collect``.
 """
 
 import json
@@ -55,7 +57,7 @@ BASE_UNITS = [
 class FakeNode(object):
     def __init__(self, units=None, pods=None, containers=None, version=252, crictl=True, docker_lines=None,
                  fail=None, stop_fails=None, stop_leaves_failed=None, stop_stuck=None, missing=(),
-                 refuse_transactions=False):
+                 refuse_transactions=False, transaction_dies=False):
         self.units = [dict(u) for u in BASE_UNITS + list(units or [])]
         self.pods = list(pods or [])            # crictl sandboxes: dicts with uid (or None), state
         self.containers = list(containers or [])  # dicts with pod_uid label
@@ -69,6 +71,7 @@ class FakeNode(object):
         self.calls = []
         self.crictl = crictl
         self.refuse_transactions = refuse_transactions
+        self.transaction_dies = transaction_dies
 
     # Runner interface
     def bin(self, name, required=False, opt_dirs=None):
@@ -147,13 +150,19 @@ class FakeNode(object):
         props = [a[len("--property="):] for a in args if a.startswith("--property=")]
         assert opts["unit"].startswith("nodefix-mount-units-stop-") and opts["service-type"] == "oneshot", args
         assert "--collect" in args and "--quiet" in args and args[-1].endswith("/true"), args
+        if self.version < 236:
+            return 1, "", "systemd-run: unrecognized option '--collect'\n"
         deps = dict((k, unquote_words(v)) for k, v in (p.split("=", 1) for p in props))
-        assert deps["Conflicts"] == deps["After"], "the start must wait for every stop it asks for"
+        assert deps["DefaultDependencies"] == ["no"] and deps["Conflicts"][0] == "shutdown.target", deps
+        assert deps["Conflicts"][1:] == deps["After"], "the start must wait for every stop it asks for"
         if self.refuse_transactions:
             return 1, "", ("Failed to start transient service unit: Transaction for %s/start is destructive "
                            "(%s has 'start' job queued, but 'stop' is included in transaction).\n"
-                           % (opts["unit"], deps["Conflicts"][0]))
-        self._systemctl_stop(deps["Conflicts"])
+                           % (opts["unit"], deps["After"][0]))
+        self._systemctl_stop(deps["After"])
+        if self.transaction_dies:
+            # the stops were queued and done, then systemd-run died (a deadline, a bus timeout)
+            return 124, "", "systemd-run: killed after 30.0 s (no answer before the deadline)\n"
         return 0, "", ""
 
     def _systemctl_reset_failed(self, args):
@@ -194,6 +203,16 @@ class FakeNode(object):
     # helpers for assertions
     def names(self):
         return set(u["unit"] for u in self.units)
+
+    def touched(self):
+        """Every name a call could have stopped or reset (a transaction's ``After=`` list included)."""
+        names = set()
+        for c in self.calls:
+            if c[0].endswith("/systemd-run"):
+                names.update(unquote_words(next(a for a in c if a.startswith("--property=After="))[17:]))
+            elif len(c) > 1 and c[1] in ("stop", "reset-failed"):
+                names.update(c[2:])
+        return names
 
     def count(self, word):
         """Calls of ``systemctl <word>``; ``stop`` counts the transactions (``systemd-run``) too."""

@@ -133,10 +133,7 @@ def test_no_live_pod_unit_is_ever_selected(tmp_path_factory, case):
 
     result = mount_units_cleanup.run(node, root=str(fake_root), state="absent", kubelet_root_dir=root, list_limit=0,
                                      process_guard=False)
-    touched = set()
-    for call in node.calls:
-        if call[1] in ("stop", "reset-failed"):
-            touched.update(call[2:])
+    touched = node.touched()   # systemctl stop/reset-failed and the transactions' names
     for name in touched:
         assert truth.get(name) == "dead", "%s (%s) was touched" % (name, truth.get(name))
     for name, t in truth.items():

@@ -39,52 +39,84 @@ def test_a_transaction_stops_exactly_the_listed_names(tmp_path):
     node, dead, lookalike = _lookalike_node()
     result = _run(node, tmp_path)
     assert not result["failed"] and result["stop_method"] == "transaction"
-    assert result["transactions"] == result["stop_calls"] == 1 and result["fallbacks"] == 0
+    # the scope in one transaction; the mount unit (a "\x2d" in its name) with systemctl stop
+    assert result["transactions"] == 1 and result["stop_calls"] == 2 and result["fallbacks"] == 0
     calls = transactions(node)
-    assert len(calls) == 1 and node.count("stop") == 1
-    # both lists read back (as systemd-run splits them) to exactly the orphans' names
-    props = dict(a[len("--property="):].split("=", 1) for a in calls[0] if a.startswith("--property="))
-    want = sorted([dead, "run-r%032x.scope" % 1])
-    assert sorted(unquote_words(props["Conflicts"])) == want and sorted(unquote_words(props["After"])) == want
+    assert len(calls) == 1 and node.count("stop") == 2
+    props = [a[len("--property="):].split("=", 1) for a in calls[0] if a.startswith("--property=")]
+    assert props == [["DefaultDependencies", "no"], ["Conflicts", "shutdown.target run-r%032x.scope" % 1],
+                     ["After", "run-r%032x.scope" % 1]]
+    stops = [c for c in node.calls if c[1] == "stop"]
+    assert len(stops) == 1 and stops[0][2:] == [dead]
+    assert node.touched() == {dead, "run-r%032x.scope" % 1}
     assert dead not in node.names() and lookalike in node.names() and "run-u7.scope" in node.names()
-    assert sorted(result["stopped_units"]) == want
+    assert sorted(result["stopped_units"]) == sorted([dead, "run-r%032x.scope" % 1])
 
 
-def test_the_escaping_is_what_keeps_the_lookalike(tmp_path, monkeypatch):
-    # the same run with the backslashes passed as they are: systemd-run reads \x2d as x2d and the
-    # transaction stops the lookalike instead - the check above would catch a lost escaping
-    monkeypatch.setattr(transaction, "quoted", lambda name: name)
+def test_a_backslash_in_a_transaction_would_stop_the_lookalike(tmp_path, monkeypatch):
+    # why names with a backslash stay out: systemd-run reads \x2d as x2d and the transaction stops the
+    # lookalike instead (the fake unquotes as systemd-run does); the check above would catch it
+    monkeypatch.setattr(transaction, "eligible", lambda name: True)
     node, dead, lookalike = _lookalike_node()
     result = _run(node, tmp_path)
     assert lookalike not in node.names() and dead in node.names()
     assert result["failed"] and result["still_active_units"] == [dead]
 
 
-def test_a_refused_transaction_goes_to_systemctl_stop(tmp_path):
-    node, dead, lookalike = _lookalike_node()
-    node.refuse_transactions = True
-    result = _run(node, tmp_path)
-    assert not result["failed"] and result["stopped"] == 2 and result["fallbacks"] == 1 and result["transactions"] == 0
-    assert result["stop_calls"] == 2
-    stops = [c for c in node.calls if c[1] == "stop"]
-    assert len(transactions(node)) == 1 and len(stops) == 1
-    assert sorted(stops[0][2:]) == sorted([dead, "run-r%032x.scope" % 1])
+def test_a_refused_transaction_sends_the_rest_of_the_run_to_systemctl_stop(tmp_path):
+    scopes = ["run-r%032x.scope" % i for i in range(3)]
+    node = FakeNode([scope(n, subpath(DEAD, idx=i)) for i, n in enumerate(scopes)], pods=[{"uid": LIVE}],
+                    refuse_transactions=True)
+    result = _run(node, tmp_path, batch_size=1)
+    assert not result["failed"] and result["stopped"] == 3 and result["fallbacks"] == 1 and result["transactions"] == 0
+    # one refused transaction, then its batch and the two others each one systemctl stop; no second transaction
+    assert len(transactions(node)) == 1 and [c[2:] for c in node.calls if c[1] == "stop"] == [[n] for n in scopes]
+    assert result["stop_calls"] == 4 and not set(scopes) & node.names()
     refused = [e for e in result["errors"] if e["cmd"].startswith("systemd-run")]
     assert len(refused) == 1 and refused[0]["ignored"] is True and "destructive" in refused[0]["stderr"]
-    assert dead not in node.names() and lookalike in node.names()
 
 
-def test_a_name_no_unit_can_have_sends_its_batch_to_systemctl_stop(tmp_path):
+def test_a_transaction_killed_after_its_stops_is_re_read_not_repeated(tmp_path):
+    # rc 124: not a refusal - the stops may be queued or done; the batch is re-read and only what is still
+    # up goes to systemctl stop (here nothing: no "not loaded" errors), the error is not marked ignored
+    node, dead, lookalike = _lookalike_node()
+    node.transaction_dies = True
+    result = _run(node, tmp_path)
+    assert not result["failed"] and result["fallbacks"] == 1
+    stops = [c[2:] for c in node.calls if c[1] == "stop"]
+    assert stops == [[dead]]          # the mount unit's own batch; the scope's was not stopped twice
+    died = [e for e in result["errors"] if e["cmd"].startswith("systemd-run")]
+    assert len(died) == 1 and died[0]["ignored"] is False and died[0]["rc"] == 124
+    assert [c[1] for c in node.calls].count("list-units") == 3   # survey, the batch's re-read, the final one
+    assert lookalike in node.names() and result["stopped"] == 2
+
+
+@pytest.mark.parametrize("version", [219, 235, None])
+def test_an_old_or_unknown_systemd_never_gets_a_transaction(tmp_path, version):
+    node, dead, _lookalike = _lookalike_node()
+    node.version = version or 252
+    if version is None:
+        node.fail["systemctl --version"] = (1, "", "no version\n")
+    check = _run(node, tmp_path, check_mode=True)
+    result = _run(node, tmp_path)
+    assert check["stop_method"] == result["stop_method"] == "systemctl" and not transactions(node)
+    assert result["fallbacks"] == 0 and not result["errors"] and dead not in node.names()
+
+
+def test_a_name_no_transaction_may_carry_goes_to_systemctl_stop(tmp_path):
     # a mount unit listed with a raw "%" (systemd itself escapes it as \x25): not put in a transaction
     path = subpath(DEAD) + "%"
     odd = mount_units_systemd.systemd_escape_path(path).replace("\\x25", "%") + ".mount"
     node = FakeNode([mount(path, name=odd), scope("run-u9.scope", subpath(DEAD, idx=1))], pods=[{"uid": LIVE}])
     result = _run(node, tmp_path, pod_source="list")
-    assert not transactions(node) and result["transactions"] == 0 and result["fallbacks"] == 0
-    stops = [c for c in node.calls if c[1] == "stop"]
-    assert len(stops) == 1 and sorted(stops[0][2:]) == sorted([odd, "run-u9.scope"])
-    assert not transaction.eligible(odd) and not transaction.eligible("a'b.scope") and not transaction.eligible("")
-    assert transaction.eligible(r"var-lib-kubelet-pods-a\x2db.mount") and transaction.eligible("getty@tty1.service")
+    assert result["transactions"] == 1 and result["fallbacks"] == 0
+    assert [c[2:] for c in node.calls if c[1] == "stop"] == [[odd]]
+    for name in (odd, "a'b.scope", "", "x.service", "getty@tty1.scope", r"var-lib-kubelet-pods-a\x2db.mount",
+                 "-.mount" + "x" * 250):
+        assert not transaction.eligible(name), name
+    assert transaction.eligible("run-r%032x.scope" % 5) and transaction.eligible("run-u42.scope")
+    with pytest.raises(ValueError):
+        transaction.argv(("/usr/bin/systemd-run", "/usr/bin/true"), ["run-u1.scope", odd], "1")
 
 
 @pytest.mark.parametrize("missing", ["systemd-run", "true"])
@@ -107,7 +139,7 @@ def test_check_mode_and_query_start_no_transaction(tmp_path):
         result = _run(node, tmp_path, **kw)
         assert result["stop_method"] == "transaction" and result["to_stop"] == 2
         assert "one transaction" in result["estimate_basis"]
-    assert not transactions(node) and node.names() == before
+    assert not transactions(node) and not node.touched() and node.names() == before
 
 
 def test_stop_method_is_checked():
@@ -117,23 +149,25 @@ def test_stop_method_is_checked():
 
 
 def test_the_transaction_waits_for_every_stop_and_leaves_no_unit_behind():
-    argv = transaction.argv(("/usr/bin/systemd-run", "/usr/bin/true"), ["a.scope", r"b\x2dc.mount"], "7-1-0")
+    argv = transaction.argv(("/usr/bin/systemd-run", "/usr/bin/true"), ["a.scope", "b.mount"], "7-1-0")
     assert argv[0] == "/usr/bin/systemd-run" and argv[-1] == "/usr/bin/true"
-    # ONE transaction (Conflicts=), started only after every stop (After=), collected whatever its result,
-    # a unique name, waited for (no --no-block), no password prompt in a play
-    assert "--property=Conflicts=a.scope b\\\\x2dc.mount" in argv and "--property=After=a.scope b\\\\x2dc.mount" in argv
+    # ONE transaction (Conflicts=), started only after every stop (After=), refused on a node shutting down,
+    # nothing else pulled in, collected whatever its result, a unique name, waited for (no --no-block)
+    assert "--property=Conflicts=shutdown.target a.scope b.mount" in argv and "--property=After=a.scope b.mount" in argv
+    assert "--property=DefaultDependencies=no" in argv
     assert "--collect" in argv and "--no-ask-password" in argv and "--no-block" not in argv
     assert "--unit=nodefix-mount-units-stop-7-1-0.service" in argv and "--service-type=oneshot" in argv
+    assert transaction.refused("Failed to start transient service unit: Transaction for x is destructive")
+    assert not transaction.refused("") and not transaction.refused("killed after 30.0 s")
 
 
 def test_batches_fit_one_argv_string_each(tmp_path):
-    # names with many escapes (each backslash doubled in the list): every list stays under the kernel's
-    # 131072 bytes a string however large batch_size is
-    names = [mount(subpath(DEAD, vol="v-%d-x-y-z" % i, idx=i))["unit"] for i in range(6000)]
+    names = ["run-r%032x.scope" % i for i in range(9000)] + ["var-lib-x\\x2dy-%d.mount" % i for i in range(3)]
     plan = {"options": {"batch_size": 100000}, "stop_tools": ("/usr/bin/systemd-run", "/usr/bin/true")}
     batches = list(mount_units_cleanup._batches(plan, names))   # pylint: disable=protected-access
-    assert sum(len(b) for b in batches) == 6000 and len(batches) > 1
-    for b in batches:
-        text = " ".join(transaction.quoted(n) for n in b)
-        assert len(("--property=Conflicts=" + text).encode()) < 131072
+    tx = [b for way, b in batches if way == "transaction"]
+    assert sum(len(b) for b in tx) == 9000 and len(tx) > 1
+    assert [b for way, b in batches if way == "systemctl"] == [names[9000:]]
+    for b in tx:
+        assert len(("--property=Conflicts=shutdown.target " + " ".join(b)).encode()) < 131072
         assert 2 * sum(transaction.weight(n) for n in b) <= mount_units_systemd.argv_budget()

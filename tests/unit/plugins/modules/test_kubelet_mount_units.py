@@ -58,6 +58,27 @@ def test_absent_stops_dead_pod_units_only(run_module, tmp_path):
     assert not table.expected
 
 
+def test_absent_with_systemd_run_stops_the_scope_in_one_transaction(run_module, tmp_path):
+    # the default stop_method on a node with systemd-run: the dead pod's scope in ONE transaction, its mount
+    # unit (a "\x2d" in its name: never in a transaction) with systemctl stop; the live pod's units untouched
+    bins = dict(BINS, **{"systemd-run": "/usr/bin/systemd-run", "true": "/usr/bin/true"})
+    scope = "run-r%s.scope" % ("a" * 32)
+    commands = survey_commands() + [
+        {"argv": ["/usr/bin/systemd-run"]},
+        {"argv": [SC, "stop", DEAD_MOUNT]},
+        {"argv": [SC, "list-units", "--all", "--plain", "--no-legend", "--full"], "out": AFTER},
+    ]
+    result, failed, table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
+                                       commands=commands, bins=bins)
+    assert not failed, result
+    assert not table.expected and result["stop_method"] == "transaction"
+    assert (result["transactions"], result["stop_calls"], result["fallbacks"], result["stopped"]) == (1, 2, 0, 2)
+    run = table.calls[4]
+    assert "--property=Conflicts=shutdown.target %s" % scope in run and "--property=After=%s" % scope in run
+    assert not any(LIVE_MOUNT in a or "run-u7.scope" in a for c in table.calls for a in c)
+    assert result["estimate_basis"].startswith("systemd 252 curve, one transaction a batch")
+
+
 def test_check_mode_runs_no_stop(run_module, tmp_path):
     result, failed, table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
                                        commands=survey_commands(), bins=BINS, check_mode=True)
@@ -168,23 +189,25 @@ def measured_runs():
 
 
 def test_estimate_follows_the_measured_curves(run_module, tmp_path):
-    # benchmarks/mount_units/curve.json: every measured version has its curve, and the model predicts each
-    # run's whole stop (raw batches, plus the module's overhead) within 30 %
+    # benchmarks/mount_units/curve.json: every measured version has its curve for each stop method, and the
+    # model predicts each run's whole stop (its batches, plus the module's overhead) within 30 %
     runs = [r for r in measured_runs() if r["order"] == "forward" and len(r["points"]) >= 5]
-    assert runs
+    assert set(r.get("method", "systemctl") for r in runs) == set(mount_units_detect.STOP_METHODS)
     for r in runs:
-        version = int(r["systemd"].split()[1])
-        assert mount_units_detect.cost_version(version) == version, "systemd %d measured but not in STOP_COST_MS" % version
+        version, method = int(r["systemd"].split()[1]), r.get("method", "systemctl")
+        assert mount_units_detect.cost_version(version, method) == version, \
+            "systemd %d measured (%s) but not in its cost table" % (version, method)
         loaded = r["points"][0]["loaded"]
-        est = mount_units_detect.estimate_seconds(loaded, r["n"], version)
+        est = mount_units_detect.estimate_seconds(loaded, r["n"], version, method)
         want = r["stop_seconds"] * mount_units_detect.MODULE_OVERHEAD
-        assert abs(est - want) / want < 0.30, (version, est, want)
+        assert abs(est - want) / want < 0.30, (version, method, est, want)
     # the acceptance check: at 5,000 leaked units the check-mode estimate against the module's measured cleanup
     # (runs whose recorded estimate is what the current model computes for their node: the model they checked)
     checked = [r["accuracy"] for r in measured_runs() if r.get("accuracy") and r["accuracy"]["estimate_seconds"]
                == mount_units_detect.estimate_seconds(r["accuracy"]["units_total"], r["accuracy"]["to_stop"],
-                                                      int(r["systemd"].split()[1]))]
-    assert checked, "no accuracy run made with the current model in curve.json"
+                                                      int(r["systemd"].split()[1]), r.get("method", "systemctl"))]
+    assert set(r.get("method", "systemctl") for r in measured_runs() if r.get("accuracy") in checked) == \
+        set(mount_units_detect.STOP_METHODS), "an accuracy run made with the current model for each method"
     for acc in checked:
         assert acc["n"] == 5000 and acc["stopped"] == acc["to_stop"] >= 5000
         assert abs(acc["estimate_seconds"] - acc["module_wall_seconds"]) / acc["module_wall_seconds"] <= 0.30, acc  # not-timed: recorded runs

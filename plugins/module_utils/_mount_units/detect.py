@@ -609,16 +609,16 @@ STOP_COST_SOURCE = {
 # The same for stop_method=transaction (one systemd transaction a batch: curve.py --method transaction, the
 # same lab and harness, each batch timed until systemd is idle again): a transaction returns sooner, but
 # systemd recomputes the slice's masks for the units that left after it, so the cost per unit still grows
-# with the units loaded, as steeply as with systemctl stop above 5,000 loaded units.
+# with the units loaded - about 40 % below systemctl stop's measured the same day.
 TRANSACTION_COST_MS = {
-    247: (1.617, -0.0001025, 4.525e-08),
+    247: (2.328, -0.0002673, 6.83e-08),
     252: (-0.4462, 0.001309, 8.649e-08),
-    257: (-0.1332, 0.00151, 1.112e-07),
+    257: (-2.019, 0.003703, 1.492e-09),
 }
 TRANSACTION_COST_SOURCE = {
-    247: "Debian 11 lab: 6,000 scopes stopped in 11.3 s in transactions of 1,000, 1.5 ms a unit at 1,152 loaded, 2.6 at 6,152",
+    247: "Debian 11 lab: 10,000 scopes stopped in 33.3 s in transactions of 1,000, 1.8 ms a unit at 1,152 loaded, 6.4 at 10,152",
     252: "Debian 12 lab: 10,000 scopes stopped in 93.8 s in transactions of 1,000, 1.1 ms a unit at 1,182 loaded, 19.7 at 10,182",
-    257: "Debian 13 lab: 6,000 scopes stopped in 36.9 s in transactions of 1,000, 1.1 ms a unit at 1,192 loaded, 11.8 at 6,192",
+    257: "Debian 13 lab: 10,000 scopes stopped in 172.6 s in transactions of 1,000, 1.7 ms a unit at 1,192 loaded, 31.7 at 10,192",
 }
 DEFAULT_COST_VERSION = 252
 MODULE_OVERHEAD = 1.10

@@ -113,9 +113,9 @@ def main():
         print("|---|---|---|---|---|---|")
         for r in accs:
             acc = r["accuracy"]
-            print("| %s | %s | %d | %.1f | %.1f | %+.0f %% |" % (systemd_version(r["systemd"]), method_of(r), acc["n"],
-                                                            acc["estimate_seconds"], acc["module_wall_seconds"],
-                                                            100 * acc["error"]))
+            print("| %s | %s | %d | %.1f | %.1f | %+.0f %% |" % (
+                systemd_version(r["systemd"]), method_of(r), acc["n"], acc["estimate_seconds"],
+                acc["module_wall_seconds"], 100 * acc["error"]))
     for method in sorted(set(m for m, _v in fits)):
         print("\nfitted (A ms, B ms per loaded unit, C ms per loaded unit squared), %s, by systemd version: %s"
               % (method, json.dumps(dict((v, ["%.4g" % c for c in coef]) for (m, v), coef in sorted(fits.items())
@@ -128,8 +128,8 @@ def main():
             pts = sorted(r["points"], key=lambda p: p["loaded"])
             if not pts:
                 continue
-            label = "systemd %s (%s, %s order, %s)" % (systemd_version(r["systemd"]), r["image"].rsplit("-", 1)[-1],
-                                                       r["order"], method_of(r))
+            label = "systemd %s (%s, %s order, %s, %s)" % (systemd_version(r["systemd"]), r["image"].rsplit("-", 1)[-1],
+                                                           r["order"], method_of(r), r.get("date", "?"))
             ax.plot([p["loaded"] for p in pts], [p["ms_per_unit"] for p in pts], marker="o", ms=3, label=label,
                     linestyle=":" if method_of(r) == "transaction" else "-" if r["order"] == "forward" else "--")
         ax.set_xlabel("units loaded in systemd when the batch started")

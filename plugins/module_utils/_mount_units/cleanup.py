@@ -41,8 +41,8 @@ def _transaction(runner, plan, batch, record):
     """Stop ``batch`` in one systemd transaction. When ``systemd-run`` fails, the rest of the run goes the
     ``systemctl stop`` way, and so does what of this batch is still up (re-read: a failure that is not a
     refusal - killed at the deadline, a bus timeout - may leave stops queued or done)."""
-    argv = transaction.argv(plan["stop_tools"], batch, "%d-%d-%d" % (os.getpid(), int(time.time()),
-                                                                      record["stop_calls"]))
+    tag = "%d-%d-%d" % (os.getpid(), int(time.time()), record["stop_calls"])
+    argv = transaction.argv(plan["stop_tools"], batch, tag)
     rc, _out, err = runner.run(argv, check=False)
     record["stop_calls"] += 1
     if rc == 0:

@@ -9,7 +9,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cl
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import transaction
-from test_mount_units_fakes import FakeNode, mount, other, scope, subpath, unquote_words
+from test_mount_units_fakes import FakeNode, mount, other, scope, subpath
 
 LIVE = "11111111-2222-3333-4444-555555555555"
 DEAD = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"

@@ -338,7 +338,9 @@ transactions:
   type: int
   sample: 10
 fallbacks:
-  description: Batches whose transaction systemd refused, stopped with C(systemctl stop) instead.
+  description:
+    - C(systemd-run) calls that failed (0 or 1 a run); after one, what of its batch is still up and every later batch
+      are stopped with C(systemctl stop).
   returned: always
   type: int
   sample: 0

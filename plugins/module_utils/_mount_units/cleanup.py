@@ -44,10 +44,12 @@ def _transaction(runner, plan, batch, record):
     tag = "%d-%d-%d" % (os.getpid(), int(time.time()), record["stop_calls"])
     argv = transaction.argv(plan["stop_tools"], batch, tag)
     rc, _out, err = runner.run(argv, check=False)
+    if _not_run(rc, err):
+        return NOT_RUN
     record["stop_calls"] += 1
     if rc == 0:
         record["transactions"] += 1
-        return
+        return None
     refused = transaction.refused(err)
     record["errors"].append({"cmd": "systemd-run (one transaction stopping %d units, first %s)"
                              % (len(batch), batch[0]), "rc": rc, "stderr": (err or "")[-2000:],
@@ -58,20 +60,35 @@ def _transaction(runner, plan, batch, record):
         up = batch        # systemd queued nothing
     else:
         argv = [plan["systemctl"], "list-units", "--all", "--plain", "--no-legend", "--full"]
-        rc, out, _err = runner.run(argv, check=False)
+        rc, out, err = runner.run(argv, check=False)
         listed = dict((r["unit"], r["active"]) for r in parse_list_units(out)) if rc == 0 else None
+        if listed is None:   # the batch is stopped again whole: systemctl stop touches only these names
+            record["errors"].append({"cmd": "systemctl list-units (the failed transaction's batch)", "rc": rc,
+                                     "stderr": (err or "")[-2000:]})
         up = [n for n in batch if listed is None or listed.get(n) in ACTIVE_STATES_TO_STOP]
     if up:
         _systemctl_stop(runner, plan, up, record)
+    return None
+
+
+# a command the runner did not start (SubprocessRunner: its deadline had passed; the timer's max_seconds)
+NOT_RUN = "not run"
+
+
+def _not_run(rc, err):
+    return rc == core_runner.SubprocessRunner.TIMED_OUT and (err or "").startswith("not run:")
 
 
 def _systemctl_stop(runner, plan, batch, record):
     argv = [plan["systemctl"], "stop"] + batch
     rc, _out, err = runner.run(argv, check=False)
+    if _not_run(rc, err):
+        return NOT_RUN
     record["stop_calls"] += 1
     if rc != 0:
         record["errors"].append({"cmd": "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), "rc": rc,
                                  "stderr": (err or "")[-2000:]})
+    return None
 
 
 def _batches(plan, names):
@@ -105,16 +122,19 @@ def apply(runner, plan):
     dead_mounts = [u["unit"] for u in units if u["action"] == "reload"]
     record = empty_record()
     t0 = time.time()
+    m0 = time.monotonic()   # the budget's clock: a step of the wall clock moves it not
     budget = float(o["max_seconds"]) if o.get("max_seconds") else None
     attempted = []
     for way, batch in _batches(plan, to_stop):
-        if budget is not None and attempted and time.time() - t0 >= budget:
+        if budget is not None and attempted and time.monotonic() - m0 >= budget:
             break  # the budget is spent: the rest is left for the next run (or the node's timer)
-        attempted.extend(batch)
         if way == "transaction" and plan["stop_tools"]:
-            _transaction(runner, plan, batch, record)
+            answer = _transaction(runner, plan, batch, record)
         else:
-            _systemctl_stop(runner, plan, batch, record)
+            answer = _systemctl_stop(runner, plan, batch, record)
+        if answer == NOT_RUN:
+            break  # the runner's deadline had passed: nothing of this batch was asked; it is left
+        attempted.extend(batch)
     done = set(attempted)
     record["left"] = [n for n in to_stop if n not in done]
     to_stop = attempted
@@ -149,9 +169,12 @@ def _verify(runner, systemctl, to_stop, o, record):
     argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
     rc, out, err = runner.run(argv, check=False)
     if rc != 0:
+        # what could not be read is not reported stopped: the task fails, naming the unread re-read
         record["verified"] = False
         record["errors"].append({"cmd": "systemctl list-units", "rc": rc, "stderr": (err or "")[-2000:]})
-    after = dict((r["unit"], r) for r in parse_list_units(out)) if rc == 0 else {}
+        record["verify_s"] = round(time.time() - t_verify, 3)
+        return
+    after = dict((r["unit"], r) for r in parse_list_units(out))
     for name in to_stop:
         row = after.get(name)
         if row and row["active"] in ACTIVE_STATES_TO_STOP:

@@ -54,8 +54,9 @@ UNIT_PREFIX = "nodefix-mount-units-stop-"
 # --collect (236) and dependencies of transient units
 MIN_SYSTEMD = 236
 # what systemd-run prints when systemd (or systemd-run itself) refused the request: nothing was queued
+# (not "Failed to start transient service unit:" alone: systemd-run puts it before a bus timeout too)
 REFUSED = ("is destructive", "Unknown assignment", "unrecognized option", "Unknown property",
-           "Cannot set property", "Invalid unit name", "Failed to start transient service unit")
+           "Cannot set property", "Invalid unit name", "already exists")
 
 
 def weight(name):

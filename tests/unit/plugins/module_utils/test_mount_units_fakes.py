@@ -85,6 +85,8 @@ class FakeNode(object):
         tool = argv[0].rsplit("/", 1)[-1]
         args = list(argv[1:])
         if tool == "systemd-run":
+            if "systemd-run" in self.fail:
+                return self.fail["systemd-run"]
             return self._systemd_run(args)
         if tool == "crictl":
             while args and args[0].startswith("--runtime-endpoint"):

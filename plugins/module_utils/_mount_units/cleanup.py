@@ -51,21 +51,16 @@ def _transaction(runner, plan, batch, record):
         record["transactions"] += 1
         return None
     refused = transaction.refused(err)
-    record["errors"].append({"cmd": "systemd-run (one transaction stopping %d units, first %s)"
-                             % (len(batch), batch[0]), "rc": rc, "stderr": (err or "")[-2000:],
-                             "ignored": refused})
-    record["fallbacks"] += 1
-    plan["stop_tools"] = None
+    _error(record, "systemd-run (one transaction stopping %d units, first %s)" % (len(batch), batch[0]), rc, err,
+           ignored=refused)
+    record["fallbacks"] += 1   # the rest of the run goes the systemctl stop way (apply)
     if refused:
         up = batch        # systemd queued nothing
     else:
-        argv = [plan["systemctl"], "list-units", "--all", "--plain", "--no-legend", "--full"]
-        rc, out, err = runner.run(argv, check=False)
-        listed = dict((r["unit"], r["active"]) for r in parse_list_units(out)) if rc == 0 else None
+        rc, listed, err = _listed(runner, plan["systemctl"])
         if listed is None:   # the batch is stopped again whole: systemctl stop touches only these names
-            record["errors"].append({"cmd": "systemctl list-units (the failed transaction's batch)", "rc": rc,
-                                     "stderr": (err or "")[-2000:]})
-        up = [n for n in batch if listed is None or listed.get(n) in ACTIVE_STATES_TO_STOP]
+            _error(record, "systemctl list-units (the failed transaction's batch)", rc, err)
+        up = [n for n in batch if listed is None or listed.get(n, {}).get("active") in ACTIVE_STATES_TO_STOP]
     if up:
         _systemctl_stop(runner, plan, up, record)
     return None
@@ -86,9 +81,23 @@ def _systemctl_stop(runner, plan, batch, record):
         return NOT_RUN
     record["stop_calls"] += 1
     if rc != 0:
-        record["errors"].append({"cmd": "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), "rc": rc,
-                                 "stderr": (err or "")[-2000:]})
+        _error(record, "systemctl stop (%d units, first %s)" % (len(batch), batch[0]), rc, err)
     return None
+
+
+def _error(record, cmd, rc, err, ignored=None):
+    """A command's failure in ``record["errors"]`` (its stderr's tail; ``ignored``: not a failure of the cleanup)."""
+    entry = {"cmd": cmd, "rc": rc, "stderr": (err or "")[-2000:]}
+    if ignored is not None:
+        entry["ignored"] = ignored
+    record["errors"].append(entry)
+
+
+def _listed(runner, systemctl):
+    """``(rc, {unit: list-units row} or None when it failed, stderr)``: systemd's units, read again."""
+    argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
+    rc, out, err = runner.run(argv, check=False)
+    return rc, (dict((r["unit"], r) for r in parse_list_units(out)) if rc == 0 else None), err
 
 
 def _batches(plan, names):
@@ -128,7 +137,7 @@ def apply(runner, plan):
     for way, batch in _batches(plan, to_stop):
         if budget is not None and attempted and time.monotonic() - m0 >= budget:
             break  # the budget is spent: the rest is left for the next run (or the node's timer)
-        if way == "transaction" and plan["stop_tools"]:
+        if way == "transaction" and not record["fallbacks"]:
             answer = _transaction(runner, plan, batch, record)
         else:
             answer = _systemctl_stop(runner, plan, batch, record)
@@ -147,8 +156,7 @@ def apply(runner, plan):
         rc, out, err = runner.run(argv, check=False)
         if rc != 0:
             # a unit that went away in between makes reset-failed complain: not a failure of the cleanup
-            record["errors"].append({"cmd": "systemctl reset-failed (%d units)" % len(batch), "rc": rc,
-                                     "stderr": (err or "")[-2000:], "ignored": True})
+            _error(record, "systemctl reset-failed (%d units)" % len(batch), rc, err, ignored=True)
     record["reset"] = to_reset
     # systemd < 237 leaves the mount units just stopped "inactive dead" too
     old = plan["systemd_version"] is not None and plan["systemd_version"] < SYSTEMD_FIX_VERSION
@@ -157,7 +165,7 @@ def apply(runner, plan):
         argv = [systemctl, "daemon-reload"]
         rc, out, err = runner.run(argv, check=False)
         if rc != 0:
-            record["errors"].append({"cmd": "systemctl daemon-reload", "rc": rc, "stderr": (err or "")[-2000:]})
+            _error(record, "systemctl daemon-reload", rc, err)
         else:
             record["daemon_reload"] = True
     return record
@@ -166,15 +174,13 @@ def apply(runner, plan):
 def _verify(runner, systemctl, to_stop, o, record):
     """ONE ``list-units`` after the stops: which are still up, which ended failed (the after-state, re-read)."""
     t_verify = time.time()
-    argv = [systemctl, "list-units", "--all", "--plain", "--no-legend", "--full"]
-    rc, out, err = runner.run(argv, check=False)
-    if rc != 0:
+    rc, after, err = _listed(runner, systemctl)
+    if after is None:
         # what could not be read is not reported stopped: the task fails, naming the unread re-read
         record["verified"] = False
-        record["errors"].append({"cmd": "systemctl list-units", "rc": rc, "stderr": (err or "")[-2000:]})
+        _error(record, "systemctl list-units", rc, err)
         record["verify_s"] = round(time.time() - t_verify, 3)
         return
-    after = dict((r["unit"], r) for r in parse_list_units(out))
     for name in to_stop:
         row = after.get(name)
         if row and row["active"] in ACTIVE_STATES_TO_STOP:

@@ -92,6 +92,27 @@ def prerequisite_problems(playbook, kubeconfig_set):
     return out
 
 
+def computed_names(hostvars, host):
+    """The names a play computed for ``host`` - its registered results and its facts (``set_fact``, cacheable or
+    not, gathered facts) - minus the ones given as extra vars (``-e`` outranks them: a user's setting).
+
+    They are what a play worked out, never what a user configured: the preflight judges settings (inventory,
+    group and host vars, ``-e``, play vars, ``vars_files``, ``include_vars``) and leaves results alone, so a site
+    playbook that registers ``nodefix_boot`` or runs ``remediate`` before ``audit`` is not refused. Ansible
+    keeps them apart from the settings in the variable manager's two fact caches (the precedence list's
+    "set_facts / registered vars" and "host facts"); its public ``hostvars`` only shows them merged.
+    """
+    manager = getattr(hostvars, "_variable_manager", None)
+    if manager is None:
+        return frozenset()
+    names = set(getattr(manager, "_nonpersistent_fact_cache", {}).get(host) or {})
+    try:
+        names.update(manager._fact_cache.get(host) or {})  # pylint: disable=protected-access
+    except (AttributeError, KeyError):
+        pass
+    return frozenset(names - set(getattr(manager, "extra_vars", None) or {}))
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("playbook", "hosts", "ignore", "targets", "targets_matched"))
@@ -112,8 +133,9 @@ class ActionModule(ActionBase):
         for host in hosts:
             try:
                 host_vars = hostvars[host]
+                computed = computed_names(hostvars, host)
                 values[host] = dict((name, host_vars[name]) for name in list(host_vars.keys())
-                                    if str(name).startswith(preflight_vars.PREFIX))
+                                    if str(name).startswith(preflight_vars.PREFIX) and name not in computed)
             # a variable that cannot be templated (an undefined name in it) is a problem, named, never a traceback
             except Exception as exc:  # pylint: disable=broad-except
                 unreadable.append("%s: a nodefix_* variable could not be read: %s" % (host, to_text(exc)))
@@ -122,7 +144,7 @@ class ActionModule(ActionBase):
             ignore = next((v.get("nodefix_preflight_ignore") for v in values.values()
                            if v.get("nodefix_preflight_ignore")), [])
         ignore = ignore if isinstance(ignore, list) else preflight_vars._as_list(ignore) or []  # pylint: disable=protected-access
-        found = unreadable + preflight_vars.problems(args, values, playbook, list(ignore) + list(spec.get("internal") or []))
+        found = unreadable + preflight_vars.problems(args, values, playbook, list(ignore))
         kubeconfig = any(v.get("nodefix_kubeconfig") not in (None, "") for v in values.values())
         found += prerequisite_problems(playbook, kubeconfig)
         # a nodefix_targets pattern that matched no host: every play of the playbook would be skipped, exit 0

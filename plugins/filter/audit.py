@@ -21,7 +21,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._reboot.detect import 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.remediation import plan as _remediation_plan
 
 
-def audit_results(hostvars, hosts, name="nodefix_audit", not_run=None):
+def audit_results(hostvars, hosts, name="_nodefix_audit", not_run=None):
     """Map each host to its registered result ``name``.
 
     A host without the variable (unreachable, or failed before the audit)

@@ -116,7 +116,7 @@ options:
     version_added: 1.2.0
     suboptions:
       id:
-        description: The run's id (remediate's C(nodefix_run_id); AWX's job id under AWX).
+        description: The run's id (remediate's C(_nodefix_run_id); AWX's job id under AWX).
         type: str
       mode:
         description: The playbook that wrote the report.
@@ -211,18 +211,18 @@ seealso:
 EXAMPLES = r"""
 - name: Audit every node
   nodefix.k8s.node_audit:
-  register: nodefix_audit
+  register: _nodefix_audit
 
 - name: Write the fleet report on the controller
   nodefix.k8s.audit_report:
-    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'nodefix_audit'))) }}"
+    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, '_nodefix_audit'))) }}"
     dest: "{{ playbook_dir }}/reports"
   delegate_to: localhost
   run_once: true
 
 - name: The same, accepting a known leaker on the batch nodes until the image is fixed
   nodefix.k8s.audit_report:
-    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'nodefix_audit'))) }}"
+    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, '_nodefix_audit'))) }}"
     dest: "{{ playbook_dir }}/reports"
     waivers:
       - id: pids.zombie_leaker

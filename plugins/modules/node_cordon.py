@@ -65,14 +65,14 @@ EXAMPLES = r"""
   nodefix.k8s.node_cordon:
     kubeconfig: /etc/nodefix/kubeconfig
     node: worker-1
-    run_id: "{{ nodefix_run_id }}"
+    run_id: "{{ _nodefix_run_id }}"
     cordon: true
   delegate_to: localhost
   register: cordon
 
 - name: Remember whether the node was cordoned before this run
   ansible.builtin.set_fact:
-    nodefix_cordoned_before: "{{ cordon.cordoned_before }}"
+    _nodefix_cordoned_before: "{{ cordon.cordoned_before }}"
 """
 
 RETURN = r"""

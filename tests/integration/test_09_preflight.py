@@ -93,3 +93,64 @@ def test_a_node_where_the_run_is_not_root_is_refused_before_anything(tmp_path):
     assert node["remediation"]["status"] == "failed", node["remediation"]
     assert "not root" in node["remediation"]["msg"] and "uid 65534" in node["remediation"]["msg"], node["remediation"]
     assert "nodefix.k8s.pids :" not in out  # the role was never included
+
+
+WRAPPER = """\
+- name: A team's wrapper registers and sets its own nodefix_* names first
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Wait for the node (the lab's own wait registers nodefix_boot)
+      ansible.builtin.ping:
+      register: nodefix_boot
+    - name: A fact of the wrapper's own
+      ansible.builtin.set_fact:
+        nodefix_site_note: wrapper
+        cacheable: true
+
+- name: Remediate
+  ansible.builtin.import_playbook: nodefix.k8s.remediate
+
+- name: Audit after
+  ansible.builtin.import_playbook: nodefix.k8s.audit
+"""
+
+
+@pytest.mark.parametrize("typo", [False, True], ids=["registered-results-audit", "typo-refused"])
+def test_a_wrapper_that_registers_nodefix_names_runs_and_a_typo_is_still_refused(tmp_path, typo):
+    """Issue 60: a site playbook that registers nodefix_boot and set_facts a nodefix_* name, then imports
+    remediate followed by audit in ONE run, is not refused (the second audit used to be refused for the
+    facts remediate registered); the same wrapper with -e nodefix_rebot=true is refused before any node,
+    naming nodefix_reboot and not the registered names. The node is the controller run as nobody with
+    detector options no machine trips (nothing to fix: nothing runs on it but the read-only audit)."""
+    wrapper = tmp_path / "python-as-nobody"
+    wrapper.write_text("#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n" % PY)
+    wrapper.chmod(0o755)
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"children": {"k8s_nodes": {"hosts": {"node-a": {
+        "ansible_connection": "local", "ansible_python_interpreter": str(wrapper), "ansible_pipelining": True,
+        "nodefix_become": False, "nodefix_audit_checks": ["pids"],
+        "nodefix_audit_options": {"pids": {"usage_percent": 100, "threads_max_min": 0, "pid_max_min": 301,
+                                           "zombie_threshold": 1000000}}}}}}}}))
+    site = tmp_path / "site.yml"
+    site.write_text(WRAPPER)
+    argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "--check",
+            "-e", "nodefix_report_dir=%s" % (tmp_path / "reports"), "-e", "nodefix_targets=k8s_nodes"]
+    if typo:
+        argv += ["-e", "nodefix_rebot=true"]
+    rc, out = run_logged("preflight-wrapper-%s" % ("typo" if typo else "ok"), argv + [str(site)], timeout=300)
+    assert "nodefix_boot is not a variable" not in out and "nodefix_site_note is not" not in out, out[-3000:]
+    if typo:
+        assert rc != 0, out[-3000:]
+        assert "refused before any node" in out and "did you mean nodefix_reboot?" in out, out[-3000:]
+        assert "TASK [Run every nodefix.k8s detector" not in out and "TASK [Audit before]" not in out
+        return
+    assert rc == 0, out[-3000:]
+    assert "refused before any node" not in out, out[-3000:]
+    with open(tmp_path / "reports" / "remediate" / "report.json") as fh:
+        remediated = json.load(fh)
+    with open(tmp_path / "reports" / "audit" / "report.json") as fh:
+        audited = json.load(fh)
+    assert [n["host"] for n in remediated["nodes"]] == ["node-a"], remediated["nodes"]
+    # the audit after remediate ran on the node (its report is this run's, not refused)
+    assert [n["host"] for n in audited["nodes"]] == ["node-a"] and audited["run"]["status"] != "failed", audited["run"]

@@ -34,7 +34,7 @@ def test_an_audit_after_a_stopped_remediation_reports_only_its_own_run(tmp_path)
     playbook.write_text(json.dumps([
         {"name": "What a stopped remediation leaves on localhost (tasks/storm.yml)", "hosts": "localhost",
          "gather_facts": False, "tasks": [{"name": "The storm verdict", "ansible.builtin.set_fact": {
-             "nodefix_storm": VERDICT, "nodefix_fleet_stopped": STOPPED}}]},
+             "_nodefix_storm": VERDICT, "_nodefix_fleet_stopped": STOPPED}}]},
         {"name": "The audit after it", "ansible.builtin.import_playbook": "nodefix.k8s.audit"}]))
     extra = {"nodefix_report_dir": str(tmp_path / "reports")}
     rc, out = run_logged("audit-report-own-sections", [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i",

@@ -49,5 +49,5 @@ def test_the_one_read_cordons_exactly_the_nodes_cordon_drain_drains():
     reclaim = [t for t in rolling if (t.get("ansible.builtin.include_tasks") or {}).get("file") == "tasks/reclaim_cordon.yml"][0]
     drain = [t for t in rolling if (t.get("ansible.builtin.include_tasks") or {}).get("file") == "tasks/cordon_drain.yml"][0]
     assert rolling.index(drain) == rolling.index(reclaim) + 1   # nothing between the read and the drain
-    assert sorted(drain["when"]) == sorted(reclaim["when"] + ["nodefix_fix_roles | length > 0", "not nodefix_refused"])
-    assert reclaim["vars"]["_nodefix_cordon"] == "{{ nodefix_fix_roles | length > 0 and not nodefix_refused }}"
+    assert sorted(drain["when"]) == sorted(reclaim["when"] + ["_nodefix_fix_roles | length > 0", "not _nodefix_refused"])
+    assert reclaim["vars"]["_nodefix_cordon"] == "{{ _nodefix_fix_roles | length > 0 and not _nodefix_refused }}"

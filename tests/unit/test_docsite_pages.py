@@ -16,10 +16,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAGE = os.path.join(ROOT, "docs", "docsite", "rst", "playbooks.rst")
 # Set by the playbooks themselves for the report play they import; not for users.
-# (and the facts the playbooks set on the controller themselves: playbooks/vars/arguments.yml's internal)
-with open(os.path.join(ROOT, "playbooks", "vars", "arguments.yml"), encoding="utf-8") as _fh:
-    INTERNAL = {"nodefix_drained", "nodefix_report_hosts", "nodefix_report_kind", "nodefix_report_fail_on",
-                "nodefix_report_merge", "nodefix_last_batch"} | set(yaml.safe_load(_fh).get("internal") or [])
+INTERNAL = {"nodefix_report_kind", "nodefix_report_fail_on", "nodefix_report_merge"}
 
 
 def playbook_text():

@@ -56,3 +56,60 @@ def test_well_formed_variables_pass_the_action_plugin():
         result = run_preflight(playbook, {"node-a": {"nodefix_report_dir": "/tmp/reports", "nodefix_become": False}})
         assert not result.get("failed"), result
         assert result["problems"] == [] and "every nodefix_* variable known and well-formed" in result["msg"]
+
+
+def _real_hostvars(inventory_vars, extra_vars=None):
+    """Ansible's own HostVars over a real VariableManager and InventoryManager (one host, node-a), as a play
+    sees them: ``inventory_vars`` as host vars, ``extra_vars`` as ``-e``."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.hostvars import HostVars
+    from ansible.vars.manager import VariableManager
+
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[])
+    inventory.add_host("node-a", group="all")
+    for name, value in inventory_vars.items():
+        inventory.get_host("node-a").set_variable(name, value)
+    manager = VariableManager(loader=loader, inventory=inventory)
+    manager._extra_vars = dict(extra_vars or {})  # what load_extra_vars made of -e
+    return manager, HostVars(inventory=inventory, variable_manager=manager, loader=loader)
+
+
+def _run_with_hostvars(playbook, hostvars):
+    task = mock.MagicMock()
+    task.args = {"playbook": playbook, "hosts": ["node-a"]}
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    action = preflight.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
+                                    shared_loader_obj=None)
+    return action.run(task_vars={"hostvars": hostvars})
+
+
+def test_registered_results_and_facts_are_not_settings():
+    """A play's registered results and facts (register, set_fact, set_fact cacheable, gathered facts) named
+    nodefix_* - the lab's own nodefix_boot, the facts a remediate earlier in the same run set, a team's
+    wrapper - never refuse a run: the preflight judges what a user configured (issue 60)."""
+    manager, hostvars = _real_hostvars({"nodefix_report_dir": "/tmp/reports", "nodefix_become": False})
+    manager.set_nonpersistent_facts("node-a", {"nodefix_boot": {"changed": False, "elapsed": 3},
+                                               "nodefix_remediation": {"status": "ok"}})
+    manager.set_host_facts("node-a", {"nodefix_wrapper_cached": 1})
+    result = _run_with_hostvars("audit", hostvars)
+    assert not result.get("failed"), result
+    assert result["checked_variables"] == ["nodefix_become", "nodefix_report_dir"], result
+
+
+def test_a_mistyped_setting_is_refused_beside_registered_results():
+    """The control, in the same shape: the same registered results plus a typo in the inventory and one as
+    -e (which outranks a fact of its name: a setting, judged) are refused, naming the closest settings."""
+    manager, hostvars = _real_hostvars({"nodefix_report_dir": "/tmp/reports", "nodefix_fail_onn": "high"},
+                                       extra_vars={"nodefix_rebot": True})
+    manager.set_nonpersistent_facts("node-a", {"nodefix_boot": {"elapsed": 3}, "nodefix_rebot": "registered"})
+    result = _run_with_hostvars("audit", hostvars)
+    assert result.get("failed") is True, result
+    for word in ("nodefix_rebot is not a variable", "did you mean nodefix_reboot?", "did you mean nodefix_fail_on?"):
+        assert word in result["msg"], (word, result["msg"])
+    assert "nodefix_boot" not in result["msg"], result["msg"]

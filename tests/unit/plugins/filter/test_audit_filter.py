@@ -8,7 +8,7 @@ from ansible_collections.nodefix.k8s.plugins.filter.audit import FilterModule, a
 
 
 def test_maps_results_and_marks_missing():
-    hostvars = {"a": {"nodefix_audit": {"findings": []}}, "b": {}, "c": {"nodefix_audit": {"skipped": True}}}
+    hostvars = {"a": {"_nodefix_audit": {"findings": []}}, "b": {}, "c": {"_nodefix_audit": {"skipped": True}}}
     out = audit_results(hostvars, ["a", "b", "c", "d"])
     assert out["a"] == {"findings": []}
     for host in ("b", "c", "d"):
@@ -40,10 +40,10 @@ def test_findings_at_or_above_is_the_collections_ladder():
 
 
 def test_hosts_left_alone_on_purpose_are_not_run_not_unreachable():
-    hostvars = {"a": {"nodefix_audit": {"findings": []}}, "b": {}, "c": {}}
-    out = audit_results(hostvars, ["a", "b", "c"], "nodefix_audit", {"a": "never used", "b": "not run: stopped"})
+    hostvars = {"a": {"_nodefix_audit": {"findings": []}}, "b": {}, "c": {}}
+    out = audit_results(hostvars, ["a", "b", "c"], "_nodefix_audit", {"a": "never used", "b": "not run: stopped"})
     assert out["a"] == {"findings": []}  # a result wins over the reason
     assert out["b"] == {"not_run": True, "msg": "not run: stopped"}
     assert out["c"]["unreachable"] is True
     with pytest.raises(AnsibleFilterError, match="not_run must be a dict"):
-        audit_results(hostvars, ["a"], "nodefix_audit", ["b"])
+        audit_results(hostvars, ["a"], "_nodefix_audit", ["b"])

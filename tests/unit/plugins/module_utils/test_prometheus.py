@@ -114,7 +114,7 @@ def test_reboot_pending_per_reason_on_the_node_and_in_the_fleet_file():
 def test_an_audit_report_has_no_remediation_series_and_a_remediation_one_has_each_node_once():
     results = {"a": {"findings": []}, "b": {"findings": []}}
     audit = report_prometheus.fleet_textfile(build_model(results))
-    assert "nodefix_remediation" not in audit
+    assert "_nodefix_remediation" not in audit
     rem = {"a": {"status": "skipped", "msg": "nothing to fix", "seconds": 1.5, "finished": 100},
            "b": {"status": "ok", "seconds": 60, "finished": 200, "reboot": {"status": "held"}}}
     text = report_prometheus.fleet_textfile(build_model(results, before=results, remediation=rem))

@@ -15,7 +15,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
 FINDING = {"id": "kernel.no_psi", "severity": "medium", "title": "no PSI", "check": "kernel"}
 BEFORE = {"node-a": {"findings": [FINDING]}, "node-b": {"findings": [FINDING]}}
 # what audit_results gives for a host with no audit after (tasks/unreachable.yml skips it)
-NO_AFTER = {"unreachable": True, "msg": "no nodefix_audit result for this host (unreachable or failed before it ran)"}
+NO_AFTER = {"unreachable": True, "msg": "no _nodefix_audit result for this host (unreachable or failed before it ran)"}
 
 
 @pytest.mark.parametrize("step", ["storm audit", "audit before", "fixes", "audit after"])

@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 
 import base64
 
@@ -242,22 +243,63 @@ def fingerprint(name):
     return prints
 
 
+class SiteRun(object):
+    """lab/site.yml - the demo, `bash scripts/demo.sh` - as ONE ansible-playbook run: up -> audit before ->
+    held at lab/hold.yml (the broken lab's checks run here, beside it) -> remediate -> the pods recreated ->
+    audit after (nodefix_fail_on: info: the lab must heal), the lab kept for the checks after it."""
+
+    def __init__(self, reports):
+        self.reports = reports
+        self.go = reports / "go"
+        self.rc, self.out = None, ""
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        self.rc, self.out = playbook("lab-site", os.path.join(ROOT, "lab/site.yml"), *ONE_BATCH,
+                                     "-e", "nodefix_lab_keep=true", "-e", "nodefix_lab_hold_file=%s" % self.go,
+                                     report_dir=self.reports)
+
+    def wait_held(self):
+        ready = str(self.go) + ".ready"
+        self.thread.start()
+        while self.thread.is_alive() and not os.path.exists(ready):
+            self.thread.join(2)
+        assert os.path.exists(ready), "lab/site.yml ended before its hold (rc %s):\n%s" % (self.rc, self.out[-4000:])
+
+    def finish(self, go="go"):
+        """Let the held run go on (or end it there: "stop") and wait for its end: (rc, output)."""
+        if not self.go.exists():
+            self.go.write_text(go + "\n")
+        self.thread.join(3600)
+        return self.rc, self.out
+
+    def before_hold(self):
+        """The run's output up to its hold (up and the audit before)."""
+        return self.out.split("Lab | hold the broken lab", 1)[0]
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    reports = tmp_path_factory.mktemp("reports")
+def site(tmp_path_factory):
+    run = SiteRun(tmp_path_factory.mktemp("reports"))
     # the lab's emulated VM is up from lab-up to lab-down: the kernel VM (test_47) waits for it
     with lab_exclusive(), held("NODEFIX_VM_LOCK"):
-        rc, out = playbook("lab-up", os.path.join(ROOT, "lab/up.yml"))
         try:
-            assert_ok("lab-up", rc, out)
-            yield reports
+            run.wait_held()
+            yield run
         finally:
+            run.finish("stop")  # a module that failed before test_03 ends the held run there
             rc, out = playbook("lab-down", os.path.join(ROOT, "lab/down.yml"))
             assert_ok("lab-down", rc, out)
         # the VM and its processes are gone, whatever happened before
         run_dir = os.path.join(ROOT, ".cache", "lab-vm", "run", VM)
         assert not os.path.exists(run_dir), run_dir
         assert not processes_mentioning(run_dir), processes_mentioning(run_dir)
+
+
+@pytest.fixture(scope="module")
+def lab(site):
+    """Where the demo's reports are: before/audit, remediate, after/audit (lab/site.yml)."""
+    return site.reports / "lab"
 
 
 def test_01_remediate_in_check_mode_changes_no_byte(lab):
@@ -271,11 +313,10 @@ def test_01_remediate_in_check_mode_changes_no_byte(lab):
         assert after[host]["unit_states"] == before[host]["unit_states"], "check mode changed units on %s" % host
 
 
-def test_02_audit_finds_the_planted_problems(lab):
-    rc, out = playbook("lab-audit-before", "nodefix.k8s.audit", "-e", "nodefix_targets=nodefix_lab", report_dir=lab)
-    assert_ok("lab-audit-before", rc, out)
-    assert len(re.findall(r"TASK \[Run every nodefix.k8s detector in one module call\]", out)) == 1
-    report = json.loads((lab / "audit" / "report.json").read_text())
+def test_02_audit_finds_the_planted_problems(site, lab):
+    # the demo's first audit (lab/site.yml, held after it): one module call a node
+    assert len(re.findall(r"TASK \[Run every nodefix.k8s detector in one module call\]", site.before_hold())) == 1
+    report = json.loads((lab / "before" / "audit" / "report.json").read_text())
     # waived findings are found all the same, and listed apart
     ids = dict((n["host"], set(n["ids"]) | set(n["waived_ids"])) for n in report["nodes"])
     for host in CONTAINERS:
@@ -290,7 +331,7 @@ def test_02_audit_finds_the_planted_problems(lab):
     assert {"gvisor.runsc_outdated", "gvisor.no_config_path", "gvisor.sandbox_oversized"} <= ids[VM], ids[VM]
     assert "gvisor.systemd_cgroup_needs_v2" not in ids[VM]
     (lab / "audit-before.json").write_text(json.dumps(report))
-    shutil.copy(str(lab / "audit" / "report.html"), str(lab / "audit-before.html"))
+    shutil.copy(str(lab / "before" / "audit" / "report.html"), str(lab / "audit-before.html"))
 
 
 def test_02c_npd_plugin_reports_the_broken_nodes(lab):
@@ -349,10 +390,18 @@ def test_02d_audit_benchmark_runs_on_the_lab(lab):
     assert "ratio shell/node_audit:" in out, out
 
 
-def test_03_remediate_fixes_and_reports(lab):
-    rc, out = playbook("lab-remediate", "nodefix.k8s.remediate", "-e", "nodefix_targets=nodefix_lab", *ONE_BATCH,
-                       report_dir=lab)
-    assert_ok("lab-remediate", rc, out)
+def test_03_the_demo_runs_whole_and_remediate_fixes_and_reports(site, lab):
+    # the demo goes on from its hold: remediate -> the pods recreated -> the audit after, in the same run
+    rc, out = site.finish()
+    assert_ok("lab-site", rc, out)
+    assert "refused before any node" not in out
+    # the three reports of the one run, in its order: before -> remediate -> (pods recreated) -> after
+    runs = [json.loads((lab / sub / "report.json").read_text())["run"]
+            for sub in ("before/audit", "remediate", "after/audit")]
+    assert [r["mode"] for r in runs] == ["audit", "remediate", "audit"], runs
+    assert runs[0]["generated"] <= runs[1]["generated"] <= runs[2]["generated"], runs
+    assert all(r["status"] == "complete" for r in runs), runs
+    assert out.index("TASK [Lab | start the new sandboxes]") < out.rindex("TASK [Run every nodefix.k8s detector")
     report = json.loads((lab / "remediate" / "report.json").read_text())
     for node in report["nodes"]:
         assert node["remediation"]["status"] == "ok", node
@@ -371,10 +420,8 @@ def test_03_remediate_fixes_and_reports(lab):
 
 
 def test_03b_recreated_sandboxes_fit_their_pod(lab):
-    # the lab stands in for the kubelet: new sandboxes with the runsc and the
-    # flags the shim config now gives
-    rc, out = playbook("lab-gvisor-recreate", os.path.join(ROOT, "lab/gvisor_recreate.yml"))
-    assert_ok("lab-gvisor-recreate", rc, out)
+    # the lab stood in for the kubelet (the demo's lab/gvisor_recreate.yml): new sandboxes with the
+    # runsc and the flags the shim config now gives
     memtotal, sandboxes = live_sandboxes("lab-vm-sandboxes-after")
     pods = vm_pods()
     assert sorted(sb["id"] for sb in sandboxes) == sorted(p["container_id_after"] for p in pods), sandboxes
@@ -413,8 +460,7 @@ def test_04_second_remediate_changes_nothing_on_the_nodes(lab):
 
 
 def test_05_audit_after_is_clean_and_reports_render(lab):
-    rc, out = playbook("lab-audit-after", "nodefix.k8s.audit", "-e", "nodefix_targets=nodefix_lab", report_dir=lab / "after")
-    assert_ok("lab-audit-after", rc, out)
+    # the demo's audit after (lab/site.yml, nodefix_fail_on: info: any open finding would have failed the run)
     report = json.loads((lab / "after" / "audit" / "report.json").read_text())
     for node in report["nodes"]:
         assert node["status"] == "ok"
@@ -422,12 +468,12 @@ def test_05_audit_after_is_clean_and_reports_render(lab):
     assert report["totals"]["findings"] == 0, report["totals"]
     after = JUnitXml.fromfile(str(lab / "after" / "audit" / "junit.xml"))
     assert sum(s.failures for s in after) == 0 and sum(s.skipped for s in after) == report["totals"]["waived"]
-    junit = JUnitXml.fromfile(str(lab / "audit" / "junit.xml"))
+    junit = JUnitXml.fromfile(str(lab / "before" / "audit" / "junit.xml"))
     assert sorted(s.name for s in junit) == NODES
     assert sum(s.failures for s in junit) > 0  # the before audit has failures
     chromium = shutil.which("chromium")
     assert chromium, "chromium is installed by scripts/setup.sh"
-    html = lab / "audit" / "report.html"
+    html = lab / "before" / "audit" / "report.html"
     png = lab / "report.png"
     proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -32,7 +32,7 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from conftest import ROOT, assert_ok, held, lab_exclusive, page_overflow, read_k8s, run_logged
+from conftest import LOGS, ROOT, assert_ok, held, lab_exclusive, page_overflow, read_k8s, run_logged
 
 # the whole module runs on one pytest-xdist worker (--dist loadfile), first (conftest.py)
 pytestmark = pytest.mark.lab
@@ -274,8 +274,9 @@ class SiteRun(object):
         return self.rc, self.out
 
     def before_hold(self):
-        """The run's output up to its hold (up and the audit before)."""
-        return self.out.split("Lab | hold the broken lab", 1)[0]
+        """The run's output up to its hold (up and the audit before), read from its log while it waits."""
+        with open(os.path.join(LOGS, "lab-site.log"), errors="replace") as fh:
+            return fh.read().split("Lab | hold the broken lab", 1)[0]
 
 
 @pytest.fixture(scope="module")

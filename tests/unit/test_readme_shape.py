@@ -44,7 +44,7 @@ def broken_links(path):
     for target in LINK.findall(read(path)):
         if re.match(r"[a-z]+:", target):
             continue
-        file_part, _, anchor = target.partition("#")
+        file_part, dummy, anchor = target.partition("#")
         dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
         if not os.path.exists(dest):
             bad.append(target)

@@ -3,7 +3,7 @@
 # `antsibull-docs sphinx-init` + `antsibull-docs collection` + Sphinx, warnings
 # as errors (-W). Pages: every module, filter and role (with its entry points)
 # and the playbooks from the collection's own documentation, plus the guides of
-# docs/*.md (Markdown, rendered with MyST; the Ansible docsite itself only takes
+# docs/*.md but the developers' pages (Markdown, rendered with MyST; the Ansible docsite itself only takes
 # RST extra docs, so there the guides are linked from docs/docsite/links.yml).
 # Tools: the pinned publish venv (requirements/publish.txt, scripts/setup.sh).
 # Output: .cache/docsite/build/html (index.html; collections/nodefix/k8s/*.html).
@@ -38,10 +38,14 @@ myst_heading_anchors = 3
 CONF
 
 # The guides, and the site's front page listing the collection and the guides.
+# The developers' pages (conventions, the test layers, the test command's time log) are not guides
+# for users: they stay in the repository, out of the docsite (held by tests/unit/test_readme_shape.py).
+developer_pages=(DEVELOPING testing test-times)
 mkdir -p "$dest/rst/guides"
 guides=()
 for md in docs/*.md; do
   name=$(basename "$md" .md)
+  [[ " ${developer_pages[*]} " == *" $name "* ]] && continue
   cp "$md" "$dest/rst/guides/$name.md"
   guides+=("$name")
 done

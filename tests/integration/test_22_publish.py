@@ -182,7 +182,11 @@ def test_docsite_guides_and_playbooks_pages(docsite, tmp_path):
     text = text_of(chromium_dom(docsite / "index.html", tmp_path / "chromium"))
     for title in ("Safety on real, messy nodes", "gVisor sandboxes that ignore pod memory limits"):
         assert title in text
+    with open(os.path.join(ROOT, "scripts", "docsite.sh"), encoding="utf-8") as fh:
+        developer = set(re.search(r"^developer_pages=\(([^)]*)\)", fh.read(), re.M).group(1).split())
+    assert {"DEVELOPING", "testing", "test-times"} <= developer
     guides = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    guides = [g for g in guides if g not in developer]
     assert sorted(p.name[:-5] for p in (docsite / "guides").glob("*.html")) == guides
     playbooks = text_of(chromium_dom(docsite / "collections" / "nodefix" / "k8s" / "docsite" / "playbooks.html",
                                      tmp_path / "chromium2"))

@@ -266,12 +266,17 @@ class SiteRun(object):
             self.thread.join(2)
         assert os.path.exists(ready), "lab/site.yml ended before its hold (rc %s):\n%s" % (self.rc, self.out[-4000:])
 
-    def finish(self, go="go"):
-        """Let the held run go on (or end it there: "stop") and wait for its end: (rc, output)."""
-        if not self.go.exists():
-            self.go.write_text(go + "\n")
+    def finish(self):
+        """Let the held run go on and wait for its end: (rc, output)."""
+        self.go.touch()
         self.thread.join(3600)
         return self.rc, self.out
+
+    def end(self):
+        """A module that failed before the go ends the held run where it waits (SIGTERM, as Ctrl-C would)."""
+        if self.thread.is_alive() and not self.go.exists():
+            subprocess.run(["pkill", "-TERM", "-f", "nodefix_lab_hold_file=%s" % self.go], check=False)
+        self.thread.join(600)
 
     def before_hold(self):
         """The run's output up to its hold (up and the audit before), read from its log while it waits."""
@@ -288,7 +293,7 @@ def site(tmp_path_factory):
             run.wait_held()
             yield run
         finally:
-            run.finish("stop")  # a module that failed before test_03 ends the held run there
+            run.end()
             rc, out = playbook("lab-down", os.path.join(ROOT, "lab/down.yml"))
             assert_ok("lab-down", rc, out)
         # the VM and its processes are gone, whatever happened before

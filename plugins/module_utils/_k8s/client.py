@@ -119,14 +119,6 @@ def _in_cluster(kubeconfig):
         and os.path.exists(_IN_CLUSTER)
 
 
-def trim_tokens(conf):
-    """Every ``<scheme> <token>`` of ``conf.api_key`` with the token's surrounding whitespace removed."""
-    for key, value in list(conf.api_key.items()):
-        if isinstance(value, str):
-            head, _sep, token = value.partition(" ")
-            conf.api_key[key] = "%s %s" % (head, token.strip()) if token.strip() else value.strip()
-
-
 class Kube(object):
     """An API client of ``kubeconfig`` (its ``context``; in-cluster without one, see above), every request
     bounded by ``timeout`` seconds. KubeConfigError when it cannot be built."""
@@ -154,18 +146,22 @@ class Kube(object):
         self.send = transport.sender(self.api_client, self.error)
 
     def _trimmed(self, conf):
-        """Trim the token now and after every refresh the client makes of it (its ``refresh_api_key_hook``
-        re-reads a token file, untrimmed, before requests); remember it for ``scrub``."""
-        refresh = conf.refresh_api_key_hook
+        """Every credential the client puts in a request's ``authorization`` header, trimmed: its loaders set the
+        token again (untrimmed, re-reading a token file) through ``refresh_api_key_hook`` before requests and
+        replace that hook as they do, so the trim wraps the one method every release reads the header through
+        (``Configuration.get_api_key_with_prefix``); each value is remembered for ``scrub``."""
+        read = conf.get_api_key_with_prefix
 
-        def hook(settings):
-            if refresh is not None:
-                refresh(settings)
-            trim_tokens(settings)
-            self.secrets.extend(v.partition(" ")[2] for v in settings.api_key.values() if isinstance(v, str))
-        hook(conf)
-        conf.refresh_api_key_hook = hook
-        self.secrets.extend(s for s in (getattr(conf, "password", None), getattr(conf, "username", None)) if s)
+        def trimmed(*args, **kwargs):
+            value = read(*args, **kwargs)
+            if isinstance(value, str):
+                scheme, _sep, token = value.strip().partition(" ")
+                value = "%s %s" % (scheme, token.strip()) if token.strip() else scheme
+                self.secrets.append(token.strip() or scheme)
+            return value
+        conf.get_api_key_with_prefix = trimmed
+        self.secrets.extend(v for v in list(conf.api_key.values()) + [getattr(conf, "password", None)]
+                            if isinstance(v, str))
 
     def scrub(self, text):
         """``text`` without any credential of this client and any ``Bearer``/``Basic`` value."""

@@ -26,6 +26,9 @@ COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
 CLIENTS = os.path.join(ROOT, ".cache", "k8s-clients")
 DOUBLE = os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py")
 CP = "node-role.kubernetes.io/control-plane"
+# the request contract of each end (_k8s.transport): python-legacy's call_api at the floor (24.2.0), the openapi
+# generator's param_serialize + call_api at the newest (37.0.3, measured 2026-12-06)
+CONTRACT = {"floor": "legacy", "newest": "serialized"}
 
 
 def declared(path):
@@ -77,8 +80,9 @@ def kubeconfig(path, port, token_file):
 class Release(object):
     """The double and a runner of modules with one client release."""
 
-    def __init__(self, tmp, version):
-        self.tmp, self.version = tmp, version
+    def __init__(self, tmp, end):
+        self.tmp, self.end, self.version = tmp, end, set_up_record()[end]
+        version = self.version
         self.env = dict((k, v) for k, v in os.environ.items() if not k.lower().endswith("_proxy"))
         self.env["PYTHONPATH"] = os.pathsep.join([COLLECTIONS, os.path.join(CLIENTS, version)])
         self.state = tmp / "state.json"
@@ -119,15 +123,19 @@ class Release(object):
 
 @pytest.fixture(params=["floor", "newest"])
 def release(request, tmp_path):
-    version = set_up_record()[request.param]
-    rel = Release(tmp_path, version)
+    rel = Release(tmp_path, request.param)
     yield rel
     rel.proc.terminate()
     rel.proc.wait(timeout=10)
 
 
 def test_cordon_drain_give_back_and_the_trail_work_with_the_release(release):
-    assert release.python("import kubernetes; print(kubernetes.__version__)") == release.version
+    # the release on the path is the one named, and the request contract detected is its own
+    assert release.python(
+        "import kubernetes\n"
+        "from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client\n"
+        "print(kubernetes.__version__, client.Kube(%r).send.__name__)" % release.kubeconfig).split() == \
+        [release.version, CONTRACT[release.end]]
     out = release.run("node_cordon", node="node-a", run_id="run-1", cordon=True)
     assert not out.get("failed") and out["cordoned"] is True and out["cordoned_before"] is False, out
     assert sorted(p["metadata"]["name"] for p in out["pods"]) == ["db-0", "web-1"]

@@ -33,9 +33,9 @@ AUTH = ["BearerToken"]
 
 def sender(api_client, error):
     """A function (method, path, query, headers, body, timeout) -> (status, headers, body) for ``api_client``;
-    ``error``: the client's ``ApiException`` class. The name of the contract is its ``contract`` attribute."""
+    ``error``: the client's ``ApiException`` class. Its name says which contract: ``serialized`` or ``legacy``."""
     if hasattr(api_client, "param_serialize"):
-        def send(method, path, query, headers, body, timeout):
+        def serialized(method, path, query, headers, body, timeout):
             params = api_client.param_serialize(method, path, query_params=query or None, header_params=headers,
                                                 body=body, auth_settings=AUTH)
             resp = api_client.call_api(*params, _request_timeout=timeout)
@@ -44,8 +44,7 @@ def sender(api_client, error):
             finally:
                 resp.response.release_conn()
             return resp.status, resp.headers, data
-        send.contract = "param_serialize+call_api"
-        return send
+        return serialized
 
     def legacy(method, path, query, headers, body, timeout):
         try:
@@ -58,5 +57,4 @@ def sender(api_client, error):
             return resp.status, resp.headers, resp.data
         finally:
             resp.release_conn()
-    legacy.contract = "call_api (python-legacy)"
     return legacy

@@ -107,7 +107,7 @@ options:
   request_timeout:
     description:
       - Seconds each API request may take (connect and read); a server that does not answer is not asked again (a 429,
-        a 5xx with C(Retry-After) or a read's 5xx is, at most twice: the collection's one API client).
+        a 5xx with C(Retry-After) or a read's 5xx is, at most twice, by the collection's one API client).
       - A server that does not answer in time ends the trail with a warning; the rest is named in RV(errors),
         never waited for again. The most the module can wait is about this once (an unreachable server) or
         once per event and the annotation (a server that stops answering midway).

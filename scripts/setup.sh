@@ -151,6 +151,15 @@ fetch_debs() {
     bash tests/unit/fixtures/containerd/fetch-debs.sh "prometheus-node-exporter=1.5.0-1+b6 prometheus=2.42.0+ds-5+deb12u1" >/dev/null
 }
 
+# 5b. The kubernetes Python client at both ends of requirements.txt's range (the oldest release it admits
+#     and the newest it admits today), each with its dependencies under .cache/k8s-clients/<version>
+#     (cached): tests/unit/test_k8s_client_releases.py runs the API-calling modules with each.
+k8s_clients() {
+  log "kubernetes clients at both ends of requirements.txt's range (.cache/k8s-clients)"
+  "$NODEFIX_VENV/bin/python" scripts/k8s_clients.py 2>&1 | quiet_pip
+  test -s "$NODEFIX_CACHE/k8s-clients/tested.json"
+}
+
 # 4 and 5 side by side (separate venvs and directories; mostly downloads and
 # unpacking): on a bare machine ~85 s one after the other
 side_pids=()
@@ -161,6 +170,8 @@ side_pids+=($!)
 step publish-venv publish_venv &
 side_pids+=($!)
 fetch_debs &
+side_pids+=($!)
+step k8s-clients k8s_clients &
 side_pids+=($!)
 bg_pids+=("${side_pids[@]}")
 wait_bg "${side_pids[@]}"

@@ -25,7 +25,9 @@ description:
     the give-back), the pods on it (RV(pods), only the fields the drain's verdict C(nodefix.k8s.drain_outcome) reads)
     and, unless it was cordoned before, the cordon - C(spec.unschedulable) and the record C(nodefix.k8s/cordoned-by)
     (C({"run", "time"})) in one PATCH, so a run killed after it leaves a record the next run reads.
-  - Every request has O(request_timeout) for the connection and the read, one attempt. An answer that is not
+  - Every request has O(request_timeout) for the connection and the read and goes through the collection's one API
+    client (no second connection attempt; a 429, a 5xx with C(Retry-After) or a read's 5xx is asked again at most
+    twice, after C(Retry-After), at most 10 s, or 0.5 s then 1 s). An answer that is not
     well-formed (not JSON, not the Node asked for, annotations that are not a mapping) fails the module with
     nothing written from it. A failure after the node's state was read returns RV(cordoned_before) with it, so the
     caller gives back a node it may have cordoned.

@@ -106,7 +106,8 @@ options:
     default: true
   request_timeout:
     description:
-      - Seconds each API request may take (connect and read), one attempt a request (no retries).
+      - Seconds each API request may take (connect and read); a server that does not answer is not asked again (a 429,
+        a 5xx with C(Retry-After) or a read's 5xx is, at most twice, by the collection's one API client).
       - A server that does not answer in time ends the trail with a warning; the rest is named in RV(errors),
         never waited for again. The most the module can wait is about this once (an unreachable server) or
         once per event and the annotation (a server that stops answering midway).
@@ -189,21 +190,13 @@ errors:
            "the API server could not be reached or did not answer (MaxRetryError: ... Connection refused); 3 event(s) and the annotation not written"]
 """
 
-import json
 import socket
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
-
-try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.client.rest import ApiException
-    HAS_K8S = True
-except ImportError:
-    HAS_K8S = False
 
 
 def work_out(p):
@@ -222,63 +215,53 @@ def work_out(p):
 
 
 def _why(exc):
-    """An API error as its status, reason and the Status message (a 422 names the field); any other its type."""
-    if isinstance(exc, ApiException):
-        try:
-            said = json.loads(exc.body or "{}").get("message") or ""
-        except (ValueError, AttributeError):
-            said = ""
-        return ("%s %s" % (exc.status, (exc.reason or "").strip())) + (": %s" % said[:500] if said else "")
-    return "%s: %s" % (type(exc).__name__, exc)
-
-
-def _client(p):
-    """The API client, one attempt a request (no urllib3 retries: a hung server costs one timeout, not four)."""
-    cfg = k8s_client.Configuration()
-    k8s_config.load_kube_config(config_file=p["kubeconfig"], context=p["context"], client_configuration=cfg)
-    cfg.retries = 0
-    return k8s_client.ApiClient(cfg)
+    """An API error as its status, reason and the Status message (a 422 names the field); no answer as why."""
+    if exc.status:
+        return exc.phrase() + (": %s" % exc.said[:500] if exc.said else "")
+    return exc.why
 
 
 def post(module, events, note):
     """Post the events and the annotation; (posted, annotated, errors). Every request has the timeout
-    O(request_timeout); an API error (4xx/5xx) loses that event only, a server that cannot be reached (refused,
-    DNS, TLS, timeout) ends the trail there: the rest is named not written, never waited for again."""
+    O(request_timeout) (the collection's one API client, _k8s.client); an API error (4xx/5xx) loses that event
+    only, a server that cannot be reached (refused, DNS, TLS, timeout) ends the trail there: the rest is named not
+    written, never waited for again."""
     p = module.params
-    # (connect, read): the client ignores a float (kubernetes/client/rest.py takes an int or a 2-tuple only)
-    timeout = (p["request_timeout"], p["request_timeout"])
     try:
-        client = _client(p)
-    except Exception as exc:  # the client raises ConfigException, IOError, yaml errors...
+        api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
+    except NodefixError as exc:
         return 0, False, ["cannot load the kubeconfig %s: %s" % (p["kubeconfig"], exc)]
-    core, ev = k8s_client.CoreV1Api(client), k8s_client.EventsV1Api(client)
     unreachable = "the API server could not be reached or did not answer (%s); %d event(s)%s not written"
+    node_path = "/api/v1/nodes/%s" % kube.name(p["node"])
     try:
-        uid = core.read_node(p["node"], _request_timeout=timeout).metadata.uid
-    except ApiException as exc:
-        return 0, False, ["node %s: %s; no event written" % (p["node"], _why(exc))]
-    except Exception as exc:  # urllib3/socket/ssl errors: refused, DNS, TLS, timeout
+        uid = api.request("reading Node %s" % p["node"], "GET", node_path)["metadata"]["uid"]
+    except kube.KubeError as exc:
+        if exc.status:
+            return 0, False, ["node %s: %s; no event written" % (p["node"], _why(exc))]
         return 0, False, [unreachable % (_why(exc), len(events), " and the annotation" if note else "")]
+    except (KeyError, TypeError):
+        return 0, False, ["node %s: the API server's answer has no metadata.uid; no event written" % p["node"]]
     instance = p["instance"] or trail.cut_bytes(socket.gethostname(), trail.INSTANCE_MAX, "")
     posted, annotated, errors = 0, False, []
+    events_path = "/apis/events.k8s.io/v1/namespaces/%s/events" % kube.name(p["namespace"])
     for n, e in enumerate(events):
         try:
-            ev.create_namespaced_event(p["namespace"], trail.event_body(e, p["node"], uid, p["namespace"], instance),
-                                       _request_timeout=timeout)
+            api.request("posting event %s" % e["reason"], "POST", events_path,
+                        body=trail.event_body(e, p["node"], uid, p["namespace"], instance))
             posted += 1
-        except ApiException as exc:
+        except kube.KubeError as exc:
+            if not exc.status:
+                return posted, False, errors + [unreachable % (_why(exc), len(events) - n, " and the annotation"
+                                                               if note else "")]
             errors.append("event %s: %s" % (e["reason"], _why(exc)))
-        except Exception as exc:  # pylint: disable=broad-except
-            return posted, False, errors + [unreachable % (_why(exc), len(events) - n, " and the annotation"
-                                                           if note else "")]
     if note:
         try:
-            core.patch_node(p["node"], {"metadata": {"annotations": note}}, _request_timeout=timeout)
+            api.request("annotating Node %s" % p["node"], "PATCH", node_path, body={"metadata": {"annotations": note}},
+                        content_type="application/strategic-merge-patch+json")
             annotated = True
-        except ApiException as exc:
-            errors.append("annotation %s: %s" % (trail.ANNOTATION, _why(exc)))
-        except Exception as exc:  # pylint: disable=broad-except
-            errors.append("annotation %s: the API server could not be reached or did not answer (%s)"
+        except kube.KubeError as exc:
+            errors.append("annotation %s: %s" % (trail.ANNOTATION, _why(exc)) if exc.status else
+                          "annotation %s: the API server could not be reached or did not answer (%s)"
                           % (trail.ANNOTATION, _why(exc)))
     return posted, annotated, errors
 
@@ -319,7 +302,7 @@ def main():
     shown = [dict(e, time=trail.iso(e["time"])) for e in events]
     if module.check_mode:
         module.exit_json(changed=bool(events or note), events=shown, annotation=note, posted=0, errors=[])
-    if not HAS_K8S:
+    if not kube.available():
         # the trail never fails the remediation it describes: a controller without the client is a warning
         errors = ["%s; no event written" % missing_required_lib("kubernetes")]
         module.warn("the remediation's trail on node %s is not written: %s" % (p["node"], errors[0]))

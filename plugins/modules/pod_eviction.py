@@ -26,7 +26,7 @@ description:
 author:
   - nodefix.k8s developers (@nodefix)
 requirements:
-  - kubernetes (the official Kubernetes Python client) >= 12.0
+  - kubernetes (the official Kubernetes Python client) >= 24.2.0
 options:
   name:
     description: Name of the pod.
@@ -112,77 +112,68 @@ attempts:
 """
 
 import time
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-K8S_IMP_ERR = None
-try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.client.rest import ApiException
-    HAS_K8S = True
-except ImportError:
-    HAS_K8S = False
-    K8S_IMP_ERR = traceback.format_exc()
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 
 
 def _api(module):
+    """The collection's one API client (_k8s.client), every request bounded by O(request_timeout)."""
     try:
-        api_client = k8s_config.new_client_from_config(
-            config_file=module.params["kubeconfig"], context=module.params["context"])
-    except Exception as exc:  # the client raises ConfigException, IOError, yaml errors...
+        return kube.Kube(module.params["kubeconfig"], module.params["context"], module.params["request_timeout"])
+    except NodefixError as exc:
         module.fail_json(msg="cannot load the kubeconfig %s: %s" % (module.params["kubeconfig"] or "(default)", exc))
-    return k8s_client.CoreV1Api(api_client)
 
 
-def _reason(exc):
-    """The API server's message (and a PodDisruptionBudget cause) from an ApiException."""
-    import json
-    try:
-        body = json.loads(exc.body or "{}")
-    except ValueError:
-        return (exc.reason or "").strip()
-    causes = [c.get("message") for c in (body.get("details") or {}).get("causes") or [] if c.get("message")]
-    return "; ".join([body.get("message") or exc.reason or ""] + causes)
-
-
-def _timeout(module):
-    """(connect, read) seconds: the client takes an int or a 2-tuple (kubernetes/client/rest.py)."""
-    return (module.params["request_timeout"], module.params["request_timeout"])
+def _pod_path(ns, name, sub=""):
+    return "/api/v1/namespaces/%s/pods/%s%s" % (kube.name(ns), kube.name(name), sub)
 
 
 def _unreachable(module, what, exc):
-    module.fail_json(msg="%s: the API server could not be reached or did not answer within %d s (%s: %s)"
-                         % (what, module.params["request_timeout"], type(exc).__name__, exc))
+    module.fail_json(msg="%s: the API server could not be reached or did not answer within %d s (%s)"
+                         % (what, module.params["request_timeout"], exc.why))
 
 
 def _read(module, api, ns, name):
     try:
-        return api.read_namespaced_pod(name, ns, _request_timeout=_timeout(module))
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        module.fail_json(msg="cannot read pod %s/%s: %s %s" % (ns, name, exc.status, _reason(exc)), status=exc.status)
-    except Exception as exc:  # urllib3/socket/ssl errors: refused, DNS, TLS, timeout
-        _unreachable(module, "cannot read pod %s/%s" % (ns, name), exc)
+        return api.request("reading pod %s/%s" % (ns, name), "GET", _pod_path(ns, name), missing_ok=True)
+    except kube.KubeError as exc:
+        if not exc.status:
+            _unreachable(module, "cannot read pod %s/%s" % (ns, name), exc)
+        module.fail_json(msg="cannot read pod %s/%s: %s %s" % (ns, name, exc.status, exc.detail()), status=exc.status)
+
+
+def eviction(ns, name, uid, grace):
+    """The policy/v1 Eviction of one pod (a UID precondition with ``uid``)."""
+    options = {}
+    if grace is not None:
+        options["gracePeriodSeconds"] = grace
+    if uid:
+        options["preconditions"] = {"uid": uid}
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+    if options:
+        body["deleteOptions"] = options
+    return body
 
 
 def _evict(module, api, ns, name, uid):
     p = module.params
-    body = k8s_client.V1Eviction(
-        metadata=k8s_client.V1ObjectMeta(name=name, namespace=ns),
-        delete_options=k8s_client.V1DeleteOptions(
-            grace_period_seconds=p["grace_period_seconds"],
-            preconditions=k8s_client.V1Preconditions(uid=uid) if uid else None))
+    body = eviction(ns, name, uid, p["grace_period_seconds"])
     deadline = time.time() + max(0, p["wait_timeout"])
     attempts = 0
     while True:
         attempts += 1
         try:
-            api.create_namespaced_pod_eviction(name, ns, body, _request_timeout=_timeout(module))
+            # a 429 is a PodDisruptionBudget's answer, waited for here (wait_sleep, wait_timeout), not by the client
+            api.request("eviction of pod %s/%s" % (ns, name), "POST", _pod_path(ns, name, "/eviction"), body=body,
+                        retry=kube.RETRY_SERVER)
             return "evicted", attempts
-        except ApiException as exc:
+        except kube.KubeError as exc:
+            if not exc.status:   # whether the eviction happened is unknown
+                _unreachable(module, "eviction of pod %s/%s (attempt %d; whether it was evicted is unknown)"
+                             % (ns, name, attempts), exc)
             if exc.status == 404:
                 return "gone", attempts
             if exc.status == 409 and uid:
@@ -192,11 +183,8 @@ def _evict(module, api, ns, name, uid):
                 continue
             what = ("refused by a PodDisruptionBudget" if exc.status == 429 else "failed")
             module.fail_json(msg="eviction of pod %s/%s %s after %d attempt(s): %s %s"
-                                 % (ns, name, what, attempts, exc.status, _reason(exc)),
+                                 % (ns, name, what, attempts, exc.status, exc.detail()),
                              status=exc.status, attempts=attempts)
-        except Exception as exc:  # urllib3/socket/ssl errors: whether the eviction happened is unknown
-            _unreachable(module, "eviction of pod %s/%s (attempt %d; whether it was evicted is unknown)"
-                         % (ns, name, attempts), exc)
 
 
 def main():
@@ -214,8 +202,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if not HAS_K8S:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMP_ERR)
+    if not kube.available():
+        module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
     ns, name, uid = p["namespace"], p["name"], p["uid"]
     for key in ("name", "namespace"):
@@ -229,12 +217,13 @@ def main():
     pod = _read(module, api, ns, name)
     if pod is None:
         module.exit_json(changed=False, result="gone", attempts=0)
-    info = {"namespace": ns, "name": name, "uid": pod.metadata.uid, "node": pod.spec.node_name if pod.spec else None}
-    if uid and pod.metadata.uid != uid:
+    meta = pod.get("metadata") or {}
+    info = {"namespace": ns, "name": name, "uid": meta.get("uid"), "node": (pod.get("spec") or {}).get("nodeName")}
+    if uid and info["uid"] != uid:
         module.exit_json(changed=False, result="replaced", pod=info, attempts=0)
     if module.check_mode:
         module.exit_json(changed=True, result="would evict", pod=info, attempts=0)
-    result, attempts = _evict(module, api, ns, name, uid or pod.metadata.uid)
+    result, attempts = _evict(module, api, ns, name, uid or info["uid"])
     module.exit_json(changed=result == "evicted", result=result, pod=info, attempts=attempts)
 
 

@@ -28,7 +28,8 @@ description:
     MachineHealthCheck's C(maxUnhealthy) (remediation only while the unhealthy machines its selector picks are at most
     that share of them) and medik8s Node Healthcheck's C(minHealthy) seen from the other side - the nodes already down
     count, not only the ones about to be worked on. A rollout that disrupts no node never stops here.
-  - The Nodes are listed with a deadline of O(api_timeout) seconds a request, never retried; a listing that fails
+  - The Nodes are listed with a deadline of O(api_timeout) seconds a request (a server that does not answer is not
+    asked again; a 429 or a 5xx is, at most twice, after C(Retry-After) or 0.5 s then 1 s); a listing that fails
     (no C(kubernetes) library, refused, DNS, TLS, timeout, 4xx/5xx) is "could not count" - a rollout that would
     disrupt a node then stops (fail closed), and RV(msg) and RV(counted) say why.
   - A problem on that share of a fleet is rarely independent node faults (a bad image, a config rollout, a kernel
@@ -106,7 +107,7 @@ options:
         unavailable - the pool must hold the targets.
     type: str
   api_timeout:
-    description: Seconds each request of the Node listing may take (connect and read), never retried.
+    description: Seconds each request of the Node listing may take (connect and read); no answer in time is not retried.
     type: int
     default: 30
   wait:

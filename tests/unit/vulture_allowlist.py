@@ -46,6 +46,5 @@ _mount_point
 TRANSFERS_FILES
 
 # Read by the kubernetes client's RESTClientObject (urllib3's retries) when the ApiClient is built
-# (_reboot/backoff.py NodeAnnotations sets it on the Configuration it passes):
-# kubernetes.client.Configuration: read by its REST client (_report.cluster_nodes: one attempt a request)
+# (_k8s/client.py sets it on the Configuration it passes: one attempt a connection)
 retries

@@ -42,6 +42,7 @@ import json
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 
 ANNOTATION = "nodefix.k8s/last-reboot"
 DEFAULT_BACKOFF = "6h"
@@ -190,46 +191,21 @@ def decide(annotations, reasons, now, backoff_seconds, node="the node", read_err
 
 
 class NodeAnnotations(object):
-    """Read and patch a Node's annotations through the official Python client, every call with a timeout
-    (``_request_timeout``: connect and read, seconds) - a hung API server is an error, never a wait."""
+    """Read and patch a Node's annotations through the collection's one API client (``_k8s.client``: every
+    call with ``timeout`` seconds for the connection and the read, its retry policy) - a hung API server is an
+    error, never a wait."""
 
     def __init__(self, kubeconfig, context=None, timeout=10):
-        try:
-            from kubernetes import client, config  # pylint: disable=import-outside-toplevel
-            from kubernetes.client.rest import ApiException  # pylint: disable=import-outside-toplevel
-        except ImportError as exc:
-            raise NodefixError("the Python kubernetes client is needed on the controller for the reboot backoff "
-                               "(pip install kubernetes, as kubernetes.core needs): %s" % exc)
-        settings = client.Configuration()
-        settings.retries = 1   # urllib3's default is 3 silent retries; one, each within the timeout
-        try:
-            api_client = config.new_client_from_config(config_file=kubeconfig, context=context,
-                                                       client_configuration=settings)
-        # the client raises many kinds (config, YAML, file errors)
-        except Exception as exc:  # pylint: disable=broad-except
-            raise NodefixError("kubeconfig %s could not be loaded: %s" % (kubeconfig, exc))
-        self.core = client.CoreV1Api(api_client)
-        self.error = ApiException
-        self.timeout = timeout
-
-    def _why(self, exc):
-        if isinstance(exc, self.error):
-            return "the API server answered %s %s" % (exc.status, (exc.body or exc.reason or "")[:200])
-        return "%s: %s" % (type(exc).__name__, str(exc)[:200])
+        self.kube = kube.Kube(kubeconfig, context, timeout)
 
     def read(self, node):
         """(the Node's annotations ({} when none), its ``status.nodeInfo.bootID`` or None); NodefixError
         naming what went wrong otherwise."""
-        try:
-            obj = self.core.read_node(node, _request_timeout=self.timeout)
-        # refused, DNS, TLS, timeout, 4xx/5xx: whatever it is, the annotation was not read
-        except Exception as exc:  # pylint: disable=broad-except
-            raise NodefixError("reading Node %s: %s" % (node, self._why(exc)))
-        info = getattr(getattr(obj, "status", None), "node_info", None)
-        return dict(getattr(obj.metadata, "annotations", None) or {}), getattr(info, "boot_id", None) or None
+        obj = self.kube.request("reading Node %s" % node, "GET", "/api/v1/nodes/%s" % kube.name(node))
+        info = (obj.get("status") or {}).get("nodeInfo") or {}
+        return dict((obj.get("metadata") or {}).get("annotations") or {}), info.get("bootID") or None
 
     def patch(self, node, annotations):
-        try:
-            self.core.patch_node(node, {"metadata": {"annotations": annotations}}, _request_timeout=self.timeout)
-        except Exception as exc:  # pylint: disable=broad-except
-            raise NodefixError("annotating Node %s: %s" % (node, self._why(exc)))
+        self.kube.request("annotating Node %s" % node, "PATCH", "/api/v1/nodes/%s" % kube.name(node),
+                          body={"metadata": {"annotations": annotations}},
+                          content_type="application/strategic-merge-patch+json")

@@ -44,6 +44,7 @@ import json
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index: Python's weekday()
 MANAGED_BY = "nodefix.k8s"
@@ -437,130 +438,75 @@ class LeaseLock(object):
 
 
 class KubeApi(object):
-    """The few API calls the gate makes, through the official Python client (a kubernetes.core
-    requirement already), answering plain dicts. ``create_lease``/``replace_lease`` return False
-    on 409 (someone else won the slot); other API errors raise NodefixError."""
-
-    def __init__(self, kubeconfig, context=None):
-        try:
-            from kubernetes import client, config  # pylint: disable=import-outside-toplevel
-            from kubernetes.client.rest import ApiException  # pylint: disable=import-outside-toplevel
-        except ImportError as exc:
-            raise NodefixError("the Python kubernetes client is needed on the controller for the reboot lock and "
-                               "blocking pods (pip install kubernetes, as kubernetes.core needs): %s" % exc)
-        try:
-            self.client = config.new_client_from_config(config_file=kubeconfig, context=context)
-        # the client raises many kinds (config, YAML, file errors)
-        except Exception as exc:  # pylint: disable=broad-except
-            raise NodefixError("kubeconfig %s could not be loaded: %s" % (kubeconfig, exc))
-        self.core = client.CoreV1Api(self.client)
-        self.coord = client.CoordinationV1Api(self.client)
-        self.error = ApiException
-
-    def _dict(self, obj):
-        return self.client.sanitize_for_serialization(obj)
+    """The few API calls the gate makes, through the collection's one API client (``_k8s.client``), answering
+    plain dicts. ``create_lease``/``replace_lease`` return False on 409 (someone else won the slot); other API
+    errors raise NodefixError."""
 
     # Every call's timeout in seconds (connect and read): a hung API server fails the call, naming it, never
     # holds the run (the gate then holds the reboot: nothing is drained)
     TIMEOUT = 30
 
-    @staticmethod
-    def _no_answer(what, exc):
-        """A refused connection, DNS, TLS or a timeout (urllib3's and socket's errors): no answer, named."""
-        raise NodefixError("%s: no answer from the API server: %s" % (what, exc))
+    def __init__(self, kubeconfig, context=None):
+        self.kube = kube.Kube(kubeconfig, context, self.TIMEOUT)
 
-    def _fail(self, what, exc):
-        body = (getattr(exc, "body", "") or str(exc))[:300]
-        raise NodefixError("%s: the API server answered %s %s" % (what, getattr(exc, "status", "?"), body))
+    def _get(self, what, path, query=None):
+        """The object at ``path``; None for a 404."""
+        return self.kube.request(what, "GET", path, query, missing_ok=True)
+
+    def _write(self, what, method, path, body):
+        """True when written, False on a 409 Conflict (another holder won); KubeError otherwise."""
+        try:
+            self.kube.request(what, method, path, body=body)
+            return True
+        except kube.KubeError as exc:
+            if exc.status == 409:
+                return False
+            raise
+
+    @staticmethod
+    def _leases(namespace, name=None):
+        return "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s" % (
+            kube.name(namespace), "/" + kube.name(name) if name else "")
 
     def list_pods(self, node, selector):
-        try:
-            pods = self.core.list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % node,
-                                                         label_selector=selector, _request_timeout=self.TIMEOUT)
-        except self.error as exc:
-            self._fail("listing the pods of %s selected by %r" % (node, selector), exc)
-        except Exception as exc:  # pylint: disable=broad-except
-            self._no_answer("listing the pods of %s selected by %r" % (node, selector), exc)
-        return [self._dict(p) for p in pods.items]
+        query = [("fieldSelector", "spec.nodeName=%s" % node)] + ([("labelSelector", selector)] if selector else [])
+        return self.kube.items("listing the pods of %s selected by %r" % (node, selector), "/api/v1/pods", query)
 
     def get_lease(self, namespace, name):
-        try:
-            return self._dict(self.coord.read_namespaced_lease(name, namespace, _request_timeout=self.TIMEOUT))
-        except self.error as exc:
-            if exc.status == 404:
-                return None
-            self._fail("reading Lease %s/%s" % (namespace, name), exc)
-        except Exception as exc:  # pylint: disable=broad-except
-            self._no_answer("reading Lease %s/%s" % (namespace, name), exc)
+        return self._get("reading Lease %s/%s" % (namespace, name), self._leases(namespace, name))
 
     def create_lease(self, namespace, body):
-        try:
-            self.coord.create_namespaced_lease(namespace, body, _request_timeout=self.TIMEOUT)
-            return True
-        except self.error as exc:
-            if exc.status == 409:
-                return False
-            self._fail("creating Lease %s/%s" % (namespace, body["metadata"]["name"]), exc)
-        except Exception as exc:  # pylint: disable=broad-except
-            self._no_answer("creating Lease %s/%s" % (namespace, body["metadata"]["name"]), exc)
+        return self._write("creating Lease %s/%s" % (namespace, body["metadata"]["name"]), "POST",
+                           self._leases(namespace), body)
 
     def replace_lease(self, namespace, name, body):
-        try:
-            self.coord.replace_namespaced_lease(name, namespace, body, _request_timeout=self.TIMEOUT)
-            return True
-        except self.error as exc:
-            if exc.status == 409:
-                return False
-            self._fail("taking over Lease %s/%s" % (namespace, name), exc)
-        except Exception as exc:  # pylint: disable=broad-except
-            self._no_answer("taking over Lease %s/%s" % (namespace, name), exc)
+        return self._write("taking over Lease %s/%s" % (namespace, name), "PUT", self._leases(namespace, name), body)
 
     def delete_lease(self, namespace, name, resource_version):
-        from kubernetes import client  # pylint: disable=import-outside-toplevel
-        opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": resource_version}}
         try:
-            self.coord.delete_namespaced_lease(name, namespace, body=opts, _request_timeout=self.TIMEOUT)
-        except self.error as exc:
+            self.kube.request("releasing Lease %s/%s" % (namespace, name), "DELETE", self._leases(namespace, name),
+                              body=body)
+        except kube.KubeError as exc:
             if exc.status != 404:
-                self._fail("releasing Lease %s/%s" % (namespace, name), exc)
-        except Exception as exc:  # pylint: disable=broad-except
-            self._no_answer("releasing Lease %s/%s" % (namespace, name), exc)
+                raise
 
     # The control-plane guard's reads (_reboot.control_plane), with the same timeout
-    def _call(self, what, call, *args, **kwargs):
-        """``call`` with the timeout; its answer as a dict. 404: None. Any other failure (an API
-        error, refused, DNS, TLS, a timeout) is a NodefixError naming ``what``."""
-        try:
-            return self._dict(call(*args, _request_timeout=self.TIMEOUT, **kwargs))
-        except self.error as exc:
-            if exc.status == 404:
-                return None
-            self._fail(what, exc)
-        # urllib3 and socket errors: whatever it is, no answer
-        except Exception as exc:  # pylint: disable=broad-except
-            self._no_answer(what, exc)
-
     def get_node(self, name):
         """The Node as the API server has it, None when it does not know it."""
-        return self._call("reading Node %s" % name, self.core.read_node, name)
+        return self._get("reading Node %s" % name, "/api/v1/nodes/%s" % kube.name(name))
 
     def list_nodes(self):
-        return (self._call("listing the Nodes", self.core.list_node) or {}).get("items") or []
+        return self.kube.items("listing the Nodes", "/api/v1/nodes")
 
     def list_namespaced_pods(self, namespace, selector):
-        return (self._call("listing the pods in %s selected by %r" % (namespace, selector),
-                           self.core.list_namespaced_pod, namespace, label_selector=selector) or {}).get("items") or []
+        return self.kube.items("listing the pods in %s selected by %r" % (namespace, selector),
+                               "/api/v1/namespaces/%s/pods" % kube.name(namespace), [("labelSelector", selector)])
 
     def readyz(self, check):
-        """(HTTP status, body) of the API server's ``GET /readyz/<check>`` (e.g. ``etcd``); (None, why)
-        when it did not answer."""
+        """(HTTP status, body) of the API server's ``GET /readyz/<check>`` (e.g. ``etcd``), one request (its
+        500 is the answer, not a failure to retry); (None, why) when it did not answer."""
         try:
-            resp = self.client.call_api("/readyz/%s" % check, "GET", auth_settings=["BearerToken"],
-                                        _preload_content=False, _return_http_data_only=True,
-                                        _request_timeout=self.TIMEOUT)
-            return resp.status, resp.data.decode("utf-8", "replace")
-        except self.error as exc:
-            return exc.status, str(getattr(exc, "body", "") or exc.reason)
-        # urllib3 and socket errors: no answer
-        except Exception as exc:  # pylint: disable=broad-except
-            return None, "no answer: %s" % exc
+            return self.kube.call("reading /readyz/%s" % check, "GET", "/readyz/%s" % check, retry=(429,))
+        except kube.KubeError as exc:
+            return None, "no answer: %s" % exc.why

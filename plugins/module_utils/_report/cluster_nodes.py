@@ -14,7 +14,7 @@ pods onto fewer nodes still. The same conditions Cluster API's MachineHealthChec
 Healthcheck count as unhealthy by default (``unhealthyConditions`` Ready False / Unknown), over the
 nodes their ``selector`` picks.
 
-The listing has a deadline (seconds, for the connection and for each read, no retry) and any
+The listing goes through the one API client (_k8s.client: a deadline for the connection and each read, its retry policy) and any
 failure - no ``kubernetes`` library, a kubeconfig that cannot be loaded, refused, DNS, TLS, a
 timeout, a 4xx/5xx - is one NodefixError saying why: the caller reports "could not count" (the
 breaker then holds a rollout that would disrupt a node: see _report.storm).
@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 
 NOT_READY = "NotReady"
 UNKNOWN = "Ready Unknown"
@@ -72,71 +73,15 @@ def failed_view(selector, error):
     return {"selector": selector or None, "error": str(error), "nodes": {}}
 
 
-def kube_modules(timeout):
-    """(client, config) of the official Python client (a kubernetes.core requirement already), once ``timeout``
-    (seconds a request may take) is checked; NodefixError naming the problem otherwise."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
-        raise NodefixError("the API timeout must be a whole number of seconds, at least 1, got %r" % (timeout,))
-    try:
-        from kubernetes import client, config  # pylint: disable=import-outside-toplevel
-    except ImportError as exc:
-        raise NodefixError("the Python kubernetes client is not installed on the controller (pip install kubernetes, "
-                           "as kubernetes.core needs): %s" % exc)
-    return client, config
-
-
-def new_api_client(modules, kubeconfig, context=None):
-    """An ApiClient of ``kubeconfig`` (its ``context``) that never retries (urllib3 would retry a refused or
-    timed-out request 3 times: a hung server costs one timeout). ``modules``: kube_modules' answer. Raises what
-    the client raises (config, YAML, file errors): the caller says what it was doing."""
-    client, config = modules
-    conf = client.Configuration()
-    config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
-    conf.retries = False
-    return client.ApiClient(conf)
-
-
 def list_nodes(kubeconfig, selector=None, timeout=30, context=None):
-    """Every Node (those ``selector`` picks) as dicts, through the official Python client, each request bounded
-    by ``timeout`` seconds and never retried. NodefixError on any failure, saying what failed."""
-    modules = kube_modules(timeout)
+    """Every Node (those ``selector`` picks) as dicts, through the collection's one API client (``_k8s.client``:
+    each request bounded by ``timeout`` seconds, its retry policy), paged. NodefixError on any failure, saying
+    what failed."""
+    what = "listing the Nodes%s through %s" % (" selected by %r" % selector if selector else "", kubeconfig)
+    query = [("limit", PAGE)] + ([("labelSelector", selector)] if selector else [])
     try:
-        core = modules[0].CoreV1Api(new_api_client(modules, kubeconfig, context))
-        items, token = [], None
-        while True:
-            kwargs = dict(limit=PAGE, _request_timeout=timeout, _preload_content=False)
-            if selector:
-                kwargs["label_selector"] = selector
-            if token:
-                kwargs["_continue"] = token
-            page = _json(core.list_node(**kwargs))
-            items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
-    # the client raises many kinds: its ApiException, urllib3's timeouts and connection errors, config/YAML errors
-    except Exception as exc:  # pylint: disable=broad-except
-        raise NodefixError("listing the Nodes%s through %s failed: %s" % (
-            " selected by %r" % selector if selector else "", kubeconfig, _why(exc)))
-
-
-def _json(response):
-    import json  # pylint: disable=import-outside-toplevel
-    try:
-        body = json.loads(response.data.decode("utf-8"))
-    finally:
-        response.release_conn()
-    if not isinstance(body, dict):
-        raise NodefixError("the Node list is not a JSON object")
-    return body
-
-
-def _why(exc):
-    status = getattr(exc, "status", None)
-    if status:
-        body = (getattr(exc, "body", "") or getattr(exc, "reason", "") or "")
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
-        return "the API server answered %s %s" % (status, str(body)[:300])
-    text = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-    return "%s: %s" % (type(exc).__name__, text[:300])
+        return kube.Kube(kubeconfig, context, kube.whole_seconds(timeout)).items(what, "/api/v1/nodes", query)
+    except kube.KubeError as exc:
+        raise NodefixError("%s failed: %s" % (what, exc.msg[len(what) + 2:]))
+    except kube.KubeConfigError as exc:
+        raise NodefixError("%s failed: %s" % (what, exc))

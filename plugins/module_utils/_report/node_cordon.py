@@ -31,11 +31,9 @@ __metaclass__ = type
 import json
 import time
 
-from ansible.module_utils.six.moves.urllib.parse import quote
-
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import budgets as _budgets
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon as _cordon
 
 # the fields of a pod the drain's verdict reads (_report.cordon.drain_outcome), nothing else: a pod's spec
@@ -162,65 +160,27 @@ def budgets_now(api, pods):
 
 
 class NodeApi(object):
-    """The requests (and the dry run's budget list), through the official Python client (a kubernetes.core requirement already) with
-    one attempt each (no urllib3 retry: a hung server costs one timeout) and ``timeout`` seconds for the
-    connection and the read; answers are parsed here (a body that is not JSON is a failure, named). Any
-    failure but a Node's 404 is a NodefixError naming the request."""
+    """The requests (and the dry run's budget list) through the collection's one API client (``_k8s.client``:
+    ``timeout`` seconds for the connection and the read, its retry policy); answers are parsed there (a body
+    that is not a JSON object is a failure, named). Any failure but a Node's 404 is a NodefixError naming the
+    request."""
 
     def __init__(self, kubeconfig, context=None, timeout=30):
-        modules = cluster_nodes.kube_modules(timeout)
-        try:
-            self.client = cluster_nodes.new_api_client(modules, kubeconfig, context)
-        # the client raises many kinds (config, YAML, file errors)
-        except Exception as exc:  # pylint: disable=broad-except
-            raise NodefixError("kubeconfig %s could not be loaded: %s" % (kubeconfig, exc))
-        self.timeout = (timeout, timeout)
-
-    def _call(self, what, path, method="GET", query=None, body=None, missing_ok=False):
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/merge-patch+json"
-        try:
-            resp = self.client.call_api(path, method, query_params=query or [], header_params=headers, body=body,
-                                        auth_settings=["BearerToken"], _preload_content=False,
-                                        _return_http_data_only=True, _request_timeout=self.timeout)
-            try:
-                data = json.loads(resp.data.decode("utf-8"))
-            finally:
-                resp.release_conn()
-        # the client's ApiException (an HTTP error), urllib3's and socket's errors, a body that is not JSON
-        except Exception as exc:  # pylint: disable=broad-except
-            status = getattr(exc, "status", None)
-            if status == 404 and missing_ok:
-                return None
-            if status:
-                raw = getattr(exc, "body", "") or getattr(exc, "reason", "") or ""
-                if isinstance(raw, bytes):
-                    raw = raw.decode("utf-8", "replace")
-                raise NodefixError("%s: the API server answered %s %s" % (what, status, str(raw)[:300]))
-            raise NodefixError("%s: no answer from the API server: %s: %s" % (what, type(exc).__name__, str(exc)[:300]))
-        if not isinstance(data, dict):
-            raise NodefixError("%s: the API server's answer is not a JSON object" % what)
-        return data
+        self.kube = kube.Kube(kubeconfig, context, kube.whole_seconds(timeout))
 
     def get_node(self, name):
         """The Node, None when the API server does not know it."""
-        return self._call("reading Node %s" % name, "/api/v1/nodes/%s" % quote(name, safe=""), missing_ok=True)
+        return self.kube.request("reading Node %s" % name, "GET", "/api/v1/nodes/%s" % kube.name(name),
+                                 missing_ok=True)
 
     def patch_node(self, name, body):
-        return self._call("patching Node %s" % name, "/api/v1/nodes/%s" % quote(name, safe=""), "PATCH", body=body)
+        return self.kube.request("patching Node %s" % name, "PATCH", "/api/v1/nodes/%s" % kube.name(name),
+                                 body=body, content_type="application/merge-patch+json")
 
     def list_pods(self, name):
-        what = "listing the pods of %s" % name
-        items = self._call(what, "/api/v1/pods", query=[("fieldSelector", "spec.nodeName=%s" % name)]).get("items")
-        if not isinstance(items, list):
-            raise NodefixError("%s: the API server's answer has no list of items" % what)
-        return items
+        return self.kube.items("listing the pods of %s" % name, "/api/v1/pods",
+                               [("fieldSelector", "spec.nodeName=%s" % name)])
 
     def list_budgets(self):
         """Every PodDisruptionBudget (policy/v1), for the dry run's plan."""
-        what = "listing the PodDisruptionBudgets"
-        items = self._call(what, "/apis/policy/v1/poddisruptionbudgets").get("items")
-        if not isinstance(items, list):
-            raise NodefixError("%s: the API server's answer has no list of items" % what)
-        return items
+        return self.kube.items("listing the PodDisruptionBudgets", "/apis/policy/v1/poddisruptionbudgets")

@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The collection's one Kubernetes API client: every API call of every module goes through ``Kube``.
+
+- **Built once, one way**: the official Python client's ``Configuration`` loaded from a kubeconfig and
+  context (``config.load_kube_config``), or in-cluster (``config.load_incluster_config``) when no kubeconfig
+  is given or found and the pod's service account is there, as kubernetes.core's modules do.
+- **A token file trimmed as client-go trims it**: client-go reads a kubeconfig ``tokenFile`` (and the
+  service account's token) with ``strings.TrimSpace``; the Python client sends the file as it is, so a token
+  file ending in a newline makes every request fail with ``Invalid header value b'Bearer <token>\\n'`` - the
+  token quoted in the error. The token is trimmed after every load and every refresh of it.
+- **One timeout**: ``timeout`` seconds for the connection and for the read of every request (``(t, t)``:
+  the client takes an int or a 2-tuple), and no urllib3 retry of a refused or timed-out connection (a hung
+  server costs one timeout, not four).
+- **One retry policy** (client-go's: a 429, or a 5xx that carries ``Retry-After``, is retried for any
+  method - the server did not act -, and a read's 5xx too): at most ``ATTEMPTS`` requests, waiting what
+  ``Retry-After`` says (seconds) or ``BACKOFF`` doubled, never more than ``MAX_WAIT`` seconds a wait. A caller
+  whose 429 is its own decision (an eviction a PodDisruptionBudget refuses: ``pod_eviction`` waits on its own
+  terms) or whose 5xx is the answer (``/readyz/etcd``) says so with ``retry``.
+- **Errors are ``KubeError`` (a ``NodefixError``)**, naming the request: the status, the Status message and
+  causes of an answer, or "no answer" and why. A message never quotes a request header: the bearer token,
+  a basic-auth pair and any ``Authorization`` value are replaced by ``<redacted>`` in every text taken from
+  the client (its exceptions quote the header they could not send).
+
+Answers are JSON objects parsed here (no model classes: their validation differs from release to release);
+the request itself goes through the contract of the installed release (``_k8s.transport``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import time
+
+from ansible.module_utils.six.moves import http_client
+from ansible.module_utils.six.moves.urllib.parse import quote
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import transport
+
+ATTEMPTS = 3
+BACKOFF = 0.5
+MAX_WAIT = 10
+RETRY_ALWAYS = (429,)
+RETRY_SERVER = (500, 502, 503, 504)
+# the secret part of a scheme-prefixed credential as the client's errors quote it (b'Bearer abc\n', Basic ...)
+_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s+)[^\s'\",;]+")
+_IN_CLUSTER = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+class KubeError(NodefixError):
+    """An API request failed: ``status`` (None: no answer - refused, DNS, TLS, a timeout), ``reason``, ``said``
+    (the Status object's message), ``causes`` (its ``details.causes`` messages), ``body`` (the answer's text,
+    cut) and ``why`` (no answer: the error's type and text)."""
+
+    def __init__(self, what, status=None, reason="", said="", causes=(), body="", why=""):
+        self.what, self.status, self.reason, self.said, self.body, self.why = what, status, reason, said, body, why
+        self.causes = list(causes)
+        if status and 200 <= status <= 299:   # an answer that is not well-formed: ``why`` says how
+            msg = "%s: %s" % (what, why)
+        elif status:
+            msg = "%s: the API server answered %s %s" % (what, status, body[:300])
+        else:
+            msg = "%s: no answer from the API server: %s" % (what, why)
+        super(KubeError, self).__init__(msg.rstrip())
+
+    def detail(self):
+        """The Status message and its causes, or the reason (what a person acts on)."""
+        return "; ".join([self.said or self.reason] + self.causes)
+
+    def phrase(self):
+        """The status and its HTTP reason phrase (``403 Forbidden``); "" without an answer."""
+        return ("%s %s" % (self.status, http_client.responses.get(self.status, ""))).strip() if self.status else ""
+
+
+class KubeConfigError(NodefixError):
+    """No client: the library is missing, or the kubeconfig (or the in-cluster account) could not be loaded."""
+
+
+def whole_seconds(timeout):
+    """``timeout`` when it is a whole number of seconds, at least 1; NodefixError otherwise."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise NodefixError("the API timeout must be a whole number of seconds, at least 1, got %r" % (timeout,))
+    return timeout
+
+
+def available():
+    """Whether the official Python client can be imported (a module's missing_required_lib check)."""
+    try:
+        _modules()
+    except KubeConfigError:
+        return False
+    return True
+
+
+def _modules():
+    try:
+        from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+        from kubernetes.client.rest import ApiException  # pylint: disable=import-outside-toplevel
+    except ImportError as exc:
+        raise KubeConfigError("the Python kubernetes client is not installed on the controller (pip install "
+                              "kubernetes, as kubernetes.core needs): %s" % exc)
+    return client, config, ApiException
+
+
+def _in_cluster(kubeconfig):
+    """No kubeconfig named or found, and a pod's service account: in-cluster (kubernetes.core's rule)."""
+    if kubeconfig:
+        return False
+    default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+    return not os.path.exists(default) and bool(os.environ.get("KUBERNETES_SERVICE_HOST")) \
+        and os.path.exists(_IN_CLUSTER)
+
+
+class Kube(object):
+    """An API client of ``kubeconfig`` (its ``context``; in-cluster without one, see above), every request
+    bounded by ``timeout`` seconds. KubeConfigError when it cannot be built."""
+
+    def __init__(self, kubeconfig=None, context=None, timeout=30):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise NodefixError("the API timeout must be a number of seconds above 0, got %r" % (timeout,))
+        client, config, self.error = _modules()
+        conf = client.Configuration()
+        self.secrets = []
+        try:
+            if _in_cluster(kubeconfig):
+                config.load_incluster_config(client_configuration=conf)
+            else:
+                config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
+        # the client raises many kinds (ConfigException, IOError, YAML errors, an exec plugin's)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise KubeConfigError("kubeconfig %s could not be loaded: %s" % (
+                kubeconfig or "(default)", self.scrub("%s" % exc)))
+        conf.retries = False
+        self._trimmed(conf)
+        self.conf = conf
+        self.timeout = (timeout, timeout)
+        self.api_client = client.ApiClient(conf)
+        self.send = transport.sender(self.api_client, self.error)
+
+    def _trimmed(self, conf):
+        """Every credential the client puts in a request's ``authorization`` header, trimmed: its loaders set the
+        token again (untrimmed, re-reading a token file) through ``refresh_api_key_hook`` before requests and
+        replace that hook as they do, so the trim wraps the one method every release reads the header through
+        (``Configuration.get_api_key_with_prefix``); each value is remembered for ``scrub``."""
+        read = conf.get_api_key_with_prefix
+
+        def trimmed(*args, **kwargs):
+            value = read(*args, **kwargs)
+            if isinstance(value, str):
+                scheme, _sep, token = value.strip().partition(" ")
+                value = "%s %s" % (scheme, token.strip()) if token.strip() else scheme
+                self.secrets.append(token.strip() or scheme)
+            return value
+        conf.get_api_key_with_prefix = trimmed
+        self.secrets.extend(v for v in list(conf.api_key.values()) + [getattr(conf, "password", None)]
+                            if isinstance(v, str))
+
+    def scrub(self, text):
+        """``text`` without any credential of this client and any ``Bearer``/``Basic`` value."""
+        for secret in sorted(set(s for s in self.secrets if s and len(s) > 2), key=len, reverse=True):
+            text = text.replace(secret, "<redacted>")
+        return _SCHEME.sub(lambda m: m.group(1) + m.group(2) + "<redacted>", text)
+
+    def _once(self, what, method, path, query, body, content_type):
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        try:
+            status, answer_headers, data = self.send(method, path, query, headers, body, self.timeout)
+        # urllib3's and socket's errors (refused, DNS, TLS, a timeout), the client's own before an answer
+        except Exception as exc:  # pylint: disable=broad-except
+            text = "%s" % (getattr(exc, "reason", None) or exc)
+            raise KubeError(what, why="%s: %s" % (type(exc).__name__, self.scrub(text)[:300] or "-"))
+        if isinstance(data, bytes):
+            data = data.decode("utf-8", "replace")
+        if not status:
+            raise KubeError(what, why=self.scrub("%s" % (data or "the client failed before an answer"))[:300])
+        return status, answer_headers or {}, data or ""
+
+    def call(self, what, method, path, query=None, body=None, content_type=None, retry=True):
+        """(status, text) of the request's last answer, 2xx or not, after the retry policy; KubeError when
+        there was no answer. ``retry``: True (the policy), False (one request), or the statuses to retry."""
+        statuses = (RETRY_ALWAYS + RETRY_SERVER) if retry is True else tuple(retry or ())
+        for attempt in range(ATTEMPTS):
+            status, headers, text = self._once(what, method, path, query, body, content_type)
+            after = _retry_after(headers)
+            again = status in statuses and (status in RETRY_ALWAYS or after is not None or method == "GET")
+            if not again or attempt == ATTEMPTS - 1:
+                return status, text
+            time.sleep(min(MAX_WAIT, after if after is not None else BACKOFF * 2 ** attempt))
+        return status, text  # not reached: the last attempt returned
+
+    def request(self, what, method, path, query=None, body=None, content_type=None, missing_ok=False, retry=True):
+        """The answer (a JSON object) of a request; None for a 404 with ``missing_ok``. KubeError otherwise:
+        an answer outside 2xx, no answer, or an answer that is not a JSON object."""
+        status, text = self.call(what, method, path, query, body, content_type, retry)
+        if status == 404 and missing_ok:
+            return None
+        if not 200 <= status <= 299:
+            raise _answered(what, status, self.scrub(text))
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise KubeError(what, status, why="the API server's answer is not a JSON object (%.80r)" % self.scrub(text))
+        return data
+
+    def items(self, what, path, query=None):
+        """A list's ``items``, every page of it (``limit``/``continue``); KubeError when there is no list."""
+        out, token = [], None
+        while True:
+            page = self.request(what, "GET", path, list(query or []) + ([("continue", token)] if token else []))
+            if not isinstance(page.get("items"), list):
+                raise KubeError(what, 200, why="the API server's answer has no list of items")
+            out.extend(page["items"])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return out
+
+
+def _retry_after(headers):
+    """``Retry-After`` in seconds (the API server sends whole seconds), None when absent or not a number."""
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return max(0, int(str(value).strip())) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _answered(what, status, text):
+    """KubeError of an answer outside 2xx, with the Status object's message and causes when it is one."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    said, causes, reason = "", [], ""
+    if isinstance(body, dict):
+        said = "%s" % (body.get("message") or "")
+        reason = "%s" % (body.get("reason") or "")
+        details = body.get("details") if isinstance(body.get("details"), dict) else {}
+        causes = ["%s" % c.get("message") for c in details.get("causes") or [] if isinstance(c, dict) and c.get("message")]
+    return KubeError(what, status=status, reason=reason, said=said[:500], causes=causes, body=text[:2000])
+
+
+def name(value):
+    """``value`` as one path segment (a Node's, a pod's or a namespace's name)."""
+    return quote(value, safe="")

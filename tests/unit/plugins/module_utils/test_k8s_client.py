@@ -1,0 +1,177 @@
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_k8s.client, the collection's one Kubernetes API client, against a scripted HTTP server of the test's own
+(it answers what each test lists, in order, and records every request with its Authorization header): the retry
+policy (a 429 and a read's 5xx retried after Retry-After or the backoff, bounded; a write's 5xx without
+Retry-After never; a caller's own statuses), the token file trimmed as client-go trims it, errors that name the
+request and never quote the token, answers that are not JSON objects. The waits are recorded, not slept."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+
+pytest.importorskip("kubernetes")
+TOKEN = "s3cr3t-token-value"
+
+
+class Scripted(object):
+    """An HTTP server answering ``answers`` (status, headers, body) in order, the last one again when they end."""
+
+    def __init__(self):
+        self.answers, self.seen = [], []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.seen.append({"method": self.command, "path": self.path,
+                                   "auth": self.headers.get("Authorization"),
+                                   "type": self.headers.get("Content-Type"),
+                                   "body": self.rfile.read(length).decode() if length else None})
+                status, headers, body = outer.answers[min(len(outer.seen), len(outer.answers)) - 1]
+                data = (body if isinstance(body, str) else json.dumps(body)).encode()
+                self.send_response(status)
+                for key, value in dict(headers, **{"Content-Length": str(len(data))}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def server():
+    srv = Scripted()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    slept = []
+    monkeypatch.setattr(kube.time, "sleep", slept.append)
+    return slept
+
+
+def kubeconfig(tmp_path, port, token="%s\n" % TOKEN):
+    (tmp_path / "token").write_text(token)
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:%d" % port}}],
+        "users": [{"name": "u", "user": {"tokenFile": str(tmp_path / "token")}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return str(path)
+
+
+def api(tmp_path, server, **kwargs):
+    return kube.Kube(kubeconfig(tmp_path, server.server.server_address[1], **kwargs), timeout=5)
+
+
+STATUS_429 = {"kind": "Status", "status": "Failure", "reason": "TooManyRequests", "code": 429,
+              "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+              "details": {"causes": [{"reason": "DisruptionBudget", "message": "The disruption budget db needs 1"}]}}
+
+
+def test_a_token_file_ending_in_a_newline_is_sent_trimmed_on_every_request(tmp_path, server):
+    server.answers = [(200, {}, {"kind": "Node", "metadata": {"name": "a"}})]
+    k = api(tmp_path, server)
+    for _dummy in range(2):   # the client re-reads the token before requests: trimmed again
+        assert k.request("reading Node a", "GET", "/api/v1/nodes/a")["metadata"]["name"] == "a"
+    assert [s["auth"] for s in server.seen] == ["Bearer %s" % TOKEN] * 2
+
+
+def test_a_429_is_retried_after_its_retry_after_and_the_attempts_are_bounded(tmp_path, server, waits):
+    server.answers = [(429, {"Retry-After": "3"}, STATUS_429), (429, {"Retry-After": "60"}, STATUS_429),
+                      (429, {}, STATUS_429)]
+    with pytest.raises(kube.KubeError) as err:
+        api(tmp_path, server).request("creating Lease x", "POST", "/apis/x", body={"a": 1})
+    assert len(server.seen) == kube.ATTEMPTS == 3
+    assert waits == [3, kube.MAX_WAIT]   # Retry-After honoured, each wait bounded
+    assert err.value.status == 429 and err.value.said.startswith("Cannot evict")
+    assert err.value.detail() == "Cannot evict pod as it would violate the pod's disruption budget.; " \
+                                 "The disruption budget db needs 1"
+    assert err.value.phrase() == "429 Too Many Requests"
+
+
+def test_a_reads_5xx_is_retried_with_backoff_and_then_answers(tmp_path, server, waits):
+    server.answers = [(503, {}, "busy"), (500, {}, "busy"), (200, {}, {"items": [], "metadata": {}})]
+    assert api(tmp_path, server).items("listing the Nodes", "/api/v1/nodes", [("limit", 5)]) == []
+    assert waits == [kube.BACKOFF, kube.BACKOFF * 2] and server.seen[-1]["path"] == "/api/v1/nodes?limit=5"
+
+
+def test_a_writes_5xx_without_retry_after_is_not_sent_again(tmp_path, server, waits):
+    server.answers = [(500, {}, "boom"), (200, {}, {})]
+    with pytest.raises(kube.KubeError, match=r"^patching Node a: the API server answered 500 boom$"):
+        api(tmp_path, server).request("patching Node a", "PATCH", "/api/v1/nodes/a", body={"spec": {}},
+                                      content_type="application/merge-patch+json")
+    assert len(server.seen) == 1 and waits == [] and server.seen[0]["type"] == "application/merge-patch+json"
+    assert json.loads(server.seen[0]["body"]) == {"spec": {}}
+
+
+def test_a_caller_names_the_statuses_it_retries(tmp_path, server, waits):
+    # an eviction's 429 is the caller's (pod_eviction waits on its own terms); /readyz's 500 is an answer
+    server.answers = [(429, {"Retry-After": "1"}, STATUS_429)]
+    with pytest.raises(kube.KubeError):
+        api(tmp_path, server).request("eviction", "POST", "/e", body={}, retry=kube.RETRY_SERVER)
+    server.answers, server.seen[:] = [(500, {}, "[-]etcd failed")], []
+    assert api(tmp_path, server).call("readyz", "GET", "/readyz/etcd", retry=(429,)) == (500, "[-]etcd failed")
+    assert len(server.seen) == 1 and waits == []
+
+
+def test_a_404_is_none_when_the_caller_allows_it_and_an_answer_must_be_a_json_object(tmp_path, server):
+    server.answers = [(404, {}, {"kind": "Status", "code": 404, "reason": "NotFound"})]
+    assert api(tmp_path, server).request("reading Node a", "GET", "/n", missing_ok=True) is None
+    server.answers, server.seen[:] = [(200, {}, "[1, 2]")], []
+    with pytest.raises(kube.KubeError, match=r"^reading Node a: the API server's answer is not a JSON object"):
+        api(tmp_path, server).request("reading Node a", "GET", "/n")
+    server.answers, server.seen[:] = [(200, {}, {"items": "x"})], []
+    with pytest.raises(kube.KubeError, match="has no list of items"):
+        api(tmp_path, server).items("listing", "/l")
+
+
+def test_no_message_quotes_the_token(tmp_path):
+    # a token with a newline inside is still an invalid header: the client's error quotes it, ours does not
+    import socket  # pylint: disable=import-outside-toplevel
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    try:
+        k = kube.Kube(kubeconfig(tmp_path, sock.getsockname()[1], token="%s\nx-%s\n" % (TOKEN, TOKEN)), timeout=1)
+        with pytest.raises(kube.KubeError) as err:
+            k.request("reading Node a", "GET", "/api/v1/nodes/a")
+    finally:
+        sock.close()
+    assert err.value.status is None and "no answer from the API server" in err.value.msg
+    assert TOKEN not in err.value.msg and "<redacted>" in err.value.msg, err.value.msg
+    assert k.scrub("Authorization: Basic dXNlcjpwYXNz; b'Bearer abc.def'") == \
+        "Authorization: Basic <redacted>; b'Bearer <redacted>'"
+
+
+def test_a_kubeconfig_that_cannot_be_loaded_and_a_bad_timeout_are_clear(tmp_path):
+    with pytest.raises(kube.KubeConfigError, match="^kubeconfig /nonexistent could not be loaded"):
+        kube.Kube("/nonexistent")
+    for bad in (0, -1, True, "5"):
+        with pytest.raises(NodefixError, match="the API timeout must be"):
+            kube.Kube("/nonexistent", timeout=bad)
+    for bad in (0, 1.5, True):
+        with pytest.raises(NodefixError, match="whole number"):
+            kube.whole_seconds(bad)

@@ -122,10 +122,10 @@ def _playbook_and_vars(argv):
             i += 1
             if not value.startswith("@") and "=" in value:
                 for pair in shlex.split(value):
-                    name, _, val = pair.partition("=")
+                    name, val = pair.split("=", 1)
                     extra[name] = val
         elif arg.startswith("-e") and "=" in arg[2:]:
-            name, _, val = arg[2:].partition("=")
+            name, val = arg[2:].split("=", 1)
             extra[name] = val
         elif arg == "--cmdline":  # ansible-runner hands these to ansible-playbook
             i += 1

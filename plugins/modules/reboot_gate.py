@@ -198,6 +198,7 @@ options:
     default: []
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.prometheus
 attributes:
   check_mode:
     support: full
@@ -302,6 +303,7 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as reboot_control_plane
 
@@ -323,6 +325,12 @@ def argument_spec():
         alert_filter_regexp=dict(type="str"),
         alert_firing_only=dict(type="bool", default=True),
         prometheus_timeout=dict(type="int", default=10),
+        prometheus_token_file=dict(type="path"),
+        prometheus_username=dict(type="str"),
+        prometheus_password=dict(type="str", no_log=True),
+        prometheus_ca_path=dict(type="path"),
+        prometheus_headers=dict(type="dict", default={}, no_log=True),
+        prometheus_validate_certs=dict(type="bool", default=True),
         max_concurrent=dict(type="int", default=1),
         lock_namespace=dict(type="str", default="kube-system"),
         lock_name=dict(type="str", default="nodefix-reboot"),
@@ -347,13 +355,22 @@ def validate(p):
             raise NodefixError("%s must not be negative (got %d)" % (name, p[name]))
     if p["lock_poll"] < 1 or p["prometheus_timeout"] < 1:
         raise NodefixError("lock_poll and prometheus_timeout must be at least 1 second")
-    if p["prometheus_url"] and not p["prometheus_url"].startswith(("http://", "https://")):
-        raise NodefixError("prometheus_url %r must be an http:// or https:// URL" % p["prometheus_url"])
+    if p["prometheus_url"]:
+        prometheus(p)  # the URL, the auth options and the headers, before anything is asked
     needs_api = [name for name in ("max_concurrent", "blocking_pod_selectors") if p[name]]
     if needs_api and not p["kubeconfig"]:
         raise NodefixError("%s need(s) the API server: set kubeconfig (or set max_concurrent to 0 and leave "
                            "blocking_pod_selectors empty)" % " and ".join(needs_api))
     return window, filter_re
+
+
+def prometheus(p):
+    """The collection's Prometheus client for ``prometheus_url`` and its auth options (NodefixError for
+    options that cannot work, naming no credential)."""
+    return prometheus_client.Client(
+        open_url, p["prometheus_url"], timeout=p["prometheus_timeout"], token_file=p["prometheus_token_file"],
+        username=p["prometheus_username"], password=p["prometheus_password"], ca_path=p["prometheus_ca_path"],
+        headers=p["prometheus_headers"], validate_certs=p["prometheus_validate_certs"])
 
 
 def empty_result(p, window, window_open):
@@ -376,7 +393,7 @@ def controls(p, window, filter_re, api, now):
             result["held_by"].append("blocking pod(s) on the node: %s" % ", ".join(result["blocking_pods"]))
     if p["prometheus_url"]:
         try:
-            body = reboot_gate_lib.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
+            body = reboot_gate_lib.fetch_alerts(prometheus(p))
             result["alerts"] = reboot_gate_lib.blocking_alerts(body, filter_re, p["alert_firing_only"])
         except reboot_gate_lib.MalformedAnswer as exc:
             result["held_by"].append("Prometheus at %s gave no well-formed answer, so no alert can be ruled out: %s"

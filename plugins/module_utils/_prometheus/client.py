@@ -73,7 +73,7 @@ def check_headers(headers):
     """``headers`` as a dict of str -> str; NodefixError naming the header (never its value) otherwise."""
     out = {}
     for name, value in (headers or {}).items():
-        if not isinstance(name, str) or not _HEADER_NAME.match(name):
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
             raise NodefixError("header name %r is not an HTTP header name" % (name,))
         if name.lower() in _OWN_HEADERS:
             raise NodefixError("header %s is set by the client itself (use the token file or basic auth options)"

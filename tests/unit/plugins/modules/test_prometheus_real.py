@@ -300,3 +300,37 @@ def test_the_inventory_fails_the_command_never_an_empty_inventory(prometheus, ex
     out = inventory(prometheus, text + "".join("%s: %s\n" % kv for kv in extra.items()), env)
     assert out.returncode != 0 and says in out.stderr, out.stderr
     assert "wrong-pass-word" not in out.stdout + out.stderr and PASSWORD not in out.stdout + out.stderr
+
+
+# -- the triage playbook (module + add_host, then remediate) -----------------------------------------------
+
+def playbook(prom, nodes, **extra):
+    options = {"prometheus_url": prom["url"], "prometheus_ca_path": prom["ca"], "prometheus_username": USER,
+               "prometheus_password": PASSWORD, "expected_nodes": "list", "nodes": nodes, "node_label": "nodename",
+               "max_audit_age": 600, "max_unknown_percent": 60}
+    extra_file = prom["tmp"] / "extra.json"
+    extra_file.write_text(json.dumps(dict(extra, nodefix_triage_options=options,
+                                          nodefix_report_dir=str(prom["tmp"] / "reports"))))
+    site = prom["tmp"] / "site.json"  # the site inventory: no node (the implicit localhost runs the triage)
+    site.write_text(json.dumps({"all": {"hosts": {}}}))
+    return subprocess.run(["ansible-playbook", "-i", str(site), "-e", "@%s" % extra_file,
+                           os.path.join(REPO, "playbooks", "triage.yml")], capture_output=True, text=True, check=False)
+
+
+def test_the_playbook_with_every_node_clean_has_nothing_to_do(prometheus):
+    out = playbook(prometheus, ["node-clean"])
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "nothing to do: nodefix_triage_targets has no host - the triage found no node" in out.stdout
+    with open(prometheus["tmp"] / "reports" / "remediate" / "report.json") as fh:
+        report = json.load(fh)
+    assert report["nodes"] == [] and "nothing to do" in report["title"], report["title"]
+    assert PASSWORD not in out.stdout + out.stderr
+
+
+def test_the_playbook_hands_only_the_targets_to_remediate(prometheus):
+    # a remediate variable out of range: remediate's own preflight refuses on the handed-over hosts, before any node
+    out = playbook(prometheus, ["node-clean", "node-findings", "node-stale"], nodefix_storm_percent=150)
+    assert out.returncode != 0 and "nodefix_storm_percent must be at most 100" in out.stdout, out.stdout[-3000:]
+    assert "node-findings (findings)" in out.stdout and "node-stale (unknown)" in out.stdout
+    assert "[node-findings -> localhost]" in out.stdout and "node-clean (" not in out.stdout
+    assert PASSWORD not in out.stdout + out.stderr

@@ -24,8 +24,10 @@ description:
     the file carries it), a required detector could not look (C(nodefix_audit_check_failed)) or is missing, or an
     answer came with warnings. The reasons are listed in docs/triage.md.
   - Any failure to answer - Prometheus unreachable, an HTTP error, an answer that is not the API's, no expected node -
-    fails the inventory parse (C(ansible-inventory) exits non-zero), and so does more than O(max_unknown_percent) of
-    the fleet unknown. Never a warning with an empty inventory.
+    fails the inventory parse, and so does more than O(max_unknown_percent) of the fleet unknown. The command
+    (C(ansible-inventory), C(ansible-playbook), an AWX inventory update) exits non-zero whatever
+    C(INVENTORY_ANY_UNPARSED_IS_FAILED) says - Ansible would otherwise turn the failure into a warning and an empty
+    inventory. Never a warning with an empty inventory.
   - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
 author: nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:
@@ -172,8 +174,11 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classif
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
 display = Display()
-TARGETS, FINDINGS, UNKNOWN = "nodefix_triage_targets", "nodefix_triage_findings", "nodefix_triage_unknown"
-ORPHANS, CLEAN = "nodefix_triage_orphans", "nodefix_triage_clean"
+TARGETS = "nodefix_triage_targets"
+FINDINGS = "nodefix_triage_findings"
+UNKNOWN = "nodefix_triage_unknown"
+ORPHANS = "nodefix_triage_orphans"
+CLEAN = "nodefix_triage_clean"
 
 
 def fail(msg):

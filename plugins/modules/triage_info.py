@@ -20,7 +20,7 @@ description:
     and the nodes that export but are not expected as orphans.
   - Fails, naming why, when Prometheus does not answer, answers something that is not the HTTP API's, the source of
     expected nodes names none, or more than O(max_unknown_percent) of the fleet is unknown - never an empty answer.
-  - Runs on the controller (C(hosts: localhost) or C(delegate_to: localhost)); reads only.
+  - Runs on the controller (a play on C(localhost), or C(delegate_to=localhost)); reads only.
 author: nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:
   - nodefix.k8s.attributes

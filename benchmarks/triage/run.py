@@ -35,6 +35,7 @@ import argparse
 import http.server
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -134,7 +135,11 @@ class Simulator(object):
             def log_message(self, *args):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # a scrape Prometheus gave up on (its timeout): Prometheus records it, up == 0
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.address = "127.0.0.1:%d" % self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -153,7 +158,7 @@ def start_prometheus(tmp, sim, interval):
                  "  - job_name: node\n    file_sd_configs: [{files: [%s]}]\n"
                  "  - job_name: kube-state-metrics\n    metrics_path: /ksm\n    honor_labels: true\n"
                  "    static_configs: [{targets: ['%s']}]\n"
-                 % (interval, min(interval, 10), os.path.join(tmp, "nodes.json"), sim.address))
+                 % (interval, min(interval, 30), os.path.join(tmp, "nodes.json"), sim.address))
     url = "http://127.0.0.1:%d" % free_port()
     proc = subprocess.Popen([binary("prometheus_*", "prometheus"), "--config.file=%s" % os.path.join(tmp, "prometheus.yml"),
                              "--storage.tsdb.path=%s" % os.path.join(tmp, "data"), "--web.listen-address=%s" % url[7:]],
@@ -200,7 +205,7 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify, run
 conf = classify.settings(required_checks=%(checks)r, max_unknown_percent=100)
-c = prometheus_client.Client(open_url, %(url)r)
+c = prometheus_client.Client(open_url, %(url)r, timeout=300)
 r = run.triage(c, conf, "kube_state_metrics")
 json.dump({"summary": r["summary"], "states": dict((n, [x["state"], x["reasons"]]) for n, x in r["nodes"].items())},
           open(%(out)r, "w"))
@@ -252,7 +257,8 @@ def triage_runs(n, tmp, interval):
         for kind, extra in (("inventory_targets", ""), ("inventory_full", "add_clean_hosts: true\n")):
             path = os.path.join(tmp, "fleet.nodefix_triage.yml")
             with open(path, "w") as fh:
-                fh.write("plugin: nodefix.k8s.triage\nprometheus_url: %s\nmax_unknown_percent: 100\n%s" % (url, extra))
+                fh.write("plugin: nodefix.k8s.triage\nprometheus_url: %s\nmax_unknown_percent: 100\nprometheus_timeout: 300\n%s"
+                         % (url, extra))
             record, requests = measured(kind, ["ansible-inventory", "-i", path, "--list", "--output",
                                                os.path.join(tmp, kind + ".inventory.json")], tmp, url)
             with open(os.path.join(tmp, kind + ".inventory.json")) as fh:
@@ -291,10 +297,12 @@ def ssh_audit(size, tmp):
 
 
 def main():
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # a killed run still stops its Prometheus
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--ssh-size", type=int, default=10, help="nodes of the SSH audit beside it (0: none)")
-    ap.add_argument("--interval", type=int, default=0, help="scrape interval in s (default: 1 s a 500 nodes, at least 2)")
+    ap.add_argument("--interval", type=int, default=0,
+                    help="scrape interval in s (default: 1 s a 150 nodes, at least 2: the simulator answers every scrape)")
     ap.add_argument("--json")
     ap.add_argument("--png")
     ap.add_argument("--replot", metavar="JSON", help="only draw --png from a results file")
@@ -308,7 +316,7 @@ def main():
         for n in [int(s) for s in args.sizes.split(",") if s]:
             sub = os.path.join(tmp, str(n))
             os.makedirs(sub)
-            runs += triage_runs(n, sub, args.interval or max(2, n // 500))
+            runs += triage_runs(n, sub, args.interval or max(2, n // 150))
         ssh = ssh_audit(args.ssh_size, tmp) if args.ssh_size else None
     result = {"runs": runs, "ssh_audit": ssh, "cores": os.cpu_count(), "injected_per_mille": dict(INJECTED),
               "prometheus": os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(

@@ -136,11 +136,12 @@ class Simulator(object):
                 pass
 
         class Server(http.server.ThreadingHTTPServer):
-            def handle_error(self, request, client_address):
+            daemon_threads = True
+
+            def handle_error(self, *args):
                 pass  # a scrape Prometheus gave up on (its timeout): Prometheus records it, up == 0
 
         self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
         self.address = "127.0.0.1:%d" % self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

@@ -157,6 +157,9 @@ summary:
     unknown_by_reason:
       description: Unknown nodes per reason.
       type: dict
+    reasons:
+      description: What each reason of RV(summary.unknown_by_reason) means.
+      type: dict
     evaluation_time:
       description: The one instant every query was asked at (Unix seconds).
       type: float

@@ -238,8 +238,10 @@ def test_kubeconfig_credential_type_injects_the_playbook_variable():
     assert injectors["file"] == {"template.kubeconfig": "{{ kubeconfig }}"}
     assert injectors["extra_vars"] == {"nodefix_kubeconfig": "{{ tower.filename.kubeconfig }}"}
     assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "remediate.yml"))
-    # kept away from Ansible's templating (the file is read with !unsafe as str)
-    assert read(CONFIGURE).count("!unsafe") == 3
+    # kept away from Ansible's templating (the file is read with !unsafe as str): every injector template is !unsafe
+    templates = [t for name in ("nodefix_awx_kubeconfig_injectors", "nodefix_awx_prometheus_injectors")
+                 for kind in play_vars[name].values() for t in kind.values()]
+    assert len(templates) == 10 and read(CONFIGURE).count("!unsafe") == len(templates)
 
 
 def test_workflow_links_existing_nodes_in_order():

@@ -83,7 +83,7 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
     checks = list(required_checks or [])
     if not all(isinstance(c, str) and re.match(r"^[a-z0-9_]+$", c) for c in checks):
         raise NodefixError("required_checks must be detector names (e.g. containerd, kubelet)")
-    active, dummy = audit_waivers.check_waivers(waivers or [], today=today)
+    active = audit_waivers.check_waivers(waivers or [], today=today)[0]
     return {"max_audit_age": max_audit_age, "node_label": node_label, "node_regex": regex,
             "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
@@ -208,6 +208,7 @@ def classify(conf, expected, observed, orphans, at, warnings=()):
                 by_reason[code] = by_reason.get(code, 0) + 1
     summary = {"fleet_size": len(nodes), "counts": counts, "targets": counts["findings"] + counts["unknown"],
                "unknown_percent": round(100.0 * counts["unknown"] / len(nodes), 3), "unknown_by_reason": by_reason,
+               "reasons": dict((code, REASONS[code]) for code in by_reason),
                "evaluation_time": at, "warnings": list(warnings)}
     return {"nodes": nodes, "orphans": orphan_records, "summary": summary}
 

@@ -142,4 +142,3 @@ def observe(client, conf, expected, at):
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())
     return observed, orphans, warnings
-

@@ -109,7 +109,7 @@ class Simulator(object):
         sim = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+            protocol_version = "HTTP/1.1"  # keep-alive: Prometheus reuses its connection per target
 
             def do_GET(self):  # noqa: N802 - http.server's name
                 url = urllib.parse.urlparse(self.path)

@@ -9,6 +9,8 @@ preserve_quotes  # ruamel.yaml's YAML(): keep the document's quoting on dump (_k
 run_command_environ_update  # AnsibleModule: the environment of run_command (_core.runner.Runner)
 retries  # kubernetes.client.Configuration: read by its REST client (node_events: one attempt a request)
 daemon_threads  # socketserver.ThreadingMixIn: request threads do not hold the process (benchmarks/triage/run.py)
+protocol_version  # http.server.BaseHTTPRequestHandler: HTTP/1.1 keep-alive (benchmarks/triage/run.py)
+handle_error  # socketserver.BaseServer: called on a request's exception (benchmarks/triage/run.py)
 
 # Looked up by Ansible, not called by name:
 ModuleDocFragment  # doc_fragments/*.py

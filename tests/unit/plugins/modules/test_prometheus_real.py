@@ -76,12 +76,12 @@ def node_file(findings=(), failed=(), skip=()):
 
 
 FINDING = {"id": "gvisor.runsc_outdated", "severity": "critical", "check": "gvisor", "subject": ""}
-# node name -> (textfile bytes or None, seconds its mtime lies in the past)
+# node name -> (textfile bytes or None, seconds its mtime lies in the past); max_audit_age is an hour below
 NODES = {
     "node-clean": (node_file(), 0),
     "node-findings": (node_file([FINDING]), 0),
     "node-corrupt": ("nodefix_finding{id=\"x\" 1\ngarbage\n", 0),
-    "node-stale": (node_file(), 7200),
+    "node-stale": (node_file(), 4 * 3600),
     "node-failed": (node_file(failed=["kubelet"]), 0),
     "node-missing": (node_file(skip=["reboot"]), 0),
     "node-orphan": (node_file(), 0),
@@ -215,7 +215,7 @@ def test_the_gate_fails_without_its_credentials_and_names_none(prometheus, kw, s
 
 def settings(**kw):
     kw = dict(dict(node_label="nodename", required_checks=list(audit_checks.CHECK_NAMES), max_unknown_percent=100,
-                   max_audit_age=600), **kw)
+                   max_audit_age=3600), **kw)
     return triage_classify.settings(**kw)
 
 
@@ -233,7 +233,9 @@ def test_the_triage_classifies_every_node_as_injected(prometheus):
     assert result["nodes"]["node-missing"]["notes"] == ["required check(s) missing: reboot"]
     assert list(result["orphans"]) == ["node-orphan"]
     assert result["summary"]["requests"] == c.requests == 5  # the list source asks nothing
-    assert 0 <= result["nodes"]["node-clean"]["audit_age_s"] < 600 < result["nodes"]["node-stale"]["audit_age_s"]
+    # the planted files' ages (an hour of margin: the clean one is as old as this module's run)
+    clean, stale = result["nodes"]["node-clean"]["audit_age_s"], result["nodes"]["node-stale"]["audit_age_s"]
+    assert 0 <= clean < 3600 < 4 * 3600 <= stale  # not-timed: ages of planted files, not how long the test took
 
 
 def test_a_required_check_set_and_the_severity_floor(prometheus):
@@ -264,7 +266,7 @@ def inventory(prom, text, env=None):
 
 def plugin_file(prom, **extra):
     lines = ["plugin: nodefix.k8s.triage", "prometheus_url: %s" % prom["url"], "prometheus_ca_path: %s" % prom["ca"],
-             "expected_nodes: list", "nodes: %s" % json.dumps(EXPECTED), "node_label: nodename", "max_audit_age: 600"]
+             "expected_nodes: list", "nodes: %s" % json.dumps(EXPECTED), "node_label: nodename", "max_audit_age: 3600"]
     return "\n".join(lines + ["%s: %s" % kv for kv in extra.items()]) + "\n"
 
 
@@ -282,7 +284,7 @@ def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(p
         "node-findings"]
     hostvars = inv["_meta"]["hostvars"]
     assert hostvars["node-stale"]["nodefix_triage"]["reasons"] == ["stale"]
-    assert set(hostvars["node-never"]["nodefix_triage"]) >= {"state", "ids", "findings", "reasons", "audit_age_s"}
+    assert set(hostvars["node-never"]["nodefix_triage"]) >= {"state", "ids", "findings", "reasons", "audit_age_s"}  # not-timed: key names
     summary = hostvars["node-clean"]["nodefix_triage_summary"]  # all's vars, as --list gives them to each host
     assert hostvars["node-orphan"]["nodefix_triage_fleet_size"] == len(EXPECTED) == summary["fleet_size"]
     assert summary["counts"] == {"findings": 1, "unknown": 6, "clean": 1, "orphan": 1} and summary["requests"] == 5
@@ -307,7 +309,7 @@ def test_the_inventory_fails_the_command_never_an_empty_inventory(prometheus, ex
 def playbook(prom, nodes, **extra):
     options = {"prometheus_url": prom["url"], "prometheus_ca_path": prom["ca"], "prometheus_username": USER,
                "prometheus_password": PASSWORD, "expected_nodes": "list", "nodes": nodes, "node_label": "nodename",
-               "max_audit_age": 600, "max_unknown_percent": 60}
+               "max_audit_age": 3600, "max_unknown_percent": 60}
     extra_file = prom["tmp"] / "extra.json"
     extra_file.write_text(json.dumps(dict(extra, nodefix_triage_options=options,
                                           nodefix_report_dir=str(prom["tmp"] / "reports"))))

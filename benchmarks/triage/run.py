@@ -232,8 +232,8 @@ def check_classes(states, got):
     wrong = [n for n, s in states.items() if tuple(got[n]) != (want[s] if s in want else ("unknown", [s]))
              and not (s not in want and got[n][0] == "unknown" and s in got[n][1])]
     if wrong:
-        raise SystemExit("classified not as injected: %s" % ", ".join("%s %s -> %s" % (n, states[n], got[n])
-                                                                    for n in wrong[:10]))
+        shown = ["%s %s -> %s" % (n, states[n], got[n]) for n in wrong[:10]]
+        raise SystemExit("classified not as injected: %s" % ", ".join(shown))
 
 
 def triage_runs(n, tmp, interval):

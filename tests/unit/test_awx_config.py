@@ -672,8 +672,8 @@ def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
     assert ptype["kind"] == "cloud" and ptype["injectors"]["env"]["NODEFIX_PROMETHEUS_URL"] == "{{ url }}"
     assert ptype["injectors"]["env"]["NODEFIX_PROMETHEUS_TOKEN_FILE"] == "{% if token %}{{ tower.filename.token }}{% endif %}"
     assert ptype["injectors"]["file"]["template.token"] == "{{ token }}"
-    plugin_options = set(re.findall(r"NODEFIX_PROMETHEUS_[A-Z_]+", read(os.path.join(ROOT, "plugins", "doc_fragments",
-                                                                                       "prometheus.py"))))
+    fragment = read(os.path.join(ROOT, "plugins", "doc_fragments", "prometheus.py"))
+    plugin_options = set(re.findall(r"NODEFIX_PROMETHEUS_[A-Z_]+", fragment))
     assert set(ptype["injectors"]["env"]) - {"NODEFIX_PROMETHEUS_URL"} <= plugin_options  # what the plugin reads
     pcred = d.one("credentials", name="nodefix Prometheus")
     assert pcred["credential_type"] == ptype["id"] and pcred["inputs"]["token"] == PROMETHEUS_TOKEN

@@ -47,6 +47,8 @@ class Plugin(plugin_module.InventoryModule):
 
     def get_option(self, option, hostvars=None):
         return self._options[option]
+
+
 FRESH = {"up": 1, "scrape_error": 0, "mtime": AT - 60, "checks_reported": 1}
 
 

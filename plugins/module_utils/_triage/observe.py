@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import os
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
@@ -83,7 +84,7 @@ class Mapper(object):
 
 def _number(sample):
     value = prometheus_client.sample_value(sample)
-    return None if value != value else value  # NaN: no value
+    return None if math.isnan(value) else value  # NaN: no value
 
 
 def _merge_max(obs, key, value):

@@ -15,7 +15,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
 AT = 1800000000.0
-CHECKS = ["containerd", "kubelet", "reboot"]
+CHECKS = ("containerd", "kubelet", "reboot")
 
 
 class Tsdb(object):
@@ -78,7 +78,7 @@ def healthy(node, ip=None, instance=None, age=60, checks=CHECKS, extra=None):
 
 
 def conf(**kw):
-    kw.setdefault("required_checks", CHECKS)
+    kw.setdefault("required_checks", list(CHECKS))
     return triage_classify.settings(**kw)
 
 

@@ -17,10 +17,8 @@ import glob
 import json
 import os
 import socket
-import ssl
 import subprocess
 import time
-import urllib.request
 
 import pytest
 

@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - constructed
   - inventory_cache
   - nodefix.k8s.prometheus.plugin
+  - nodefix.k8s.triage
 options:
   plugin:
     description: The name of this plugin; it must be V(nodefix.k8s.triage).
@@ -48,85 +49,10 @@ options:
     required: true
     env:
       - name: NODEFIX_PROMETHEUS_URL
-  max_audit_age:
-    description:
-      - Seconds after which a node's audit is stale (its node is unknown). The audit is refreshed on every
-        node-problem-detector tick or timer run; the default (30 minutes) leaves room for several missed ticks and
-        scrapes.
-    type: int
-    default: 1800
-  expected_nodes:
-    description:
-      - Where the fleet's nodes come from - V(kube_state_metrics) (C(kube_node_info) at the evaluation time, through
-        the same Prometheus), V(kubernetes) (the API server's Node list, O(kubeconfig)) or V(list) (O(nodes)).
-    type: str
-    choices: [kube_state_metrics, kubernetes, list]
-    default: kube_state_metrics
-  nodes:
-    description: The node names, for O(expected_nodes=list).
-    type: list
-    elements: str
-    default: []
-  kubeconfig:
-    description: The kubeconfig for O(expected_nodes=kubernetes) (the client's default when unset).
-    type: path
-  context:
-    description: The kubeconfig context for O(expected_nodes=kubernetes).
-    type: str
-  exporter_job:
-    description:
-      - A regular expression (PromQL C(=~), anchored) of the C(job) label of node_exporter's targets. Other jobs' C(up)
-        (the kubelet's, which carries the same address) must not stand in for the exporter's.
-    type: str
-    default: node|.*node[-_]exporter.*
-  node_label:
-    description: The label of node_exporter's series that names the node.
-    type: str
-    default: instance
-  node_label_regex:
-    description:
-      - A regular expression applied to O(node_label)'s value; its group C(node) (or its first group) is the node's
-        name or internal IP (both are looked up). The default takes the host of C(host:port) and C([IPv6]:port).
-    type: str
-    default: ^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$
-  max_unknown_percent:
-    description:
-      - The most of the fleet (in percent) that may be unknown. Above it the parse fails, naming the reasons, instead of
-        handing thousands of nodes on to be audited blind.
-    type: float
-    default: 10.0
   add_clean_hosts:
     description: Add the clean nodes too, in group C(nodefix_triage_clean) (not by default - they need nothing).
     type: bool
     default: false
-  min_severity:
-    description: Findings below this severity do not count (a node with only those is clean).
-    type: str
-    choices: [critical, high, medium, low, info]
-    default: info
-  include_ids:
-    description: Only findings whose id matches one of these globs count (every id when empty).
-    type: list
-    elements: str
-    default: []
-  exclude_ids:
-    description: Findings whose id matches one of these globs do not count.
-    type: list
-    elements: str
-    default: []
-  required_checks:
-    description:
-      - The detectors a node's textfile must report as run; one missing or that could not look makes the node unknown.
-        Every detector of the collection when unset.
-    type: list
-    elements: str
-  waivers:
-    description:
-      - Waivers as the reports take them (C(id), C(reason), C(hosts), C(subject), C(expires)); a waived finding does
-        not count. Bad waivers fail the parse.
-    type: list
-    elements: dict
-    default: []
 notes:
   - Host vars - C(nodefix_triage) (C(state), C(ids), C(findings), C(reasons), C(notes), C(audit_age_s), C(not_counted))
     and C(ansible_host) from the node's internal IP when the source knows it. C(all) vars - C(nodefix_triage_summary)
@@ -217,11 +143,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             max_unknown_percent=self.get_option("max_unknown_percent"))
 
     def _client(self):
-        return prometheus_client.Client(
-            open_url, self.get_option("prometheus_url"), timeout=self.get_option("prometheus_timeout"),
-            token_file=self.get_option("prometheus_token_file"), username=self.get_option("prometheus_username"),
-            password=self.get_option("prometheus_password"), ca_path=self.get_option("prometheus_ca_path"),
-            headers=self.get_option("prometheus_headers"), validate_certs=self.get_option("prometheus_validate_certs"))
+        return prometheus_client.from_params(open_url, dict(
+            (name, self.get_option(name)) for name in ["prometheus_url", "prometheus_timeout"]
+            + list(prometheus_client.argument_spec())))
 
     def parse(self, inventory, loader, path, cache=True):
         super(InventoryModule, self).parse(inventory, loader, path, cache=cache)

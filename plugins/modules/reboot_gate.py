@@ -309,7 +309,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control
 
 
 def argument_spec():
-    return dict(
+    spec = prometheus_client.argument_spec()
+    spec.update(
         state=dict(type="str", choices=["acquire", "check", "release", "reclaim"], default="acquire"),
         node=dict(type="str", required=True),
         kubeconfig=dict(type="path"),
@@ -325,12 +326,6 @@ def argument_spec():
         alert_filter_regexp=dict(type="str"),
         alert_firing_only=dict(type="bool", default=True),
         prometheus_timeout=dict(type="int", default=10),
-        prometheus_token_file=dict(type="path"),
-        prometheus_username=dict(type="str"),
-        prometheus_password=dict(type="str", no_log=True),
-        prometheus_ca_path=dict(type="path"),
-        prometheus_headers=dict(type="dict", default={}, no_log=True),
-        prometheus_validate_certs=dict(type="bool", default=True),
         max_concurrent=dict(type="int", default=1),
         lock_namespace=dict(type="str", default="kube-system"),
         lock_name=dict(type="str", default="nodefix-reboot"),
@@ -343,6 +338,7 @@ def argument_spec():
         control_plane_lock_name=dict(type="str", default="nodefix-control-plane"),
         etcd_health_command=dict(type="list", elements="str", default=[]),
     )
+    return spec
 
 
 def validate(p):
@@ -367,10 +363,7 @@ def validate(p):
 def prometheus(p):
     """The collection's Prometheus client for ``prometheus_url`` and its auth options (NodefixError for
     options that cannot work, naming no credential)."""
-    return prometheus_client.Client(
-        open_url, p["prometheus_url"], timeout=p["prometheus_timeout"], token_file=p["prometheus_token_file"],
-        username=p["prometheus_username"], password=p["prometheus_password"], ca_path=p["prometheus_ca_path"],
-        headers=p["prometheus_headers"], validate_certs=p["prometheus_validate_certs"])
+    return prometheus_client.from_params(open_url, p)
 
 
 def empty_result(p, window, window_open):

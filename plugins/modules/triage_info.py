@@ -25,6 +25,7 @@ author: nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:
   - nodefix.k8s.attributes
   - nodefix.k8s.prometheus
+  - nodefix.k8s.triage
 attributes:
   check_mode:
     support: full
@@ -43,66 +44,6 @@ options:
     description: Seconds to wait for each answer.
     type: int
     default: 30
-  max_audit_age:
-    description: Seconds after which a node's audit is stale (its node unknown).
-    type: int
-    default: 1800
-  expected_nodes:
-    description: Where the fleet's nodes come from (as the inventory plugin's O(nodefix.k8s.triage#inventory:expected_nodes)).
-    type: str
-    choices: [kube_state_metrics, kubernetes, list]
-    default: kube_state_metrics
-  nodes:
-    description: The node names, for O(expected_nodes=list).
-    type: list
-    elements: str
-    default: []
-  kubeconfig:
-    description: The kubeconfig for O(expected_nodes=kubernetes).
-    type: path
-  context:
-    description: The kubeconfig context for O(expected_nodes=kubernetes).
-    type: str
-  exporter_job:
-    description: A regular expression of the C(job) label of node_exporter's targets.
-    type: str
-    default: node|.*node[-_]exporter.*
-  node_label:
-    description: The label of node_exporter's series that names the node.
-    type: str
-    default: instance
-  node_label_regex:
-    description: Its group C(node) (or first group) of O(node_label)'s value is the node's name or internal IP.
-    type: str
-    default: ^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$
-  max_unknown_percent:
-    description: The most of the fleet (in percent) that may be unknown; above it the module fails.
-    type: float
-    default: 10.0
-  min_severity:
-    description: Findings below this severity do not count.
-    type: str
-    choices: [critical, high, medium, low, info]
-    default: info
-  include_ids:
-    description: Only findings whose id matches one of these globs count (every id when empty).
-    type: list
-    elements: str
-    default: []
-  exclude_ids:
-    description: Findings whose id matches one of these globs do not count.
-    type: list
-    elements: str
-    default: []
-  required_checks:
-    description: The detectors a node must report as run (every detector of the collection when unset).
-    type: list
-    elements: str
-  waivers:
-    description: Waivers as the reports take them; a waived finding does not count.
-    type: list
-    elements: dict
-    default: []
 """
 
 EXAMPLES = r"""
@@ -196,15 +137,10 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as 
 
 
 def argument_spec():
-    return dict(
+    spec = prometheus_client.argument_spec()
+    spec.update(
         prometheus_url=dict(type="str", required=True),
         prometheus_timeout=dict(type="int", default=30),
-        prometheus_token_file=dict(type="path"),
-        prometheus_username=dict(type="str"),
-        prometheus_password=dict(type="str", no_log=True),
-        prometheus_ca_path=dict(type="path"),
-        prometheus_headers=dict(type="dict", default={}, no_log=True),
-        prometheus_validate_certs=dict(type="bool", default=True),
         max_audit_age=dict(type="int", default=1800),
         expected_nodes=dict(type="str", choices=["kube_state_metrics", "kubernetes", "list"], default="kube_state_metrics"),
         nodes=dict(type="list", elements="str", default=[]),
@@ -220,6 +156,7 @@ def argument_spec():
         required_checks=dict(type="list", elements="str"),
         waivers=dict(type="list", elements="dict", default=[]),
     )
+    return spec
 
 
 def run(p):
@@ -229,10 +166,7 @@ def run(p):
         min_severity=p["min_severity"], include_ids=p["include_ids"], exclude_ids=p["exclude_ids"],
         required_checks=list(audit_checks.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
         waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"])
-    client = prometheus_client.Client(
-        open_url, p["prometheus_url"], timeout=p["prometheus_timeout"], token_file=p["prometheus_token_file"],
-        username=p["prometheus_username"], password=p["prometheus_password"], ca_path=p["prometheus_ca_path"],
-        headers=p["prometheus_headers"], validate_certs=p["prometheus_validate_certs"])
+    client = prometheus_client.from_params(open_url, p)
     result = triage_run.triage(client, conf, p["expected_nodes"], nodes=p["nodes"], kubeconfig=p["kubeconfig"],
                                context=p["context"])
     triage_classify.check_unknown_budget(conf, result)

@@ -184,6 +184,27 @@ class Client(object):
         return data["result"], [_short(str(w), 200) for w in warnings]
 
 
+def argument_spec():
+    """The client's auth options as a module's argument spec takes them (doc fragment nodefix.k8s.prometheus);
+    ``prometheus_url`` and ``prometheus_timeout`` are each module's own (their descriptions and defaults differ)."""
+    return dict(
+        prometheus_token_file=dict(type="path"),
+        prometheus_username=dict(type="str"),
+        prometheus_password=dict(type="str", no_log=True),
+        prometheus_ca_path=dict(type="path"),
+        prometheus_headers=dict(type="dict", default={}, no_log=True),
+        prometheus_validate_certs=dict(type="bool", default=True),
+    )
+
+
+def from_params(open_url, params):
+    """The client for a module's (or a plugin's) ``prometheus_*`` options (``params``: name -> value)."""
+    return Client(open_url, params["prometheus_url"], timeout=params["prometheus_timeout"],
+                  token_file=params["prometheus_token_file"], username=params["prometheus_username"],
+                  password=params["prometheus_password"], ca_path=params["prometheus_ca_path"],
+                  headers=params["prometheus_headers"], validate_certs=params["prometheus_validate_certs"])
+
+
 def _error_text(exc):
     """An error's class and message, with an HTTP error's body (cut short, redacted)."""
     text = "%s: %s" % (type(exc).__name__, exc)

@@ -14,6 +14,7 @@ from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
 import yaml
 
+from ansible_collections.nodefix.k8s.plugins.doc_fragments import triage as triage_fragment
 from ansible_collections.nodefix.k8s.plugins.inventory import triage as plugin_module
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -36,7 +37,8 @@ class Plugin(plugin_module.InventoryModule):
             data = self.loader.load_from_file(path, cache="none", trusted_as_template=True)
         except TypeError:  # ansible-core < 2.19: no trust tags
             data = self.loader.load_from_file(path, cache="none")
-        docs = yaml.safe_load(plugin_module.DOCUMENTATION)["options"]
+        docs = dict(yaml.safe_load(plugin_module.DOCUMENTATION)["options"],
+                    **yaml.safe_load(triage_fragment.ModuleDocFragment.DOCUMENTATION)["options"])
         self._options = dict(FRAGMENT_DEFAULTS, **dict((k, v.get("default")) for k, v in docs.items()))
         self._options.update(prometheus_timeout=30, prometheus_headers={}, prometheus_validate_certs=True,
                              prometheus_token_file=None, prometheus_username=None, prometheus_password=None,

@@ -243,3 +243,34 @@ def test_settings_name_what_is_wrong(kw, error):
 ])
 def test_the_default_regex_takes_the_host_of_an_instance(value, node):
     assert triage_classify.node_key(conf(), value) == node
+
+
+def test_the_kubernetes_source_reads_the_node_list_and_internal_ips(monkeypatch):
+    from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate
+    from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
+    seen = []
+
+    class Api(object):  # the API client's list_nodes as it answers: Node objects as dicts
+        def __init__(self, kubeconfig, context=None):
+            seen.append((kubeconfig, context))
+
+        def list_nodes(self):
+            return [{"metadata": {"name": "node-a"}, "status": {"addresses": [
+                {"type": "Hostname", "address": "node-a"}, {"type": "InternalIP", "address": "10.0.0.1"}]}},
+                {"metadata": {"name": "node-b"}, "status": {}}, {"metadata": {}}]
+    monkeypatch.setattr(reboot_gate, "KubeApi", Api)
+    got = triage_expected.expected_nodes("kubernetes", None, AT, kubeconfig="/kc", context="prod")
+    assert got == {"node-a": {"internal_ip": "10.0.0.1"}, "node-b": {"internal_ip": None}} and seen == [("/kc", "prod")]
+    monkeypatch.setattr(Api, "list_nodes", lambda self: [])
+    with pytest.raises(NodefixError, match="named no node"):
+        triage_expected.expected_nodes("kubernetes", None, AT, kubeconfig="/kc")
+
+
+@pytest.mark.parametrize("source, kw, error", [
+    ("list", {"nodes": "node-a"}, "list of node names"), ("list", {"nodes": ["node-a", ""]}, "list of node names"),
+    ("kube_state_metrics", {"nodes": ["node-a"]}, "only for expected_nodes=list"), ("dns", {}, "is not one of"),
+])
+def test_the_expected_nodes_options_name_what_is_wrong(source, kw, error):
+    from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
+    with pytest.raises(NodefixError, match=error):
+        triage_expected.expected_nodes(source, None, AT, **kw)

@@ -7,11 +7,14 @@ package. The triage's answer is the classifier's over observations given here (w
 the plugin through ``ansible-inventory`` with Ansible's own config, against a REAL Prometheus, is in
 tests/unit/plugins/modules/test_prometheus_real.py."""
 
+import os
+
 import pytest
 
 from ansible.errors import AnsibleParserError
 from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
 import yaml
 
 from ansible_collections.nodefix.k8s.plugins.doc_fragments import triage as triage_fragment
@@ -154,3 +157,19 @@ def test_only_its_own_files(tmp_path):
     assert plugin.verify_file(str(tmp_path / "fleet.nodefix_triage.yml"))
     assert plugin.verify_file(str(tmp_path / "fleet.nodefix_triage.yaml"))
     assert not plugin.verify_file(str(tmp_path / "hosts.yml"))
+
+
+@pytest.mark.parametrize("variables, fleet", [
+    ({"nodefix_triage_fleet_size": 10000}, 10000),                               # the triage's fleet, not its targets
+    ({"nodefix_triage_fleet_size": 10000, "nodefix_fleet_size": 12000}, 12000),  # a sliced run's own size wins
+])
+def test_the_storm_breaker_counts_against_the_triaged_fleet(variables, fleet):
+    """playbooks/tasks/storm.yml's storm_gate task, its fleet_size templated as Ansible templates it."""
+    loader = DataLoader()
+    path = os.path.join(os.path.dirname(plugin_module.__file__), "..", "..", "playbooks", "tasks", "storm.yml")
+    try:
+        tasks = loader.load_from_file(path, cache="none", trusted_as_template=True)
+    except TypeError:  # ansible-core < 2.19
+        tasks = loader.load_from_file(path, cache="none")
+    gate = [t for t in tasks if "nodefix.k8s.storm_gate" in t][0]["nodefix.k8s.storm_gate"]
+    assert int(Templar(loader=loader, variables=variables).template(gate["fleet_size"])) == fleet

@@ -10,7 +10,9 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
@@ -246,8 +248,6 @@ def test_the_default_regex_takes_the_host_of_an_instance(value, node):
 
 
 def test_the_kubernetes_source_reads_the_node_list_and_internal_ips(monkeypatch):
-    from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate
-    from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
     seen = []
 
     class Api(object):  # the API client's list_nodes as it answers: Node objects as dicts
@@ -271,6 +271,5 @@ def test_the_kubernetes_source_reads_the_node_list_and_internal_ips(monkeypatch)
     ("kube_state_metrics", {"nodes": ["node-a"]}, "only for expected_nodes=list"), ("dns", {}, "is not one of"),
 ])
 def test_the_expected_nodes_options_name_what_is_wrong(source, kw, error):
-    from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
     with pytest.raises(NodefixError, match=error):
         triage_expected.expected_nodes(source, None, AT, **kw)

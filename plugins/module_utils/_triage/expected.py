@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube_client
 
 SOURCES = ("kube_state_metrics", "kubernetes", "list")
 KSM_QUERY = "kube_node_info"
@@ -62,10 +63,9 @@ def from_node_objects(items):
 
 
 def from_kubernetes(kubeconfig, context=None):
-    """The API server's Node list. The one place that calls the API (the reboot gate's client until the
-    collection's Kubernetes client package replaces it)."""
-    from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate  # pylint: disable=import-outside-toplevel
-    return from_node_objects(reboot_gate.KubeApi(kubeconfig, context).list_nodes())
+    """The API server's Node list (every page), through the collection's one Kubernetes client (``_k8s``);
+    its KubeError / KubeConfigError (NodefixErrors) when the list cannot be had."""
+    return from_node_objects(kube_client.Kube(kubeconfig, context).items("listing the Nodes", "/api/v1/nodes"))
 
 
 def expected_nodes(source, client, at, nodes=None, kubeconfig=None, context=None):

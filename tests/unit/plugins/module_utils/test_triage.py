@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
-from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
@@ -250,18 +250,20 @@ def test_the_default_regex_takes_the_host_of_an_instance(value, node):
 def test_the_kubernetes_source_reads_the_node_list_and_internal_ips(monkeypatch):
     seen = []
 
-    class Api(object):  # the API client's list_nodes as it answers: Node objects as dicts
+    class Api(object):  # the collection's Kubernetes client (_k8s.client.Kube): a list's items as dicts
         def __init__(self, kubeconfig, context=None):
             seen.append((kubeconfig, context))
 
-        def list_nodes(self):
+        def items(self, what, path, query=None):
+            seen.append(path)
             return [{"metadata": {"name": "node-a"}, "status": {"addresses": [
                 {"type": "Hostname", "address": "node-a"}, {"type": "InternalIP", "address": "10.0.0.1"}]}},
                 {"metadata": {"name": "node-b"}, "status": {}}, {"metadata": {}}]
-    monkeypatch.setattr(reboot_gate, "KubeApi", Api)
+    monkeypatch.setattr(kube_client, "Kube", Api)
     got = triage_expected.expected_nodes("kubernetes", None, AT, kubeconfig="/kc", context="prod")
-    assert got == {"node-a": {"internal_ip": "10.0.0.1"}, "node-b": {"internal_ip": None}} and seen == [("/kc", "prod")]
-    monkeypatch.setattr(Api, "list_nodes", lambda self: [])
+    assert got == {"node-a": {"internal_ip": "10.0.0.1"}, "node-b": {"internal_ip": None}}
+    assert seen == [("/kc", "prod"), "/api/v1/nodes"]
+    monkeypatch.setattr(Api, "items", lambda self, what, path, query=None: [])
     with pytest.raises(NodefixError, match="named no node"):
         triage_expected.expected_nodes("kubernetes", None, AT, kubeconfig="/kc")
 

@@ -198,6 +198,7 @@ options:
     default: []
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.prometheus
 attributes:
   check_mode:
     support: full
@@ -302,12 +303,14 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as reboot_control_plane
 
 
 def argument_spec():
-    return dict(
+    spec = prometheus_client.argument_spec()
+    spec.update(
         state=dict(type="str", choices=["acquire", "check", "release", "reclaim"], default="acquire"),
         node=dict(type="str", required=True),
         kubeconfig=dict(type="path"),
@@ -335,6 +338,7 @@ def argument_spec():
         control_plane_lock_name=dict(type="str", default="nodefix-control-plane"),
         etcd_health_command=dict(type="list", elements="str", default=[]),
     )
+    return spec
 
 
 def validate(p):
@@ -347,13 +351,19 @@ def validate(p):
             raise NodefixError("%s must not be negative (got %d)" % (name, p[name]))
     if p["lock_poll"] < 1 or p["prometheus_timeout"] < 1:
         raise NodefixError("lock_poll and prometheus_timeout must be at least 1 second")
-    if p["prometheus_url"] and not p["prometheus_url"].startswith(("http://", "https://")):
-        raise NodefixError("prometheus_url %r must be an http:// or https:// URL" % p["prometheus_url"])
+    if p["prometheus_url"]:
+        prometheus(p)  # the URL, the auth options and the headers, before anything is asked
     needs_api = [name for name in ("max_concurrent", "blocking_pod_selectors") if p[name]]
     if needs_api and not p["kubeconfig"]:
         raise NodefixError("%s need(s) the API server: set kubeconfig (or set max_concurrent to 0 and leave "
                            "blocking_pod_selectors empty)" % " and ".join(needs_api))
     return window, filter_re
+
+
+def prometheus(p):
+    """The collection's Prometheus client for ``prometheus_url`` and its auth options (NodefixError for
+    options that cannot work, naming no credential)."""
+    return prometheus_client.from_params(open_url, p)
 
 
 def empty_result(p, window, window_open):
@@ -376,7 +386,7 @@ def controls(p, window, filter_re, api, now):
             result["held_by"].append("blocking pod(s) on the node: %s" % ", ".join(result["blocking_pods"]))
     if p["prometheus_url"]:
         try:
-            body = reboot_gate_lib.fetch_alerts(open_url, p["prometheus_url"], p["prometheus_timeout"])
+            body = reboot_gate_lib.fetch_alerts(prometheus(p))
             result["alerts"] = reboot_gate_lib.blocking_alerts(body, filter_re, p["alert_firing_only"])
         except reboot_gate_lib.MalformedAnswer as exc:
             result["held_by"].append("Prometheus at %s gave no well-formed answer, so no alert can be ruled out: %s"

@@ -203,3 +203,17 @@ def test_npd_tick_benchmark(tmp_path):
     assert data["shared_result_conditions"] == sorted([r["condition"] for r in data["runs"]["tick"]] + ["PIDPressureRisk"])
     assert set(r["rc"] for w in ("today", "tick") for r in data["runs"][w]) <= {0, 1, 2}
     assert set(data["summary"]) == {"today", "tick"}
+
+
+def test_triage_benchmark_small(tmp_path):
+    # real Prometheus 2.42 scraping a simulated exporter of 40 nodes (one target a node, every injected state at
+    # least once): the classifier and ansible-inventory (targets only, every node) once each; the script fails
+    # when a node is not classified as injected or the triage's request count differs from Prometheus' own. The
+    # SSH audit beside it is benchmarks/fleet/ssh.py's (its own smoke: test_ssh_fleet_benchmark_smoke).
+    result = tmp_path / "triage.json"
+    rc, out = run_logged("bench-triage", [sys.executable, "benchmarks/triage/run.py", "--sizes", "40", "--ssh-size", "0",
+                                          "--json", str(result)])
+    assert_ok("bench-triage", rc, out)
+    runs = json.loads(result.read_text())["runs"]
+    assert [r["kind"] for r in runs] == ["classifier", "inventory_targets", "inventory_full"]
+    assert [r.get("hosts") for r in runs] == [None, 5, 40] and all(r["requests"] == 6 for r in runs), runs

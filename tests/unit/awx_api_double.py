@@ -18,7 +18,15 @@ the AWX API the awx.awx modules use, with AWX's shapes and rules:
 - projects run a (successful) project update when created or changed, and
   list as playbooks / inventory files what AWX would from a checkout of this
   repository (AWX's own filename and content rules); job templates must name
-  one of those playbooks and SCM inventory sources one of those files.
+  one of those playbooks. An SCM inventory source may name any file of the
+  checkout: AWX lists only some files as inventories (an inventory plugin's
+  ``*.yml`` is not listed), but its API does not check ``source_path``
+  against that list (awx/api/serializers.py, InventorySourceSerializer, at
+  ansible/awx e21dd0a093) - an update of a path that is no file fails;
+- an inventory of kind ``constructed`` gets its one source, ``Auto-created
+  source for: <name>`` (source ``constructed``), as AWX's
+  Inventory._enforce_constructed_source makes it (awx/main/models/inventory.py);
+  its input inventories are the ``input_inventories`` association.
 """
 
 import base64
@@ -79,6 +87,7 @@ ASSOCIATIONS = {
     "success_nodes": "workflow_job_template_nodes",
     "failure_nodes": "workflow_job_template_nodes",
     "always_nodes": "workflow_job_template_nodes",
+    "input_inventories": "inventories",  # a constructed inventory's inputs
 }
 # name uniqueness: per organization, or per parent object
 UNIQUE_WITHIN = {
@@ -174,6 +183,8 @@ class AwxDouble:
         self.next_id = 1
         self.requests = []
         self.playbooks, self.inventory_files = scan_checkout(checkout)
+        self.files = set(subprocess.run(["git", "ls-files", "-z"], cwd=checkout, capture_output=True,
+                                        check=True).stdout.decode().split("\0")) - {""}
         self._seed("credential_types", {"name": "Machine", "kind": "ssh", "namespace": "ssh", "managed": True,
                                         "inputs": MACHINE_INPUTS, "injectors": {}})
         self._seed("credential_types", {"name": "Source Control", "kind": "scm", "namespace": "scm", "managed": True,
@@ -272,7 +283,7 @@ class AwxDouble:
             if merged["playbook"] not in self.playbooks:
                 raise ApiError(400, {"playbook": ["Playbook not found for project."]})
         if collection == "inventory_sources" and merged.get("source") == "scm":
-            if merged.get("source_path") not in self.inventory_files:
+            if merged.get("source_path") not in self.files:  # a file of the checkout (see the docstring)
                 raise ApiError(400, {"source_path": ["Invalid inventory file path."]})
         if collection == "credentials":
             ctype = self.data["credential_types"][merged["credential_type"]]
@@ -306,6 +317,10 @@ class AwxDouble:
     def create(self, collection, fields):
         self._validate(collection, fields)
         obj = self._seed(collection, fields)
+        if collection == "inventories" and obj.get("kind") == "constructed":
+            self._seed("inventory_sources", {"name": ("Auto-created source for: %s" % obj["name"])[:512],
+                                             "inventory": obj["id"], "source": "constructed", "overwrite": True,
+                                             "overwrite_vars": True, "update_on_launch": True})
         if collection == "projects":
             obj.setdefault("scm_revision", "")
             if obj.get("scm_type"):

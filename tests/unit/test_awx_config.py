@@ -238,8 +238,10 @@ def test_kubeconfig_credential_type_injects_the_playbook_variable():
     assert injectors["file"] == {"template.kubeconfig": "{{ kubeconfig }}"}
     assert injectors["extra_vars"] == {"nodefix_kubeconfig": "{{ tower.filename.kubeconfig }}"}
     assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "remediate.yml"))
-    # kept away from Ansible's templating (the file is read with !unsafe as str)
-    assert read(CONFIGURE).count("!unsafe") == 3
+    # kept away from Ansible's templating (the file is read with !unsafe as str): every injector template is !unsafe
+    templates = [t for name in ("nodefix_awx_kubeconfig_injectors", "nodefix_awx_prometheus_injectors")
+                 for kind in play_vars[name].values() for t in kind.values()]
+    assert len(templates) == 10 and read(CONFIGURE).count("!unsafe") == len(templates)
 
 
 def test_workflow_links_existing_nodes_in_order():
@@ -563,6 +565,7 @@ def test_runner_example_extravars_are_playbook_variables():
 
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-real-key-but-secret-3f9a\n-----END OPENSSH PRIVATE KEY-----\n"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: secret-user-7c21}]\n"
+PROMETHEUS_TOKEN = "prometheus-token-5e8d1"
 
 
 @pytest.fixture
@@ -597,11 +600,14 @@ def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
 
     # 2. everything, with the secrets given
     inputs = {"username": "ansible", "ssh_key_data": SSH_KEY, "become_method": "sudo"}
-    extra = dict(awx_double.auth, nodefix_awx_machine_credential_inputs=inputs, nodefix_awx_kubeconfig=KUBECONFIG)
+    prometheus = {"url": "https://prometheus.example.com", "token": PROMETHEUS_TOKEN}
+    extra = dict(awx_double.auth, nodefix_awx_machine_credential_inputs=inputs, nodefix_awx_kubeconfig=KUBECONFIG,
+                 nodefix_awx_triage_enabled=True, nodefix_awx_prometheus_credential_inputs=prometheus)
     proc, recap = run_configure(tmp_path, extra)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert recap and int(recap.group(2)) >= 9 and recap.group(3) == "0", proc.stdout[-3000:]
-    for secret in ("not-a-real-key-but-secret-3f9a", "secret-user-7c21", awx_double.auth["nodefix_awx_controller_password"]):
+    for secret in ("not-a-real-key-but-secret-3f9a", "secret-user-7c21", awx_double.auth["nodefix_awx_controller_password"],
+                   PROMETHEUS_TOKEN):
         assert secret not in proc.stdout + proc.stderr, "a secret leaked into the output"
 
     # 3. the same again: changed=0 and not one write to the API
@@ -659,6 +665,29 @@ def test_configure_against_the_api_double_is_idempotent(tmp_path, awx_double):
     assert linked("dry-run", "success_nodes") == [nodes["approve"]["id"]] and linked("dry-run", "always_nodes") == []
     assert linked("approve", "success_nodes") == [nodes["remediate"]["id"]] and linked("approve", "always_nodes") == []
     assert linked("remediate", "always_nodes") == [nodes["audit-after"]["id"]]
+
+    # the triage from Prometheus: the plugin file of the project as an inventory source updated on launch, the
+    # credential type injecting the URL and a token file the plugin reads, a constructed inventory of the targets
+    ptype = d.one("credential_types", name="nodefix Prometheus")
+    assert ptype["kind"] == "cloud" and ptype["injectors"]["env"]["NODEFIX_PROMETHEUS_URL"] == "{{ url }}"
+    assert ptype["injectors"]["env"]["NODEFIX_PROMETHEUS_TOKEN_FILE"] == "{% if token %}{{ tower.filename.token }}{% endif %}"
+    assert ptype["injectors"]["file"]["template.token"] == "{{ token }}"
+    fragment = read(os.path.join(ROOT, "plugins", "doc_fragments", "prometheus.py"))
+    plugin_options = set(re.findall(r"NODEFIX_PROMETHEUS_[A-Z_]+", fragment))
+    assert set(ptype["injectors"]["env"]) - {"NODEFIX_PROMETHEUS_URL"} <= plugin_options  # what the plugin reads
+    pcred = d.one("credentials", name="nodefix Prometheus")
+    assert pcred["credential_type"] == ptype["id"] and pcred["inputs"]["token"] == PROMETHEUS_TOKEN
+    triage = d.one("inventories", name="nodefix triage")
+    tsource = d.one("inventory_sources", name="nodefix triage from Prometheus")
+    assert (tsource["inventory"], tsource["source_project"], tsource["credential"]) == (triage["id"], project["id"], pcred["id"])
+    assert tsource["source_path"] == "awx/inventory/fleet.nodefix_triage.yml" and tsource["update_on_launch"]
+    with open(os.path.join(ROOT, tsource["source_path"])) as fh:
+        assert yaml.safe_load(fh)["plugin"] == "nodefix.k8s.triage"
+    constructed = d.one("inventories", name="nodefix triage targets")
+    assert constructed["kind"] == "constructed"
+    assert d.linked("inventories", constructed["id"], "input_inventories") == [inventory["id"], triage["id"]]
+    csource = d.one("inventory_sources", name="Auto-created source for: nodefix triage targets")
+    assert csource["limit"] == "nodefix_triage_targets" and json.loads(csource["source_vars"])["plugin"] == "constructed"
 
 
 @pytest.mark.slow

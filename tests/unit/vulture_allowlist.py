@@ -8,9 +8,13 @@
 preserve_quotes  # ruamel.yaml's YAML(): keep the document's quoting on dump (_kubelet.config_yaml)
 run_command_environ_update  # AnsibleModule: the environment of run_command (_core.runner.Runner)
 retries  # kubernetes.client.Configuration: read by its REST client (node_events: one attempt a request)
+daemon_threads  # socketserver.ThreadingMixIn: request threads do not hold the process (benchmarks/triage/run.py)
+protocol_version  # http.server.BaseHTTPRequestHandler: HTTP/1.1 keep-alive (benchmarks/triage/run.py)
+handle_error  # socketserver.BaseServer: called on a request's exception (benchmarks/triage/run.py)
 
 # Looked up by Ansible, not called by name:
 ModuleDocFragment  # doc_fragments/*.py
+PLUGIN  # doc_fragments/prometheus.py: the plugins' section (nodefix.k8s.prometheus.plugin)
 FilterModule  # filter/*.py
 filters  # FilterModule.filters
 transport  # lab/connection_plugins: the connection plugin's class attributes

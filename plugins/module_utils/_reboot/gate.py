@@ -45,6 +45,7 @@ import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index: Python's weekday()
 MANAGED_BY = "nodefix.k8s"
@@ -258,21 +259,17 @@ def _short(value, limit=200):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def fetch_alerts(open_url, url, timeout):
-    """``GET <url>/api/v1/alerts`` through ``open_url`` (Ansible's); the decoded JSON.
-    NodefixError when the server does not answer; MalformedAnswer when what it says is not JSON."""
-    target = url.rstrip("/") + "/api/v1/alerts"
+def fetch_alerts(client):
+    """``GET /api/v1/alerts`` through the collection's Prometheus client (``_prometheus.client``): the
+    decoded JSON. NoAnswer (a NodefixError) when the server does not answer; MalformedAnswer when what it
+    says is not the API's envelope (not JSON, no success status)."""
     try:
-        resp = open_url(target, method="GET", timeout=timeout, headers={"Accept": "application/json"})
-        raw = resp.read()
-    # URLError, HTTPError, socket errors: whatever it is, the server did not answer
-    except Exception as exc:  # pylint: disable=broad-except
-        raise NodefixError("Prometheus at %s did not answer: %s (nothing was drained or rebooted; fix "
-                           "prometheus_url or leave it unset)" % (target, exc))
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise MalformedAnswer("the answer is not JSON: %s" % str(exc)[:200])
+        return client.get("/api/v1/alerts")
+    except prometheus_client.NoAnswer as exc:
+        raise NodefixError("%s (nothing was drained or rebooted; fix prometheus_url or its credentials, or leave it "
+                           "unset)" % exc.msg, **exc.details)
+    except prometheus_client.BadAnswer as exc:
+        raise MalformedAnswer(exc.msg)
 
 
 def pods_blocking(api, node, selectors):

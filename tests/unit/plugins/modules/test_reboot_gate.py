@@ -78,7 +78,7 @@ def test_an_alert_that_fires_during_the_wait_ends_it(monkeypatch):
     hold_slot(api, "node-a")
     answers = {"alerts": []}
     monkeypatch.setattr(reboot_gate.reboot_gate_lib, "fetch_alerts",
-                        lambda open_url, url, timeout: {"status": "success", "data": dict(answers)})
+                        lambda client: {"status": "success", "data": dict(answers)})
     clk = Clock("2026-11-25 12:00", {
         "2026-11-25 12:02": lambda: answers.update(alerts=[{"labels": {"alertname": "Etcd"}, "state": "firing"}]),
         "2026-11-25 12:03": api.leases.clear})
@@ -134,7 +134,7 @@ def test_a_slot_taken_as_the_window_closes_is_given_back():
 ])
 def test_a_malformed_prometheus_answer_holds_and_says_why(monkeypatch, body):
     api = Pods()
-    monkeypatch.setattr(reboot_gate.reboot_gate_lib, "fetch_alerts", lambda open_url, url, timeout: body)
+    monkeypatch.setattr(reboot_gate.reboot_gate_lib, "fetch_alerts", lambda client: body)
     out = decide(params(prometheus_url="http://prom:9090"), api, Clock("2026-11-25 12:00"))
     assert out["lock"]["slot"] is None and api.leases == {}
     assert len(out["held_by"]) == 1 and "gave no well-formed answer" in out["held_by"][0]

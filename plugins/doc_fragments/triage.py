@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The triage's options, one text for the inventory plugin nodefix.k8s.triage and the module triage_info
+(module_utils/_triage: how they are used; docs/triage.md)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    DOCUMENTATION = r"""
+options:
+  max_audit_age:
+    description:
+      - Seconds after which a node's audit is stale (its node is unknown). The audit is refreshed on every
+        node-problem-detector tick or timer run; the default (30 minutes) leaves room for several missed ticks and
+        scrapes.
+    type: int
+    default: 1800
+  expected_nodes:
+    description:
+      - Where the fleet's nodes come from - V(kube_state_metrics) (C(kube_node_info) at the evaluation time, through
+        the same Prometheus), V(kubernetes) (the API server's Node list, O(kubeconfig)) or V(list) (O(nodes)).
+    type: str
+    choices: [kube_state_metrics, kubernetes, list]
+    default: kube_state_metrics
+  nodes:
+    description: The node names, for O(expected_nodes=list).
+    type: list
+    elements: str
+    default: []
+  kubeconfig:
+    description: The kubeconfig for O(expected_nodes=kubernetes) (the client's default when unset).
+    type: path
+  context:
+    description: The kubeconfig context for O(expected_nodes=kubernetes).
+    type: str
+  exporter_job:
+    description:
+      - A regular expression (PromQL C(=~), anchored) of the C(job) label of node_exporter's targets. Other jobs' C(up)
+        (the kubelet's, which carries the same address) must not stand in for the exporter's.
+    type: str
+    default: node|.*node[-_]exporter.*
+  node_label:
+    description: The label of node_exporter's series that names the node.
+    type: str
+    default: instance
+  node_label_regex:
+    description:
+      - A regular expression applied to O(node_label)'s value; its group C(node) (or its first group) is the node's
+        name or internal IP (both are looked up). The default takes the host of C(host:port) and C([IPv6]:port).
+    type: str
+    default: ^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$
+  max_unknown_percent:
+    description:
+      - The most of the fleet (in percent) that may be unknown. Above it the parse fails, naming the reasons, instead of
+        handing thousands of nodes on to be audited blind.
+    type: float
+    default: 10.0
+  min_severity:
+    description: Findings below this severity do not count (a node with only those is clean).
+    type: str
+    choices: [critical, high, medium, low, info]
+    default: info
+  include_ids:
+    description: Only findings whose id matches one of these globs count (every id when empty).
+    type: list
+    elements: str
+    default: []
+  exclude_ids:
+    description: Findings whose id matches one of these globs do not count.
+    type: list
+    elements: str
+    default: []
+  required_checks:
+    description:
+      - The detectors a node's textfile must report as run; one missing or that could not look makes the node unknown.
+        Every detector of the collection when unset.
+    type: list
+    elements: str
+  waivers:
+    description:
+      - Waivers as the reports take them (C(id), C(reason), C(hosts), C(subject), C(expires)); a waived finding does
+        not count. Bad waivers fail the parse.
+    type: list
+    elements: dict
+    default: []
+"""

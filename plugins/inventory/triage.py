@@ -1,0 +1,212 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: triage
+short_description: The fleet's nodes with findings or an unknown state, from Prometheus, without SSH
+version_added: 1.2.0
+description:
+  - Asks Prometheus, at one pinned evaluation time, what every node's own audit wrote into the collection's textfile
+    (C(nodefix.prom), exported by node_exporter's textfile collector) and puts every expected node in exactly one
+    class - C(findings), C(unknown) (with reasons), C(clean) (only when no reason holds) - and the nodes that export
+    but are not expected in C(orphans). The targets (findings and unknown) are the hosts to audit or remediate over
+    SSH; the healthy majority costs no connection.
+  - A node is unknown, never clean, when Prometheus has no series of its exporter, the exporter is down, node_exporter
+    could not read a textfile (C(node_textfile_scrape_error)), it exports no C(nodefix.prom), the audit is older than
+    O(max_audit_age) (C(node_textfile_mtime_seconds) of C(nodefix.prom), and C(nodefix_audit_timestamp_seconds) where
+    the file carries it), a required detector could not look (C(nodefix_audit_check_failed)) or is missing, or an
+    answer came with warnings. The reasons are listed in docs/triage.md.
+  - Any failure to answer - Prometheus unreachable, an HTTP error, an answer that is not the API's, no expected node -
+    fails the inventory parse, and so does more than O(max_unknown_percent) of the fleet unknown. The command
+    (C(ansible-inventory), C(ansible-playbook), an AWX inventory update) exits non-zero whatever
+    C(INVENTORY_ANY_UNPARSED_IS_FAILED) says - Ansible would otherwise turn the failure into a warning and an empty
+    inventory. Never a warning with an empty inventory.
+  - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
+author: nodefix.k8s developers (@nodefix)
+extends_documentation_fragment:
+  - constructed
+  - inventory_cache
+  - nodefix.k8s.prometheus.plugin
+  - nodefix.k8s.triage
+options:
+  plugin:
+    description: The name of this plugin; it must be V(nodefix.k8s.triage).
+    type: str
+    required: true
+    choices: [nodefix.k8s.triage]
+  prometheus_url:
+    description:
+      - The Prometheus HTTP API (V(http://prometheus.monitoring:9090)), or a Thanos, Cortex or Mimir querier's. Without
+        user information (O(prometheus_username)).
+    type: str
+    required: true
+    env:
+      - name: NODEFIX_PROMETHEUS_URL
+  add_clean_hosts:
+    description: Add the clean nodes too, in group C(nodefix_triage_clean) (not by default - they need nothing).
+    type: bool
+    default: false
+notes:
+  - Host vars - C(nodefix_triage) (C(state), C(ids), C(findings), C(reasons), C(notes), C(audit_age_s), C(not_counted))
+    and C(ansible_host) from the node's internal IP when the source knows it. C(all) vars - C(nodefix_triage_summary)
+    (counts, unknown by reason, evaluation time, requests) and C(nodefix_triage_fleet_size).
+  - Groups - C(nodefix_triage_targets) (children C(nodefix_triage_findings) and C(nodefix_triage_unknown)),
+    C(nodefix_triage_orphans), C(nodefix_triage_clean) (O(add_clean_hosts)), C(nodefix_finding_<id>) (dots as
+    underscores) and C(nodefix_severity_<level>).
+  - How it decides, how stale is stale and how to alert on unknown - docs/triage.md.
+seealso:
+  - name: The triage, its classes and reasons
+    description: docs/triage.md in the collection.
+    link: https://github.com/nodefix/nodefix.k8s/blob/main/docs/triage.md
+"""
+
+EXAMPLES = r"""
+# inventory/prod.nodefix_triage.yml
+plugin: nodefix.k8s.triage
+prometheus_url: https://prometheus.example.com
+prometheus_token_file: /var/run/secrets/prometheus/token
+max_unknown_percent: 5
+exclude_ids: ["reboot.*"]
+keyed_groups:
+  - key: nodefix_triage.state
+    prefix: triage
+
+# a static fleet, basic auth from the environment (NODEFIX_PROMETHEUS_USERNAME/PASSWORD)
+plugin: nodefix.k8s.triage
+prometheus_url: http://127.0.0.1:9090
+expected_nodes: list
+nodes: [node-a, node-b]
+"""
+
+import re
+
+from ansible import constants as C
+from ansible.errors import AnsibleParserError
+from ansible.module_utils.urls import open_url
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.utils.display import Display
+from ansible.utils.unsafe_proxy import wrap_var
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
+
+display = Display()
+TARGETS = "nodefix_triage_targets"
+FINDINGS = "nodefix_triage_findings"
+UNKNOWN = "nodefix_triage_unknown"
+ORPHANS = "nodefix_triage_orphans"
+CLEAN = "nodefix_triage_clean"
+
+
+def fail(msg):
+    """A failed parse that fails the command. Ansible turns an inventory plugin's exception into a warning and an
+    empty inventory unless INVENTORY_ANY_UNPARSED_IS_FAILED is set: a triage that could not answer must never
+    look like a fleet with nothing to do, so without that setting the command exits 1 here."""
+    if C.INVENTORY_ANY_UNPARSED_IS_FAILED:
+        raise AnsibleParserError(msg)
+    display.error(msg)
+    raise SystemExit(1)
+
+
+def group_name(prefix, value):
+    """``nodefix_finding_gvisor_runsc_outdated``: what is not a letter, digit or _ becomes _."""
+    return prefix + re.sub(r"[^A-Za-z0-9_]", "_", value)
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+
+    NAME = "nodefix.k8s.triage"
+
+    def verify_file(self, path):
+        return super(InventoryModule, self).verify_file(path) and path.endswith(
+            ("nodefix_triage.yml", "nodefix_triage.yaml"))
+
+    def _conf(self):
+        # the default of required_checks: every detector (imported only here: the classifier does not need them)
+        from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks  # pylint: disable=import-outside-toplevel
+        required = self.get_option("required_checks")
+        return triage_classify.settings(
+            max_audit_age=self.get_option("max_audit_age"), node_label=self.get_option("node_label"),
+            node_label_regex=self.get_option("node_label_regex"), min_severity=self.get_option("min_severity"),
+            include_ids=self.get_option("include_ids"), exclude_ids=self.get_option("exclude_ids"),
+            required_checks=list(audit_checks.CHECK_NAMES) if required is None else required,
+            waivers=self.get_option("waivers"), exporter_job=self.get_option("exporter_job"),
+            max_unknown_percent=self.get_option("max_unknown_percent"))
+
+    def _client(self):
+        return prometheus_client.from_params(open_url, dict(
+            (name, self.get_option(name)) for name in ["prometheus_url", "prometheus_timeout"]
+            + list(prometheus_client.argument_spec())))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super(InventoryModule, self).parse(inventory, loader, path, cache=cache)
+        self._read_config_data(path)
+        key = self.get_cache_key(path)
+        use_cache = self.get_option("cache") and cache
+        result = None
+        if use_cache:
+            try:
+                result = self._cache[key]
+            except KeyError:
+                result = None
+        try:
+            conf = self._conf()
+            if result is None:
+                result = triage_run.triage(self._client(), conf, self.get_option("expected_nodes"),
+                                           nodes=self.get_option("nodes"), kubeconfig=self.get_option("kubeconfig"),
+                                           context=self.get_option("context"))
+                if self.get_option("cache"):
+                    self._cache[key] = result
+            triage_classify.check_unknown_budget(conf, result)
+        except NodefixError as exc:
+            fail("nodefix.k8s.triage: %s (source %s)" % (exc.msg, path))
+        self._populate(result)
+
+    def _add(self, name, record, group):
+        self.inventory.add_host(name, group=group)
+        # label values come from the nodes: never templates (ansible-core 2.19 marks them so itself)
+        self.inventory.set_variable(name, "nodefix_triage", wrap_var(dict(
+            (k, record[k]) for k in ("state", "ids", "findings", "reasons", "notes", "audit_age_s", "not_counted"))))
+        if record.get("internal_ip"):
+            self.inventory.set_variable(name, "ansible_host", wrap_var(record["internal_ip"]))
+
+    def _populate(self, result):
+        for group in (TARGETS, FINDINGS, UNKNOWN, ORPHANS):
+            self.inventory.add_group(group)
+        self.inventory.add_child(TARGETS, FINDINGS)
+        self.inventory.add_child(TARGETS, UNKNOWN)
+        add_clean = self.get_option("add_clean_hosts")
+        if add_clean:
+            self.inventory.add_group(CLEAN)
+        strict = self.get_option("strict")
+        for name, record in sorted(result["nodes"].items()):
+            state = record["state"]
+            if state == "clean" and not add_clean:
+                continue
+            self._add(name, record, {"findings": FINDINGS, "unknown": UNKNOWN, "clean": CLEAN}[state])
+            if state == "findings":
+                for fid in record["ids"]:
+                    self.inventory.add_child(self.inventory.add_group(group_name("nodefix_finding_", fid)), name)
+                for level in sorted(set(f["severity"] for f in record["findings"])):
+                    self.inventory.add_child(self.inventory.add_group(group_name("nodefix_severity_", level)), name)
+            self._construct(name, strict)
+        for name, record in sorted(result["orphans"].items()):
+            self._add(name, record, ORPHANS)
+            self._construct(name, strict)
+        self.inventory.set_variable("all", "nodefix_triage_summary", wrap_var(result["summary"]))
+        self.inventory.set_variable("all", "nodefix_triage_fleet_size", result["summary"]["fleet_size"])
+
+    def _construct(self, name, strict):
+        hostvars = self.inventory.get_host(name).get_vars()
+        self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)
+        self._add_host_to_composed_groups(self.get_option("groups"), hostvars, name, strict=strict)
+        self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, name, strict=strict)

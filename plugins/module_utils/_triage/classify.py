@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice.
+"""Fleet triage: every expected node in exactly one class, from what Prometheus holds at one instant.
+
+The classes (docs/triage.md):
+
+- ``findings``: the node's current textfile (exporter up, file fresh and parsed, answers complete)
+  names open findings that count (not waived, at or above ``min_severity``, ``include_ids`` /
+  ``exclude_ids``);
+- ``unknown``: one or more reasons (``REASONS``) say the node's state cannot be read - never clean;
+- ``clean``: only when none of the reasons holds and no finding counts;
+- ``orphan``: a node that exports but is not expected (reported, never a target).
+
+A node is a target when it is ``findings`` or ``unknown``. This file decides; ``observe`` asks.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import re
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import waivers as audit_waivers
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
+
+# why a node is unknown; the order is the order they are listed in a record
+REASONS = {
+    "no_series": "Prometheus has no series of the node's exporter (it never exported, or its target is not scraped)",
+    "exporter_down": "the node's exporter target is down (up == 0)",
+    "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
+    "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
+    "stale": "the audit's heartbeat is older than max_audit_age (or ahead of the clock by more)",
+    "check_failed": "a required detector could not look (nodefix_audit_check_failed == 1)",
+    "check_missing": "a required detector is missing from the node's textfile",
+    "partial_answer": "an answer came with warnings (a querier's partial answer): no node can be called clean",
+}
+# reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
+UNTRUSTED = ("no_series", "exporter_down", "textfile_error", "no_textfile", "stale")
+STATES = ("findings", "unknown", "clean", "orphan")
+# the audit's own finding for a detector that failed: a reason (check_failed), not a finding
+CHECK_FAILED_ID = "audit.check_failed"
+# instance -> node: the host of host:port, IPv6 in brackets ([fd00::1]:9100)
+DEFAULT_NODE_REGEX = r"^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$"
+
+
+def _globs(value, name):
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise NodefixError("%s must be a list of finding ids or globs" % name)
+    return value
+
+
+def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, min_severity="info",
+             include_ids=None, exclude_ids=None, required_checks=None, waivers=None, exporter_job=".*",
+             max_unknown_percent=10.0, today=None):
+    """The classifier's settings checked, before anything is asked; NodefixError naming the option otherwise."""
+    if isinstance(max_audit_age, bool) or not isinstance(max_audit_age, int) or max_audit_age < 1:
+        raise NodefixError("max_audit_age must be a whole number of seconds above 0 (got %r)" % (max_audit_age,))
+    if min_severity not in SEVERITIES:
+        raise NodefixError("min_severity %r is not one of %s" % (min_severity, ", ".join(SEVERITIES)))
+    if not isinstance(node_label, str) or not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", node_label):
+        raise NodefixError("node_label %r is not a Prometheus label name" % (node_label,))
+    try:
+        regex = re.compile(node_label_regex or DEFAULT_NODE_REGEX)
+    except re.error as exc:
+        raise NodefixError("node_label_regex %r is not a regular expression: %s" % (node_label_regex, exc))
+    if not regex.groups:
+        raise NodefixError("node_label_regex %r needs a group that captures the node (named node, or the first)"
+                           % (node_label_regex,))
+    try:
+        re.compile(exporter_job)
+    except (re.error, TypeError) as exc:
+        raise NodefixError("exporter_job %r is not a regular expression: %s" % (exporter_job, exc))
+    if isinstance(max_unknown_percent, bool) or not isinstance(max_unknown_percent, (int, float)) \
+            or not 0 <= max_unknown_percent <= 100:
+        raise NodefixError("max_unknown_percent must be a number from 0 to 100 (got %r)" % (max_unknown_percent,))
+    checks = list(required_checks or [])
+    if not all(isinstance(c, str) and re.match(r"^[a-z0-9_]+$", c) for c in checks):
+        raise NodefixError("required_checks must be detector names (e.g. containerd, kubelet)")
+    active = audit_waivers.check_waivers(waivers or [], today=today)[0]
+    return {"max_audit_age": max_audit_age, "node_label": node_label, "node_regex": regex,
+            "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
+            "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
+            "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent)}
+
+
+def node_key(conf, value):
+    """The node a label value names (``10.0.0.5:9100`` -> ``10.0.0.5``), or None when the regex does not match."""
+    m = conf["node_regex"].match(value or "")
+    if not m:
+        return None
+    key = m.groupdict().get("node") if "node" in conf["node_regex"].groupindex else m.group(1)
+    return key or None
+
+
+def _counts(conf, finding, node):
+    """Whether a finding counts toward the node's class (a waiver, the severity floor, the id filters)."""
+    fid, severity = finding["id"], finding["severity"]
+    # a severity the collection does not know counts (never hidden by the floor)
+    if severity in SEVERITIES and SEVERITIES.index(severity) > SEVERITIES.index(conf["min_severity"]):
+        return "below min_severity"
+    if conf["include_ids"] and not any(fnmatch.fnmatchcase(fid, g) for g in conf["include_ids"]):
+        return "not in include_ids"
+    if any(fnmatch.fnmatchcase(fid, g) for g in conf["exclude_ids"]):
+        return "in exclude_ids"
+    waiver = audit_waivers.waiver_for(conf["waivers"], node, finding)
+    if waiver:
+        return "waived: %s" % waiver["reason"]
+    return None
+
+
+def _audit_age(conf, obs, at):
+    """(age in seconds or None, note): the older of node_exporter's mtime of nodefix.prom and the heartbeat
+    the file carries (when it carries one)."""
+    stamps = [obs[k] for k in ("mtime", "heartbeat") if obs.get(k) is not None]
+    if not stamps:
+        return None
+    return round(at - min(stamps), 3)
+
+
+def _reasons(conf, obs, at, partial):
+    """(reason codes, notes) of one expected node's observations."""
+    reasons, notes = [], []
+
+    def add(code, note):
+        reasons.append(code)
+        notes.append(note)
+    if obs.get("up") is None:
+        add("no_series", "no up series of the node's exporter at the evaluation time")
+    elif obs["up"] < 1:
+        add("exporter_down", "up == 0: the last scrape of the node's exporter failed")
+    else:
+        if obs.get("scrape_error"):
+            add("textfile_error", "node_textfile_scrape_error == 1: node_exporter could not read a textfile")
+        age = _audit_age(conf, obs, at)
+        if obs.get("mtime") is None:
+            add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
+        elif age > conf["max_audit_age"] or age < -conf["max_audit_age"]:
+            add("stale", "the audit is %d s old (max_audit_age %d s)" % (age, conf["max_audit_age"]))
+    required = conf["required_checks"]
+    failed = sorted(c for c in obs.get("failed") or () if c in required or not required)
+    if failed:
+        add("check_failed", "could not look: %s" % ", ".join(failed))
+    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile"))  # no check could be there
+    if required and obs.get("checks_reported", 0) < len(required) and not blind:
+        present = obs.get("checks_present")
+        missing = sorted(set(required) - set(present)) if present is not None else required
+        add("check_missing", "required check(s) missing: %s" % ", ".join(missing or ["%d of %d" % (
+            len(required) - obs.get("checks_reported", 0), len(required))]))
+    if partial:
+        add("partial_answer", "an answer came with warnings: %s" % "; ".join(partial)[:300])
+    return reasons, notes
+
+
+def classify_node(conf, name, obs, at, partial=()):
+    """One expected node's record: ``state``, ``ids``, ``findings``, ``reasons``, ``notes``, ``audit_age_s``,
+    ``not_counted`` (findings a waiver or a filter keeps out, with why)."""
+    reasons, notes = _reasons(conf, obs, at, list(partial))
+    counted, not_counted = [], []
+    for f in sorted(obs.get("findings") or [], key=lambda x: (x["id"], x["subject"])):
+        if f["id"] == CHECK_FAILED_ID:
+            continue
+        why = _counts(conf, f, name)
+        if why:
+            not_counted.append(dict(f, why=why))
+        else:
+            counted.append(f)
+    if any(r in UNTRUSTED for r in reasons):
+        state = "unknown"
+    elif counted:
+        state = "findings"
+    elif reasons:
+        state = "unknown"
+    else:
+        state = "clean"
+    return {"state": state, "ids": sorted(set(f["id"] for f in counted)), "findings": counted, "reasons": reasons,
+            "notes": notes, "audit_age_s": _audit_age(conf, obs, at), "not_counted": not_counted}
+
+
+def classify(conf, expected, observed, orphans, at, warnings=()):
+    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary}.
+    ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations} of expected nodes."""
+    if not expected:
+        raise NodefixError("no expected node: the source of expected nodes named none (an empty fleet is never "
+                           "called clean)")
+    nodes = {}
+    for name in sorted(expected):
+        record = classify_node(conf, name, observed.get(name) or {}, at, warnings)
+        record["internal_ip"] = expected[name].get("internal_ip")
+        nodes[name] = record
+    orphan_records = dict((name, {"state": "orphan", "ids": [], "findings": [], "reasons": [], "notes": [
+        "exports to Prometheus but is not an expected node: reported, never a target"],
+        "audit_age_s": None, "not_counted": [], "internal_ip": None}) for name in sorted(orphans))
+    counts = dict((s, 0) for s in STATES)
+    for record in nodes.values():
+        counts[record["state"]] += 1
+    counts["orphan"] = len(orphan_records)
+    by_reason = {}
+    for record in nodes.values():
+        for code in record["reasons"]:
+            if record["state"] == "unknown":
+                by_reason[code] = by_reason.get(code, 0) + 1
+    summary = {"fleet_size": len(nodes), "counts": counts, "targets": counts["findings"] + counts["unknown"],
+               "unknown_percent": round(100.0 * counts["unknown"] / len(nodes), 3), "unknown_by_reason": by_reason,
+               "reasons": dict((code, REASONS[code]) for code in by_reason),
+               "evaluation_time": at, "warnings": list(warnings)}
+    return {"nodes": nodes, "orphans": orphan_records, "summary": summary}
+
+
+def check_unknown_budget(conf, result):
+    """NodefixError when more of the fleet is unknown than ``max_unknown_percent`` allows: thousands of
+    blind SSH connections are a decision for a person, not a default."""
+    summary = result["summary"]
+    if summary["unknown_percent"] > conf["max_unknown_percent"]:
+        reasons = ", ".join("%s %d" % kv for kv in sorted(summary["unknown_by_reason"].items()))
+        raise NodefixError("%d of %d nodes (%.1f%%) are unknown, above max_unknown_percent %g (%s): is the exporter, "
+                           "the textfile or Prometheus itself broken? Nothing was handed on"
+                           % (summary["counts"]["unknown"], summary["fleet_size"], summary["unknown_percent"],
+                              conf["max_unknown_percent"], reasons))

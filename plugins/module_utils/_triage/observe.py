@@ -1,0 +1,145 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice.
+"""What Prometheus holds about the fleet at one pinned instant: five instant queries (six with the
+expected nodes from kube-state-metrics), whatever the fleet's size.
+
+The series read (the collection's textfile renderer, ``_report/prometheus.py``, writes the ``nodefix_*``
+ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``node_textfile_*`` ones):
+
+- ``up`` of the exporter's targets (``exporter_job``);
+- ``node_textfile_scrape_error`` (a file node_exporter could not read), ``node_textfile_mtime_seconds{file}``
+  of ``nodefix.prom`` (the audit's heartbeat as the file's modification time) and, where the file carries
+  it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
+- ``nodefix_audit_check_failed{check}``: per node, how many required checks it reports (one number a
+  node), and the series of checks that could not look (1) or of nodes that miss a required check;
+- ``nodefix_finding{id,severity,check,subject}``: the open findings (few nodes have any).
+
+HA pairs and Thanos replicas: every series is read per node and merged (the highest ``up``, the newest
+heartbeat, a check failed on any replica, the union of findings), so replica labels never split a node.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+import os
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+
+TEXTFILE = "nodefix.prom"
+HEARTBEAT = "nodefix_audit_timestamp_seconds"
+
+
+def promql_string(value):
+    """A PromQL double-quoted string literal (backslash and double quote escaped)."""
+    return '"%s"' % str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def queries(conf):
+    """{name: PromQL} of the fleet's observation (the expected nodes' query is ``expected``'s)."""
+    job = "job=~%s" % promql_string(conf["exporter_job"])
+    label = conf["node_label"]
+    out = {
+        "up": "up{%s}" % job,
+        "textfile": '{__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s}' % (HEARTBEAT, job),
+        "findings": "nodefix_finding{%s}" % job,
+        "failed": "nodefix_audit_check_failed{%s} == 1" % job,
+    }
+    required = conf["required_checks"]
+    if required:
+        checks = 'nodefix_audit_check_failed{%s,check=~"%s"}' % (job, "|".join(required))
+        out["checks"] = "count by (%s) (count by (%s, check) (%s))" % (label, label, checks)
+        # the failing checks, and every reported check of the nodes that miss one (to name what is missing)
+        out["failed"] += " or (%s and on (%s) (%s < %d))" % (checks, label, out["checks"], len(required))
+    return out
+
+
+class Mapper(object):
+    """A label value -> the expected node's name (by name, then by internal IP), or an orphan's key."""
+
+    def __init__(self, conf, expected):
+        self.conf = conf
+        self.names = set(expected)
+        self.by_ip = dict((v["internal_ip"], k) for k, v in expected.items() if v.get("internal_ip"))
+
+    def node(self, labels):
+        """(name, expected?) of a sample's labels; (None, False) without the node label."""
+        value = labels.get(self.conf["node_label"])
+        if not value:
+            return None, False
+        key = triage_classify.node_key(self.conf, value)
+        if key in self.names:
+            return key, True
+        if key in self.by_ip:
+            return self.by_ip[key], True
+        return key or value, False
+
+
+def _number(sample):
+    value = prometheus_client.sample_value(sample)
+    return None if math.isnan(value) else value  # NaN: no value
+
+
+def _merge_max(obs, key, value):
+    if value is not None and (obs.get(key) is None or value > obs[key]):
+        obs[key] = value
+
+
+def _finding(labels):
+    return {"id": labels.get("id") or "", "severity": labels.get("severity") or "", "check": labels.get("check") or "",
+            "subject": labels.get("subject") or ""}
+
+
+def _apply(name, labels, value, obs):
+    """One sample into the node's observations (merged across replicas)."""
+    if name == "up":
+        _merge_max(obs, "up", value)
+    elif name == "textfile":
+        metric = labels.get("__name__")
+        if metric == "node_textfile_scrape_error":
+            _merge_max(obs, "scrape_error", value)
+        elif metric == "node_textfile_mtime_seconds" and os.path.basename(labels.get("file") or "") == TEXTFILE:
+            _merge_max(obs, "mtime", value)
+        elif metric == HEARTBEAT:
+            _merge_max(obs, "heartbeat", value)
+    elif name == "checks":
+        _merge_max(obs, "checks_reported", value)
+    elif name == "failed":
+        check = labels.get("check") or ""
+        obs.setdefault("checks_present", set()).add(check)
+        if value == 1:
+            obs.setdefault("failed", set()).add(check)
+    elif name == "findings" and value == 1:
+        finding = _finding(labels)
+        if finding["id"]:
+            obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
+
+
+def observe(client, conf, expected, at):
+    """Ask Prometheus at ``at``: ({expected name: observations}, set of orphans, warnings). Raises
+    prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer)."""
+    mapper = Mapper(conf, expected)
+    observed, orphans, warnings = {}, set(), []
+    for name, expr in sorted(queries(conf).items()):
+        result, warned = client.query(expr, at)
+        warnings.extend("%s: %s" % (name, w) for w in warned)
+        for sample in result:
+            labels = sample["metric"]
+            node, known = mapper.node(labels)
+            if node is None:
+                continue
+            if not known:
+                if name == "up":
+                    orphans.add(node)
+                continue
+            _apply(name, labels, _number(sample), observed.setdefault(node, {}))
+    for obs in observed.values():
+        obs["findings"] = list(obs.pop("findings_seen", {}).values())
+    return observed, orphans, warnings

@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The inventory plugin nodefix.k8s.triage in process (Ansible's own InventoryData and DataLoader): the groups
+and host vars of the interface, compose/keyed_groups, the cache, and a failed parse that fails the command.
+The options are what Ansible's config would give (the plugin's DOCUMENTATION defaults and the file's keys):
+Ansible's plugin loader cannot be set up inside a pytest run that already imported the collection as a
+package. The triage's answer is the classifier's over observations given here (what Prometheus would hold);
+the plugin through ``ansible-inventory`` with Ansible's own config, against a REAL Prometheus, is in
+tests/unit/plugins/modules/test_prometheus_real.py."""
+
+import os
+
+import pytest
+
+from ansible.errors import AnsibleParserError
+from ansible.inventory.data import InventoryData
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+import yaml
+
+from ansible_collections.nodefix.k8s.plugins.doc_fragments import triage as triage_fragment
+from ansible_collections.nodefix.k8s.plugins.inventory import triage as plugin_module
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+
+AT = 1800000000.0
+
+# the defaults of the options the plugin takes from Ansible's fragments (constructed, inventory_cache)
+FRAGMENT_DEFAULTS = {"compose": {}, "groups": {}, "keyed_groups": [], "strict": False, "leading_separator": True,
+                     "use_extra_vars": False, "cache": False, "cache_plugin": "memory", "cache_timeout": 3600,
+                     "cache_connection": None, "cache_prefix": "ansible_inventory_"}
+
+
+class Plugin(plugin_module.InventoryModule):
+    """The plugin with its options as Ansible's config gives them (defaults, then the file's keys) and an
+    in-memory cache in place of the cache plugin."""
+    shared_cache = {}
+
+    def _read_config_data(self, path):
+        try:  # as Ansible's own _read_config_data reads it: ansible-core >= 2.19 trusts the file's templates
+            data = self.loader.load_from_file(path, cache="none", trusted_as_template=True)
+        except TypeError:  # ansible-core < 2.19: no trust tags
+            data = self.loader.load_from_file(path, cache="none")
+        docs = dict(yaml.safe_load(plugin_module.DOCUMENTATION)["options"],
+                    **yaml.safe_load(triage_fragment.ModuleDocFragment.DOCUMENTATION)["options"])
+        self._options = dict(FRAGMENT_DEFAULTS, **dict((k, v.get("default")) for k, v in docs.items()))
+        self._options.update(prometheus_timeout=30, prometheus_headers={}, prometheus_validate_certs=True,
+                             prometheus_token_file=None, prometheus_username=None, prometheus_password=None,
+                             prometheus_ca_path=None)
+        self._options.update(data)
+        self._cache = Plugin.shared_cache
+        return data
+
+    def get_option(self, option, hostvars=None):
+        return self._options[option]
+
+
+FRESH = {"up": 1, "scrape_error": 0, "mtime": AT - 60, "checks_reported": 1}
+
+
+def answer(unknown=1):
+    """The classifier's answer for node-a (a finding), node-b (clean), ``unknown`` stale nodes and an orphan."""
+    conf = triage_classify.settings(required_checks=["kubelet"], max_unknown_percent=100)
+    expected = {"node-a": {"internal_ip": "10.0.0.1"}, "node-b": {"internal_ip": "10.0.0.2"}}
+    observed = {"node-a": dict(FRESH, findings=[{"id": "kubelet.eviction_thresholds", "severity": "high",
+                                                 "check": "kubelet", "subject": ""}]),
+                "node-b": dict(FRESH)}
+    for i in range(unknown):
+        expected["node-s%d" % i] = {"internal_ip": None}
+        observed["node-s%d" % i] = dict(FRESH, mtime=AT - 9000)
+    return triage_classify.classify(conf, expected, observed, {"10.9.9.9"}, AT)
+
+
+def parse(tmp_path, monkeypatch, text, result, cache=False, calls=None):
+    calls = [] if calls is None else calls
+
+    def fake_triage(*args, **kwargs):
+        calls.append(kwargs)
+        return result
+    monkeypatch.setattr(plugin_module.triage_run, "triage", fake_triage)
+    path = tmp_path / "fleet.nodefix_triage.yml"
+    path.write_text("plugin: nodefix.k8s.triage\nprometheus_url: http://prometheus.test:9090\n" + text)
+    inventory = InventoryData()
+    plugin = Plugin()
+    assert plugin.verify_file(str(path))
+    plugin.parse(inventory, DataLoader(), str(path), cache=cache)
+    return inventory
+
+
+def hosts(inventory, group):
+    return sorted(h.name for h in inventory.groups[group].get_hosts())
+
+
+def test_groups_and_host_vars_of_the_interface(tmp_path, monkeypatch):
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\nkeyed_groups:\n  - key: nodefix_triage.state\n"
+                "    prefix: triage\ncompose:\n  first_id: nodefix_triage.ids[0] | default('')\nstrict: true\n", answer())
+    assert hosts(inv, "nodefix_triage_targets") == ["node-a", "node-s0"]
+    assert hosts(inv, "nodefix_triage_findings") == ["node-a"] and hosts(inv, "nodefix_triage_unknown") == ["node-s0"]
+    assert hosts(inv, "nodefix_triage_orphans") == ["10.9.9.9"] and "nodefix_triage_clean" not in inv.groups
+    assert hosts(inv, "nodefix_finding_kubelet_eviction_thresholds") == hosts(inv, "nodefix_severity_high") == ["node-a"]
+    assert "node-b" not in inv.hosts  # clean: no host unless add_clean_hosts
+    a = inv.get_host("node-a").get_vars()
+    assert a["ansible_host"] == "10.0.0.1" and a["first_id"] == "kubelet.eviction_thresholds"
+    assert set(a["nodefix_triage"]) == {"state", "ids", "findings", "reasons", "notes", "audit_age_s", "not_counted"}
+    assert inv.get_host("node-s0").get_vars()["nodefix_triage"]["reasons"] == ["stale"]
+    assert "ansible_host" not in inv.get_host("node-s0").get_vars()  # no address known: the name is the host
+    assert hosts(inv, "triage_findings") == ["node-a"] and hosts(inv, "triage_unknown") == ["node-s0"]
+    assert inv.groups["all"].get_vars()["nodefix_triage_fleet_size"] == 3
+    assert inv.groups["all"].get_vars()["nodefix_triage_summary"]["counts"]["unknown"] == 1
+
+
+def test_clean_hosts_on_request(tmp_path, monkeypatch):
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\nadd_clean_hosts: true\n", answer())
+    assert hosts(inv, "nodefix_triage_clean") == ["node-b"]
+    assert "node-b" not in hosts(inv, "nodefix_triage_targets")
+
+
+def test_above_max_unknown_percent_the_command_fails(tmp_path, monkeypatch, capsys):
+    # 1 of 3 unknown is 33 %: above the default 10 - the command exits 1 (Ansible would make a raised error a warning)
+    with pytest.raises(SystemExit) as err:
+        parse(tmp_path, monkeypatch, "", answer())
+    assert err.value.code == 1
+    # with INVENTORY_ANY_UNPARSED_IS_FAILED Ansible fails the command itself: the plugin raises as its API wants
+    monkeypatch.setattr(plugin_module.C, "INVENTORY_ANY_UNPARSED_IS_FAILED", True)
+    with pytest.raises(AnsibleParserError, match=r"1 of 3 nodes \(33.3%\) are unknown, above max_unknown_percent 10"):
+        parse(tmp_path, monkeypatch, "", answer())
+
+
+def test_a_triage_that_cannot_answer_fails_the_parse(tmp_path, monkeypatch):
+    monkeypatch.setattr(plugin_module.C, "INVENTORY_ANY_UNPARSED_IS_FAILED", True)
+
+    def no_answer(*args, **kwargs):
+        raise NodefixError("Prometheus at http://prometheus.test:9090/api/v1/query did not answer: refused")
+    monkeypatch.setattr(plugin_module.triage_run, "triage", no_answer)
+    path = tmp_path / "fleet.nodefix_triage.yml"
+    path.write_text("plugin: nodefix.k8s.triage\nprometheus_url: http://prometheus.test:9090\n")
+    with pytest.raises(AnsibleParserError, match="did not answer"):
+        Plugin().parse(InventoryData(), DataLoader(), str(path), cache=False)
+    # and options that cannot work are refused before anything is asked
+    path.write_text("plugin: nodefix.k8s.triage\nprometheus_url: http://prometheus.test:9090\nnode_label_regex: '('\n")
+    with pytest.raises(AnsibleParserError, match="node_label_regex"):
+        Plugin().parse(InventoryData(), DataLoader(), str(path), cache=False)
+
+
+def test_the_cache_answers_a_second_parse_and_the_budget_still_holds(tmp_path, monkeypatch):
+    calls = []
+    Plugin.shared_cache.clear()
+    text = "max_unknown_percent: 50\ncache: true\n"
+    parse(tmp_path, monkeypatch, text, answer(), cache=True, calls=calls)
+    inv = parse(tmp_path, monkeypatch, text, answer(), cache=True, calls=calls)
+    assert len(calls) == 1 and hosts(inv, "nodefix_triage_findings") == ["node-a"]
+
+
+def test_only_its_own_files(tmp_path):
+    plugin = Plugin()
+    for name in ("fleet.nodefix_triage.yml", "fleet.nodefix_triage.yaml", "hosts.yml"):
+        (tmp_path / name).write_text("plugin: nodefix.k8s.triage\n")
+    assert plugin.verify_file(str(tmp_path / "fleet.nodefix_triage.yml"))
+    assert plugin.verify_file(str(tmp_path / "fleet.nodefix_triage.yaml"))
+    assert not plugin.verify_file(str(tmp_path / "hosts.yml"))
+
+
+@pytest.mark.parametrize("variables, fleet", [
+    ({"nodefix_triage_fleet_size": 10000}, 10000),                               # the triage's fleet, not its targets
+    ({"nodefix_triage_fleet_size": 10000, "nodefix_fleet_size": 12000}, 12000),  # a sliced run's own size wins
+])
+def test_the_storm_breaker_counts_against_the_triaged_fleet(variables, fleet):
+    """playbooks/tasks/storm.yml's storm_gate task, its fleet_size templated as Ansible templates it."""
+    loader = DataLoader()
+    path = os.path.join(os.path.dirname(plugin_module.__file__), "..", "..", "playbooks", "tasks", "storm.yml")
+    try:
+        tasks = loader.load_from_file(path, cache="none", trusted_as_template=True)
+    except TypeError:  # ansible-core < 2.19
+        tasks = loader.load_from_file(path, cache="none")
+    gate = [t for t in tasks if "nodefix.k8s.storm_gate" in t][0]["nodefix.k8s.storm_gate"]
+    assert int(Templar(loader=loader, variables=variables).template(gate["fleet_size"])) == fleet

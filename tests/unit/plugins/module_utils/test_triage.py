@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The triage's classifier: every unknown reason, and zero nodes called clean under each injected fault.
+
+Prometheus here is a TEST DOUBLE (``Tsdb``): a list of series as a real server would hold them at the
+evaluation time, answering the triage's six queries (identified by the collection's own ``queries()``)
+the way PromQL does. The queries themselves are held to a REAL Prometheus 2.42 in
+tests/unit/plugins/module_utils/test_triage_prometheus.py."""
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
+
+AT = 1800000000.0
+CHECKS = ("containerd", "kubelet", "reboot")
+
+
+class Tsdb(object):
+    """A Prometheus TEST DOUBLE: series at the evaluation time; answers the triage's queries as PromQL would."""
+
+    def __init__(self, conf, series, warnings=None, down=False):
+        self.conf, self.series, self.warnings, self.down = conf, series, warnings or {}, down
+        self.names = dict((v, k) for k, v in triage_observe.queries(conf).items())
+        self.requests = 0
+        self.where = "http://prometheus.test:9090"
+        self.asked_at = set()
+
+    def _of(self, metric):
+        return [s for s in self.series if s[0] == metric]
+
+    def _answer(self, name):
+        label = self.conf["node_label"]
+        if name == "kube_node_info":
+            return self._of("kube_node_info")
+        if name == "up":
+            return self._of("up")
+        if name == "textfile":
+            return [s for s in self.series if s[0] in ("node_textfile_scrape_error", "node_textfile_mtime_seconds",
+                                                       "nodefix_audit_timestamp_seconds")]
+        if name == "findings":
+            return self._of("nodefix_finding")
+        reported = {}
+        for s in self._of("nodefix_audit_check_failed"):
+            if s[1]["check"] in self.conf["required_checks"]:
+                reported.setdefault(s[1][label], set()).add(s[1]["check"])
+        if name == "checks":
+            return [("", {label: k}, len(v)) for k, v in reported.items()]
+        assert name == "failed"
+        incomplete = set(k for k, v in reported.items() if len(v) < len(self.conf["required_checks"]))
+        out = [s for s in self._of("nodefix_audit_check_failed") if s[2] == 1]
+        out += [s for s in self._of("nodefix_audit_check_failed") if s[2] != 1 and s[1][label] in incomplete
+                and s[1]["check"] in self.conf["required_checks"]]
+        return out
+
+    def query(self, expr, at):
+        self.requests += 1
+        self.asked_at.add(at)
+        if self.down:
+            raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
+        name = "kube_node_info" if expr == "kube_node_info" else self.names[expr]
+        result = [{"metric": dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
+                  for metric, labels, value in self._answer(name)]
+        return result, list(self.warnings.get(name, []))
+
+
+def healthy(node, ip=None, instance=None, age=60, checks=CHECKS, extra=None):
+    """The series of a node whose exporter and audit are fine (``extra`` labels on all: a replica)."""
+    inst = instance or "%s:9100" % (ip or node)
+    lab = dict({"instance": inst, "job": "node"}, **(extra or {}))
+    out = [("kube_node_info", {"node": node, "internal_ip": ip or ""}, 1),
+           ("up", lab, 1), ("node_textfile_scrape_error", lab, 0),
+           ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - age)]
+    out += [("nodefix_audit_check_failed", dict(lab, check=c), 0) for c in checks]
+    return out
+
+
+def conf(**kw):
+    kw.setdefault("required_checks", list(CHECKS))
+    return triage_classify.settings(**kw)
+
+
+def triage(series, warnings=None, down=False, **kw):
+    c = conf(**kw)
+    db = Tsdb(c, series, warnings, down)
+    return triage_run.triage(db, c, "kube_state_metrics", at=AT), db
+
+
+def replace(series, metric, instance, value=None, drop=False, **labels):
+    """``series`` with ``metric`` of ``instance`` (matching ``labels``) set to ``value`` or dropped."""
+    out = []
+    for s in series:
+        if s[0] == metric and s[1].get("instance") == instance and all(s[1].get(k) == v for k, v in labels.items()):
+            if drop:
+                continue
+            s = (s[0], s[1], value)
+        out.append(s)
+    return out
+
+
+def fleet():
+    return healthy("node-a") + healthy("node-b") + healthy("node-c")
+
+
+FAULTS = {
+    "exporter_down": lambda s, i: [x for x in replace(s, "up", i, 0) if not (x[0] != "up" and x[1].get("instance") == i)],
+    "textfile_error": lambda s, i: replace(s, "node_textfile_scrape_error", i, 1),
+    "stale": lambda s, i: replace(s, "node_textfile_mtime_seconds", i, AT - 7200),
+    "check_failed": lambda s, i: replace(s, "nodefix_audit_check_failed", i, 1, check="kubelet"),
+    "check_missing": lambda s, i: replace(s, "nodefix_audit_check_failed", i, drop=True, check="reboot"),
+    "no_series": lambda s, i: [x for x in s if x[0] == "kube_node_info" or x[1].get("instance") != i],
+    "no_textfile": lambda s, i: [x for x in s if x[1].get("instance") != i or x[0] in ("up", "node_textfile_scrape_error")],
+}
+
+
+def test_a_healthy_fleet_is_clean_and_asks_few_requests_at_one_instant():
+    result, db = triage(fleet())
+    assert [r["state"] for r in result["nodes"].values()] == ["clean"] * 3
+    assert result["summary"]["counts"] == {"findings": 0, "unknown": 0, "clean": 3, "orphan": 0}
+    assert result["summary"]["requests"] == db.requests == 6 and db.asked_at == {AT}
+    assert result["nodes"]["node-a"]["audit_age_s"] == 60
+
+
+@pytest.mark.parametrize("reason", sorted(FAULTS))
+def test_each_fault_makes_the_node_unknown_with_its_reason_never_clean(reason):
+    result, dummy = triage(FAULTS[reason](fleet(), "node-b:9100"))
+    node = result["nodes"]["node-b"]
+    assert node["state"] == "unknown" and node["reasons"] == [reason], node
+    assert result["nodes"]["node-a"]["state"] == result["nodes"]["node-c"]["state"] == "clean"
+
+
+@pytest.mark.parametrize("reason", sorted(FAULTS))
+def test_zero_nodes_called_clean_when_the_fault_is_fleet_wide(reason):
+    series = fleet()
+    for node in ("node-a", "node-b", "node-c"):
+        series = FAULTS[reason](series, node + ":9100")
+    result, dummy = triage(series, max_unknown_percent=100)
+    assert result["summary"]["counts"]["clean"] == 0
+    assert all(r["state"] == "unknown" and r["reasons"] == [reason] for r in result["nodes"].values())
+
+
+def test_the_heartbeat_inside_the_file_counts_too():
+    series = fleet() + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, AT - 9000)]
+    result, dummy = triage(series)
+    assert result["nodes"]["node-b"]["reasons"] == ["stale"] and result["nodes"]["node-b"]["audit_age_s"] == 9000
+    # and a heartbeat from the future by more than max_audit_age is no proof of life either
+    series = replace(fleet(), "node_textfile_mtime_seconds", "node-c:9100", AT + 7200)
+    assert triage(series)[0]["nodes"]["node-c"]["reasons"] == ["stale"]
+
+
+def test_an_answer_with_warnings_calls_no_node_clean():
+    series = fleet() + [("nodefix_finding", {"instance": "node-a:9100", "job": "node", "id": "gvisor.runsc_outdated",
+                                             "severity": "critical", "check": "gvisor", "subject": ""}, 1)]
+    result, dummy = triage(series, warnings={"up": ["store 10.0.0.9:10901 unreachable"]}, max_unknown_percent=100)
+    assert result["summary"]["counts"]["clean"] == 0
+    assert result["nodes"]["node-a"]["state"] == "findings"  # what is seen is seen
+    assert result["nodes"]["node-b"]["reasons"] == ["partial_answer"]
+    assert "store 10.0.0.9:10901 unreachable" in result["nodes"]["node-b"]["notes"][0]
+
+
+def test_kube_node_info_with_warnings_is_an_error():
+    with pytest.raises(NodefixError, match="in part"):
+        triage(fleet(), warnings={"kube_node_info": ["partial"]})
+
+
+def test_prometheus_down_is_an_error_never_an_empty_result():
+    with pytest.raises(prometheus_client.NoAnswer, match="did not answer"):
+        triage(fleet(), down=True)
+
+
+def test_no_expected_node_is_an_error():
+    with pytest.raises(NodefixError, match="named no node"):
+        triage([s for s in fleet() if s[0] != "kube_node_info"])
+
+
+def test_findings_by_ip_instance_with_replicas_deduplicated_and_orphans_reported():
+    series = healthy("node-a", ip="10.0.0.1", extra={"replica": "0"}) + healthy("node-a", ip="10.0.0.1",
+                                                                                extra={"replica": "1"})
+    series += healthy("node-b", ip="10.0.0.2") + healthy("stray", instance="10.9.9.9:9100")
+    series = [s for s in series if not (s[0] == "kube_node_info" and s[1]["node"] == "stray")]
+    for replica in ("0", "1"):
+        series.append(("nodefix_finding", {"instance": "10.0.0.1:9100", "job": "node", "replica": replica,
+                                           "id": "kubelet.eviction_thresholds", "severity": "high",
+                                           "check": "kubelet", "subject": ""}, 1))
+    # the audit's own finding for a failed detector is a reason, not a finding
+    series.append(("nodefix_finding", {"instance": "10.0.0.2:9100", "job": "node", "id": "audit.check_failed",
+                                       "severity": "medium", "check": "", "subject": "kernel"}, 1))
+    result, dummy = triage(series)
+    a = result["nodes"]["node-a"]
+    assert a["state"] == "findings" and a["ids"] == ["kubelet.eviction_thresholds"] and len(a["findings"]) == 1
+    assert result["nodes"]["node-b"]["state"] == "clean"
+    assert list(result["orphans"]) == ["10.9.9.9"] and result["summary"]["fleet_size"] == 2
+
+
+def test_waivers_severity_and_id_filters_decide_what_counts():
+    def finding(fid, severity):
+        return ("nodefix_finding", {"instance": "node-a:9100", "job": "node", "id": fid, "severity": severity,
+                                    "check": fid.split(".")[0], "subject": ""}, 1)
+    series = fleet() + [finding("kubelet.eviction_thresholds", "low"), finding("reboot.required", "high")]
+    assert triage(series)[0]["nodes"]["node-a"]["ids"] == ["kubelet.eviction_thresholds", "reboot.required"]
+    node = triage(series, min_severity="medium", exclude_ids=["reboot.*"])[0]["nodes"]["node-a"]
+    assert node["state"] == "clean" and sorted(f["why"] for f in node["not_counted"]) == [
+        "below min_severity", "in exclude_ids"]
+    waiver = [{"id": "reboot.*", "reason": "kernel freeze", "hosts": ["node-a"]}]
+    node = triage(series, waivers=waiver, include_ids=["reboot.*", "kubelet.*"])[0]["nodes"]["node-a"]
+    assert node["ids"] == ["kubelet.eviction_thresholds"] and node["not_counted"][0]["why"] == "waived: kernel freeze"
+
+
+def test_a_stale_node_with_findings_is_unknown_and_a_failed_check_beside_findings_is_findings():
+    finding = ("nodefix_finding", {"instance": "node-b:9100", "job": "node", "id": "reboot.required",
+                                   "severity": "high", "check": "reboot", "subject": ""}, 1)
+    stale = FAULTS["stale"](fleet(), "node-b:9100") + [finding]
+    assert triage(stale)[0]["nodes"]["node-b"]["state"] == "unknown"
+    failed = FAULTS["check_failed"](fleet(), "node-b:9100") + [finding]
+    node = triage(failed)[0]["nodes"]["node-b"]
+    assert node["state"] == "findings" and node["reasons"] == ["check_failed"]
+
+
+def test_above_max_unknown_percent_fails_loudly():
+    result, dummy = triage(FAULTS["stale"](fleet(), "node-b:9100"))
+    with pytest.raises(NodefixError, match=r"1 of 3 nodes \(33.3%\) are unknown, above max_unknown_percent 10 \(stale 1\)"):
+        triage_classify.check_unknown_budget(conf(), result)
+    triage_classify.check_unknown_budget(conf(max_unknown_percent=34), result)
+
+
+@pytest.mark.parametrize("kw, error", [
+    ({"max_audit_age": 0}, "max_audit_age"), ({"max_audit_age": "15m"}, "max_audit_age"),
+    ({"min_severity": "urgent"}, "min_severity"), ({"node_label": "in-stance"}, "node_label"),
+    ({"node_label_regex": "("}, "node_label_regex"), ({"node_label_regex": "node"}, "needs a group"),
+    ({"max_unknown_percent": 101}, "max_unknown_percent"), ({"exclude_ids": [""]}, "exclude_ids"),
+    ({"waivers": [{"id": "x"}]}, "reason"), ({"required_checks": ["a|b"]}, "required_checks"),
+    ({"exporter_job": "("}, "exporter_job"),
+])
+def test_settings_name_what_is_wrong(kw, error):
+    with pytest.raises(NodefixError, match=error):
+        conf(**kw)
+
+
+@pytest.mark.parametrize("value, node", [
+    ("10.0.0.1:9100", "10.0.0.1"), ("node-a", "node-a"), ("[fd00::1]:9100", "fd00::1"), ("node-a:9100", "node-a"),
+])
+def test_the_default_regex_takes_the_host_of_an_instance(value, node):
+    assert triage_classify.node_key(conf(), value) == node
+
+
+def test_the_kubernetes_source_reads_the_node_list_and_internal_ips(monkeypatch):
+    seen = []
+
+    class Api(object):  # the collection's Kubernetes client (_k8s.client.Kube): a list's items as dicts
+        def __init__(self, kubeconfig, context=None):
+            seen.append((kubeconfig, context))
+
+        def items(self, what, path, query=None):
+            seen.append(path)
+            return [{"metadata": {"name": "node-a"}, "status": {"addresses": [
+                {"type": "Hostname", "address": "node-a"}, {"type": "InternalIP", "address": "10.0.0.1"}]}},
+                {"metadata": {"name": "node-b"}, "status": {}}, {"metadata": {}}]
+    monkeypatch.setattr(kube_client, "Kube", Api)
+    got = triage_expected.expected_nodes("kubernetes", None, AT, kubeconfig="/kc", context="prod")
+    assert got == {"node-a": {"internal_ip": "10.0.0.1"}, "node-b": {"internal_ip": None}}
+    assert seen == [("/kc", "prod"), "/api/v1/nodes"]
+    monkeypatch.setattr(Api, "items", lambda self, what, path, query=None: [])
+    with pytest.raises(NodefixError, match="named no node"):
+        triage_expected.expected_nodes("kubernetes", None, AT, kubeconfig="/kc")
+
+
+@pytest.mark.parametrize("source, kw, error", [
+    ("list", {"nodes": "node-a"}, "list of node names"), ("list", {"nodes": ["node-a", ""]}, "list of node names"),
+    ("kube_state_metrics", {"nodes": ["node-a"]}, "only for expected_nodes=list"), ("dns", {}, "is not one of"),
+])
+def test_the_expected_nodes_options_name_what_is_wrong(source, kw, error):
+    with pytest.raises(NodefixError, match=error):
+        triage_expected.expected_nodes(source, None, AT, **kw)

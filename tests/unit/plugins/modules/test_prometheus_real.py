@@ -1,0 +1,336 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The collection's Prometheus consumers against a REAL Prometheus server: Debian 12's prometheus 2.42 and
+prometheus-node-exporter 1.5 (unpacked by scripts/setup.sh into lab/cache/prometheus), one server for the
+whole module, started behind TLS and basic auth (its own --web.config.file) so every question goes through
+the collection's one client (module_utils/_prometheus) with the CA bundle and the credentials.
+
+- nodefix.k8s.reboot_gate asks ``GET /api/v1/alerts`` of a rules file whose alerts are firing, pending
+  and inactive (the shapes a real server cannot produce are in test_reboot_gate.py);
+- the triage (module_utils/_triage, the inventory plugin through ``ansible-inventory``) reads six real
+  node_exporters' textfile collectors - the collection's own textfile renderer's nodefix.prom, healthy,
+  with a finding, corrupt, stale, with a detector that could not look, with a required check missing -
+  one target that is down, one expected node that never exported and one exporter nobody expects.
+"""
+
+import datetime
+import glob
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.nodefix.k8s.plugins.modules import reboot_gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+CACHE = os.path.join(REPO, "lab", "cache", "prometheus")
+USER, PASSWORD = "nodefix", "tr1age-s3cret"
+# bcrypt of PASSWORD at cost 4 (Prometheus' web config wants a bcrypt hash; cost 4 keeps each request cheap)
+PASSWORD_HASH = "$2b$04$SnPq9x1is0j8gGWoaTu.BuC2ycETYUTAls2VanP5DjjeYvkYy1ZEG"
+
+RULES = """groups:
+  - name: nodefix-test
+    interval: 1s
+    rules:
+      - alert: NodeDown          # firing at the first evaluation
+        expr: vector(1)
+      - alert: Watchdog          # firing, and what a filter lets through
+        expr: vector(1)
+      - alert: DiskSlow          # pending for an hour
+        expr: vector(1)
+        for: 1h
+      - alert: Quiet             # inactive: its expression has no result
+        expr: vector(1) > 2
+"""
+
+
+def real(pattern, name):
+    found = glob.glob(os.path.join(CACHE, pattern, "usr", "bin", name))
+    assert found, "the real %s is not unpacked in lab/cache/prometheus: run scripts/setup.sh" % name
+    return found[0]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def node_file(findings=(), failed=(), skip=()):
+    """nodefix.prom as the collection's textfile renderer writes it for a node_audit result."""
+    checks = dict((name, {}) for name in audit_checks.CHECK_NAMES if name not in skip)
+    found = [dict(f) for f in findings] + [{"id": "audit.check_failed", "severity": "medium", "subject": name,
+                                            "check": None} for name in failed]
+    return report_prometheus.node_textfile({"checks": checks, "findings": found})
+
+
+FINDING = {"id": "gvisor.runsc_outdated", "severity": "critical", "check": "gvisor", "subject": ""}
+# node name -> (textfile bytes or None, seconds its mtime lies in the past); max_audit_age is an hour below
+NODES = {
+    "node-clean": (node_file(), 0),
+    "node-findings": (node_file([FINDING]), 0),
+    "node-corrupt": ("nodefix_finding{id=\"x\" 1\ngarbage\n", 0),
+    "node-stale": (node_file(), 4 * 3600),
+    "node-failed": (node_file(failed=["kubelet"]), 0),
+    "node-missing": (node_file(skip=["reboot"]), 0),
+    "node-orphan": (node_file(), 0),
+}
+EXPECTED = sorted(set(NODES) - {"node-orphan"}) + ["node-down", "node-never"]
+CLASSES = {"node-clean": ("clean", []), "node-findings": ("findings", []), "node-corrupt": ("unknown", ["textfile_error"]),
+           "node-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
+           "node-missing": ("unknown", ["check_missing"]), "node-down": ("unknown", ["exporter_down"]),
+           "node-never": ("unknown", ["no_series"])}
+
+
+def tls(tmp):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2",
+                    "-keyout", str(tmp / "key.pem"), "-out", str(tmp / "cert.pem")],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    (tmp / "web.yml").write_text("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n"
+                                 % (tmp / "cert.pem", tmp / "key.pem", USER, PASSWORD_HASH))
+    return str(tmp / "cert.pem")
+
+
+def exporters(tmp, procs):
+    """One real node_exporter per node (its textfile collector only); {node: host:port}."""
+    targets = {}
+    for node, (text, age) in NODES.items():
+        directory = tmp / node
+        directory.mkdir()
+        (directory / "nodefix.prom").write_text(text)
+        then = time.time() - age
+        os.utime(directory / "nodefix.prom", (then, then))
+        targets[node] = "127.0.0.1:%d" % free_port()
+        procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
+                                       "--collector.disable-defaults", "--collector.textfile",
+                                       "--collector.textfile.directory=%s" % directory,
+                                       "--web.listen-address=%s" % targets[node]],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    targets["node-down"] = "127.0.0.1:%d" % free_port()  # nothing listens
+    return targets
+
+
+def config(targets):
+    static = "\n".join("      - targets: ['%s']\n        labels: {nodename: %s}" % (t, n) for n, t in sorted(targets.items()))
+    return ("global:\n  evaluation_interval: 1s\n  scrape_interval: 1s\nrule_files: [rules.yml]\n"
+            "scrape_configs:\n  - job_name: node\n    static_configs:\n%s\n" % static)
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("prometheus")
+    procs = []
+    try:
+        ca = tls(tmp)
+        targets = exporters(tmp, procs)
+        (tmp / "rules.yml").write_text(RULES)
+        (tmp / "prometheus.yml").write_text(config(targets))
+        url = "https://127.0.0.1:%d" % free_port()
+        proc = subprocess.Popen([real("prometheus_*", "prometheus"), "--config.file=%s" % (tmp / "prometheus.yml"),
+                                 "--web.config.file=%s" % (tmp / "web.yml"), "--storage.tsdb.path=%s" % (tmp / "data"),
+                                 "--web.listen-address=%s" % url[8:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        procs.append(proc)
+        client = prometheus_client.Client(open_url, url, username=USER, password=PASSWORD, ca_path=ca)
+        deadline = time.time() + 60
+        while True:  # until NodeDown fires and every target has been scraped (the down one as down)
+            try:
+                up, dummy = client.query("up", time.time())
+                firing = b'"NodeDown"' in json.dumps(client.get("/api/v1/alerts")).encode()
+                if firing and len(up) == len(targets) and client.query("node_textfile_scrape_error", time.time())[0]:
+                    break
+            except prometheus_client.NoAnswer:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise AssertionError("prometheus did not come up: %s" % proc.stderr.read().decode()[-2000:])
+            time.sleep(0.2)
+        yield {"url": url, "ca": ca, "tmp": tmp}
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+# -- the reboot gate ----------------------------------------------------------------------------------
+
+def gate(prom, **kw):
+    p = dict((k, v.get("default")) for k, v in reboot_gate.argument_spec().items())
+    p.update(node="node-a", max_concurrent=0, prometheus_url=prom["url"], prometheus_username=USER,
+             prometheus_password=PASSWORD, prometheus_ca_path=prom["ca"])
+    p.update(kw)
+    window, filter_re = reboot_gate.validate(p)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return reboot_gate.decide(p, window, filter_re, None, False, lambda: now, time.sleep)
+
+
+def test_firing_alerts_hold_the_reboot(prometheus):
+    out = gate(prometheus)
+    assert out["alerts"] == ["NodeDown", "Watchdog"]          # not the pending nor the inactive one
+    assert out["held_by"] == ["firing alert(s) at %s: NodeDown, Watchdog" % prometheus["url"]]
+
+
+def test_the_filter_lets_alerts_through(prometheus):
+    out = gate(prometheus, alert_filter_regexp="^Watchdog$")
+    assert out["alerts"] == ["NodeDown"]
+    out = gate(prometheus, alert_filter_regexp="^(Watchdog|NodeDown)$")
+    assert out["alerts"] == [] and out["held_by"] == []       # a well-formed answer with nothing firing: allowed
+
+
+def test_pending_alerts_hold_when_not_firing_only(prometheus):
+    out = gate(prometheus, alert_firing_only=False, alert_filter_regexp="^(Watchdog|NodeDown)$")
+    assert out["alerts"] == ["DiskSlow"]
+
+
+def test_a_path_that_is_not_the_alerts_api_is_no_answer(prometheus):
+    # the server's health endpoint under the URL: a text page (not JSON) holds the reboot, never allows it
+    out = gate(prometheus, prometheus_url=prometheus["url"] + "/-/healthy?x=", alert_filter_regexp=".*")
+    assert out["held_by"] and ("gave no well-formed answer" in out["held_by"][0]), out
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"prometheus_password": "wrong-pass-word"}, "401"),
+    ({"prometheus_username": None, "prometheus_password": None}, "401"),
+    ({"prometheus_ca_path": None}, "CERTIFICATE_VERIFY_FAILED"),
+])
+def test_the_gate_fails_without_its_credentials_and_names_none(prometheus, kw, says):
+    with pytest.raises(reboot_gate.NodefixError) as err:
+        gate(prometheus, **kw)
+    assert "did not answer" in err.value.msg and says in err.value.msg, err.value.msg
+    assert PASSWORD not in err.value.msg and "wrong-pass-word" not in err.value.msg
+
+
+# -- the triage ----------------------------------------------------------------------------------------
+
+def settings(**kw):
+    kw = dict(dict(node_label="nodename", required_checks=list(audit_checks.CHECK_NAMES), max_unknown_percent=100,
+                   max_audit_age=3600), **kw)
+    return triage_classify.settings(**kw)
+
+
+def client(prom):
+    return prometheus_client.Client(open_url, prom["url"], username=USER, password=PASSWORD, ca_path=prom["ca"])
+
+
+def test_the_triage_classifies_every_node_as_injected(prometheus):
+    c = client(prometheus)
+    result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
+    got = dict((name, (r["state"], r["reasons"] if r["state"] == "unknown" else [])) for name, r in result["nodes"].items())
+    assert {k: (v[0], [x for x in v[1] if x in CLASSES[k][1]]) for k, v in got.items()} == CLASSES, got
+    assert result["nodes"]["node-findings"]["ids"] == ["gvisor.runsc_outdated"]
+    assert result["nodes"]["node-failed"]["notes"] == ["could not look: kubelet"]
+    assert result["nodes"]["node-missing"]["notes"] == ["required check(s) missing: reboot"]
+    assert list(result["orphans"]) == ["node-orphan"]
+    assert result["summary"]["requests"] == c.requests == 5  # the list source asks nothing
+    # the planted files' ages (an hour of margin: the clean one is as old as this module's run)
+    clean, stale = result["nodes"]["node-clean"]["audit_age_s"], result["nodes"]["node-stale"]["audit_age_s"]
+    assert 0 <= clean < 3600 < 4 * 3600 <= stale  # not-timed: ages of planted files, not how long the test took
+
+
+def test_a_required_check_set_and_the_severity_floor(prometheus):
+    # only what is required counts: kubelet not required, the failed node is clean; a critical floor keeps the finding
+    result = triage_run.triage(client(prometheus), settings(required_checks=["gvisor", "containerd"],
+                                                            min_severity="critical"), "list", nodes=EXPECTED)
+    assert result["nodes"]["node-failed"]["state"] == result["nodes"]["node-missing"]["state"] == "clean"
+    assert result["nodes"]["node-findings"]["state"] == "findings"
+
+
+def plain(value):
+    """``ansible-inventory --list``'s JSON without ansible-core 2.19's ``{"__ansible_unsafe": ...}`` wrappers (the
+    plugin's values come from the nodes: never templates)."""
+    if isinstance(value, dict):
+        return plain(value["__ansible_unsafe"]) if set(value) == {"__ansible_unsafe"} else dict(
+            (k, plain(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def inventory(prom, text, env=None):
+    path = prom["tmp"] / "fleet.nodefix_triage.yml"
+    path.write_text(text)
+    return subprocess.run(["ansible-inventory", "-i", str(path), "--list"], capture_output=True, text=True, check=False,
+                          env=dict(os.environ, **(env or {})))
+
+
+def plugin_file(prom, **extra):
+    lines = ["plugin: nodefix.k8s.triage", "prometheus_url: %s" % prom["url"], "prometheus_ca_path: %s" % prom["ca"],
+             "expected_nodes: list", "nodes: %s" % json.dumps(EXPECTED), "node_label: nodename", "max_audit_age: 3600"]
+    return "\n".join(lines + ["%s: %s" % kv for kv in extra.items()]) + "\n"
+
+
+def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(prometheus):
+    env = {"NODEFIX_PROMETHEUS_USERNAME": USER, "NODEFIX_PROMETHEUS_PASSWORD": PASSWORD}
+    out = inventory(prometheus, plugin_file(prometheus, max_unknown_percent=90, add_clean_hosts="true"), env)
+    assert out.returncode == 0, out.stderr
+    inv = plain(json.loads(out.stdout))
+    assert sorted(inv["nodefix_triage_targets"]["children"]) == ["nodefix_triage_findings", "nodefix_triage_unknown"]
+    assert inv["nodefix_triage_findings"]["hosts"] == ["node-findings"]
+    assert sorted(inv["nodefix_triage_unknown"]["hosts"]) == sorted(n for n, c in CLASSES.items() if c[0] == "unknown")
+    assert inv["nodefix_triage_clean"]["hosts"] == ["node-clean"]
+    assert inv["nodefix_triage_orphans"]["hosts"] == ["node-orphan"]
+    assert inv["nodefix_finding_gvisor_runsc_outdated"]["hosts"] == inv["nodefix_severity_critical"]["hosts"] == [
+        "node-findings"]
+    hostvars = inv["_meta"]["hostvars"]
+    assert hostvars["node-stale"]["nodefix_triage"]["reasons"] == ["stale"]
+    assert set(hostvars["node-never"]["nodefix_triage"]) >= {"state", "ids", "findings", "reasons", "audit_age_s"}  # not-timed: key names
+    summary = hostvars["node-clean"]["nodefix_triage_summary"]  # all's vars, as --list gives them to each host
+    assert hostvars["node-orphan"]["nodefix_triage_fleet_size"] == len(EXPECTED) == summary["fleet_size"]
+    assert summary["counts"] == {"findings": 1, "unknown": 6, "clean": 1, "orphan": 1} and summary["requests"] == 5
+    assert PASSWORD not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("extra, env, says", [
+    ({"prometheus_username": USER, "prometheus_password": "wrong-pass-word"}, {}, "401"),
+    ({"prometheus_url": "https://127.0.0.1:%d" % free_port()}, {}, "did not answer"),
+])
+def test_the_inventory_fails_the_command_never_an_empty_inventory(prometheus, extra, env, says):
+    text = plugin_file(prometheus)
+    if "prometheus_url" in extra:
+        text = text.replace("prometheus_url: %s" % prometheus["url"], "prometheus_url: %s" % extra.pop("prometheus_url"))
+    out = inventory(prometheus, text + "".join("%s: %s\n" % kv for kv in extra.items()), env)
+    assert out.returncode != 0 and says in out.stderr, out.stderr
+    assert "wrong-pass-word" not in out.stdout + out.stderr and PASSWORD not in out.stdout + out.stderr
+
+
+# -- the triage playbook (module + add_host, then remediate) -----------------------------------------------
+
+def playbook(prom, nodes, **extra):
+    options = {"prometheus_url": prom["url"], "prometheus_ca_path": prom["ca"], "prometheus_username": USER,
+               "prometheus_password": PASSWORD, "expected_nodes": "list", "nodes": nodes, "node_label": "nodename",
+               "max_audit_age": 3600, "max_unknown_percent": 60}
+    extra_file = prom["tmp"] / "extra.json"
+    extra_file.write_text(json.dumps(dict(extra, nodefix_triage_options=options,
+                                          nodefix_report_dir=str(prom["tmp"] / "reports"))))
+    site = prom["tmp"] / "site.json"  # the site inventory: no node (the implicit localhost runs the triage)
+    site.write_text(json.dumps({"all": {"hosts": {}}}))
+    return subprocess.run(["ansible-playbook", "-i", str(site), "-e", "@%s" % extra_file,
+                           os.path.join(REPO, "playbooks", "triage.yml")], capture_output=True, text=True, check=False)
+
+
+def test_the_playbook_with_every_node_clean_has_nothing_to_do(prometheus):
+    out = playbook(prometheus, ["node-clean"])
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "nothing to do: nodefix_triage_targets has no host - the triage found no node" in out.stdout
+    with open(prometheus["tmp"] / "reports" / "remediate" / "report.json") as fh:
+        report = json.load(fh)
+    assert report["nodes"] == [] and "nothing to do" in report["title"], report["title"]
+    assert PASSWORD not in out.stdout + out.stderr
+
+
+def test_the_playbook_hands_only_the_targets_to_remediate(prometheus):
+    # a remediate variable out of range: remediate's own preflight refuses on the handed-over hosts, before any node
+    out = playbook(prometheus, ["node-clean", "node-findings", "node-stale"], nodefix_storm_percent=150)
+    assert out.returncode != 0 and "nodefix_storm_percent must be at most 100" in out.stdout, out.stdout[-3000:]
+    assert "node-findings (findings)" in out.stdout and "node-stale (unknown)" in out.stdout
+    assert "[node-findings -> localhost]" in out.stdout and "node-clean (" not in out.stdout
+    assert PASSWORD not in out.stdout + out.stderr

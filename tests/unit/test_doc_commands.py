@@ -121,7 +121,7 @@ def _playbook_and_vars(argv):
         if arg in ("-e", "--extra-vars"):
             i += 1
             if not value.startswith("@") and "=" in value:
-                for pair in shlex.split(value):
+                for pair in [p for p in shlex.split(value) if "=" in p]:
                     name, val = pair.split("=", 1)
                     extra[name] = val
         elif arg.startswith("-e") and "=" in arg[2:]:

@@ -20,6 +20,7 @@ from ansible.galaxy.dependency_resolution.versioning import meets_requirements
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import leave_action
 from ansible_collections.nodefix.k8s.plugins.module_utils._preflight import variables as preflight_vars
 from ansible_collections.nodefix.k8s.plugins.module_utils._preflight.targets import no_match_problem
 
@@ -158,4 +159,4 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="nodefix.k8s %s refused before any node: %s" % (playbook, "; ".join(found)))
         else:
             result["msg"] = "%d host(s): every nodefix_* variable known and well-formed, prerequisites present" % len(values)
-        return result
+        return leave_action(result)

@@ -176,7 +176,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -200,7 +200,7 @@ def argument_spec():
 
 
 def build_module():
-    return AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    return redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
 
 
 def validate_candidate(module, runner, binary, path, content, runtimes, systemd_cgroup):
@@ -227,7 +227,7 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     if not containerd_detect.HAS_TOMLKIT:
         module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=str(containerd_detect.TOMLKIT_IMPORT_ERROR))
     params = module.params

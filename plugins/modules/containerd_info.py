@@ -168,7 +168,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
@@ -178,11 +178,11 @@ def argument_spec():
 
 
 def build_module():
-    return AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    return redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     facts = core_options.run_check(module, containerd_detect)
     module.exit_json(changed=False, edit_library=containerd_detect.HAS_TOMLKIT, **facts)
 

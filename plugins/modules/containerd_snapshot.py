@@ -168,12 +168,13 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import snapshot as containerd_snapshot_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             path=dict(type="path", required=True),
             files=dict(type="list", elements="path", required=True),

@@ -183,6 +183,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
@@ -246,7 +247,7 @@ def release(p, api, lock, run_command, clock=time.time, sleep=time.sleep):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
 
     def run_command(argv):

@@ -134,21 +134,21 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         argument_spec=core_options.module_spec(cpu_quota_detect),
         supports_check_mode=True,
     )
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     result = core_options.run_check(module, cpu_quota_detect)
     # the containerd detector owns runc.cpu_quota_rounding_bug (node_audit reports it once, from there)
     result["findings"].extend(containerd_detect.runc_findings(result["runc"],

@@ -160,6 +160,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import (
     RECORD,
@@ -171,7 +172,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.records import
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             dir=dict(type="path"),
             slice=dict(type="str"),

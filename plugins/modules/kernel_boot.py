@@ -175,6 +175,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot as kernel_boot_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
@@ -374,7 +375,7 @@ def _keep(module, runner, root, st, keep):
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             state=dict(type="str", choices=["query", "preflight", "prepare", "once", "confirm"], default="query"),
             release=dict(type="str"),

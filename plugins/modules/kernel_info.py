@@ -166,20 +166,20 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         argument_spec=core_options.module_spec(kernel_detect),
         supports_check_mode=True,
     )
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     module.exit_json(changed=False, **core_options.run_check(module, kernel_detect))
 
 

@@ -172,6 +172,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
@@ -202,7 +203,7 @@ def manager_family(runner, root):
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             state=dict(type="str", choices=["query", "present"], default="query"),
             name=dict(type="str"),

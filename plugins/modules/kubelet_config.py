@@ -403,7 +403,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -419,7 +419,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         # unit and kubelet_version are the kubelet detector's options (node_audit's options.kubelet)
         argument_spec=core_options.module_spec(
             kubelet_detect,
@@ -537,7 +537,7 @@ def _write_and_reread(module, node, planned, result, before):
 
 def main():
     """Validate, inspect, plan, diff, write, re-read (undo on a mismatch)."""
-    module = redact.protect(build_module())
+    module = build_module()
     p = module.params
     _check_params(module)
     node, layers, facts, settings, profile = _inspect(module, Runner(module))

@@ -412,14 +412,14 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         # kubelet_root_dir ... list_limit: the survey options node_audit's options.mount_units shares
         argument_spec=dict(
             copy.deepcopy(mount_units_detect.SURVEY_OPTIONS),
@@ -438,7 +438,7 @@ def build_module():
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     p = module.params
     opts = dict((k, p[k]) for k in ("kubelet_root_dir", "pod_source", "live_pod_uids", "crictl_path",
                                     "runtime_endpoint", "docker_path", "batch_size", "daemon_reload",

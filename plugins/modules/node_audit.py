@@ -217,7 +217,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import (
@@ -234,7 +234,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         argument_spec=dict(
             checks=dict(type="list", elements="str", choices=list(CHECK_NAMES)),
             options=dict(type="dict", default={}),
@@ -289,7 +289,7 @@ def write_textfile(module, real, result):
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     unknown = sorted(set(module.params["options"]) - set(CHECK_NAMES))
     if unknown:
         module.fail_json(msg="options names unknown detectors: %s (known: %s)" % (", ".join(unknown), ", ".join(CHECK_NAMES)))

@@ -144,12 +144,12 @@ evidence:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.evidence import collect, files_to_keep
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             audit=dict(type="dict", required=True),
             roles=dict(type="list", elements="str", default=[]),
@@ -162,7 +162,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    redact.protect(module)
     p = module.params
     for name in ("source_bytes", "total_bytes", "timeout"):
         if p[name] < 1:

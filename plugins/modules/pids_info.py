@@ -277,20 +277,20 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 from ansible_collections.nodefix.k8s.plugins.module_utils._pids import detect as pids_detect
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         argument_spec=core_options.module_spec(pids_detect),
         supports_check_mode=True,
     )
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     result = core_options.run_check(module, pids_detect, precheck=lambda p: (
         None if os.path.isdir(os.path.join(p["root"], "proc")) else "%s has no proc directory" % p["root"]))
     module.exit_json(changed=False, **result)

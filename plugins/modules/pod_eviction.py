@@ -114,6 +114,7 @@ attempts:
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
@@ -188,7 +189,7 @@ def _evict(module, api, ns, name, uid):
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             name=dict(type="str", required=True),
             namespace=dict(type="str", required=True),

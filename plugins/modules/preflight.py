@@ -112,15 +112,17 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+
 
 def main():
-    module = AnsibleModule(argument_spec=dict(playbook=dict(type="str", required=True,
-                                                            choices=["audit", "remediate", "npd", "merge"]),
-                                              hosts=dict(type="list", elements="str", required=True),
-                                              ignore=dict(type="list", elements="str"),
-                                              targets=dict(type="str"),
-                                              targets_matched=dict(type="list", elements="str", default=[])),
-                           supports_check_mode=True)
+    module = redacting(AnsibleModule)(
+        argument_spec=dict(playbook=dict(type="str", required=True, choices=["audit", "remediate", "npd", "merge"]),
+                           hosts=dict(type="list", elements="str", required=True),
+                           ignore=dict(type="list", elements="str"),
+                           targets=dict(type="str"),
+                           targets_matched=dict(type="list", elements="str", default=[])),
+        supports_check_mode=True)
     module.fail_json(msg="nodefix.k8s.preflight runs on the controller as an action plugin; it was run as a module")
 
 

@@ -164,6 +164,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
 
@@ -213,7 +214,7 @@ def record(p, now, check_mode):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     now = datetime.datetime.now(datetime.timezone.utc)
     try:

@@ -150,7 +150,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
@@ -159,7 +159,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import runsc_t
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             path=dict(type="path", default="/etc/containerd/runsc.toml"),
             runsc_config=dict(type="dict", default={}),
@@ -173,7 +173,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    redact.protect(module)
     if not gvisor_runsc_toml.HAS_TOMLKIT:
         module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=gvisor_runsc_toml.TOMLKIT_IMP_ERR)
     p = module.params

@@ -278,20 +278,20 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         argument_spec=core_options.module_spec(gvisor_detect),
         supports_check_mode=True,
     )
 
 
 def main():
-    module = redact.protect(build_module())
+    module = build_module()
     module.exit_json(changed=False, **core_options.run_check(module, gvisor_detect))
 
 

@@ -198,6 +198,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import install as gvisor_install
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
@@ -209,7 +210,7 @@ PLAN_OPTIONS = ("containerd_config", "kubelet_unit", "minimum_release", "runtime
 
 
 def build_module():
-    return AnsibleModule(
+    return redacting(AnsibleModule)(
         argument_spec=dict(
             base_url=dict(type="str", required=True),
             release=dict(type="str", required=True),

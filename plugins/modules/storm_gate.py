@@ -288,6 +288,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.records import read_records, write_record
@@ -307,7 +308,7 @@ def cluster_view(p):
 
 
 def main():
-    module = AnsibleModule(
+    module = redacting(AnsibleModule)(
         argument_spec=dict(
             nodes=dict(type="dict", default={}),
             percent=dict(type="raw", default=20),

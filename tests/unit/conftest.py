@@ -61,6 +61,17 @@ class CommandTable:
         return spec.get("rc", 0), spec.get("out", ""), spec.get("err", "")
 
 
+ONE_EXIT = os.path.join("module_utils", "_core", "exit.py")
+
+
+def one_exit():
+    """Fail unless AnsibleModule's exit_json/fail_json was called by the collection's one exit (_core/exit.py),
+    which redacts the whole result first: a module that leaves any other way fails every test that runs it."""
+    caller = sys._getframe(2).f_code.co_filename  # pylint: disable=protected-access
+    if not caller.endswith(ONE_EXIT):
+        raise AssertionError("a module left through %s, not through %s" % (caller, ONE_EXIT))
+
+
 @pytest.fixture
 def run_module(monkeypatch):
     """Run ``module.main()`` with ``args``; return (result, failed, table)."""
@@ -76,10 +87,12 @@ def run_module(monkeypatch):
         monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
 
         def exit_json(self, **kw):
+            one_exit()
             kw.setdefault("changed", False)
             raise ModuleExit(kw, False)
 
         def fail_json(self, msg, **kw):
+            one_exit()
             kw["msg"] = msg
             kw["failed"] = True
             raise ModuleExit(kw, True)
@@ -95,7 +108,7 @@ def run_module(monkeypatch):
             def get_bin_path(self, arg, required=False, opt_dirs=None):
                 path = bins.get(arg)
                 if path is None and required:
-                    fail_json(self, msg="Failed to find required executable %s" % arg)
+                    self.fail_json(msg="Failed to find required executable %s" % arg)
                 return path
 
             monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)

@@ -40,57 +40,104 @@ MARK = "<redacted by nodefix.k8s>"
 
 # names that are secrets whole (normalised: lower case, '-' and '.' as '_')
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
-                    "client_certificate_data", "secret", "apikey", "api_key"))
+                    "client_certificate_data", "secret", "apikey", "api_key", "creds",
+                    "private_token"))
 _PART = ("token", "password", "passwd", "secret", "credential", "cookie", "api_key", "apikey", "private_key",
          "access_key")
+# whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
+_WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
+_WORD_LAST = frozenset(("api",))
 # names that say where a secret is (a path), not the secret
 _REFERENCE_ENDS = ("file", "files", "path", "dir")
+# flags whose value is ``name:password`` (etcdctl --user, curl -u/--user, skopeo --creds): the name is kept
+_USER_FLAGS = frozenset(("user", "u", "proxy_user"))
 
-# key [sep] value: the key optionally quoted, '=' or ':' on one line, the value quoted or bare
+_VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
+          r"""|\[[^\[\]]*\]|[^\s"',;}\]]+)""")
+# key [sep] value: the key optionally quoted, '=' or ':' on one line, the value quoted (TOML's multi-line strings
+# too), an array or bare
 _KEY_VALUE = re.compile(
-    r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)"""
-    r"""(?P<val><redacted by nodefix\.k8s>|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"',;}\]]+)""")
-# --flag value (the '=' form is a key = value above)
-_FLAG_SPACE = re.compile(r"""(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*)(?P<sep>[ \t]+)"""
+    r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)""" + _VALUE)
+# --flag value, -u value (the '=' form is a key = value above)
+_FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-u)(?P<sep>[ \t]+)"""
                          r"""(?P<val><redacted by nodefix\.k8s>|"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)""")
-_URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@'\"]+):(?P<val>[^\s@/'\"]+)@")
+# scheme://[user][:password]@host - the user information ends at the LAST '@' before the path (as Go's net/url and
+# Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'
+_URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'\"<>]*):(?P<val>[^\s/?#'\"<>]+)@")
 # a token as a URL's user name (https://ghp_...@github.com): a long opaque user name, never a login
 _URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[A-Za-z0-9_\-]{20,})@")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
+# the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
+_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?"""
+                          r"""(?:[A-Za-z][A-Za-z0-9-]*[ \t]+)?)(?P<val>[^\s"',\]]{4,})""", re.IGNORECASE)
 _BOOTSTRAP = re.compile(r"\b(?P<head>[a-z0-9]{6}\.)(?P<val>[a-z0-9]{16})\b")
-_PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----)(?P<val>.*?)(?P<tail>-----END (?:[A-Z0-9]+ )?"
-                      r"PRIVATE KEY-----)", re.DOTALL)
+# a PEM private key of any kind (RSA, EC, ENCRYPTED, OPENSSH, PGP ... BLOCK); one cut short (a clipped journal or
+# file) loses everything after its BEGIN line
+_PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*)-----)(?P<val>.*?)"
+                      r"(?P<tail>-----END (?P=kind)-----|\Z)", re.DOTALL)
+
+
+def _words(name):
+    """The words of a name: split at '_', '-', '.', ' ' and lower-to-upper case changes, lower-cased."""
+    return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
 
 
 def secret_name(name):
-    """Whether a key, variable or flag named ``name`` holds a secret (see the module's docstring)."""
+    """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
     norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
     if norm in _EXACT:
         return True
     if norm.endswith(_REFERENCE_ENDS):
         return False
+    words = _words(name)
+    if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):
+        return True
     # *_KEY as environment variables are named, *Key in camelCase (privateKey, accessKey); a kubeconfig's
     # client-key is a path. *_PASS as environment variables are named (DB_PASS)
     return (any(part in norm for part in _PART) or str(name).lower().endswith("_key") or norm.endswith("_pass")
             or norm == "pass" or re.search(r"[a-z]Key$", str(name)) is not None)
 
 
+def _user_flag(name):
+    return re.sub(r"[-.]", "_", str(name).lstrip("-")).lower() in _USER_FLAGS
+
+
 def _quoted(value):
-    """The mark in the value's own quotes (a TOML/JSON/YAML file stays well-formed)."""
+    """The mark in the value's own quotes (a TOML/JSON/YAML file stays well-formed): an array's strings each."""
+    for quote in ('"""', "'''"):
+        if len(value) >= 6 and value.startswith(quote) and value.endswith(quote):
+            return quote + MARK + quote
+    if value.startswith("[") and value.endswith("]"):
+        inner = re.sub(r""""(?:[^"\\]|\\.)*"|'[^']*'""", lambda m: m.group(0)[0] + MARK + m.group(0)[0], value[1:-1])
+        return "[" + (inner if MARK in inner else re.sub(r"[^\s,]+", MARK, inner)) + "]"
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[0] + MARK + value[0]
     return MARK
 
 
+def _unquoted(val):
+    """(opening, inside, closing) of a quoted value, ('', val, '') of a bare one."""
+    for quote in ('"""', "'''", '"', "'"):
+        if len(val) >= 2 * len(quote) and val.startswith(quote) and val.endswith(quote):
+            return quote, val[len(quote):-len(quote)], quote
+    return "", val, ""
+
+
 def _key_value(match):
     val = match.group("val")
     head = match.group(0)[:match.start("val") - match.start(0)]
-    if not secret_name(match.group("key")):
+    key = match.group("key")
+    if _user_flag(key) and (key.startswith("-") or match.string[:match.start()].endswith("-")):
+        opening, inside, closing = _unquoted(val)
+        name, colon, password = inside.partition(":")
+        if colon and password and not password.startswith(MARK[:9]):
+            return head + opening + name + ":" + MARK + closing
+        return match.group(0)
+    if not secret_name(key):
         # the value may hold secrets of its own: Environment="API_TOKEN=x", EXTRA_ARGS=--token=x
-        if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'":
-            return head + val[0] + redact_text(val[1:-1]) + val[-1]
-        return head + redact_text(val)
-    if val in ('""', "''") or MARK in val:
+        opening, inside, closing = _unquoted(val)
+        return head + opening + redact_text(inside) + closing
+    if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)
     return head + _quoted(val)
 
@@ -99,10 +146,12 @@ def redact_text(text):
     """``text`` with every secret the module docstring names replaced by MARK (None stays None)."""
     if not isinstance(text, str) or not text:
         return text
-    text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + "\n" + m.group("tail"), text)
+    text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + ("\n" + m.group("tail") if m.group("tail") else ""),
+                        text)
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
     text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _KEY_VALUE.sub(_key_value, text)
     text = _FLAG_SPACE.sub(_key_value, text)
     return _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text)
@@ -118,32 +167,43 @@ def _secret_value(value):
     return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, (str, int, float)) for v in value)
 
 
+def _hidden_after(flag):
+    """How the argv item after ``flag`` is shown: None when it is not a secret's flag."""
+    if not isinstance(flag, str) or not re.match(r"^--?[A-Za-z][A-Za-z0-9_\-]*$", flag):
+        return None
+    if _user_flag(flag):
+        return lambda v: v.split(":", 1)[0] + ":" + MARK if ":" in v and MARK not in v else v
+    if flag.startswith("--") and secret_name(flag):
+        return lambda v: MARK if v and MARK not in v else v
+    return None
+
+
+def _items(items, depth):
+    """A list's items redacted one by one, and an argv's secret after its flag (``["--password", "x"]``,
+    ``["--user", "root:x"]``): the flag and the user name kept."""
+    out, hide = [], None
+    for item in items:
+        if hide is not None and isinstance(item, str) and not item.startswith("-"):
+            out.append(hide(item))
+            hide = None
+            continue
+        hide = _hidden_after(item)
+        out.append(redact(item, depth + 1))
+    return out
+
+
 def redact(value, depth=0):
-    """``value`` (a module result: dicts, lists, strings) with every string redacted, and the value of
-    every dict key that names a secret (``{"password": "x"}``) replaced whole."""
+    """``value`` (a module result: dicts, lists, strings) with every string (and every key) redacted, the value
+    of every dict key that names a secret (``{"password": "x"}``) replaced whole, and an argv's secret after
+    its flag. Deeper than 64 levels everything is MARK (fails closed)."""
     if isinstance(value, str):
         return redact_text(value)
     if depth > 64:
-        return value
+        return MARK if value is not None and not isinstance(value, (bool, int, float)) else value
     if isinstance(value, dict):
-        return dict((k, MARK if isinstance(k, str) and secret_name(k) and _secret_value(v)
-                     else redact(v, depth + 1)) for k, v in value.items())
+        return dict((redact_text(k) if isinstance(k, str) else k,
+                     MARK if isinstance(k, str) and secret_name(k) and _secret_value(v) else redact(v, depth + 1))
+                    for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return [redact(v, depth + 1) for v in value]
+        return _items(value, depth)
     return value
-
-
-def protect(module):
-    """Make ``module``'s exit_json and fail_json redact their result (``redact``) before it leaves the
-    node: the one place a module's output passes, whatever path returned it (a failure's stdout of
-    ``containerd config dump`` included). Returns the module."""
-    exit_json, fail_json = module.exit_json, module.fail_json
-
-    def _exit(**result):
-        exit_json(**redact(result))
-
-    def _fail(msg=None, **result):
-        fail_json(msg=redact_text(msg), **redact(result))
-
-    module.exit_json, module.fail_json = _exit, _fail
-    return module

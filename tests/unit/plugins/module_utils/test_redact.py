@@ -134,25 +134,6 @@ def test_secret_names(name, secret):
     assert redact.secret_name(name) is secret
 
 
-def test_protect_redacts_what_a_module_returns_and_a_failure_too():
-    class Module(object):
-        def __init__(self):
-            self.out = []
-
-        def exit_json(self, **kw):
-            self.out.append(kw)
-
-        def fail_json(self, msg, **kw):
-            self.out.append(dict(kw, msg=msg))
-
-    module = redact.protect(Module())
-    module.exit_json(changed=False, files={"/etc/default/kubelet": "REGISTRY_PASSWORD=pw-exit"})
-    module.fail_json(msg="containerd rejects password = \"pw-msg\"", stdout='auth = "pw-stdout"')
-    dumped = json.dumps(module.out)
-    assert "pw-exit" not in dumped and "pw-msg" not in dumped and "pw-stdout" not in dumped
-    assert module.out[0]["files"]["/etc/default/kubelet"] == "REGISTRY_PASSWORD=" + MARK
-
-
 @pytest.mark.parametrize("text,secret", [
     ("privateKey: c2VjcmV0LWtleS1ib2R5", "c2VjcmV0LWtleS1ib2R5"),
     ("DB_PASS=hunter2hunter2", "hunter2hunter2"),
@@ -173,3 +154,80 @@ def test_a_secret_name_hides_numbers_and_lists_too():
                          "port": 6443})
     assert out == {"password": redact.MARK, "token": redact.MARK, "auth": {"username": "u", "password": redact.MARK},
                    "port": 6443}
+
+
+# one row per shape operators use (issue 61): (text, the secret, what must still show)
+SHAPES = [
+    ("password = \'\'\'\nMulti-Line-Literal-61\n\'\'\'\nusername = \"robot\"", "Multi-Line-Literal-61",
+     "username = \"robot\""),
+    ('password = """\nMulti-Line-Basic-61\n"""', "Multi-Line-Basic-61", 'password = """'),
+    ('[host."https://r.example.com".header]\n  Private-Token = ["Header-Array-61", "Second-61"]',
+     "Header-Array-61", '[host."https://r.example.com".header]'),
+    ('  Private-Token = ["Header-Array-61", "Second-61"]', "Second-61", "Private-Token = ["),
+    ('X-JFrog-Art-Api = "JFrog-Api-Key-61"', "JFrog-Api-Key-61", "X-JFrog-Art-Api = "),
+    ("X-Registry-Auth: Registry-Auth-61", "Registry-Auth-61", "X-Registry-Auth: "),
+    ('X-Vault-Creds = "Vault-Creds-61"', "Vault-Creds-61", "X-Vault-Creds"),
+    ("HTTPS_PROXY=http://u:Pr0xy@Tail61@proxy.example.com:3128", "Tail61", "@proxy.example.com:3128"),
+    ("HTTPS_PROXY=http://u:Pr0xy@Tail61@proxy.example.com:3128", "Pr0xy", "http://u:"),
+    ("mirror https://:Empty-User-61@mirror.example.com/x", "Empty-User-61", "@mirror.example.com/x"),
+    ("etcdctl --user root:Etcd-User-61 endpoint health", "Etcd-User-61", "--user root:"),
+    ("etcdctl --user=root:Etcd-Eq-61 endpoint health", "Etcd-Eq-61", "--user=root:"),
+    ("curl -u admin:Curl-User-61 https://x", "Curl-User-61", "-u admin:"),
+    ("skopeo copy --creds robot:Skopeo-Creds-61 docker://a", "Skopeo-Creds-61", "--creds "),
+    ("etcdctl --password Space-Password-61 get", "Space-Password-61", "--password "),
+    ("etcdctl --password=Eq-Password-61 get", "Eq-Password-61", "--password="),
+    ("tool --token Space-Token-61 --v=2", "Space-Token-61", "--v=2"),
+    ("tool --token=Eq-Token-61", "Eq-Token-61", "--token="),
+    ("-----BEGIN EC PRIVATE KEY-----\nPem-Body-61\n-----END EC PRIVATE KEY-----", "Pem-Body-61",
+     "-----END EC PRIVATE KEY-----"),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nPgp-Body-61\n-----END PGP PRIVATE KEY BLOCK-----", "Pgp-Body-61",
+     "-----BEGIN PGP PRIVATE KEY BLOCK-----"),
+    ("journal clipped: -----BEGIN OPENSSH PRIVATE KEY-----\nCut-Short-61 ...", "Cut-Short-61", "journal clipped"),
+    ("Authorization: Bearer Bearer-Scheme-61", "Bearer-Scheme-61", "Authorization: Bearer "),
+    ("Authorization: Basic QmFzaWMtNjE6eA==", "QmFzaWMtNjE6eA==", "Authorization: Basic "),
+    ("Authorization: Token Token-Scheme-61", "Token-Scheme-61", "Authorization: Token "),
+    ('"Authorization" = ["Digest Digest-Scheme-61"]', "Digest-Scheme-61", '"Authorization" = ['),
+]
+
+
+@pytest.mark.parametrize("text,secret,kept", SHAPES, ids=["%d-%s" % (i, row[1]) for i, row in enumerate(SHAPES)])
+def test_the_shapes_operators_use(text, secret, kept):
+    out = redact_text(text)
+    assert secret not in out and MARK in out, out
+    assert kept in out, out
+    assert redact_text(out) == out
+
+
+def test_a_toml_file_stays_toml_after_redaction():
+    tomlkit = pytest.importorskip("tomlkit")
+    text = ("[a]\n  password = \'\'\'\nx\ny\n\'\'\'\n  Private-Token = [\"p1\", \"p2\"]\n"
+            "  X-JFrog-Art-Api = \"k\"\n  plain = [\"public\"]\n")
+    doc = tomlkit.parse(redact_text(text))
+    assert doc["a"]["password"].strip() == MARK and list(doc["a"]["Private-Token"]) == [MARK, MARK]
+    assert list(doc["a"]["plain"]) == ["public"]
+
+
+@pytest.mark.parametrize("argv,shown", [
+    (["etcdctl", "--user", "root:Argv-User-61", "endpoint", "health"], ["etcdctl", "--user", "root:" + MARK]),
+    (["etcdctl", "--password", "Argv-Pass-61", "get"], ["etcdctl", "--password", MARK, "get"]),
+    (["skopeo", "--creds", "u:Argv-Creds-61"], ["skopeo", "--creds", MARK]),
+    (["kubelet", "--token", "Argv-Token-61", "--v", "2"], ["kubelet", "--token", MARK, "--v", "2"]),
+    (["tool", "--password-file", "/etc/pw"], ["tool", "--password-file", "/etc/pw"]),
+])
+def test_an_argv_hides_the_item_after_a_secret_flag(argv, shown):
+    out = redact.redact(argv)
+    assert out[:len(shown)] == shown and "61" not in json.dumps(out)
+
+
+@pytest.mark.parametrize("text", [
+    "--authorization-mode=Webhook", "--kube-api-qps=50", "--kube-api-burst 100", "apiVersion: v1",
+    "server = \"https://registry.example.com\"", "--user-agent curl", "user: kubelet", "--user kubelet",
+    "client-key: /var/lib/kubelet/pki/kubelet-client.key", "--passes 3",
+])
+def test_more_decided_false_positives(text):
+    assert redact_text(text) == text
+
+
+def test_a_key_that_is_a_url_with_userinfo_is_redacted_too():
+    out = redact.redact({"https://u:Key-Url-61@mirror": {"capabilities": ["pull"]}})
+    assert "Key-Url-61" not in json.dumps(out)

@@ -25,6 +25,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 CORDONED_BY = "nodefix.k8s/cordoned-by"
@@ -169,6 +170,7 @@ def hold_reasons(remediation, before, after=None, verify_error="", kernel_kept=N
         raise CordonInputError("the remediation record is not a mapping")
     status = str(remediation.get("status") or "")
     reasons = []
+    remediation = redact(remediation)
     if status == "failed":
         reasons.append("remediation failed: %s" % (remediation.get("msg") or "failed"))
     elif status == "unreachable":

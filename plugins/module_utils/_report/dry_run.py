@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import yaml_flow
 
 UNSET = "(unset)"
@@ -288,13 +289,14 @@ def build_plan(facts):
                             else "no reboot")},
         "gates": _gates(facts),
     }
-    return plan
+    return redact(plan)
 
 
 def plan_lines(plan):
     """The plan in words, one line a step (the console's "Plan for <node>" and the reports' sections)."""
     if not isinstance(plan, dict) or not plan:
         return []
+    plan = redact(plan)
     why = (" - " + plan["msg"]) if plan.get("msg") else ""
     lines = ["DRY RUN plan for %s: %s%s" % (plan.get("node"), plan.get("status"), why)]
     if plan.get("findings"):

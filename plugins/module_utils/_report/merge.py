@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import ReportInputError, assemble, missing_node
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.storm import merge as merge_storm
@@ -114,5 +115,6 @@ def merge_models(slices, expected_hosts=None, title=None, generated=None):
     # findings (a stopped slice's nodes were never audited by the rolling play: its findings are only here)
     storm = merge_storm(slices)
     if storm is not None:
-        model["storm"] = storm
+        model["storm"] = redact(storm)
+    model["slices"] = redact(model["slices"])
     return model

@@ -20,6 +20,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import (
     SEVERITIES,
     at_or_above,
@@ -28,6 +29,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable, yaml_flow
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import failed_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import markdown as md
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
@@ -408,7 +410,7 @@ def build_model(results, before=None, remediation=None, title="nodefix.k8s fleet
     nodes = [_node(host, results[host], before, remediation, active) for host in sorted(results)]
     model = assemble(nodes, title, generated, expired)
     if kept is not None:
-        model["storm"] = kept
+        model["storm"] = redact(kept)
     return model
 
 
@@ -426,8 +428,9 @@ def assemble(nodes, title, generated, expired):
     report is the single run's model. Linear in the nodes: a finding id's hosts are
     collected in order without a membership scan of the list.
     """
-    nodes = printable(nodes)
-    title = printable(title)
+    # the one pass every report text goes through (_core.redact): the nodes' results, messages and remediation
+    nodes = printable(redact(nodes))
+    title = printable(redact_text(title))
     ids = {}
     seen = set()
     for node in nodes:
@@ -688,96 +691,103 @@ def table_lines(model, width=TABLE_WIDTH):
 
 
 def to_markdown(model):
+    """report.md: every text that came from a node or a run goes through _report.markdown (text, never Markdown)."""
     t = model["totals"]
-    out = ["# %s" % model["title"], ""]
+    out = ["# %s" % md.text(model["title"]), ""]
     run = run_lines(model)
     if run:
-        out += [run[0] + "."]
+        out += [md.text(run[0]) + "."]
         for line in run[1:]:
-            out += ["", "**%s.**" % line]
+            out += ["", "**%s.**" % md.text(line)]
         out.append("")
     elif model.get("generated"):
-        out += ["Generated: %s" % model["generated"], ""]
+        out += ["Generated: %s" % md.text(model["generated"]), ""]
     out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s%s." % (
         t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
         ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
         "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
     if model.get("slices"):
-        out += ["", slices_line(model) + "."]
+        out += ["", md.text(slices_line(model)) + "."]
     storm = storm_lines(model)
     if storm:
-        out += ["", "## Storm breaker", ""] + ["%s." % line.rstrip(".") for line in storm]
+        out += ["", "## Storm breaker", ""] + ["%s." % md.line(line.rstrip(".")) for line in storm]
     out += plan_markdown(model)
     for w in model.get("waivers_expired") or []:
-        out += ["", "**Expired waiver** (its findings count again): `%s` on %s, expired %s - %s" % (
-            w["id"], ", ".join(w["hosts"]), w["expires"], w["reason"])]
-    out += ["", "## Nodes", "", "```"] + table_lines(dict(model, storm=None)) + ["```", ""]
+        out += ["", "**Expired waiver** (its findings count again): %s on %s, expired %s - %s" % (
+            md.code(w["id"]), md.text(", ".join(w["hosts"])), md.text(w["expires"]), md.text(w["reason"]))]
+    table = table_lines(dict(model, storm=None))
+    out += ["", "## Nodes", "", md.fence(table)] + table + [md.fence(table), ""]
     if model["finding_ids"]:
         out += ["## Findings", "", "| id | severity | nodes | fixed by | title |", "|---|---|---|---|---|"]
         for e in model["finding_ids"]:
-            fix = e["fix"].get("role") or "manual"
+            fix = md.text(e["fix"].get("role") or "manual")
             if e["fix"].get("tag"):
-                fix += " (tag `%s`)" % e["fix"]["tag"]
-            title = (e["title"] or "").replace("|", "\\|")
-            out.append("| `%s` | %s | %s | %s | %s |" % (e["id"], e["severity"], ", ".join(e["hosts"]), fix, title))
+                fix += " (tag %s)" % md.code(e["fix"]["tag"])
+            out.append("| %s | %s | %s | %s | %s |" % (md.code(e["id"]), md.text(e["severity"]),
+                                                      md.text(", ".join(e["hosts"])), fix, md.text(e["title"] or "")))
         out.append("")
     clean = [n["host"] for n in model["nodes"] if needs_no_attention(n)]
     if clean:
-        out += ["## Nodes with no open findings (%d)" % len(clean), "", ", ".join(clean), ""]
+        out += ["## Nodes with no open findings (%d)" % len(clean), "", md.line(", ".join(clean)), ""]
     waived = waived_groups(model)
     if waived:
         out += ["## Waived", "", "| id | reason | until | nodes |", "|---|---|---|---|"]
-        out += ["| `%s` | %s | %s | %d: %s |" % (
-            w["id"], str(w["reason"]).replace("|", "\\|"), w["expires"] or "-", len(w["hosts"]), ", ".join(w["hosts"]))
-            for w in waived]
+        out += ["| %s | %s | %s | %d: %s |" % (
+            md.code(w["id"]), md.text(w["reason"]), md.text(w["expires"] or "-"), len(w["hosts"]),
+            md.text(", ".join(w["hosts"]))) for w in waived]
         out.append("")
     for n in model["nodes"]:
-        if needs_no_attention(n):
-            continue
-        out += ["## %s" % n["host"], ""]
-        if n["status"] != "ok":
-            out += ["**%s**: %s" % (n["status"], n["error"]), ""]
-        rem = n.get("remediation")
-        if rem:
-            out += ["Remediation: **%s**%s%s" % (rem.get("status"), (" in %ss" % rem["seconds"]) if rem.get("seconds") else "",
-                                                 (" - " + str(rem.get("msg"))) if rem.get("msg") else ""), ""]
-        if n.get("before"):
-            out += ["Before: %s finding(s); fixed: %s; still open: %s; new: %s%s" % (
-                n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
-                ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none",
-                ("; not verified (its detector could not run after the fixes): %s" % ", ".join(n["not_verified"]))
-                if n.get("not_verified") else ""), ""]
-            rows = change_rows(n)
-            if rows:
-                out += ["| setting | before | after | durable (or where to make it so) |", "|---|---|---|---|"]
-                out += ["| %s | %s | %s | %s |" % tuple(
-                    str(r[k]).replace("|", "\\|") for k in ("setting", "before", "after", "durable")) for r in rows]
-                out.append("")
-            for note in not_durable_notes(n):
-                out.append("- not durable (unchanged by this run): %s - %s" % (note["setting"], note["where"]))
-            if n.get("pods_to_recreate"):
-                out.append("- pods to recreate: %s" % ", ".join(n["pods_to_recreate"]))
-            for action in (rem or {}).get("actions") or []:
-                out.append("- %s" % action)
-            if evidence_line(n):
-                out.append("- %s" % evidence_line(n))
-            out.append("")
-        if not n["findings"] and n["status"] == "ok":
-            out += ["No findings.", ""]
-        for f in n["findings"]:
-            subject = " (%s)" % f["subject"] if f.get("subject") else ""
-            out.append("- **%s** `%s`%s: %s" % (f.get("severity"), f["id"], subject, f.get("title")))
-            if f.get("evidence"):
-                out.append("  - evidence: `%s`" % json.dumps(f["evidence"], sort_keys=True, default=str)[:600])
-            if f.get("remedy"):
-                out.append("  - remedy: %s" % f["remedy"])
-        for f in n.get("waived") or []:
-            subject = " (%s)" % f["subject"] if f.get("subject") else ""
-            until = ", until %s" % f["waiver"]["expires"] if f["waiver"].get("expires") else ""
-            out.append("- waived %s `%s`%s: %s" % (f.get("severity"), f["id"], subject, f.get("title")))
-            out.append("  - waiver%s: %s" % (until, f["waiver"]["reason"]))
-        out.append("")
+        if not needs_no_attention(n):
+            out += _node_markdown(n)
     return "\n".join(out)
+
+
+def _node_markdown(n):
+    out = ["## %s" % md.text(n["host"]), ""]
+    if n["status"] != "ok":
+        out += ["**%s**: %s" % (md.text(n["status"]), md.text(n["error"])), ""]
+    rem = n.get("remediation")
+    if rem:
+        out += ["Remediation: **%s**%s%s" % (md.text(rem.get("status")), (" in %ss" % md.text(rem["seconds"]))
+                                             if rem.get("seconds") else "",
+                                             (" - " + md.text(rem.get("msg"))) if rem.get("msg") else ""), ""]
+    if n.get("before"):
+        out += [md.text("Before: %s finding(s); fixed: %s; still open: %s; new: %s%s" % (
+            n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
+            ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none",
+            ("; not verified (its detector could not run after the fixes): %s" % ", ".join(n["not_verified"]))
+            if n.get("not_verified") else "")), ""]
+        rows = change_rows(n)
+        if rows:
+            out += ["| setting | before | after | durable (or where to make it so) |", "|---|---|---|---|"]
+            out += ["| %s | %s | %s | %s |" % tuple(
+                md.text(r[k]) for k in ("setting", "before", "after", "durable")) for r in rows]
+            out.append("")
+        for note in not_durable_notes(n):
+            out.append("- not durable (unchanged by this run): %s - %s" % (md.text(note["setting"]), md.text(note["where"])))
+        if n.get("pods_to_recreate"):
+            out.append("- pods to recreate: %s" % md.text(", ".join(n["pods_to_recreate"])))
+        for action in (rem or {}).get("actions") or []:
+            out.append("- %s" % md.text(action))
+        if evidence_line(n):
+            out.append("- %s" % md.text(evidence_line(n)))
+        out.append("")
+    if not n["findings"] and n["status"] == "ok":
+        out += ["No findings.", ""]
+    for f in n["findings"]:
+        subject = " (%s)" % md.text(f["subject"]) if f.get("subject") else ""
+        out.append("- **%s** %s%s: %s" % (md.text(f.get("severity")), md.code(f["id"]), subject, md.text(f.get("title"))))
+        if f.get("evidence"):
+            out.append("  - evidence: %s" % md.code(json.dumps(f["evidence"], sort_keys=True, default=str)[:600]))
+        if f.get("remedy"):
+            out.append("  - remedy: %s" % md.text(f["remedy"]))
+    for f in n.get("waived") or []:
+        subject = " (%s)" % md.text(f["subject"]) if f.get("subject") else ""
+        until = ", until %s" % md.text(f["waiver"]["expires"]) if f["waiver"].get("expires") else ""
+        out.append("- waived %s %s%s: %s" % (md.text(f.get("severity")), md.code(f["id"]), subject, md.text(f.get("title"))))
+        out.append("  - waiver%s: %s" % (until, md.text(f["waiver"]["reason"])))
+    out.append("")
+    return out
 
 
 def plan_markdown(model):
@@ -788,7 +798,7 @@ def plan_markdown(model):
     out = ["", "## Plan (dry run)", "", "What the run would do on each node; nothing was changed."]
     for n in planned:
         lines = plan_lines(n["plan"])
-        out += ["", "### %s" % n["host"], ""] + ["- %s" % line for line in lines[1:] or lines]
+        out += ["", "### %s" % md.text(n["host"]), ""] + ["- %s" % md.text(line) for line in lines[1:] or lines]
     return out
 
 

@@ -49,6 +49,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable
 
@@ -156,6 +157,7 @@ def _node_series(text, findings, checks_failed, extra=None):
 def node_textfile(result):
     """The textfile of one node from its node_audit result (findings, checks)."""
     text = _Text()
+    result = redact(result)
     _node_series(text, list(result.get("findings") or []), failed_checks(result))
     return text.render()
 
@@ -186,6 +188,7 @@ def fleet_textfile(model):
     """The fleet file from audit_report's model (open and waived findings, checks_failed per node; a
     remediation's outcome, duration, time and reboots)."""
     text = _Text()
+    model = redact(model)
     for node in model["nodes"]:
         host = {"node": node["host"]}
         text.add("nodefix_node_audited", host, 1 if node["status"] == "ok" else 0)

@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import SLICE_NAME
@@ -61,7 +62,7 @@ def write_record(directory, slice_name, filename, data):
     fd, tmp = tempfile.mkstemp(prefix="." + filename + ".", dir=target_dir)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
+            json.dump(redact(data), fh, indent=2, sort_keys=True)
             fh.write("\n")
         os.chmod(tmp, 0o644)
         os.rename(tmp, os.path.join(target_dir, filename))

@@ -36,6 +36,7 @@ import datetime
 import json
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     change_check, changes, evidence_text, not_verified)
@@ -74,7 +75,7 @@ def cut_bytes(text, limit, mark="..."):
 
 
 def _note(run_id, text):
-    return cut_bytes("run %s: %s" % (run_id, text), NOTE_MAX)
+    return cut_bytes(redact_text("run %s: %s" % (run_id, text)), NOTE_MAX)
 
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -118,7 +119,8 @@ def event_body(event, node, uid, namespace, instance):
     """The events.k8s.io/v1 Event the API server gets for ``event`` (one of start_events/end_events, timed by
     ordered) about Node ``node``; a shortened generateName puts the full node name in the note."""
     prefix, short = generate_name(node)
-    note = event["note"] if not short else cut_bytes("node %s: %s" % (node, event["note"]), NOTE_MAX)
+    # redacted before it is cut (a cut secret would no longer look like one): an Event stays on the cluster
+    note = cut_bytes(redact_text(event["note"] if not short else "node %s: %s" % (node, event["note"])), NOTE_MAX)
     regarding = {"apiVersion": "v1", "kind": "Node", "name": node}
     if uid:
         regarding["uid"] = uid
@@ -305,7 +307,7 @@ def annotation(run_id, remediation, before, after, finished):
         summary["truncated"] = True
     if not isinstance(after, dict) or blind:
         summary["verified"] = False
-    return {ANNOTATION: json.dumps(summary, sort_keys=True, separators=(",", ":"))}
+    return {ANNOTATION: json.dumps(redact(summary), sort_keys=True, separators=(",", ":"))}
 
 
 def iso(micros, micro=True):

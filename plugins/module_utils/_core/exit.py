@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice; do not import it
+# from other collections.
+"""The one exit: every module and action plugin of the collection leaves through ``leave`` (modules) or
+``leave_action`` (action plugins), which redact the whole result (_core.redact) before Ansible sees it.
+
+A module is built as ``exit.redacting(AnsibleModule)(argument_spec=..., ...)``: the class returned is
+AnsibleModule with ``exit_json``, ``fail_json`` and ``warn`` going through this file, so nothing a module
+returns - every string at any depth, ``msg``, ``diff``, ``warnings`` (``module.warn`` text), ``exception``
+and ``invocation.module_args`` (what ``-vvv`` prints and AWX keeps in every job event) - leaves unredacted,
+including the failures AnsibleModule itself reports while it checks the arguments. Ansible then masks the
+values of the module's ``no_log`` options (and any value a module adds to ``no_log_values``, a password read
+from a file) everywhere in the result, the invocation included: this file gives it an invocation that is
+already redacted, so a URL's user information or ``--user root:x`` in an argv is replaced there too.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import sys
+import traceback
+
+from ansible.module_utils.common.parameters import remove_values
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
+
+_CLASSES = {}
+
+
+def _result(module, result):
+    """``result`` redacted, with the invocation Ansible would add (``module.params``) redacted too."""
+    out = redact(result)
+    params = getattr(module, "params", None)
+    if isinstance(params, dict) and "invocation" not in result:
+        out["invocation"] = {"module_args": redact(params)}
+    return out
+
+
+def leave(module, result, failed):
+    """Redact ``result`` and exit through AnsibleModule's own exit_json (``failed`` False) or fail_json."""
+    result = _result(module, result)
+    base = type(module).__mro__[1]
+    if not failed:
+        base.exit_json(module, **result)
+    msg = result.pop("msg", None)
+    if "exception" not in result and sys.exc_info()[0] is not None:
+        # the traceback Ansible would format from the exception being handled (its message included)
+        result["exception"] = redact_text(traceback.format_exc())
+    base.fail_json(module, msg="" if msg is None else msg, **result)
+
+
+def redacting(base):
+    """``base`` (AnsibleModule) whose every exit - and every warning - goes through ``leave``."""
+    if base not in _CLASSES:
+        class Redacting(base):
+            def exit_json(self, **result):
+                leave(self, result, failed=False)
+
+            def fail_json(self, msg, **result):
+                result["msg"] = msg
+                if not isinstance(result.get("exception", ""), str):
+                    result["exception"] = "".join(traceback.format_exception(
+                        type(result["exception"]), result["exception"], result["exception"].__traceback__))
+                leave(self, result, failed=True)
+
+            def warn(self, warning, *args, **kwargs):
+                # Ansible 2.19 keeps a warning as an object that its no_log masking does not reach: masked here
+                warning = remove_values(redact_text(str(warning)), getattr(self, "no_log_values", set()))
+                return super(Redacting, self).warn(warning, *args, **kwargs)
+
+        Redacting.__name__ = "Redacting" + base.__name__
+        _CLASSES[base] = Redacting
+    return _CLASSES[base]
+
+
+def leave_action(result):
+    """An action plugin's result, redacted: what its ``run`` returns."""
+    return redact(result)

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one exit (_core/exit.py): every module and action plugin leaves through it, and what leaves is redacted
+whole - msg, warnings, every string at any depth, diff, exception and invocation.module_args.
+
+Every module in plugins/modules/ is run (its real ``main()``) with a credential planted in its arguments; the
+``run_module`` fixture's exit_json/fail_json raise unless AnsibleModule's exits were called by _core/exit.py
+(tests/unit/conftest.py ``one_exit``), so a module built any other way fails here, and every module test in
+tests/unit/plugins/modules/ (success and failure paths) is held to the same rule."""
+
+import glob
+import importlib
+import importlib.util
+import json
+import os
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import exit as core_exit
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
+MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(REPO, "plugins", "modules", "*.py"))
+                 if not p.endswith("__init__.py"))
+ACTIONS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(REPO, "plugins", "action", "*.py"))
+                 if not p.endswith("__init__.py"))
+PLANTED = {"nodefix_planted_url": "https://robot:Walk-Url-Secret-61@mirror.example.com/x",
+           "nodefix_planted_argv": ["etcdctl", "--user", "root:Walk-Argv-Secret-61"]}
+
+
+def test_the_walk_finds_every_module():
+    assert len(MODULES) >= 25 and "runsc_install" in MODULES and "reboot_gate" in MODULES
+    assert ACTIONS == ["preflight"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_leaves_through_the_one_exit_redacted(run_module, name):
+    """A failing path every module has (AnsibleModule's own argument check refuses the planted options): the
+    fixture raises unless the exit came through _core/exit.py, and the invocation Ansible would print at -vvv
+    holds the options redacted."""
+    module = importlib.import_module("ansible_collections.nodefix.k8s.plugins.modules." + name)
+    result, failed, _t = run_module(module, dict(PLANTED))
+    assert failed, result
+    dumped = json.dumps(result)
+    assert "Walk-Url-Secret-61" not in dumped and "Walk-Argv-Secret-61" not in dumped
+    args = result["invocation"]["module_args"]
+    assert args["nodefix_planted_url"] == "https://robot:%s@mirror.example.com/x" % MARK
+    assert args["nodefix_planted_argv"] == ["etcdctl", "--user", "root:" + MARK]
+
+
+def test_a_real_exit_redacts_everything_ansible_prints(monkeypatch, capsys):
+    """AnsibleModule's real exit_json (no double): the JSON a module prints, as the controller reads it."""
+    args = {"url": "http://u:Pr0xy@Tail-Real-61@proxy.example.com", "password": "No-Log-Real-61",
+            "_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False, "_ansible_diff": True}
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
+    module = core_exit.redacting(basic.AnsibleModule)(
+        argument_spec=dict(url=dict(type="str"), password=dict(type="str", no_log=True)))
+    module.warn("cannot reach %s (password No-Log-Real-61)" % args["url"])
+    with pytest.raises(SystemExit):
+        module.exit_json(changed=False, msg="fetched %s" % args["url"],
+                         diff={"before": 'password = """\nDiff-Real-61\n"""\n', "after": ""},
+                         deep=[{"a": [{"b": "Authorization: Token Deep-Real-61"}]}])
+    out = capsys.readouterr().out
+    for secret in ("Pr0xy", "Tail-Real-61", "No-Log-Real-61", "Diff-Real-61", "Deep-Real-61"):
+        assert secret not in out, secret
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["invocation"]["module_args"]["url"] == "http://u:%s@proxy.example.com" % MARK
+    assert "proxy.example.com" in result["msg"] and result["warnings"]
+
+
+def test_a_real_failure_redacts_its_exception_text(monkeypatch, capsys):
+    args = {"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
+    module = core_exit.redacting(basic.AnsibleModule)(argument_spec={})
+    try:
+        raise ValueError("Invalid header value b'Bearer Exc-Token-61\\n'")
+    except ValueError as exc:
+        with pytest.raises(SystemExit):
+            module.fail_json(msg="request failed: %s" % exc, exception=exc)
+    out = capsys.readouterr().out
+    assert "Exc-Token-61" not in out and "request failed" in out
+
+
+def test_every_action_plugin_leaves_through_the_one_exit(monkeypatch):
+    """Each action plugin's result passes _core/exit.leave_action: run preflight with a planted problem that
+    quotes a credential (an unknown variable's name holds it) and catch what leave_action saw."""
+    seen = []
+    real = core_exit.leave_action
+
+    def spy(result):
+        seen.append(True)
+        return real(result)
+
+    for name in ACTIONS:
+        action = importlib.import_module("ansible_collections.nodefix.k8s.plugins.action." + name)
+        monkeypatch.setattr(action, "leave_action", spy)
+        assert action.ActionModule.run.__module__ == action.__name__
+    spec = importlib.util.spec_from_file_location(
+        "test_preflight_action", os.path.join(REPO, "tests", "unit", "plugins", "action", "test_preflight_action.py"))
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    result = helpers.run_preflight("remediate", {"n1": {"nodefix_fail_on": "https://u:Action-Secret-61@m.example.com",
+                                                        "nodefix_report_dir": "/tmp/reports"}})
+    assert seen and result["failed"] and "Action-Secret-61" not in json.dumps(result), result
+    assert "m.example.com" in result["msg"], result["msg"]

@@ -32,9 +32,31 @@ author:
   - nodefix.k8s developers (@nodefix)
 options:
   base_url:
-    description: The mirror, without the release and architecture (for example C(https://storage.googleapis.com/gvisor/releases/release)).
+    description:
+      - The mirror, without the release and architecture (for example C(https://storage.googleapis.com/gvisor/releases/release)).
+      - Credentials belong in O(username) and O(password) (or O(password_file)), or O(headers). A URL that still
+        carries them (C(https://user:password@host/...)) works - they are used when those options set none - but
+        the module warns, and the URL it returns and shows is the one without them.
     type: str
     required: true
+  username:
+    description: The user name of the mirror's Basic authentication (RFC 7617), sent with every request.
+    type: str
+  password:
+    description: The password of the mirror's Basic authentication. Never shown (C(no_log)).
+    type: str
+  password_file:
+    description:
+      - A file on the node holding the password (its one line; a trailing newline is dropped). Its content is
+        never shown.
+    type: path
+  headers:
+    description:
+      - Extra request headers for every request to the mirror, for example C(X-JFrog-Art-Api) or an
+        C(Authorization) header of another scheme (which then replaces the Basic one). Their values are never
+        shown (C(no_log)).
+    type: dict
+    default: {}
   release:
     description: V(latest), or a release as C(YYYYMMDD) or C(YYYYMMDD.N) (a C(release-) prefix is accepted).
     type: str
@@ -136,6 +158,15 @@ EXAMPLES = r"""
     shim_dest: /usr/bin/containerd-shim-runsc-v1
     ca_path: /etc/pki/mirror-ca.pem
 
+- name: From a mirror that needs credentials (the password in a vault or an AWX credential)
+  nodefix.k8s.runsc_install:
+    base_url: https://mirror.example.com/gvisor/release
+    release: "20240729.0"
+    username: robot
+    password: "{{ mirror_password }}"
+    headers:
+      X-JFrog-Art-Api: "{{ mirror_api_key }}"
+
 - name: The tarball layout, its checksum pinned
   nodefix.k8s.runsc_install:
     base_url: https://mirror.example.com/gvisor/release
@@ -201,6 +232,7 @@ from ansible.module_utils.urls import fetch_url
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import install as gvisor_install
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
@@ -213,6 +245,10 @@ def build_module():
     return redacting(AnsibleModule)(
         argument_spec=dict(
             base_url=dict(type="str", required=True),
+            username=dict(type="str"),
+            password=dict(type="str", no_log=True),
+            password_file=dict(type="path"),
+            headers=dict(type="dict", default={}, no_log=True),
             release=dict(type="str", required=True),
             arch=dict(type="str", default=""),
             layout=dict(type="str", choices=["loose", "tarball"], default="loose"),
@@ -231,6 +267,7 @@ def build_module():
             shim_config_path=dict(type="path", default=gvisor_detect.DEFAULT_SHIM_CONFIG),
             systemd_cgroup=dict(type="str", choices=["auto", "never"], default="auto"),
         ),
+        mutually_exclusive=[("password", "password_file")],
         supports_check_mode=True,
     )
 
@@ -295,15 +332,35 @@ def _install(module, runner, p, new, bindest, workdir, before, expected):
     return [dest for _src, dest in targets] + ([bindest] if bindir else []), inst.backups
 
 
+def _mirror(module, p):
+    """(the base URL without user information, the headers of every request): the credentials from the options,
+    else from the URL (with a warning naming the options); every secret added to the values Ansible masks."""
+    base_url, url_user, url_password = mirror_auth.split_userinfo(p["base_url"])
+    password = p["password"]
+    if p["password_file"]:
+        password = mirror_auth.read_password_file(p["password_file"])
+    if url_user is not None or url_password is not None:
+        module.warn("base_url carries credentials (user information in the URL): set username and password (or "
+                    "password_file) instead (the role: gvisor_mirror_username, gvisor_mirror_password); the URL is "
+                    "shown without them")
+    username = p["username"] if p["username"] is not None else url_user
+    password = password if password is not None else url_password
+    for secret in (password, url_user if url_password is None else None):
+        if secret:
+            module.no_log_values.add(secret)
+    return base_url, mirror_auth.request_headers(username, password, p["headers"])
+
+
 def run(module, runner, p, workdir):
     arch = p["arch"] or platform.machine()
     if arch not in gvisor_install.ARCHES:
         raise gvisor_install.InstallError("gVisor publishes x86_64 and aarch64 builds only; this node is %s" % arch)
-    url = "%s/%s/%s" % (p["base_url"].rstrip("/"), gvisor_install.release_dir(p["release"]), arch)
+    base_url, headers = _mirror(module, p)
+    url = "%s/%s/%s" % (base_url.rstrip("/"), gvisor_install.release_dir(p["release"]), arch)
     before, still = _current(runner, p["dest"])
 
     def fetch(u):
-        return fetch_url(module, u, timeout=p["timeout"], ca_path=p["ca_path"])
+        return fetch_url(module, u, timeout=p["timeout"], ca_path=p["ca_path"], headers=headers)
 
     files = gvisor_install.verify(fetch, url, workdir, gvisor_install.files_for(p["layout"], p["install_shim"]), p["checksums"], still)
     new = _new_files(p, url, workdir)

@@ -64,8 +64,9 @@ _FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-u)(
 # scheme://[user][:password]@host - the user information ends at the LAST '@' before the path (as Go's net/url and
 # Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'
 _URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'\"<>]*):(?P<val>[^\s/?#'\"<>]+)@")
-# a token as a URL's user name (https://ghp_...@github.com): a long opaque user name, never a login
-_URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[A-Za-z0-9_\-]{20,})@")
+# user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
+# is the usual way to put one in a URL, so the whole user information goes
+_URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[^\s/?#:'\"<>]+)@")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 _AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?"""

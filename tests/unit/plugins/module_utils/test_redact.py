@@ -187,6 +187,7 @@ SHAPES = [
     ("Authorization: Basic QmFzaWMtNjE6eA==", "QmFzaWMtNjE6eA==", "Authorization: Basic "),
     ("Authorization: Token Token-Scheme-61", "Token-Scheme-61", "Authorization: Token "),
     ('"Authorization" = ["Digest Digest-Scheme-61"]', "Digest-Scheme-61", '"Authorization" = ['),
+    ("base_url: https://Short-Tok-61@mirror.example.com/gvisor", "Short-Tok-61", "@mirror.example.com/gvisor"),
 ]
 
 

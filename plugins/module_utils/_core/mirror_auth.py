@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice; do not import it
+# from other collections.
+"""A mirror's credentials as options, never in its URL.
+
+``split_userinfo`` takes a URL's user information off (split at the LAST '@' of the authority, as Go's net/url
+and Python's urllib do, RFC 3986 3.2.1); ``request_headers`` turns the options (a user name and a password, or a
+password file; extra headers) into the headers of every request - Basic authentication (RFC 7617) sent with the
+first request, as a mirror that answers 404 rather than 401 to an anonymous client needs. A URL that still
+carries user information works (its user and password are used when the options set none) and the caller warns,
+naming the options; the URL shown anywhere is the one without it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+
+from ansible.module_utils.six.moves.urllib.parse import unquote, urlsplit, urlunsplit
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+
+
+def split_userinfo(url):
+    """(url without user information, user name or None, password or None)."""
+    parts = urlsplit(url or "")
+    if "@" not in parts.netloc:
+        return url, None, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, colon, password = userinfo.partition(":")
+    return (urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), unquote(user),
+            unquote(password) if colon else None)
+
+
+def read_password_file(path):
+    """The password in ``path`` (its one line; a trailing newline dropped, as kubelet and client-go trim token
+    files). NodefixError when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except (IOError, OSError) as exc:
+        raise NodefixError("cannot read the password file %s: %s" % (path, exc.strerror or exc))
+    return data.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def request_headers(username=None, password=None, headers=None):
+    """The headers every request to the mirror carries: ``headers`` and, with a user name or a password,
+    ``Authorization: Basic`` (unless ``headers`` sets Authorization itself)."""
+    out = dict((str(k), str(v)) for k, v in (headers or {}).items())
+    if (username or password) and not any(k.lower() == "authorization" for k in out):
+        token = base64.b64encode(("%s:%s" % (username or "", password or "")).encode("utf-8")).decode("ascii")
+        out["Authorization"] = "Basic " + token
+    return out

@@ -28,13 +28,23 @@ OLD_RUNSC = "#!/bin/sh\necho 'runsc version release-20221219.0'\n"
 class Mirror(object):
     """A directory served over HTTP or HTTPS on 127.0.0.1; ``requests`` lists the paths asked for."""
 
-    def __init__(self, directory, tls=None):
+    def __init__(self, directory, tls=None, auth=None):
         self.requests = []
         mirror = self
 
         class Handler(http.server.SimpleHTTPRequestHandler):
             def __init__(self, *a, **kw):
                 super().__init__(*a, directory=str(directory), **kw)
+
+            def do_GET(self):  # noqa: N802 - http.server's name
+                # ``auth``: {header: value} every request must carry (a mirror behind Basic auth or an API key)
+                if auth and any(self.headers.get(k) != v for k, v in auth.items()):
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="mirror"')
+                    self.end_headers()
+                    mirror.requests.append("401 " + self.path)
+                    return
+                super().do_GET()
 
             def log_message(self, *args):
                 mirror.requests.append(self.path)
@@ -90,7 +100,7 @@ def site(tmp_path, tls):
     secure.stop()
 
 
-def gvisor(site, mirror, **extra):
+def gvisor(site, mirror, verbose=False, **extra):
     evars = {"role_under_test": "gvisor", "ansible_python_interpreter": PY,
              "gvisor_info": {"runsc": {"version": "20221219.0", "path": str(site["node"] / "bin" / "runsc")}},
              "gvisor_runsc_install_path": str(site["node"] / "bin" / "runsc"), "gvisor_install_shim": False,
@@ -98,14 +108,15 @@ def gvisor(site, mirror, **extra):
              "gvisor_containerd_config_path": str(site["tmp"] / "no-containerd.toml"),
              "gvisor_mirror_base_url": site[mirror].url + "/release", "gvisor_mirror_ca_path": site["ca"]}
     evars.update(extra)
-    return play(site, evars)
+    return play(site, evars, verbose)
 
 
-def play(site, evars):
+def play(site, evars, verbose=False):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), LC_ALL="C.UTF-8")
     proc = subprocess.run([os.path.join(VENV, "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           "-e", json.dumps(evars), PLAYBOOK], env=env, capture_output=True, text=True, timeout=300, check=False)
+                           "-e", json.dumps(evars), PLAYBOOK] + (["-vvv", "--diff"] if verbose else []),
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -272,7 +283,7 @@ def test_second_run_with_the_same_release_changes_nothing(site):
 
 # ---- containerd's release archive -----------------------------------------------------------------
 
-def containerd(site, mirror, **extra):
+def containerd(site, mirror, verbose=False, **extra):
     evars = {"role_under_test": "containerd", "ansible_python_interpreter": PY,
              "containerd_target_version": "1.7.24", "containerd_archive_arch": "amd64",
              "containerd_archive_base_url": site[mirror].url, "containerd_archive_ca_path": site["ca"],
@@ -280,7 +291,7 @@ def containerd(site, mirror, **extra):
              "containerd_archive_install_dir": str(site["node"] / "bin"),
              "containerd_dropin": str(site["node"] / "dropin" / "10-nodefix-binary.conf")}
     evars.update(extra)
-    return play(site, evars)
+    return play(site, evars, verbose)
 
 
 @pytest.mark.parametrize("extra,words", [
@@ -312,3 +323,67 @@ def test_containerd_stale_extraction_is_never_installed(site):
     assert not os.path.exists(str(site["node"] / "bin" / "containerd"))
     assert dict((k, v) for k, v in after.items() if k.startswith("bin/")) == \
         dict((k, v) for k, v in before.items() if k.startswith("bin/"))
+
+
+# ---- credentials (issue 61): options, never shown; a URL's user information works, warns, never shown ----------
+
+def basic(user, password):
+    import base64
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+@pytest.fixture
+def locked(site, tls):
+    """The HTTPS mirror again, behind credentials the test sets (``locked(auth)`` -> its URL)."""
+    mirrors = []
+
+    def start(auth):
+        mirrors.append(Mirror(site["tmp"] / "mirror", tls[:2], auth=auth))
+        site["locked"] = mirrors[-1]
+        return mirrors[-1].url
+    yield start
+    for m in mirrors:
+        m.stop()
+
+
+def test_gvisor_mirror_credentials_are_sent_and_never_shown(site, locked):
+    locked({"Authorization": basic("robot", "Gv-Pass-61"), "X-JFrog-Art-Api": "Gv-Header-61"})
+    rc, out = gvisor(site, "locked", verbose=True, gvisor_mirror_username="robot", gvisor_mirror_password="Gv-Pass-61",
+                     gvisor_mirror_headers={"X-JFrog-Art-Api": "Gv-Header-61"})
+    assert rc == 0, out[-3000:]
+    assert (site["node"] / "bin" / "runsc").read_bytes() == site["runsc"]
+    assert "Gv-Pass-61" not in out and "Gv-Header-61" not in out
+    assert "X-JFrog-Art-Api" in out or "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in out   # the invocation shows its shape
+
+
+def test_gvisor_url_userinfo_works_warns_and_is_never_shown(site, locked):
+    url = locked({"Authorization": basic("u", "Pr0xy@Tail-Gv-61")})
+    userinfo_url = url.replace("https://", "https://u:Pr0xy@Tail-Gv-61@") + "/release"
+    rc, out = gvisor(site, "locked", verbose=True, gvisor_mirror_base_url=userinfo_url)
+    assert rc == 0, out[-3000:]
+    assert "Tail-Gv-61" not in out and "Pr0xy" not in out
+    assert "gvisor_mirror_username" in out and url + "/release/%s/x86_64" % RELEASE in out
+
+
+def test_containerd_archive_credentials_are_sent_and_never_shown(site, locked):
+    """The archive's checksum is pinned wrong: the download must pass the mirror's credentials to reach the
+    checksum check that refuses it."""
+    url = locked({"Authorization": basic("u", "Ctd-Pass-61"), "X-Registry-Auth": "Ctd-Header-61"})
+    (site["tmp"] / "mirror" / "v1.7.24").mkdir()
+    (site["tmp"] / "mirror" / "v1.7.24" / "containerd-1.7.24-linux-amd64.tar.gz").write_bytes(b"not an archive")
+    rc, out = containerd(site, "locked", verbose=True, containerd_archive_checksum="0" * 64,
+                         containerd_archive_base_url=url.replace("https://", "https://u:Ctd-Pass-61@"),
+                         containerd_archive_headers={"X-Registry-Auth": "Ctd-Header-61"})
+    assert rc != 0 and "Checksum mismatch for %s/v1.7.24/" % url in out, out[-3000:]
+    assert "Ctd-Pass-61" not in out and "Ctd-Header-61" not in out
+    assert "containerd_archive_username" in out                     # the warning names the variables
+    assert "/v1.7.24/containerd-1.7.24-linux-amd64.tar.gz" in site["locked"].requests
+
+
+def test_containerd_archive_refused_credentials_are_said_redacted(site, locked):
+    url = locked({"Authorization": basic("u", "the-right-one")})
+    rc, out = containerd(site, "locked", containerd_archive_checksum="0" * 64, containerd_archive_username="u",
+                         containerd_archive_password="Ctd-Wrong-61",
+                         containerd_archive_headers={"X-Registry-Auth": "Ctd-Header-62"})
+    assert rc != 0 and "Downloading %s/v1.7.24/containerd-1.7.24-linux-amd64.tar.gz failed" % url in out, out[-3000:]
+    assert "HTTP 401" in out and "Ctd-Wrong-61" not in out and "Ctd-Header-62" not in out

@@ -36,6 +36,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
+
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 ETCD_NAMESPACE = "kube-system"
 ETCD_SELECTOR = "component=etcd"
@@ -82,8 +84,9 @@ def run_health_command(run_command, argv):
     rc, out, err = run_command(list(argv))
     if rc == 0:
         return []
-    text = ((err or "") + (out or "")).strip().replace("\n", " ")[:300]
-    return ["the etcd health command %s exited %s%s" % (" ".join(argv), rc, ": " + text if text else "")]
+    # the command line is the operator's (etcdctl --user root:x, --password x): shown redacted, argv-aware
+    text = redact_text(((err or "") + (out or "")).strip().replace("\n", " "))[:300]
+    return ["the etcd health command %s exited %s%s" % (" ".join(redact(list(argv))), rc, ": " + text if text else "")]
 
 
 def etcd_health(api, control_plane_nodes, health_command=None, run_command=None):

@@ -169,3 +169,16 @@ def test_the_control_planes_slot_comes_back_only_with_its_etcd_member_ready():
     out = cp.reclaim(lock(api, "cp-1"), api.get_node("cp-1"), cp.own_member_back(api, "cp-1"))
     assert out["released"] == "nodefix-control-plane-0" and api.leases == {}
     assert cp.own_member_back(api, "w-1") == (False, "no etcd member (component=etcd pod) on w-1")
+
+
+@pytest.mark.parametrize("argv", [
+    ["etcdctl", "--user=root:Etcd-Held-61", "endpoint", "health"],
+    ["etcdctl", "--user", "root:Etcd-Held-61", "endpoint", "health"],
+    ["etcdctl", "--password", "Etcd-Held-61", "endpoint", "health"],
+    ["etcdctl", "--password=Etcd-Held-61", "endpoint", "health"],
+])
+def test_a_failing_etcd_health_command_is_quoted_redacted(argv):
+    """held_by quotes the failing command (issue 61): its credentials never, the rest of it always."""
+    (problem,) = cp.run_health_command(lambda a: (1, "", "context deadline exceeded"), argv)
+    assert "Etcd-Held-61" not in problem and "etcdctl" in problem and "endpoint health" in problem
+    assert "context deadline exceeded" in problem

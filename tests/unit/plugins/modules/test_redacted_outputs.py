@@ -24,8 +24,17 @@ REGISTRY = """
   password = "S3cr3t-registry-password"
   auth = "cm9ib3Q6UzNjcjN0LXJlZ2lzdHJ5"
   identitytoken = "registry-identity-token"
+[plugins."io.containerd.grpc.v1.cri".registry.configs."other.example.com".auth]
+  username = "robot"
+  password = '''
+Multi-Line-Registry-61'''
+[plugins."io.containerd.grpc.v1.cri".registry.configs."other.example.com".headers]
+  Private-Token = ["Header-Array-Registry-61"]
+  X-JFrog-Art-Api = ["JFrog-Registry-61"]
+  X-Registry-Auth = ["Registry-Auth-Header-61"]
 """
-REGISTRY_SECRETS = ("S3cr3t-registry-password", "cm9ib3Q6UzNjcjN0LXJlZ2lzdHJ5", "registry-identity-token")
+REGISTRY_SECRETS = ("S3cr3t-registry-password", "cm9ib3Q6UzNjcjN0LXJlZ2lzdHJ5", "registry-identity-token",
+                    "Multi-Line-Registry-61", "Header-Array-Registry-61", "JFrog-Registry-61", "Registry-Auth-Header-61")
 
 
 def leaked(result, secrets):
@@ -71,8 +80,9 @@ def test_kubelet_config_result_and_diff_are_redacted_and_the_env_file_keeps_them
     env = os.path.join(root, "etc", "default", "kubelet")
     with open(env, "a") as fh:
         fh.write("HTTPS_PROXY=http://proxyuser:kubelet-proxy-password@proxy.example.com:3128\n"
+                 "HTTP_PROXY=http://u:Pr0xy@Tail-Kubelet-61@proxy.example.com:3128\n"
                  "REGISTRY_TOKEN=kubelet-env-token\n")
-    secrets = ["kubelet-proxy-password", "kubelet-env-token"]
+    secrets = ["kubelet-proxy-password", "kubelet-env-token", "Tail-Kubelet-61", "Pr0xy"]
     cmds = [{"argv": [kubelet, "--version"], "out": "Kubernetes v1.29.3\n"}]
     result, failed, _t = run_module(kubelet_config, {"root": root, "settings": {"kubeAPIQPS": 30}}, commands=cmds,
                                     diff=True)
@@ -80,6 +90,7 @@ def test_kubelet_config_result_and_diff_are_redacted_and_the_env_file_keeps_them
     assert leaked(result, secrets) == []
     diffs = dict((d["before_header"], d) for d in result["diff"])
     assert "REGISTRY_TOKEN=%s" % MARK in diffs["/etc/default/kubelet (before)"]["after"]
+    assert "HTTP_PROXY=http://u:%s@proxy.example.com:3128" % MARK in diffs["/etc/default/kubelet (before)"]["after"]
     with open(env) as fh:
         written = fh.read()
     assert "--kube-api-qps" not in written and all(s in written for s in secrets)

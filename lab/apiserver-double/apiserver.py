@@ -382,13 +382,15 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if not length:
+        raw = getattr(self, "_raw", b"")
+        if not raw:
             return None
         try:
-            return json.loads(self.rfile.read(length).decode() or "null")
+            return json.loads(raw.decode() or "null")
         except ValueError:
             return None
+
+    record = None   # --record: a file every request is appended to, as received (method, path, headers, body)
 
     def _route(self, method):
         url = urlparse(self.path)
@@ -737,6 +739,12 @@ class Handler(BaseHTTPRequestHandler):
         return (201 if method == "POST" else 200), st.lease(key)
 
     def _handle(self, method):
+        length = int(self.headers.get("Content-Length") or 0)
+        self._raw = self.rfile.read(length) if length else b""
+        if self.record:
+            with LOCK, open(self.record, "a") as fh:
+                fh.write(json.dumps({"method": method, "path": self.path, "headers": dict(self.headers),
+                                     "body": self._raw.decode("utf-8", "replace")}) + "\n")
         code, body = self._route(method)
         self._send(code, body)
 
@@ -772,8 +780,11 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free one)")
     ap.add_argument("--port-file", help="write the port here once listening")
     ap.add_argument("--kubeconfig", help="write a kubeconfig for the double here once listening")
+    ap.add_argument("--record", help="append every request received here, one JSON line each (method, path, "
+                                     "headers, body as sent)")
     args = ap.parse_args()
     Handler.state = State(args.state)
+    Handler.record = args.record
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     port = httpd.server_address[1]
     if args.kubeconfig:

@@ -188,10 +188,11 @@ class ApiServerDouble(object):
             # configmaps: {"<namespace>/<name>": {key: text}}
             # state: the rest of the state file (e.g. denied: the SelfSubjectAccessReviews it denies)
             json.dump(dict(state, nodes=states, pods=pods, configmaps=configmaps or {}), fh)
+        self.record = os.path.join(str(workdir), "apiserver-requests.jsonl")
         self.proc = subprocess.Popen([sys.executable,
                                       os.path.join(ROOT, "lab", "apiserver-double", "apiserver.py"),
                                       "--state", self.state_path, "--port-file", port_file,
-                                      "--kubeconfig", self.kubeconfig])
+                                      "--kubeconfig", self.kubeconfig, "--record", self.record])
         for _dummy in range(100):
             if os.path.exists(port_file):
                 break

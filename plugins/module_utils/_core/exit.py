@@ -45,7 +45,7 @@ def _result(module, result):
 def leave(module, result, failed):
     """Redact ``result`` and exit through AnsibleModule's own exit_json (``failed`` False) or fail_json."""
     result = _result(module, result)
-    base = type(module).__mro__[1]
+    base = type(module).nodefix_base
     if not failed:
         base.exit_json(module, **result)
     msg = result.pop("msg", None)
@@ -74,6 +74,7 @@ def redacting(base):
                 warning = remove_values(redact_text(str(warning)), getattr(self, "no_log_values", set()))
                 return super(Redacting, self).warn(warning, *args, **kwargs)
 
+        Redacting.nodefix_base = base
         Redacting.__name__ = "Redacting" + base.__name__
         _CLASSES[base] = Redacting
     return _CLASSES[base]

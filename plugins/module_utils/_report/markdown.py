@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore package). Its API may change without notice; do not import it
 # from other collections.
-"""Node text in report.md as text, never as Markdown (CommonMark 0.31, https://spec.commonmark.org/0.31.2/):
+r"""Node text in report.md as text, never as Markdown (CommonMark 0.31, https://spec.commonmark.org/0.31.2/):
 
 - ``text``: one line (CR and LF become a space, so no node text starts a line of its own: no heading, table,
   list or fence), and every character that could open raw HTML, a link, an image, emphasis, a code span or a table

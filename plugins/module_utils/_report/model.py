@@ -723,8 +723,9 @@ def to_markdown(model):
             fix = md.text(e["fix"].get("role") or "manual")
             if e["fix"].get("tag"):
                 fix += " (tag %s)" % md.code(e["fix"]["tag"])
-            out.append("| %s | %s | %s | %s | %s |" % (md.code(e["id"]), md.text(e["severity"]),
-                                                      md.text(", ".join(e["hosts"])), fix, md.text(e["title"] or "")))
+            cells = (md.code(e["id"]), md.text(e["severity"]), md.text(", ".join(e["hosts"])), fix,
+                     md.text(e["title"] or ""))
+            out.append("| %s | %s | %s | %s | %s |" % cells)
         out.append("")
     clean = [n["host"] for n in model["nodes"] if needs_no_attention(n)]
     if clean:

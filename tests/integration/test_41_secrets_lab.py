@@ -197,8 +197,9 @@ def test_every_run_output_and_job_event_holds_no_secret(run):
         assert leaks(result["out"]) == [], label
         assert leaks(result["events"]) == [], label
         assert result["events"].count("\n") > 5, label
-    # -vvv printed the invocations (redacted: a URL's user kept, its password not)
-    assert '"module_args"' in run["runs"]["check"]["out"] and '"module_args"' in run["out"]
+    # -vvv printed the invocations (ansible.cfg: YAML results), redacted: the etcd command's argv with its user kept
+    assert "module_args:" in run["runs"]["check"]["out"] and "module_args:" in run["out"]
+    assert "- root:%s" % MARK in run["runs"]["check"]["out"]
 
 
 def test_the_etcd_command_is_quoted_redacted_in_the_plan_and_the_report(run):

@@ -42,8 +42,8 @@ MARK = "<redacted by nodefix.k8s>"
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
                     "client_certificate_data", "secret", "apikey", "api_key", "creds",
                     "private_token"))
-_PART = ("token", "password", "passwd", "secret", "credential", "cookie", "api_key", "apikey", "private_key",
-         "access_key")
+# ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
+_PART = ("token", "password", "passwd", "credential", "cookie", "api_key", "apikey", "private_key", "access_key")
 # whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
 _WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
 _WORD_LAST = frozenset(("api",))

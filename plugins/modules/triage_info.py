@@ -131,6 +131,7 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
@@ -177,7 +178,7 @@ def run(p):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     try:
         module.exit_json(**run(module.params))
     except NodefixError as exc:

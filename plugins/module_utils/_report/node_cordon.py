@@ -113,7 +113,8 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     if answer is None:
         if cordon:
             raise CordonError("node %s not found in the API server (set nodefix_node_name)" % name)
-        return {"found": False, "reclaim": {"action": "none", "msg": "", "by": None, "error": ""}, "changed": False}
+        return {"found": False, "reclaim": {"action": "none", "msg": "", "by": None, "held": False, "error": ""},
+                "changed": False}
     decision, node = _reclaim(api, _node(answer, name), name, run_id, check_mode)
     out = {"found": True, "reclaim": decision,
            "changed": decision["action"] in ("give_back", "clear") and not decision["error"]}
@@ -121,6 +122,9 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
         return out
     before = bool((node.get("spec") or {}).get("unschedulable"))
     out.update(cordoned_before=before, cordoned=False)
+    if decision.get("held"):
+        # held for a person by an earlier run: not drained, not read further - the caller reports it held
+        return out
     try:
         raw = api.list_pods(name)
         out["pods"] = [pod_summary(p) for p in raw]

@@ -34,6 +34,8 @@ description:
   - Every reboot inside O(backoff) is kept in the record (C(earlier), each C(time), C(run), C(ids), C(bootID)), not only
     the last - a reason open again after any of them is held, and a node rebooted O(max_reboots) times inside the
     backoff is held whatever the reason (C(rebooted N times within the reboot backoff ... needs a person)).
+  - O(state=record) also moves this run's rollout record (C(nodefix.k8s/rollout), M(nodefix.k8s.node_rollout)) to the
+    reboot, its lease renewed, in the same PATCH.
   - A person who has looked at the node lets the next run reboot it by removing the annotation
     (C(kubectl annotate node NODE nodefix.k8s/last-reboot-)), or waits the backoff out.
 author:
@@ -179,6 +181,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout_record
 
 
 def argument_spec():
@@ -228,6 +231,13 @@ def record(p, now, check_mode):
     except reboot_backoff.MalformedRecord:
         last = None
     note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"], boot_id, last, seconds)}
+    # this run's rollout record (nodefix.k8s/rollout) moves to the reboot, its lease renewed, in the same PATCH
+    try:
+        rollout = rollout_record.read(annotations)
+    except rollout_record.MalformedRecord:
+        rollout = None
+    if rollout and p["run_id"] and rollout["run"] == p["run_id"]:
+        note[rollout_record.ANNOTATION] = rollout_record.text(rollout_record.moved(rollout, "reboot", now))
     if not check_mode:
         nodes.patch(p["node"], note)
     return dict(result, annotation=note, changed=True)

@@ -39,9 +39,9 @@ def test_the_fleet_gate_counts_the_storm_again_before_every_later_batch():
     recount = [t for t in tasks if "nodefix.k8s.storm_gate" in t and "kubeconfig" in t["nodefix.k8s.storm_gate"]]
     assert len(recount) == 1, "one storm_gate task in the fleet gate reads the cluster's Nodes again"
     task = recount[0]
-    assert "nodefix_slice is not defined" in task["when"] and "hostvars.localhost.nodefix_last_batch is defined" in \
+    assert "nodefix_slice is not defined" in task["when"] and "hostvars.localhost._nodefix_last_batch is defined" in \
         task["when"]
-    stop = [t for t in tasks if t.get("ansible.builtin.set_fact", {}).get("nodefix_storm") == "{{ _nodefix_storm_recount }}"]
-    end = [i for i, t in enumerate(tasks) if t.get("ansible.builtin.meta") == "end_play" and "nodefix_storm.stop" in
+    stop = [t for t in tasks if t.get("ansible.builtin.set_fact", {}).get("_nodefix_storm") == "{{ _nodefix_storm_recount }}"]
+    end = [i for i, t in enumerate(tasks) if t.get("ansible.builtin.meta") == "end_play" and "_nodefix_storm.stop" in
            str(t.get("when"))]
     assert stop and end and tasks.index(stop[0]) < end[0], "a storm counted again ends the play before the batch"

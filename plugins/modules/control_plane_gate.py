@@ -24,7 +24,7 @@ description:
     it the control plane is held.
   - A node without a control-plane label that runs an etcd member (a C(component=etcd) pod in C(kube-system) bound to it,
     as kubeadm and RKE2 run them) or carries RKE2's C(node-role.kubernetes.io/etcd) label is guarded the same way
-    (RV(etcd_member) says why): membership, not role labels.
+    (RV(etcd_member) says why) - membership, not role labels.
   - Quorum - with O(allow), a member goes down only when the members left keep a majority of all members (three members
     or more, all healthy); a single control plane or a two-member cluster is held unless O(accept_quorum_loss).
   - One control-plane node at a time fleet-wide - a C(coordination.k8s.io/v1) Lease C(<lock_name>-0) in
@@ -67,7 +67,7 @@ options:
     default: false
   accept_quorum_loss:
     description:
-      - Let an etcd member go down although the members left lose quorum (a single control plane, a two-member cluster):
+      - Let an etcd member go down although the members left lose quorum (a single control plane, a two-member cluster) -
         the caller accepts the outage of the API server. V(false), such a node is held.
     type: bool
     default: false
@@ -181,8 +181,8 @@ held_by:
 etcd:
   description:
     - What etcd looked like (null when not asked) - C(mode) (V(static) or V(external)), C(members) (C(name), C(node),
-      C(ready), C(phase)), C(readyz) (the answer of C(/readyz/etcd)), C(problems), C(quorum) (C(problem): why the
-      members left would lose quorum, empty when they keep it; C(accepted): O(accept_quorum_loss) let it go on).
+      C(ready), C(phase)), C(readyz) (the answer of C(/readyz/etcd)), C(problems), C(quorum) (C(problem) - why the
+      members left would lose quorum, empty when they keep it; C(accepted) - O(accept_quorum_loss) let it go on).
   returned: always
   type: dict
   sample: {"mode": "static", "members": [{"name": "etcd-cp-1", "node": "cp-1", "ready": true, "phase": "Running"}],

@@ -22,7 +22,7 @@ description:
     stale record has the record removed; an operator's cordon (no record), a held node and a record that cannot be
     read stay as they are. A failed give-back PATCH is a warning (RV(reclaim.error)); the node then stays as it was.
   - A node an earlier run left held (cordoned with C(nodefix.k8s/held)) is RV(reclaim.held) - with O(cordon) its pods are
-    not read and nothing is written: the caller leaves it untouched and reports it held until a person clears the hold.
+    not read and nothing is written - the caller leaves it untouched and reports it held until a person clears the hold.
   - With O(cordon) (a node to drain) - whether the node was cordoned before this run (RV(cordoned_before), read after
     the give-back), the pods on it (RV(pods), only the fields the drain's verdict C(nodefix.k8s.drain_outcome) reads)
     and, unless it was cordoned before, the cordon - C(spec.unschedulable) and the record C(nodefix.k8s/cordoned-by)

@@ -82,10 +82,10 @@ def reclaim(node, run_id):
     if notes.get(HELD) is not None:
         held = _parse(notes[HELD]) or {}
         name = meta.get("name") or "NODE"
+        why = str(held.get("reason", notes[HELD]))[:600]
         return {"action": "keep", "by": by, "held": True, "msg": (
             "held cordoned by run %s since %s: %s - left untouched until a person clears the hold (kubectl annotate "
-            "node %s %s- and kubectl uncordon %s)" % (held.get("run", "?"), held.get("time", "?"),
-                                                       str(held.get("reason", notes[HELD]))[:600], name, HELD, name))}
+            "node %s %s- and kubectl uncordon %s)" % (held.get("run", "?"), held.get("time", "?"), why, name, HELD, name))}
     if raw is None:
         return {"action": "keep", "by": None, "held": False,
                 "msg": "cordoned by an operator (no %s record): it stays" % CORDONED_BY}

@@ -18,7 +18,8 @@ or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's i
   what changed, read from the audits around the fixes; after a failure only a role whose change the
   audits read - a role that may not have run is never said to have fixed anything), ``Rebooted`` / ``KernelBooted`` /
   ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
-  ``RemediationFailed``, ``Held`` (the outcome enum's ``held``: left for a person) or ``NothingToFix``; ``NotVerified`` when no audit after the fixes was read, or when a finding gone from it was
+  ``RemediationFailed``, ``Held`` (the outcome enum's ``held``: left for a person) or ``NothingToFix``;
+  ``NotVerified`` when no audit after the fixes was read, or when a finding gone from it was
   not looked for (its detector could not run: ``audit.check_failed``) - and ``Uncordoned`` or ``LeftCordoned``.
 
 The annotation ``nodefix.k8s/last-remediation`` holds the last remediation's summary as JSON (time,

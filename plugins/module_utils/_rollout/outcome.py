@@ -86,4 +86,3 @@ def outcome_of(record):
             return Outcome.REFUSED
         return Outcome.FAILED
     raise NodefixError("the remediation record's status %r is not ok, skipped, failed or unreachable" % status)
-

@@ -143,8 +143,8 @@ def decide(annotations, run_id, now, here, lease_seconds, pid_alive):
         return {"action": "claim", "record": new(run_id, now, here, lease_seconds, started=_when(
             previous["started"], "started")), "previous": previous, "msg": ""}
     alive, why = live(previous, now, here, pid_alive)
-    who = "nodefix run %s (%s, process %s)" % (previous["run"], previous["holder"].get("host"),
-                                              previous["holder"].get("pid"))
+    holder = previous["holder"]
+    who = "nodefix run %s (%s, process %s)" % (previous["run"], holder.get("host"), holder.get("pid"))
     if alive:
         return {"action": "refuse", "record": None, "previous": previous, "msg": (
             "refused: %s holds this node (phase %s since %s; %s) - two runs never work on one node; nothing was "

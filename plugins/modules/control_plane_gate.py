@@ -22,6 +22,11 @@ description:
     node) - every control-plane node has its member, every member is Running and Ready, and the API server's
     C(GET /readyz/etcd) answers C(ok). etcd outside the cluster (no such pod) - O(etcd_health_command) exits 0; without
     it the control plane is held.
+  - A node without a control-plane label that runs an etcd member (a C(component=etcd) pod in C(kube-system) bound to it,
+    as kubeadm and RKE2 run them) or carries RKE2's C(node-role.kubernetes.io/etcd) label is guarded the same way
+    (RV(etcd_member) says why) - membership, not role labels.
+  - Quorum - with O(allow), a member goes down only when the members left keep a majority of all members (three members
+    or more, all healthy); a single control plane or a two-member cluster is held unless O(accept_quorum_loss).
   - One control-plane node at a time fleet-wide - a C(coordination.k8s.io/v1) Lease C(<lock_name>-0) in
     O(lock_namespace) with the node as its C(holderIdentity), taken as the reboot lock's slots are
     (M(nodefix.k8s.reboot_gate)). O(state=release) gives it back only once the node's own etcd member is Ready again
@@ -58,6 +63,12 @@ options:
     description:
       - The caller knows the node is a control-plane node whatever its labels say (its inventory group, kubeadm's
         static pod manifests on it).
+    type: bool
+    default: false
+  accept_quorum_loss:
+    description:
+      - Let an etcd member go down although the members left lose quorum (a single control plane, a two-member cluster) -
+        the caller accepts the outage of the API server. V(false), such a node is held.
     type: bool
     default: false
   etcd_health_command:
@@ -147,10 +158,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 control_plane:
-  description: Whether the node is a control-plane node (its labels, or O(hint)).
+  description: Whether the node is a control-plane node (its labels, O(hint), or an etcd member).
   returned: always
   type: bool
   sample: true
+etcd_member:
+  description: Why a node without a control-plane label is guarded as an etcd member (empty when it is not one).
+  returned: state is acquire
+  type: str
+  sample: it runs the etcd member etcd-etcd-1
 allowed:
   description: Whether the node may be disrupted now (for a control-plane node, the slot is held).
   returned: state is acquire
@@ -165,7 +181,8 @@ held_by:
 etcd:
   description:
     - What etcd looked like (null when not asked) - C(mode) (V(static) or V(external)), C(members) (C(name), C(node),
-      C(ready), C(phase)), C(readyz) (the answer of C(/readyz/etcd)), C(problems).
+      C(ready), C(phase)), C(readyz) (the answer of C(/readyz/etcd)), C(problems), C(quorum) (C(problem) - why the
+      members left would lose quorum, empty when they keep it; C(accepted) - O(accept_quorum_loss) let it go on).
   returned: always
   type: dict
   sample: {"mode": "static", "members": [{"name": "etcd-cp-1", "node": "cp-1", "ready": true, "phase": "Running"}],
@@ -197,6 +214,7 @@ def argument_spec():
         context=dict(type="str"),
         allow=dict(type="bool", default=False),
         hint=dict(type="bool", default=False),
+        accept_quorum_loss=dict(type="bool", default=False),
         etcd_health_command=dict(type="list", elements="str", default=[]),
         reason=dict(type="str", default=""),
         lock_namespace=dict(type="str", default="kube-system"),
@@ -266,7 +284,8 @@ def main():
                              held_by=[], etcd=None, lock=out)
         before = [h["slot"] for h in lock.holders() if h["holder"] == p["node"]]
         result = control_plane.guard(api.get_node(p["node"]), p["allow"], api, lock, p["reason"],
-                                     p["etcd_health_command"], run_command, p["hint"])
+                                     p["etcd_health_command"], run_command, p["hint"],
+                                     p["accept_quorum_loss"])
     except NodefixError as exc:
         module.fail_json(**exc.fail_kwargs())
     changed = bool(result["lock"]["slot"]) and not before and not module.check_mode

@@ -21,6 +21,8 @@ description:
     out), and not C(nodefix.k8s/held), is uncordoned and the record removed in one PATCH; a schedulable node with a
     stale record has the record removed; an operator's cordon (no record), a held node and a record that cannot be
     read stay as they are. A failed give-back PATCH is a warning (RV(reclaim.error)); the node then stays as it was.
+  - A node an earlier run left held (cordoned with C(nodefix.k8s/held)) is RV(reclaim.held) - with O(cordon) its pods are
+    not read and nothing is written - the caller leaves it untouched and reports it held until a person clears the hold.
   - With O(cordon) (a node to drain) - whether the node was cordoned before this run (RV(cordoned_before), read after
     the give-back), the pods on it (RV(pods), only the fields the drain's verdict C(nodefix.k8s.drain_outcome) reads)
     and, unless it was cordoned before, the cordon - C(spec.unschedulable) and the record C(nodefix.k8s/cordoned-by)
@@ -99,6 +101,10 @@ reclaim:
     by:
       description: The record C(nodefix.k8s/cordoned-by) that was read (C(run), C(time)), or null.
       type: dict
+    held:
+      description: The node is held for a person by an earlier run (cordoned with C(nodefix.k8s/held)); RV(reclaim.msg) says why and how to clear the hold.
+      type: bool
+      sample: false
     error:
       description: Why the give-back's PATCH failed (the node then stays as it was), empty otherwise.
       type: str
@@ -119,7 +125,7 @@ pods:
     - The pods on the node before the drain, each with only C(metadata) (namespace, name, uid, deletionTimestamp,
       ownerReferences kind and name, the mirror pod annotation) and C(status.phase) - what
       C(nodefix.k8s.drain_outcome) reads; nothing of their specs.
-  returned: with O(cordon), on success
+  returned: with O(cordon), on success, unless the node is held
   type: list
   elements: dict
   sample: [{"metadata": {"namespace": "default", "name": "web-1", "uid": "1",

@@ -31,6 +31,11 @@ description:
   - Fails closed - an annotation that cannot be read (not JSON, no time, no reasons) or a Node that cannot be read
     (refused, DNS, TLS, a timeout, a 4xx or 5xx answer) holds the reboot, RV(held_by) saying why; the module does not
     fail. Every API call has O(timeout).
+  - Every reboot inside O(backoff) is kept in the record (C(earlier), each C(time), C(run), C(ids), C(bootID)), not only
+    the last - a reason open again after any of them is held, and a node rebooted O(max_reboots) times inside the
+    backoff is held whatever the reason (C(rebooted N times within the reboot backoff ... needs a person)).
+  - O(state=record) also moves this run's rollout record (C(nodefix.k8s/rollout), M(nodefix.k8s.node_rollout)) to the
+    reboot, its lease renewed, in the same PATCH.
   - A person who has looked at the node lets the next run reboot it by removing the annotation
     (C(kubectl annotate node NODE nodefix.k8s/last-reboot-)), or waits the backoff out.
 author:
@@ -62,6 +67,12 @@ options:
     description: The run's id, kept in the record (O(state=record)).
     type: str
     default: ""
+  max_reboots:
+    description:
+      - Reboots of a node inside O(backoff) after which the next one is held whatever its reason (O(state=check));
+        V(0) sets no bound.
+    type: int
+    default: 2
   timeout:
     description: Seconds each API call may take (connect and read) before it is a failure.
     type: int
@@ -131,6 +142,10 @@ last:
       description: What it was rebooted for, each C({id, reason}).
       type: list
       elements: dict
+    earlier:
+      description: The reboots before it the record keeps (inside the backoff when written), each C({time, run, ids, boot_id}).
+      type: list
+      elements: dict
     boot_id:
       description: The Node's C(bootID) when the record was written (null for a record without it).
       type: str
@@ -167,6 +182,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout_record
 
 
 def argument_spec():
@@ -179,6 +195,7 @@ def argument_spec():
         backoff=dict(type="str", default=reboot_backoff.DEFAULT_BACKOFF),
         run_id=dict(type="str", default=""),
         timeout=dict(type="int", default=10),
+        max_reboots=dict(type="int", default=reboot_backoff.DEFAULT_MAX_REBOOTS),
     )
 
 
@@ -193,7 +210,7 @@ def check(p, now):
         except NodefixError as exc:
             error = exc.msg
     result = reboot_backoff.decide(annotations, p["reasons"], now, seconds, node=p["node"], read_error=error,
-                                   boot_id=boot_id)
+                                   boot_id=boot_id, max_reboots=p["max_reboots"])
     return dict(result, backoff_seconds=seconds, annotation={}, changed=False)
 
 
@@ -206,8 +223,22 @@ def record(p, now, check_mode):
         return result
     nodes = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"])
     # the boot the node is in now, in the record: a reboot that never happens does not count (decide)
-    boot_id = nodes.read(p["node"])[1]
-    note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"], boot_id)}
+    annotations, boot_id = nodes.read(p["node"])
+    # the reboots before it still inside the backoff are kept (a record that cannot be read keeps none: the
+    # check before held the reboot on it, so only a person's edit can bring it here)
+    try:
+        last = reboot_backoff.read_record(annotations[reboot_backoff.ANNOTATION]) \
+            if reboot_backoff.ANNOTATION in annotations else None
+    except reboot_backoff.MalformedRecord:
+        last = None
+    note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"], boot_id, last, seconds)}
+    # this run's rollout record (nodefix.k8s/rollout) moves to the reboot, its lease renewed, in the same PATCH
+    try:
+        rollout = rollout_record.read(annotations)
+    except rollout_record.MalformedRecord:
+        rollout = None
+    if rollout and p["run_id"] and rollout["run"] == p["run_id"]:
+        note[rollout_record.ANNOTATION] = rollout_record.text(rollout_record.moved(rollout, "reboot", now))
     if not check_mode:
         nodes.patch(p["node"], note)
     return dict(result, annotation=note, changed=True)
@@ -220,6 +251,8 @@ def main():
     try:
         if p["timeout"] < 1:
             raise NodefixError("timeout must be at least 1 second (got %d)" % p["timeout"])
+        if p["max_reboots"] < 0:
+            raise NodefixError("max_reboots must not be negative (got %d)" % p["max_reboots"])
         if p["state"] == "check":
             module.exit_json(**check(p, now))
         module.exit_json(**record(p, now, module.check_mode))

@@ -30,6 +30,15 @@ node holds from an earlier run be given back? Decided on the controller.
       (``etcdctl endpoint health --cluster`` ...) exits 0; without one the control plane is held.
 - Its slot is given back only once its own etcd member is Ready again (or, external etcd, the
   health command passes again).
+- **An etcd member is guarded whatever its labels say**: a node that runs an etcd member (a
+  ``component=etcd`` pod in ``kube-system`` bound to it - kubeadm's and RKE2's static pods, mirrored as
+  ``etcd-<node>``) or carries RKE2's ``node-role.kubernetes.io/etcd`` label is a control-plane node to
+  the guard: RKE2's etcd-only nodes and a kubeadm node whose role label was removed are not workers.
+- **Quorum arithmetic**: opted in, a member is taken down only when the members left keep a majority
+  of the cluster's members - with every member healthy, ``2 * (n - 1) > n``: three members or more.
+  A single control plane (one member) and a two-member cluster are refused, as Cluster API's
+  KubeadmControlPlane refuses to remediate them (``canSafelyRemoveEtcdMember``), unless the caller
+  accepts the outage (``accept_quorum_loss``, the playbook's ``nodefix_control_plane_quorum_override``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -39,6 +48,8 @@ __metaclass__ = type
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+# RKE2 labels its etcd nodes (etcd-only ones included) node-role.kubernetes.io/etcd=true
+ETCD_LABELS = ("node-role.kubernetes.io/etcd",)
 ETCD_NAMESPACE = "kube-system"
 ETCD_SELECTOR = "component=etcd"
 
@@ -50,6 +61,38 @@ def labels(node):
 def is_control_plane(node):
     """Whether the Node carries a control-plane role label (the value does not matter: kubeadm sets "")."""
     return any(label in labels(node) for label in CONTROL_PLANE_LABELS)
+
+
+def etcd_labelled(node):
+    """Whether the Node carries RKE2's etcd role label (``node-role.kubernetes.io/etcd``, any value but "false")."""
+    return any(label in labels(node) and str(labels(node)[label]).lower() != "false" for label in ETCD_LABELS)
+
+
+def etcd_membership(node, api):
+    """Why a node without a control-plane label is an etcd member ("" when it is not): membership, not role
+    labels - RKE2's etcd-only nodes, a kubeadm member whose role label was removed. A listing that fails
+    raises (the caller holds the node: never a worker on a guess)."""
+    if etcd_labelled(node):
+        return "it carries the label %s" % ETCD_LABELS[0]
+    name = ((node or {}).get("metadata") or {}).get("name")
+    mine = [m["name"] for m in etcd_members(api) if name and m["node"] == name]
+    return "it runs the etcd member %s" % mine[0] if mine else ""
+
+
+def quorum_problem(members, node):
+    """Why taking ``node``'s etcd member down would lose quorum, or "" when the members left keep a majority.
+
+    ``members``: the cluster's members ({name, node, ready}). Each member that is not Ready is down already;
+    ``node``'s own member goes down with it. Quorum is a majority of all members: ``floor(n / 2) + 1``."""
+    total = len(members)
+    if not total:
+        return ""
+    up_after = len([m for m in members if m["ready"] and m["node"] != node])
+    need = total // 2 + 1
+    if up_after >= need:
+        return ""
+    return ("taking %s down leaves %d of %d etcd member(s) up, and quorum needs %d%s" % (
+        node, up_after, total, need, " (a single control plane)" if total == 1 else ""))
 
 
 def condition(obj, kind):
@@ -132,25 +175,40 @@ def own_member_back(api, node, health_command=None, run_command=None):
     return True, ""
 
 
-def guard(node, allow, api, lock, reason="", health_command=None, run_command=None, hint=False):
+def guard(node, allow, api, lock, reason="", health_command=None, run_command=None, hint=False,
+          accept_quorum_loss=False):
     """The control-plane guard before anything is drained: {control_plane, allowed, held_by, etcd, lock}.
 
     ``node`` the Node object (None: unknown to the API server - then only ``hint`` says);
-    ``allow`` the caller opted in; ``lock`` a LeaseLock of one slot (the control plane's)."""
+    ``allow`` the caller opted in; ``lock`` a LeaseLock of one slot (the control plane's);
+    ``accept_quorum_loss`` lets a member go down although the members left lose quorum (the caller
+    accepts the outage). A node without a control-plane label is still one when it runs an etcd
+    member or carries the etcd role label (``etcd_member``: why, in the answer)."""
     name = ((node or {}).get("metadata") or {}).get("name")
     out = {"control_plane": bool(hint or is_control_plane(node)), "allowed": True, "held_by": [], "etcd": None,
-           "lock": {"slot": None, "holders": []}}
+           "etcd_member": "", "lock": {"slot": None, "holders": []}}
     if not out["control_plane"]:
-        return out
+        out["etcd_member"] = etcd_membership(node, api)
+        if not out["etcd_member"]:
+            return out
+        out["control_plane"] = True
     out["allowed"] = False
+    what = ("a control-plane node" if not out["etcd_member"]
+            else "an etcd member (%s)" % out["etcd_member"])
     if not allow:
-        out["held_by"].append("control plane: %s is a control-plane node and nodefix_control_plane is false - never "
-                              "drained, restarted or rebooted" % (name or "the node"))
+        out["held_by"].append("control plane: %s is %s and nodefix_control_plane is false - never "
+                              "drained, restarted or rebooted" % (name or "the node", what))
         return out
     cp_nodes = [n["metadata"]["name"] for n in api.list_nodes() if is_control_plane(n)]
     out["etcd"] = etcd_health(api, cp_nodes, health_command, run_command)
     if out["etcd"]["problems"]:
         out["held_by"].append("control plane: etcd is not healthy: %s" % "; ".join(out["etcd"]["problems"]))
+        return out
+    lost = quorum_problem(out["etcd"]["members"], name)
+    out["etcd"]["quorum"] = {"problem": lost, "accepted": bool(lost and accept_quorum_loss)}
+    if lost and not accept_quorum_loss:
+        out["held_by"].append("control plane: %s - the members left would lose quorum (set "
+                              "nodefix_control_plane_quorum_override: true to accept the outage)" % lost)
         return out
     slot, holders = lock.acquire(reason)
     out["lock"].update(slot=slot, holders=holders)

@@ -65,7 +65,9 @@ def reclaim(node, run_id):
     ``action``: ``give_back`` (cordoned by another nodefix run that did not give it back), ``clear`` (a
     schedulable node still carrying the record: it is removed, so a later operator's cordon is not taken
     for nodefix's), ``keep`` (cordoned, and it stays: an operator's, held, or a record that cannot be
-    read - never uncordoned on a guess), ``none``."""
+    read - never uncordoned on a guess), ``none``. ``held``: True for a node an earlier run left held
+    (cordoned with ``nodefix.k8s/held``): this run leaves it untouched - no drain, no fix, no reboot -
+    and reports it held until a person clears the hold (issue 62)."""
     meta = _meta(node, "the Node")
     notes = meta.get("annotations") or {}
     if not isinstance(notes, dict):
@@ -75,20 +77,25 @@ def reclaim(node, run_id):
     by = _parse(raw) if raw is not None else None
     if not cordoned:
         if raw is not None:
-            return {"action": "clear", "by": by, "msg": "schedulable, with a stale %s record: removed" % CORDONED_BY}
-        return {"action": "none", "by": None, "msg": ""}
+            return {"action": "clear", "by": by, "held": False,
+                    "msg": "schedulable, with a stale %s record: removed" % CORDONED_BY}
+        return {"action": "none", "by": None, "held": False, "msg": ""}
     if notes.get(HELD) is not None:
         held = _parse(notes[HELD]) or {}
-        return {"action": "keep", "by": by, "msg": "held cordoned by run %s: %s" % (
-            held.get("run", "?"), held.get("reason", notes[HELD]))}
+        name = meta.get("name") or "NODE"
+        why = str(held.get("reason", notes[HELD]))[:600]
+        return {"action": "keep", "by": by, "held": True, "msg": (
+            "held cordoned by run %s since %s: %s - left untouched until a person clears the hold (kubectl annotate "
+            "node %s %s- and kubectl uncordon %s)" % (held.get("run", "?"), held.get("time", "?"), why, name, HELD, name))}
     if raw is None:
-        return {"action": "keep", "by": None, "msg": "cordoned by an operator (no %s record): it stays" % CORDONED_BY}
+        return {"action": "keep", "by": None, "held": False,
+                "msg": "cordoned by an operator (no %s record): it stays" % CORDONED_BY}
     if by is None:
-        return {"action": "keep", "by": None,
+        return {"action": "keep", "by": None, "held": False,
                 "msg": "cordoned, with a %s record that cannot be read (%.80s): it stays" % (CORDONED_BY, raw)}
     # (a record with this run's own id is an earlier run's too - the give-back runs before this run cordons
     # anything - e.g. -e nodefix_run=CHG123 reused for the re-run of a killed run: never left stranded)
-    return {"action": "give_back", "by": by,
+    return {"action": "give_back", "by": by, "held": False,
             "msg": "cordoned by nodefix run %s at %s, which never gave it back (killed or stopped): given back"
                    % (by["run"], by.get("time", "?"))}
 

@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import json
 import time
 
@@ -35,6 +36,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import budgets as _budgets
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon as _cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as _rollout
 
 # the fields of a pod the drain's verdict reads (_report.cordon.drain_outcome), nothing else: a pod's spec
 # and its other annotations (kubectl's last-applied-configuration) may carry secrets
@@ -69,11 +71,20 @@ def pod_summary(pod):
     return {"metadata": out, "status": {"phase": phase} if phase else {}}
 
 
-def cordon_body(run_id, now):
-    """The cordon's one PATCH: ``spec.unschedulable`` and the ``nodefix.k8s/cordoned-by`` record together."""
+def cordon_body(run_id, now, node=None):
+    """The cordon's one PATCH: ``spec.unschedulable`` and the ``nodefix.k8s/cordoned-by`` record together - and,
+    when ``node`` carries this run's rollout record (``nodefix.k8s/rollout``, ``_rollout.record``), that record
+    moved to the drain with its lease renewed, in the same PATCH."""
     record = {"run": str(run_id), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
-    return {"metadata": {"annotations": {_cordon.CORDONED_BY: json.dumps(record, sort_keys=True)}},
-            "spec": {"unschedulable": True}}
+    notes = {_cordon.CORDONED_BY: json.dumps(record, sort_keys=True)}
+    try:
+        rollout = _rollout.read(((node or {}).get("metadata") or {}).get("annotations"))
+    except _rollout.MalformedRecord:
+        rollout = None
+    if rollout and rollout["run"] == str(run_id):
+        when = datetime.datetime.fromtimestamp(int(now), datetime.timezone.utc)
+        notes[_rollout.ANNOTATION] = _rollout.text(_rollout.moved(rollout, "drain", when, cordonedBefore=False))
+    return {"metadata": {"annotations": notes}, "spec": {"unschedulable": True}}
 
 
 GIVE_BACK = {"metadata": {"annotations": {_cordon.CORDONED_BY: None}}, "spec": {"unschedulable": False}}
@@ -113,7 +124,8 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     if answer is None:
         if cordon:
             raise CordonError("node %s not found in the API server (set nodefix_node_name)" % name)
-        return {"found": False, "reclaim": {"action": "none", "msg": "", "by": None, "error": ""}, "changed": False}
+        return {"found": False, "reclaim": {"action": "none", "msg": "", "by": None, "held": False, "error": ""},
+                "changed": False}
     decision, node = _reclaim(api, _node(answer, name), name, run_id, check_mode)
     out = {"found": True, "reclaim": decision,
            "changed": decision["action"] in ("give_back", "clear") and not decision["error"]}
@@ -121,6 +133,9 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
         return out
     before = bool((node.get("spec") or {}).get("unschedulable"))
     out.update(cordoned_before=before, cordoned=False)
+    if decision.get("held"):
+        # held for a person by an earlier run: not drained, not read further - the caller reports it held
+        return out
     try:
         raw = api.list_pods(name)
         out["pods"] = [pod_summary(p) for p in raw]
@@ -131,7 +146,7 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     if before or check_mode:
         return out
     try:
-        _node(api.patch_node(name, cordon_body(run_id, time.time() if now is None else now)), name)
+        _node(api.patch_node(name, cordon_body(run_id, time.time() if now is None else now, node)), name)
     except NodefixError as exc:
         raise CordonError("cordoning Node %s: %s" % (name, exc), before, decision)
     out.update(cordoned=True, changed=True)

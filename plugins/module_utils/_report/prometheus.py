@@ -39,7 +39,9 @@ A remediation's fleet file adds, per node, ``nodefix_remediation_outcome{node,ou
 (one series per outcome - ok, failed, skipped, not_run - 1 for the node's, a state set),
 ``nodefix_remediation_duration_seconds{node}``, ``nodefix_remediation_last_timestamp_seconds{node}``
 (when the node's remediation ended) and ``nodefix_remediation_reboots{node}`` (the reboots it
-took, 0 or 1), and for the fleet ``nodefix_remediation_nodes{outcome}``. A remediation is an
+took, 0 or 1), ``nodefix_remediation_result{node,result}`` (one series per value of the rollout's
+outcome enum, ``_rollout.outcome``: ok, nothing_to_fix, held, refused, drain_failed, not_verified,
+failed, unreachable, stopped - 1 for the node's) and for the fleet ``nodefix_remediation_nodes{outcome}``. A remediation is an
 event: these files change with every run.
 """
 
@@ -49,9 +51,11 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome, outcome_of
 
 HELP = {
     "nodefix_finding": "An open nodefix.k8s finding (1); the series goes away when the finding is fixed.",
@@ -62,6 +66,8 @@ HELP = {
     "nodefix_reboot_pending": "1 per reason the node asks for a reboot (0 with reason=\"\" when none); "
                               "only when the reboot detector ran.",
     "nodefix_remediation_outcome": "1 for the outcome of the node's last nodefix.k8s remediation, 0 for the others.",
+    "nodefix_remediation_result": "1 for the rollout outcome (held, drain_failed, not_verified, ...) of the node's last "
+                                  "nodefix.k8s remediation, 0 for the others.",
     "nodefix_remediation_duration_seconds": "How long the node's last nodefix.k8s remediation took (audit to audit).",
     "nodefix_remediation_last_timestamp_seconds": "When the node's last nodefix.k8s remediation ended (Unix time).",
     "nodefix_remediation_reboots": "Reboots the node's last nodefix.k8s remediation took.",
@@ -166,6 +172,16 @@ def _outcome(remediation):
     return str(remediation.get("status") or "").replace(" ", "_")
 
 
+def _result(remediation):
+    """The rollout outcome of a record (a record from before the enum, or "not run": what its fields say)."""
+    if remediation.get("status") == "not run":
+        return Outcome.STOPPED
+    try:
+        return outcome_of(remediation)
+    except NodefixError:   # a record the enum cannot read has no result series at 1
+        return None
+
+
 def _remediation_series(text, nodes):
     """A remediation's series (see the file's docstring); nothing for an audit's report."""
     done = [(n["host"], n["remediation"]) for n in nodes if isinstance(n.get("remediation"), dict)]
@@ -173,6 +189,9 @@ def _remediation_series(text, nodes):
         labels = {"node": host}
         for outcome in OUTCOMES:
             text.add("nodefix_remediation_outcome", dict(labels, outcome=outcome), 1 if _outcome(rem) == outcome else 0)
+        result = _result(rem)
+        for value in Outcome.ALL:
+            text.add("nodefix_remediation_result", dict(labels, result=value), 1 if result == value else 0)
         for name, key in (("nodefix_remediation_duration_seconds", "seconds"),
                           ("nodefix_remediation_last_timestamp_seconds", "finished")):
             if isinstance(rem.get(key), (int, float)) and not isinstance(rem.get(key), bool):

@@ -18,7 +18,8 @@ or Warning), reported by the controller ``nodefix.k8s`` and carrying the run's i
   what changed, read from the audits around the fixes; after a failure only a role whose change the
   audits read - a role that may not have run is never said to have fixed anything), ``Rebooted`` / ``KernelBooted`` /
   ``RebootHeld``, then the outcome - ``RemediationVerified``, ``FindingsStillOpen``, ``RolledBack``,
-  ``RemediationFailed`` or ``NothingToFix``; ``NotVerified`` when no audit after the fixes was read, or when a finding gone from it was
+  ``RemediationFailed``, ``Held`` (the outcome enum's ``held``: left for a person) or ``NothingToFix``;
+  ``NotVerified`` when no audit after the fixes was read, or when a finding gone from it was
   not looked for (its detector could not run: ``audit.check_failed``) - and ``Uncordoned`` or ``LeftCordoned``.
 
 The annotation ``nodefix.k8s/last-remediation`` holds the last remediation's summary as JSON (time,
@@ -38,6 +39,7 @@ import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     change_check, changes, evidence_text, not_verified)
 
@@ -269,6 +271,9 @@ def end_events(run_id, before, after, remediation, finished, drained=False, drai
     elif status == "unreachable":
         events.append(_event("NodeUnreachable", "Warning", "Verify", _note(
             run_id, "could not be reached at %s: %s" % (remediation.get("step") or "a step", msg or "no answer")), when))
+    elif status == "skipped" and remediation.get("outcome") == Outcome.HELD:
+        # held for a person (the outcome enum, never the message's text): not "nothing to fix"
+        events.append(_event("Held", "Warning", "Verify", _note(run_id, msg or "held"), when))
     elif status == "skipped" and not drain_error:   # a failed drain said it already: the node was left as it was
         events.append(_event("NothingToFix", "Normal", "Verify", _note(run_id, msg or "nothing to fix"), when))
     if drained and not cordoned_before and remediation.get("held"):

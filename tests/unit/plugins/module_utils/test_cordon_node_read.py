@@ -123,11 +123,23 @@ def test_a_stale_record_on_a_schedulable_node_is_removed():
     assert api.calls[1] == ("patch", node_cordon.CLEAR) and out["reclaim"]["action"] == "clear"
 
 
-def test_a_held_node_stays_cordoned_and_counts_as_cordoned_before():
-    held = json.dumps({"run": "dead-1", "reason": "not verified"})
+def test_a_held_node_stays_cordoned_untouched_and_is_reported_held():
+    """Issue 62: a node the last run left held was drained and fixed again by the next run (it read as "cordoned
+    before"), which said ok. Held, it is read once and nothing else: no pod list, no PATCH; the answer says held
+    and how a person clears the hold."""
+    held = json.dumps({"run": "dead-1", "time": "2026-12-01T00:00:00Z", "reason": "not verified"})
     api = Api(node(True, **{cordon.CORDONED_BY: record(), cordon.HELD: held}), [SECRET_POD])
     out = node_cordon.run(api, "node-a", "run-2", cordon=True)
-    assert api.calls == ["get", "pods"] and out["cordoned_before"] is True and out["reclaim"]["action"] == "keep"
+    assert api.calls == ["get"] and out["cordoned_before"] is True and "pods" not in out and not out["changed"]
+    assert out["reclaim"]["action"] == "keep" and out["reclaim"]["held"] is True
+    assert out["reclaim"]["msg"].startswith("held cordoned by run dead-1 since 2026-12-01T00:00:00Z: not verified - "
+                                            "left untouched until a person clears the hold (kubectl annotate node "
+                                            "node-a nodefix.k8s/held- and kubectl uncordon node-a)")
+    again = node_cordon.run(api, "node-a", "run-3", cordon=True)   # every run: held, never ok
+    assert again["reclaim"]["held"] and api.calls == ["get", "get"]
+    # a person cleared the hold (removed the annotation and uncordoned it): the next run may drain it again
+    cleared = Api(node(False), [SECRET_POD])
+    assert node_cordon.run(cleared, "node-a", "run-4", cordon=True)["reclaim"]["held"] is False
 
 
 def test_a_failed_give_back_is_a_warning_and_the_node_stays_cordoned_before():

@@ -47,7 +47,7 @@ def test_within_the_backoff_a_reason_still_open_is_held_needing_a_person():
     assert why.startswith("rebooted at 2026-11-27T10:00:00Z for /var/run/reboot-required exists, still open: "
                           "needs a person (the reboot backoff of 6h holds another reboot for it until 2026-11-27T16:00:00Z")
     assert "kubectl annotate node node-a nodefix.k8s/last-reboot-" in why
-    assert d["last"] == {"time": "2026-11-27T10:00:00Z", "run": "run-1", "boot_id": None,
+    assert d["last"] == {"time": "2026-11-27T10:00:00Z", "run": "run-1", "boot_id": None, "earlier": [],
                          "reasons": [{"id": "reboot.required", "reason": "/var/run/reboot-required exists"}]}
 
 
@@ -111,7 +111,7 @@ def test_the_record_is_bounded_and_reads_back():
     body = json.loads(backoff.record(NOW, "run-7", many))
     assert body["truncated"] and len(body["reasons"]) == 20 and all(len(r["reason"]) == 200 for r in body["reasons"])
     back = backoff.read_record(backoff.record(NOW, "run-7", [PENDING]))
-    assert back == {"time": NOW, "run": "run-7", "boot_id": None,
+    assert back == {"time": NOW, "run": "run-7", "boot_id": None, "earlier": [],
                     "reasons": [{"id": "reboot.required", "reason": "/var/run/reboot-required exists"}]}
     with pytest.raises(NodefixError):
         backoff.record(NOW, "run-7", [{"reason": "no id"}])
@@ -146,7 +146,7 @@ class FakeNodes(object):
 
 def params(**kw):
     return dict({"state": "check", "kubeconfig": "/k", "context": None, "node": "node-a", "reasons": [PENDING],
-                 "backoff": "6h", "run_id": "run-9", "timeout": 10}, **kw)
+                 "backoff": "6h", "run_id": "run-9", "timeout": 10, "max_reboots": 2}, **kw)
 
 
 def test_module_records_then_holds_the_next_reboot(monkeypatch):
@@ -228,3 +228,47 @@ def test_module_records_the_boot_and_a_reboot_that_did_not_happen_is_not_counted
     # the node did go down and came back (a new boot reported): held
     nodes.boots["node-a"] = BOOT_2
     assert module.check(params(), NOW + datetime.timedelta(minutes=30))["held"]
+
+
+# -- issue 62, the rollout review: the backoff forgot every reboot but the last -------------------------
+
+
+def test_two_reasons_taking_turns_are_held_by_the_reboots_kept_inside_the_backoff(monkeypatch):
+    """Reboot 1 for the pending-reboot flag, reboot 2 (an hour later) for dying cgroups: the second record used to
+    overwrite the first, so the flag coming back rebooted the node a third time. Every reboot inside the backoff is
+    kept; the flag open again is held after reboot 1, and the bound holds the node whatever the reason."""
+    nodes = FakeNodes({"node-a": {}}, boots={"node-a": BOOT_1})
+    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    module.record(params(state="record", reasons=[PENDING]), NOW, check_mode=False)
+    nodes.boots["node-a"] = BOOT_2
+    later = NOW + datetime.timedelta(hours=1)
+    assert not module.check(params(reasons=[MEMCGS], max_reboots=0), later)["held"]   # a new reason goes on
+    module.record(params(state="record", reasons=[MEMCGS]), later, check_mode=False)
+    body = json.loads(nodes.nodes["node-a"][backoff.ANNOTATION])
+    assert body["earlier"] == [{"time": "2026-11-27T12:00:00Z", "run": "run-9", "ids": ["reboot.required"],
+                                "bootID": BOOT_1}]
+    nodes.boots["node-a"] = "boot-3"
+    again = module.check(params(reasons=[PENDING], max_reboots=0), later + datetime.timedelta(hours=1))
+    assert again["held"] and again["open_again"] == ["reboot.required"], again
+    assert again["held_by"][0].startswith("rebooted at 2026-11-27T12:00:00Z for reboot.required, still open")
+    bound = module.check(params(reasons=[{"id": "reboot.other", "reason": "new"}]), later + datetime.timedelta(hours=1))
+    assert bound["held"] and bound["held_by"][0].startswith(
+        "rebooted 2 times within the reboot backoff of 6h (at 2026-11-27T12:00:00Z, 2026-11-27T13:00:00Z), whatever "
+        "the reason: needs a person")
+
+
+def test_reboots_outside_the_backoff_and_one_that_did_not_happen_are_not_kept():
+    old = backoff.read_record(backoff.record(NOW - datetime.timedelta(hours=7), "run-0", [PENDING], BOOT_1))
+    body = json.loads(backoff.record(NOW, "run-1", [MEMCGS], BOOT_2, last=old, backoff_seconds=SIX_HOURS))
+    assert "earlier" not in body
+    same_boot = backoff.read_record(backoff.record(NOW - datetime.timedelta(hours=1), "run-0", [PENDING], BOOT_2))
+    body = json.loads(backoff.record(NOW, "run-1", [MEMCGS], BOOT_2, last=same_boot, backoff_seconds=SIX_HOURS))
+    assert "earlier" not in body
+    assert not backoff.decide({backoff.ANNOTATION: backoff.record(NOW - datetime.timedelta(hours=1), "r", [PENDING])},
+                              [MEMCGS], NOW, SIX_HOURS)["held"]   # one reboot, another reason: below the bound
+
+
+@pytest.mark.parametrize("earlier", ['"x"', '[{"time": "soon", "ids": ["a"]}]', '[{"time": "2026-11-27T10:00:00Z"}]'])
+def test_earlier_reboots_that_cannot_be_read_hold_the_reboot(earlier):
+    text = '{"time": "2026-11-27T10:00:00Z", "reasons": [{"id": "reboot.required"}], "earlier": %s}' % earlier
+    assert backoff.decide({backoff.ANNOTATION: text}, [PENDING], NOW, SIX_HOURS)["held"]

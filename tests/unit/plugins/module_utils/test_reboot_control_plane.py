@@ -5,6 +5,7 @@ server answers them) and fake Nodes, etcd pods and /readyz/etcd answers in the A
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as cp
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 from plugins.module_utils.test_reboot import FakeLeases
@@ -182,3 +183,60 @@ def test_a_failing_etcd_health_command_is_quoted_redacted(argv):
     (problem,) = cp.run_health_command(lambda a: (1, "", "context deadline exceeded"), argv)
     assert "Etcd-Held-61" not in problem and "etcdctl" in problem and "endpoint health" in problem
     assert "context deadline exceeded" in problem
+
+
+# issue 62, the rollout review: etcd members without a control-plane label, and quorum arithmetic
+
+
+@pytest.mark.parametrize("labels", [{"node-role.kubernetes.io/etcd": "true"}, {}],
+                         ids=["rke2-etcd-only-node", "kubeadm-member-whose-role-label-was-removed"])
+def test_an_etcd_member_without_a_control_plane_label_is_guarded_as_one(labels):
+    api = three()
+    api.nodes["etcd-4"] = node("etcd-4", labels)
+    api.pods.append(etcd_pod("etcd-4"))
+    out = guard(api, "etcd-4", allow=False)
+    assert out["control_plane"] and not out["allowed"] and api.leases == {}
+    assert out["etcd_member"] and "is an etcd member" in out["held_by"][0], out
+    # opted in, while another member is down, it is held like any control-plane node (quorum kept)
+    api.pods[0]["status"]["conditions"][0]["status"] = "False"
+    out = guard(api, "etcd-4")
+    assert not out["allowed"] and "etcd is not healthy" in out["held_by"][0] and api.leases == {}
+
+
+def test_a_worker_is_a_worker_after_the_membership_check():
+    api = three()
+    out = guard(api, "w-1", allow=False)
+    assert out["control_plane"] is False and out["etcd_member"] == "" and api.asked == [("kube-system", "component=etcd")]
+
+
+def test_a_membership_list_that_fails_raises_never_a_worker_on_a_guess():
+    api = three()
+
+    def broken(namespace, selector):
+        raise NodefixError("listing the pods in kube-system: 503")
+    api.list_namespaced_pods = broken
+    with pytest.raises(NodefixError, match="503"):
+        guard(api, "w-1", allow=False)
+
+
+@pytest.mark.parametrize("members, held", [(1, True), (2, True), (3, False), (4, False), (5, False)])
+def test_quorum_arithmetic_holds_a_member_whose_going_down_loses_the_majority(members, held):
+    names = ["cp-%d" % i for i in range(1, members + 1)]
+    api = Api([node(n, {CP_LABEL: ""}) for n in names], [etcd_pod(n) for n in names])
+    out = guard(api, "cp-1")
+    assert out["allowed"] is (not held), out
+    if held:
+        assert "the members left would lose quorum" in out["held_by"][0] and api.leases == {}
+        assert "nodefix_control_plane_quorum_override" in out["held_by"][0]
+        assert out["etcd"]["quorum"] == {"problem": out["etcd"]["quorum"]["problem"], "accepted": False}
+        accepted = guard(api, "cp-1", accept_quorum_loss=True)
+        assert accepted["allowed"] and accepted["etcd"]["quorum"]["accepted"] and accepted["lock"]["slot"]
+
+
+def test_quorum_counts_members_already_down():
+    assert cp.quorum_problem([{"name": "a", "node": "a", "ready": True}, {"name": "b", "node": "b", "ready": True},
+                              {"name": "c", "node": "c", "ready": True}], "a") == ""
+    said = cp.quorum_problem([{"name": "a", "node": "a", "ready": True}, {"name": "b", "node": "b", "ready": False},
+                              {"name": "c", "node": "c", "ready": True}], "a")
+    assert said == "taking a down leaves 1 of 3 etcd member(s) up, and quorum needs 2"
+    assert "single control plane" in cp.quorum_problem([{"name": "a", "node": "a", "ready": True}], "a")

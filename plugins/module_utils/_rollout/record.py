@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore). Its API may change without notice.
+"""A node's rollout state on the cluster: one documented, versioned record per Node (issue 62), the
+annotation ``nodefix.k8s/rollout`` - JSON, as kured keeps its lock's value on the DaemonSet:
+
+``{"version": 1, "run": id, "phase": claimed | drain | reboot, "started": T, "moved": T,
+"renewed": T, "leaseSeconds": N, "holder": {"host", "pid", "boot"}, "cordonedBefore": bool}``
+(times UTC to the second; ``cordonedBefore`` once the cordon step read it).
+
+- A run **claims** a node before anything else is decided for it (``decide``); it **renews** the
+  lease with every step it records (``moved``: the cordon, the reboot), and **releases** it when the
+  node's rollout is over (the record removed). ``kubectl get node NODE -o
+  jsonpath='{.metadata.annotations.nodefix\\.k8s/rollout}'`` shows it.
+- **A live run is told from a dead one** by the lease: a record whose ``renewed + leaseSeconds`` is
+  still ahead belongs to a live run - unless its holder is this controller (same host name, same
+  boot) and its process is gone, which is a dead run at once (a run SIGKILLed and re-run on the same
+  controller). A second run refuses a node a live run holds, naming the run, its holder and when the
+  lease runs out; a dead run's record is taken over (said so), and that run's cordon and lock slots
+  are then given back by the steps that give back (``_report.cordon.reclaim``, the reboot role's reclaim).
+- A record this run cannot read (not JSON, another version, missing fields) refuses the node: never a
+  guess that nobody holds it (``kubectl annotate node NODE nodefix.k8s/rollout-`` once a person knows
+  no run holds it).
+
+Pure functions over plain data, plus ``controller`` (who this run is: the host, the ``ansible-playbook``
+process, the boot) read from ``/proc``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import os
+import socket
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+
+ANNOTATION = "nodefix.k8s/rollout"
+VERSION = 1
+PHASES = ("claimed", "drain", "reboot")
+DEFAULT_LEASE = 1800
+_TIME = "%Y-%m-%dT%H:%M:%SZ"
+
+
+class MalformedRecord(NodefixError):
+    """A ``nodefix.k8s/rollout`` value this run cannot read: the node is refused."""
+
+
+def _iso(when):
+    return when.astimezone(datetime.timezone.utc).strftime(_TIME)
+
+
+def _when(text, what):
+    try:
+        return datetime.datetime.strptime(str(text), _TIME).replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        raise MalformedRecord("its %s %s is not a UTC time like 2026-12-06T07:00:00Z" % (what, json.dumps(text)[:60]))
+
+
+def read(annotations):
+    """The record on a Node ({} annotations: None); MalformedRecord for one that is not what ``new`` writes."""
+    text = (annotations or {}).get(ANNOTATION)
+    if text is None:
+        return None
+    try:
+        body = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise MalformedRecord("not JSON (%s)" % str(exc)[:100])
+    if not isinstance(body, dict):
+        raise MalformedRecord("not a JSON object")
+    if body.get("version") != VERSION:
+        raise MalformedRecord("version %s, this collection reads version %d" % (json.dumps(body.get("version")), VERSION))
+    if not isinstance(body.get("run"), str) or not body["run"] or body.get("phase") not in PHASES:
+        raise MalformedRecord("no run id, or a phase that is not one of %s" % ", ".join(PHASES))
+    holder = body.get("holder")
+    if not isinstance(holder, dict) or not isinstance(holder.get("host"), str):
+        raise MalformedRecord("its holder is not {host, pid, boot}")
+    lease = body.get("leaseSeconds")
+    if isinstance(lease, bool) or not isinstance(lease, int) or lease < 1:
+        raise MalformedRecord("its leaseSeconds %s is not a whole number of seconds" % json.dumps(lease))
+    for key in ("started", "moved", "renewed"):
+        _when(body.get(key), key)
+    return body
+
+
+def new(run_id, now, holder, lease_seconds, phase="claimed", started=None):
+    """A record for ``run_id`` claiming the node ``now``."""
+    return {"version": VERSION, "run": str(run_id), "phase": phase, "started": _iso(started or now),
+            "moved": _iso(now), "renewed": _iso(now), "leaseSeconds": int(lease_seconds), "holder": dict(holder)}
+
+
+def moved(record, phase, now, **fields):
+    """The record after a step (``phase``), its lease renewed ``now``; ``fields`` e.g. ``cordonedBefore``."""
+    if phase not in PHASES:
+        raise NodefixError("a rollout phase must be one of %s, got %r" % (", ".join(PHASES), phase))
+    out = dict(record, phase=phase, moved=_iso(now), renewed=_iso(now))
+    out.update(fields)
+    return out
+
+
+def text(record):
+    """The annotation's value."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+def expires(record):
+    return _when(record["renewed"], "renewed") + datetime.timedelta(seconds=record["leaseSeconds"])
+
+
+def live(record, now, here, pid_alive):
+    """(live, why) of a record another run wrote. ``here``: this controller ({host, pid, boot});
+    ``pid_alive(pid)``: whether a process of that id runs on this controller."""
+    holder = record["holder"]
+    until = expires(record)
+    if holder.get("host") == here.get("host") and holder.get("boot") and holder.get("boot") == here.get("boot") \
+            and isinstance(holder.get("pid"), int) and not pid_alive(holder["pid"]):
+        return False, "its process %d on this controller (%s) is gone" % (holder["pid"], holder["host"])
+    if now >= until:
+        return False, "its lease ran out at %s" % _iso(until)
+    return True, "its lease runs until %s" % _iso(until)
+
+
+def decide(annotations, run_id, now, here, lease_seconds, pid_alive):
+    """Claim the node for ``run_id``: {action, record, previous, msg}.
+
+    ``action``: ``claim`` (no record, or this run's own: written fresh or renewed), ``take_over`` (a dead
+    run's: written, said so), ``refuse`` (a live run holds it, or a record that cannot be read)."""
+    try:
+        previous = read(annotations)
+    except MalformedRecord as exc:
+        return {"action": "refuse", "record": None, "previous": None, "msg": (
+            "refused: the %s record on the node cannot be read (%s) - another run may hold it; once no run holds "
+            "it, remove it (kubectl annotate node NODE %s-)" % (ANNOTATION, exc.msg, ANNOTATION))}
+    if previous is None:
+        return {"action": "claim", "record": new(run_id, now, here, lease_seconds), "previous": None, "msg": ""}
+    if previous["run"] == str(run_id) and previous["holder"] == here:
+        return {"action": "claim", "record": new(run_id, now, here, lease_seconds, started=_when(
+            previous["started"], "started")), "previous": previous, "msg": ""}
+    alive, why = live(previous, now, here, pid_alive)
+    holder = previous["holder"]
+    who = "nodefix run %s (%s, process %s)" % (previous["run"], holder.get("host"), holder.get("pid"))
+    if alive:
+        return {"action": "refuse", "record": None, "previous": previous, "msg": (
+            "refused: %s holds this node (phase %s since %s; %s) - two runs never work on one node; nothing was "
+            "touched" % (who, previous["phase"], previous["moved"], why))}
+    return {"action": "take_over", "record": new(run_id, now, here, lease_seconds), "previous": previous,
+            "msg": "took the node over from %s, which is dead (%s; phase %s since %s)" % (
+                who, why, previous["phase"], previous["moved"])}
+
+
+def release(annotations, run_id, here):
+    """Whether this run's record is on the node (then it is removed at the end of its rollout)."""
+    try:
+        record = read(annotations)
+    except MalformedRecord:
+        return False
+    return bool(record) and record["run"] == str(run_id) and record["holder"] == here
+
+
+def _stat(pid):
+    """(parent pid, command line) of a process on this controller, None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            stat = handle.read()
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except (IOError, OSError):
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1]), cmdline
+
+
+def playbook_pid(start, stat=_stat):
+    """The ``ansible-playbook`` process this module runs under: the outermost ancestor of ``start`` whose
+    command line names ``ansible-playbook`` (its workers are forks of it, with its command line); ``start``
+    when none does (a module run alone)."""
+    found, pid = None, start
+    for _dummy in range(64):
+        seen = stat(pid)
+        if seen is None:
+            break
+        parent, cmdline = seen
+        if "ansible-playbook" in cmdline:
+            found = pid
+        if parent <= 1:
+            break
+        pid = parent
+    return found or start
+
+
+def controller():
+    """This run on this controller: {host, pid (the ansible-playbook process), boot (this boot's id)}."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+    except (IOError, OSError):
+        boot = ""
+    return {"host": socket.gethostname(), "pid": playbook_pid(os.getppid()), "boot": boot}
+
+
+def pid_alive(pid):
+    """Whether a process of that id runs on this controller."""
+    return os.path.exists("/proc/%d" % pid)

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_rollout.record and the node_rollout module (issue 62): one versioned record per Node holds a node's rollout
+state; the run that holds a node renews its lease at every step, and a second run refuses a node a live run holds,
+naming that run (two runs on one node once took the live run's cordon for a dead run's, drained and uncordoned
+the node under it, both exit 0). Over the recording fake API of test_cordon_node_read."""
+
+import datetime
+import json
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
+from ansible_collections.nodefix.k8s.plugins.modules import node_rollout
+from plugins.module_utils.test_cordon_node_read import Api, node
+
+UTC = datetime.timezone.utc
+T0 = datetime.datetime(2026, 12, 6, 7, 0, 0, tzinfo=UTC)
+AWX = {"host": "awx-job-4711", "pid": 42, "boot": "boot-a"}
+CLI = {"host": "laptop", "pid": 4242, "boot": "boot-b"}
+
+
+def alive(pid):
+    return True
+
+
+def gone(pid):
+    return False
+
+
+def test_a_second_run_refuses_a_node_a_live_run_holds_naming_it():
+    api = Api(node(False))
+    first = node_rollout.claim(api, "node-a", "4711", 1800, T0, AWX, False, alive)
+    assert first["action"] == "claim" and api.calls == ["get", ("patch", {"metadata": {"annotations": {
+        rollout.ANNOTATION: rollout.text(first["record"])}}})]
+    held = json.loads(api.node["metadata"]["annotations"][rollout.ANNOTATION])
+    assert held == {"version": 1, "run": "4711", "phase": "claimed", "started": "2026-12-06T07:00:00Z",
+                    "moved": "2026-12-06T07:00:00Z", "renewed": "2026-12-06T07:00:00Z", "leaseSeconds": 1800,
+                    "holder": AWX}
+    # the first run cordons it: the same PATCH moves the record to the drain and renews the lease
+    ten = T0 + datetime.timedelta(minutes=10)
+    node_cordon.run(api, "node-a", "4711", cordon=True, now=ten.timestamp())
+    moved = json.loads(api.node["metadata"]["annotations"][rollout.ANNOTATION])
+    assert moved["phase"] == "drain" and moved["renewed"] == "2026-12-06T07:10:00Z" and moved["cordonedBefore"] is False
+    # a command-line run beside it, 35 minutes after the claim (inside the renewed lease): refused, nothing written
+    second = Api(json.loads(json.dumps(api.node)))
+    out = node_rollout.claim(second, "node-a", "cli-1", 1800, T0 + datetime.timedelta(minutes=35), CLI, False, gone)
+    assert out["action"] == "refuse" and second.calls == ["get"] and not out["changed"]
+    assert out["msg"].startswith("refused: nodefix run 4711 (awx-job-4711, process 42) holds this node (phase drain "
+                                 "since 2026-12-06T07:10:00Z; its lease runs until 2026-12-06T07:40:00Z)"), out["msg"]
+    # the give-back never sees it: the run refused the node before the reclaim would read the cordon
+
+
+def test_a_dead_runs_claim_is_taken_over_after_its_lease_or_at_once_on_the_same_controller():
+    api = Api(node(False))
+    node_rollout.claim(api, "node-a", "4711", 1800, T0, AWX, False, alive)
+    later = T0 + datetime.timedelta(minutes=31)
+    out = node_rollout.claim(api, "node-a", "cli-1", 1800, later, CLI, False, alive)
+    assert out["action"] == "take_over" and "its lease ran out at 2026-12-06T07:30:00Z" in out["msg"]
+    assert json.loads(api.node["metadata"]["annotations"][rollout.ANNOTATION])["run"] == "cli-1"
+    # killed (SIGKILL) and run again on the same controller: its process is gone - taken over at once
+    rerun = dict(CLI, pid=5000)
+    out = node_rollout.claim(api, "node-a", "cli-1", 1800, later + datetime.timedelta(seconds=5), rerun, False, gone)
+    assert out["action"] == "take_over" and "its process 4242 on this controller (laptop) is gone" in out["msg"]
+    # the same process claiming again renews its own claim
+    again = node_rollout.claim(api, "node-a", "cli-1", 1800, later + datetime.timedelta(minutes=1), rerun, False, alive)
+    assert again["action"] == "claim" and again["record"]["started"] == "2026-12-06T07:31:05Z"
+
+
+@pytest.mark.parametrize("value", ["garbage", "[]", '{"version": 2, "run": "r", "phase": "claimed"}',
+                                   '{"version": 1, "run": "", "phase": "claimed"}',
+                                   '{"version": 1, "run": "r", "phase": "claimed", "holder": "me", "leaseSeconds": 60}'])
+def test_a_record_that_cannot_be_read_refuses_the_node(value):
+    api = Api(node(False, **{rollout.ANNOTATION: value}))
+    out = node_rollout.claim(api, "node-a", "r2", 1800, T0, CLI, False, gone)
+    assert out["action"] == "refuse" and api.calls == ["get"]
+    assert "cannot be read" in out["msg"] and "kubectl annotate node NODE nodefix.k8s/rollout-" in out["msg"]
+
+
+def test_check_mode_decides_and_writes_nothing_and_release_removes_only_this_runs_record():
+    api = Api(node(False))
+    assert node_rollout.claim(api, "node-a", "r1", 1800, T0, CLI, True, alive)["action"] == "claim"
+    assert api.calls == ["get"]
+    node_rollout.claim(api, "node-a", "r1", 1800, T0, CLI, False, alive)
+    assert node_rollout.release(api, "node-a", "r2", CLI, False)["action"] == "none"
+    assert rollout.ANNOTATION in api.node["metadata"]["annotations"]
+    assert node_rollout.release(api, "node-a", "r1", CLI, False)["action"] == "release"
+    assert rollout.ANNOTATION not in api.node["metadata"]["annotations"]
+    assert api.calls[-1] == ("patch", {"metadata": {"annotations": {rollout.ANNOTATION: None}}})
+
+
+def test_the_reboot_record_moves_the_rollout_and_renews_its_lease(monkeypatch):
+    from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
+    from ansible_collections.nodefix.k8s.plugins.modules import reboot_backoff
+    from plugins.module_utils.test_reboot_backoff import FakeNodes, PENDING
+    claimed = rollout.text(rollout.new("run-9", T0, CLI, 1800))
+    nodes = FakeNodes({"node-a": {rollout.ANNOTATION: claimed}})
+    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    later = T0 + datetime.timedelta(minutes=20)
+    reboot_backoff.record({"state": "record", "kubeconfig": "/k", "context": None, "node": "node-a",
+                           "reasons": [PENDING], "backoff": "6h", "run_id": "run-9", "timeout": 10, "max_reboots": 2},
+                          later, check_mode=False)
+    moved = json.loads(nodes.nodes["node-a"][rollout.ANNOTATION])
+    assert moved["phase"] == "reboot" and moved["renewed"] == "2026-12-06T07:20:00Z" and moved["started"] == \
+        "2026-12-06T07:00:00Z"
+
+
+def test_the_playbook_pid_is_the_outermost_ansible_playbook_ancestor():
+    procs = {900: (800, "/usr/bin/python3 /tmp/AnsiballZ_node_rollout.py"), 800: (700, "/bin/sh -c ..."),
+             700: (600, "/venv/bin/python /venv/bin/ansible-playbook remediate.yml"),
+             600: (500, "/venv/bin/python /venv/bin/ansible-playbook remediate.yml"), 500: (1, "bash")}
+    assert rollout.playbook_pid(900, procs.get) == 600
+    assert rollout.playbook_pid(900, {900: (1, "python x")}.get) == 900
+
+
+def test_a_node_cordoned_without_a_rollout_record_of_this_run_is_cordoned_as_before():
+    body = node_cordon.cordon_body("r1", T0.timestamp(), node(False))
+    assert set(body["metadata"]["annotations"]) == {cordon.CORDONED_BY}

@@ -108,6 +108,7 @@ import datetime
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
 
@@ -146,7 +147,7 @@ def release(api, name, run_id, here, check_mode):
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
+    module = redacting(AnsibleModule)(argument_spec=dict(
         kubeconfig=dict(type="path", required=True),
         context=dict(type="str"),
         node=dict(type="str", required=True),

@@ -83,22 +83,35 @@ def digest(data):
 
 
 def write_lines(path, lines):
-    """``lines`` and an ``end`` line into ``path``, atomically (a 0600 temporary file of this pid, never through a
-    symlink, renamed over it): True when written; a failure leaves the old file and no temporary one."""
+    """``lines`` and an ``end`` line into ``path``, atomically, mode 0600 (``write_bytes``): True when written."""
+    try:
+        data = ("\n".join(lines + ["end", ""])).encode("ascii")
+    except UnicodeError:
+        return False
+    return write_bytes(path, data, 0o600)
+
+
+def write_bytes(path, data, mode):
+    """``data`` into ``path``, atomically (a temporary file of this pid beside it, whose name does not end like
+    ``path``'s, never through a symlink, given ``mode``, renamed over it): True when written; a failure leaves the
+    old file and no temporary one."""
     tmp = "%s.%d.tmp" % (path, os.getpid())
     try:
         try:
             os.unlink(tmp)   # left by a run of the same pid that was killed mid-write
         except OSError:
             pass
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
         try:
-            os.write(fd, ("\n".join(lines + ["end", ""])).encode("ascii"))
+            os.fchmod(fd, mode)   # whatever the umask
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
         finally:
             os.close(fd)
         os.rename(tmp, path)
         return True
-    except (OSError, UnicodeError):
+    except OSError:
         try:
             os.unlink(tmp)
         except OSError:

@@ -166,6 +166,8 @@ HOSTILE = {
                                               b"\nfresh 15000\nat %d\n" % (UPTIME_CS - 100)),
     "the condition's verdict twice": lambda node: edit(node["file"], b"\nend\n", b"\nv KernelRisk 0 all fine\nend\n"),
     "a verdict before the config's copy": lambda node: edit(node["file"], b"\nc {", b"\nv Other 0 x\nc {"),
+    "a copy line after a verdict of no name": lambda node: edit(node["file"], b"\nend\n", b"\nv  0 x\nc \nend\n"),
+    "an empty line": lambda node: edit(node["file"], b"\nend\n", b"\n\nend\n"),
     "a line after end": lambda node: edit(node["file"], b"\nend\n", b"\nend\nv Other 0 x\n"),
     "no newline after end": lambda node: edit(node["file"], b"\nend\n", b"\nend"),
     "an unknown line": lambda node: edit(node["file"], b"\nend\n", b"\nx KernelRisk 0 fine\nend\n"),

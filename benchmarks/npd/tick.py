@@ -12,9 +12,10 @@ rendered, the module_utils beside them, byte-compiled):
   tick      the plugin of ``--tick-before`` (default ``dfde8f1``, before the textfile): a shell entry that answers
             from the tick's shared result (module_utils/_npd/tick.py) when it is fresh; the first rule of a tick
             reads the node for all six
-  textfile  the working tree's: the same, with the hardened tick file (format 2: the config's copy instead of
-            its modification time, a NUL-proof bounded read) and the tick also writing node_exporter's textfile
-            (``textfile`` in the plugin config: module_utils/_npd/textfile.py)
+  hardened  the working tree's without a textfile: the hardened tick file (format 2: the config's copy instead
+            of its modification time, one grammar for both readers, a NUL-proof bounded read by a bash entry)
+  textfile  the working tree's with the tick also writing node_exporter's textfile (``textfile`` in the plugin
+            config: module_utils/_npd/textfile.py)
 
 Each tick runs the six rules in turn, each rule of every install one after the other (which goes first rotates
 by tick): all see the same moment's load; each install has its own cache directory. The plugins are configured with NPD's ``--interval`` (300 s, the
@@ -48,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 CONDITIONS = sorted(["GVisorMemoryLimitIgnored", "KubeletMountUnitsLeaking", "PIDsRisk", "KubeletConfigRisk",
                      "ContainerRuntimeRisk", "KernelRisk"])   # the monitor config's order (monitor_config sorts)
 NAME = "nodefix-npd"
-WAYS = ("today", "tick", "textfile")
+WAYS = ("today", "tick", "hardened", "textfile")
 
 
 def git_show(rev, path):
@@ -124,7 +125,7 @@ def plot(result, png):
     from plotting import pyplot, save  # pylint: disable=import-outside-toplevel
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 1]})
-    colours = {"today": "tab:red", "tick": "tab:blue", "textfile": "tab:green"}
+    colours = {"today": "tab:red", "tick": "tab:blue", "hardened": "tab:orange", "textfile": "tab:green"}
     for way, colour in colours.items():
         cpu = [r["cpu_ms"] for r in result["runs"][way]]
         ax1.plot(range(1, len(cpu) + 1), cpu, marker=".", linewidth=0.8, color=colour,
@@ -202,16 +203,18 @@ def main():
         os.makedirs(os.path.dirname(textfile))
         entries = {"today": install(args.before, os.path.join(work, "today"), args.python, caches["today"]),
                    "tick": install(args.tick_before, os.path.join(work, "tick"), args.python, caches["tick"]),
+                   "hardened": install(None, os.path.join(work, "hardened"), args.python, caches["hardened"]),
                    "textfile": install(None, os.path.join(work, "textfile"), args.python, caches["textfile"])}
         configs = {}
         for way, extra in (("today", {}), ("tick", {"interval": args.interval, "cache_dir": caches["tick"]}),
+                           ("hardened", {"interval": args.interval, "cache_dir": caches["hardened"]}),
                            ("textfile", {"interval": args.interval, "cache_dir": caches["textfile"],
                                          "textfile": textfile, "version": "benchmark"})):
             configs[way] = os.path.join(work, way + ".json")
             with open(configs[way], "w", encoding="utf-8") as fh:
                 json.dump(dict({"root": root, "timeout": 5}, **extra), fh)
         bare = [invoke([args.python, "-c", "pass"])[0] for _i in range(10)]
-        runs = run_ticks(args, entries, configs, [os.path.join(caches[w], "tick") for w in ("tick", "textfile")])
+        runs = run_ticks(args, entries, configs, [os.path.join(caches[w], "tick") for w in WAYS[1:]])
         with open(os.path.join(caches["textfile"], "tick"), encoding="ascii") as fh:
             shared = sorted(line.split(" ")[1] for line in fh.read().splitlines() if line.startswith("v "))
         with open(textfile, encoding="utf-8") as fh:

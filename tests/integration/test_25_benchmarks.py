@@ -199,10 +199,10 @@ def test_npd_tick_benchmark(tmp_path):
                                             "--tick-before", "HEAD", "--json", str(result)])
     assert_ok("bench-npd-tick", rc, out)
     data = json.loads(result.read_text())
-    ways = ("today", "tick", "textfile")
+    ways = ("today", "tick", "hardened", "textfile")
     # six rules a way, the same answers in NPD's protocol; the tick's look left every condition's verdict behind and
     # the textfile listed every check
-    assert [len(data["runs"][w]) for w in ways] == [6, 6, 6] and data["answers_differ"] == []
+    assert [len(data["runs"][w]) for w in ways] == [6, 6, 6, 6] and data["answers_differ"] == []
     assert data["shared_result_conditions"] == sorted([r["condition"] for r in data["runs"]["textfile"]] + ["PIDPressureRisk"])
     assert set(r["rc"] for w in ways for r in data["runs"][w]) <= {0, 1, 2}
     assert set(data["summary"]) == set(ways) and len(data["textfile_checks"]) == 8

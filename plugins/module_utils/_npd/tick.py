@@ -21,7 +21,7 @@ verdict from it. The file:
   they are printable ASCII and at most ``MAX_COPY`` bytes: the shell entry, which cannot compute a
   digest, compares them; the Python reader compares the copy too when there is one, the digest when
   there is none), the verdicts (``v`` lines), and ends with ``end``. One grammar for both readers
-  (``parse``; the shell entry ``nodefix-npd.j2`` follows it line by line): at most ``MAX_BYTES``,
+  (``parse``; the shell entry ``nodefix-npd.j2`` checks the same; ``test_npd_readers.py`` holds the two together): at most ``MAX_BYTES``,
   printable ASCII and newlines only (no NUL), the six header lines in their place, each once, then
   the copy, then the verdicts (each condition once), then ``end`` and nothing after it. A file from
   another boot, older than half the interval, from another config or format, cut short, oversized
@@ -31,9 +31,9 @@ verdict from it. The file:
   timeout the detectors may use: never past node-problem-detector's timeout), then reads what it
   wrote; past the deadline it says Unknown.
 
-The installed entry (a POSIX shell script, ``roles/npd/templates/nodefix-npd.j2``) reads the same
-file with shell builtins only - node-problem-detector's pattern is one computing run and five
-readers a tick, and a reader that starts no Python costs about a millisecond; whatever it cannot
+The installed entry (a bash script, ``roles/npd/templates/nodefix-npd.j2``) reads the same
+file with bash builtins only - node-problem-detector's pattern is one computing run and five
+readers a tick, and a reader that starts no Python costs a few milliseconds; whatever it cannot
 prove fresh it hands to the Python entry (``main`` here), which reads the file again before it
 imports a detector. This module imports nothing beyond the standard library's cheapest modules.
 """

@@ -12,27 +12,14 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import plugin as npd_plugin
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import textfile as npd_textfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick as npd_tick
 
+from test_npd_tick import fake  # the detectors replaced, as in the tick's tests
+
 ALL = sorted(npd_plugin.CONDITIONS)
 CHECKS = sorted(npd_plugin.DETECTOR_MODULES)
-
-
-def fake(monkeypatch, behaviours=None):
-    """Every detector replaced by one that records its call and returns ``behaviours[name]`` (findings)."""
-    calls = []
-    for name, mod in audit_checks.DETECTORS:
-        def check(runner, root="/", _name=name, **opts):
-            calls.append(_name)
-            found = (behaviours or {}).get(_name, [])
-            if isinstance(found, Exception):
-                raise found
-            return {"findings": [dict(f) for f in found]}
-        monkeypatch.setattr(mod, "check", check)
-    return calls
 
 
 def zombie(subject="1234"):

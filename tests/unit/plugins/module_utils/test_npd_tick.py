@@ -25,12 +25,16 @@ ALL = sorted(npd_plugin.CONDITIONS)
 
 
 def fake(monkeypatch, behaviours=None):
-    """Every detector replaced by one that records its call and returns ``behaviours[name]`` (findings)."""
+    """Every detector replaced by one that records its call and returns ``behaviours[name]`` (findings; an
+    exception there is raised, as a detector that fails)."""
     calls = []
     for name, mod in audit_checks.DETECTORS:
         def check(runner, root="/", _name=name, **opts):
             calls.append(_name)
-            return {"findings": [dict(f) for f in (behaviours or {}).get(_name, [])]}
+            found = (behaviours or {}).get(_name, [])
+            if isinstance(found, Exception):
+                raise found
+            return {"findings": [dict(f) for f in found]}
         monkeypatch.setattr(mod, "check", check)
     return calls
 

@@ -191,18 +191,21 @@ def test_cordon_round_trips_benchmark_one_round(tmp_path):
 
 
 def test_npd_tick_benchmark(tmp_path):
-    # NPD's pattern for one tick, each rule reading the node against one look per tick (HEAD as "today": a shallow
-    # checkout has no older revision; its plugin config has no cache, so each of its rules reads the node)
+    # NPD's pattern for one tick, each rule reading the node against one look per tick, and that look writing the
+    # textfile too (HEAD as "today" and as the tick before the textfile: a shallow checkout has no older revision; the
+    # "today" plugin config has no cache, so each of its rules reads the node, the "tick" one no textfile)
     result = tmp_path / "tick.json"
     rc, out = run_logged("bench-npd-tick", [sys.executable, "benchmarks/npd/tick.py", "--ticks", "1", "--before", "HEAD",
-                                            "--json", str(result)])
+                                            "--tick-before", "HEAD", "--json", str(result)])
     assert_ok("bench-npd-tick", rc, out)
     data = json.loads(result.read_text())
-    # six rules a way, the same answers in NPD's protocol; the tick's look left every condition's verdict behind
-    assert [len(data["runs"][w]) for w in ("today", "tick")] == [6, 6] and data["answers_differ"] == []
-    assert data["shared_result_conditions"] == sorted([r["condition"] for r in data["runs"]["tick"]] + ["PIDPressureRisk"])
-    assert set(r["rc"] for w in ("today", "tick") for r in data["runs"][w]) <= {0, 1, 2}
-    assert set(data["summary"]) == {"today", "tick"}
+    ways = ("today", "tick", "hardened", "textfile")
+    # six rules a way, the same answers in NPD's protocol; the tick's look left every condition's verdict behind and
+    # the textfile listed every check
+    assert [len(data["runs"][w]) for w in ways] == [6, 6, 6, 6] and data["answers_differ"] == []
+    assert data["shared_result_conditions"] == sorted([r["condition"] for r in data["runs"]["textfile"]] + ["PIDPressureRisk"])
+    assert set(r["rc"] for w in ways for r in data["runs"][w]) <= {0, 1, 2}
+    assert set(data["summary"]) == set(ways) and len(data["textfile_checks"]) == 8
 
 
 def test_triage_benchmark_small(tmp_path):

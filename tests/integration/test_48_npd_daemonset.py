@@ -115,7 +115,7 @@ def test_the_daemonsets_rules_shared_one_look_at_the_node_in_its_run(lab):
     answered from that result: one file with every condition's verdict, the answers the rules gave."""
     verdicts = dict((line.split(" ", 3)[1], (int(line.split(" ", 3)[2]), line.split(" ", 3)[3]))
                     for line in lab["tick"].splitlines() if line.startswith("v "))
-    assert lab["tick"].startswith("nodefix-npd-tick 1\n") and lab["tick"].rstrip().endswith("end"), lab["tick"]
+    assert lab["tick"].startswith("nodefix-npd-tick 2\n") and lab["tick"].rstrip().endswith("end"), lab["tick"]
     assert [(c, verdicts[c][0], verdicts[c][1][:80]) for c, _rc, _m in lab["daemonset"]] == lab["daemonset"]
 
 

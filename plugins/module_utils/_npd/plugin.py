@@ -56,6 +56,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import prin
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import WaiverError, check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._npd import textfile as npd_textfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick as npd_tick
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd.versions import VersionCache
 
@@ -94,9 +95,11 @@ PACKAGE = "ansible_collections.nodefix.k8s.plugins.module_utils"
 CANNOT_CHECK = ("mount_units.runtime_unavailable", "kubelet.config_unreadable", "gvisor.runsc_version_unknown",
                 "kernel.unknown_release")
 
-# interval and cache_dir: the tick's shared result file (_npd/tick.py); without them each rule reads the node itself
+# interval and cache_dir: the tick's shared result file (_npd/tick.py); without them each rule reads the node itself.
+# textfile: where the tick also writes the node's findings for node_exporter (_npd/textfile.py; "" none), version: the
+# collection's, for its nodefix_build_info
 DEFAULTS = {"min_severity": "medium", "ignore": [], "waivers": [], "host": "", "options": {}, "root": "/",
-            "timeout": 5, "max_output_length": 80, "interval": 0, "cache_dir": ""}
+            "timeout": 5, "max_output_length": 80, "interval": 0, "cache_dir": "", "textfile": "", "version": ""}
 MAX_OUTPUT = 80
 # the share of the rule's timeout the detectors may use; the rest is the interpreter's start and margin
 BUDGET_SHARE = 0.6
@@ -129,7 +132,7 @@ def check_config(config):
         raise NpdConfigError("ignore must be a list of finding id globs")
     if not isinstance(out["waivers"], list):
         raise _type_error("waivers", "a list", out["waivers"])
-    for key in ("host", "root", "cache_dir"):
+    for key in ("host", "root", "cache_dir", "textfile", "version"):
         if not isinstance(out[key], str):
             raise _type_error(key, "a string", out[key])
     if not isinstance(out["options"], dict) or set(out["options"]) - set(DETECTOR_MODULES) or \
@@ -144,6 +147,11 @@ def check_config(config):
                              % (out["interval"],))
     if out["cache_dir"] and not out["cache_dir"].startswith("/"):
         raise NpdConfigError("cache_dir must be an absolute path, got %r" % out["cache_dir"])
+    if out["textfile"] and (not out["textfile"].startswith("/") or not out["textfile"].endswith(".prom")
+                            or not out["cache_dir"] or not out["interval"]):
+        raise NpdConfigError("textfile must be an absolute path ending in .prom (node_exporter's textfile collector "
+                             "reads only *.prom), with cache_dir and interval set (the tick writes it), got %r"
+                             % out["textfile"])
     # the fleet report's waivers, applied the same way (host and subject globs, expiry checked on every run)
     try:
         check_waivers(out["waivers"])
@@ -221,14 +229,17 @@ def detectors(names):
     return [(name, importlib.import_module("%s.%s" % (PACKAGE, DETECTOR_MODULES[name]))) for name in names]
 
 
-def run(condition, config, runner=None, started=None):
+def run(condition, config, runner=None, started=None, looks=None):
     """Run the condition's detectors once; (exit code, message). Every command is killed at a
     deadline of BUDGET_SHARE of the rule's timeout from ``started``; containerd's ``ctr`` gets half of
-    that as its own ``--timeout`` (unless the options set one), so that a hung runtime answers."""
+    that as its own ``--timeout`` (unless the options set one), so that a hung runtime answers.
+    ``looks`` (a dict): what each of its checks found, for the textfile (_npd/textfile.py)."""
     spec = CONDITIONS[condition]
     limit = int(config["max_output_length"])
     blind = node_visible(config["root"])
     if blind:
+        if looks is not None:
+            looks.update(npd_textfile.blind(spec["checks"]))
         return UNKNOWN, say(blind, limit)
     budget = float(config["timeout"]) * BUDGET_SHARE
     start = started if started is not None else time.monotonic()
@@ -237,6 +248,8 @@ def run(condition, config, runner=None, started=None):
         options["containerd"]["timeout"] = "%dms" % max(200, int(budget * 500))
     runner = runner or SubprocessRunner(deadline=start + budget)
     result = audit_detect.run_detectors(runner, detectors(spec["checks"]), root=config["root"], options=options)
+    if looks is not None:
+        looks.update(npd_textfile.looks_of(spec["checks"], result["findings"], CANNOT_CHECK))
     return evaluate(condition, result, config, limit)
 
 
@@ -277,14 +290,15 @@ class TickRunner(SubprocessRunner):
         return rc, out, err
 
 
-def run_tick(condition, config, done=None, started=None, versions=None):
+def run_tick(condition, config, done=None, started=None, versions=None, looks=None, every=False):
     """Every condition's verdict in one look at the node: ``condition`` first, then the others not in ``done``
     (verdicts already fresh this tick), each while twice the slowest so far fits in the first half of the budget
     (BUDGET_SHARE of the rule's timeout from ``started``; commands are killed at its end). Returns (this
     condition's (code, message), {condition: verdict} fit to keep): a verdict finished past the deadline may hold
-    a command killed by it and is not kept for the other rules."""
+    a command killed by it and is not kept for the other rules. ``looks`` (a dict) gets what the checks of the kept
+    verdicts found; ``every`` (the timer's ``--tick``): all conditions, each with a rule's budget."""
     start = started if started is not None else time.monotonic()
-    budget = float(config["timeout"]) * BUDGET_SHARE
+    budget = float(config["timeout"]) * BUDGET_SHARE * (len(CONDITIONS) if every else 1)
     deadline = start + budget
     runner = TickRunner(deadline=deadline, versions=versions)
     verdicts, keep, slowest = {}, {}, 0.0
@@ -293,13 +307,16 @@ def run_tick(condition, config, done=None, started=None, versions=None):
         # another condition only while twice the slowest so far fits in the first half of the budget: on a slow
         # node (an emulated VM) the rest is left to their own rules, as before, and this rule's run stays as far
         # inside node-problem-detector's timeout as one condition's
-        if name != condition and begun + 2 * slowest > start + budget / 2:
+        if name != condition and not every and begun + 2 * slowest > start + budget / 2:
             break
-        verdicts[name] = run(name, config, runner=runner, started=start)
+        found = {}
+        verdicts[name] = run(name, config, runner=runner, started=start, looks=found)
         ended = time.monotonic()
         slowest = max(slowest, ended - begun)
         if ended < deadline:
             keep[name] = verdicts[name]
+            if looks is not None:
+                looks.update(found)
     return verdicts[condition], keep
 
 
@@ -321,15 +338,47 @@ def cached_run(condition, config, cache, started):
         done, at = cache.read_all() if not fresh else ({}, None)
         if condition in done:
             return done[condition]
-        tick_start = npd_tick.uptime_cs()
+        tick_start, wall = npd_tick.uptime_cs(), time.time()
         versions = VersionCache(cache.directory)
-        verdict, keep = run_tick(condition, config, done=done, started=started, versions=versions)
+        looks = {} if config["textfile"] else None
+        verdict, keep = run_tick(condition, config, done=done, started=started, versions=versions, looks=looks)
         done.update(keep)
         cache.write(done, tick_start if at is None else min(at, tick_start), aliases=LEGACY_NAMES)
         versions.save()
+        if looks:
+            npd_textfile.publish(cache.directory, config["textfile"], config["version"], looks, wall)
         return verdict
     finally:
         os.close(lock)
+
+
+def whole_tick(config, cache, started):
+    """``--tick`` (the npd role's timer, where node-problem-detector is not deployed): every condition read now under
+    the tick's lock, the tick file and the textfile written. (0, message) when the textfile was written; (2, why not)
+    otherwise."""
+    limit = int(config["max_output_length"])
+    if cache is None or not config["textfile"]:
+        return UNKNOWN, say("--tick needs textfile, cache_dir and interval in the config (cache_dir the plugin's own)",
+                            limit)
+    deadline = started + float(config["timeout"]) * BUDGET_SHARE * len(CONDITIONS)
+    lock = cache.lock(deadline)
+    if lock is None:
+        return UNKNOWN, say("another run of the plugin still reads the node (lock %s)" % cache.directory, limit)
+    try:
+        tick_start, wall, looks = npd_tick.uptime_cs(), time.time(), {}
+        versions = VersionCache(cache.directory)
+        first = sorted(CONDITIONS)[0]
+        _verdict, keep = run_tick(first, config, started=started, versions=versions, looks=looks, every=True)
+        cache.write(keep, tick_start, aliases=LEGACY_NAMES)
+        versions.save()
+        written = npd_textfile.publish(cache.directory, config["textfile"], config["version"], looks, wall)
+    finally:
+        os.close(lock)
+    failed = sorted(c for c in looks if looks[c]["failed"])
+    text = "looked at %d of %d checks (could not look: %s); %s %s" % (
+        len(looks), len(DETECTOR_MODULES), ", ".join(failed) or "none",
+        "wrote" if written else "could not write", config["textfile"])
+    return (OK if written else UNKNOWN), say(text, max(limit, 200))
 
 
 def _seconds(text):
@@ -420,23 +469,27 @@ def _read_config(path):
     return check_config(json.loads(raw.decode("utf-8"))), raw
 
 
-USAGE = ("usage: nodefix-npd --condition {%s} [--config FILE]\n"
+USAGE = ("usage: nodefix-npd --condition {%s} [--config FILE] | --tick --config FILE\n"
          "nodefix.k8s detectors as a node-problem-detector custom plugin. --config: JSON with min_severity, ignore "
          "(finding id globs), waivers and host (the fleet report's waivers), options (per detector), root, timeout "
          "(the rule's, seconds), max_output_length, interval (node-problem-detector's, seconds) and cache_dir (where the "
-         "rules of a tick share one look at the node; both unset: each rule looks itself). Exit 0 OK, 1 problem, "
-         "2 unknown; one line on stdout.\n"
+         "rules of a tick share one look at the node; both unset: each rule looks itself), textfile (the tick also writes "
+         "the findings there for node_exporter) and version. Exit 0 OK, 1 problem, 2 unknown; one line on stdout. "
+         "--tick: every condition now, the textfile written (exit 0), or not (exit 2, why).\n"
          % ",".join(sorted(CONDITIONS)))
 
 
 def parse_args(argv):
     """{condition, config} of ``--condition NAME [--config FILE]`` (also ``--opt=value``); NpdArgumentError
     otherwise. Hand-rolled: argparse's import was a tenth of a run's CPU."""
-    args, rest = {"condition": None, "config": None}, list(argv)
+    args, rest = {"condition": None, "config": None, "tick": False}, list(argv)
     while rest:
         word = rest.pop(0)
         if word in ("-h", "--help"):
             raise NpdArgumentError(USAGE)
+        if word == "--tick":
+            args["tick"] = True
+            continue
         name, sep, value = word.partition("=")
         if name not in ("--condition", "--config"):
             raise NpdArgumentError("unknown argument %s" % word)
@@ -445,6 +498,10 @@ def parse_args(argv):
                 raise NpdArgumentError("%s needs a value" % name)
             value = rest.pop(0)
         args[name[2:]] = value
+    if args["tick"]:
+        if args["condition"] is not None or not args["config"]:
+            raise NpdArgumentError("--tick takes --config and no --condition")
+        return args
     args["condition"] = LEGACY_NAMES.get(args["condition"], args["condition"])
     if args["condition"] not in CONDITIONS:
         raise NpdArgumentError("--condition must be one of %s, got %s" % (", ".join(sorted(CONDITIONS)), args["condition"]))
@@ -468,7 +525,9 @@ def cli(argv=None, out=None):
         else:
             limit = int(config["max_output_length"])
             cache = npd_tick.cache_for(config, args["config"], raw)
-            if cache is None:
+            if args["tick"]:
+                code, text = whole_tick(config, cache, started)
+            elif cache is None:
                 code, text = run(args["condition"], config, started=started)
             else:
                 code, text = cached_run(args["condition"], config, cache, started)

@@ -24,7 +24,15 @@ Series (all gauges):
   ``reason=""`` series at 0 when it asks for none - kured's "reboot required"
   as a series to alert or plan on.
 
-No timestamp series: a file's bytes depend only on the findings, so an
+The file node-problem-detector's tick writes (the npd role's ``npd_textfile``,
+``tick_textfile``) carries the same series, only for the checks it looked at, and
+three more: ``nodefix_audit_timestamp_seconds`` (Unix time of the oldest look the
+file holds: the heartbeat), ``nodefix_build_info{version}`` 1 (the collection's
+version), and ``nodefix_audit_check_failed{check}`` is 1 also when the detector
+ran but said it could not see everything (a ``CANNOT_CHECK`` finding of
+``_npd/plugin.py``); a check with no series was not looked at.
+
+No timestamp series in ``node_audit``'s file: its bytes depend only on the findings, so an
 unchanged node keeps an unchanged file (``changed=false``, honestly). Its
 modification time is refreshed on every run (``refresh``): node_exporter's own
 ``node_textfile_mtime_seconds{file}`` is the time of the last audit (alert
@@ -62,6 +70,9 @@ HELP = {
     "nodefix_finding_waived": "A nodefix.k8s finding that a waiver keeps out of nodefix_finding (1).",
     "nodefix_findings": "Open nodefix.k8s findings per severity.",
     "nodefix_audit_check_failed": "1 when a nodefix.k8s detector could not run (its findings are unknown), else 0.",
+    "nodefix_audit_timestamp_seconds": "When the oldest look at the node this file holds began (Unix time): the "
+                                       "heartbeat of node-problem-detector's tick or the nodefix.k8s timer.",
+    "nodefix_build_info": "The nodefix.k8s collection version that wrote this file (1).",
     "nodefix_node_audited": "1 when the node was audited, 0 when it could not be (unreachable or failed).",
     "nodefix_reboot_pending": "1 per reason the node asks for a reboot (0 with reason=\"\" when none); "
                               "only when the reboot detector ran.",
@@ -165,6 +176,18 @@ def node_textfile(result):
     text = _Text()
     result = redact(result)
     _node_series(text, list(result.get("findings") or []), failed_checks(result))
+    return text.render()
+
+
+def tick_textfile(looks, heartbeat, version):
+    """The textfile of node-problem-detector's tick (the npd role's ``npd_textfile``): ``looks`` {check: {failed:
+    0|1, findings: [...]}} of the checks looked at, ``heartbeat`` the Unix time of the oldest look, ``version`` the
+    collection's."""
+    text = _Text()
+    text.add("nodefix_audit_timestamp_seconds", None, int(heartbeat))
+    text.add("nodefix_build_info", {"version": version}, 1)
+    findings = [f for check in sorted(looks) for f in looks[check]["findings"]]
+    _node_series(text, findings, dict((check, looks[check]["failed"]) for check in looks))
     return text.render()
 
 

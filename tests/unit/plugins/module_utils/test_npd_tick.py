@@ -25,12 +25,16 @@ ALL = sorted(npd_plugin.CONDITIONS)
 
 
 def fake(monkeypatch, behaviours=None):
-    """Every detector replaced by one that records its call and returns ``behaviours[name]`` (findings)."""
+    """Every detector replaced by one that records its call and returns ``behaviours[name]`` (findings; an
+    exception there is raised, as a detector that fails)."""
     calls = []
     for name, mod in audit_checks.DETECTORS:
         def check(runner, root="/", _name=name, **opts):
             calls.append(_name)
-            return {"findings": [dict(f) for f in (behaviours or {}).get(_name, [])]}
+            found = (behaviours or {}).get(_name, [])
+            if isinstance(found, Exception):
+                raise found
+            return {"findings": [dict(f) for f in found]}
         monkeypatch.setattr(mod, "check", check)
     return calls
 
@@ -112,9 +116,9 @@ def test_a_fresh_result_is_read_and_a_stale_one_is_not(setup, monkeypatch):
 
 @pytest.mark.parametrize("change", [
     {"end": "", "v_PIDsRisk": "v PIDsRisk"},                                   # cut short: no "end"
-    {"nodefix-npd-tick 1": "nodefix-npd-tick 2"},                              # another format
+    {"nodefix-npd-tick 2": "nodefix-npd-tick 3"},                              # another format
     {"boot ": "boot 0"},                                                       # another boot
-    {"key ": "key 1"},                                                         # another config's result
+    {"\"timeout\": 5": "\"timeout\": 6"},                                  # another config's result (its copy)
     {"fresh 15000": "fresh 99999999"},                                         # another interval's result
     {"v_KernelRisk_1": "v KernelRisk 7"},                                      # garbled verdict
     {"at ": "at x"},                                                           # garbled tick start
@@ -288,7 +292,7 @@ def render(tmp_path, python):
 
 
 def shell(entry, setup, condition, *extra, **env):
-    proc = subprocess.run(["sh", entry, "--config", setup["config"], "--condition", condition] + list(extra),
+    proc = subprocess.run([entry, "--config", setup["config"], "--condition", condition] + list(extra),
                           capture_output=True, text=True, timeout=30, env=dict(os.environ, **env), check=False)
     return proc.returncode, proc.stdout.strip()
 
@@ -304,12 +308,16 @@ def test_the_shell_entry_answers_a_fresh_result_itself_and_hands_any_doubt_to_py
     assert shell(entry, setup, "PIDsRisk".replace("s", "S"))[0] == 127           # no verdict of that name
     assert shell(entry, setup, "KernelRisk", "--frobnicate")[0] == 127            # an argument it does not know
     assert shell(entry, setup, "KernelRisk", **{npd_tick.FRESH_ENV: "1"})[0] == 127
-    os.utime(setup["config"], None)                  # the config changed after the result
+    os.utime(setup["config"], None)                  # touched: its bytes are still the result's
+    assert shell(entry, setup, "KernelRisk") == (2, "verdict 2")
+    with open(setup["config"], "a") as fh:           # rewritten, its time set back: another config
+        fh.write(" ")
+    os.utime(setup["config"], (1, 1))
     assert shell(entry, setup, "KernelRisk")[0] == 127
 
 
 @pytest.mark.parametrize("change", [
-    {"end": ""}, {"nodefix-npd-tick 1": "nodefix-npd-tick 2"}, {"boot ": "boot 0"}, {"at ": "at 1"},
+    {"end": ""}, {"nodefix-npd-tick 2": "nodefix-npd-tick 3"}, {"boot ": "boot 0"}, {"at ": "at 1"},
     {"at ": "at 9"}, {"fresh 15000": "fresh 0"}, {"config ": "config /etc"}, {"v_KernelRisk_1": "v KernelRisk 5"},
 ])
 def test_the_shell_entry_never_answers_from_a_stale_foreign_or_cut_file(setup, change):

@@ -42,6 +42,16 @@ def _result(module, result):
     return out
 
 
+def _tracebacks_shown(module):
+    """Whether Ansible's own fail_json adds the pending exception's traceback to a failure: ansible-core 2.19's
+    traceback setting for errors, or -vvv/debug before it (2.17, 2.18)."""
+    try:
+        from ansible.module_utils._internal import _traceback  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return bool(getattr(module, "_debug", False) or getattr(module, "_verbosity", 0) >= 3)
+    return _traceback.is_traceback_enabled(_traceback.TracebackEvent.ERROR)
+
+
 def leave(module, result, failed):
     """Redact ``result`` and exit through AnsibleModule's own exit_json (``failed`` False) or fail_json."""
     result = _result(module, result)
@@ -49,8 +59,9 @@ def leave(module, result, failed):
     if not failed:
         base.exit_json(module, **result)
     msg = result.pop("msg", None)
-    if "exception" not in result and sys.exc_info()[0] is not None:
-        # the traceback Ansible would format from the exception being handled (its message included)
+    if "exception" not in result and sys.exc_info()[0] is not None and _tracebacks_shown(module):
+        # the traceback Ansible would format from the exception being handled (its message included), redacted;
+        # only where Ansible itself would add one (-vvv, debug, its traceback setting): a result stays the same
         result["exception"] = redact_text(traceback.format_exc())
     base.fail_json(module, msg="" if msg is None else msg, **result)
 

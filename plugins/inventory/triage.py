@@ -78,11 +78,12 @@ keyed_groups:
   - key: nodefix_triage.state
     prefix: triage
 
-# a static fleet, basic auth from the environment (NODEFIX_PROMETHEUS_USERNAME/PASSWORD)
-plugin: nodefix.k8s.triage
-prometheus_url: http://127.0.0.1:9090
-expected_nodes: list
-nodes: [node-a, node-b]
+# Another file - a static fleet, basic auth from the environment (NODEFIX_PROMETHEUS_USERNAME/PASSWORD):
+# inventory/lab.nodefix_triage.yml
+# plugin: nodefix.k8s.triage
+# prometheus_url: http://127.0.0.1:9090
+# expected_nodes: list
+# nodes: [node-a, node-b]
 """
 
 import re

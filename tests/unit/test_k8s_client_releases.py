@@ -87,12 +87,12 @@ class Release(object):
         self.env["PYTHONPATH"] = os.pathsep.join([COLLECTIONS, os.path.join(CLIENTS, version)])
         self.state = tmp / "state.json"
         nodes = {"node-a": {"unschedulable": False}, "node-b": {}, "node-c": {"ready": "False"},
-                 "cp-1": {"labels": {CP: ""}}, "cp-2": {"labels": {CP: ""}}}
+                 "cp-1": {"labels": {CP: ""}}, "cp-2": {"labels": {CP: ""}}, "cp-3": {"labels": {CP: ""}}}
         pods = [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet"},
                 {"namespace": "default", "name": "db-0", "node": "node-a", "owner": "StatefulSet", "pdb": True},
                 {"namespace": "default", "name": "db-1", "node": "node-b", "owner": "StatefulSet", "pdb": True}]
         pods += [{"namespace": "kube-system", "name": "etcd-%s" % n, "node": n, "mirror": True,
-                  "labels": {"component": "etcd", "tier": "control-plane"}} for n in ("cp-1", "cp-2")]
+                  "labels": {"component": "etcd", "tier": "control-plane"}} for n in ("cp-1", "cp-2", "cp-3")]
         self.state.write_text(json.dumps({"nodes": nodes, "pods": pods, "configmaps": {}}))
         port = tmp / "port"
         self.proc = subprocess.Popen([sys.executable, DOUBLE, "--state", str(self.state), "--port-file", str(port)])
@@ -163,7 +163,7 @@ def test_cordon_drain_give_back_and_the_trail_work_with_the_release(release):
 def test_the_gates_read_and_write_through_the_release(release):
     storm = release.run("storm_gate", nodes={"node-a": {"disruptive": [], "findings": []}}, api_timeout=10)
     assert not storm.get("failed"), storm
-    assert storm["size"] == 5 and "the 5 Node(s) the API server lists" in storm["counted"], storm
+    assert storm["size"] == 6 and "the 6 Node(s) the API server lists" in storm["counted"], storm
     assert list(storm["unavailable"]) == ["node-c"], storm
     reasons = [{"id": "kernel.newer_installed", "reason": "a newer kernel is installed"}]
     recorded = release.run("reboot_backoff", state="record", node="node-b", reasons=reasons, run_id="run-3")

@@ -64,10 +64,11 @@ def test_the_tick_writes_heartbeat_version_checks_and_findings(setup, monkeypatc
     fake(monkeypatch, {"pids": [zombie(), zombie("99")],
                        "kernel": [{"id": "kernel.unknown_release", "severity": "info", "subject": "6.1", "title": "t"}],
                        "gvisor": RuntimeError("runsc exploded")})
-    before = int(time.time())
+    # the wall clock the plugin reads for its look, fixed: the heartbeat is that look's time
+    monkeypatch.setattr(npd_plugin.time, "time", lambda: 1765000000.75)
     assert rule(setup, "--condition", "PIDsRisk") == (npd_plugin.NONOK, "2 finding(s): pids.zombie_leaker (2)")
     found = series(setup["prom"])
-    assert before <= found[("nodefix_audit_timestamp_seconds", frozenset())] <= time.time()
+    assert int(found[("nodefix_audit_timestamp_seconds", frozenset())]) == 1765000000
     assert found[("nodefix_build_info", frozenset({("version", "9.8.7")}))] == 1
     # every check looked at: 0 it looked, 1 it could not (a detector that failed, a finding that says it is blind)
     assert failed_checks(found) == dict((c, 1 if c in ("gvisor", "kernel") else 0) for c in CHECKS)

@@ -28,6 +28,11 @@ PODS = [
 CASES = {"evict": (["node-a", "node-b"], PODS, "node-a", True),
          "pdb": (["node-a", "node-b"], PODS, "node-b", True),
          "unknown": (["node-a"], [], "node-z", False)}
+# the same drains with the oldest kubernetes client the collection's range admits (issue 60: both ends of the
+# range; the venv's pin is the newest): the modules run by a python whose path puts that release first
+CASES.update(("%s-floor" % case, CASES[case]) for case in ("evict", "pdb"))
+with open(os.path.join(ROOT, ".cache", "k8s-clients", "tested.json"), encoding="utf-8") as _fh:
+    CLIENTS = json.load(_fh)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +41,12 @@ def drained(module_doubles, tmp_path_factory):
     work = tmp_path_factory.mktemp("drain-cases")
     doubles = dict((case, module_doubles(case, nodes, [dict(p) for p in pods]))
                    for case, (nodes, pods, _node, _unc) in CASES.items())
-    hosts = dict((case, {"ansible_connection": "local", "ansible_python_interpreter": PY,
+    floor_py = work / "python-with-the-oldest-client"
+    floor_py.write_text("#!/bin/sh\nPYTHONPATH=%s exec %s \"$@\"\n" % (
+        os.path.join(ROOT, ".cache", "k8s-clients", CLIENTS["floor"]), PY))
+    floor_py.chmod(0o755)
+    hosts = dict((case, {"ansible_connection": "local",
+                         "ansible_python_interpreter": str(floor_py) if case.endswith("-floor") else PY,
                          "case_kubeconfig": doubles[case].kubeconfig, "case_node": node, "case_uncordon": unc})
                  for case, (_nodes, _pods, node, unc) in CASES.items())
     inventory = work / "inventory.json"
@@ -51,8 +61,16 @@ def drained(module_doubles, tmp_path_factory):
                 for case in CASES)
 
 
-def test_drain_evicts_then_uncordon(drained):
-    double, results = drained["evict"]
+def test_each_case_ran_its_client_release(drained):
+    """The floor cases really imported the oldest release, the others the venv's (the newest)."""
+    for case, (_double, results) in drained.items():
+        said = results["The kubernetes client the modules import"]["stdout"]
+        assert said == (CLIENTS["floor"] if case.endswith("-floor") else CLIENTS["newest"]), (case, said)
+
+
+@pytest.mark.parametrize("suffix", ["", "-floor"])
+def test_drain_evicts_then_uncordon(drained, suffix):
+    double, results = drained["evict" + suffix]
     assert not results["Drain the node (the options remediate gives)"].get("failed"), results
     st = double.state()
     left = sorted((p["namespace"], p["name"]) for p in st["pods"])
@@ -65,10 +83,11 @@ def test_drain_evicts_then_uncordon(drained):
     assert st["nodes"]["node-a"]["unschedulable"] is False
 
 
-def test_pdb_refusal_fails_the_drain_and_leaves_the_node_cordoned(drained):
+@pytest.mark.parametrize("suffix", ["", "-floor"])
+def test_pdb_refusal_fails_the_drain_and_leaves_the_node_cordoned(drained, suffix):
     # what remediate's rescue is for: k8s_drain does not undo its cordon when an
     # eviction is refused, so the playbook uncordons the node itself
-    double, results = drained["pdb"]
+    double, results = drained["pdb" + suffix]
     drain = results["Drain the node (the options remediate gives)"]
     assert drain.get("failed") is True and "disruption budget" in drain["msg"], drain
     st = double.state()

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import importlib
 import json
 import os
@@ -99,8 +100,9 @@ def computed_names(hostvars, host):
 
     They are what a play worked out, never what a user configured: the preflight judges settings (inventory,
     group and host vars, ``-e``, play vars, ``vars_files``, ``include_vars``) and leaves results alone, so a site
-    playbook that registers ``nodefix_boot`` or runs ``remediate`` before ``audit`` is not refused. Ansible
-    keeps them apart from the settings in the variable manager's two fact caches (the precedence list's
+    playbook that registers ``nodefix_boot`` or runs ``remediate`` before ``audit`` is not refused as a typo (a
+    computed name that IS a setting is still judged: a ``set_fact`` of a bad value is refused). Ansible keeps
+    them apart from the settings in the variable manager's two fact caches (the precedence list's
     "set_facts / registered vars" and "host facts"); its public ``hostvars`` only shows them merged.
     """
     manager = getattr(hostvars, "_variable_manager", None)
@@ -112,6 +114,34 @@ def computed_names(hostvars, host):
     except (AttributeError, KeyError):
         pass
     return frozenset(names - set(getattr(manager, "extra_vars", None) or {}))
+
+
+# what the preflight's own play sets besides the hosts' variables: play vars, vars on an import_playbook,
+# vars_files, role vars - named so in a refusal
+PLAY_VARS = "the play's vars"
+
+
+def own_vars_names(args):
+    """The nodefix_* names the collection's own vars files define (playbooks/vars/*.yml: computed defaults such
+    as nodefix_report_base) that are not settings: the play's, never a user's."""
+    names = set()
+    for path in glob.glob(os.path.join(COLLECTION_ROOT, "playbooks", "vars", "*.yml")):
+        if os.path.abspath(path) != SPEC_PATH:
+            with open(path) as fh:
+                names.update(yaml.safe_load(fh) or {})
+    return names - set(args)
+
+
+def play_settings(task_vars, hostvars, values, args):
+    """The nodefix_* settings the preflight's play has beyond its hosts' variables: ``vars:`` of the play or of
+    an ``import_playbook`` (a site playbook's wrapper), ``vars_files``, role vars - what a user configured there,
+    judged like the hosts' (a typo, a wrong type). Not: a host's own variables (checked per host), what the
+    play computed (registered, set_fact; known settings' values are still judged), the collection's own vars
+    files' names."""
+    host = task_vars.get("inventory_hostname")
+    skip = set((values.get(host) or {})) | (computed_names(hostvars, host) - set(args)) | own_vars_names(args)
+    return dict((name, task_vars[name]) for name in list(task_vars)
+                if str(name).startswith(preflight_vars.PREFIX) and name not in skip)
 
 
 class ActionModule(ActionBase):
@@ -134,12 +164,19 @@ class ActionModule(ActionBase):
         for host in hosts:
             try:
                 host_vars = hostvars[host]
-                computed = computed_names(hostvars, host)
+                computed = computed_names(hostvars, host) - set(args)
                 values[host] = dict((name, host_vars[name]) for name in list(host_vars.keys())
                                     if str(name).startswith(preflight_vars.PREFIX) and name not in computed)
             # a variable that cannot be templated (an undefined name in it) is a problem, named, never a traceback
             except Exception as exc:  # pylint: disable=broad-except
                 unreadable.append("%s: a nodefix_* variable could not be read: %s" % (host, to_text(exc)))
+        try:
+            play = play_settings(task_vars, hostvars, values, args)
+        except Exception as exc:  # pylint: disable=broad-except
+            unreadable.append("the play's vars: a nodefix_* variable could not be read: %s" % to_text(exc))
+            play = {}
+        if play:
+            values[PLAY_VARS] = play
         ignore = self._task.args.get("ignore")
         if ignore is None:
             ignore = next((v.get("nodefix_preflight_ignore") for v in values.values()
@@ -153,10 +190,12 @@ class ActionModule(ActionBase):
         if targets is not None and not self._task.args.get("targets_matched"):
             groups = task_vars.get("groups") or {}
             found.insert(0, no_match_problem(targets, list(groups), groups.get("all") or []))
-        result.update(changed=False, problems=found, checked_hosts=len(values), collection_version=own_version(),
+        result.update(changed=False, problems=found, checked_hosts=len([h for h in values if h != PLAY_VARS]),
+                      collection_version=own_version(),
                       checked_variables=sorted(set(n for v in values.values() for n in v)))
         if found:
             result.update(failed=True, msg="nodefix.k8s %s refused before any node: %s" % (playbook, "; ".join(found)))
         else:
-            result["msg"] = "%d host(s): every nodefix_* variable known and well-formed, prerequisites present" % len(values)
+            result["msg"] = ("%d host(s): every nodefix_* variable known and well-formed, prerequisites present"
+                             % result["checked_hosts"])
         return leave_action(result)

@@ -116,12 +116,14 @@ WRAPPER = """\
 """
 
 
-@pytest.mark.parametrize("typo", [False, True], ids=["registered-results-audit", "typo-refused"])
+@pytest.mark.parametrize("typo", [False, "extra", "import"], ids=["registered-results-audit", "typo-refused",
+                                                                  "import-vars-typo-refused"])
 def test_a_wrapper_that_registers_nodefix_names_runs_and_a_typo_is_still_refused(tmp_path, typo):
     """Issue 60: a site playbook that registers nodefix_boot and set_facts a nodefix_* name, then imports
     remediate followed by audit in ONE run, is not refused (the second audit used to be refused for the
     facts remediate registered); the same wrapper with -e nodefix_rebot=true is refused before any node,
-    naming nodefix_reboot and not the registered names. The node is the controller run as nobody with
+    naming nodefix_reboot and not the registered names, and so is a typo in the wrapper's vars: on the
+    import_playbook (the play's vars, not the hosts'). The node is the controller run as nobody with
     detector options no machine trips (nothing to fix: nothing runs on it but the read-only audit)."""
     wrapper = tmp_path / "python-as-nobody"
     wrapper.write_text("#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n" % PY)
@@ -133,16 +135,20 @@ def test_a_wrapper_that_registers_nodefix_names_runs_and_a_typo_is_still_refused
         "nodefix_audit_options": {"pids": {"usage_percent": 100, "threads_max_min": 0, "pid_max_min": 301,
                                            "zombie_threshold": 1000000}}}}}}}}))
     site = tmp_path / "site.yml"
-    site.write_text(WRAPPER)
+    site.write_text(WRAPPER if typo != "import" else WRAPPER.replace(
+        "  ansible.builtin.import_playbook: nodefix.k8s.remediate\n",
+        "  ansible.builtin.import_playbook: nodefix.k8s.remediate\n  vars:\n    nodefix_drain_timout: 5\n"))
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "--check",
             "-e", "nodefix_report_dir=%s" % (tmp_path / "reports"), "-e", "nodefix_targets=k8s_nodes"]
-    if typo:
+    if typo == "extra":
         argv += ["-e", "nodefix_rebot=true"]
-    rc, out = run_logged("preflight-wrapper-%s" % ("typo" if typo else "ok"), argv + [str(site)], timeout=300)
+    rc, out = run_logged("preflight-wrapper-%s" % (typo or "ok"), argv + [str(site)], timeout=300)
     assert "nodefix_boot is not a variable" not in out and "nodefix_site_note is not" not in out, out[-3000:]
     if typo:
         assert rc != 0, out[-3000:]
-        assert "refused before any node" in out and "did you mean nodefix_reboot?" in out, out[-3000:]
+        assert "refused before any node" in out, out[-3000:]
+        assert ("did you mean nodefix_reboot?" if typo == "extra" else "did you mean nodefix_drain_timeout?") in out, \
+            out[-3000:]
         assert "TASK [Run every nodefix.k8s detector" not in out and "TASK [Audit before]" not in out
         return
     assert rc == 0, out[-3000:]

@@ -51,8 +51,13 @@ def read_password_file(path):
 
 def request_headers(username=None, password=None, headers=None):
     """The headers every request to the mirror carries: ``headers`` and, with a user name or a password,
-    ``Authorization: Basic`` (unless ``headers`` sets Authorization itself)."""
+    ``Authorization: Basic`` (unless ``headers`` sets Authorization itself). NodefixError naming the header -
+    never its value - for a value that is not one line (Python's HTTP client would refuse it quoting the value)."""
     out = dict((str(k), str(v)) for k, v in (headers or {}).items())
+    for name, value in out.items():
+        if "\n" in value or "\r" in value:
+            raise NodefixError("mirror header %s needs a one-line value (it holds a line break: a trailing newline "
+                               "from a file or a block scalar?)" % name)
     if (username or password) and not any(k.lower() == "authorization" for k in out):
         token = base64.b64encode(("%s:%s" % (username or "", password or "")).encode("utf-8")).decode("ascii")
         out["Authorization"] = "Basic " + token

@@ -113,3 +113,47 @@ def test_a_mistyped_setting_is_refused_beside_registered_results():
     for word in ("nodefix_rebot is not a variable", "did you mean nodefix_reboot?", "did you mean nodefix_fail_on?"):
         assert word in result["msg"], (word, result["msg"])
     assert "nodefix_boot" not in result["msg"], result["msg"]
+
+
+def _run_with_task_vars(playbook, hostvars, task_vars):
+    task = mock.MagicMock()
+    task.args = {"playbook": playbook, "hosts": ["node-a"]}
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    action = preflight.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
+                                    shared_loader_obj=None)
+    return action.run(task_vars=dict(task_vars, hostvars=hostvars))
+
+
+def test_a_known_setting_a_play_computed_is_still_judged():
+    """set_fact of a real setting with a bad value (the value the run would use: facts outrank inventory) is
+    refused; only the typo check is for what a user configured (review of issue 60)."""
+    manager, hostvars = _real_hostvars({"nodefix_report_dir": "/tmp/reports"})
+    manager.set_nonpersistent_facts("node-a", {"nodefix_drain_timeout": -5, "nodefix_boot": {"elapsed": 1}})
+    result = _run_with_hostvars("remediate", hostvars)
+    assert result.get("failed") is True and "nodefix_drain_timeout" in result["msg"], result
+    assert "nodefix_boot" not in result["msg"], result["msg"]
+
+
+def test_the_plays_own_vars_are_judged_as_settings():
+    """vars: on the play or on an import_playbook (a site playbook's wrapper) reach the preflight's task vars, not
+    hostvars: a typo or a bad value there is refused, named as the play's; the collection's own vars files'
+    computed names (nodefix_report_base) and the host's own variables are not judged twice."""
+    manager, hostvars = _real_hostvars({"nodefix_report_dir": "/tmp/reports"})
+    manager.set_nonpersistent_facts("node-a", {"nodefix_boot": {"elapsed": 1}})
+    task_vars = {"inventory_hostname": "node-a", "nodefix_report_dir": "/tmp/reports", "nodefix_boot": {},
+                 "nodefix_report_base": "/tmp/reports", "nodefix_drain_timout": 5, "nodefix_reboot": "maybe"}
+    result = _run_with_task_vars("remediate", hostvars, task_vars)
+    assert result.get("failed") is True, result
+    for word in ("nodefix_drain_timout is not a variable", "did you mean nodefix_drain_timeout?", "the play's vars",
+                 "nodefix_reboot"):
+        assert word in result["msg"], (word, result["msg"])
+    for name in ("nodefix_boot", "nodefix_report_base", "nodefix_report_dir"):
+        assert name not in result["msg"], (name, result["msg"])
+    # the control: the same play with well-formed vars passes
+    task_vars.update(nodefix_reboot=True)
+    del task_vars["nodefix_drain_timout"]
+    assert not _run_with_task_vars("remediate", hostvars, task_vars).get("failed")

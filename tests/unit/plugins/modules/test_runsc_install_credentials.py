@@ -91,3 +91,14 @@ def test_an_unreadable_password_file_is_named(run_module, tmp_path):
     result, failed, _t = run(run_module, tmp_path, base_url="https://mirror.example.com/release",
                              password_file=str(tmp_path / "missing"))
     assert failed and "cannot read the password file %s" % (tmp_path / "missing") in result["msg"]
+
+
+def test_a_header_value_with_a_line_break_is_refused_naming_the_header_only(run_module, tmp_path, mirror):
+    """A header value ending in a newline (a slurped file, a block scalar): Python's HTTP client would refuse it
+    quoting the value ("Invalid header value b'...\\n'") - refused before any request, the header named, never
+    its value (the review of issue 61)."""
+    Handler.seen.clear()
+    result, failed, _t = run(run_module, tmp_path, base_url="http://%s/release" % mirror,
+                             headers={"X-JFrog-Art-Api": "Nl-Header-61\n"})
+    assert failed and "mirror header X-JFrog-Art-Api needs a one-line value" in result["msg"], result
+    assert "Nl-Header-61" not in json.dumps(result) and Handler.seen == []

@@ -86,6 +86,7 @@ def read(annotations):
         raise MalformedRecord("its leaseSeconds %s is not a whole number of seconds" % json.dumps(lease))
     for key in ("started", "moved", "renewed"):
         _when(body.get(key), key)
+    expires(body)
     return body
 
 
@@ -110,7 +111,13 @@ def text(record):
 
 
 def expires(record):
-    return _when(record["renewed"], "renewed") + datetime.timedelta(seconds=record["leaseSeconds"])
+    """When the record's lease runs out; MalformedRecord for a lease no clock can hold (a year 9999 renewal plus
+    the lease, 10**12 seconds): held as a record that cannot be read, never a traceback."""
+    try:
+        return _when(record["renewed"], "renewed") + datetime.timedelta(seconds=record["leaseSeconds"])
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise MalformedRecord("its lease cannot be computed (renewed %r, leaseSeconds %r: %s)"
+                              % (record.get("renewed"), record.get("leaseSeconds"), exc))
 
 
 def live(record, now, here, pid_alive):

@@ -70,7 +70,11 @@ def test_a_dead_runs_claim_is_taken_over_after_its_lease_or_at_once_on_the_same_
 
 @pytest.mark.parametrize("value", ["garbage", "[]", '{"version": 2, "run": "r", "phase": "claimed"}',
                                    '{"version": 1, "run": "", "phase": "claimed"}',
-                                   '{"version": 1, "run": "r", "phase": "claimed", "holder": "me", "leaseSeconds": 60}'])
+                                   '{"version": 1, "run": "r", "phase": "claimed", "holder": "me", "leaseSeconds": 60}',
+                                   # a lease no clock can hold (review of issue 62): refused, never a traceback
+                                   json.dumps({"version": 1, "run": "r", "phase": "claimed", "started": "2026-12-06T07:00:00Z",
+                                               "moved": "2026-12-06T07:00:00Z", "renewed": "2026-12-06T07:00:00Z",
+                                               "leaseSeconds": 10 ** 12, "holder": {"host": "h", "pid": 1, "boot": "b"}})])
 def test_a_record_that_cannot_be_read_refuses_the_node(value):
     api = Api(node(False, **{rollout.ANNOTATION: value}))
     out = node_rollout.claim(api, "node-a", "r2", 1800, T0, CLI, False, gone)

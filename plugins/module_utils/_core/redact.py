@@ -78,6 +78,11 @@ _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-
                       r"(?P<tail>-----END (?P=kind)-----|\Z)", re.DOTALL)
 
 
+# a value under a secret's name that only switches something on or off (kubelet's
+# --authentication-token-webhook=true): shown, so that a flag's diff stays readable
+_SWITCH_WORDS = frozenset(("true", "false", "yes", "no", "on", "off"))
+
+
 def _words(name):
     """The words of a name: split at '_', '-', '.', ' ' and lower-to-upper case changes, lower-cased."""
     return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
@@ -140,6 +145,8 @@ def _key_value(match):
         return head + opening + redact_text(inside) + closing
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)
+    if _unquoted(val)[1].lower() in _SWITCH_WORDS:
+        return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
     return head + _quoted(val)
 
 
@@ -175,7 +182,7 @@ def _hidden_after(flag):
     if _user_flag(flag):
         return lambda v: v.split(":", 1)[0] + ":" + MARK if ":" in v and MARK not in v else v
     if flag.startswith("--") and secret_name(flag):
-        return lambda v: MARK if v and MARK not in v else v
+        return lambda v: MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS else v
     return None
 
 

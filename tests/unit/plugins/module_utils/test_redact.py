@@ -97,9 +97,19 @@ def test_the_keys_and_the_public_parts_are_kept():
     "2026-11-27T10:00:01+0000 kubelet[812]: I1127 reconciler.go:357] time: 10:00:01",
     "kubelet.service loaded failed failed kubelet",
     "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+    # a switch under a secret-like name (review of issue 61): kubelet's flag diffs stay readable
+    "--authentication-token-webhook=true",
+    "--authentication-token-webhook true",
+    "use_token: false",
 ])
 def test_decided_false_positives_are_kept(text):
     assert redact_text(text) == text
+
+
+def test_a_switch_after_a_secret_flag_in_an_argv_is_kept_and_a_value_is_not():
+    assert redact.redact(["kubelet", "--authentication-token-webhook", "true"]) == \
+        ["kubelet", "--authentication-token-webhook", "true"]
+    assert "Tok-61" not in str(redact.redact(["etcdctl", "--password", "Tok-61"]))
 
 
 def test_the_result_of_a_module_redacted_whole():

@@ -32,7 +32,10 @@ DOCS = ([os.path.join(ROOT, "README.md")]
         + sorted(glob.glob(os.path.join(ROOT, "roles", "*", "README.md")))
         + sorted(glob.glob(os.path.join(ROOT, "examples", "**", "*.md"), recursive=True)))
 TOOLS = ("ansible-playbook", "ansible-runner", "ansible-navigator")
-FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.M | re.S)
+FENCE = re.compile(r"^[ \t]*(```|~~~)[\w+.-]*[ \t]*\n(.*?)^[ \t]*\1", re.M | re.S)
+# what may stand before a command on its line: a prompt, sudo, environment assignments, a lock, a chain, a quote
+PREFIX = re.compile(r"""^(?:.*(?:&&|;)\s*|.*["']|\$\s*|#\s*)?(?:sudo\s+(?:-\S+\s+)*)?"""
+                    r"""(?:flock\s+\S+\s+)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*$""")
 INLINE = re.compile(r"`((?:%s) [^`]+)`" % "|".join(TOOLS))
 PLACEHOLDER = re.compile(r"[<>]|\.\.\.|\bX\b")
 
@@ -87,16 +90,17 @@ def commands():
     for doc in DOCS:
         with open(doc, encoding="utf-8") as fh:
             text = fh.read()
-        blocks = [b.replace("\\\n", " ") for b in FENCE.findall(text)]
+        blocks = [b.replace("\\\n", " ") for _fence, b in FENCE.findall(text)]
         lines = [line for b in blocks for line in b.splitlines()]
         lines += INLINE.findall(FENCE.sub("", text))
         for line in lines:
             line = line.split(" #", 1)[0].strip()
             start = min([line.find(t) for t in TOOLS if line.find(t) >= 0] or [-1])
-            if start < 0 or (start and not line[:start].rstrip().endswith(("$", "&&", ";", "flock \"$NODEFIX_LAB_LOCK\""))
-                             and line[:start].strip() not in ("", "$")):
+            if start < 0 or not PREFIX.match(line[:start]):
                 continue
-            line = line[start:].split("|", 1)[0].split("&&", 1)[0]
+            quote = line[:start].rstrip()[-1:] if line[:start].rstrip()[-1:] in ("'", '"') else ""
+            line = line[start:].split(quote, 1)[0] if quote else line[start:]
+            line = line.split("|", 1)[0].split("&&", 1)[0]
             try:
                 argv = shlex.split(line)
             except ValueError:
@@ -104,6 +108,20 @@ def commands():
             if argv[0] in TOOLS and len(argv) > 1 and not argv[1].startswith("-") or argv[0] == "ansible-playbook":
                 found.append((os.path.relpath(doc, ROOT), line, argv))
     return found
+
+
+def _extra_vars(value):
+    """The variables one -e gives: key=value words, or a JSON/YAML mapping (``-e '{"k": v}'``); none for @file."""
+    if value.startswith("@"):
+        return {}
+    if value.lstrip().startswith("{") or ("=" not in value and ":" in value):
+        try:
+            loaded = yaml.safe_load(value)
+        except yaml.YAMLError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return dict((str(k), v) for k, v in loaded.items())  # typed, as Ansible reads a JSON/YAML -e
+    return dict(p.split("=", 1) for p in shlex.split(value) if "=" in p)
 
 
 def _playbook_and_vars(argv):
@@ -118,15 +136,12 @@ def _playbook_and_vars(argv):
     while i < len(args):
         arg = args[i]
         value = args[i + 1] if i + 1 < len(args) else ""
-        if arg in ("-e", "--extra-vars"):
-            i += 1
-            if not value.startswith("@") and "=" in value:
-                for pair in [p for p in shlex.split(value) if "=" in p]:
-                    name, val = pair.split("=", 1)
-                    extra[name] = val
-        elif arg.startswith("-e") and "=" in arg[2:]:
-            name, val = arg[2:].split("=", 1)
-            extra[name] = val
+        if arg in ("-e", "--extra-vars") or arg.startswith(("--extra-vars=", "-e")) and len(arg) > 2 and arg != "-e":
+            if arg in ("-e", "--extra-vars"):
+                i += 1
+            else:
+                value = arg.split("=", 1)[1] if arg.startswith("--extra-vars=") else arg[2:]
+            extra.update(_extra_vars(value))
         elif arg == "--cmdline":  # ansible-runner hands these to ansible-playbook
             i += 1
             args[i + 1:i + 1] = shlex.split(value)
@@ -175,7 +190,7 @@ def test_a_documented_command_names_what_exists(doc, line, argv):
         if PLACEHOLDER.search(name):
             continue
         assert name in known or name.startswith("ansible_"), "%s: %s names %s, which nothing reads" % (doc, line, name)
-        if name in spec and not PLACEHOLDER.search(value) and "$" not in value and "~" not in value:
+        if name in spec and not (isinstance(value, str) and (PLACEHOLDER.search(value) or "$" in value or "~" in value)):
             settings[name] = value
     if settings:
         kind = playbook.split(".")[-1] if playbook and playbook.startswith("nodefix.k8s.") else "remediate"
@@ -194,6 +209,16 @@ def test_a_renamed_variable_in_a_doc_fails():
     argv = shlex.split("ansible-playbook nodefix.k8s.remediate -i inv -e nodefix_rebot=true --tags gvisor")
     playbook, extra, tags = _playbook_and_vars(argv)
     assert playbook == "nodefix.k8s.remediate" and extra == {"nodefix_rebot": "true"} and tags == ["gvisor"]
+    for form in ("-e nodefix_rebot=true", "--extra-vars=nodefix_rebot=true", """-e '{"nodefix_rebot": true}'""",
+                 "--extra-vars 'nodefix_rebot: true'", "-enodefix_rebot=true"):
+        argv = shlex.split("ansible-playbook nodefix.k8s.audit %s" % form)
+        assert _playbook_and_vars(argv)[1] in ({"nodefix_rebot": "true"}, {"nodefix_rebot": True}), form
+    assert _playbook_and_vars(shlex.split("ansible-playbook x.yml -e @vars.yml"))[1] == {}
+    text = ("```shell-session\n$ sudo ANSIBLE_CONFIG=a.cfg ansible-playbook nodefix.k8s.audit -e nodefix_x=1\n```\n"
+            "~~~\nansible-playbook nodefix.k8s.npd\n~~~\n"
+            '  description: "ansible-playbook nodefix.k8s.remediate -e nodefix_y=2 (a note)"\n')
+    found = [line for _f, b in FENCE.findall(text) for line in b.splitlines()]
+    assert len(found) == 2 and PREFIX.match("$ sudo ANSIBLE_CONFIG=a.cfg ") and PREFIX.match('  description: "')
     argv = shlex.split("ansible-runner run examples/runner -p nodefix.k8s.audit --cmdline '--check --tags kubelett'")
     assert _playbook_and_vars(argv) == ("nodefix.k8s.audit", {}, ["kubelett"])
     assert "kubelett" not in _tags() and "kubelet" in _tags()

@@ -30,6 +30,9 @@ LABELS = {
     # a module with an action plugin: antsibull-docs links its note to the guide's action plugins section
     "action_plugins": ("plugins/action.html", "Action plugins"),
 }
+# the configuration settings' environment variables the inventory_cache fragment names (nodefix.k8s.triage)
+ENVVARS = ("ANSIBLE_CACHE_PLUGIN", "ANSIBLE_CACHE_PLUGIN_CONNECTION", "ANSIBLE_CACHE_PLUGIN_PREFIX",
+           "ANSIBLE_CACHE_PLUGIN_TIMEOUT")
 
 
 def inventory():
@@ -43,6 +46,8 @@ def inventory():
     for label, (path, title) in sorted(LABELS.items()):
         anchor = label.replace("_", "-").replace(".", "-")
         lines.append("%s std:label -1 %s#%s %s\n" % (label, path, anchor, title))
+    for name in ENVVARS:
+        lines.append("%s std:envvar -1 reference_appendices/config.html#envvar-%s %s\n" % (name, name, name))
     return header.encode() + zlib.compress("".join(lines).encode())
 
 

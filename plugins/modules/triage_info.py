@@ -14,8 +14,8 @@ module: triage_info
 short_description: Triage the fleet from Prometheus - the nodes with findings or an unknown state, without SSH
 version_added: 1.2.0
 description:
-  - The triage of the inventory plugin M(nodefix.k8s.triage) as a module, for playbooks that add the targets with
-    M(ansible.builtin.add_host) (the C(nodefix.k8s.triage) playbook does). The same classifier, options and classes
+  - The triage of the inventory plugin P(nodefix.k8s.triage#inventory) as a module, for playbooks that add the targets with
+    C(ansible.builtin.add_host) (the C(nodefix.k8s.triage) playbook does). The same classifier, options and classes
     (docs/triage.md) - every expected node in exactly one of C(findings), C(unknown) (with reasons) and C(clean),
     and the nodes that export but are not expected as orphans.
   - Fails, naming why, when Prometheus does not answer, answers something that is not the HTTP API's, the source of

@@ -25,11 +25,10 @@ CASES = [
 ]
 
 
-def run_preflight(playbook, host_vars):
-    """The action plugin's run() as the playbooks call it (nodefix.k8s.preflight: playbook, hosts), with the
-    hosts' variables as Ansible's hostvars gives them."""
+def run_action(playbook, hosts, task_vars):
+    """The action plugin's run() as the playbooks call it (nodefix.k8s.preflight: playbook, hosts)."""
     task = mock.MagicMock()
-    task.args = {"playbook": playbook, "hosts": sorted(host_vars)}
+    task.args = {"playbook": playbook, "hosts": hosts}
     task.async_val = 0
     task.check_mode = False
     task.diff = False
@@ -37,7 +36,12 @@ def run_preflight(playbook, host_vars):
     connection._shell.tmpdir = None
     action = preflight.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
                                     shared_loader_obj=None)
-    return action.run(task_vars={"hostvars": host_vars})
+    return action.run(task_vars=task_vars)
+
+
+def run_preflight(playbook, host_vars):
+    """With the hosts' variables as Ansible's hostvars gives them."""
+    return run_action(playbook, sorted(host_vars), {"hostvars": host_vars})
 
 
 @pytest.mark.parametrize("playbook,extra,words", CASES, ids=["%s-%s" % (c[0], "-".join(c[1])) for c in CASES])
@@ -77,16 +81,7 @@ def _real_hostvars(inventory_vars, extra_vars=None):
 
 
 def _run_with_hostvars(playbook, hostvars):
-    task = mock.MagicMock()
-    task.args = {"playbook": playbook, "hosts": ["node-a"]}
-    task.async_val = 0
-    task.check_mode = False
-    task.diff = False
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = preflight.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                    shared_loader_obj=None)
-    return action.run(task_vars={"hostvars": hostvars})
+    return run_action(playbook, ["node-a"], {"hostvars": hostvars})
 
 
 def test_registered_results_and_facts_are_not_settings():
@@ -116,16 +111,7 @@ def test_a_mistyped_setting_is_refused_beside_registered_results():
 
 
 def _run_with_task_vars(playbook, hostvars, task_vars):
-    task = mock.MagicMock()
-    task.args = {"playbook": playbook, "hosts": ["node-a"]}
-    task.async_val = 0
-    task.check_mode = False
-    task.diff = False
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = preflight.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                    shared_loader_obj=None)
-    return action.run(task_vars=dict(task_vars, hostvars=hostvars))
+    return run_action(playbook, ["node-a"], dict(task_vars, hostvars=hostvars))
 
 
 def test_a_known_setting_a_play_computed_is_still_judged():

@@ -22,5 +22,6 @@ if [ "$rc" != 0 ]; then
   exit "$rc"
 fi
 echo
-echo "Reports: $NODEFIX_REPORT_DIR/lab/{before,remediate,after}/report.html (also .md, .json, junit.xml)"
+echo "Reports: $NODEFIX_REPORT_DIR/lab/before/audit/report.html, $NODEFIX_REPORT_DIR/lab/remediate/report.html,"
+echo "         $NODEFIX_REPORT_DIR/lab/after/audit/report.html (also .md, .json, junit.xml)"
 echo "total time: $((SECONDS - start))s"

@@ -408,6 +408,12 @@ def test_03_the_demo_runs_whole_and_remediate_fixes_and_reports(site, lab):
     assert runs[0]["generated"] <= runs[1]["generated"] <= runs[2]["generated"], runs
     assert all(r["status"] == "complete" for r in runs), runs
     assert out.index("TASK [Lab | start the new sandboxes]") < out.rindex("TASK [Run every nodefix.k8s detector")
+    # every report scripts/demo.sh tells the user to open is where it says
+    with open(os.path.join(ROOT, "scripts", "demo.sh"), encoding="utf-8") as fh:
+        said = re.findall(r"\$NODEFIX_REPORT_DIR/(\S+?\.html)", fh.read())
+    assert len(said) == 3, said
+    for rel in said:
+        assert (site.reports / rel).is_file(), "scripts/demo.sh names %s; the demo wrote no such report" % rel
     report = json.loads((lab / "remediate" / "report.json").read_text())
     for node in report["nodes"]:
         assert node["remediation"]["status"] == "ok", node

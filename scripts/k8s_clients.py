@@ -39,9 +39,13 @@ def declared(path=os.path.join(ROOT, "requirements.txt")):
 
 
 def released():
-    """Every kubernetes release on the package index pip uses."""
-    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "kubernetes"], capture_output=True,
-                         text=True, check=True).stdout
+    """Every kubernetes release on the package index pip uses (None when the index cannot be asked)."""
+    done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "kubernetes"], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        sys.stderr.write("pip index versions kubernetes failed (rc %s): %s\n" % (done.returncode, done.stderr.strip()))
+        return None
+    out = done.stdout
     found = re.search(r"^Available versions: (.*)$", out, re.M)
     if not found:
         raise SystemExit("pip index versions kubernetes listed no versions:\n%s" % out)
@@ -50,15 +54,42 @@ def released():
 
 def install(version):
     target = os.path.join(DEST, str(version))
-    if os.path.isdir(os.path.join(target, "kubernetes-%s.dist-info" % version)):
+    if installed(version):
         return
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--upgrade", "--target", target,
                     "kubernetes==%s" % version], check=True)
 
 
+def installed(version):
+    return os.path.isdir(os.path.join(DEST, str(version), "kubernetes-%s.dist-info" % version))
+
+
+def cached(req):
+    """The record of the last set-up when it is for this range and both its releases are still installed, else None."""
+    try:
+        with open(os.path.join(DEST, "tested.json"), encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if record.get("range") != str(req.specifier) or not all(installed(record.get(k, "")) for k in ("floor", "newest")):
+        return None
+    return record
+
+
 def main():
     req = declared()
-    admitted = sorted(v for v in released() if req.specifier.contains(v))
+    index = released()
+    if index is None:
+        # offline (or the index down): a set-up that already installed both ends of THIS range keeps them, saying
+        # when they were looked up; without them there is nothing to test the range with, so set-up fails
+        record = cached(req)
+        if record is None:
+            raise SystemExit("cannot list kubernetes releases and no earlier set-up installed both ends of %s"
+                             % req.specifier)
+        print("kubernetes %s: the index did not answer; keeping %s and %s (looked up %s) in %s"
+              % (req.specifier, record["floor"], record["newest"], record["queried"], DEST))
+        return
+    admitted = sorted(v for v in index if req.specifier.contains(v))
     if not admitted:
         raise SystemExit("no kubernetes release is admitted by %s" % req)
     ends = [admitted[0], admitted[-1]]

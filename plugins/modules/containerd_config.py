@@ -182,16 +182,17 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
-from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import version as containerd_version
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import edit as containerd_edit
 
 
 def argument_spec():
     return dict(
-        path=dict(type="path", default=containerd_detect.DEFAULT_CONFIG),
+        path=dict(type="path", default=containerd_cfg.DEFAULT_CONFIG),
         runtimes=dict(type="dict"),
         runc_systemd_cgroup=dict(type="bool"),
-        schema_version=dict(type="int", choices=list(containerd_detect.KNOWN_SCHEMAS)),
+        schema_version=dict(type="int", choices=list(containerd_cfg.KNOWN_SCHEMAS)),
         validate=dict(type="bool", default=True),
         containerd_binary=dict(type="str", default="containerd"),
         backup=dict(type="bool", default=True),
@@ -218,7 +219,7 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
                          rc=rc, stdout=out, stderr=err, path=path)
     try:
         problems = containerd_edit.dump_has(out, runtimes, systemd_cgroup)
-    except containerd_detect.ContainerdConfigError as exc:
+    except containerd_cfg.ContainerdConfigError as exc:
         module.fail_json(msg="cannot read %s config dump output: %s" % (binary, exc), stdout=out, stderr=err)
     if problems:
         module.fail_json(msg="%s loads the edited config but does not apply it (file left unchanged): %s" % (binary, "; ".join(problems)),
@@ -228,8 +229,8 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
 
 def main():
     module = build_module()
-    if not containerd_detect.HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=str(containerd_detect.TOMLKIT_IMPORT_ERROR))
+    if not containerd_cfg.HAS_TOMLKIT:
+        module.fail_json(msg=missing_required_lib("tomlkit (Debian: python3-tomlkit)"), exception=str(containerd_cfg.TOMLKIT_IMPORT_ERROR))
     params = module.params
     path = params["path"]
     runtimes = params["runtimes"] or {}
@@ -240,11 +241,11 @@ def main():
     try:
         containerd_edit.check_runtime_specs(runtimes)
         if params["keep_backups"] < 0:
-            raise containerd_detect.ContainerdConfigError("keep_backups must be 0 or more, got %d" % params["keep_backups"])
+            raise containerd_cfg.ContainerdConfigError("keep_backups must be 0 or more, got %d" % params["keep_backups"])
         real = core_paths.resolve_target("/", path, what="containerd config")
         before = core_paths.read_utf8(real, what="containerd config")
         if before is not None:
-            containerd_detect.parse_config(before, path)
+            containerd_cfg.parse_config(before, path)
     except NodefixError as exc:
         module.fail_json(msg=str(exc), **result)
     if real != path:
@@ -262,22 +263,22 @@ def main():
             rc, out, err = runner.run([binary, "--version"])
         except NodefixError as exc:
             module.fail_json(**dict(result, **exc.fail_kwargs()))
-        info = containerd_detect.parse_containerd_version(out)
+        info = containerd_version.parse_containerd_version(out)
         if info is None:
             module.fail_json(msg="cannot parse `%s --version` output: %r" % (binary, out), **result)
-        schema = containerd_detect.schema_for_containerd(info["version"])
+        schema = containerd_cfg.schema_for_containerd(info["version"])
 
     try:
         after, schema, changes = containerd_edit.edit_config(before, runtimes, systemd_cgroup, schema=schema, path=path)
-        new_doc = containerd_detect.parse_config(after, path)
-    except containerd_detect.ContainerdConfigError as exc:
+        new_doc = containerd_cfg.parse_config(after, path)
+    except containerd_cfg.ContainerdConfigError as exc:
         module.fail_json(msg=str(exc), **result)
 
     result.update(
         schema_version=schema,
         changes=changes,
-        runtimes=containerd_detect.list_runtimes(new_doc, schema),
-        runc_systemd_cgroup=containerd_detect.runc_systemd_cgroup(new_doc, schema),
+        runtimes=containerd_cfg.list_runtimes(new_doc, schema),
+        runc_systemd_cgroup=containerd_cfg.runc_systemd_cgroup(new_doc, schema),
     )
     if after == (before or "") and before is not None:
         module.exit_json(**result)

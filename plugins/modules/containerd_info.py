@@ -170,6 +170,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
 
@@ -184,7 +185,7 @@ def build_module():
 def main():
     module = build_module()
     facts = core_options.run_check(module, containerd_detect)
-    module.exit_json(changed=False, edit_library=containerd_detect.HAS_TOMLKIT, **facts)
+    module.exit_json(changed=False, edit_library=containerd_cfg.HAS_TOMLKIT, **facts)
 
 
 if __name__ == "__main__":

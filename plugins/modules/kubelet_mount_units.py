@@ -413,7 +413,9 @@ import copy
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cost as mount_units_cost
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import errors as mount_units_errors
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 
@@ -422,7 +424,7 @@ def build_module():
     return redacting(AnsibleModule)(
         # kubelet_root_dir ... list_limit: the survey options node_audit's options.mount_units shares
         argument_spec=dict(
-            copy.deepcopy(mount_units_detect.SURVEY_OPTIONS),
+            copy.deepcopy(mount_units_survey.SURVEY_OPTIONS),
             state=dict(type="str", default="query", choices=["absent", "query"]),
             batch_size=dict(type="int", default=1000),
             stop_method=dict(type="str", default="transaction", choices=["transaction", "systemctl"]),
@@ -449,9 +451,9 @@ def main():
     try:
         result = mount_units_cleanup.run(Runner(module), root=p["root"], state=p["state"], check_mode=module.check_mode,
                                          **opts)
-    except mount_units_detect.MountUnitsError as exc:
+    except mount_units_errors.MountUnitsError as exc:
         module.fail_json(msg=exc.msg, changed=False, **exc.details)
-    result["reboot_recommended"] = mount_units_detect.reboot_faster(result["estimate_seconds"], p["reboot_over_seconds"])
+    result["reboot_recommended"] = mount_units_cost.reboot_faster(result["estimate_seconds"], p["reboot_over_seconds"])
     if module._diff:
         to_stop = result["to_stop_units"] if p["state"] == "absent" else []
         result["diff"] = {

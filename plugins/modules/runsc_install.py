@@ -231,6 +231,8 @@ from ansible.module_utils.urls import fetch_url
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import node_config as gvisor_node_config
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import version as gvisor_version
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import install as gvisor_install
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
@@ -254,17 +256,17 @@ def build_module():
             layout=dict(type="str", choices=["loose", "tarball"], default="loose"),
             install_shim=dict(type="bool", default=True),
             dest=dict(type="path", default="/usr/local/bin/runsc"),
-            shim_dest=dict(type="path", default="/usr/local/bin/" + gvisor_detect.SHIM_NAME),
+            shim_dest=dict(type="path", default="/usr/local/bin/" + gvisor_node_config.SHIM_NAME),
             checksums=dict(type="dict", default={}),
             allow_insecure=dict(type="bool", default=False),
             validate_certs=dict(type="bool", default=True),
             ca_path=dict(type="path"),
             timeout=dict(type="int", default=60),
-            minimum_release=dict(type="str", default=gvisor_detect.FIXED_RELEASE),
-            containerd_config=dict(type="path", default=gvisor_detect.DEFAULT_CONTAINERD_CONFIG),
+            minimum_release=dict(type="str", default=gvisor_version.FIXED_RELEASE),
+            containerd_config=dict(type="path", default=gvisor_node_config.DEFAULT_CONTAINERD_CONFIG),
             kubelet_unit=dict(type="str", default=kubelet_schema.UNIT),
             runtime_name=dict(type="str", default="runsc"),
-            shim_config_path=dict(type="path", default=gvisor_detect.DEFAULT_SHIM_CONFIG),
+            shim_config_path=dict(type="path", default=gvisor_node_config.DEFAULT_SHIM_CONFIG),
             systemd_cgroup=dict(type="str", choices=["auto", "never"], default="auto"),
         ),
         mutually_exclusive=[("password", "password_file")],
@@ -276,7 +278,7 @@ def _current(runner, dest):
     """(parsed version or None, the text for messages) of the runsc at ``dest`` now."""
     if not (os.path.isfile(dest) and os.access(dest, os.X_OK)):
         return None, "%s is still %s" % (dest, "absent" if not os.path.lexists(dest) else "not an executable file")
-    parsed, _raw = gvisor_detect.runsc_version(runner, dest)
+    parsed, _raw = gvisor_version.runsc_version(runner, dest)
     return parsed, "%s is still runsc %s" % (dest, parsed["version"] if parsed else "(version unknown)")
 
 
@@ -286,10 +288,10 @@ def _new_files(p, url, workdir):
         runsc, shim, bindir = gvisor_install.unpack(os.path.join(workdir, gvisor_install.TARBALL), workdir)
         if not runsc or (p["install_shim"] and not shim):
             raise gvisor_install.InstallError("%s/%s has no runsc%s; nothing was replaced" % (
-                url, gvisor_install.TARBALL, " or no " + gvisor_detect.SHIM_NAME if p["install_shim"] else ""))
+                url, gvisor_install.TARBALL, " or no " + gvisor_node_config.SHIM_NAME if p["install_shim"] else ""))
         return runsc, shim if p["install_shim"] else None, bindir
     return (os.path.join(workdir, "runsc"),
-            os.path.join(workdir, gvisor_detect.SHIM_NAME) if p["install_shim"] else None, None)
+            os.path.join(workdir, gvisor_node_config.SHIM_NAME) if p["install_shim"] else None, None)
 
 
 def _same(new, dest):
@@ -321,7 +323,7 @@ def _install(module, runner, p, new, bindest, workdir, before, expected):
             inst.replace(src, dest)
         if bindir:
             gvisor_install.copy_tree(bindir, bindest)
-        parsed, raw = gvisor_detect.runsc_version(runner, p["dest"])
+        parsed, raw = gvisor_version.runsc_version(runner, p["dest"])
         if parsed is None or parsed["version"] != expected["version"]:
             raise gvisor_install.InstallError("%s reports %s after the install, expected %s" % (
                 p["dest"], raw or "nothing", expected["version"]), version_output=raw)

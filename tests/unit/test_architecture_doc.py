@@ -106,7 +106,7 @@ def test_package_markers_are_empty():
 def test_named_readers_exist():
     """The functions the page names as the one reader of a fact exist where it says."""
     sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
-    for where in ("_containerd.detect.read_runtimes", "_containerd.detect.runc_state", "_containerd.detect.runc_findings",
+    for where in ("_containerd.config.read_runtimes", "_containerd.node.runc_state", "_containerd.detect.runc_findings",
                   "_kubelet.node.effective", "_kubelet.node.cgroup_driver", "_core.options.validate",
                   "_core.options.module_spec", "_core.findings.at_or_above", "_core.errors.NodefixError",
                   "_core.errors.CommandError"):

@@ -39,7 +39,7 @@ def test_the_modules_the_plugin_imports_by_name_are_listed():
 
 def test_the_reader_sees_both_import_forms():
     # `from <pkg>._x.y import name` and `from <pkg>._x import y` (both in _mount_units/cleanup.py)
-    assert {"_core.runner", "_mount_units.systemd", "_mount_units.detect"} <= module_deps("_mount_units.cleanup")
+    assert {"_core.runner", "_mount_units.systemd", "_mount_units.survey"} <= module_deps("_mount_units.cleanup")
 
 
 def test_every_shipper_reads_the_manifest_and_keeps_no_list_of_its_own():

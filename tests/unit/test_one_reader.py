@@ -40,10 +40,13 @@ def test_no_role_decides_what_a_detector_decided():
 
 
 def test_gvisor_has_no_containerd_or_kubelet_reader_of_its_own():
-    src = read("plugins/module_utils/_gvisor/detect.py")
-    tree = ast.parse(src)
+    # every _gvisor module the detector runs (it is split by job: version, node_config, sandboxes, remedy)
+    from ansible_collections.nodefix.k8s.tests.unit.module_utils_graph import closure
+    own = sorted(m for m in closure(["_gvisor.detect"]) if m.startswith("_gvisor."))
+    assert "_gvisor.node_config" in own and "_gvisor.sandboxes" in own, own
+    src = "\n".join(read("plugins/module_utils/%s.py" % m.replace(".", "/")) for m in own)
     imported = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(src)):
         if isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -53,7 +56,7 @@ def test_gvisor_has_no_containerd_or_kubelet_reader_of_its_own():
     assert "CRI_PLUGIN" not in src
     for path in ("/var/lib/kubelet/config.yaml", "kubeadm-flags.env", "/etc/kubernetes/kubelet"):
         assert path not in src, path
-    assert "containerd_detect.read_runtimes(" in src
+    assert "containerd_cfg.read_runtimes(" in src     # the one reader of containerd's config
     assert "kubelet_node.cgroup_driver(" in src     # the one reader of the kubelet's cgroup driver
 
 

@@ -21,7 +21,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._containerd.detect import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd.config import (
     _get,
     _key_repr,
     _plain,

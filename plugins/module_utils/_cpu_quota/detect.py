@@ -24,8 +24,8 @@ This file walks the cpu hierarchy (v1 ``cpu.cfs_quota_us`` and
   kernel silently caps the child to the ancestor;
 - CPU limits in kubepods under the systemd driver that are not whole
   percents of a CPU (the ones systemd truncates);
-- runc older than v1.0.0-rc5 (the version parsing and the finding are
-  shared with ``containerd_detect.py``).
+- runc older than v1.0.0-rc5 (runc is read by ``_containerd.node.runc_state``, the
+  finding made by ``_containerd.detect.runc_findings``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,7 +35,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
-from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import node as containerd_node
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import root_path
 
@@ -160,7 +160,7 @@ def check(runner, root="/", check_runc=True, runc_binary="runc", **_opts):
     # cpu_quota_info adds it for its own callers, node_audit gets it once.
     runc = {"binary": None, "version": None, "cpu_quota_rounding_bug": None}
     if check_runc:
-        state = containerd_detect.runc_state(runner, root, runc_binary)
+        state = containerd_node.runc_state(runner, root, runc_binary)
         runc = dict((k, state[k]) for k in runc)
     hier = core_cgroup.controller_dir(root, mode, "cpu")
     return {

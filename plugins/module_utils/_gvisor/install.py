@@ -33,8 +33,8 @@ import tarfile
 import tempfile
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor.detect import (
-    SHIM_NAME,
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor.node_config import SHIM_NAME
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor.version import (
     parse_release,
     release_ge,
     runsc_version,

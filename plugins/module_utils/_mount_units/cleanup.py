@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore). Its API may change without notice; do not import it
 # from other collections.
-"""Stopping the leaked kubelet mount units ``_mount_units.detect`` found (``kubelet_mount_units``
+"""Stopping the leaked kubelet mount units ``_mount_units.survey`` found (``kubelet_mount_units``
 with ``state=absent``, and the role's timer): orphans stopped in batches (one systemd transaction each, or
 ``systemctl stop``: ``_mount_units.transaction``), ONE
 ``list-units`` afterwards telling which are still up, failed ones reset by name (never a global
@@ -27,14 +27,14 @@ import time
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import runner as core_runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import transaction
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.systemd import argv_budget, chunks, parse_list_units
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.detect import (
-    ACTIVE_STATES_TO_STOP,
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.errors import MountUnitsError
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.summary import (
     empty_record,
-    MountUnitsError,
     summarize,
-    survey,
     SYSTEMD_FIX_VERSION,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.survey import survey
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units.units import ACTIVE_STATES_TO_STOP
 
 
 def _transaction(runner, plan, batch, record):

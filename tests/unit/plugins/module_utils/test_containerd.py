@@ -12,6 +12,8 @@ import os
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import version as containerd_version
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import edit as containerd_edit
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "containerd")
@@ -38,20 +40,20 @@ def fixture(name):
     ("containerd-version-2.1.9.txt", "2.1.9", None, "github.com/containerd/containerd/v2"),
 ])
 def test_real_containerd_version_outputs(name, version, pre, package):
-    info = containerd_detect.parse_containerd_version(fixture(name))
+    info = containerd_version.parse_containerd_version(fixture(name))
     assert info["version"] == version
     assert info["prerelease"] is pre and info["is_prerelease"] is False
     assert info["package"] == package
 
 
 def test_debian_version_keeps_distro_suffix_and_revision():
-    info = containerd_detect.parse_containerd_version(fixture("containerd-version-1.6.20.txt"))
+    info = containerd_version.parse_containerd_version(fixture("containerd-version-1.6.20.txt"))
     assert info["distro_suffix"] == "ds1"
     assert info["revision"] == "1.6.20~ds1-1+deb12u3"
 
 
 def test_v2_version_with_trailing_space_and_build_suffix():
-    info = containerd_detect.parse_containerd_version("containerd github.com/containerd/containerd/v2 2.1.9+unknown \n")
+    info = containerd_version.parse_containerd_version("containerd github.com/containerd/containerd/v2 2.1.9+unknown \n")
     assert (info["version"], info["build"], info["revision"], info["major"]) == ("2.1.9", "unknown", None, 2)
 
 
@@ -63,15 +65,15 @@ def test_v2_version_with_trailing_space_and_build_suffix():
     ("containerd containerd.io 1.6.28 ae07eda36dd25f8a1b98dfbf587313b99c0190bb", "1.6.28", None),
 ])
 def test_prerelease_and_vendor_builds(line, version, pre):
-    info = containerd_detect.parse_containerd_version(line)
+    info = containerd_version.parse_containerd_version(line)
     assert info["version"] == version
     assert info["prerelease"] == pre
     assert info["is_prerelease"] is (pre is not None)
 
 
 def test_not_a_version():
-    assert containerd_detect.parse_containerd_version("") is None
-    assert containerd_detect.parse_containerd_version("bash: containerd: command not found") is None
+    assert containerd_version.parse_containerd_version("") is None
+    assert containerd_version.parse_containerd_version("bash: containerd: command not found") is None
 
 
 @pytest.mark.parametrize("older, newer", [
@@ -85,31 +87,31 @@ def test_not_a_version():
     ("1.9.9", "1.10.0"),
 ])
 def test_ordering(older, newer):
-    assert containerd_detect.semver_lt(older, newer)
-    assert not containerd_detect.semver_lt(newer, older)
+    assert containerd_version.semver_lt(older, newer)
+    assert not containerd_version.semver_lt(newer, older)
 
 
 def test_runc_versions_and_quota_bug():
-    rc93 = containerd_detect.parse_runc_version(fixture("runc-version-1.0.0-rc93.txt"))
+    rc93 = containerd_version.parse_runc_version(fixture("runc-version-1.0.0-rc93.txt"))
     assert (rc93["version"], rc93["prerelease"], rc93["spec"]) == ("1.0.0-rc93", "rc93", "1.0.2-dev")
-    v115 = containerd_detect.parse_runc_version(fixture("runc-version-1.1.5.txt"))
+    v115 = containerd_version.parse_runc_version(fixture("runc-version-1.1.5.txt"))
     assert (v115["version"], v115["commit"]) == ("1.1.5", "1.1.5+ds1-1+deb12u1")
-    assert containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("1.0.0-rc4"))
-    assert containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("0.1.1"))
-    assert not containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("1.0.0-rc5"))
-    assert not containerd_detect.runc_has_quota_bug(rc93)
-    assert not containerd_detect.runc_has_quota_bug(containerd_detect.parse_semver("1.1.5+ds1"))
-    old = containerd_detect.parse_runc_version("runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n")
+    assert containerd_version.runc_has_quota_bug(containerd_version.parse_semver("1.0.0-rc4"))
+    assert containerd_version.runc_has_quota_bug(containerd_version.parse_semver("0.1.1"))
+    assert not containerd_version.runc_has_quota_bug(containerd_version.parse_semver("1.0.0-rc5"))
+    assert not containerd_version.runc_has_quota_bug(rc93)
+    assert not containerd_version.runc_has_quota_bug(containerd_version.parse_semver("1.1.5+ds1"))
+    old = containerd_version.parse_runc_version("runc version 1.0.0-rc4\ncommit: 3f2f8b84a77f73d38244dd690525642a72156c64\nspec: 1.0.0\n")
     assert old["version"] == "1.0.0-rc4"
 
 
 def test_ctr_version():
     out = ("Client:\n  Version:  1.7.24~ds1\n  Revision: 1.7.24~ds1-6+deb13u1\n  Go version: go1.23.5\n\n"
            "Server:\n  Version:  1.7.24~ds1\n  Revision: 1.7.24~ds1-6+deb13u1\n  UUID: 5b4b3c1d-3c1e-4a8b-9c57-6a0f1a0e2b11\n")
-    got = containerd_detect.parse_ctr_version(out)
+    got = containerd_version.parse_ctr_version(out)
     assert got["client"] == got["server"] == "1.7.24~ds1"
     assert got["uuid"].startswith("5b4b")
-    assert containerd_detect.parse_ctr_version("Client:\n  Version:  1.6.20~ds1\n")["server"] is None
+    assert containerd_version.parse_ctr_version("Client:\n  Version:  1.6.20~ds1\n")["server"] is None
 
 
 # ---------------------------------------------------------------- schemas
@@ -124,35 +126,35 @@ def test_ctr_version():
     ("debian-shipped-config.toml", 2),
 ])
 def test_schema_detection(name, schema):
-    assert containerd_detect.schema_version(containerd_detect.parse_config(fixture(name))) == schema
+    assert containerd_cfg.schema_version(containerd_cfg.parse_config(fixture(name))) == schema
 
 
 @pytest.mark.parametrize("text", ["version = 9\n", "version = '2'\n", "version = true\n", "version = 0\n"])
 def test_unknown_schema(text):
-    with pytest.raises(containerd_detect.ContainerdConfigError, match="unknown config schema version"):
-        containerd_detect.schema_version(containerd_detect.parse_config(text))
+    with pytest.raises(containerd_cfg.ContainerdConfigError, match="unknown config schema version"):
+        containerd_cfg.schema_version(containerd_cfg.parse_config(text))
 
 
 def test_malformed_toml():
-    with pytest.raises(containerd_detect.ContainerdConfigError, match="not valid TOML"):
-        containerd_detect.parse_config("version = 2\n[plugins\n")
+    with pytest.raises(containerd_cfg.ContainerdConfigError, match="not valid TOML"):
+        containerd_cfg.parse_config("version = 2\n[plugins\n")
 
 
 def test_schema_for_containerd():
-    assert [containerd_detect.schema_for_containerd(v) for v in ("1.4.13", "1.7.24~ds1", "2.1.9", "2.3.0")] == [2, 2, 3, 4]
+    assert [containerd_cfg.schema_for_containerd(v) for v in ("1.4.13", "1.7.24~ds1", "2.1.9", "2.3.0")] == [2, 2, 3, 4]
 
 
 def test_list_runtimes_real_configs():
-    doc = containerd_detect.parse_config(fixture("config-default-2.1.9.toml"))
-    (runc,) = containerd_detect.list_runtimes(doc, 3)
+    doc = containerd_cfg.parse_config(fixture("config-default-2.1.9.toml"))
+    (runc,) = containerd_cfg.list_runtimes(doc, 3)
     assert runc["name"] == "runc" and runc["runtime_type"] == "io.containerd.runc.v2"
     assert runc["options"]["SystemdCgroup"] is False
-    assert containerd_detect.runc_systemd_cgroup(doc, 3) is False
-    doc = containerd_detect.parse_config(fixture("config-default-1.4.13.toml"))
-    assert [r["name"] for r in containerd_detect.list_runtimes(doc, 2)] == ["runc"]
-    assert containerd_detect.runc_systemd_cgroup(doc, 2) is None
-    doc = containerd_detect.parse_config(fixture("config-v1-handwritten.toml"))
-    assert containerd_detect.list_runtimes(doc, 1)[0]["table"] == "plugins.cri.containerd.runtimes.runc"
+    assert containerd_cfg.runc_systemd_cgroup(doc, 3) is False
+    doc = containerd_cfg.parse_config(fixture("config-default-1.4.13.toml"))
+    assert [r["name"] for r in containerd_cfg.list_runtimes(doc, 2)] == ["runc"]
+    assert containerd_cfg.runc_systemd_cgroup(doc, 2) is None
+    doc = containerd_cfg.parse_config(fixture("config-v1-handwritten.toml"))
+    assert containerd_cfg.list_runtimes(doc, 1)[0]["table"] == "plugins.cri.containerd.runtimes.runc"
 
 
 # ---------------------------------------------------------------- edits
@@ -208,9 +210,9 @@ def test_edit_real_configs_only_needed_lines(name, schema):
     # idempotent
     again, dummy, changes2 = containerd_edit.edit_config(after, RUNSC, True)
     assert again == after and changes2 == []
-    doc = containerd_detect.parse_config(after)
-    assert containerd_detect.runc_systemd_cgroup(doc, schema) is True
-    runsc = [r for r in containerd_detect.list_runtimes(doc, schema) if r["name"] == "runsc"][0]
+    doc = containerd_cfg.parse_config(after)
+    assert containerd_cfg.runc_systemd_cgroup(doc, schema) is True
+    runsc = [r for r in containerd_cfg.list_runtimes(doc, schema) if r["name"] == "runsc"][0]
     assert runsc["options"] == RUNSC["runsc"]["options"]
 
 
@@ -220,7 +222,7 @@ def test_edit_1_4_13_fills_empty_runc_options():
     removed, added = changed_lines(before, after)
     assert removed == []
     assert added[0] == "            SystemdCgroup = true"
-    assert containerd_detect.runc_systemd_cgroup(containerd_detect.parse_config(after), 2) is True
+    assert containerd_cfg.runc_systemd_cgroup(containerd_cfg.parse_config(after), 2) is True
 
 
 def test_edit_debian_shipped_config_creates_tables_in_style():
@@ -230,9 +232,9 @@ def test_edit_debian_shipped_config_creates_tables_in_style():
     assert removed == []
     assert added[0] == '    [plugins."io.containerd.grpc.v1.cri".containerd]'
     assert added[1] == '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]'
-    doc = containerd_detect.parse_config(after)
-    assert sorted(r["name"] for r in containerd_detect.list_runtimes(doc, 2)) == ["runc", "runsc"]
-    assert containerd_detect.runc_systemd_cgroup(doc, 2) is True
+    doc = containerd_cfg.parse_config(after)
+    assert sorted(r["name"] for r in containerd_cfg.list_runtimes(doc, 2)) == ["runc", "runsc"]
+    assert containerd_cfg.runc_systemd_cgroup(doc, 2) is True
     assert containerd_edit.edit_config(after, RUNSC, True)[0] == after
 
 
@@ -252,23 +254,23 @@ def test_change_existing_option_in_place():
 
 
 def test_new_file_needs_schema():
-    with pytest.raises(containerd_detect.ContainerdConfigError, match="no schema version"):
+    with pytest.raises(containerd_cfg.ContainerdConfigError, match="no schema version"):
         containerd_edit.edit_config("", RUNSC, True)
     text, schema, dummy = containerd_edit.edit_config(None, RUNSC, True, schema=3)
-    doc = containerd_detect.parse_config(text)
-    assert containerd_detect.schema_version(doc) == 3
+    doc = containerd_cfg.parse_config(text)
+    assert containerd_cfg.schema_version(doc) == 3
     assert "'io.containerd.runsc.v1'" in text
-    assert containerd_detect.runc_systemd_cgroup(doc, 3) is True
+    assert containerd_cfg.runc_systemd_cgroup(doc, 3) is True
 
 
 def test_refuses_to_mix_schemas():
-    with pytest.raises(containerd_detect.ContainerdConfigError, match="refusing to mix"):
+    with pytest.raises(containerd_cfg.ContainerdConfigError, match="refusing to mix"):
         containerd_edit.edit_config(fixture("config-default-1.6.20.toml"), RUNSC, True, schema=3)
 
 
 def test_runtimes_not_a_table():
     text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = "x"\n'
-    with pytest.raises(containerd_detect.ContainerdConfigError, match="not a table"):
+    with pytest.raises(containerd_cfg.ContainerdConfigError, match="not a table"):
         containerd_edit.edit_config(text, RUNSC, None)
 
 

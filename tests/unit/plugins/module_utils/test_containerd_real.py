@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import edit as containerd_edit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,9 +63,9 @@ def test_real_binary_loads_edited_default_config(tmp_path, version, config):
     proc = run([exe, "--config", str(path), "config", "dump"])
     assert proc.returncode == 0, proc.stderr
     assert containerd_edit.dump_has(proc.stdout, RUNSC, True) == []
-    dumped = containerd_detect.parse_config(proc.stdout)
-    schema = containerd_detect.schema_version(dumped)
-    names = [r["name"] for r in containerd_detect.list_runtimes(dumped, schema)]
+    dumped = containerd_cfg.parse_config(proc.stdout)
+    schema = containerd_cfg.schema_version(dumped)
+    names = [r["name"] for r in containerd_cfg.list_runtimes(dumped, schema)]
     assert "runsc" in names and "runc" in names
 
 

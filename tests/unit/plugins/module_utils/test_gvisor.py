@@ -4,6 +4,9 @@
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import node_config as gvisor_node_config
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import sandboxes as gvisor_sandboxes
+from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import version as gvisor_version
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import findings as core_findings
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
@@ -67,18 +70,18 @@ class FakeRunner(object):
     ("runsc version release-20240603.1\n", "20240603.1", "upstream", False, [20240603, 1, 0]),
 ])
 def test_parse_runsc_version(out, release, flavor, untagged, key):
-    got = gvisor_detect.parse_runsc_version(out)
+    got = gvisor_version.parse_runsc_version(out)
     assert (got["release"], got["flavor"], got["untagged"], got["key"]) == (release, flavor, untagged, key)
 
 
 def test_parse_untagged_keeps_commit():
-    got = gvisor_detect.parse_runsc_version("runsc version release-20201216.0-72-gbf343394d498\n")
+    got = gvisor_version.parse_runsc_version("runsc version release-20201216.0-72-gbf343394d498\n")
     assert got["commit"] == "bf343394d498" and got["commits_after_tag"] == 72
 
 
 @pytest.mark.parametrize("out", ["", "runsc version VERSION_MISSING\n", "something else", "runsc version\n"])
 def test_parse_unknown(out):
-    assert gvisor_detect.parse_runsc_version(out) is None
+    assert gvisor_version.parse_runsc_version(out) is None
 
 
 @pytest.mark.parametrize("version,fixed,systemd", [
@@ -93,9 +96,9 @@ def test_parse_unknown(out):
     ("release-20201216.0-72-gbf343394d498", False, False),
 ])
 def test_thresholds(version, fixed, systemd):
-    parsed = gvisor_detect.parse_release(version)
-    assert gvisor_detect.release_ge(parsed, gvisor_detect.FIXED_RELEASE) is fixed
-    assert gvisor_detect.release_ge(parsed, gvisor_detect.SYSTEMD_CGROUP_RELEASE) is systemd
+    parsed = gvisor_version.parse_release(version)
+    assert gvisor_version.release_ge(parsed, gvisor_version.FIXED_RELEASE) is fixed
+    assert gvisor_version.release_ge(parsed, gvisor_version.SYSTEMD_CGROUP_RELEASE) is systemd
 
 
 # ------------------------------------------------------------------ configs
@@ -133,19 +136,19 @@ CTD_V1 = """[plugins.cri.containerd.runtimes.runsc]
 def test_read_containerd_schemas(make_tree):
     root = make_tree({"/a.toml": CTD_V2_FIXED, "/b.toml": CTD_V3, "/c.toml": CTD_V1, "/d.toml": "version = 9\n",
                       "/e.toml": "version = [\n"})
-    a = gvisor_detect.read_containerd(root, "/a.toml")
+    a = gvisor_node_config.read_containerd(root, "/a.toml")
     assert a["schema_version"] == 2 and a["runc_systemd_cgroup"] is True
-    assert a["runsc_runtimes"] == [{"name": "runsc", "runtime_type": gvisor_detect.RUNSC_RUNTIME_TYPE,
-                                    "type_url": gvisor_detect.RUNSC_TYPE_URL, "config_path": "/etc/containerd/runsc.toml"}]
-    b = gvisor_detect.read_containerd(root, "/b.toml")
+    assert a["runsc_runtimes"] == [{"name": "runsc", "runtime_type": gvisor_node_config.RUNSC_RUNTIME_TYPE,
+                                    "type_url": gvisor_node_config.RUNSC_TYPE_URL, "config_path": "/etc/containerd/runsc.toml"}]
+    b = gvisor_node_config.read_containerd(root, "/b.toml")
     assert b["schema_version"] == 3 and b["runc_systemd_cgroup"] is False
     assert b["runsc_runtimes"][0]["name"] == "gvisor"
     assert b["runsc_runtimes"][0]["config_path"] == "/etc/containerd/gvisor.toml"
-    c = gvisor_detect.read_containerd(root, "/c.toml")
+    c = gvisor_node_config.read_containerd(root, "/c.toml")
     assert c["schema_version"] == 1 and c["runsc_runtimes"][0]["config_path"] is None
-    assert "unknown config schema version 9" in gvisor_detect.read_containerd(root, "/d.toml")["error"]
-    assert gvisor_detect.read_containerd(root, "/e.toml")["error"].startswith("/e.toml is not valid TOML")
-    assert gvisor_detect.read_containerd(root, "/missing.toml")["exists"] is False
+    assert "unknown config schema version 9" in gvisor_node_config.read_containerd(root, "/d.toml")["error"]
+    assert gvisor_node_config.read_containerd(root, "/e.toml")["error"].startswith("/e.toml is not valid TOML")
+    assert gvisor_node_config.read_containerd(root, "/missing.toml")["exists"] is False
 
 
 def test_shim_config_quoted_and_unquoted(make_tree):
@@ -154,11 +157,11 @@ def test_shim_config_quoted_and_unquoted(make_tree):
         "/bad.toml": "[runsc_config]\n  systemd-cgroup = true\n  debug = \"true\"\n",
         "/broken.toml": "[runsc_config\n",
     })
-    ok = gvisor_detect.read_shim_config(root, "/ok.toml")
+    ok = gvisor_node_config.read_shim_config(root, "/ok.toml")
     assert ok["valid"] is True and ok["systemd_cgroup"] is True and ok["settings"] == {"log_level": "debug"}
-    bad = gvisor_detect.read_shim_config(root, "/bad.toml")
+    bad = gvisor_node_config.read_shim_config(root, "/bad.toml")
     assert bad["valid"] is False and "systemd-cgroup = true" in bad["error"] and "debug" not in bad["error"]
-    assert gvisor_detect.read_shim_config(root, "/broken.toml")["valid"] is False
+    assert gvisor_node_config.read_shim_config(root, "/broken.toml")["valid"] is False
 
 
 def kubelet_files(config_text=None, args="", dropins=None, env=None):
@@ -186,14 +189,14 @@ def test_cgroup_driver_is_the_kubelets_effective_configuration(make_tree):
     """One reader (the kubelet detector's): flags > --config-dir drop-ins > --config file."""
     ctd = {"config_path": "/etc/containerd/config.toml", "runc_systemd_cgroup": None}
     only_file = make_tree(kubelet_files(KCFG % "systemd"))
-    assert gvisor_detect.node_cgroup_driver(None, only_file, ctd)[:2] == (
+    assert gvisor_node_config.node_cgroup_driver(None, only_file, ctd)[:2] == (
         "systemd", "kubelet config /var/lib/kubelet/config.yaml")
     dropin = make_tree(kubelet_files(KCFG % "systemd", dropins={"50-driver.conf": KCFG % "cgroupfs"}))
-    assert gvisor_detect.node_cgroup_driver(None, dropin, ctd)[:2] == (
+    assert gvisor_node_config.node_cgroup_driver(None, dropin, ctd)[:2] == (
         "cgroupfs", "kubelet drop-in /etc/kubernetes/kubelet.conf.d/50-driver.conf")
     flag = make_tree(kubelet_files(KCFG % "systemd", args="--cgroup-driver=cgroupfs --v=2",
                                    dropins={"50-driver.conf": KCFG % "systemd"}))
-    assert gvisor_detect.node_cgroup_driver(None, flag, ctd)[:2] == ("cgroupfs", "kubelet flag --cgroup-driver")
+    assert gvisor_node_config.node_cgroup_driver(None, flag, ctd)[:2] == ("cgroupfs", "kubelet flag --cgroup-driver")
 
 
 def test_cgroup_driver_falls_back_to_runc_then_default(make_tree):
@@ -202,9 +205,9 @@ def test_cgroup_driver_falls_back_to_runc_then_default(make_tree):
         on = {"config_path": "/c.toml", "runc_systemd_cgroup": True}
         off = {"config_path": "/c.toml", "runc_systemd_cgroup": False}
         unset = {"config_path": "/c.toml", "runc_systemd_cgroup": None}
-        assert gvisor_detect.node_cgroup_driver(None, root, on)[:2] == ("systemd", "/c.toml (runc SystemdCgroup = true)")
-        assert gvisor_detect.node_cgroup_driver(None, root, off)[:2] == ("cgroupfs", "/c.toml (runc SystemdCgroup = false)")
-        assert gvisor_detect.node_cgroup_driver(None, root, unset)[0] == "cgroupfs"
+        assert gvisor_node_config.node_cgroup_driver(None, root, on)[:2] == ("systemd", "/c.toml (runc SystemdCgroup = true)")
+        assert gvisor_node_config.node_cgroup_driver(None, root, off)[:2] == ("cgroupfs", "/c.toml (runc SystemdCgroup = false)")
+        assert gvisor_node_config.node_cgroup_driver(None, root, unset)[0] == "cgroupfs"
 
 
 def test_kubelet_driver_beats_runc_option_in_check(make_tree):
@@ -214,7 +217,7 @@ def test_kubelet_driver_beats_runc_option_in_check(make_tree):
              "/etc/containerd/config.toml": CTD_V2_FIXED,
              "/etc/containerd/runsc.toml": '[runsc_config]\n  debug = "true"\n'}
     files.update(kubelet_files(KCFG % "systemd", dropins={"10-driver.conf": KCFG % "cgroupfs"}))
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/bin/" + gvisor_detect.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_node_config.SHIM_NAME: "/usr/bin/" + gvisor_node_config.SHIM_NAME},
                         "runsc version release-20240603.0\n")
     facts = gvisor_detect.check(runner, root=make_tree(files))
     assert facts["cgroup_driver"] == "cgroupfs" and facts["kubelet_cgroup_driver"] == "cgroupfs"
@@ -224,9 +227,9 @@ def test_kubelet_driver_beats_runc_option_in_check(make_tree):
 
 def test_containerd_read_without_tomlkit(make_tree, monkeypatch):
     """The reader still reads a node without python3-tomlkit (Python's tomllib)."""
-    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
-    monkeypatch.setattr(containerd_detect, "HAS_TOMLKIT", False)
-    a = gvisor_detect.read_containerd(make_tree({"/a.toml": CTD_V2_FIXED}), "/a.toml")
+    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
+    monkeypatch.setattr(containerd_cfg, "HAS_TOMLKIT", False)
+    a = gvisor_node_config.read_containerd(make_tree({"/a.toml": CTD_V2_FIXED}), "/a.toml")
     assert a["error"] is None and a["runc_systemd_cgroup"] is True
     assert a["runsc_runtimes"][0]["config_path"] == "/etc/containerd/runsc.toml"
 
@@ -237,12 +240,12 @@ def test_no_toml_parser_at_all_is_a_failed_check_never_an_invalid_config(make_tr
     Unknown), they never report containerd.config_invalid or a clean gVisor."""
     import sys  # pylint: disable=import-outside-toplevel
     from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
-    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
-    monkeypatch.setattr(containerd_detect, "HAS_TOMLKIT", False)
+    from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
+    monkeypatch.setattr(containerd_cfg, "HAS_TOMLKIT", False)
     monkeypatch.setitem(sys.modules, "tomllib", None)          # import tomllib -> ImportError
     root = make_tree({"/etc/containerd/config.toml": CTD_V2_FIXED})
-    with pytest.raises(containerd_detect.NoTomlParser, match="has no TOML parser"):
-        gvisor_detect.read_containerd(root, "/etc/containerd/config.toml")
+    with pytest.raises(containerd_cfg.NoTomlParser, match="has no TOML parser"):
+        gvisor_node_config.read_containerd(root, "/etc/containerd/config.toml")
     result = audit_checks.run_checks(FakeRunner({}), root=root, checks=["containerd", "gvisor"])
     ids = [(f["id"], f.get("subject")) for f in result["findings"]]
     assert ("audit.check_failed", "containerd") in ids and ("audit.check_failed", "gvisor") in ids, ids
@@ -280,7 +283,7 @@ def v1_node(extra=None):
 
 def test_v1_limit_on_pod_cgroup_unlimited_leaf(make_tree):
     root = make_tree(v1_node())
-    sbs = gvisor_detect.scan_sandboxes(root)
+    sbs = gvisor_sandboxes.scan_sandboxes(root)
     assert [s["container_id"] for s in sbs] == [CID_A, CID_B]
     a, b = sbs
     assert a["pid"] == 129 and a["total_memory"] == HOST_RAM
@@ -301,7 +304,7 @@ def test_container_view_strips_mount_root(make_tree):
                      "/proc/129/cgroup": v1_cgroup("%s/kubepods/burstable/pod%s/%s" % (libpod, POD_A, CID_A))})
     root = make_tree(files)
     assert core_cgroup.mount_roots(root) == {"memory": libpod, "cpu": libpod, "hugetlb": "/"}
-    a = gvisor_detect.scan_sandboxes(root)[0]
+    a = gvisor_sandboxes.scan_sandboxes(root)[0]
     assert a["cgroup_local"] == "/kubepods/burstable/pod%s/%s" % (POD_A, CID_A)
     assert a["memory_limit"] == 268435456 and a["oversized"] is True and a["pod_uid"] == POD_A
 
@@ -319,7 +322,7 @@ def test_container_view_v2_strips_mount_root_of_a_static_pod(make_tree):
         "/sys/fs/cgroup%s/memory.max" % pod: "268435456\n",
         "/sys/fs/cgroup%s/memory.max" % leaf: "max\n",
     })
-    (sb,) = gvisor_detect.scan_sandboxes(root)
+    (sb,) = gvisor_sandboxes.scan_sandboxes(root)
     assert sb["cgroup"] == libpod + leaf and sb["cgroup_local"] == leaf and sb["cgroup_found"]
     assert sb["memory_limit"] == 268435456 and sb["limited_by"] == pod and sb["oversized"] is True
     assert (sb["pod_uid"], sb["qos"], sb["in_kubepods"], sb["outside_pod_slice"]) == (STATIC, "burstable", True, False)
@@ -350,7 +353,7 @@ def test_v2_systemd_slice_limit_on_pod_max_on_leaf(make_tree):
         "/sys/fs/cgroup%s/memory.max" % pod_slice: "536870912\n",
         "/sys/fs/cgroup%s/memory.max" % path: "max\n",
     }))
-    (sb,) = gvisor_detect.scan_sandboxes(root)
+    (sb,) = gvisor_sandboxes.scan_sandboxes(root)
     assert sb["memory_limit"] == 536870912 and sb["limited_by"] == pod_slice and sb["leaf_limit"] is None
     assert sb["oversized"] and sb["excess_bytes"] == 16 * 1024 * MIB - 536870912
     assert sb["in_kubepods"] and sb["kubernetes"] and not sb["outside_pod_slice"]
@@ -360,7 +363,7 @@ def test_v2_sandbox_in_system_slice_is_outside(make_tree):
     path = "/system.slice/cri-containerd-%s.scope" % CID_A
     root = make_tree(v2_node({77: (CID_A, HOST_RAM, path, "/run/containerd/runsc/k8s.io")},
                              {"/sys/fs/cgroup%s/memory.max" % path: "max\n"}))
-    (sb,) = gvisor_detect.scan_sandboxes(root)
+    (sb,) = gvisor_sandboxes.scan_sandboxes(root)
     assert sb["outside_pod_slice"] is True and sb["oversized"] is False and sb["memory_limit"] is None
 
 
@@ -370,14 +373,14 @@ def test_literal_systemd_path_is_outside_with_pod(make_tree):
     root = make_tree(v1_node({"/proc/201/cgroup": v1_cgroup(path), "/proc/201/cmdline": sandbox_cmdline(
         CID_B, HOST_RAM, root="/run/containerd/runsc/k8s.io"),
         "/sys/fs/cgroup/memory%s/memory.limit_in_bytes" % path: V1_UNLIMITED}))
-    b = [s for s in gvisor_detect.scan_sandboxes(root) if s["container_id"] == CID_B][0]
+    b = [s for s in gvisor_sandboxes.scan_sandboxes(root) if s["container_id"] == CID_B][0]
     assert b["outside_pod_slice"] is True and b["pod_uid"] == POD_B and b["in_kubepods"] is False
 
 
 def test_docker_sandbox_outside_kubepods_is_not_kubernetes(make_tree):
     path = "/system.slice/docker-%s.scope" % CID_A
     root = make_tree(v2_node({9: (CID_A, HOST_RAM, path, "/var/run/docker/runtime-runc/moby")}))
-    (sb,) = gvisor_detect.scan_sandboxes(root)
+    (sb,) = gvisor_sandboxes.scan_sandboxes(root)
     assert sb["kubernetes"] is False and sb["outside_pod_slice"] is False
 
 
@@ -394,7 +397,7 @@ def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
         reads.append(path)
         return real(path, default)
 
-    monkeypatch.setattr(gvisor_detect, "read_text", counting)
+    monkeypatch.setattr(gvisor_sandboxes, "read_text", counting)
     real_pid_file = core_procfs._read    # each process's cmdline, read through one descriptor of /proc
 
     def counting_pid_file(name, dir_fd):
@@ -402,7 +405,7 @@ def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
         return real_pid_file(name, dir_fd)
 
     monkeypatch.setattr(core_procfs, "_read", counting_pid_file)
-    sbs = gvisor_detect.scan_sandboxes(root)
+    sbs = gvisor_sandboxes.scan_sandboxes(root)
     assert len(sbs) == 2
     cmdlines = [p for p in reads if p.endswith("/cmdline")]
     cgroups = [p for p in reads if p.endswith("/cgroup")]
@@ -413,11 +416,11 @@ def test_one_pass_reads_cgroup_only_for_sandboxes(make_tree, monkeypatch):
 def test_total_host_memory_and_equals_form():
     argv = ["runsc", "--root=/r", "--systemd-cgroup=true", "boot", "--total-memory=1024", "--total-host-memory=4096",
             "--bundle=/b", CID_A]
-    sb = gvisor_detect.sandbox_from_cmdline(argv)
+    sb = gvisor_sandboxes.sandbox_from_cmdline(argv)
     assert (sb["total_memory"], sb["total_host_memory"], sb["systemd_cgroup"], sb["container_id"]) == (
         1024, 4096, True, CID_A)
-    assert gvisor_detect.sandbox_from_cmdline(["runsc-gofer", "gofer", "--bundle", "/b"]) is None
-    assert gvisor_detect.sandbox_from_cmdline(["/usr/bin/python3", "boot"]) is None
+    assert gvisor_sandboxes.sandbox_from_cmdline(["runsc-gofer", "gofer", "--bundle", "/b"]) is None
+    assert gvisor_sandboxes.sandbox_from_cmdline(["/usr/bin/python3", "boot"]) is None
 
 
 # ------------------------------------------------------------------ check(): findings
@@ -460,7 +463,7 @@ def test_check_correct_v2_node_has_no_findings(make_tree):
         "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n",
     })
     root = make_tree(files)
-    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/local/bin/" + gvisor_detect.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gvisor_node_config.SHIM_NAME: "/usr/local/bin/" + gvisor_node_config.SHIM_NAME},
                         "runsc version release-20240603.0\nspec: 1.1.0\n")
     facts = gvisor_detect.check(runner, root=root)
     assert facts["findings"] == []
@@ -473,7 +476,7 @@ def test_check_cgroupfs_node_with_systemd_flag_and_old_runsc(make_tree):
              "/etc/containerd/config.toml": CTD_V3,
              "/etc/containerd/gvisor.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'}
     root = make_tree(files)
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/bin/" + gvisor_detect.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_node_config.SHIM_NAME: "/usr/bin/" + gvisor_node_config.SHIM_NAME},
                         "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
     facts = gvisor_detect.check(runner, root=root)
     assert ids(facts) == sorted([
@@ -487,7 +490,7 @@ def test_check_config_invalid_and_missing(make_tree):
     base = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
             "/var/lib/kubelet/config.yaml": "cgroupDriver: systemd\n",
             "/etc/containerd/config.toml": CTD_V2_FIXED}
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/x/" + gvisor_detect.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_node_config.SHIM_NAME: "/x/" + gvisor_node_config.SHIM_NAME},
                         "runsc version release-20240603.0\n")
     missing = gvisor_detect.check(runner, root=make_tree(base))
     assert ids(missing) == [("gvisor.config_missing", "/etc/containerd/runsc.toml")]
@@ -522,9 +525,9 @@ def test_plan_of_the_lab_node(make_tree):
     p = gvisor_detect.check(runner, root=make_tree(v1_node({"/etc/containerd/config.toml": CTD_V2})))["plan"]
     assert p["active"] is True
     assert p["runsc"] == {"action": "upgrade", "version": "0.0~20221219.0", "path": "/usr/bin/runsc",
-                          "minimum": gvisor_detect.FIXED_RELEASE,
+                          "minimum": gvisor_version.FIXED_RELEASE,
                           "reason": "runsc 0.0~20221219.0 is older than 20231106.0 (google/gvisor#9580)"}
-    assert p["shim_config"]["path"] == gvisor_detect.DEFAULT_SHIM_CONFIG and p["shim_config"]["systemd_cgroup"] is True
+    assert p["shim_config"]["path"] == gvisor_node_config.DEFAULT_SHIM_CONFIG and p["shim_config"]["systemd_cgroup"] is True
     assert p["shim_config"]["supported_now"] is True and p["shim_config"]["needs_upgrade_first"] is False
     assert p["shim_config"]["cgroup_v1"] is True and "systemd cgroup driver" in p["shim_config"]["reason"]
     assert p["containerd"]["register"] is True and p["containerd"]["restart_needed"] is True
@@ -541,7 +544,7 @@ def test_plan_of_a_fixed_node_changes_nothing(make_tree):
         "/sys/fs/cgroup%s/memory.max" % path: "max\n",
         "/etc/containerd/config.toml": CTD_V2_FIXED,
         "/etc/containerd/runsc.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'})
-    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/local/bin/" + gvisor_detect.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/local/bin/runsc", gvisor_node_config.SHIM_NAME: "/usr/local/bin/" + gvisor_node_config.SHIM_NAME},
                         "runsc version release-20240603.0\nspec: 1.1.0\n")
     p = gvisor_detect.check(runner, root=make_tree(files))["plan"]
     assert p["runsc"]["action"] == "none" and p["containerd"]["register"] is False
@@ -553,7 +556,7 @@ def test_plan_keeps_the_registered_config_path_and_removes_the_flag_on_cgroupfs(
     files = {"/sys/fs/cgroup/cgroup.controllers": "memory\n", "/proc/self/mountinfo": "",
              "/etc/containerd/config.toml": CTD_V3,
              "/etc/containerd/gvisor.toml": '[runsc_config]\n  systemd-cgroup = "true"\n'}
-    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_detect.SHIM_NAME: "/usr/bin/" + gvisor_detect.SHIM_NAME},
+    runner = FakeRunner({"runsc": "/usr/bin/runsc", gvisor_node_config.SHIM_NAME: "/usr/bin/" + gvisor_node_config.SHIM_NAME},
                         "runsc version release-20201216.0-72-gbf343394d498\nspec: 1.0.2\n")
     facts = gvisor_detect.check(runner, root=make_tree(files), runtime_name="gvisor")
     p = facts["plan"]

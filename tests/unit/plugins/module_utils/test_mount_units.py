@@ -11,6 +11,10 @@ import pytest
 import yaml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cost as mount_units_cost
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import errors as mount_units_errors
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import pods as mount_units_pods
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from test_mount_units_fakes import PODS, FakeNode, mount, other, scope, subpath
@@ -266,7 +270,7 @@ def test_check_mode_reports_exactly_and_stops_nothing(tmp_path):
 def test_runtime_failure_stops_nothing(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))],
                     fail={"crictl pods": (1, "", 'level=fatal msg="listing pod sandboxes: rpc error"')})
-    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
+    with pytest.raises(mount_units_errors.MountUnitsError) as exc:
         _run(node, tmp_path)
     assert "crictl pods -o json failed" in exc.value.msg and exc.value.details["rc"] == 1
     assert node.count("stop") == 0 and "run-u1.scope" in node.names()
@@ -280,21 +284,21 @@ def test_runtime_failure_stops_nothing(tmp_path):
 ])
 def test_any_runtime_answer_problem_stops_nothing(tmp_path, fail):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], fail=fail)
-    with pytest.raises(mount_units_detect.MountUnitsError):
+    with pytest.raises(mount_units_errors.MountUnitsError):
         _run(node, tmp_path)
     assert node.count("stop") == 0
 
 
 def test_sandbox_without_uid_refuses_to_guess(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], pods=[{"uid": None}])
-    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
+    with pytest.raises(mount_units_errors.MountUnitsError) as exc:
         _run(node, tmp_path)
     assert "without a UID" in exc.value.msg and node.count("stop") == 0
 
 
 def test_missing_crictl_fails_clearly(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], missing=["crictl"])
-    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
+    with pytest.raises(mount_units_errors.MountUnitsError) as exc:
         _run(node, tmp_path)
     assert "crictl not found" in exc.value.msg and node.count("stop") == 0
 
@@ -328,7 +332,7 @@ def test_docker_labels_and_names(tmp_path):
 
 def test_docker_kubelet_container_without_uid_refuses(tmp_path):
     node = FakeNode([scope("run-u1.scope", subpath(DEAD))], docker_lines=["k8s_weird_name\t"])
-    with pytest.raises(mount_units_detect.MountUnitsError):
+    with pytest.raises(mount_units_errors.MountUnitsError):
         _run(node, tmp_path, pod_source="docker")
     assert node.count("stop") == 0
 
@@ -339,7 +343,7 @@ def test_caller_list(tmp_path):
     result = _run(node, tmp_path, pod_source="list", live_pod_uids=[LIVE.upper()])
     assert result["stopped_units"] == ["run-u2.scope"]
     assert result["kept_units"] == [{"unit": "run-u1.scope", "pod_uid": LIVE, "reason": "pod known to caller"}]
-    with pytest.raises(mount_units_detect.MountUnitsError):
+    with pytest.raises(mount_units_errors.MountUnitsError):
         _run(node, tmp_path, pod_source="list", live_pod_uids=["web-0"])
 
 
@@ -387,7 +391,7 @@ def test_process_guard_keeps_a_pod_with_running_processes(make_tree):
     root = make_tree(files)
     units = [scope("run-u1.scope", subpath(DEAD2)), scope("run-u2.scope", subpath(STATIC)),
              scope("run-u3.scope", subpath(DEAD)), scope("run-u4.scope", subpath(STATIC2))]
-    assert mount_units_detect.process_guard(root) == {DEAD2: {"pod processes running"}, STATIC: {"pod processes running"},
+    assert mount_units_pods.process_guard(root) == {DEAD2: {"pod processes running"}, STATIC: {"pod processes running"},
                                                       STATIC2: {"pod processes running"}}
     node = FakeNode(units)
     result = mount_units_cleanup.run(node, root=root, state="absent")
@@ -465,14 +469,14 @@ def test_idempotent_second_run(tmp_path):
 
 def test_bad_options():
     for opts in ({"pod_source": "kubectl"}, {"batch_size": 0}):
-        with pytest.raises(mount_units_detect.MountUnitsError):
-            mount_units_detect.normalize_options(opts)
-    with pytest.raises(mount_units_detect.MountUnitsError):
+        with pytest.raises(mount_units_errors.MountUnitsError):
+            mount_units_survey.normalize_options(opts)
+    with pytest.raises(mount_units_errors.MountUnitsError):
         mount_units_cleanup.run(FakeNode(), state="present")
 
 
 def test_no_systemctl():
-    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
+    with pytest.raises(mount_units_errors.MountUnitsError) as exc:
         mount_units_cleanup.run(FakeNode(missing=["systemctl"]))
     assert "systemctl not found" in exc.value.msg
 
@@ -526,7 +530,7 @@ def test_a_listing_that_fails_is_a_failed_check_never_a_clean_node(tmp_path):
     """systemctl list-units failing (a hung or broken systemd) is not 'no leaked units'."""
     from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
     node = FakeNode(fail={"systemctl list-units": (1, "", "Failed to list units: Connection timed out")})
-    with pytest.raises(mount_units_detect.MountUnitsError):
+    with pytest.raises(mount_units_errors.MountUnitsError):
         mount_units_detect.check(node, root=str(tmp_path))
     result = audit_checks.run_checks(node, root=str(tmp_path), checks=["mount_units"])
     assert [f["id"] for f in result["findings"]] == ["audit.check_failed"]
@@ -615,8 +619,8 @@ def test_check_says_when_a_reboot_beats_the_cleanup(tmp_path):
     # cleanup would use (one transaction a batch: systemd-run is on the fake node)
     units = [scope("run-u%d.scope" % i, subpath(DEAD)) for i in range(12000)]
     node = FakeNode(units, pods=[{"uid": LIVE}])
-    est = mount_units_detect.estimate_seconds(12000 + 6, 12000, 252, "transaction")
-    assert est > mount_units_detect.estimate_seconds(100, 100, 252, "transaction") > 0
+    est = mount_units_cost.estimate_seconds(12000 + 6, 12000, 252, "transaction")
+    assert est > mount_units_cost.estimate_seconds(100, 100, 252, "transaction") > 0
     facts = mount_units_detect.check(node, root=str(tmp_path), process_guard=False, reboot_over_seconds=est / 2)
     slow = [f for f in facts["findings"] if f["id"] == "mount_units.cleanup_slow"]
     # fixed by the mount_units role's reboot path (tag mount_units_reboot), when remediate drained the node

@@ -20,7 +20,7 @@ know ``--collect``.
 
 import json
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import units as mount_units_units
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 
 PODS = "/var/lib/kubelet/pods"
@@ -28,7 +28,7 @@ PODS = "/var/lib/kubelet/pods"
 
 def scope(name, path, active="active", sub="running", load="loaded"):
     return {"unit": name, "load": load, "active": active, "sub": sub,
-            "description": mount_units_detect.SCOPE_DESCRIPTION_PREFIX + path}
+            "description": mount_units_units.SCOPE_DESCRIPTION_PREFIX + path}
 
 
 def mount(path, active="active", sub="mounted", load="loaded", name=None, description=None):

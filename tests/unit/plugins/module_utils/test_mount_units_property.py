@@ -15,7 +15,7 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import units as mount_units_units
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from test_mount_units_fakes import FakeNode, mount, other, scope
@@ -141,7 +141,7 @@ def test_no_live_pod_unit_is_ever_selected(tmp_path_factory, case):
             assert name in node.names(), "%s (%s) disappeared" % (name, t)
     # and the cleanup is not vacuous: every dead unit that was up is stopped
     for u, t in built:
-        if t == "dead" and u["active"] in mount_units_detect.ACTIVE_STATES_TO_STOP:
+        if t == "dead" and u["active"] in mount_units_units.ACTIVE_STATES_TO_STOP:
             assert u["unit"] in result["stopped_units"], u
     assert result["kept_live"] == sum(1 for t in truth.values() if t in ("live", "guarded"))
     assert result["unattributable"] == sum(1 for t in truth.values() if t == "none")
@@ -156,7 +156,7 @@ def test_classify_alone(owners, runtime_known):
         uid = {"live": live_uid, "dead": dead_uid, "none": None}[owner]
         units.append({"unit": "run-u%d.scope" % i, "kind": "scope", "load": "loaded", "active": "active",
                       "sub": "running", "pod_uid": uid, "reason": None, "owner": owner})
-    mount_units_detect.classify(units, {live_uid: "crictl"}, {}, runtime_known=runtime_known)
+    mount_units_units.classify(units, {live_uid: "crictl"}, {}, runtime_known=runtime_known)
     for u in units:
         if u["action"] is not None:
             assert u["owner"] == "dead" and runtime_known

@@ -6,7 +6,9 @@ molecule mount_units scenario, the lab's lookalike mount included)."""
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cleanup as mount_units_cleanup
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cost as mount_units_cost
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import errors as mount_units_errors
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import transaction
 from test_mount_units_fakes import FakeNode, mount, other, scope, subpath
@@ -129,7 +131,7 @@ def test_without_systemd_run_each_batch_is_one_systemctl_stop(tmp_path, missing)
     assert result["stop_calls"] == 1 and dead not in node.names()
     # the estimate follows the method that will run
     assert "one transaction" not in check["estimate_basis"]
-    assert check["estimate_seconds"] == mount_units_detect.estimate_seconds(check["systemd"]["units_total"], 2, 252)
+    assert check["estimate_seconds"] == mount_units_cost.estimate_seconds(check["systemd"]["units_total"], 2, 252)
 
 
 def test_check_mode_and_query_start_no_transaction(tmp_path):
@@ -143,8 +145,8 @@ def test_check_mode_and_query_start_no_transaction(tmp_path):
 
 
 def test_stop_method_is_checked():
-    with pytest.raises(mount_units_detect.MountUnitsError) as exc:
-        mount_units_detect.normalize_options({"stop_method": "kill"})
+    with pytest.raises(mount_units_errors.MountUnitsError) as exc:
+        mount_units_survey.normalize_options({"stop_method": "kill"})
     assert "stop_method must be one of transaction, systemctl" in exc.value.msg
 
 
@@ -194,7 +196,7 @@ def test_a_failed_re_read_stops_the_whole_batch_again_and_says_so(tmp_path):
 def test_an_unread_after_state_is_not_reported_stopped(tmp_path):
     node, _dead, _lookalike = _lookalike_node()
     node.fail["systemctl list-units"] = (1, "", "Failed to connect to bus\n")
-    plan = mount_units_detect.survey(_lookalike_node()[0], root=str(tmp_path), process_guard=False)
+    plan = mount_units_survey.survey(_lookalike_node()[0], root=str(tmp_path), process_guard=False)
     record = mount_units_cleanup.apply(node, plan)
     assert record["verified"] is False and record["stopped"] == [] and record["still_active"] == []
 

@@ -350,14 +350,15 @@ def test_what_changed_is_read_from_the_two_audits_facts():
 def test_mount_unit_labels_say_what_their_facts_count():
     # the lab's Debian 11 node: 6 live pods' scopes and 6 leaked ones (+ 2 leaked mounts) before,
     # the live ones only after. The facts come from kubelet_mount_units' own summary.
-    from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import summary as mount_units_summary
+    from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
 
     def facts(units):
-        opts = mount_units_detect.normalize_options({})
+        opts = mount_units_survey.normalize_options({})
         plan = {"options": opts, "units": units, "systemd_version": 247, "units_total": len(units) + 50,
                 "pods_dirs": ["/var/lib/kubelet/pods"], "runtime": {}, "show_calls": 1, "timings": {},
                 "stop_method": "transaction"}
-        summary = mount_units_detect.summarize(plan, mount_units_detect.empty_record(), check_mode=True)
+        summary = mount_units_summary.summarize(plan, mount_units_summary.empty_record(), check_mode=True)
         return {"mount_units": {"mount_units": summary}}
 
     def unit(name, kind, status):

@@ -5,7 +5,8 @@ import json
 import os
 
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cost as mount_units_cost
+from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import systemd as mount_units_systemd
 from ansible_collections.nodefix.k8s.plugins.modules import kubelet_mount_units
 
@@ -192,31 +193,31 @@ def test_estimate_follows_the_measured_curves(run_module, tmp_path):
     # benchmarks/mount_units/curve.json: every measured version has its curve for each stop method, and the
     # model predicts each run's whole stop (its batches, plus the module's overhead) within 30 %
     runs = [r for r in measured_runs() if r["order"] == "forward" and len(r["points"]) >= 5]
-    assert set(r.get("method", "systemctl") for r in runs) == set(mount_units_detect.STOP_METHODS)
+    assert set(r.get("method", "systemctl") for r in runs) == set(mount_units_survey.STOP_METHODS)
     for r in runs:
         version, method = int(r["systemd"].split()[1]), r.get("method", "systemctl")
-        assert mount_units_detect.cost_version(version, method) == version, \
+        assert mount_units_cost.cost_version(version, method) == version, \
             "systemd %d measured (%s) but not in its cost table" % (version, method)
         loaded = r["points"][0]["loaded"]
-        est = mount_units_detect.estimate_seconds(loaded, r["n"], version, method)
-        want = r["stop_seconds"] * mount_units_detect.MODULE_OVERHEAD
+        est = mount_units_cost.estimate_seconds(loaded, r["n"], version, method)
+        want = r["stop_seconds"] * mount_units_cost.MODULE_OVERHEAD
         assert abs(est - want) / want < 0.30, (version, method, est, want)
     # the acceptance check: at 5,000 leaked units the check-mode estimate against the module's measured cleanup
     # (runs whose recorded estimate is what the current model computes for their node: the model they checked)
     checked = [r["accuracy"] for r in measured_runs() if r.get("accuracy") and r["accuracy"]["estimate_seconds"]
-               == mount_units_detect.estimate_seconds(r["accuracy"]["units_total"], r["accuracy"]["to_stop"],
+               == mount_units_cost.estimate_seconds(r["accuracy"]["units_total"], r["accuracy"]["to_stop"],
                                                       int(r["systemd"].split()[1]), r.get("method", "systemctl"))]
     assert set(r.get("method", "systemctl") for r in measured_runs() if r.get("accuracy") in checked) == \
-        set(mount_units_detect.STOP_METHODS), "an accuracy run made with the current model for each method"
+        set(mount_units_survey.STOP_METHODS), "an accuracy run made with the current model for each method"
     for acc in checked:
         assert acc["n"] == 5000 and acc["stopped"] == acc["to_stop"] >= 5000
         assert abs(acc["estimate_seconds"] - acc["module_wall_seconds"]) / acc["module_wall_seconds"] <= 0.30, acc  # not-timed: recorded runs
     # it grows faster than linearly: the incident's 131,072 units take far longer than 13 x 10,000
-    assert mount_units_detect.estimate_seconds(131072, 131072, 252) > 13 * mount_units_detect.estimate_seconds(10000, 10000, 252)
-    assert mount_units_detect.estimate_seconds(5000, 0) == 0.0
+    assert mount_units_cost.estimate_seconds(131072, 131072, 252) > 13 * mount_units_cost.estimate_seconds(10000, 10000, 252)
+    assert mount_units_cost.estimate_seconds(5000, 0) == 0.0
     result, failed, _table = run_module(kubelet_mount_units, {"state": "absent", "root": str(tmp_path)},
                                         commands=survey_commands(), bins=BINS, check_mode=True)
-    assert not failed and result["estimate_seconds"] == mount_units_detect.estimate_seconds(5, 2, 252) and result["to_stop"] == 2
+    assert not failed and result["estimate_seconds"] == mount_units_cost.estimate_seconds(5, 2, 252) and result["to_stop"] == 2
     assert result["estimate_basis"].startswith("systemd 252 curve")
 
 
@@ -227,7 +228,7 @@ def test_reboot_recommended_only_above_the_threshold(run_module, tmp_path):
     commands = survey_commands()
     commands[1] = dict(commands[1], out=LISTING + "\n".join(dead) + "\n")
     args = {"state": "query", "root": str(tmp_path)}
-    est = mount_units_detect.estimate_seconds(len(dead) + 5, len(dead) + 2)
+    est = mount_units_cost.estimate_seconds(len(dead) + 5, len(dead) + 2)
     assert est > 1
     for over, want in ((est / 2, True), (est * 2, False), (0, False)):
         result, failed, table = run_module(kubelet_mount_units, dict(args, reboot_over_seconds=over),
@@ -235,23 +236,23 @@ def test_reboot_recommended_only_above_the_threshold(run_module, tmp_path):
         assert not failed, result
         assert result["estimate_seconds"] == est and result["to_stop"] == len(dead) + 2
         assert result["reboot_recommended"] is want, over
-        assert result["reboot_recommended"] is mount_units_detect.reboot_faster(result["estimate_seconds"], over)
+        assert result["reboot_recommended"] is mount_units_cost.reboot_faster(result["estimate_seconds"], over)
         # query: nothing stopped, whatever the verdict
         assert not [c for c in table.calls if c[:2] == [SC, "stop"]]
 
 
 def test_each_node_is_estimated_on_the_nearest_measured_curve():
-    measured = sorted(mount_units_detect.STOP_COST_MS)
+    measured = sorted(mount_units_cost.STOP_COST_MS)
     for v in measured:
-        assert mount_units_detect.cost_version(v) == v
-        assert mount_units_detect.estimate_basis(v).startswith("systemd %d curve" % v) and "nearest" not in mount_units_detect.estimate_basis(v)
-        a, b, c = mount_units_detect.STOP_COST_MS[v]
+        assert mount_units_cost.cost_version(v) == v
+        assert mount_units_cost.estimate_basis(v).startswith("systemd %d curve" % v) and "nearest" not in mount_units_cost.estimate_basis(v)
+        a, b, c = mount_units_cost.STOP_COST_MS[v]
         # k of N loaded units: k times the average of A + B*L + C*L^2 over L from N down to N-k
         per_unit = a + b * (8000 - 2000) + c * (8000 ** 2 - 8000 * 4000 + 4000 ** 2 / 3.0)
-        assert mount_units_detect.estimate_seconds(8000, 4000, v) == round(4000 * max(mount_units_detect.MIN_STOP_MS, per_unit) / 1000.0
-                                                                           * mount_units_detect.MODULE_OVERHEAD, 2)
+        assert mount_units_cost.estimate_seconds(8000, 4000, v) == round(4000 * max(mount_units_cost.MIN_STOP_MS, per_unit) / 1000.0
+                                                                           * mount_units_cost.MODULE_OVERHEAD, 2)
         # never free, never negative, at any load up to systemd's unit limit
-        assert all(mount_units_detect.estimate_seconds(n, 100, v) > 0 for n in (100, 1000, 50000, 131072))
-    assert mount_units_detect.cost_version(None) == mount_units_detect.DEFAULT_COST_VERSION and "unknown" in mount_units_detect.estimate_basis(None)
-    assert mount_units_detect.cost_version(measured[0] - 20) == measured[0] and mount_units_detect.cost_version(measured[-1] + 20) == measured[-1]
-    assert "nearest measured to this node's systemd %d" % (measured[-1] + 20) in mount_units_detect.estimate_basis(measured[-1] + 20)
+        assert all(mount_units_cost.estimate_seconds(n, 100, v) > 0 for n in (100, 1000, 50000, 131072))
+    assert mount_units_cost.cost_version(None) == mount_units_cost.DEFAULT_COST_VERSION and "unknown" in mount_units_cost.estimate_basis(None)
+    assert mount_units_cost.cost_version(measured[0] - 20) == measured[0] and mount_units_cost.cost_version(measured[-1] + 20) == measured[-1]
+    assert "nearest measured to this node's systemd %d" % (measured[-1] + 20) in mount_units_cost.estimate_basis(measured[-1] + 20)

@@ -135,6 +135,7 @@ def test_detector_specs_are_the_modules_specs():
     from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
     from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import detect as kubelet_detect
     from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import detect as mount_units_detect
+    from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
     for module, mod in ((containerd_info, containerd_detect), (cpu_quota_info, cpu_quota_detect), (kernel_info, kernel_detect),
                         (pids_info, pids_detect), (runsc_info, gvisor_detect)):
         # the module's argument_spec is root plus the detector's spec, and its docs list them
@@ -142,8 +143,8 @@ def test_detector_specs_are_the_modules_specs():
         assert "module_spec" in spec or "argument_spec" in spec, module.__name__
         assert set(mod.OPTIONS) == set(_doc_options(module)), module.__name__
     assert set(kubelet_detect.OPTIONS) <= set(_doc_options(kubelet_config))
-    assert set(mount_units_detect.SURVEY_OPTIONS) <= set(_doc_options(kubelet_mount_units))
-    assert set(mount_units_detect.OPTIONS) - set(mount_units_detect.SURVEY_OPTIONS) == {"near_limit_ratio", "reboot_over_seconds"}
+    assert set(mount_units_survey.SURVEY_OPTIONS) <= set(_doc_options(kubelet_mount_units))
+    assert set(mount_units_detect.OPTIONS) - set(mount_units_survey.SURVEY_OPTIONS) == {"near_limit_ratio", "reboot_over_seconds"}
 
 
 def _doc_options(module):

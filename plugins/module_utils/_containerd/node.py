@@ -20,6 +20,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pi
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd.config import DEFAULT_CONFIG
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd.version import parse_runc_version, runc_has_quota_bug
 
+
 def daemon_process(root="/"):
     """The running containerd: {pid, argv, started (epoch seconds)} or None.
 

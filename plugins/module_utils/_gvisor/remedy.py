@@ -16,6 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor.node_config import DEFAULT_SHIM_CONFIG, RUNSC_RUNTIME_TYPE, RUNSC_TYPE_URL
 
+
 def plan(facts, runtime_name="runsc", shim_config_path=DEFAULT_SHIM_CONFIG, systemd_cgroup="auto"):
     """The remedy for what ``check`` found, as concrete parameters: the contract between the
     detector and the gvisor role, which only sequences these steps and the safe restart.

@@ -21,6 +21,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
 
+
 def _flag(argv, name):
     """Value of a Go flag (``--name=v``, ``-name=v``, ``--name v``) in argv."""
     for i, arg in enumerate(argv):

@@ -14,5 +14,6 @@ __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
+
 class MountUnitsError(NodefixError):
     """A condition that must stop the run before anything is changed."""

@@ -392,7 +392,7 @@ def test_process_guard_keeps_a_pod_with_running_processes(make_tree):
     units = [scope("run-u1.scope", subpath(DEAD2)), scope("run-u2.scope", subpath(STATIC)),
              scope("run-u3.scope", subpath(DEAD)), scope("run-u4.scope", subpath(STATIC2))]
     assert mount_units_pods.process_guard(root) == {DEAD2: {"pod processes running"}, STATIC: {"pod processes running"},
-                                                      STATIC2: {"pod processes running"}}
+                                                    STATIC2: {"pod processes running"}}
     node = FakeNode(units)
     result = mount_units_cleanup.run(node, root=root, state="absent")
     assert result["stopped_units"] == ["run-u3.scope"]

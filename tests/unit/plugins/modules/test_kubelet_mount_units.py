@@ -206,7 +206,7 @@ def test_estimate_follows_the_measured_curves(run_module, tmp_path):
     # (runs whose recorded estimate is what the current model computes for their node: the model they checked)
     checked = [r["accuracy"] for r in measured_runs() if r.get("accuracy") and r["accuracy"]["estimate_seconds"]
                == mount_units_cost.estimate_seconds(r["accuracy"]["units_total"], r["accuracy"]["to_stop"],
-                                                      int(r["systemd"].split()[1]), r.get("method", "systemctl"))]
+                                                    int(r["systemd"].split()[1]), r.get("method", "systemctl"))]
     assert set(r.get("method", "systemctl") for r in measured_runs() if r.get("accuracy") in checked) == \
         set(mount_units_survey.STOP_METHODS), "an accuracy run made with the current model for each method"
     for acc in checked:
@@ -250,7 +250,7 @@ def test_each_node_is_estimated_on_the_nearest_measured_curve():
         # k of N loaded units: k times the average of A + B*L + C*L^2 over L from N down to N-k
         per_unit = a + b * (8000 - 2000) + c * (8000 ** 2 - 8000 * 4000 + 4000 ** 2 / 3.0)
         assert mount_units_cost.estimate_seconds(8000, 4000, v) == round(4000 * max(mount_units_cost.MIN_STOP_MS, per_unit) / 1000.0
-                                                                           * mount_units_cost.MODULE_OVERHEAD, 2)
+                                                                         * mount_units_cost.MODULE_OVERHEAD, 2)
         # never free, never negative, at any load up to systemd's unit limit
         assert all(mount_units_cost.estimate_seconds(n, 100, v) > 0 for n in (100, 1000, 50000, 131072))
     assert mount_units_cost.cost_version(None) == mount_units_cost.DEFAULT_COST_VERSION and "unknown" in mount_units_cost.estimate_basis(None)

@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore package). Its API may change without notice; do not import it
 # from other collections.
-"""The one redaction layer: no secret read on a node leaves it in a module's result.
+r"""The one redaction layer: no secret read on a node leaves it in a module's result.
 
 Applied where node text is read for output (the evidence bundle, node_audit's and the info modules'
 results, every config diff). What is replaced, the key (or the user, the token's id) kept and the
@@ -17,17 +17,38 @@ value written as ``<redacted by nodefix.k8s>``:
   ``--key v``): containerd's registry ``auth``, ``password``, ``identitytoken``, ``registrytoken``
   (containerd docs/cri/registry.md: ``[plugins."io.containerd.grpc.v1.cri".registry.configs."host".auth]``),
   a kubeconfig's ``token``, ``client-key-data``, ``client-certificate-data``, and any name holding
-  ``TOKEN``, ``PASSWORD``/``PASSWD`` or ``SECRET`` or ending in ``_KEY`` (case-insensitive);
+  ``TOKEN``, ``PASSWORD``/``PASSWD``/``PASSPHRASE`` or ``SECRET`` or ending in ``_KEY`` or ``SIGNATURE``
+  (case-insensitive); a bare value runs to the next blank, quote, ``}`` or ``]`` - a ``,``, ``;`` or ``&``
+  ends it only before the next ``name=`` (mount options, a query string), so ``--password=ab,cd`` is hidden
+  whole; a backslash-escaped character is part of it (``--password=a\ b``);
 - the password of a URL's user information (``scheme://user:password@host``, RFC 3986 3.2.1);
 - ``Bearer``/``Basic`` credentials (``Authorization: Bearer ...``, RFC 6750 2.1);
 - the secret half of a bootstrap token (``[a-z0-9]{6}.[a-z0-9]{16}``, kubernetes
   docs/reference/access-authn-authz/bootstrap-tokens: the id is public, the secret is not);
-- the body of a PEM private key.
+- the body of a PEM private key;
+- the value of a secret's key in YAML whatever its form: a plain scalar with spaces (to the end of the line, a
+  comment kept), a quoted or plain scalar continued on deeper lines, a block scalar (``|``, ``>``, with
+  indentation and chomping indicators: its lines), a sequence of scalars under it;
+- command lines: a user flag's password (``--user name:pass``, ``--user=name:pass``, ``-u name:pass``,
+  ``-uname:pass``, curl's ``-U``/``--proxy-user``), a secret flag's value starting with one dash
+  (``--password -x1``), a value continued on the next line (``--password \``), the short password flags of
+  the tools that take one (``mysql -pX``/``-p X`` and the MariaDB tools, ``sshpass -p``, ``ipmitool -P``,
+  ``redis-cli -a``, the ldap tools' ``-w``, ``docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl
+  login -p``), openssl's ``-passin pass:X``;
+- a ``.netrc`` line's ``password`` (and ``account``);
+- a URL query's secret parameters (any secret name: ``token``, ``access_token``, ``X-Amz-Signature``,
+  ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``; and ``key``), each parameter on its own;
+- tokens recognisable by their shape wherever they are: a JSON Web Token (a service account token), GitHub
+  (``ghp_``, ``github_pat_``), GitLab (``glpat-``), Slack (``xox?-``) and Google API (``AIza``) keys.
 
 Decided false positives (kept as they are): a key naming where a secret is rather than the secret
 (its name ends in ``file``, ``path`` or ``dir``: ``password_file = "/etc/pw"``, ``tokenFile``,
 ``--tls-private-key-file``) - a path is what an operator needs to read; ``auth`` only as a whole
-key (``authentication``/``authorization`` are kubelet settings, not secrets); an empty value.
+key (``authentication``/``authorization`` are kubelet settings, not secrets); an empty value; a switch
+(``true``/``false``/``yes``/``no``/``on``/``off``) under a secret's name; a short flag of another tool
+(``psql -p 5432``, ``docker run -p 8080:80``, ``ssh -p 22``: ``-p`` is a password only for the tools named
+above, and only its first one on a command line); a secret flag followed by ``--another-flag`` (a value
+starting with two dashes is the next flag).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -41,36 +62,77 @@ MARK = "<redacted by nodefix.k8s>"
 # names that are secrets whole (normalised: lower case, '-' and '.' as '_')
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
                     "client_certificate_data", "secret", "apikey", "api_key", "creds",
-                    "private_token"))
+                    "private_token", "authkey", "sig"))
 # ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
-_PART = ("token", "password", "passwd", "credential", "cookie", "api_key", "apikey", "private_key", "access_key")
+_PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "api_key", "apikey", "private_key",
+         "access_key")
 # whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
 _WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
-_WORD_LAST = frozenset(("api",))
+_WORD_LAST = frozenset(("api", "signature"))
 # names that say where a secret is (a path), not the secret
 _REFERENCE_ENDS = ("file", "files", "path", "dir")
 # flags whose value is ``name:password`` (etcdctl --user, curl -u/--user, skopeo --creds): the name is kept
 _USER_FLAGS = frozenset(("user", "u", "proxy_user"))
 
+# a bare value: to the next blank, quote, '}' or ']'; a ',', ';' or '&' ends it only before the next 'name=' (mount
+# options, a query string, a connection string) or a blank; a backslash escapes the next character
+_BARE = (r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\])(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\]"""
+         r"""|[,;&](?![\s"',;&]|\Z|[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*[=:]))*""")
 _VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
-          r"""|\[[^\[\]]*\]|[^\s"',;}\]]+)""")
-# key [sep] value: the key optionally quoted, '=' or ':' on one line, the value quoted (TOML's multi-line strings
-# too), an array or bare
+          r"""|\\"(?:\\\\\\"|[^"\\\n]|\\[^"\n])*?\\"|\[[^\[\]]*\]|""" + _BARE + ")")
+# key [sep] value: the key optionally quoted (a JSON text inside a JSON string too: \"password\": \"x\"), '=' or ':'
+# on one line, the value quoted (TOML's multi-line strings too), an array or bare
 _KEY_VALUE = re.compile(
-    r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)""" + _VALUE)
-# --flag value, -u value (the '=' form is a key = value above)
-_FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-u)(?P<sep>[ \t]+)"""
-                         r"""(?P<val><redacted by nodefix\.k8s>|"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)""")
+    r"""(?P<q>\\?["']|)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)""" + _VALUE)
+# --flag value, -u/-U value (the '=' form is a key = value above): the value may start with one dash (a password
+# '-x1'), never two and never as one letter (the next flag: --x, -v, -v=2, -v4); a line continued with a backslash
+# goes on
+_FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-[uU])(?P<sep>(?:[ \t]|\\\r?\n)+)"""
+                         r"""(?P<val><redacted by nodefix\.k8s>|"[^"\n]*"|'[^'\n]*'|(?:-(?!-|[A-Za-z](?:=|\d*(?:\s|\Z)))|[^\s"'\\-])"""
+                         r"""(?:<redacted by nodefix\.k8s>|[^\s"'])*)""")
+# curl's -uname:password, -Uname:password (the user kept)
+_ATTACHED_USER = re.compile(r"""(?<![\w-])(?P<head>-[uU]["']?[^\s:"'<>-][^\s:"'<>]*:)(?P<val>[^\s"'<]+)""")
 # scheme://[user][:password]@host - the user information ends at the LAST '@' before the path (as Go's net/url and
 # Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'
 _URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'\"<>]*):(?P<val>[^\s/?#'\"<>]+)@")
 # user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
 # is the usual way to put one in a URL, so the whole user information goes
 _URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[^\s/?#:'\"<>]+)@")
+# a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
+_QUERY_KEY = re.compile(r"(?P<head>[?&]key=)(?P<val>[^&#\s\"'<>]+)")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 _AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*[ \t]+)?)(?P<val>[^\s"',\]]{4,})""", re.IGNORECASE)
+# tokens known by their shape: a JSON Web Token (a Kubernetes service account token: header.payload.signature, both
+# JSON objects base64url, so 'eyJ'), GitHub, GitLab, Slack and Google API keys (their documented prefixes)
+_SHAPED_TOKEN = re.compile(r"\b(?:eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+                           r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}"
+                           r"|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})")
+# a .netrc line (machine/default/login first, or 'password X' alone on its line): its passwords and accounts
+_NETRC_LINE = re.compile(r"(?m)^[ \t]*(?:(?:machine|default|login)\b.*|(?:password|account)[ \t]+\S+[ \t]*)$")
+_NETRC = re.compile(r"(?<!\S)(?P<head>(?:password|account)[ \t]+)(?P<val>\S+)")
+# openssl's -passin/-passout/-pass pass:<password> (env:, file:, fd: say where it is: kept)
+_OPENSSL_PASS = re.compile(r"""(?<![\w-])(?P<head>-pass(?:in|out)?[ \t]+["']?pass:)(?P<val>[^\s"'<]+)""")
+# the short password flag of the tools that take one (the first one after the command on its line: 'sshpass -p X
+# ssh -p 22' keeps ssh's port); docker/podman/... only with 'login'
+_SHORT_FLAG = dict([(c, "p") for c in ("mysql", "mysqldump", "mysqladmin", "mysqlcheck", "mysqlimport", "mysqlshow",
+                                       "mysqlslap", "mysqlpump", "mariadb", "mariadb-dump", "mariadb-admin",
+                                       "mariadb-check", "mariadb-import", "sshpass")]
+                   + [("ipmitool", "P"), ("redis-cli", "a")]
+                   + [(c, "w") for c in ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami",
+                                         "ldappasswd", "ldapcompare", "ldapmodrdn")])
+_LOGIN_COMMANDS = frozenset(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras", "crane", "regctl"))
+_COMMAND = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<cmd>%s)(?![\w.-])(?P<args>[^\n|;&]*)" % "|".join(
+    re.escape(c) for c in sorted(set(_SHORT_FLAG) | _LOGIN_COMMANDS, key=len, reverse=True)))
+# YAML: a line 'key: value' (in a sequence too); the key's column is its indentation
+_YAML_LINE = re.compile(r"""^(?P<lead>[ \t]*(?:-[ \t]+)*)(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"""
+                        r"""[ \t]*:(?P<rest>[ \t].*|)$""")
+# a block scalar's header (| or >, indentation and chomping indicators, a comment)
+_YAML_BLOCK = re.compile(r"^[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ \t]+#.*)?$")
+# a value complete on its line: quoted (YAML's '' escape too), a flow collection, an alias, anchor or tag alone
+_YAML_ONE_LINE = re.compile(r"""^(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|\[[^\[\]]*\]|\{[^{}]*\}|[*&!]\S*)"""
+                            r"""(?:[ \t]+#.*)?$""")
 _BOOTSTRAP = re.compile(r"\b(?P<head>[a-z0-9]{6}\.)(?P<val>[a-z0-9]{16})\b")
 # a PEM private key of any kind (RSA, EC, ENCRYPTED, OPENSSH, PGP ... BLOCK); one cut short (a clipped journal or
 # file) loses everything after its BEGIN line
@@ -80,7 +142,7 @@ _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-
 
 # a value under a secret's name that only switches something on or off (kubelet's
 # --authentication-token-webhook=true): shown, so that a flag's diff stays readable
-_SWITCH_WORDS = frozenset(("true", "false", "yes", "no", "on", "off"))
+_SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
 
 
 def _words(name):
@@ -110,8 +172,8 @@ def _user_flag(name):
 
 def _quoted(value):
     """The mark in the value's own quotes (a TOML/JSON/YAML file stays well-formed): an array's strings each."""
-    for quote in ('"""', "'''"):
-        if len(value) >= 6 and value.startswith(quote) and value.endswith(quote):
+    for quote in ('"""', "'''", '\\"'):
+        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
             return quote + MARK + quote
     if value.startswith("[") and value.endswith("]"):
         inner = re.sub(r""""(?:[^"\\]|\\.)*"|'[^']*'""", lambda m: m.group(0)[0] + MARK + m.group(0)[0], value[1:-1])
@@ -123,7 +185,7 @@ def _quoted(value):
 
 def _unquoted(val):
     """(opening, inside, closing) of a quoted value, ('', val, '') of a bare one."""
-    for quote in ('"""', "'''", '"', "'"):
+    for quote in ('"""', "'''", '\\"', '"', "'"):
         if len(val) >= 2 * len(quote) and val.startswith(quote) and val.endswith(quote):
             return quote, val[len(quote):-len(quote)], quote
     return "", val, ""
@@ -147,7 +209,86 @@ def _key_value(match):
         return match.group(0)
     if _unquoted(val)[1].lower() in _SWITCH_WORDS:
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
+    if ":" in match.group("sep") and _YAML_BLOCK.match(val):
+        return match.group(0)  # a YAML block scalar's header: its lines are hidden by _yaml_values
     return head + _quoted(val)
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _yaml_secret(lines, i, match):
+    """Lines ``i``.. of a YAML text whose line ``i`` is ``match`` (a secret's key): its value hidden - to the end of
+    the line (a comment kept) and on every deeper line that continues it (a block scalar's lines, a plain or quoted
+    scalar continued, a sequence of scalars under it). The index of the next line to read."""
+    col = len(match.group("lead"))
+    end = i + 1
+    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > col):
+        end += 1
+    while end > i + 1 and not lines[end - 1].strip():
+        end -= 1
+    rest = match.group("rest")
+    value = rest.strip()
+    head = lines[i][:len(lines[i]) - len(rest)] + rest[:len(rest) - len(rest.lstrip(" \t"))]
+    one_line = _YAML_ONE_LINE.match(value)
+    if value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'"):
+        return i + 1  # a switch, already hidden, or a flow collection _KEY_VALUE reads (an alias, a tag)
+    if one_line:  # a quoted scalar (YAML's '' inside): the mark in its quotes, a comment kept
+        if _unquoted(one_line.group("quoted"))[1].lower() not in _SWITCH_WORDS + ("",) and MARK not in value:
+            lines[i] = head + value[0] + MARK + value[0] + value[len(one_line.group("quoted")):]
+        return i + 1
+    deeper = [j for j in range(i + 1, end) if lines[j].strip()]
+    if not value or value.startswith("#"):
+        # a sequence of scalars under the key (its direct children only: a nested mapping's keys speak for
+        # themselves)
+        if not deeper or not re.match(r"[ \t]*-(?:[ \t]|$)", lines[deeper[0]]):
+            return i + 1
+        child = _indent(lines[deeper[0]])
+        for j in deeper:
+            item = re.match(r"^([ \t]*-[ \t]+)(.*)$", lines[j])
+            if _indent(lines[j]) == child and item and not _YAML_LINE.match(lines[j]):
+                if not item.group(2).startswith(MARK):
+                    lines[j] = item.group(1) + MARK
+            elif _indent(lines[j]) > child and not lines[j].strip().startswith(MARK) and not _YAML_LINE.match(
+                    lines[j]):
+                lines[j] = lines[j][:_indent(lines[j])] + MARK
+        return end
+    if _YAML_BLOCK.match(value):
+        lines[i] = head + value
+    else:
+        comment = re.search(r"[ \t]+#.*$", value) if value[0] not in "\"'" else None
+        lines[i] = head + MARK + (comment.group(0) if comment else "")
+    for j in deeper:
+        lines[j] = lines[j][:_indent(lines[j])] + MARK
+    return end
+
+
+def _yaml_values(text):
+    """``text`` with the value of every secret's key in YAML (or an INI/``key: value`` file) hidden whole."""
+    if ":" not in text:
+        return text
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        match = _YAML_LINE.match(lines[i])
+        i = _yaml_secret(lines, i, match) if match and secret_name(match.group("key")) else i + 1
+    return "\n".join(lines)
+
+
+def _short_flag(match):
+    """A command line of a tool with a short password flag: its first one hidden (attached or the next word)."""
+    cmd, args = match.group("cmd"), match.group("args")
+    flag = _SHORT_FLAG.get(cmd)
+    if flag is None:
+        if not re.search(r"(?<![\w-])login(?![\w-])", args):
+            return match.group(0)
+        flag = "p"
+    args = re.sub(r"""(?<![\w-])(-%s)(?:(?P<att><redacted by nodefix\.k8s>|[^\s"'<-]\S*|["'][^"'\n]*["'])"""
+                  r"""|(?P<sp>[ \t]+)(?P<val><redacted by nodefix\.k8s>|"[^"\n]*"|'[^'\n]*'|[^\s"'<-]\S*))""" % flag,
+                  lambda m: m.group(0) if MARK in m.group(0) else m.group(1) + (m.group("sp") or "") + MARK,
+                  args, count=1)
+    return match.group(0)[:match.start("args") - match.start(0)] + args
 
 
 def redact_text(text):
@@ -158,8 +299,17 @@ def redact_text(text):
                         text)
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
     text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
+    text = _SHAPED_TOKEN.sub(MARK, text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
+    text = _yaml_values(text)
+    text = _NETRC_LINE.sub(lambda line: _NETRC.sub(
+        lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, line.group(0)), text)
+    text = _COMMAND.sub(_short_flag, text)
+    text = _OPENSSL_PASS.sub(lambda m: m.group("head") + MARK, text)
+    text = _ATTACHED_USER.sub(lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK,
+                              text)
+    text = _QUERY_KEY.sub(lambda m: m.group("head") + MARK, text)
     text = _KEY_VALUE.sub(_key_value, text)
     text = _FLAG_SPACE.sub(_key_value, text)
     return _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text)
@@ -175,27 +325,52 @@ def _secret_value(value):
     return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, (str, int, float)) for v in value)
 
 
-def _hidden_after(flag):
-    """How the argv item after ``flag`` is shown: None when it is not a secret's flag."""
+def _hidden_after(flag, short=None):
+    """How the argv item after ``flag`` is shown: None when it is not a secret's flag (``short``: the command's
+    short password flag, ``-p`` of mysql)."""
     if not isinstance(flag, str) or not re.match(r"^--?[A-Za-z][A-Za-z0-9_\-]*$", flag):
         return None
-    if _user_flag(flag):
+    if _user_flag(flag) or flag == "-U":
         return lambda v: v.split(":", 1)[0] + ":" + MARK if ":" in v and MARK not in v else v
-    if flag.startswith("--") and secret_name(flag):
+    if flag in ("-passin", "-passout", "-pass"):
+        return lambda v: "pass:" + MARK if v.startswith("pass:") and MARK not in v else v
+    if (flag.startswith("--") and secret_name(flag)) or (short is not None and flag == "-" + short):
         return lambda v: MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS else v
     return None
 
 
+def _next_flag(item):
+    """Whether an argv item after a secret's flag is the next flag rather than its value (see _FLAG_SPACE)."""
+    return item.startswith("--") or re.match(r"^-[A-Za-z](?:=.*|\d*)$", item, re.DOTALL) is not None
+
+
+def _argv_short(items):
+    """The short password flag of the command an argv runs (``["mysql", "-pX"]``), or None."""
+    if not items or not isinstance(items[0], str):
+        return None
+    cmd = items[0].rsplit("/", 1)[-1]
+    if cmd in _LOGIN_COMMANDS and "login" in items:
+        return "p"
+    return _SHORT_FLAG.get(cmd)
+
+
 def _items(items, depth):
     """A list's items redacted one by one, and an argv's secret after its flag (``["--password", "x"]``,
-    ``["--user", "root:x"]``): the flag and the user name kept."""
-    out, hide = [], None
+    ``["--user", "root:x"]``, ``["mysql", "-p", "x"]``, ``["mysql", "-px"]``): the flag and the user name kept. A
+    value may start with one dash, never two (the next flag)."""
+    out, hide, short = [], None, _argv_short(items)
     for item in items:
-        if hide is not None and isinstance(item, str) and not item.startswith("-"):
+        if hide is not None and isinstance(item, str) and not _next_flag(item):
             out.append(hide(item))
             hide = None
             continue
-        hide = _hidden_after(item)
+        hide = _hidden_after(item, short)
+        if short is not None and isinstance(item, str) and item.startswith("-" + short) and len(item) > 2:
+            out.append(item[:2] + (item[2:] if MARK in item else MARK))
+            short = None
+            continue
+        if hide is not None and short is not None and item == "-" + short:
+            short = None
         out.append(redact(item, depth + 1))
     return out
 

@@ -22,7 +22,7 @@ options:
         O(prometheus_username).
     type: path
   prometheus_username:
-    description: The user of HTTP basic auth for the Prometheus server (never part of O(prometheus_url)).
+    description: The user of HTTP basic auth for the Prometheus server (rather than in O(prometheus_url)).
     type: str
   prometheus_password:
     description: The password of HTTP basic auth; never in any output.
@@ -53,7 +53,7 @@ options:
     env:
       - name: NODEFIX_PROMETHEUS_TOKEN_FILE
   prometheus_username:
-    description: The user of HTTP basic auth for the Prometheus server (never part of O(prometheus_url)).
+    description: The user of HTTP basic auth for the Prometheus server (rather than in O(prometheus_url)).
     type: str
     env:
       - name: NODEFIX_PROMETHEUS_USERNAME

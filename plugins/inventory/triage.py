@@ -43,8 +43,9 @@ options:
     choices: [nodefix.k8s.triage]
   prometheus_url:
     description:
-      - The Prometheus HTTP API (V(http://prometheus.monitoring:9090)), or a Thanos, Cortex or Mimir querier's. Without
-        user information (O(prometheus_username)).
+      - The Prometheus HTTP API (V(http://prometheus.monitoring:9090)), or a Thanos, Cortex or Mimir querier's; its
+        credentials in O(prometheus_username) and O(prometheus_password) or O(prometheus_token_file).
+      - A URL that carries user information (V(https://user:pass@prometheus)) works - split at the last C(@), percent-decoded, sent as basic auth unless the credential options are set - but warns, naming the options, and is requested and shown without it.
     type: str
     required: true
     env:
@@ -144,9 +145,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             max_unknown_percent=self.get_option("max_unknown_percent"))
 
     def _client(self):
-        return prometheus_client.from_params(open_url, dict(
+        client = prometheus_client.from_params(open_url, dict(
             (name, self.get_option(name)) for name in ["prometheus_url", "prometheus_timeout"]
             + list(prometheus_client.argument_spec())))
+        for warning in client.warnings:
+            display.warning("nodefix.k8s.triage: %s" % warning)
+        return client
 
     def parse(self, inventory, loader, path, cache=True):
         super(InventoryModule, self).parse(inventory, loader, path, cache=cache)

@@ -37,7 +37,10 @@ attributes:
     platforms: posix
 options:
   prometheus_url:
-    description: The Prometheus HTTP API (or a Thanos, Cortex or Mimir querier's), without user information.
+    description:
+      - The Prometheus HTTP API (or a Thanos, Cortex or Mimir querier's); its credentials in O(prometheus_username)
+        and O(prometheus_password) or O(prometheus_token_file).
+      - A URL that carries user information (V(https://user:pass@prometheus)) works - split at the last C(@), percent-decoded, sent as basic auth unless the credential options are set - but warns, naming the options, and is requested and shown without it.
     type: str
     required: true
   prometheus_timeout:
@@ -172,7 +175,7 @@ def run(p):
                                context=p["context"])
     triage_classify.check_unknown_budget(conf, result)
     nodes = result["nodes"]
-    return {"changed": False, "summary": result["summary"], "orphans": result["orphans"],
+    return {"changed": False, "summary": result["summary"], "orphans": result["orphans"], "warnings": client.warnings,
             "targets": dict((n, r) for n, r in nodes.items() if r["state"] != "clean"),
             "clean": sorted(n for n, r in nodes.items() if r["state"] == "clean")}
 

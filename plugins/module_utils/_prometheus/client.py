@@ -16,6 +16,11 @@ Rules every caller relies on:
 
 - no credential in any error or result: messages name the URL without its user information, an HTTP
   error's body is cut short and redacted (``_core.redact``), never the request's headers;
+- a URL that carries user information (``https://user:pass@host``) works as Go's client reads it - split at the
+  LAST ``@`` of the authority, percent-decoded, ``https://:pass@host`` an empty user, ``https://token@host`` a
+  user with an empty password, sent as basic auth (RFC 7617) with every request - unless the auth options set
+  credentials (they win). It is requested and shown without it, and ``warnings`` names the options to use
+  instead (``URL_WARNING``): the caller says it (``module.warn``, the inventory's display);
 - a server that does not answer (refused, DNS, TLS, timeout, an HTTP error) raises ``NoAnswer``:
   never an empty result;
 - an answer that is not the API's envelope (not JSON, ``status`` not ``success``) raises
@@ -37,6 +42,7 @@ import re
 
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlsplit, urlunsplit
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 
@@ -44,6 +50,11 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import re
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # headers this client sets itself: a user's copy would fight the auth options
 _OWN_HEADERS = ("authorization", "accept", "content-type")
+# what a caller says when the URL carries credentials (the option names are the modules' and the plugin's; the
+# roles' variables add their prefix: reboot_prometheus_username ...)
+URL_WARNING = ("prometheus_url carries credentials (user information in the URL): set prometheus_username and "
+               "prometheus_password, prometheus_token_file or prometheus_headers instead; they are used as basic auth "
+               "meanwhile, and the URL is requested and shown without them")
 
 
 class NoAnswer(NodefixError):
@@ -94,11 +105,17 @@ class Client(object):
                  headers=None, validate_certs=True):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise NodefixError("Prometheus URL %s must be an http:// or https:// URL" % safe_url(str(url)))
-        if urlsplit(url).username or urlsplit(url).password:
-            raise NodefixError("Prometheus URL %s carries user information: pass the user and password as options "
-                               "(they never appear in a message)" % safe_url(url))
         if (password is not None) and not username:
             raise NodefixError("a Prometheus password needs a username")
+        try:
+            url, url_user, url_password = mirror_auth.split_userinfo(url)
+        except ValueError:
+            raise NodefixError("Prometheus URL %s cannot be parsed" % safe_url(url))
+        self.warnings = []
+        if url_user is not None:
+            self.warnings.append(URL_WARNING)
+            if not (username or password or token_file or any(k.lower() == "authorization" for k in headers or {})):
+                username, password = url_user, url_password or ""
         if token_file and username:
             raise NodefixError("a Prometheus bearer token file and basic auth exclude each other: set one")
         if timeout is None or timeout <= 0:
@@ -134,6 +151,10 @@ class Client(object):
         headers["Accept"] = "application/json"
         if self._token_file:
             headers["Authorization"] = "Bearer " + self._token()
+        elif self._username is not None:
+            # basic auth with the first request (an empty user too: https://:pass@host, which open_url's own
+            # url_username would drop)
+            headers.update(mirror_auth.request_headers(self._username or "", self._password or "", {}) or {})
         return headers
 
     def get(self, path, params=None):
@@ -146,8 +167,7 @@ class Client(object):
         self.requests += 1
         try:
             resp = self._open_url(target + ("?" + query if query else ""), method="GET", timeout=self.timeout,
-                                  headers=headers, url_username=self._username, url_password=self._password,
-                                  force_basic_auth=bool(self._username), ca_path=self._ca_path,
+                                  headers=headers, ca_path=self._ca_path,
                                   validate_certs=self._validate_certs, use_netrc=False, follow_redirects="safe")
             raw = resp.read()
         # URLError, HTTPError, socket errors, TLS: whatever it is, no answer. An HTTPError's body (Prometheus'

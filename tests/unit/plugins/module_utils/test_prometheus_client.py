@@ -3,6 +3,7 @@
 TEST DOUBLE that records each request and answers as the HTTP API does, and that no credential reaches
 an error. TLS, basic auth and the real API are in tests/unit/plugins/modules/test_prometheus_real.py."""
 
+import base64
 import http.server
 import json
 import threading
@@ -91,7 +92,6 @@ def test_a_server_that_does_not_answer_is_an_error(server):
 
 @pytest.mark.parametrize("kw, says", [
     ({"url": "ftp://prom"}, "http:// or https://"),
-    ({"url": "https://admin:hunter2@prom"}, "carries user information"),
     ({"password": "hunter2"}, "needs a username"),
     ({"username": "u", "password": "hunter2", "token_file": "/t"}, "exclude each other"),
     ({"headers": {"Authorization": "Basic aHVudGVyMg=="}}, "set by the client"),
@@ -112,3 +112,40 @@ def test_an_unreadable_or_empty_token_file_is_named_not_read_out(tmp_path):
         with pytest.raises(NodefixError, match=says) as err:
             prometheus_client.Client(open_url, "http://prom:9090", token_file=str(path)).query("up", 1)
         assert "two tokens" not in err.value.msg
+
+
+# issue 61 item 1: a URL with user information works as Go's client reads it (split at the last '@', percent-decoded,
+# an empty user, a user alone), sent as basic auth; never shown; a warning names the options
+@pytest.mark.parametrize("userinfo, user, password", [
+    ("admin:hunter2@", "admin", "hunter2"),
+    ("admin:hun@ter2@", "admin", "hun@ter2"),          # the last '@' ends the user information
+    ("admin:p%40ss%3Aw@", "admin", "p@ss:w"),           # percent-decoded
+    (":hunter2@", "", "hunter2"),                       # https://:pass@host
+    ("hunter2token@", "hunter2token", ""),              # a token as the user
+])
+def test_a_url_with_user_information_works_warns_and_is_never_shown(server, userinfo, user, password):
+    url = server.replace("http://", "http://" + userinfo)
+    client = prometheus_client.Client(open_url, url)
+    assert client.where == server and client.url == server
+    assert client.warnings == [prometheus_client.URL_WARNING]
+    assert "prometheus_username" in client.warnings[0] and "prometheus_token_file" in client.warnings[0]
+    client.query("up", 1)
+    sent = Double.seen[-1]["headers"]["authorization"]
+    assert sent == "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    Double.answer = (500, {"status": "error", "error": "boom"})
+    with pytest.raises(prometheus_client.NoAnswer) as err:
+        client.query("up", 1)
+    assert "hunter2" not in err.value.msg and "p%40ss" not in err.value.msg and server in err.value.msg
+
+
+def test_the_options_win_over_a_urls_user_information(server, tmp_path):
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    client = prometheus_client.Client(open_url, server.replace("http://", "http://admin:hunter2@"),
+                                      token_file=str(tmp_path / "token"))
+    client.query("up", 1)
+    assert Double.seen[-1]["headers"]["authorization"] == "Bearer " + TOKEN and client.warnings
+    prometheus_client.Client(open_url, server.replace("http://", "http://admin:hunter2@"), username="robot",
+                             password="opt").query("up", 1)
+    assert Double.seen[-1]["headers"]["authorization"] == "Basic " + base64.b64encode(b"robot:opt").decode()
+    prometheus_client.Client(open_url, server).query("up", 1)
+    assert "authorization" not in Double.seen[-1]["headers"]

@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from ansible.module_utils.common import warnings
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.nodefix.k8s.plugins.modules import reboot_gate
@@ -209,6 +210,22 @@ def test_the_gate_fails_without_its_credentials_and_names_none(prometheus, kw, s
     assert PASSWORD not in err.value.msg and "wrong-pass-word" not in err.value.msg
 
 
+def test_a_url_with_user_information_works_warns_and_is_shown_without_it(prometheus, run_module):
+    """Issue 61 item 1 against the real server: the credentials only in the URL (percent-encoded: '%73' is 's'),
+    none as options - the module asks with them, warns naming the options, and no output holds them."""
+    warnings.get_warning_messages()  # (the module's warnings are kept process-wide: start from none)
+    encoded = PASSWORD.replace("s", "%73")
+    url = prometheus["url"].replace("https://", "https://%s:%s@" % (USER, encoded))
+    result, failed, _t = run_module(reboot_gate, {"node": "node-a", "max_concurrent": 0, "prometheus_url": url,
+                                                  "prometheus_ca_path": prometheus["ca"], "reason": "kernel"})
+    assert not failed, result
+    assert result["held_by"] == ["firing alert(s) at %s: NodeDown, Watchdog" % prometheus["url"]]
+    said = warnings.get_warning_messages()
+    assert [w for w in said if "prometheus_username" in str(w) and "prometheus_token_file" in str(w)], said
+    shown = json.dumps(result) + json.dumps([str(w) for w in said])
+    assert PASSWORD not in shown and encoded not in shown and prometheus["url"][8:] in shown
+
+
 # -- the triage ----------------------------------------------------------------------------------------
 
 def settings(**kw):
@@ -300,6 +317,17 @@ def test_the_inventory_fails_the_command_never_an_empty_inventory(prometheus, ex
     out = inventory(prometheus, text + "".join("%s: %s\n" % kv for kv in extra.items()), env)
     assert out.returncode != 0 and says in out.stderr, out.stderr
     assert "wrong-pass-word" not in out.stdout + out.stderr and PASSWORD not in out.stdout + out.stderr
+
+
+def test_the_inventory_takes_a_url_with_user_information_warns_and_shows_none(prometheus):
+    encoded = PASSWORD.replace("s", "%73")
+    text = plugin_file(prometheus, max_unknown_percent=90).replace(
+        "prometheus_url: https://", "prometheus_url: https://%s:%s@" % (USER, encoded))
+    out = inventory(prometheus, text)
+    assert out.returncode == 0, out.stderr
+    assert "prometheus_url carries credentials" in out.stderr and "prometheus_username" in out.stderr, out.stderr
+    assert plain(json.loads(out.stdout))["nodefix_triage_findings"]["hosts"] == ["node-findings"]
+    assert PASSWORD not in out.stdout + out.stderr and encoded not in out.stdout + out.stderr
 
 
 # -- the triage playbook (module + add_host, then remediate) -----------------------------------------------

@@ -9,7 +9,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.mirror_auth import split_userinfo
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.mirror_auth import request_headers, split_userinfo
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 
 
@@ -23,6 +26,20 @@ def url_without_userinfo(url):
     return split_userinfo(str(url))[0]
 
 
+def mirror_headers(base_url, username="", password="", headers=None):
+    """The headers of every request to a mirror (``_core.mirror_auth.request_headers``, as runsc_install sends
+    them): ``headers`` and Basic authentication from ``username``/``password``, or - when both are empty - from the
+    URL's user information, split at its last '@' and percent-decoded (``p%40ss`` is ``p@ss``; ``https://:pass@host``
+    an empty user, which ``ansible.builtin.uri``'s ``url_username`` would drop)."""
+    dummy, url_user, url_password = split_userinfo(str(base_url))
+    if not username and not password:
+        username, password = url_user or "", url_password or ""
+    try:
+        return request_headers(username, password, headers or {})
+    except NodefixError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"redact": redact_filter, "url_without_userinfo": url_without_userinfo}
+        return {"redact": redact_filter, "url_without_userinfo": url_without_userinfo, "mirror_headers": mirror_headers}

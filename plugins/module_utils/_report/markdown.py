@@ -12,7 +12,10 @@ r"""Node text in report.md as text, never as Markdown (CommonMark 0.31, https://
   list or fence), and every character that could open raw HTML, a link, an image, emphasis, a code span or a table
   cell backslash-escaped (CommonMark 2.4: any ASCII punctuation may be escaped): ``\ ` * [ ] < |``;
 - ``line``: ``text`` that begins a line of its own (the list of clean nodes), its first character escaped too;
-- ``code``: one line in a code span whose backtick string is longer than any run inside it (CommonMark 6.1);
+- ``code``: one line in a code span whose backtick string is longer than any run inside it (CommonMark 6.1); a
+  value holding a ``|`` is ``text`` instead: a table (GFM 0.29 4.10) splits its row at a ``|`` even inside a code
+  span, where only ``\|`` keeps it - and outside a table a code span shows that backslash, escaped text does not
+  (a finding or waiver id in the Findings and Waived tables and in a node's lines alike);
 - ``fence``: a code fence longer than any backtick run in the lines it holds (CommonMark 4.5).
 """
 
@@ -43,6 +46,8 @@ def line(value):
 
 def code(value):
     value = _one_line(value)
+    if "|" in value:
+        return text(value)
     ticks = "`" * (max([len(r) for r in re.findall(r"`+", value)] or [0]) + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""
     return ticks + pad + value + pad + ticks

@@ -79,6 +79,14 @@ options:
     type: list
     elements: str
     default: []
+  etcd_health_environment:
+    description:
+      - Environment variables for O(etcd_health_command) - where its credentials go rather than on its command line
+        (etcdctl reads V(ETCDCTL_USER), V(ETCDCTL_PASSWORD), any flag as C(ETCDCTL_<FLAG>)). Their values never appear
+        in any output. A command line that carries a credential still runs as given, with a warning naming this
+        option, and is shown redacted.
+    type: dict
+    default: {}
   reason:
     description: Why the node is disrupted; kept on the Lease (annotation C(nodefix.k8s/reason)).
     type: str
@@ -216,6 +224,7 @@ def argument_spec():
         hint=dict(type="bool", default=False),
         accept_quorum_loss=dict(type="bool", default=False),
         etcd_health_command=dict(type="list", elements="str", default=[]),
+        etcd_health_environment=dict(type="dict", default={}, no_log=True),
         reason=dict(type="str", default=""),
         lock_namespace=dict(type="str", default="kube-system"),
         lock_name=dict(type="str", default="nodefix-control-plane"),
@@ -268,9 +277,9 @@ def main():
     module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
 
-    def run_command(argv):
-        return module.run_command(argv)
-
+    run_command = control_plane.health_command_runner(module, p["etcd_health_environment"])
+    for warning in control_plane.health_command_warnings(p["etcd_health_command"]):
+        module.warn(warning)
     try:
         if p["wait"] < 0 or p["poll"] < 1 or p["lock_ttl"] < 0:
             raise NodefixError("wait and lock_ttl must not be negative and poll must be at least 1 second")

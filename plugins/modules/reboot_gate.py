@@ -197,6 +197,14 @@ options:
     type: list
     elements: str
     default: []
+  etcd_health_environment:
+    description:
+      - Environment variables for O(etcd_health_command) - where its credentials go rather than on its command line
+        (etcdctl reads V(ETCDCTL_USER), V(ETCDCTL_PASSWORD), any flag as C(ETCDCTL_<FLAG>)). Their values never appear
+        in any output. A command line that carries a credential still runs as given, with a warning naming this
+        option, and is shown redacted.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - nodefix.k8s.attributes
   - nodefix.k8s.prometheus
@@ -339,6 +347,7 @@ def argument_spec():
         reclaim=dict(type="list", elements="str", choices=["reboot", "control_plane"], default=["reboot"]),
         control_plane_lock_name=dict(type="str", default="nodefix-control-plane"),
         etcd_health_command=dict(type="list", elements="str", default=[]),
+        etcd_health_environment=dict(type="dict", default={}, no_log=True),
     )
     return spec
 
@@ -496,7 +505,9 @@ def reclaim(module, p, api):
         node = node or api.get_node(p["node"])
         member = None
         if lock.name == p["control_plane_lock_name"]:
-            member = reboot_control_plane.own_member_back(api, p["node"], p["etcd_health_command"], module.run_command)
+            member = reboot_control_plane.own_member_back(
+                api, p["node"], p["etcd_health_command"],
+                reboot_control_plane.health_command_runner(module, p["etcd_health_environment"]))
         out = reboot_control_plane.reclaim(lock, node, member, dry_run=module.check_mode)
         if out["released"]:
             result["lock"]["reclaimed"].append({"slot": out["slot"], "since": out["since"]})
@@ -515,6 +526,8 @@ def main():
     try:
         window, filter_re = validate(p)
         for warning in prometheus(p).warnings if p["prometheus_url"] else []:
+            module.warn(warning)
+        for warning in reboot_control_plane.health_command_warnings(p["etcd_health_command"]):
             module.warn(warning)
         api = reboot_gate_lib.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
         if p["state"] == "reclaim":

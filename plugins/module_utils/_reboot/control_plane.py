@@ -122,6 +122,29 @@ def etcd_members(api):
                   key=lambda m: (m["node"] or "", m["name"] or ""))
 
 
+# what a module says when the operator's etcd health command carries a credential on its command line
+COMMAND_WARNING = ("etcd_health_command carries credentials on its command line (--user name:password, --password, "
+                   "a URL's user information): set them in etcd_health_environment instead (etcdctl reads "
+                   "ETCDCTL_USER, ETCDCTL_PASSWORD - any flag as ETCDCTL_<FLAG>), where no output and no process "
+                   "listing shows them; the command runs as given meanwhile and is shown without them")
+
+
+def health_command_warnings(argv):
+    """[COMMAND_WARNING] when ``argv`` shows differently redacted (it holds a credential the one exit would hide),
+    else []."""
+    return [COMMAND_WARNING] if argv and redact(list(argv)) != list(argv) else []
+
+
+def health_command_runner(module, environment):
+    """``run_command(argv)`` for the health command: the module's run_command with ``environment`` (the
+    ``etcd_health_environment`` option, no_log) added to the command's environment."""
+    env = dict((str(k), str(v)) for k, v in (environment or {}).items())
+
+    def run_command(argv):
+        return module.run_command(argv, environ_update=env)
+    return run_command
+
+
 def run_health_command(run_command, argv):
     """([] when it exited 0, else [what it said]) of the user's etcd health command."""
     rc, out, err = run_command(list(argv))

@@ -185,6 +185,34 @@ def test_a_failing_etcd_health_command_is_quoted_redacted(argv):
     assert "context deadline exceeded" in problem
 
 
+@pytest.mark.parametrize("argv, warns", [
+    (["etcdctl", "--user", "root:Etcd-Line-61", "endpoint", "health"], True),
+    (["etcdctl", "--user=root:Etcd-Line-61", "endpoint", "health"], True),
+    (["etcdctl", "--password", "Etcd-Line-61", "endpoint", "health"], True),
+    (["etcdctl", "--endpoints=https://root:Etcd-Line-61@etcd.example.com:2379", "endpoint", "health"], True),
+    (["etcdctl", "--user", "root", "endpoint", "health", "--cluster"], False),
+    (["etcdctl", "--cacert=/etc/etcd/ca.pem", "--key=/etc/etcd/client-key.pem", "endpoint", "health"], False),
+    ([], False),
+])
+def test_a_credential_on_the_health_commands_line_warns_naming_the_environment_option(argv, warns):
+    """Issue 61 item 1 for etcd: the command runs as given, is shown redacted (above), and warns."""
+    assert cp.health_command_warnings(argv) == ([cp.COMMAND_WARNING] if warns else [])
+    assert "etcd_health_environment" in cp.COMMAND_WARNING and "ETCDCTL_PASSWORD" in cp.COMMAND_WARNING
+
+
+def test_the_health_command_gets_the_environment_option():
+    class Module(object):
+        seen = []
+
+        def run_command(self, argv, environ_update=None):
+            self.seen.append((argv, environ_update))
+            return 0, "", ""
+
+    run = cp.health_command_runner(Module(), {"ETCDCTL_USER": "root", "ETCDCTL_PASSWORD": "Etcd-Env-61"})
+    assert cp.run_health_command(run, ["etcdctl", "endpoint", "health"]) == []
+    assert Module.seen == [(["etcdctl", "endpoint", "health"], {"ETCDCTL_USER": "root", "ETCDCTL_PASSWORD": "Etcd-Env-61"})]
+
+
 # issue 62, the rollout review: etcd members without a control-plane label, and quorum arithmetic
 
 

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Every option that takes a credential is ``no_log`` (issue 61 item 1): walks the argument spec of every module in
+plugins/modules/ (as its ``main()`` builds it) and every role's meta/argument_specs.yml, suboptions too. An option
+is a credential when its name is a secret's (_core.redact.secret_name: password, token, ... - not a file or path
+naming where one is, nor an option of type path) or it carries headers or an environment (a token goes there)."""
+
+import glob
+import importlib
+import os
+
+import pytest
+import yaml
+
+from ansible.module_utils import basic
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import secret_name
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(REPO, "plugins", "modules", "*.py"))
+                 if not p.endswith("__init__.py"))
+ROLE_SPECS = sorted(glob.glob(os.path.join(REPO, "roles", "*", "meta", "argument_specs.yml")))
+
+
+def credential(name):
+    return secret_name(name) or name.endswith(("headers", "environment"))
+
+
+def walk(spec, where):
+    """(path, option) of every option of ``spec`` that takes a credential and is not no_log."""
+    for name, option in sorted((spec or {}).items()):
+        if credential(name) and option.get("type") != "path" and not option.get("no_log"):
+            yield "%s.%s" % (where, name)
+        for sub in walk(option.get("options"), "%s.%s" % (where, name)):
+            yield sub
+
+
+class Built(Exception):
+    pass
+
+
+def module_spec(monkeypatch, name):
+    seen = {}
+
+    def init(self, argument_spec=None, **kwargs):
+        seen["spec"] = argument_spec
+        raise Built()
+    monkeypatch.setattr(basic.AnsibleModule, "__init__", init)
+    with pytest.raises(Built):
+        importlib.import_module("ansible_collections.nodefix.k8s.plugins.modules." + name).main()
+    return seen["spec"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_credential_option_of_a_module_is_no_log(monkeypatch, name):
+    spec = module_spec(monkeypatch, name)
+    assert spec, name
+    assert list(walk(spec, name)) == []
+
+
+@pytest.mark.parametrize("path", ROLE_SPECS, ids=[p.split(os.sep)[-3] for p in ROLE_SPECS])
+def test_every_credential_variable_of_a_role_is_no_log(path):
+    with open(path) as fh:
+        entry_points = yaml.safe_load(fh)["argument_specs"]
+    assert [found for ep, spec in sorted(entry_points.items()) for found in walk(spec.get("options"), ep)] == []
+
+
+def test_the_walk_sees_the_credential_options():
+    assert credential("prometheus_password") and credential("gvisor_mirror_headers")
+    assert credential("etcd_health_environment") and not credential("prometheus_token_file")
+    assert list(walk({"a_password": {}, "x": {"options": {"token": {"no_log": False}}}}, "m")) == ["m.a_password", "m.x.token"]

@@ -13,12 +13,14 @@ Planted on the node: a proxy URL's password, one split at its last '@' and a *TO
 /etc/default/kubelet (the file the kubelet fix rewrites: in its --diff and in the evidence bundle) with a PEM
 private key in a comment; a systemd Environment= drop-in of the kubelet with a proxy password, a *TOKEN*
 variable, an *_API key, a ``--token x`` and a ``--creds user:x`` (read by the audit, kept in the evidence); a line
-in the kubelet's journal with a proxy password and a bearer token (the evidence's journal); containerd's
+in the kubelet's journal with a proxy password, a bearer token, ``curl -uuser:x``, ``mysql -px`` and a JSON Web
+Token (the evidence's journal); containerd's
 config.toml registry auth (a TOML multi-line literal password too) and a hosts.toml with a bearer header, a header
 array and an X-JFrog-Art-Api header (read when containerd is installed; this image has none, so the containerd
 channels are held by tests/unit/plugins/modules/test_redacted_outputs.py).
-Planted as options: the etcd health command's ``--user root:x`` (the check run makes the node a control-plane
-node whose etcd check fails: the command is quoted in held_by, the dry-run plan and the report); the gVisor
+Planted as options: the etcd health command's ``--user root:x`` and its environment's ETCDCTL_PASSWORD (the check
+run makes the node a control-plane node whose etcd check fails: the command is quoted in held_by, the dry-run plan
+and the report, and warns naming reboot_etcd_health_environment); the gVisor
 mirror's and the containerd archive's URL user information, password and header (set for every run; their
 download paths, which this node's findings do not reach, are held end to end by tests/badinput/
 test_bad_downloads.py against a mirror behind Basic auth and an API-key header).
@@ -63,6 +65,10 @@ SECRETS = {
     "containerd-url": "Containerd-Url-Secret-41v",
     "containerd-password": "Containerd-Password-Secret-41w",
     "containerd-header": "Containerd-Header-Secret-41x",
+    "journal-curl": "Curl-Secret-41y",
+    "journal-mysql": "Mysql-Secret-41z",
+    "journal-jwt": "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJub2RlZml4LTQxIn0.Jwt-Sig-Secret-41A",
+    "etcd-env": "Etcd-Env-Secret-41B",
 }
 TEXTFILE = "/var/lib/node_exporter/textfile_collector/nodefix.prom"
 # the options every run gets (the etcd ones only the check run, which makes the node a control-plane node)
@@ -77,7 +83,9 @@ OPTIONS = {
 }
 CONTROL_PLANE = {"nodefix_control_plane": True, "reboot_control_plane_groups": ["nodefix_lab_containers"],
                  "nodefix_etcd_health_command": ["/bin/false", "--user", "root:" + SECRETS["etcd-user"],
-                                                 "endpoint", "health"]}
+                                                 "endpoint", "health"],
+                 # the role's variable (remediate passes the command; the environment is the role's own)
+                 "reboot_etcd_health_environment": {"ETCDCTL_PASSWORD": SECRETS["etcd-env"]}}
 PLANT = r"""
 set -eu
 cat >> /etc/default/kubelet <<'EOF'
@@ -110,7 +118,8 @@ server = "https://registry.example.com"
   X-JFrog-Art-Api = "{hosts-jfrog}"
 EOF
 mkdir -p $(dirname {textfile})
-message="pulling through http://u:{journal-proxy-password}@proxy.example.com with Authorization: Bearer {journal-bearer}"
+message="pulling through http://u:{journal-proxy-password}@proxy.example.com with Authorization: Bearer {journal-bearer}; \
+retried: curl -uadmin:{journal-curl} https://registry.example.com, mysql -h db -p{journal-mysql}, token {journal-jwt}"
 printf 'MESSAGE=%s\nOBJECT_SYSTEMD_UNIT=kubelet.service\nSYSLOG_IDENTIFIER=kubelet\n' "$message" | logger --journald
 journalctl --flush
 """
@@ -200,6 +209,8 @@ def test_every_run_output_and_job_event_holds_no_secret(run):
     # -vvv printed the invocations (ansible.cfg: YAML results), redacted: the etcd command's argv with its user kept
     assert "module_args:" in run["runs"]["check"]["out"] and "module_args:" in run["out"]
     assert "- root:%s" % MARK in run["runs"]["check"]["out"]
+    # the etcd command's credential on its line warns, naming the option for it (issue 61 item 1)
+    assert "etcd_health_environment" in run["runs"]["check"]["out"]
 
 
 def test_the_etcd_command_is_quoted_redacted_in_the_plan_and_the_report(run):
@@ -256,6 +267,7 @@ def test_the_report_directories_and_the_evidence_hold_no_secret(run):
     assert '"KUBELET_API_TOKEN=%s"' % MARK in bundle["files"]["/etc/systemd/system/kubelet.service.d/20-proxy.conf"]
     journal = bundle["sources"]["journal-kubelet"]["text"]
     assert "Authorization: Bearer %s" % MARK in journal and "u:%s@proxy" % MARK in journal
+    assert "curl -uadmin:%s https://registry.example.com" % MARK in journal and "mysql -h db -p%s" % MARK in journal
     assert bundle["states"]["journal-kubelet"]["state"] == "kept"
 
 

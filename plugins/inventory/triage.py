@@ -97,6 +97,7 @@ from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
@@ -173,7 +174,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     self._cache[key] = result
             triage_classify.check_unknown_budget(conf, result)
         except NodefixError as exc:
-            fail("nodefix.k8s.triage: %s (source %s)" % (exc.msg, path))
+            fail("nodefix.k8s.triage: %s (source %s)" % (redact_text(exc.msg), path))
         self._populate(result)
 
     def _add(self, name, record, group):

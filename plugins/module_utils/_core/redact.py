@@ -81,9 +81,12 @@ _BARE = (r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\])(?:<redacted by n
 _VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
           r"""|\\"(?:\\\\\\"|[^"\\\n]|\\[^"\n])*?\\"|\[[^\[\]]*\]|""" + _BARE + ")")
 # key [sep] value: the key optionally quoted (a JSON text inside a JSON string too: \"password\": \"x\"), '=' or ':'
-# on one line, the value quoted (TOML's multi-line strings too), an array or bare
+# on one line, the value quoted (TOML's multi-line strings too), an array or bare. A key starts a word (with its
+# flag's dashes: --password=x), as a URL's scheme does below: a regexp that may start inside a long word
+# would read it again from each of its characters (a base64 blob in a journal: seconds for 100 KiB)
 _KEY_VALUE = re.compile(
-    r"""(?P<q>\\?["']|)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)""" + _VALUE)
+    r"""(?P<q>\\?["']|)(?<![A-Za-z0-9_.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)"""
+    + _VALUE)
 # --flag value, -u/-U value (the '=' form is a key = value above): the value may start with one dash (a password
 # '-x1'), never two and never as one letter (the next flag: --x, -v, -v=2, -v4); a line continued with a backslash
 # goes on
@@ -94,10 +97,10 @@ _FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-[uU
 _ATTACHED_USER = re.compile(r"""(?<![\w-])(?P<head>-[uU]["']?[^\s:"'<>-][^\s:"'<>]*:)(?P<val>[^\s"'<]+)""")
 # scheme://[user][:password]@host - the user information ends at the LAST '@' before the path (as Go's net/url and
 # Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'
-_URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'\"<>]*):(?P<val>[^\s/?#'\"<>]+)@")
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'\"<>]*):(?P<val>[^\s/?#'\"<>]+)@")
 # user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
 # is the usual way to put one in a URL, so the whole user information goes
-_URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[^\s/?#:'\"<>]+)@")
+_URL_TOKEN_USER = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[^\s/?#:'\"<>]+)@")
 # a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
 _QUERY_KEY = re.compile(r"(?P<head>[?&]key=)(?P<val>[^&#\s\"'<>]+)")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
@@ -123,7 +126,7 @@ _SHORT_FLAG = dict([(c, "p") for c in ("mysql", "mysqldump", "mysqladmin", "mysq
                    + [(c, "w") for c in ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami",
                                          "ldappasswd", "ldapcompare", "ldapmodrdn")])
 _LOGIN_COMMANDS = frozenset(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras", "crane", "regctl"))
-_COMMAND = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<cmd>%s)(?![\w.-])(?P<args>[^\n|;&]*)" % "|".join(
+_COMMAND = re.compile(r"(?<![\w.-])(?P<cmd>%s)(?![\w.-])(?P<args>[^\n|;&]*)" % "|".join(
     re.escape(c) for c in sorted(set(_SHORT_FLAG) | _LOGIN_COMMANDS, key=len, reverse=True)))
 # YAML: a line 'key: value' (in a sequence too); the key's column is its indentation
 _YAML_LINE = re.compile(r"""^(?P<lead>[ \t]*(?:-[ \t]+)*)(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"""
@@ -140,6 +143,8 @@ _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-
                       r"(?P<tail>-----END (?P=kind)-----|\Z)", re.DOTALL)
 
 
+# what a value needs to hold a secret of its own that the whole text's reading has not seen: a key = value, a flag
+_NESTED = re.compile(r"[=:]|(?:^|\s)-")
 # a value under a secret's name that only switches something on or off (kubelet's
 # --authentication-token-webhook=true): shown, so that a flag's diff stays readable
 _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
@@ -202,8 +207,11 @@ def _key_value(match):
             return head + opening + name + ":" + MARK + closing
         return match.group(0)
     if not secret_name(key):
-        # the value may hold secrets of its own: Environment="API_TOKEN=x", EXTRA_ARGS=--token=x
+        # the value may hold secrets of its own: Environment="API_TOKEN=x", EXTRA_ARGS=--token=x (only a key = value
+        # or a flag in it is new: every other shape was read in the whole text already)
         opening, inside, closing = _unquoted(val)
+        if not _NESTED.search(inside):
+            return match.group(0)
         return head + opening + redact_text(inside) + closing
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)

@@ -31,7 +31,7 @@ def mirror_headers(base_url, username="", password="", headers=None):
     them): ``headers`` and Basic authentication from ``username``/``password``, or - when both are empty - from the
     URL's user information, split at its last '@' and percent-decoded (``p%40ss`` is ``p@ss``; ``https://:pass@host``
     an empty user, which ``ansible.builtin.uri``'s ``url_username`` would drop)."""
-    dummy, url_user, url_password = split_userinfo(str(base_url))
+    url_user, url_password = split_userinfo(str(base_url))[1:]
     if not username and not password:
         username, password = url_user or "", url_password or ""
     try:

@@ -45,7 +45,9 @@ options:
     description:
       - The Prometheus HTTP API (V(http://prometheus.monitoring:9090)), or a Thanos, Cortex or Mimir querier's; its
         credentials in O(prometheus_username) and O(prometheus_password) or O(prometheus_token_file).
-      - A URL that carries user information (V(https://user:pass@prometheus)) works - split at the last C(@), percent-decoded, sent as basic auth unless the credential options are set - but warns, naming the options, and is requested and shown without it.
+      - A URL that carries user information (V(https://user:pass@prometheus)) works - split at the last C(@),
+        percent-decoded, sent as basic auth unless the credential options are set - but warns, naming the options, and
+        is requested and shown without it.
     type: str
     required: true
     env:

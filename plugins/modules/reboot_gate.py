@@ -111,7 +111,10 @@ options:
         each with string labels, an C(alertname) and a known C(state), and no C(warnings) (a Thanos or Cortex
         querier's partial answer). Any other answer (not JSON, C(alerts) null or not a list, an alert without a
         state) holds the reboot, RV(held_by) saying what was wrong.
-      - Credentials go in O(prometheus_username) and O(prometheus_password) or O(prometheus_token_file). A URL that carries user information (V(https://user:pass@prometheus)) works - split at the last C(@), percent-decoded, sent as basic auth unless the credential options are set - but warns, naming the options, and is requested and shown without it.
+      - Credentials go in O(prometheus_username) and O(prometheus_password) or O(prometheus_token_file). A URL that
+        carries user information (V(https://user:pass@prometheus)) works - split at the last C(@), percent-decoded,
+        sent as basic auth unless the credential options are set - but warns, naming the options, and is requested and
+        shown without it.
     type: str
   alert_filter_regexp:
     description: Alerts whose name this regexp matches do not hold a reboot (kured's C(--alert-filter-regexp)).
@@ -403,8 +406,8 @@ def controls(p, window, filter_re, api, now):
             result["held_by"].append("Prometheus at %s gave no well-formed answer, so no alert can be ruled out: %s"
                                      % (prometheus_client.safe_url(p["prometheus_url"]), exc.msg))
         if result["alerts"]:
-            result["held_by"].append("firing alert(s) at %s: %s" % (prometheus_client.safe_url(p["prometheus_url"]),
-                                                                   ", ".join(result["alerts"])))
+            result["held_by"].append("firing alert(s) at %s: %s" % (
+                prometheus_client.safe_url(p["prometheus_url"]), ", ".join(result["alerts"])))
     return result
 
 

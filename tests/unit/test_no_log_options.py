@@ -31,8 +31,7 @@ def walk(spec, where):
     for name, option in sorted((spec or {}).items()):
         if credential(name) and option.get("type") != "path" and not option.get("no_log"):
             yield "%s.%s" % (where, name)
-        for sub in walk(option.get("options"), "%s.%s" % (where, name)):
-            yield sub
+        yield from walk(option.get("options"), "%s.%s" % (where, name))
 
 
 class Built(Exception):

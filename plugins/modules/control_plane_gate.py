@@ -79,14 +79,6 @@ options:
     type: list
     elements: str
     default: []
-  etcd_health_environment:
-    description:
-      - Environment variables for O(etcd_health_command) - where its credentials go rather than on its command line
-        (etcdctl reads V(ETCDCTL_USER), V(ETCDCTL_PASSWORD), any flag as C(ETCDCTL_<FLAG>)). Their values never appear
-        in any output. A command line that carries a credential still runs as given, with a warning naming this
-        option, and is shown redacted.
-    type: dict
-    default: {}
   reason:
     description: Why the node is disrupted; kept on the Lease (annotation C(nodefix.k8s/reason)).
     type: str
@@ -113,6 +105,7 @@ options:
     default: 5
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.etcd
 attributes:
   check_mode:
     support: full

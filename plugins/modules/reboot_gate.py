@@ -200,16 +200,9 @@ options:
     type: list
     elements: str
     default: []
-  etcd_health_environment:
-    description:
-      - Environment variables for O(etcd_health_command) - where its credentials go rather than on its command line
-        (etcdctl reads V(ETCDCTL_USER), V(ETCDCTL_PASSWORD), any flag as C(ETCDCTL_<FLAG>)). Their values never appear
-        in any output. A command line that carries a credential still runs as given, with a warning naming this
-        option, and is shown redacted.
-    type: dict
-    default: {}
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.etcd
   - nodefix.k8s.prometheus
 attributes:
   check_mode:

@@ -149,11 +149,13 @@ def test_a_deeply_nested_slice_report_is_a_clear_error(run_module, tmp_path):
 def test_results_as_json_text_give_the_same_report(run_module, tmp_path):
     # playbooks/report.yml passes the fleet's results as JSON text (cheaper to template at fleet size)
     import json
+    # one generated time for both (each run would take its own clock's second: the reports could differ by it)
+    when = "2026-12-06T10:00:00Z"
     as_dict, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(tmp_path / "a"),
-                                                        "before": RESULTS})
+                                                        "before": RESULTS, "generated": when})
     assert not failed
     as_text, failed, _dummy = run_module(audit_report, {"results": json.dumps(RESULTS), "dest": str(tmp_path / "b"),
-                                                        "before": json.dumps(RESULTS)})
+                                                        "before": json.dumps(RESULTS), "generated": when})
     assert not failed and as_text["table"] == as_dict["table"] and as_text["totals"] == as_dict["totals"]
     assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
     bad, failed, _dummy = run_module(audit_report, {"results": "[1, 2]", "dest": str(tmp_path / "c")})

@@ -104,13 +104,15 @@ def write_slices(run_module, tmp_path, parts):
 def test_merge_writes_the_one_run_report(run_module, tmp_path):
     run_module(audit_report, {"results": RESULTS, "dest": str(tmp_path / "one")})
     paths = write_slices(run_module, tmp_path, [["n1"], ["n2"]])
-    result, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2"],
+    # one generated time for both merges (each would take its own clock's second: a second apart they differ)
+    when = "2026-12-06T10:00:00Z"
+    result, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2"], "generated": when,
                                                        "dest": str(tmp_path / "merged"), "fail_on": "high"})
     assert not failed and result["changed"] and not result["policy"]["failed"]
     assert [s["nodes"] for s in result["slices"]] == [1, 1]
     for name in ("junit.xml", "nodefix.prom"):
         assert (tmp_path / "merged" / name).read_text() == (tmp_path / "one" / name).read_text(), name
-    again, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2"],
+    again, failed, _dummy = run_module(audit_report, {"merge": paths, "expected_hosts": ["n1", "n2"], "generated": when,
                                                       "dest": str(tmp_path / "merged")})
     assert not failed and again["changed"] is False
 

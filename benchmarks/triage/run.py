@@ -202,11 +202,11 @@ def queries_answered(url):
 CLASSIFIER = """
 import json, sys
 sys.path.insert(0, %(collections)r)
-from ansible.module_utils.urls import open_url
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify, run
 conf = classify.settings(required_checks=%(checks)r, max_unknown_percent=100)
-c = prometheus_client.Client(open_url, %(url)r, timeout=300)
+c = prometheus_client.Client(transport.OpenUrl(), %(url)r, timeout=300)
 r = run.triage(c, conf, "kube_state_metrics")
 json.dump({"summary": r["summary"], "states": dict((n, [x["state"], x["reasons"]]) for n, x in r["nodes"].items())},
           open(%(out)r, "w"))

@@ -93,14 +93,15 @@ import re
 
 from ansible import constants as C
 from ansible.errors import AnsibleParserError
-from ansible.module_utils.urls import open_url
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
@@ -136,19 +137,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             ("nodefix_triage.yml", "nodefix_triage.yaml"))
 
     def _conf(self):
-        # the default of required_checks: every detector (imported only here: the classifier does not need them)
-        from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks  # pylint: disable=import-outside-toplevel
-        required = self.get_option("required_checks")
+        required = self.get_option("required_checks")  # by default every detector (their names, not their code)
         return triage_classify.settings(
             max_audit_age=self.get_option("max_audit_age"), node_label=self.get_option("node_label"),
             node_label_regex=self.get_option("node_label_regex"), min_severity=self.get_option("min_severity"),
             include_ids=self.get_option("include_ids"), exclude_ids=self.get_option("exclude_ids"),
-            required_checks=list(audit_checks.CHECK_NAMES) if required is None else required,
+            required_checks=list(audit_names.CHECK_NAMES) if required is None else required,
             waivers=self.get_option("waivers"), exporter_job=self.get_option("exporter_job"),
             max_unknown_percent=self.get_option("max_unknown_percent"))
 
     def _client(self):
-        client = prometheus_client.from_params(open_url, dict(
+        # one TLS context for the triage's requests (open_url builds one a request: more CPU than the classes)
+        client = prometheus_client.from_params(prometheus_transport.OpenUrl(), dict(
             (name, self.get_option(name)) for name in ["prometheus_url", "prometheus_timeout"]
             + list(prometheus_client.argument_spec())))
         for warning in client.warnings:
@@ -196,6 +196,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if add_clean:
             self.inventory.add_group(CLEAN)
         strict = self.get_option("strict")
+        # no compose, groups or keyed_groups: nothing to template (each host's vars would cost a copy)
+        strict = strict if any(self.get_option(o) for o in ("compose", "groups", "keyed_groups")) else None
         for name, record in sorted(result["nodes"].items()):
             state = record["state"]
             if state == "clean" and not add_clean:
@@ -210,10 +212,17 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for name, record in sorted(result["orphans"].items()):
             self._add(name, record, ORPHANS)
             self._construct(name, strict)
-        self.inventory.set_variable("all", "nodefix_triage_summary", wrap_var(result["summary"]))
+        # what Prometheus answered (warnings) and the URL are never templates; the rest is the triage's own numbers,
+        # codes and texts (every host of --list carries all's vars: marking those costs a copy a host)
+        summary = result["summary"]
+        self.inventory.set_variable("all", "nodefix_triage_summary", dict(summary, **dict(
+            (k, wrap_var(summary[k])) for k in ("warnings", "prometheus") if k in summary)))
         self.inventory.set_variable("all", "nodefix_triage_fleet_size", result["summary"]["fleet_size"])
 
     def _construct(self, name, strict):
+        """Ansible's constructed options on one host (``strict`` None: none is set, nothing to do)."""
+        if strict is None:
+            return
         hostvars = self.inventory.get_host(name).get_vars()
         self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)
         self._add_host_to_composed_groups(self.get_option("groups"), hostvars, name, strict=strict)

@@ -132,12 +132,12 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
@@ -170,9 +170,9 @@ def run(p):
     conf = triage_classify.settings(
         max_audit_age=p["max_audit_age"], node_label=p["node_label"], node_label_regex=p["node_label_regex"],
         min_severity=p["min_severity"], include_ids=p["include_ids"], exclude_ids=p["exclude_ids"],
-        required_checks=list(audit_checks.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
+        required_checks=list(audit_names.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
         waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"])
-    client = prometheus_client.from_params(open_url, p)
+    client = prometheus_client.from_params(prometheus_transport.OpenUrl(), p)  # one TLS context
     result = triage_run.triage(client, conf, p["expected_nodes"], nodes=p["nodes"], kubeconfig=p["kubeconfig"],
                                context=p["context"])
     triage_classify.check_unknown_budget(conf, result)

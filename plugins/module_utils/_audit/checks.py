@@ -18,6 +18,7 @@ __metaclass__ = type
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import detect as audit_detect
+from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import detect as kubelet_detect
@@ -36,7 +37,7 @@ DETECTORS = (
     ("cpu_quota", cpu_quota_detect),
     ("reboot", reboot_detect),
 )
-CHECK_NAMES = tuple(name for name, _dummy in DETECTORS)
+CHECK_NAMES = audit_names.CHECK_NAMES  # the names alone, for callers that need no detector (the triage)
 
 FINDINGS = audit_detect.FINDINGS  # audit.check_failed
 

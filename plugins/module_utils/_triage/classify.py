@@ -124,8 +124,8 @@ def _audit_age(conf, obs, at):
     return round(at - min(stamps), 3)
 
 
-def _reasons(conf, obs, at, partial):
-    """(reason codes, notes) of one expected node's observations."""
+def _reasons(conf, obs, age, partial):
+    """(reason codes, notes) of one expected node's observations (``age``: ``_audit_age``'s)."""
     reasons, notes = [], []
 
     def add(code, note):
@@ -138,7 +138,6 @@ def _reasons(conf, obs, at, partial):
     else:
         if obs.get("scrape_error"):
             add("textfile_error", "node_textfile_scrape_error == 1: node_exporter could not read a textfile")
-        age = _audit_age(conf, obs, at)
         if obs.get("mtime") is None:
             add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
         elif age > conf["max_audit_age"] or age < -conf["max_audit_age"]:
@@ -161,7 +160,8 @@ def _reasons(conf, obs, at, partial):
 def classify_node(conf, name, obs, at, partial=()):
     """One expected node's record: ``state``, ``ids``, ``findings``, ``reasons``, ``notes``, ``audit_age_s``,
     ``not_counted`` (findings a waiver or a filter keeps out, with why)."""
-    reasons, notes = _reasons(conf, obs, at, list(partial))
+    age = _audit_age(conf, obs, at)
+    reasons, notes = _reasons(conf, obs, age, list(partial))
     counted, not_counted = [], []
     for f in sorted(obs.get("findings") or [], key=lambda x: (x["id"], x["subject"])):
         if f["id"] == CHECK_FAILED_ID:
@@ -180,7 +180,7 @@ def classify_node(conf, name, obs, at, partial=()):
     else:
         state = "clean"
     return {"state": state, "ids": sorted(set(f["id"] for f in counted)), "findings": counted, "reasons": reasons,
-            "notes": notes, "audit_age_s": _audit_age(conf, obs, at), "not_counted": not_counted}
+            "notes": notes, "audit_age_s": age, "not_counted": not_counted}
 
 
 def classify(conf, expected, observed, orphans, at, warnings=()):

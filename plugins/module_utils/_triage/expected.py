@@ -7,7 +7,8 @@
 # (leading underscore package). Its API may change without notice.
 """The nodes the triage expects: {name: {"internal_ip": address or None}}, from one of three sources.
 
-- ``kube_state_metrics``: ``kube_node_info{node,internal_ip}`` at the evaluation time (one query;
+- ``kube_state_metrics``: ``kube_node_info{node,internal_ip}`` at the evaluation time (one query, ``max by
+  (node, internal_ip)``;
   kube-state-metrics' docs/metrics/cluster/node-metrics.md);
 - ``kubernetes``: the API server's Node list (``status.addresses`` type ``InternalIP``);
 - ``list``: names given by the user (no address: the inventory's ``ansible_host`` is left unset).
@@ -24,7 +25,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube_client
 
 SOURCES = ("kube_state_metrics", "kubernetes", "list")
-KSM_QUERY = "kube_node_info"
+# only the two labels read, replicas of kube-state-metrics (or of Prometheus) merged: kube_node_info carries a dozen
+# labels a node (kernel, OS, runtime versions...) the triage does not need to download and parse
+KSM_QUERY = "max by (node, internal_ip) (kube_node_info)"
 
 
 def from_list(nodes):

@@ -21,6 +21,9 @@ ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``nod
 
 HA pairs and Thanos replicas: every series is read per node and merged (the highest ``up``, the newest
 heartbeat, a check failed on any replica, the union of findings), so replica labels never split a node.
+``up`` and the textfile series are asked ``max by`` the node label (Prometheus merges the replicas of one
+label value the same way and answers one small sample a node and metric: at 10,000 nodes that halves the
+bytes the controller parses - benchmarks/triage/).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,7 +31,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
-import os
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -46,9 +48,12 @@ def queries(conf):
     """{name: PromQL} of the fleet's observation (the expected nodes' query is ``expected``'s)."""
     job = "job=~%s" % promql_string(conf["exporter_job"])
     label = conf["node_label"]
+    # aggregated by the node label: one small sample a node and metric (replicas merged as _apply merges them),
+    # node_textfile_mtime_seconds of nodefix.prom only (the other series have no file label: "" matches them)
     out = {
-        "up": "up{%s}" % job,
-        "textfile": '{__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s}' % (HEARTBEAT, job),
+        "up": "max by (%s) (up{%s})" % (label, job),
+        "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s,'
+                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]")),
         "findings": "nodefix_finding{%s}" % job,
         "failed": "nodefix_audit_check_failed{%s} == 1" % job,
     }
@@ -68,12 +73,20 @@ class Mapper(object):
         self.conf = conf
         self.names = set(expected)
         self.by_ip = dict((v["internal_ip"], k) for k, v in expected.items() if v.get("internal_ip"))
+        self.seen = {}
 
     def node(self, labels):
         """(name, expected?) of a sample's labels; (None, False) without the node label."""
         value = labels.get(self.conf["node_label"])
         if not value:
             return None, False
+        try:
+            return self.seen[value]  # every node's label value comes in each of the queries
+        except KeyError:
+            self.seen[value] = found = self._lookup(value)
+            return found
+
+    def _lookup(self, value):
         key = triage_classify.node_key(self.conf, value)
         if key in self.names:
             return key, True
@@ -105,7 +118,7 @@ def _apply(name, labels, value, obs):
         metric = labels.get("__name__")
         if metric == "node_textfile_scrape_error":
             _merge_max(obs, "scrape_error", value)
-        elif metric == "node_textfile_mtime_seconds" and os.path.basename(labels.get("file") or "") == TEXTFILE:
+        elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
             _merge_max(obs, "mtime", value)
         elif metric == HEARTBEAT:
             _merge_max(obs, "heartbeat", value)

@@ -51,3 +51,11 @@ def test_no_verdict_when_a_detector_did_not_run_or_failed():
                                                ("kubelet", Detector(error=RuntimeError("boom")))])
     assert failed["summary"]["kubernetes_node"] is None
     assert "audit.not_kubernetes_node" not in failed["summary"]["ids"]
+
+
+def test_the_light_list_of_detector_names_is_the_detectors_own():
+    # _audit/names.py lists the names without importing the detectors (the triage's default required_checks):
+    # a detector added to checks.DETECTORS and not to names.py (or the order changed) fails here
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+    from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
+    assert tuple(name for name, _dummy in audit_checks.DETECTORS) == audit_names.CHECK_NAMES == audit_checks.CHECK_NAMES

@@ -33,15 +33,26 @@ class Tsdb(object):
     def _of(self, metric):
         return [s for s in self.series if s[0] == metric]
 
+    @staticmethod
+    def _max_by(series, keep, name=False):
+        """``max by (keep...)`` (with ``__name__`` when ``name``): one sample a group, its highest value."""
+        groups = {}
+        for metric, labels, value in series:
+            key = (metric if name else "", tuple((k, labels[k]) for k in keep if labels.get(k)))
+            groups[key] = max(value, groups.get(key, value))
+        return [(metric, dict(labels), value) for (metric, labels), value in groups.items()]
+
     def _answer(self, name):
         label = self.conf["node_label"]
         if name == "kube_node_info":
-            return self._of("kube_node_info")
+            return self._max_by(self._of("kube_node_info"), ("node", "internal_ip"))
         if name == "up":
-            return self._of("up")
+            return self._max_by(self._of("up"), (label,))
         if name == "textfile":
-            return [s for s in self.series if s[0] in ("node_textfile_scrape_error", "node_textfile_mtime_seconds",
-                                                       "nodefix_audit_timestamp_seconds")]
+            # the file label: absent, or a path whose last part is nodefix.prom
+            return self._max_by([s for s in self.series if s[0] in (
+                "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds")
+                and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")], (label,), name=True)
         if name == "findings":
             return self._of("nodefix_finding")
         reported = {}
@@ -62,7 +73,7 @@ class Tsdb(object):
         self.asked_at.add(at)
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
-        name = "kube_node_info" if expr == "kube_node_info" else self.names[expr]
+        name = "kube_node_info" if expr == triage_expected.KSM_QUERY else self.names[expr]
         result = [{"metric": dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
                   for metric, labels, value in self._answer(name)]
         return result, list(self.warnings.get(name, []))

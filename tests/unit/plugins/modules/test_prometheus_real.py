@@ -6,10 +6,13 @@ the collection's one client (module_utils/_prometheus) with the CA bundle and th
 
 - nodefix.k8s.reboot_gate asks ``GET /api/v1/alerts`` of a rules file whose alerts are firing, pending
   and inactive (the shapes a real server cannot produce are in test_reboot_gate.py);
-- the triage (module_utils/_triage, the inventory plugin through ``ansible-inventory``) reads six real
-  node_exporters' textfile collectors - the collection's own textfile renderer's nodefix.prom, healthy,
-  with a finding, corrupt, stale, with a detector that could not look, with a required check missing -
-  one target that is down, one expected node that never exported and one exporter nobody expects.
+- the triage (module_utils/_triage, the inventory plugin through ``ansible-inventory``) reads eight real
+  node_exporters' textfile collectors - the collection's own textfile renderers' nodefix.prom, healthy (the
+  audit's and the tick's), with a finding, corrupt, stale (a fresh other file beside it), its heartbeat
+  inside stale, with a detector that could not look, with a required check missing - one target that is
+  down, one expected node that never exported and one exporter nobody expects; a second real Prometheus
+  in front of the first answers with warnings (a remote-read store that is down). Issue 63's zero-clean
+  faults each fail a test here when the code that guards them is taken out (checked by hand, 2026-12-06).
 """
 
 import datetime
@@ -28,7 +31,9 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.nodefix.k8s.plugins.modules import reboot_gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import checks as audit_checks
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
@@ -75,20 +80,29 @@ def node_file(findings=(), failed=(), skip=()):
     return report_prometheus.node_textfile({"checks": checks, "findings": found})
 
 
+def tick_file(heartbeat_age):
+    """nodefix.prom as the npd role's tick writes it: with the heartbeat inside (nodefix_audit_timestamp_seconds)."""
+    looks = dict((name, {"failed": 0, "findings": []}) for name in audit_checks.CHECK_NAMES)
+    return report_prometheus.tick_textfile(looks, time.time() - heartbeat_age, "1.2.0")
+
+
 FINDING = {"id": "gvisor.runsc_outdated", "severity": "critical", "check": "gvisor", "subject": ""}
 # node name -> (textfile bytes or None, seconds its mtime lies in the past); max_audit_age is an hour below
 NODES = {
     "node-clean": (node_file(), 0),
     "node-findings": (node_file([FINDING]), 0),
     "node-corrupt": ("nodefix_finding{id=\"x\" 1\ngarbage\n", 0),
-    "node-stale": (node_file(), 4 * 3600),
+    "node-stale": (node_file(), 4 * 3600),           # another textfile beside it is fresh: only nodefix.prom counts
+    "node-tick": (tick_file(60), 0),                   # the tick's file, heartbeat inside: clean
+    "node-heartbeat-stale": (tick_file(4 * 3600), 0),  # written now (mtime fresh), its heartbeat four hours old
     "node-failed": (node_file(failed=["kubelet"]), 0),
     "node-missing": (node_file(skip=["reboot"]), 0),
     "node-orphan": (node_file(), 0),
 }
 EXPECTED = sorted(set(NODES) - {"node-orphan"}) + ["node-down", "node-never"]
 CLASSES = {"node-clean": ("clean", []), "node-findings": ("findings", []), "node-corrupt": ("unknown", ["textfile_error"]),
-           "node-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
+           "node-stale": ("unknown", ["stale"]), "node-tick": ("clean", []),
+           "node-heartbeat-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
            "node-missing": ("unknown", ["check_missing"]), "node-down": ("unknown", ["exporter_down"]),
            "node-never": ("unknown", ["no_series"])}
 
@@ -112,6 +126,8 @@ def exporters(tmp, procs):
         (directory / "nodefix.prom").write_text(text)
         then = time.time() - age
         os.utime(directory / "nodefix.prom", (then, then))
+        if age:  # a fresh file of another exporter's in the same directory proves nothing of the audit
+            (directory / "other.prom").write_text("# TYPE other_job_last_run gauge\nother_job_last_run 1\n")
         targets[node] = "127.0.0.1:%d" % free_port()
         procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
                                        "--collector.disable-defaults", "--collector.textfile",
@@ -161,6 +177,47 @@ def prometheus(tmp_path_factory):
             proc.terminate()
         for proc in procs:
             proc.wait(timeout=30)
+
+
+def start(proc, url, stop_when):
+    """Wait until ``stop_when()`` (polled); AssertionError with the server's log when it dies or takes a minute."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            if stop_when():
+                return
+        except prometheus_client.NoAnswer:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            raise AssertionError("prometheus at %s did not come up: %s" % (url, proc.stderr.read().decode()[-2000:]))
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def partial(prometheus):
+    """A second REAL Prometheus that answers with warnings, as a querier in front of a broken store does: it reads
+    the first one's series over remote read (read_recent: every query) and a second remote-read endpoint where
+    nothing listens. Prometheus turns a failed secondary store into ``warnings`` beside the data it has (its
+    fanout storage; the HTTP API's ``warnings``) - the answer is complete-looking but partial."""
+    tmp = prometheus["tmp"] / "partial"
+    tmp.mkdir()
+    (tmp / "prometheus.yml").write_text(
+        "remote_read:\n"
+        "  - url: %s/api/v1/read\n    read_recent: true\n    basic_auth: {username: %s, password: %s}\n"
+        "    tls_config: {ca_file: %s}\n"
+        "  - url: http://127.0.0.1:%d/api/v1/read\n    read_recent: true\n"
+        % (prometheus["url"], USER, PASSWORD, prometheus["ca"], free_port()))
+    url = "http://127.0.0.1:%d" % free_port()
+    proc = subprocess.Popen([real("prometheus_*", "prometheus"), "--config.file=%s" % (tmp / "prometheus.yml"),
+                             "--storage.tsdb.path=%s" % (tmp / "data"), "--web.listen-address=%s" % url[7:]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        c = prometheus_client.Client(open_url, url)
+        start(proc, url, lambda: c.query("up", time.time())[0])
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 # -- the reboot gate ----------------------------------------------------------------------------------
@@ -256,6 +313,32 @@ def test_the_triage_classifies_every_node_as_injected(prometheus):
     assert 0 <= clean < 3600 < 4 * 3600 <= stale  # not-timed: ages of planted files, not how long the test took
 
 
+def test_one_tls_context_for_all_requests_and_certificates_still_checked(prometheus):
+    # the plugin's and the module's transport: open_url's checks with one context (not one a request)
+    transport = prometheus_transport.OpenUrl()
+    c = prometheus_client.Client(transport, prometheus["url"], username=USER, password=PASSWORD, ca_path=prometheus["ca"])
+    result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
+    assert result["summary"]["requests"] == 5 and transport.contexts_made == 1
+    for kw, says in (({}, "CERTIFICATE_VERIFY_FAILED"), ({"ca_path": prometheus["ca"], "password": "nope"}, "401")):
+        bad = prometheus_client.Client(transport, prometheus["url"], username=USER, **dict({"password": PASSWORD}, **kw))
+        with pytest.raises(prometheus_client.NoAnswer, match=says):
+            bad.query("up", time.time())
+    assert transport.contexts_made == 2  # the system's CA store: a context of its own
+
+
+def test_an_answer_with_warnings_calls_no_node_clean(partial):
+    # the same series as the first server's (every node has its data), each answer with a warning
+    c = prometheus_client.Client(open_url, partial)
+    result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
+    assert result["summary"]["warnings"] and result["summary"]["counts"]["clean"] == 0, result["summary"]
+    assert result["nodes"]["node-clean"]["state"] == result["nodes"]["node-tick"]["state"] == "unknown"
+    assert result["nodes"]["node-clean"]["reasons"] == ["partial_answer"]
+    assert result["nodes"]["node-findings"]["state"] == "findings"  # what is seen is seen
+    # kube-state-metrics' answer with a warning: the fleet itself cannot be known - an error, never a fleet
+    with pytest.raises(NodefixError, match="in part"):
+        triage_run.triage(c, settings(), "kube_state_metrics")
+
+
 def test_a_required_check_set_and_the_severity_floor(prometheus):
     # only what is required counts: kubelet not required, the failed node is clean; a critical floor keeps the finding
     result = triage_run.triage(client(prometheus), settings(required_checks=["gvisor", "containerd"],
@@ -296,7 +379,7 @@ def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(p
     assert sorted(inv["nodefix_triage_targets"]["children"]) == ["nodefix_triage_findings", "nodefix_triage_unknown"]
     assert inv["nodefix_triage_findings"]["hosts"] == ["node-findings"]
     assert sorted(inv["nodefix_triage_unknown"]["hosts"]) == sorted(n for n, c in CLASSES.items() if c[0] == "unknown")
-    assert inv["nodefix_triage_clean"]["hosts"] == ["node-clean"]
+    assert sorted(inv["nodefix_triage_clean"]["hosts"]) == ["node-clean", "node-tick"]
     assert inv["nodefix_triage_orphans"]["hosts"] == ["node-orphan"]
     assert inv["nodefix_finding_gvisor_runsc_outdated"]["hosts"] == inv["nodefix_severity_critical"]["hosts"] == [
         "node-findings"]
@@ -305,7 +388,7 @@ def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(p
     assert set(hostvars["node-never"]["nodefix_triage"]) >= {"state", "ids", "findings", "reasons", "audit_age_s"}  # not-timed: key names
     summary = hostvars["node-clean"]["nodefix_triage_summary"]  # all's vars, as --list gives them to each host
     assert hostvars["node-orphan"]["nodefix_triage_fleet_size"] == len(EXPECTED) == summary["fleet_size"]
-    assert summary["counts"] == {"findings": 1, "unknown": 6, "clean": 1, "orphan": 1} and summary["requests"] == 5
+    assert summary["counts"] == {"findings": 1, "unknown": 7, "clean": 2, "orphan": 1} and summary["requests"] == 5
     assert PASSWORD not in out.stdout + out.stderr
 
 

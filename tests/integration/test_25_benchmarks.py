@@ -214,7 +214,7 @@ def test_triage_benchmark_small(tmp_path):
     # when a node is not classified as injected or the triage's request count differs from Prometheus' own. The
     # SSH audit beside it is benchmarks/fleet/ssh.py's (its own smoke: test_ssh_fleet_benchmark_smoke).
     result = tmp_path / "triage.json"
-    rc, out = run_logged("bench-triage", [sys.executable, "benchmarks/triage/run.py", "--sizes", "40", "--ssh-size", "0",
+    rc, out = run_logged("bench-triage", [sys.executable, "benchmarks/triage/run.py", "--sizes", "40", "--ssh-size", "0", "--repeat", "1",
                                           "--json", str(result)])
     assert_ok("bench-triage", rc, out)
     runs = json.loads(result.read_text())["runs"]

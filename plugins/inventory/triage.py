@@ -184,7 +184,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         # label values come from the nodes: never templates (ansible-core 2.19 marks them so itself)
         self.inventory.set_variable(name, "nodefix_triage", wrap_var(dict(
             (k, record[k]) for k in ("state", "ids", "findings", "reasons", "notes", "audit_age_s", "not_counted"))))
-        if record.get("internal_ip"):
+        # a site inventory parsed before this one keeps its own address for the host (its connection variables win)
+        if record.get("internal_ip") and "ansible_host" not in self.inventory.get_host(name).vars:
             self.inventory.set_variable(name, "ansible_host", wrap_var(record["internal_ip"]))
 
     def _populate(self, result):

@@ -70,7 +70,7 @@ def answer(unknown=1):
     return triage_classify.classify(conf, expected, observed, {"10.9.9.9"}, AT)
 
 
-def parse(tmp_path, monkeypatch, text, result, cache=False, calls=None):
+def parse(tmp_path, monkeypatch, text, result, cache=False, calls=None, inventory=None):
     calls = [] if calls is None else calls
 
     def fake_triage(*args, **kwargs):
@@ -79,7 +79,7 @@ def parse(tmp_path, monkeypatch, text, result, cache=False, calls=None):
     monkeypatch.setattr(plugin_module.triage_run, "triage", fake_triage)
     path = tmp_path / "fleet.nodefix_triage.yml"
     path.write_text("plugin: nodefix.k8s.triage\nprometheus_url: http://prometheus.test:9090\n" + text)
-    inventory = InventoryData()
+    inventory = InventoryData() if inventory is None else inventory
     plugin = Plugin()
     assert plugin.verify_file(str(path))
     plugin.parse(inventory, DataLoader(), str(path), cache=cache)
@@ -106,6 +106,17 @@ def test_groups_and_host_vars_of_the_interface(tmp_path, monkeypatch):
     assert hosts(inv, "triage_findings") == ["node-a"] and hosts(inv, "triage_unknown") == ["node-s0"]
     assert inv.groups["all"].get_vars()["nodefix_triage_fleet_size"] == 3
     assert inv.groups["all"].get_vars()["nodefix_triage_summary"]["counts"]["unknown"] == 1
+
+
+def test_a_site_inventory_before_it_keeps_its_address(tmp_path, monkeypatch):
+    # -i site.yml -i fleet.nodefix_triage.yml: the site's ansible_host stays; a host it does not address gets the IP
+    site = InventoryData()
+    site.add_host("node-a")
+    site.set_variable("node-a", "ansible_host", "node-a.site.example")
+    site.add_host("node-s0")
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\n", answer(), inventory=site)
+    assert inv.get_host("node-a").get_vars()["ansible_host"] == "node-a.site.example"
+    assert "ansible_host" not in inv.get_host("node-s0").get_vars()  # no internal IP known: the site's name
 
 
 def test_clean_hosts_on_request(tmp_path, monkeypatch):

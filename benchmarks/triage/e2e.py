@@ -12,7 +12,8 @@ Under the lab lock (one podman job at a time), in one run:
    lab's twenty minutes, and it adds no connection path the containers lack);
 2. the npd role on them (``nodefix.k8s.npd``, as tests/integration/test_40's lab-npd-install) with
    ``npd_textfile`` in node_exporter's textfile directory and its systemd timer (``npd_textfile_timer``);
-   Debian's REAL node_exporter 1.5 (lab/cache/prometheus) runs in each node (a systemd unit) on :9100;
+   Debian's REAL node_exporter 1.5 (lab/cache/prometheus) runs in each node (a systemd unit) on :9100 - or on the
+   host reading the node's textfile directory where the node's glibc is too old for it (Debian 11);
 3. benchmarks/triage/run.py's simulator: ``--simulated`` clean nodes (one Prometheus target each) and
    kube-state-metrics' ``kube_node_info`` of every node, the lab's included (no address: the lab inventory's
    connection stays the host's);
@@ -70,8 +71,11 @@ def containers_inventory(tmp):
     return path, sorted(inv["all"]["children"]["nodefix_lab"]["children"]["nodefix_lab_containers"]["hosts"])
 
 
-def start_exporters(nodes, log):
-    """Debian's node_exporter in each container node (a transient systemd unit): {node: ip:9100}."""
+def start_exporters(nodes, log, host_procs):
+    """Debian's node_exporter in each container node (a transient systemd unit): {node: ip:9100}. Debian 12's
+    build needs glibc 2.34: on a node with an older one (Debian 11: 2.31) it cannot start, and the same binary runs
+    on the host instead, reading the node's own textfile directory (/proc/<its init>/root/...) - as a node_exporter
+    container with the node's directory mounted does; ``host_procs`` gets those processes."""
     exporter = bench.binary("prometheus-node-exporter_*", "prometheus-node-exporter")
     out = {}
     for node in nodes:
@@ -80,9 +84,24 @@ def start_exporters(nodes, log):
         sh(["podman", "exec", node, "systemd-run", "--unit", "nodefix-e2e-node-exporter", "/usr/local/bin/node_exporter",
             "--collector.disable-defaults", "--collector.textfile",
             "--collector.textfile.directory=%s" % TEXTFILE_DIR, "--web.listen-address=:9100"], log)
-        ip = subprocess.run(["podman", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", node], capture_output=True,
-                            text=True, check=True).stdout.strip()
-        out[node] = "%s:9100" % ip
+        time.sleep(2)
+        inside = subprocess.run(["podman", "exec", node, "systemctl", "is-active", "nodefix-e2e-node-exporter"],
+                                capture_output=True, text=True, check=False).stdout.strip() == "active"
+        if inside:
+            ip = subprocess.run(["podman", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", node], capture_output=True,
+                                text=True, check=True).stdout.strip()
+            out[node] = "%s:9100" % ip
+            continue
+        pid = subprocess.run(["podman", "inspect", "-f", "{{.State.Pid}}", node], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        out[node] = "127.0.0.1:%d" % bench.free_port()
+        with open(log, "a") as fh:
+            fh.write("\n%s: node_exporter did not start in the node (glibc); on the host for /proc/%s/root%s at %s\n"
+                     % (node, pid, TEXTFILE_DIR, out[node]))
+        host_procs.append(subprocess.Popen([exporter, "--collector.disable-defaults", "--collector.textfile",
+                                            "--collector.textfile.directory=/proc/%s/root%s" % (pid, TEXTFILE_DIR),
+                                            "--web.listen-address=%s" % out[node]],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return out
 
 
@@ -143,7 +162,7 @@ def classify(url):
                 if r["state"] != "clean" or n.startswith("nodefix-lab")), result["summary"]
 
 
-def connections(log_path, lab_nodes):
+def connections(log_path):
     """{host: -vvv lines of a connection plugin opening or using a connection to it} and the play recap's hosts."""
     seen, recap = {}, set()
     in_recap = False
@@ -182,8 +201,10 @@ def main():
     sh(["ansible-playbook", "-i", inv, os.path.join(ROOT, "lab", "up.yml")], log, env=env)
     out["lab_up_seconds"] = round(time.time() - t0)
     proc = sim = None
+    host_procs = []
     try:
-        lab_targets = start_exporters(lab_nodes, log)
+        lab_targets = start_exporters(lab_nodes, log, host_procs)
+        out["exporters"] = lab_targets
         sh(["ansible-playbook", "-i", inv, "nodefix.k8s.npd", "-e", "nodefix_targets=nodefix_lab",
             "-e", "npd_textfile=%s/nodefix.prom" % TEXTFILE_DIR, "-e", "npd_textfile_timer=true",
             "-e", "npd_invoke_interval=300s"], log, env=env)
@@ -213,7 +234,7 @@ def main():
                                  "-e", "nodefix_report_dir=%s" % os.path.join(tmp, "reports")],
                                 stdout=fh, stderr=subprocess.STDOUT, env=env, check=False).returncode
         out["remediate"] = {"rc": rc, "wall_seconds": round(time.time() - t1), "log": rlog}
-        seen, recap = connections(rlog, lab_nodes)
+        seen, recap = connections(rlog)
         out["remediate"]["connected_hosts"] = seen
         out["remediate"]["recap_hosts"] = recap
         print("remediate rc %d; connected to %s; recap %s" % (rc, seen, recap), flush=True)
@@ -233,9 +254,9 @@ def main():
         after, summary = classify(url)
         out["after"] = {"classes": after, "counts": summary["counts"]}
     finally:
-        if proc:
-            proc.terminate()
-            proc.wait(timeout=60)
+        for p in host_procs + ([proc] if proc else []):
+            p.terminate()
+            p.wait(timeout=60)
         if sim:
             sim.stop()
         if not args.keep:

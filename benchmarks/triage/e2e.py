@@ -244,7 +244,7 @@ def main():
             sh(["podman", "exec", node, "systemctl", "start", "nodefix-npd-textfile.service"], log)
             written = time.time()
             while True:
-                classes, dummy = classify(url)
+                classes, _dummy = classify(url)
                 if classes[node][0] == "clean" or time.time() - written > 10 * args.lab_interval:
                     break
                 time.sleep(1)

@@ -52,3 +52,7 @@ TRANSFERS_FILES
 # Read by the kubernetes client's RESTClientObject (urllib3's retries) when the ApiClient is built
 # (_k8s/client.py sets it on the Configuration it passes: one attempt a connection)
 retries
+
+# _prometheus/transport.py's count of the TLS contexts it built: read by the tests that hold it to one a client
+# (tests/unit/plugins/modules/test_prometheus_real.py)
+contexts_made

@@ -129,17 +129,10 @@ def prometheus(tmp, sim, lab_targets, sim_interval, lab_interval):
 
 
 def wait_up(url, targets, proc, deadline):
-    while True:
-        try:
-            if bench.scalar(url, 'count(up{job=~"node|node-lab"})') == targets \
-                    and bench.scalar(url, 'count(node_textfile_mtime_seconds{job="node-lab"})') \
-                    and bench.scalar(url, "count(kube_node_info)"):
-                return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            raise SystemExit("Prometheus did not scrape every target in time")
-        time.sleep(2)
+    """Until every target is scraped (the lab's exporting nodefix.prom) and kube_node_info is there."""
+    bench.wait_until(lambda: bench.scalar(url, 'count(up{job=~"node|node-lab"})') == targets
+                     and bench.scalar(url, 'count(node_textfile_mtime_seconds{job="node-lab"})')
+                     and bench.scalar(url, "count(kube_node_info)"), proc, deadline, pause=2)
 
 
 def triage_file(tmp, url):

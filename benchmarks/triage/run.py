@@ -177,18 +177,24 @@ def scalar(url, expr):
     return float(result[0]["value"][1]) if result else 0.0
 
 
-def wait_scraped(url, targets, proc, deadline):
-    """Until every target was scraped once (up) and every up one exported its textfile series."""
+def wait_until(ready, proc, deadline, pause=1):
+    """Until ``ready()`` (an OSError: not yet); SystemExit when Prometheus (``proc``) died or the deadline passed."""
     while True:
         try:
-            if scalar(url, 'count(up{job="node"})') == targets and scalar(url, "count(node_textfile_scrape_error)") \
-                    == targets - scalar(url, 'count(up{job="node"} == 0)') and scalar(url, "count(kube_node_info)"):
+            if ready():
                 return
         except OSError:
             pass
         if proc.poll() is not None or time.time() > deadline:
             raise SystemExit("Prometheus did not scrape every target in time")
-        time.sleep(1)
+        time.sleep(pause)
+
+
+def wait_scraped(url, targets, proc, deadline):
+    """Until every target was scraped once (up) and every up one exported its textfile series."""
+    wait_until(lambda: scalar(url, 'count(up{job="node"})') == targets and scalar(
+        url, "count(node_textfile_scrape_error)") == targets - scalar(url, 'count(up{job="node"} == 0)')
+        and scalar(url, "count(kube_node_info)"), proc, deadline)
 
 
 def queries_answered(url):

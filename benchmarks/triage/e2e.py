@@ -36,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 
 import yaml
 
@@ -143,14 +145,15 @@ def triage_file(tmp, url):
     return path
 
 
-def classify(url):
-    """The triage's classes now (the module_utils the plugin runs): {node: (state, reasons, ids)}, summary."""
+def classify(url, at=None):
+    """The triage's classes now, or at ``at`` (the module_utils the plugin runs): {node: (state, reasons, ids)},
+    summary."""
     from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as pc  # pylint: disable=import-outside-toplevel
     from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport  # pylint: disable=import-outside-toplevel
     from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as tc, run as tr  # pylint: disable=import-outside-toplevel
     conf = tc.settings(required_checks=list(bench.CHECKS), exporter_job="node|node-lab", waivers=WAIVERS,
                        max_unknown_percent=100)
-    result = tr.triage(pc.Client(transport.OpenUrl(), url, timeout=300), conf, "kube_state_metrics")
+    result = tr.triage(pc.Client(transport.OpenUrl(), url, timeout=300), conf, "kube_state_metrics", at=at)
     return dict((n, (r["state"], r["reasons"], r["ids"])) for n, r in result["nodes"].items()
                 if r["state"] != "clean" or n.startswith("nodefix-lab")), result["summary"]
 
@@ -173,13 +176,41 @@ def connections(log_path):
     return seen, sorted(recap - {"localhost"})
 
 
+def tick_scraped(url, node, until, span=900):
+    """A node's last tick before ``until`` as Prometheus holds it: the heartbeat its textfile carries (when the tick
+    looked), the first scrape that brought it (a sample's timestamp is its scrape's), and the triage at two pinned
+    instants - that scrape and the one before it - so the answer does not depend on how long a triage of the whole
+    fleet takes Prometheus to answer on a loaded machine."""
+    query = 'nodefix_audit_timestamp_seconds{instance="%s:9100"}[%ds]' % (node, span)
+    with urllib.request.urlopen(url + "/api/v1/query?" + urllib.parse.urlencode({"query": query, "time": "%.3f" % until}),
+                                timeout=300) as resp:
+        series = json.load(resp)["data"]["result"]
+    points = sorted((float(t), float(v)) for one in series for t, v in one.get("values", []))
+    if not points:
+        return {"heartbeat": None}
+    last = max(v for _t, v in points)
+    scraped = min(t for t, v in points if v == last)
+    before = max((t for t, _v in points if t < scraped), default=None)
+    out = {"heartbeat": last, "scraped_at": scraped, "scraped_after_heartbeat_seconds": round(scraped - last, 1),
+           "previous_scrape_seconds_before": round(scraped - before, 1) if before else None}
+    for name, at in (("triage_at_the_scrape_before", before), ("triage_at_that_scrape", scraped)):
+        if at is not None:
+            out[name] = classify(url, at=at)[0][node][0]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--simulated", type=int, default=10000)
     ap.add_argument("--lab-interval", type=int, default=10, help="scrape interval of the lab's exporters (s)")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--tsdb", metavar="RUN_DIR", help="only read a kept run's Prometheus data (its prometheus.yml and "
+                    "data/ in RUN_DIR): each lab node's last tick up to --until, as tick_scraped() reads it")
+    ap.add_argument("--until", type=float, help="with --tsdb: Unix time at or after the run's last tick")
     args = ap.parse_args()
+    if args.tsdb:
+        return offline(args)
     lock = lab_lock()  # noqa: F841  pylint: disable=unused-variable
     tmp = tempfile.mkdtemp(prefix="nodefix-triage-e2e-")
     log = os.path.join(tmp, "e2e.log")
@@ -252,6 +283,9 @@ def main():
             print("next tick of %s: %s" % (node, out["next_tick"][node]), flush=True)
         after, summary = classify(url)
         out["after"] = {"classes": after, "counts": summary["counts"]}
+        until = time.time()
+        out["tick_scraped"] = dict((node, tick_scraped(url, node, until)) for node in lab_nodes)
+        print("the ticks as Prometheus holds them: %s" % out["tick_scraped"], flush=True)
     finally:
         for p in host_procs + ([proc] if proc else []):
             p.terminate()
@@ -262,6 +296,27 @@ def main():
             sh(["ansible-playbook", "-i", inv, os.path.join(ROOT, "lab", "down.yml")], log, env=env)
         if args.json:
             write_json(args.json, out)
+    return 0
+
+
+def offline(args):
+    """Prometheus on a kept run's data (no target answers any more: only the samples before ``--until`` are read)."""
+    with open(os.path.join(args.tsdb, "lab.yml")) as fh:
+        nodes = sorted(yaml.safe_load(fh)["all"]["children"]["nodefix_lab"]["children"]["nodefix_lab_containers"]["hosts"])
+    url = "http://127.0.0.1:%d" % bench.free_port()
+    config = os.path.join(tempfile.mkdtemp(prefix="nodefix-triage-tsdb-"), "prometheus.yml")
+    with open(config, "w") as fh:
+        fh.write("global: {}\n")  # scrapes nothing: the run's targets are gone
+    proc = subprocess.Popen([bench.binary("prometheus_*", "prometheus"), "--config.file=%s" % config,
+                             "--storage.tsdb.path=%s" % os.path.join(args.tsdb, "data"),
+        "--web.listen-address=%s" % url[7:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        bench.wait_until(lambda: bench.scalar(url, "vector(1)") == 1, proc, time.time() + 300)
+        out = dict((node, tick_scraped(url, node, args.until)) for node in nodes)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    print(json.dumps(out, indent=1))
     return 0
 
 

@@ -309,7 +309,7 @@ def offline(args):
         fh.write("global: {}\n")  # scrapes nothing: the run's targets are gone
     proc = subprocess.Popen([bench.binary("prometheus_*", "prometheus"), "--config.file=%s" % config,
                              "--storage.tsdb.path=%s" % os.path.join(args.tsdb, "data"),
-        "--web.listen-address=%s" % url[7:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--web.listen-address=%s" % url[7:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         bench.wait_until(lambda: bench.scalar(url, "vector(1)") == 1, proc, time.time() + 300)
         out = dict((node, tick_scraped(url, node, args.until)) for node in nodes)

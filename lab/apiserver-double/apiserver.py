@@ -54,7 +54,10 @@ the real server's JSON shapes:
   ``message``, ``source.component``, ``reportingComponent``, ...; ``fieldSelector`` on
   ``involvedObject.name``/``involvedObject.kind``/``reason``) and ``GET`` of the events.k8s.io list.
 - Node metadata: a ``PATCH`` of ``metadata.annotations`` (merge; a null value removes the key) is kept
-  and served; only a patch that names ``spec.unschedulable`` cordons or uncordons.
+  and served; only a patch that names ``spec.unschedulable`` cordons or uncordons. Every Node keeps its own
+  ``resourceVersion`` (the state's ``rv``; one counter for every object, as etcd's revision), bumped by every
+  write of it; a patch that carries ``metadata.resourceVersion`` is conditional on it: a stale one is answered
+  409 ``Conflict`` and changes nothing, as the real server answers it.
 - ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: allowed, unless the state's
   ``access_denials`` (``[{"verb": "create", "resource": "pods", "subresource": "eviction", "reason": ...}]``,
   every key given must match the request's attributes) denies it; logged with its attributes.
@@ -236,6 +239,10 @@ class State(object):
         self.data.setdefault("leases", {})
         self.data.setdefault("events", [])
         self.data.setdefault("version", 1)
+        # every Node has its own resourceVersion, from the one counter every write bumps (etcd's revision)
+        for spec in self.data["nodes"].values():
+            if "rv" not in spec:
+                spec["rv"] = self.bump()
         for pod in self.data["pods"]:
             pod.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["namespace"], pod["name"]))))
         self.save()
@@ -251,7 +258,7 @@ class State(object):
         if spec is None:
             return None
         meta = {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "node/" + name)),
-                "resourceVersion": str(len(self.data["log"]) + 1),
+                "resourceVersion": str(spec.get("rv") or 1),
                 "labels": dict(spec.get("labels") or {}, **{"kubernetes.io/hostname": name})}
         if spec.get("annotations"):
             meta["annotations"] = dict(spec["annotations"])
@@ -429,6 +436,15 @@ class Handler(BaseHTTPRequestHandler):
                 if method == "PATCH":
                     body = self._body() or {}
                     stored = st.data["nodes"][name]
+                    # a patch's metadata.resourceVersion is its precondition (optimistic concurrency, as the real
+                    # server applies it: kubernetes/kubernetes#63104): a stale one is a 409 Conflict, nothing changed
+                    want = (body.get("metadata") or {}).get("resourceVersion")
+                    if want is not None and str(want) != str(stored.get("rv") or 1):
+                        st.data["log"].append({"method": "PATCH", "path": path, "refused": "Conflict"})
+                        st.save()
+                        return status(409, "Conflict", 'Operation cannot be fulfilled on nodes "%s": the object has '
+                                      "been modified; please apply your changes to the latest version and try "
+                                      "again" % name, {"name": name, "kind": "nodes"})
                     if "unschedulable" in (body.get("spec") or {}):
                         stored["unschedulable"] = bool(body["spec"]["unschedulable"])
                     notes = (body.get("metadata") or {}).get("annotations")
@@ -445,6 +461,7 @@ class Handler(BaseHTTPRequestHandler):
                         if errs:
                             return validation.invalid("Node", name, errs)
                         stored["annotations"] = merged
+                    stored["rv"] = st.bump()
                     st.data["log"].append({"method": "PATCH", "path": path, "body": body})
                     st.save()
                     return 200, st.node(name)
@@ -542,7 +559,7 @@ class Handler(BaseHTTPRequestHandler):
         start = int((query.get("continue") or ["0"])[0] or 0)
         limit = int((query.get("limit") or ["0"])[0] or 0)
         page = items[start:start + limit] if limit else items[start:]
-        meta = {"resourceVersion": str(len(st.data["log"]) + 1)}
+        meta = {"resourceVersion": str(st.data["version"])}
         if limit and start + limit < len(items):
             meta["continue"] = str(start + limit)
         return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": page}

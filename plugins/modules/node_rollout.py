@@ -18,11 +18,14 @@ description:
     C(version), C(run), C(phase), C(started), C(moved), C(renewed), C(leaseSeconds), C(holder) - the controller's host,
     the C(ansible-playbook) process and the boot - and C(cordonedBefore) once the cordon read it). docs/safety.md
     documents it.
-  - O(state=claim), before anything is decided for the node - reads the Node once. No record, or this run's own - the
+  - O(state=claim), before anything is decided for the node - reads the Node. No record, or this run's own - the
     record is written (RV(action) V(claim)). A record of a run that is dead - its lease (C(renewed) + C(leaseSeconds))
     ran out, or its process on this same controller is gone - is taken over, said in RV(msg) (V(take_over)). A record
     of a live run, or one that cannot be read - the node is refused (V(refuse)), RV(msg) naming the run that holds it;
     nothing is written.
+  - Every write is conditional - the PATCH carries the resourceVersion of the read it was decided from, and the API
+    server refuses it (409 Conflict) when the Node changed in between; the module then reads and decides again (at most
+    3 times). Of two runs that claim a node at the same moment, one wins; the other is refused, naming it.
   - O(state=release), when the node's rollout is over - removes the record when it is this run's.
   - The steps that move the rollout renew the lease in the same PATCH as their own write (the cordon,
     M(nodefix.k8s.node_cordon); the reboot's record, M(nodefix.k8s.reboot_backoff)).
@@ -109,6 +112,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
 
@@ -122,28 +126,71 @@ def notes_of(node, name):
     return notes
 
 
+# a claim PATCH refused as stale (409) is decided again from a fresh read this often, then refused
+CLAIM_ATTEMPTS = 3
+
+
+def _version(node, name):
+    """The Node's resourceVersion (the claim's precondition); a Node without one is not well-formed: refused."""
+    version = ((node or {}).get("metadata") or {}).get("resourceVersion")
+    if not isinstance(version, str) or not version:
+        raise NodefixError("reading Node %s: the API server's answer has no metadata.resourceVersion - a claim "
+                           "must be a conditional write; nothing was written" % name)
+    return version
+
+
+def _stale(exc):
+    return isinstance(exc, kube.KubeError) and exc.status == 409
+
+
 def claim(api, name, run_id, lease, now, here, check_mode, pid_alive=rollout.pid_alive):
-    """Read the Node, decide, write the claim (read back: a claim another run overwrote at once is refused)."""
-    out = rollout.decide(notes_of(api.get_node(name), name), run_id, now, here, lease, pid_alive)
-    out["changed"] = out["action"] in ("claim", "take_over")
-    if not out["changed"] or check_mode:
+    """Read the Node, decide, write the claim as a conditional PATCH (the read's resourceVersion: review finding
+    M1 - two runs that read the Node at once both wrote their claim and both went on). A PATCH the API server
+    refuses as stale (409: another write came between) is decided again from a fresh read: the other run's
+    claim is then refused, naming it. The claim is read back from the answer all the same."""
+    for _attempt in range(CLAIM_ATTEMPTS):
+        node = api.get_node(name)
+        out = rollout.decide(notes_of(node, name), run_id, now, here, lease, pid_alive)
+        out["changed"] = out["action"] in ("claim", "take_over")
+        if not out["changed"] or check_mode:
+            return out
+        body = {"metadata": {"annotations": {rollout.ANNOTATION: rollout.text(out["record"])}}}
+        try:
+            answer = api.patch_node(name, body, resource_version=_version(node, name))
+        except NodefixError as exc:
+            if _stale(exc):
+                continue
+            raise
+        written = notes_of(answer, name).get(rollout.ANNOTATION)
+        if written != rollout.text(out["record"]):
+            other = rollout.decide({rollout.ANNOTATION: written}, run_id, now, here, lease, pid_alive)
+            return dict(other, action="refuse", changed=True, msg=other["msg"] or "refused: another run claimed "
+                        "the node in the same moment")
         return out
-    body = {"metadata": {"annotations": {rollout.ANNOTATION: rollout.text(out["record"])}}}
-    written = notes_of(api.patch_node(name, body), name).get(rollout.ANNOTATION)
-    if written != rollout.text(out["record"]):
-        other = rollout.decide({rollout.ANNOTATION: written}, run_id, now, here, lease, pid_alive)
-        return dict(other, action="refuse", changed=True, msg=other["msg"] or "refused: another run claimed the node "
-                    "in the same moment")
-    return out
+    return {"action": "refuse", "record": None, "previous": None, "changed": False, "msg": (
+        "refused: the Node changed under every one of %d conditional claims (409 Conflict each time) - another "
+        "writer is busy with it; nothing was written" % CLAIM_ATTEMPTS)}
 
 
 def release(api, name, run_id, here, check_mode):
-    notes = notes_of(api.get_node(name), name)
-    if not rollout.release(notes, run_id, here):
-        return {"action": "none", "record": None, "previous": None, "msg": "", "changed": False}
-    if not check_mode:
-        api.patch_node(name, {"metadata": {"annotations": {rollout.ANNOTATION: None}}})
-    return {"action": "release", "record": None, "previous": rollout.read(notes), "msg": "", "changed": True}
+    """Remove this run's record (a conditional PATCH: a stale read is read again; a record that is no longer
+    this run's stays)."""
+    for _attempt in range(CLAIM_ATTEMPTS):
+        node = api.get_node(name)
+        notes = notes_of(node, name)
+        if not rollout.release(notes, run_id, here):
+            return {"action": "none", "record": None, "previous": None, "msg": "", "changed": False}
+        if not check_mode:
+            try:
+                api.patch_node(name, {"metadata": {"annotations": {rollout.ANNOTATION: None}}},
+                               resource_version=_version(node, name))
+            except NodefixError as exc:
+                if _stale(exc):
+                    continue
+                raise
+        return {"action": "release", "record": None, "previous": rollout.read(notes), "msg": "", "changed": True}
+    raise NodefixError("releasing Node %s: the Node changed under every one of %d conditional writes (409 Conflict); "
+                       "the record stays until its lease runs out" % (name, CLAIM_ATTEMPTS))
 
 
 def main():

@@ -188,7 +188,13 @@ class NodeApi(object):
         return self.kube.request("reading Node %s" % name, "GET", "/api/v1/nodes/%s" % kube.name(name),
                                  missing_ok=True)
 
-    def patch_node(self, name, body):
+    def patch_node(self, name, body, resource_version=None):
+        """A merge patch of the Node; with ``resource_version``, a conditional one: the version rides in the patch's
+        ``metadata.resourceVersion`` and the API server refuses it (409 Conflict, a KubeError) when the Node changed
+        since that read - optimistic concurrency, as controller-runtime's ``MergeFromWithOptimisticLock`` does
+        (kubernetes/kubernetes#63104: a patch's resourceVersion is a precondition of its update)."""
+        if resource_version is not None:
+            body = dict(body, metadata=dict(body.get("metadata") or {}, resourceVersion=str(resource_version)))
         return self.kube.request("patching Node %s" % name, "PATCH", "/api/v1/nodes/%s" % kube.name(name),
                                  body=body, content_type="application/merge-patch+json")
 

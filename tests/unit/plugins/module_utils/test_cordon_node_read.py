@@ -10,17 +10,22 @@ import json
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon, node_cordon
 
 T0 = 1764150000.0
 
 
 class Api(object):
-    """A Node and its pods; ``fail`` maps a request ("get", "pods", "patch") to the error it raises."""
+    """A Node and its pods; ``fail`` maps a request ("get", "pods", "patch") to the error it raises. The Node keeps
+    a resourceVersion, bumped by every patch; a patch given a stale ``resource_version`` is refused as the API
+    server refuses it (409 Conflict) and changes nothing."""
 
     def __init__(self, node, pods=(), fail=None):
         self.node, self.pods, self.fail = node, list(pods), dict(fail or {})
         self.calls = []
+        if isinstance((self.node or {}).get("metadata"), dict):
+            self.node["metadata"].setdefault("resourceVersion", "1")
 
     def _maybe(self, what):
         self.calls.append(what)
@@ -39,9 +44,13 @@ class Api(object):
         self._maybe("budgets")
         return []
 
-    def patch_node(self, name, body):
+    def patch_node(self, name, body, resource_version=None):
         self._maybe("patch")
         self.calls[-1] = ("patch", json.loads(json.dumps(body)))
+        current = self.node["metadata"].get("resourceVersion", "1")
+        if resource_version is not None and resource_version != current:
+            raise kube.KubeError("patching Node %s" % name, 409, "Conflict", "the object has been modified")
+        self.node["metadata"]["resourceVersion"] = str(int(current) + 1)
         spec, notes = body.get("spec") or {}, (body.get("metadata") or {}).get("annotations") or {}
         if "unschedulable" in spec:
             self.node.setdefault("spec", {})["unschedulable"] = spec["unschedulable"]

@@ -121,3 +121,44 @@ def test_the_playbook_pid_is_the_outermost_ansible_playbook_ancestor():
 def test_a_node_cordoned_without_a_rollout_record_of_this_run_is_cordoned_as_before():
     body = node_cordon.cordon_body("r1", T0.timestamp(), node(False))
     assert set(body["metadata"]["annotations"]) == {cordon.CORDONED_BY}
+
+
+class Racing(Api):
+    """Another run's claim lands between this run's read of the Node and its PATCH (review finding M1)."""
+
+    def __init__(self, shared, other):
+        super(Racing, self).__init__(shared.node)
+        self.other = other
+
+    def get_node(self, name):
+        seen = super(Racing, self).get_node(name)
+        if self.other:
+            other, self.other = self.other, None
+            other()
+        return seen
+
+
+def test_two_runs_claiming_at_once_one_wins_the_other_is_refused_naming_it():
+    shared = Api(node(False))
+    first = {}
+    racing = Racing(shared, lambda: first.update(node_rollout.claim(shared, "node-a", "4711", 1800, T0, AWX, False,
+                                                                     alive)))
+    out = node_rollout.claim(racing, "node-a", "cli-1", 1800, T0, CLI, False, alive)
+    assert first["action"] == "claim"
+    # the stale PATCH was refused (409), the Node read again: the live run's claim is there - refused, named
+    assert out["action"] == "refuse" and "nodefix run 4711 (awx-job-4711, process 42) holds this node" in out["msg"]
+    assert [c if isinstance(c, str) else c[0] for c in racing.calls] == ["get", "patch", "get"]
+    assert json.loads(shared.node["metadata"]["annotations"][rollout.ANNOTATION])["run"] == "4711"
+
+
+def test_a_claim_stale_every_time_is_refused_and_a_node_without_a_version_is_refused():
+    api = Api(node(False))
+    api.patch_node = lambda name, body, resource_version=None: (_ for _ in ()).throw(
+        node_rollout.kube.KubeError("patching Node node-a", 409, "Conflict"))
+    out = node_rollout.claim(api, "node-a", "r1", 1800, T0, CLI, False, alive)
+    assert out["action"] == "refuse" and "409 Conflict each time" in out["msg"]
+    bare = Api(node(False))
+    del bare.node["metadata"]["resourceVersion"]
+    with pytest.raises(node_rollout.NodefixError, match="no metadata.resourceVersion"):
+        node_rollout.claim(bare, "node-a", "r1", 1800, T0, CLI, False, alive)
+    assert rollout.ANNOTATION not in bare.node["metadata"]["annotations"]

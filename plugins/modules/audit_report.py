@@ -333,8 +333,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     check_remediation,
     check_results,
     policy,
-    table_lines,
 )
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import table_lines
 
 
 def plan_files(module, p, model):

@@ -24,22 +24,23 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import (
+    needs_no_attention,
+    node_cell,
+    run_lines,
+    slices_line,
+    storm_lines,
+    waived_groups,
+)
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.document import to_junit, to_markdown
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     COLOURS,
     NO_NODE,
     _esc,
-    _node_cell,
     change_rows,
     evidence_line,
-    needs_no_attention,
     not_durable_notes,
-    slices_line,
-    run_lines,
-    storm_lines,
-    waived_groups,
     to_json,
-    to_junit,
-    to_markdown,
 )
 
 # a break opportunity after a '.', '_' or '/' followed by a letter or digit (ids, node names, dotted settings,
@@ -176,7 +177,7 @@ def _html_before_after(model):
                  "<td>%s</td><td><span class=\"sev %s\">%s</span> %s%s</td></tr>" % (
                      _search(n), _brk(n["host"]),
                      _esc(b.get("total", "-") if b.get("status", "ok") == "ok" else b.get("status")),
-                     _esc(_node_cell(n)), _id_list(n.get("fixed"), "fixed"), _id_list(n.get("still_open"), "open"),
+                     _esc(node_cell(n)), _id_list(n.get("fixed"), "fixed"), _id_list(n.get("still_open"), "open"),
                      _id_list(n.get("new"), "new"), _id_list(n.get("waived_ids"), "waived"),
                      "".join(changed) or "<span class=\"muted\">-</span>", css, _esc(status),
                      _free(rem["msg"]) if rem.get("msg") else "",
@@ -193,7 +194,7 @@ def _html_matrix(model, shown):
     h.append("</tr></thead><tbody>")
     for n in shown:
         h.append("<tr data-search=\"%s\"><th>%s</th><td class=\"cell s-%s\">%s</td>" % (
-            _search(n), _brk(n["host"]), "error" if n["status"] != "ok" else _worst(n), _esc(_node_cell(n))))
+            _search(n), _brk(n["host"]), "error" if n["status"] != "ok" else _worst(n), _esc(node_cell(n))))
         counts = {}
         for f in n["findings"]:
             counts.setdefault(f["id"], [f.get("severity"), 0])[1] += 1
@@ -210,7 +211,7 @@ def _html_matrix(model, shown):
 
 def _html_node(n):
     h = ["<details open data-search=\"%s\"><summary><b>%s</b> - %s</summary>" % (
-        _search(n), _brk(n["host"]), _esc(_node_cell(n)))]
+        _search(n), _brk(n["host"]), _esc(node_cell(n)))]
     if n["status"] != "ok":
         h.append("<p><span class=\"sev s-error\">%s</span> %s</p>" % (_esc(n["status"]), _brk(n["error"])))
     if n.get("before"):

@@ -4,10 +4,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
-"""Fleet reports from node_audit results: JSON, Markdown, HTML, JUnit XML.
+"""The fleet report's model from node_audit results (and its JSON): each node's findings, before/after, changes
+and remediation, checked and assembled; the renderers read it (``_report.console``: the console table and the
+sentences every format opens with; ``_report.document``: Markdown and JUnit XML; ``_report.html_page``: HTML).
 
-Pure functions over plain data so they can be unit tested; the
-audit_report module writes their output.
+Pure functions over plain data so they can be unit tested; the audit_report module writes their output.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,23 +17,19 @@ __metaclass__ = type
 
 import datetime
 import json
-import textwrap
-import xml.etree.ElementTree as ET
 from html import escape as _html_escape
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import (
     SEVERITIES,
-    at_or_above,
     findings_at_or_above,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable, yaml_flow
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import failed_checks
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import markdown as md
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.waivers import check_waivers, waiver_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
+NO_NODE = "no node was audited (the targets matched no host, or every host was left out)"
 COLOURS = {
     "critical": "#b71c1c",
     "high": "#e65100",
@@ -493,41 +490,6 @@ def to_json(model):
     return json.dumps(model, indent=2, sort_keys=True, default=str) + "\n"
 
 
-def _node_cell(node):
-    """Short text for a node's result: worst severity and count, or its error."""
-    if node["status"] != "ok":
-        return node["status"].upper()
-    if not node["findings"]:
-        return "clean (%d waived)" % len(node["waived"]) if node.get("waived") else "clean"
-    worst = next(s for s in SEVERITIES if node["counts"][s])
-    return "%d (%s)" % (len(node["findings"]), worst)
-
-
-NO_NODE = "no node was audited (the targets matched no host, or every host was left out)"
-
-
-# The console is often 80-120 columns: one line per node with counts, the ids below it, wrapped.
-TABLE_WIDTH = 100
-# more clean nodes than this are one line of the console table, not a row each
-CLEAN_ROWS = 20
-
-
-def _wrap(label, items, width):
-    """``  label: a, b, c`` wrapped to ``width`` with the continuation lines indented."""
-    if not items:
-        return []
-    return textwrap.wrap(", ".join(items), width=width, initial_indent="  %s: " % label,
-                         subsequent_indent=" " * (len(label) + 4), break_on_hyphens=False, break_long_words=True)
-
-
-def _rem_text(node):
-    rem = node.get("remediation") or {}
-    text = rem.get("status", "-")
-    if rem.get("seconds") is not None:
-        text += " %ss" % rem["seconds"]
-    return text
-
-
 def check_storm(storm):
     """The storm breaker's verdict (storm_gate's result) as the report keeps it, or None; ReportInputError
     when it is not one (the report would say something it cannot back)."""
@@ -550,309 +512,3 @@ def check_storm(storm):
     kept["disruptive"] = len(disruptive)
     kept["fleet_wide"] = [{"id": w["id"], "nodes": w["nodes"], "share": w.get("share")} for w in wide]
     return kept
-
-
-def storm_lines(model):
-    """What the storm breaker saw, in sentences (every format); [] when it saw nothing to say."""
-    storm = model.get("storm")
-    if not storm or not (storm["over"] or storm["fleet_wide"]):
-        return []
-    lines = []
-    if storm["msg"]:
-        lines.append(storm["msg"])
-    if storm["fleet_wide"]:
-        lines.append("Fleet-wide (on more than %d%% of the %d node(s)): %s - one cause is likelier than %s node faults"
-                     % (storm["percent"], storm["size"], ", ".join(
-                         "%s on %d (%s%%)" % (w["id"], w["nodes"], ("%.1f" % (w["share"] or 0)).rstrip("0").rstrip("."))
-                         for w in storm["fleet_wide"]), "independent"))
-    return lines
-
-
-def run_lines(model):
-    """What the report is of, first in every format: when (UTC), which run, which collection, what mode, how much
-    of the inventory; a DRY RUN (check mode) and a FAILED run say so in words. Empty for a model without ``run``."""
-    run = model.get("run") or {}
-    if not run:
-        return []
-    parts = ["Generated %s" % (run.get("generated") or "at an unknown time")]
-    if run.get("collection_version"):
-        parts.append("by nodefix.k8s %s" % run["collection_version"])
-    if run.get("id"):
-        parts.append("run %s" % run["id"])
-    what = run.get("mode") or "audit"
-    if run.get("inventory_size") is not None:
-        what += " of %d of the inventory's %d host(s)" % (model["totals"]["nodes"], run["inventory_size"])
-    lines = [", ".join(parts) + ": " + what]
-    if run.get("check_mode"):
-        lines.append("DRY RUN (check mode): nothing was changed on the nodes; the report shows what the run would do")
-    if run.get("status") == "failed":
-        lines.append("FAILED: %s" % (run.get("failure") or "the run failed before it finished"))
-    return lines
-
-
-def slices_line(model):
-    """The sentence naming the slices a merged report was made from (Markdown and HTML)."""
-    return "Merged from %d slice(s): %s" % (len(model["slices"]), "; ".join(
-        "%s (%d node(s), %s)" % (s["name"], s["nodes"], s.get("generated") or "time not given")
-        for s in model["slices"]))
-
-
-def _is_clean(node):
-    """Audited, nothing open, waived, changed or to say: one name in a list, not a section of its own."""
-    return needs_no_attention(node) and not node.get("waived")
-
-
-def needs_no_attention(node):
-    """Audited, nothing open, no remediation story: at most waived findings (listed by waiver, not by node)."""
-    return node["status"] == "ok" and not node["findings"] and "before" not in node and "remediation" not in node
-
-
-def waived_groups(model):
-    """The waived findings by waiver (id, reason, expiry): {id, reason, expires, hosts}, most hosts first."""
-    by_key = {}
-    for n in model["nodes"]:
-        for f in n.get("waived") or []:
-            w = f["waiver"]
-            entry = by_key.setdefault((f["id"], w.get("reason"), w.get("expires")),
-                                      {"id": f["id"], "reason": w.get("reason"), "expires": w.get("expires"), "hosts": []})
-            if not entry["hosts"] or entry["hosts"][-1] != n["host"]:
-                entry["hosts"].append(n["host"])
-    return sorted(by_key.values(), key=lambda e: (-len(e["hosts"]), e["id"]))
-
-
-def table_lines(model, width=TABLE_WIDTH):
-    """Plain-text table for the console, no line longer than ``width``.
-
-    One row a node with counts (before/after/fixed/new when a before-audit is
-    known, the remediation status and time), then the ids below it, wrapped.
-    """
-    width = max(int(width or TABLE_WIDTH), 60)
-    has_before = any("before" in n for n in model["nodes"])
-    has_rem = any("remediation" in n for n in model["nodes"])
-    header = ["node"] + (["before", "after", "fixed", "new"] if has_before else ["findings", "worst"])
-    header += ["waived"] + (["remediation"] if has_rem else [])
-    rows = []
-    for n in model["nodes"]:
-        if has_before:
-            b = n.get("before") or {}
-            row = [str(b.get("total", "-")) if b.get("status", "ok") == "ok" else b.get("status", "-").upper(),
-                   _node_cell(n).split(" (")[0], str(len(n.get("fixed") or [])), str(len(n.get("new") or []))]
-        else:
-            worst = next((s for s in SEVERITIES if n["counts"][s]), "-")
-            row = [str(len(n["findings"])) if n["status"] == "ok" else n["status"].upper(), worst]
-        rows.append([n["host"]] + row + [str(len(n.get("waived") or []))] + ([_rem_text(n)] if has_rem else []))
-    widths = [max(len(r[i]) for r in [header] + rows) for i in range(1, len(header))]
-    # the node column takes what is left, at least 12 characters (longer names are cut with "~")
-    node_w = max(12, min(max(len(r[0]) for r in [header] + rows), width - sum(w + 2 for w in widths)))
-    widths = [node_w] + widths
-
-    def fmt(row):
-        cells = [row[0] if len(row[0]) <= node_w else row[0][:node_w - 1] + "~"] + row[1:]
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()[:width]
-
-    lines = []
-    for sentence in run_lines(model) + storm_lines(model):
-        lines += textwrap.wrap(sentence, width=width)
-    lines += [fmt(header), fmt(["-" * w for w in widths])]
-    if not model["nodes"]:
-        lines += textwrap.wrap(NO_NODE, width=width)
-    clean = [n["host"] for n in model["nodes"] if _is_clean(n)]
-    collapse = len(clean) > CLEAN_ROWS
-    for n, row in zip(model["nodes"], rows):
-        if collapse and _is_clean(n):
-            continue
-        lines.append(fmt(row))
-        if n["status"] != "ok":
-            lines += _wrap("error", [str(n.get("error") or n["status"]).splitlines()[0]], width)
-        if has_before:
-            lines += _wrap("fixed", n.get("fixed") or [], width)
-            lines += _wrap("open", n.get("still_open") or [], width)
-            lines += _wrap("new", n.get("new") or [], width)
-        else:
-            lines += _wrap("ids", n["ids"], width)
-        lines += _wrap("waived", n.get("waived_ids") or [], width)
-        lines += _wrap("changed", ["%s %s -> %s" % (c["what"], c["before"], c["after"]) for c in n.get("changes") or []],
-                       width)
-        lines += _wrap("pods to recreate", n.get("pods_to_recreate") or [], width)
-        lines += _wrap("not durable", sorted(set([r["setting"] for r in change_rows(n) if r["durable"] not in ("", "yes")]
-                                                 + ["kubelet %s" % e["setting"] for e in not_durable_notes(n)])),
-                       width)
-        lines += _wrap("actions", (n.get("remediation") or {}).get("actions") or [], width)
-        if evidence_line(n):
-            lines += _wrap("evidence", [evidence_line(n).split(": ", 1)[1]], width)
-        rem = n.get("remediation") or {}
-        if rem.get("msg") and rem.get("status") in ("failed", "skipped", "not run"):
-            msg = str(rem["msg"]).splitlines()[0]
-            lines += _wrap(rem["status"], [msg if len(msg) <= 300 else msg[:297] + "..."], width)
-    if collapse:
-        lines += textwrap.wrap("%d node(s) with no findings, not listed one by one (the report files name them): %s" % (
-            len(clean), ", ".join(clean[:5]) + (", ..." if len(clean) > 5 else "")), width=width)
-    return lines
-
-
-def to_markdown(model):
-    """report.md: every text that came from a node or a run goes through _report.markdown (text, never Markdown)."""
-    t = model["totals"]
-    out = ["# %s" % md.text(model["title"]), ""]
-    run = run_lines(model)
-    if run:
-        out += [md.text(run[0]) + "."]
-        for line in run[1:]:
-            out += ["", "**%s.**" % md.text(line)]
-        out.append("")
-    elif model.get("generated"):
-        out += ["Generated: %s" % md.text(model["generated"]), ""]
-    out.append("%d node(s), %d with findings, %d in error; %d finding(s): %s%s." % (
-        t["nodes"], t["nodes_with_findings"], t["nodes_in_error"], t["findings"],
-        ", ".join("%s %d" % (s, t["by_severity"][s]) for s in SEVERITIES if t["by_severity"][s]) or "none",
-        "; %d waived" % t["waived"] if t.get("waived") else "") + ("" if t["nodes"] else " **%s.**" % NO_NODE))
-    if model.get("slices"):
-        out += ["", md.text(slices_line(model)) + "."]
-    storm = storm_lines(model)
-    if storm:
-        out += ["", "## Storm breaker", ""] + ["%s." % md.line(line.rstrip(".")) for line in storm]
-    out += plan_markdown(model)
-    for w in model.get("waivers_expired") or []:
-        out += ["", "**Expired waiver** (its findings count again): %s on %s, expired %s - %s" % (
-            md.code(w["id"]), md.text(", ".join(w["hosts"])), md.text(w["expires"]), md.text(w["reason"]))]
-    table = table_lines(dict(model, storm=None))
-    out += ["", "## Nodes", "", md.fence(table)] + table + [md.fence(table), ""]
-    if model["finding_ids"]:
-        out += ["## Findings", "", "| id | severity | nodes | fixed by | title |", "|---|---|---|---|---|"]
-        for e in model["finding_ids"]:
-            fix = md.text(e["fix"].get("role") or "manual")
-            if e["fix"].get("tag"):
-                fix += " (tag %s)" % md.code(e["fix"]["tag"])
-            cells = (md.code(e["id"]), md.text(e["severity"]), md.text(", ".join(e["hosts"])), fix,
-                     md.text(e["title"] or ""))
-            out.append("| %s | %s | %s | %s | %s |" % cells)
-        out.append("")
-    clean = [n["host"] for n in model["nodes"] if needs_no_attention(n)]
-    if clean:
-        out += ["## Nodes with no open findings (%d)" % len(clean), "", md.line(", ".join(clean)), ""]
-    waived = waived_groups(model)
-    if waived:
-        out += ["## Waived", "", "| id | reason | until | nodes |", "|---|---|---|---|"]
-        out += ["| %s | %s | %s | %d: %s |" % (
-            md.code(w["id"]), md.text(w["reason"]), md.text(w["expires"] or "-"), len(w["hosts"]),
-            md.text(", ".join(w["hosts"]))) for w in waived]
-        out.append("")
-    for n in model["nodes"]:
-        if not needs_no_attention(n):
-            out += _node_markdown(n)
-    return "\n".join(out)
-
-
-def _node_markdown(n):
-    out = ["## %s" % md.text(n["host"]), ""]
-    if n["status"] != "ok":
-        out += ["**%s**: %s" % (md.text(n["status"]), md.text(n["error"])), ""]
-    rem = n.get("remediation")
-    if rem:
-        out += ["Remediation: **%s**%s%s" % (md.text(rem.get("status")), (" in %ss" % md.text(rem["seconds"]))
-                                             if rem.get("seconds") else "",
-                                             (" - " + md.text(rem.get("msg"))) if rem.get("msg") else ""), ""]
-    if n.get("before"):
-        out += [md.text("Before: %s finding(s); fixed: %s; still open: %s; new: %s%s" % (
-            n["before"].get("total"), ", ".join(n.get("fixed") or []) or "none",
-            ", ".join(n.get("still_open") or []) or "none", ", ".join(n.get("new") or []) or "none",
-            ("; not verified (its detector could not run after the fixes): %s" % ", ".join(n["not_verified"]))
-            if n.get("not_verified") else "")), ""]
-        rows = change_rows(n)
-        if rows:
-            out += ["| setting | before | after | durable (or where to make it so) |", "|---|---|---|---|"]
-            out += ["| %s | %s | %s | %s |" % tuple(
-                md.text(r[k]) for k in ("setting", "before", "after", "durable")) for r in rows]
-            out.append("")
-        for note in not_durable_notes(n):
-            out.append("- not durable (unchanged by this run): %s - %s" % (md.text(note["setting"]), md.text(note["where"])))
-        if n.get("pods_to_recreate"):
-            out.append("- pods to recreate: %s" % md.text(", ".join(n["pods_to_recreate"])))
-        for action in (rem or {}).get("actions") or []:
-            out.append("- %s" % md.text(action))
-        if evidence_line(n):
-            out.append("- %s" % md.text(evidence_line(n)))
-        out.append("")
-    if not n["findings"] and n["status"] == "ok":
-        out += ["No findings.", ""]
-    for f in n["findings"]:
-        subject = " (%s)" % md.text(f["subject"]) if f.get("subject") else ""
-        out.append("- **%s** %s%s: %s" % (md.text(f.get("severity")), md.code(f["id"]), subject, md.text(f.get("title"))))
-        if f.get("evidence"):
-            out.append("  - evidence: %s" % md.code(json.dumps(f["evidence"], sort_keys=True, default=str)[:600]))
-        if f.get("remedy"):
-            out.append("  - remedy: %s" % md.text(f["remedy"]))
-    for f in n.get("waived") or []:
-        subject = " (%s)" % md.text(f["subject"]) if f.get("subject") else ""
-        until = ", until %s" % md.text(f["waiver"]["expires"]) if f["waiver"].get("expires") else ""
-        out.append("- waived %s %s%s: %s" % (md.text(f.get("severity")), md.code(f["id"]), subject, md.text(f.get("title"))))
-        out.append("  - waiver%s: %s" % (until, md.text(f["waiver"]["reason"])))
-    out.append("")
-    return out
-
-
-def plan_markdown(model):
-    """The "Plan (dry run)" section: each node's plan in words (``_report.dry_run``); none without a plan."""
-    planned = [n for n in model["nodes"] if n.get("plan")]
-    if not planned:
-        return []
-    out = ["", "## Plan (dry run)", "", "What the run would do on each node; nothing was changed."]
-    for n in planned:
-        lines = plan_lines(n["plan"])
-        out += ["", "### %s" % md.text(n["host"]), ""] + ["- %s" % md.text(line) for line in lines[1:] or lines]
-    return out
-
-
-def _finding_case(suite, host, finding):
-    """The JUnit test case of one finding: ``<host>.<check>`` / ``<id> [<subject>]``."""
-    name = finding["id"] + (" [%s]" % finding["subject"] if finding.get("subject") else "")
-    return ET.SubElement(suite, "testcase", classname="%s.%s" % (host, finding.get("check") or "audit"), name=name)
-
-
-def to_junit(model, fail_on="medium"):
-    """JUnit XML: a testsuite per node, a testcase per finding id or check.
-
-    Findings at ``fail_on`` or worse are failures; milder ones are reported
-    as passing test cases with the finding in system-out; waived findings are
-    skipped test cases whose message is the waiver's reason. A node in error
-    is an error test case.
-    """
-    failing = at_or_above(fail_on)
-    suites = ET.Element("testsuites", name=model["title"])
-    for n in model["nodes"]:
-        suite = ET.SubElement(suites, "testsuite", name=n["host"])
-        tests = failures = errors = skipped = 0
-        if n["status"] != "ok":
-            case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit")
-            err = ET.SubElement(case, "error", message=str(n["error"]), type=n["status"])
-            err.text = str(n["error"])
-            tests += 1
-            errors += 1
-        else:
-            checks = sorted(set(f.get("check") or f["id"].split(".", 1)[0] for f in n["findings"]))
-            case = ET.SubElement(suite, "testcase", classname=n["host"], name="audit completed")
-            tests += 1
-            for f in n["findings"]:
-                tests += 1
-                case = _finding_case(suite, n["host"], f)
-                evidence = json.dumps(f.get("evidence") or {}, sort_keys=True, default=str)
-                body = "%s\nremedy: %s\nevidence: %s" % (f.get("title"), f.get("remedy"), evidence)
-                if f.get("severity") in failing:
-                    fail = ET.SubElement(case, "failure", message="%s: %s" % (f.get("severity"), f.get("title")),
-                                         type=f.get("severity") or "finding")
-                    fail.text = body
-                    failures += 1
-                else:
-                    out = ET.SubElement(case, "system-out")
-                    out.text = body
-            for f in n.get("waived") or []:
-                tests += 1
-                skipped += 1
-                case = _finding_case(suite, n["host"], f)
-                ET.SubElement(case, "skipped", message="waived: %s" % f["waiver"]["reason"])
-            suite.set("checks", ",".join(checks))
-        suite.set("tests", str(tests))
-        suite.set("failures", str(failures))
-        suite.set("errors", str(errors))
-        suite.set("skipped", str(skipped))
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

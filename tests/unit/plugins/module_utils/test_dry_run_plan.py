@@ -4,7 +4,8 @@ its wording, and the reports' "Plan (dry run)" sections."""
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import build_plan, plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.html_page import to_html
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import build_model, to_markdown
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import build_model
+from ansible_collections.nodefix.k8s.plugins.module_utils._report.document import to_markdown
 
 KUBELET = {  # kubelet_config's check-mode result (its before/effective, a flag it would rewrite)
     "changed": True, "restart_required": True, "daemon_reload_required": True,

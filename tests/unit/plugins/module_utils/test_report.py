@@ -7,6 +7,8 @@ from html.parser import HTMLParser
 import pytest
 from junitparser import JUnitXml
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import console as report_console
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import waivers as audit_waivers
@@ -74,7 +76,7 @@ def test_before_after_and_remediation():
     assert a["fixed"] == ["kubelet.api_qps_low"] and a["new"] == []
     assert b["fixed"] == [] and b["new"] == ["pids.zombie_leaker"]
     assert c["remediation"] == {"status": "not run", "msg": "no result"}
-    lines = report_model.table_lines(model)
+    lines = report_console.table_lines(model)
     assert lines[0].split() == ["node", "before", "after", "fixed", "new", "waived", "remediation"]
     assert lines[2].split() == ["node-a", "1", "clean", "1", "0", "0", "ok"]
     assert lines[3] == "  fixed: kubelet.api_qps_low"
@@ -86,7 +88,7 @@ def test_before_after_and_remediation():
 
 
 def test_markdown_lists_every_finding_and_error():
-    text = report_model.to_markdown(report_model.build_model(RESULTS))
+    text = report_document.to_markdown(report_model.build_model(RESULTS))
     assert "| `gvisor.sandbox_oversized` | critical | node-b | nodefix.k8s.gvisor (tag `gvisor`) |" in text
     assert "**unreachable**: ssh: connect timed out" in text
     # a clean node is one name in one list, not a section of its own (a fleet of 10,000 stays readable)
@@ -107,7 +109,7 @@ def test_html_is_self_contained_and_escaped():
 
 
 def test_junit_parses_and_counts(tmp_path):
-    xml = report_model.to_junit(report_model.build_model(RESULTS), fail_on="medium")
+    xml = report_document.to_junit(report_model.build_model(RESULTS), fail_on="medium")
     path = tmp_path / "junit.xml"
     path.write_text(xml)
     suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
@@ -118,7 +120,7 @@ def test_junit_parses_and_counts(tmp_path):
 
 
 def test_junit_mild_findings_pass(tmp_path):
-    xml = report_model.to_junit(report_model.build_model(RESULTS), fail_on="critical")
+    xml = report_document.to_junit(report_model.build_model(RESULTS), fail_on="critical")
     path = tmp_path / "j.xml"
     path.write_text(xml)
     suites = {s.name: s for s in JUnitXml.fromfile(str(path))}
@@ -162,10 +164,10 @@ def test_only_waived_findings_make_a_clean_node_and_are_not_fixed():
                                      today=TODAY)
     n = model["nodes"][0]
     assert n["findings"] == [] and n["fixed"] == ["pids.pid_max_low"]
-    lines = report_model.table_lines(model)
+    lines = report_console.table_lines(model)
     assert lines[2].split() == ["n", "2", "clean", "1", "0", "1"]
     assert lines[3:] == ["  fixed: pids.pid_max_low", "  waived: pids.zombie_leaker"]
-    md = report_model.to_markdown(model)
+    md = report_document.to_markdown(model)
     assert "- waived high `pids.zombie_leaker` (1234)" in md and "  - waiver: r" in md
     html = report_html_page.to_html(model)
     assert 'class="cell s-ok">clean (1 waived)<' in html and "s-waived" in html
@@ -176,7 +178,7 @@ def test_expired_waiver_no_longer_applies_and_is_reported():
     model = report_model.build_model(RESULTS, waivers=waivers, today=TODAY)
     assert model["nodes"][1]["ids"] == ["gvisor.sandbox_oversized", "pids.zombie_leaker"]
     assert model["waivers_expired"][0]["expires"] == "2026-11-20"
-    assert "**Expired waiver**" in report_model.to_markdown(model)
+    assert "**Expired waiver**" in report_document.to_markdown(model)
     assert "expired waiver" in report_html_page.to_html(model)
     # on its last day it still applies
     model = report_model.build_model(RESULTS, waivers=waivers, today=datetime.date(2026, 11, 20))
@@ -185,7 +187,7 @@ def test_expired_waiver_no_longer_applies_and_is_reported():
 
 def test_junit_waived_findings_are_skipped(tmp_path):
     path = tmp_path / "w.xml"
-    path.write_text(report_model.to_junit(report_model.build_model(RESULTS, waivers=WAIVERS, today=TODAY), fail_on="medium"))
+    path.write_text(report_document.to_junit(report_model.build_model(RESULTS, waivers=WAIVERS, today=TODAY), fail_on="medium"))
     suite = {s.name: s for s in JUnitXml.fromfile(str(path))}["node-b"]
     assert (suite.tests, suite.failures, suite.skipped) == (3, 1, 1)
     skipped = [c for c in suite if c.result and c.result[0]._tag == "skipped"]
@@ -256,14 +258,14 @@ def test_an_empty_report_is_never_a_clean_fleet(fail_on):
     got = report_model.policy(model, fail_on)
     assert got["failed"] is True and "no node was audited" in got["msg"]
     assert report_model.policy(model, "never")["failed"] is False
-    assert any("no node was audited" in line for line in report_model.table_lines(model))
-    assert "no node was audited" in report_model.to_markdown(model)
+    assert any("no node was audited" in line for line in report_console.table_lines(model))
+    assert "no node was audited" in report_document.to_markdown(model)
 
 
 def test_junit_uses_the_same_ladder(tmp_path):
     model = report_model.build_model(RESULTS)
     for fail_on, failures in (("critical", 1), ("medium", 2), ("info", 2)):
-        xml = JUnitXml.fromstring(report_model.to_junit(model, fail_on))
+        xml = JUnitXml.fromstring(report_document.to_junit(model, fail_on))
         assert sum(s.failures for s in xml) == failures
 
 
@@ -278,7 +280,7 @@ def test_console_table_fits_the_terminal_and_keeps_every_id(width):
               "nodefix-lab-debian12": {"findings": []}}
     rem = {"node-v2": {"status": "ok", "seconds": 73.4}, "nodefix-lab-debian12": {"status": "failed", "msg": "x " * 400}}
     for model in (report_model.build_model(results), report_model.build_model(results, before=before, remediation=rem)):
-        lines = report_model.table_lines(model, width)
+        lines = report_console.table_lines(model, width)
         assert max(len(line) for line in lines) <= width, "\n".join(lines)
         rows = [line for line in lines if not line.startswith(" ")]
         # one line per node (+ header and rule), the ids below them
@@ -286,7 +288,7 @@ def test_console_table_fits_the_terminal_and_keeps_every_id(width):
         text = " ".join(line.strip() for line in lines)
         for fid in (ids if "before" in model["nodes"][0] else ids[:3]):
             assert fid in text
-    rows = report_model.table_lines(report_model.build_model(results, before=before, remediation=rem))
+    rows = report_console.table_lines(report_model.build_model(results, before=before, remediation=rem))
     assert [line for line in rows if line.startswith("node-v2")][0].endswith("ok 73.4s")
 
 
@@ -339,12 +341,12 @@ def test_what_changed_is_read_from_the_two_audits_facts():
     # unchanged facts are not listed
     assert "containerd" not in got and "kubelet maxPods" not in got
     assert n["pods_to_recreate"] == ["uid-1"]
-    text = " ".join(" ".join(report_model.table_lines(model)).split())
+    text = " ".join(" ".join(report_console.table_lines(model)).split())
     assert "runsc 0.0~20221219.0 -> 0.0~20240729.0" in text and "pods to recreate: uid-1" in text
     assert ("<td>runsc</td><td>0.0~20221219.0</td><td>0.0~20240729.0</td><td></td>"
             in report_html_page.to_html(model).replace("<wbr>", ""))
-    assert "| kubelet kubeAPIQPS | 5 | 50 | yes |" in report_model.to_markdown(model)
-    assert "| runsc | 0.0~20221219.0 | 0.0~20240729.0 |  |" in report_model.to_markdown(model)
+    assert "| kubelet kubeAPIQPS | 5 | 50 | yes |" in report_document.to_markdown(model)
+    assert "| runsc | 0.0~20221219.0 | 0.0~20240729.0 |  |" in report_document.to_markdown(model)
 
 
 def test_mount_unit_labels_say_what_their_facts_count():
@@ -401,14 +403,14 @@ def test_settings_that_will_not_survive_are_one_row_each_with_their_place():
     assert rows == [{"setting": "kubelet kubeAPIQPS", "before": "5", "after": "50", "durable": lost[0]["where"]}]
     notes = report_model.not_durable_notes(model["nodes"][0])
     assert [n["setting"] for n in notes] == sorted(fields[1:]) and notes[0]["where"].startswith("the kubespray")
-    md = report_model.to_markdown(model)
+    md = report_document.to_markdown(model)
     assert "| kubelet kubeAPIQPS | 5 | 50 | %s |" % lost[0]["where"] in md and "unchanged" not in md.replace(
         "unchanged by this run", "")
     assert md.count("- not durable (unchanged by this run): ") == 12
     page = report_html_page.to_html(model)
     assert page.count('<tr class="change">') == 2 and page.count("<b>no</b>: the kubespray inventory variable") == 1
     assert page.count("not durable (unchanged by this run): ") == 12
-    console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
+    console = " ".join(" ".join(report_console.table_lines(model, 200)).split())
     assert console.count("not durable:") == 1 and "kubelet maxPods" in console
     assert "kubespray inventory variable" not in console  # the places are in the files, not the console
 
@@ -418,12 +420,12 @@ def test_the_reboot_path_is_reported_as_an_action():
     before = {"n": {"findings": [finding("mount_units.leaked_scopes", "high")]}}
     model = report_model.build_model({"n": {"findings": []}}, before=before,
                                      remediation={"n": {"status": "ok", "actions": [did]}})
-    assert did in " ".join(" ".join(report_model.table_lines(model, 200)).split())
-    assert "- %s" % did in report_model.to_markdown(model)
+    assert did in " ".join(" ".join(report_console.table_lines(model, 200)).split())
+    assert "- %s" % did in report_document.to_markdown(model)
     assert did in report_html_page.to_html(model)
     # no action, no line
     model = report_model.build_model({"n": {"findings": []}}, before=before, remediation={"n": {"status": "ok"}})
-    assert "actions" not in " ".join(report_model.table_lines(model, 200))
+    assert "actions" not in " ".join(report_console.table_lines(model, 200))
 
 
 def test_a_node_not_run_is_neither_ok_nor_unreachable():
@@ -439,11 +441,11 @@ def test_a_node_not_run_is_neither_ok_nor_unreachable():
 def test_a_large_clean_fleet_is_one_line_of_the_console_table():
     results = dict(("n%03d" % i, {"findings": [finding("kernel.no_psi", "low", check="kernel")] if i == 7 else []})
                    for i in range(200))
-    lines = report_model.table_lines(report_model.build_model(results), 100)
+    lines = report_console.table_lines(report_model.build_model(results), 100)
     assert len(lines) < 10 and any(line.startswith("n007") for line in lines)
     assert "199 node(s) with no findings" in " ".join(lines)
     small = dict(("n%d" % i, {"findings": []}) for i in range(5))
-    assert len(report_model.table_lines(report_model.build_model(small))) == 7  # a small fleet: a row each
+    assert len(report_console.table_lines(report_model.build_model(small))) == 7  # a small fleet: a row each
 
 
 def test_the_html_groups_nodes_by_state_worst_first():
@@ -464,9 +466,9 @@ def test_waived_only_nodes_are_listed_by_waiver_not_one_by_one():
                    for i in range(50))
     results["n007"]["findings"].append(finding("gvisor.sandbox_oversized", "critical", "sb"))
     model = report_model.build_model(results, waivers=[{"id": "pids.*", "reason": "OPS-1", "expires": "2999-01-01"}])
-    groups = report_model.waived_groups(model)
+    groups = report_console.waived_groups(model)
     assert len(groups) == 1 and groups[0]["reason"] == "OPS-1" and len(groups[0]["hosts"]) == 50
-    md = report_model.to_markdown(model)
+    md = report_document.to_markdown(model)
     assert "| `pids.zombie_leaker` | OPS-1 | 2999-01-01 | 50: n000, n001" in md
     assert md.count("\n## n0") == 1  # only the node with an open finding has a section
     page = report_html_page.to_html(model)
@@ -495,10 +497,10 @@ def test_every_format_stays_valid_on_any_string():
     model = report_model.build_model(results, title=u"fleet \x1b[2J")
     text = report_model.to_json(model)
     assert json.loads(text)["nodes"][0]["findings"][0]["subject"].startswith("zombie \\x07\\x00\\x1b[31mred")
-    root = ET.fromstring(report_model.to_junit(model, fail_on="high").encode("utf-8"))
+    root = ET.fromstring(report_document.to_junit(model, fail_on="high").encode("utf-8"))
     assert root.find("testsuite/testcase/failure") is not None
-    JUnitXml.fromstring(report_model.to_junit(model, fail_on="high").encode("utf-8"))
-    for rendered in (text, report_model.to_markdown(model), report_html_page.to_html(model), report_model.to_junit(model),
+    JUnitXml.fromstring(report_document.to_junit(model, fail_on="high").encode("utf-8"))
+    for rendered in (text, report_document.to_markdown(model), report_html_page.to_html(model), report_document.to_junit(model),
                      fleet_textfile(model), node_textfile(results["node-2"])):
         rendered.encode("utf-8")                             # no lone surrogate
         assert not [c for c in rendered if (ord(c) < 0x20 and c not in "\t\n") or c in u"\x7f\ufffe"], rendered[:300]
@@ -516,13 +518,13 @@ def test_a_storm_stop_is_said_first_in_every_format():
     model = report_model.build_model(RESULTS, storm=storm_verdict())
     assert model["storm"]["stop"] and model["storm"]["disruptive"] == 3
     assert model["storm"]["fleet_wide"] == [{"id": "gvisor.runsc_outdated", "nodes": 3, "share": 30.0}]
-    md = report_model.to_markdown(model)
+    md = report_document.to_markdown(model)
     head = md.split("## Nodes", 1)[0]
     assert "## Storm breaker" in head and "3 of 10 node(s) (30%) need a drain" in head
     assert "Fleet-wide (on more than 20% of the 10 node(s)): gvisor.runsc_outdated on 3 (30%)" in head
     html = report_html_page.to_html(model)
     assert html.index("<h2>Storm breaker</h2>") < html.index("<h2>Nodes by state</h2>")
-    lines = report_model.table_lines(model, 80)
+    lines = report_console.table_lines(model, 80)
     assert lines[0].startswith("storm breaker: 3 of 10") and all(len(line) <= 80 for line in lines)
     assert json.loads(report_model.to_json(model))["storm"]["stop"] is True
 
@@ -531,9 +533,9 @@ def test_a_calm_fleet_says_nothing_of_the_storm_and_an_overridden_one_says_so():
     calm = storm_verdict(override=False)
     calm.update(over=False, stop=False, msg=None, fleet_wide=[])
     model = report_model.build_model(RESULTS, storm=calm)
-    assert "Storm breaker" not in report_model.to_markdown(model) and "storm" not in report_model.table_lines(model)[0]
+    assert "Storm breaker" not in report_document.to_markdown(model) and "storm" not in report_console.table_lines(model)[0]
     forced = report_model.build_model(RESULTS, storm=storm_verdict(override=True))
-    assert "proceeding: nodefix_storm_override is set" in report_model.to_markdown(forced)
+    assert "proceeding: nodefix_storm_override is set" in report_document.to_markdown(forced)
 
 
 @pytest.mark.parametrize("storm, words", [
@@ -581,9 +583,9 @@ def test_the_evidence_kept_is_named_in_every_format():
     model = report_model.build_model(RESULTS, before=RESULTS, remediation={"node-b": {"status": "ok", "evidence": kept}})
     line = "evidence kept before the drain, reboot: /r/remediate/evidence/node-b/4711.json (5000 bytes; missing: kernel)"
     assert report_model.evidence_line(model["nodes"][1]) == line
-    assert "- " + line in report_model.to_markdown(model)
+    assert "- " + line in report_document.to_markdown(model)
     assert report_html_page._esc(line) in report_html_page.to_html(model).replace("<wbr>", "")
-    console = " ".join(" ".join(report_model.table_lines(model, 200)).split())
+    console = " ".join(" ".join(report_console.table_lines(model, 200)).split())
     assert "evidence: /r/remediate/evidence/node-b/4711.json" in console
 
 

@@ -32,6 +32,8 @@ import subprocess
 import pytest
 import yaml
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import console as report_console
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm as report_storm
@@ -303,8 +305,8 @@ def test_nested_values_read_as_yaml_in_every_format():
         {"kubelet": {"kubelet": {"effective": {"logging": {"value": deep_b}}}}},
         {"kubelet": {"kubelet": {"effective": {"logging": {"value": deep_a}}}}})
     html = re.sub(r"<[^>]+>", "", report_html_page.to_html(done))
-    rendered = {"markdown": report_model.to_markdown(done), "html": html.replace("&#x27;", "'"),
-                "table": "\n".join(report_model.table_lines(done, 200))}
+    rendered = {"markdown": report_document.to_markdown(done), "html": html.replace("&#x27;", "'"),
+                "table": "\n".join(report_console.table_lines(done, 200))}
     for name, text in rendered.items():
         assert "{'" not in text and "': '" not in text, (name, text[text.find("{'") - 200:text.find("{'") + 200])
     suggestion = "evictionHard: {imagefs.available: 15%, memory.available: 500Mi, nodefs.available: 10%}"

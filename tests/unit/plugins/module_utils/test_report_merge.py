@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import console as report_console
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
@@ -50,9 +52,9 @@ def test_merged_slices_equal_the_single_run(n):
     assert merged.pop("generated") == "merge" and single.pop("generated") == "one run"
     assert merged == single
     # and so is every format but the lines naming the slices
-    assert report_model.to_junit(merged) == report_model.to_junit(single)
+    assert report_document.to_junit(merged) == report_document.to_junit(single)
     assert fleet_textfile(merged) == fleet_textfile(single)
-    assert report_model.table_lines(merged) == report_model.table_lines(single)
+    assert report_console.table_lines(merged) == report_console.table_lines(single)
 
 
 def test_a_missing_slice_is_missing_nodes_and_fails_the_policy():
@@ -66,7 +68,7 @@ def test_a_missing_slice_is_missing_nodes_and_fails_the_policy():
     assert verdict["failed"] and set(three[2]) <= set(verdict["unaudited"])
     assert "not audited: " in verdict["msg"] and three[2][0] in verdict["msg"]
     # the formats say it too
-    assert "missing" in report_model.to_markdown(merged) and three[2][0] in report_html_page.to_html(merged)
+    assert "missing" in report_document.to_markdown(merged) and three[2][0] in report_html_page.to_html(merged)
     assert 'nodefix_node_audited{node="%s"} 0' % three[2][0] in fleet_textfile(merged)
     # without expected hosts nothing is invented, and a policy of never passes
     assert not report_model.policy(merged, "never")["failed"]
@@ -95,7 +97,7 @@ def test_a_host_nobody_expected_is_reported_as_such_and_fails_the_policy():
     assert node["findings"] == [] and stranger not in [h for i in merged["finding_ids"] for h in i["hosts"]]
     verdict = report_model.policy(merged, "critical")
     assert verdict["failed"] and stranger in verdict["unaudited"]
-    assert "UNEXPECTED" in report_model.to_markdown(merged) or "unexpected" in report_model.to_markdown(merged)
+    assert "UNEXPECTED" in report_document.to_markdown(merged) or "unexpected" in report_document.to_markdown(merged)
     assert 'nodefix_node_audited{node="%s"} 0' % stranger in fleet_textfile(merged)
 
 
@@ -124,7 +126,7 @@ def test_what_is_not_a_slice_report_is_refused_naming_the_slice(model, msg):
 
 def test_merged_markdown_and_html_name_the_slices():
     merged = merge_models(sliced(split(2), generated="2026-11-25T10:00Z"), expected_hosts=sorted(RESULTS))
-    md, page = report_model.to_markdown(merged), report_html_page.to_html(merged)
+    md, page = report_document.to_markdown(merged), report_html_page.to_html(merged)
     assert "Merged from 2 slice(s): slice-1 (5 node(s), 2026-11-25T10:00Z); slice-2" in md
     assert 'id="slices"' in page and "slice-2 (5 node(s)" in page
 

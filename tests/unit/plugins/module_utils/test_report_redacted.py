@@ -6,6 +6,8 @@ plan; and report.md shows node text as text (raw HTML, a newline + heading, a ta
 import json
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import console as report_console
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon, dry_run, model, prometheus, records, trail
 
@@ -23,10 +25,10 @@ def leaks(text):
 
 def test_every_report_format_and_the_textfile_are_redacted(tmp_path):
     m = model.build_model({"n1": AUDIT}, before={"n1": AUDIT}, remediation=REMEDIATION)
-    for text in (model.to_json(m), model.to_markdown(m), model.to_junit(m), "\n".join(model.table_lines(m)),
+    for text in (model.to_json(m), report_document.to_markdown(m), report_document.to_junit(m), "\n".join(report_console.table_lines(m)),
                  prometheus.fleet_textfile(m), prometheus.node_textfile(AUDIT)):
         assert leaks(text) == [], text
-    assert "mirror.example.com" in model.to_markdown(m) and "robot:%s@" % MARK in model.to_json(m)
+    assert "mirror.example.com" in report_document.to_markdown(m) and "robot:%s@" % MARK in model.to_json(m)
     records.write_record(str(tmp_path), "slice-1", "storm.json", {"nodes": {"n1": {"msg": SECRET_MSG}}})
     assert leaks((tmp_path / "slice-1" / "storm.json").read_text()) == []
 
@@ -47,7 +49,7 @@ def test_node_text_is_text_in_report_md():
                                                 "title": hostile, "subject": hostile, "remedy": hostile}],
                                   "checks": {"kubelet": {}}}},
                           remediation={"n1": {"status": "failed", "msg": hostile}})
-    md = model.to_markdown(m)
+    md = report_document.to_markdown(m)
     # the node table is a fenced code block (literal text); everything outside it must hold no Markdown of the node's
     fences = [i for i, ln in enumerate(md.splitlines()) if ln.startswith("```") and not ln.strip("`")]
     assert len(fences) == 2

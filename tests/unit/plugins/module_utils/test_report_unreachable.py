@@ -8,6 +8,8 @@ import json
 import pytest
 from junitparser import JUnitXml
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import console as report_console
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
@@ -30,12 +32,12 @@ def test_a_node_lost_at_a_step_is_unreachable_at_that_step(step):
     assert a["error"] == "unreachable at %s: ssh: timed out" % step
     assert a["fixed"] == [] and a["remediation"]["status"] == "unreachable"  # nothing read after: nothing fixed
     assert b["status"] == "ok" and b["fixed"] == ["kernel.no_psi"] and "unreachable_at" not in b
-    lines = report_model.table_lines(model)
+    lines = report_console.table_lines(model)
     row = [line for line in lines if line.startswith("node-a")][0].split()
     assert row[-1] == "unreachable" and row[3] == "0"
     assert "  error: unreachable at %s: ssh: timed out" % step in lines
-    assert "**unreachable**: unreachable at %s: ssh: timed out" % step in report_model.to_markdown(model)
-    suite = [s for s in JUnitXml.fromstring(report_model.to_junit(model)) if s.name == "node-a"][0]
+    assert "**unreachable**: unreachable at %s: ssh: timed out" % step in report_document.to_markdown(model)
+    suite = [s for s in JUnitXml.fromstring(report_document.to_junit(model)) if s.name == "node-a"][0]
     assert suite.errors == 1
 
 

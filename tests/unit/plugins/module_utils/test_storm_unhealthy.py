@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes, merge as report_merge, storm
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
@@ -256,7 +257,7 @@ def test_two_stopped_slices_merge_into_a_stopped_fleet_with_its_fleet_wide_findi
     assert merged["storm"]["fleet_wide"] == [{"id": "kernel.below_minimum", "nodes": 7, "share": 35.0}]
     assert [s["slice"] for s in merged["storm"]["slices"]] == ["a", "b"]
     assert merged["storm"]["msg"].startswith("slice a: storm breaker: ") and "; slice b: storm breaker: " in merged["storm"]["msg"]
-    text = report_model.to_markdown(merged)
+    text = report_document.to_markdown(merged)
     assert text.index("## Storm breaker") < text.index("## Nodes") and "kernel.below_minimum on 7 (35%)" in text
 
 

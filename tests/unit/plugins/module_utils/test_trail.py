@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
 
 T0 = 1764150000.0
@@ -239,4 +240,4 @@ def test_the_report_calls_it_not_verified_never_fixed():
     (node,) = m["nodes"]
     assert node["not_verified"] == ["gvisor.runsc_outdated"]
     assert node["fixed"] == ["kubelet.api_qps_low", "pids.zombie_leaker"]
-    assert "not verified (its detector could not run after the fixes): gvisor.runsc_outdated" in model.to_markdown(m)
+    assert "not verified (its detector could not run after the fixes): gvisor.runsc_outdated" in report_document.to_markdown(m)

@@ -162,13 +162,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.fleet_gate import (
     RECORD,
     batch_verdict,
     record,
     verdict,
 )
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.records import read_records, write_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.records import read_records, write_record
 
 
 def main():

@@ -155,7 +155,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 
 
 def argument_spec():
@@ -175,7 +176,7 @@ def main():
     if not p["node"].strip() or not p["run_id"].strip():
         module.fail_json(msg="bad input: node and run_id must not be empty; nothing read or written")
     try:
-        api = node_cordon.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
+        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
         out = node_cordon.run(api, p["node"], p["run_id"], p["cordon"], module.check_mode)
     except node_cordon.CordonError as exc:
         extra = {} if exc.cordoned_before is None else {"cordoned_before": exc.cordoned_before}

@@ -113,7 +113,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
 
 
@@ -210,7 +210,7 @@ def main():
     here = rollout.controller()
     now = datetime.datetime.now(datetime.timezone.utc)
     try:
-        api = node_cordon.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
+        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
         if p["state"] == "claim":
             out = claim(api, p["node"], p["run_id"], p["lease"], now, here, module.check_mode)
         else:

@@ -290,9 +290,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.records import read_records, write_record
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.storm import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.records import read_records, write_record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.storm import (
     RECORD, check_percent, record, verdict, wait_for_slices)
 
 

@@ -16,7 +16,8 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
 from ansible_collections.nodefix.k8s.plugins.modules import node_rollout
 
@@ -77,7 +78,7 @@ def test_each_node_has_its_own_version_and_a_stale_patch_is_a_conflict(double):
     assert code == 200 and answer["metadata"]["annotations"] == {"x": "2"}
 
 
-class Between(node_cordon.NodeApi):
+class Between(node_api.NodeApi):
     """The real client; ``between`` runs once, after this run's read of the Node and before its PATCH."""
 
     between = None
@@ -91,7 +92,7 @@ class Between(node_cordon.NodeApi):
 
 
 def test_two_runs_that_read_the_node_at_once_one_claims_the_other_is_refused(double):
-    first_api = node_cordon.NodeApi(double["kubeconfig"], timeout=10)
+    first_api = node_api.NodeApi(double["kubeconfig"], timeout=10)
     first = {}
     second_api = Between(double["kubeconfig"], timeout=10)
     second_api.between = lambda: first.update(node_rollout.claim(first_api, "node-a", "4711", 1800, T0, AWX, False,

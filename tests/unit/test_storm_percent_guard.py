@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The storm play's first task (playbooks/remediate.yml) refuses nodefix_storm_percent outside 0-100 or not a
-whole number, before any node - the same values storm_gate refuses (_report.storm.check_percent).
+whole number, before any node - the same values storm_gate refuses (_rollout.storm.check_percent).
 
 The play's guard used to be ``nodefix_storm_percent | int < 100``: 101, 150, 1e3 and 100.5 skipped the breaker
 without a word. Here the task's own ``that`` is evaluated by Ansible's templating for each value (the integration
@@ -14,7 +14,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm
 
 try:  # ansible-core 2.19 templates only what is marked trusted (a playbook's text is)
     from ansible.template import trust_as_template

@@ -9,7 +9,7 @@ import os
 
 import yaml
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODES = ["node-%02d" % i for i in range(10)]

@@ -16,7 +16,7 @@ the reasons to reboot it and whether the kubelet's guard rails go on. The playbo
 - The kubelet guard rails (eviction threshold, reserved memory, pod PID limit): ``auto`` turns them
   on when the audit found one missing (``kubelet.no_eviction_guard``, ``kubelet.pod_pids_unlimited``);
   ``true``/``false`` as told.
-- What disrupts the node's workloads (what the storm breaker counts, ``_report.storm``): ``drain`` when
+- What disrupts the node's workloads (what the storm breaker counts, ``_rollout.storm``): ``drain`` when
   the node gets any role and this run drains it, ``reboot`` when there is a reason to reboot (a kernel
   below the minimum counts with ``kernel_upgrade``: the upgrade boots it), ``restart`` when a role that
   restarts containerd or the kubelet runs on a node this run does not drain.

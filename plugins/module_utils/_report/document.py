@@ -24,7 +24,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import
     table_lines,
     waived_groups,
 )
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.dry_run import plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import NO_NODE, change_rows, evidence_line, not_durable_notes
 
 
@@ -130,7 +130,7 @@ def _node_markdown(n):
 
 
 def plan_markdown(model):
-    """The "Plan (dry run)" section: each node's plan in words (``_report.dry_run``); none without a plan."""
+    """The "Plan (dry run)" section: each node's plan in words (``_rollout.dry_run``); none without a plan."""
     planned = [n for n in model["nodes"] if n.get("plan")]
     if not planned:
         return []

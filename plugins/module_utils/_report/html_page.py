@@ -23,7 +23,7 @@ import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import plan_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.dry_run import plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import (
     needs_no_attention,
     node_cell,

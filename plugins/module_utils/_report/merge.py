@@ -17,7 +17,7 @@ could not be audited, and is never counted as healthy. A host a slice reported t
 fleet does not expect (not in the inventory the slices split) is a node with status
 ``unexpected`` - its findings are not taken as the fleet's, and it fails the policy the
 same way. The expected hosts must be given: without them neither could be told.
-The slices' storm breaker verdicts are kept (_report.storm.merge): a rollout any slice stopped
+The slices' storm breaker verdicts are kept (_rollout.storm.merge): a rollout any slice stopped
 is a stopped rollout in the merged report, with the findings on more than the threshold's share.
 """
 
@@ -28,7 +28,7 @@ __metaclass__ = type
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import ReportInputError, assemble, missing_node
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.storm import merge as merge_storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.storm import merge as merge_storm
 
 STATUSES = ("ok", "unreachable", "error", "missing", "not run", "unexpected")
 MISSING = "in no slice's report: its slice failed before writing it, or never ran"

@@ -21,7 +21,7 @@ annotation ``nodefix.k8s/rollout`` - JSON, as kured keeps its lock's value on th
   boot) and its process is gone, which is a dead run at once (a run SIGKILLed and re-run on the same
   controller). A second run refuses a node a live run holds, naming the run, its holder and when the
   lease runs out; a dead run's record is taken over (said so), and that run's cordon and lock slots
-  are then given back by the steps that give back (``_report.cordon.reclaim``, the reboot role's reclaim).
+  are then given back by the steps that give back (``_rollout.cordon.reclaim``, the reboot role's reclaim).
 - A record this run cannot read (not JSON, another version, missing fields) refuses the node: never a
   guess that nobody holds it (``kubectl annotate node NODE nodefix.k8s/rollout-`` once a person knows
   no run holds it).

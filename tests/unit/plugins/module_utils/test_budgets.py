@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report/budgets.py: which PodDisruptionBudgets would refuse a drain's evictions now (the dry run's plan),
+"""_rollout/budgets.py: which PodDisruptionBudgets would refuse a drain's evictions now (the dry run's plan),
 by the Eviction API's rules: disruptionsAllowed > 0 admits one eviction each, a pod under two budgets is refused,
 a budget without a status from the disruption controller admits none; LabelSelector semantics of policy/v1."""
 
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import budgets
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.node_cordon import budgets_now
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import budgets
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.node_cordon import budgets_now
 
 
 def budget(name, selector, allowed=0, ns="shop", status=True):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report.cordon: who cordoned a node (a dead run's cordon is given back, an operator's stays), whether a drain
+"""_rollout.cordon: who cordoned a node (a dead run's cordon is given back, an operator's stays), whether a drain
 is done (kubernetes.core.k8s_drain's rc alone proves nothing), and why a node stays cordoned (not verified);
 and the Events the trail tells of them (_report.trail)."""
 
@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon, trail
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 
 T0 = 1764150000.0
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report.node_cordon: ONE read of the Node feeds the give-back, whether the node was cordoned before,
+"""_rollout.node_cordon: ONE read of the Node feeds the give-back, whether the node was cordoned before,
 its pods and the cordon (nodefix.k8s.node_cordon) - the requests, their order and bodies those the
 playbook's four kubernetes.core tasks made; a malformed answer or a failure fails closed, and a failure
 after the node's state was known carries it (the caller gives back a node it may have cordoned). A fake
@@ -11,7 +11,9 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon, node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 
 T0 = 1764150000.0
 
@@ -212,4 +214,4 @@ def test_a_malformed_pod_fails_closed():
 def test_the_api_timeout_must_be_a_whole_number_of_seconds():
     for bad in (0, True, 1.5, "30"):
         with pytest.raises(NodefixError, match="whole number"):
-            node_cordon.NodeApi("/dev/null", timeout=bad)
+            node_api.NodeApi("/dev/null", timeout=bad)

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report/dry_run.py: a dry run's plan built from what remediate's check-mode tasks registered (issue 55 item 3),
+"""_rollout/dry_run.py: a dry run's plan built from what remediate's check-mode tasks registered (issue 55 item 3),
 its wording, and the reports' "Plan (dry run)" sections."""
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.dry_run import build_plan, plan_lines
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.dry_run import build_plan, plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.html_page import to_html
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import build_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.document import to_markdown

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report.fleet_gate: when a rolling remediation stops - the last batch's and the fleet's failure share."""
+"""_rollout.fleet_gate: when a rolling remediation stops - the last batch's and the fleet's failure share."""
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import (
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.fleet_gate import (
     GateInputError,
     batch_verdict,
     check_record,

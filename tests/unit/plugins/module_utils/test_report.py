@@ -508,7 +508,7 @@ def test_every_format_stays_valid_on_any_string():
 
 
 def storm_verdict(**over):
-    from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm  # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm  # pylint: disable=import-outside-toplevel
     nodes = dict(("n%d" % i, {"disruptive": ["drain"] if i < 3 else [], "findings": ["gvisor.runsc_outdated"]
                               if i < 3 else []}) for i in range(10))
     return storm.verdict({"run": storm.record("run", nodes, "t")}, 20, **over)

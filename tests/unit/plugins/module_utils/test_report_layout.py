@@ -36,7 +36,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report import console
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import html_page as report_html_page
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm as report_storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm as report_storm
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import durable as kubelet_durable
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import yaml_flow as text_yaml_flow
 

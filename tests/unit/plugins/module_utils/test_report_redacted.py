@@ -9,7 +9,10 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import console as report_console
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon, dry_run, model, prometheus, records, trail
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import model, prometheus, trail
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import dry_run
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import records
 
 SECRET_MSG = "GET https://robot:Report-Mirror-61@mirror.example.com/x failed; etcdctl --user=root:Report-Etcd-61"
 SECRETS = ("Report-Mirror-61", "Report-Etcd-61", "Report-Finding-61")

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
 from ansible_collections.nodefix.k8s.plugins.modules import node_rollout
 from plugins.module_utils.test_cordon_node_read import Api, node

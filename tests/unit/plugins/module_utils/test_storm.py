@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_report.storm: the storm breaker's rules over the slices' records."""
+"""_rollout.storm: the storm breaker's rules over the slices' records."""
 
 import re
 
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm
 
 
 def fleet(total, hit, fid="kernel.below_minimum", slice_name="run", rollout=None, prefix="n"):

@@ -12,7 +12,9 @@ import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import document as report_document
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes, merge as report_merge, storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import merge as report_merge
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import model as report_model
 
 CLEAN = {"disruptive": [], "findings": []}
@@ -351,8 +353,8 @@ def test_a_target_a_dead_run_left_cordoned_does_not_hold_the_run_that_gives_it_b
     """5 Nodes, node-a left cordoned by a killed nodefix run (the run gives it back first), node-b needs a
     restart: 1 of 5 - not a storm. Counted as unavailable, it held every later run and was never given back.
     A node cordoned by a dead run that is NOT a target of this run stays counted (nobody returns it here)."""
-    from ansible_collections.nodefix.k8s.plugins.module_utils._report import cluster_nodes
-    from ansible_collections.nodefix.k8s.plugins.module_utils._report import storm as storm_lib
+    from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
+    from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm as storm_lib
     views = [{"selector": None, "error": None, "nodes": {
         "node-a": [cluster_nodes.CORDONED_BY_NODEFIX], "node-b": [], "node-c": [], "node-d": [],
         "node-x": [cluster_nodes.CORDONED_BY_NODEFIX]}}]

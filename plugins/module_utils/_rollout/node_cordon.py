@@ -5,7 +5,7 @@
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
 """One read of the Node feeds every decision before a drain (nodefix.k8s.node_cordon): who cordoned it
-and whether an earlier run's cordon is given back (``_report.cordon.reclaim``), whether it was
+and whether an earlier run's cordon is given back (``_rollout.cordon.reclaim``), whether it was
 cordoned before this run, the pods a drain will be judged against, and the cordon itself - in one
 module run on the controller instead of four (two reads of the same Node, the pod list, the cordon's
 PATCH; docs/safety.md "Fewer API round trips").
@@ -14,8 +14,9 @@ The requests and their order are those the playbook made before: GET the Node; t
 PATCH (uncordon, record removed) or the stale record's removal; then, for a node to drain, the pods
 on it (``spec.nodeName``) and the cordon's one PATCH that also writes ``nodefix.k8s/cordoned-by``
 (no moment where the node is cordoned without the record). In check mode nothing is written and, for the
-dry run's plan, the PodDisruptionBudgets are listed once (``_report.budgets``: which would refuse the drain's
-evictions now; a failed list is said in the plan, never a failure). Every request has a timeout; an answer
+dry run's plan, the PodDisruptionBudgets are listed once (``_rollout.budgets``: which would refuse the drain's
+evictions now; a failed list is said in the plan, never a failure). The requests are ``_k8s.node_api``'s (every
+one with a timeout, the client's retry policy); an answer
 that is not well-formed fails, naming it, before anything is written from it.
 
 A failed give-back PATCH is a warning, as it was (the node stays as it was read: cordoned, so this
@@ -33,12 +34,11 @@ import json
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import budgets as _budgets
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import cordon as _cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import budgets as _budgets
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon as _cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as _rollout
 
-# the fields of a pod the drain's verdict reads (_report.cordon.drain_outcome), nothing else: a pod's spec
+# the fields of a pod the drain's verdict reads (_rollout.cordon.drain_outcome), nothing else: a pod's spec
 # and its other annotations (kubectl's last-applied-configuration) may carry secrets
 _POD_META = ("namespace", "name", "uid", "deletionTimestamp")
 
@@ -172,36 +172,3 @@ def budgets_now(api, pods):
         return {"budgets": _budgets.blocking(api.list_budgets(), evictable)}
     except NodefixError as exc:
         return {"budgets_error": "could not read the PodDisruptionBudgets: %s" % exc}
-
-
-class NodeApi(object):
-    """The requests (and the dry run's budget list) through the collection's one API client (``_k8s.client``:
-    ``timeout`` seconds for the connection and the read, its retry policy); answers are parsed there (a body
-    that is not a JSON object is a failure, named). Any failure but a Node's 404 is a NodefixError naming the
-    request."""
-
-    def __init__(self, kubeconfig, context=None, timeout=30):
-        self.kube = kube.Kube(kubeconfig, context, kube.whole_seconds(timeout))
-
-    def get_node(self, name):
-        """The Node, None when the API server does not know it."""
-        return self.kube.request("reading Node %s" % name, "GET", "/api/v1/nodes/%s" % kube.name(name),
-                                 missing_ok=True)
-
-    def patch_node(self, name, body, resource_version=None):
-        """A merge patch of the Node; with ``resource_version``, a conditional one: the version rides in the patch's
-        ``metadata.resourceVersion`` and the API server refuses it (409 Conflict, a KubeError) when the Node changed
-        since that read - optimistic concurrency, as controller-runtime's ``MergeFromWithOptimisticLock`` does
-        (kubernetes/kubernetes#63104: a patch's resourceVersion is a precondition of its update)."""
-        if resource_version is not None:
-            body = dict(body, metadata=dict(body.get("metadata") or {}, resourceVersion=str(resource_version)))
-        return self.kube.request("patching Node %s" % name, "PATCH", "/api/v1/nodes/%s" % kube.name(name),
-                                 body=body, content_type="application/merge-patch+json")
-
-    def list_pods(self, name):
-        return self.kube.items("listing the pods of %s" % name, "/api/v1/pods",
-                               [("fieldSelector", "spec.nodeName=%s" % name)])
-
-    def list_budgets(self):
-        """Every PodDisruptionBudget (policy/v1), for the dry run's plan."""
-        return self.kube.items("listing the PodDisruptionBudgets", "/apis/policy/v1/poddisruptionbudgets")

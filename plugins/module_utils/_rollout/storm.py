@@ -16,7 +16,7 @@ too. Before the rolling play touches a node, remediate audits every target (read
   undrained restart), and the targets it could not audit (their plan is unknown: possibly disruptive);
 - the nodes that are unavailable now: with a kubeconfig, every Node the API server lists (or those
   ``nodefix_storm_node_selector`` picks: the targets' node pool) that is NotReady, Ready Unknown,
-  without a Ready condition or cordoned by anyone (_report.cluster_nodes); a target the controller
+  without a Ready condition or cordoned by anyone (_k8s.cluster_nodes); a target the controller
   cannot reach; a target the listing does not have. Without a kubeconfig only the targets are counted
   (the result says so) - an unreachable target is unavailable.
 
@@ -50,8 +50,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.cluster_nodes import CORDONED_BY_NODEFIX
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import SLICE_NAME, belongs
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s.cluster_nodes import CORDONED_BY_NODEFIX
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.fleet_gate import SLICE_NAME, belongs
 
 RECORD = "storm.json"
 ACTIONS = ("drain", "reboot", "restart")

@@ -19,7 +19,7 @@ import tempfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._report.fleet_gate import SLICE_NAME
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.fleet_gate import SLICE_NAME
 
 
 class RecordError(NodefixError, ValueError):

@@ -17,7 +17,7 @@ nodes their ``selector`` picks.
 The listing goes through the one API client (_k8s.client: a deadline for the connection and each read, its retry policy) and any
 failure - no ``kubernetes`` library, a kubeconfig that cannot be loaded, refused, DNS, TLS, a
 timeout, a 4xx/5xx - is one NodefixError saying why: the caller reports "could not count" (the
-breaker then holds a rollout that would disrupt a node: see _report.storm).
+breaker then holds a rollout that would disrupt a node: see _rollout.storm).
 """
 
 from __future__ import absolute_import, division, print_function

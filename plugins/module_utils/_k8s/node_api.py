@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The requests of a node's rollout on its Node (read, merge patch - conditional with a resourceVersion -, its
+pods, the PodDisruptionBudgets) through the collection's one client (``_k8s.client``). The decisions over what
+they answer are the rollout's (``_rollout.node_cordon``, ``_rollout.record``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+
+
+class NodeApi(object):
+    """The requests (and the dry run's budget list) through the collection's one API client (``_k8s.client``:
+    ``timeout`` seconds for the connection and the read, its retry policy); answers are parsed there (a body
+    that is not a JSON object is a failure, named). Any failure but a Node's 404 is a NodefixError naming the
+    request."""
+
+    def __init__(self, kubeconfig, context=None, timeout=30):
+        self.kube = kube.Kube(kubeconfig, context, kube.whole_seconds(timeout))
+
+    def get_node(self, name):
+        """The Node, None when the API server does not know it."""
+        return self.kube.request("reading Node %s" % name, "GET", "/api/v1/nodes/%s" % kube.name(name),
+                                 missing_ok=True)
+
+    def patch_node(self, name, body, resource_version=None):
+        """A merge patch of the Node; with ``resource_version``, a conditional one: the version rides in the patch's
+        ``metadata.resourceVersion`` and the API server refuses it (409 Conflict, a KubeError) when the Node changed
+        since that read - optimistic concurrency, as controller-runtime's ``MergeFromWithOptimisticLock`` does
+        (kubernetes/kubernetes#63104: a patch's resourceVersion is a precondition of its update)."""
+        if resource_version is not None:
+            body = dict(body, metadata=dict(body.get("metadata") or {}, resourceVersion=str(resource_version)))
+        return self.kube.request("patching Node %s" % name, "PATCH", "/api/v1/nodes/%s" % kube.name(name),
+                                 body=body, content_type="application/merge-patch+json")
+
+    def list_pods(self, name):
+        return self.kube.items("listing the pods of %s" % name, "/api/v1/pods",
+                               [("fieldSelector", "spec.nodeName=%s" % name)])
+
+    def list_budgets(self):
+        """Every PodDisruptionBudget (policy/v1), for the dry run's plan."""
+        return self.kube.items("listing the PodDisruptionBudgets", "/apis/policy/v1/poddisruptionbudgets")

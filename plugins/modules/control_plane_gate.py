@@ -203,6 +203,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 
@@ -276,7 +277,7 @@ def main():
     try:
         if p["wait"] < 0 or p["poll"] < 1 or p["lock_ttl"] < 0:
             raise NodefixError("wait and lock_ttl must not be negative and poll must be at least 1 second")
-        api = reboot_gate_lib.KubeApi(p["kubeconfig"], p["context"])
+        api = reboot_api.KubeApi(p["kubeconfig"], p["context"])
         lock = reboot_gate_lib.LeaseLock(api, p["lock_namespace"], p["lock_name"], 1, p["node"], p["lock_ttl"])
         if module.check_mode:
             lock = DryLock(lock)

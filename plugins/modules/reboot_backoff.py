@@ -181,6 +181,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout_record
 
@@ -205,7 +206,7 @@ def check(p, now):
     annotations, boot_id, error = None, None, None
     if seconds > 0:
         try:
-            annotations, boot_id = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"],
+            annotations, boot_id = node_api.NodeAnnotations(p["kubeconfig"], p["context"],
                                                                   p["timeout"]).read(p["node"])
         except NodefixError as exc:
             error = exc.msg
@@ -221,7 +222,7 @@ def record(p, now, check_mode):
               "backoff_seconds": seconds, "annotation": {}, "changed": False}
     if seconds == 0:
         return result
-    nodes = reboot_backoff.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"])
+    nodes = node_api.NodeAnnotations(p["kubeconfig"], p["context"], p["timeout"])
     # the boot the node is in now, in the record: a reboot that never happens does not count (decide)
     annotations, boot_id = nodes.read(p["node"])
     # the reboots before it still inside the backoff are kept (a record that cannot be read keeps none: the

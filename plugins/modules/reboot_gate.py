@@ -310,6 +310,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as reboot_control_plane
 
@@ -525,7 +526,7 @@ def main():
             module.warn(warning)
         for warning in reboot_control_plane.health_command_warnings(p["etcd_health_command"]):
             module.warn(warning)
-        api = reboot_gate_lib.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
+        api = reboot_api.KubeApi(p["kubeconfig"], p["context"]) if p["kubeconfig"] else None
         if p["state"] == "reclaim":
             if api is None:
                 raise NodefixError("state=reclaim needs the API server: set kubeconfig")

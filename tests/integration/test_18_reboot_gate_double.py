@@ -191,12 +191,13 @@ def test_racing_controllers_never_share_a_slot(apiserver_double):
     import sys
     sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
     from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
+    from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
     double = apiserver_double(["node-a"], [])
     for round_no in range(5):
         won, barrier = [], threading.Barrier(8)
 
         def race(i):
-            lock = reboot_gate_lib.LeaseLock(reboot_gate_lib.KubeApi(double.kubeconfig), "kube-system", "nodefix-reboot",
+            lock = reboot_gate_lib.LeaseLock(reboot_api.KubeApi(double.kubeconfig), "kube-system", "nodefix-reboot",
                                              1, "node-%d" % i)
             barrier.wait()
             slot, _holders = lock.acquire("race %d" % round_no)
@@ -208,7 +209,7 @@ def test_racing_controllers_never_share_a_slot(apiserver_double):
         for t in threads:
             t.join(60)
         assert len(won) == 1, (round_no, won)
-        reboot_gate_lib.LeaseLock(reboot_gate_lib.KubeApi(double.kubeconfig), "kube-system", "nodefix-reboot", 1,
+        reboot_gate_lib.LeaseLock(reboot_api.KubeApi(double.kubeconfig), "kube-system", "nodefix-reboot", 1,
                                   "node-%d" % won[0]).release()
     refused = [e for e in double.state()["log"] if e.get("refused")]
     assert refused, "no controller ever lost a race: the test proved nothing"

@@ -75,7 +75,8 @@ def take_slot(double, holder):
     """A slot taken through the collection's own lock code and the real client (an earlier run's)."""
     sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
     from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
-    lock = reboot_gate_lib.LeaseLock(reboot_gate_lib.KubeApi(double.kubeconfig), "kube-system", "nodefix-reboot", 2,
+    from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
+    lock = reboot_gate_lib.LeaseLock(reboot_api.KubeApi(double.kubeconfig), "kube-system", "nodefix-reboot", 2,
                                      holder)
     slot, _holders = lock.acquire("an earlier run")
     assert slot

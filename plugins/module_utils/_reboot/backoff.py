@@ -50,7 +50,6 @@ import json
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 
 ANNOTATION = "nodefix.k8s/last-reboot"
 DEFAULT_BACKOFF = "6h"
@@ -264,24 +263,3 @@ def decide(annotations, reasons, now, backoff_seconds, node="the node", read_err
                     if age < 0 else "", "; ".join(words.get(i, i) for i in again), describe_seconds(backoff_seconds),
                     until.strftime(_TIME_FORMAT), fix),
                  last=shown, open_again=again)
-
-
-class NodeAnnotations(object):
-    """Read and patch a Node's annotations through the collection's one API client (``_k8s.client``: every
-    call with ``timeout`` seconds for the connection and the read, its retry policy) - a hung API server is an
-    error, never a wait."""
-
-    def __init__(self, kubeconfig, context=None, timeout=10):
-        self.kube = kube.Kube(kubeconfig, context, timeout)
-
-    def read(self, node):
-        """(the Node's annotations ({} when none), its ``status.nodeInfo.bootID`` or None); NodefixError
-        naming what went wrong otherwise."""
-        obj = self.kube.request("reading Node %s" % node, "GET", "/api/v1/nodes/%s" % kube.name(node))
-        info = (obj.get("status") or {}).get("nodeInfo") or {}
-        return dict((obj.get("metadata") or {}).get("annotations") or {}), info.get("bootID") or None
-
-    def patch(self, node, annotations):
-        self.kube.request("annotating Node %s" % node, "PATCH", "/api/v1/nodes/%s" % kube.name(node),
-                          body={"metadata": {"annotations": annotations}},
-                          content_type="application/strategic-merge-patch+json")

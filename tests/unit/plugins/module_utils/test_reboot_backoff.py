@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.modules import reboot_backoff as module
@@ -151,7 +152,7 @@ def params(**kw):
 
 def test_module_records_then_holds_the_next_reboot(monkeypatch):
     nodes = FakeNodes({"node-a": {}})
-    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     assert not module.check(params(), NOW)["held"]
     rec = module.record(params(state="record"), NOW, check_mode=False)
     assert rec["changed"] and nodes.patches == [("node-a", rec["annotation"])]
@@ -163,7 +164,7 @@ def test_module_records_then_holds_the_next_reboot(monkeypatch):
 
 def test_module_in_check_mode_or_off_writes_nothing(monkeypatch):
     nodes = FakeNodes({"node-a": {}})
-    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     assert module.record(params(state="record"), NOW, check_mode=True)["changed"]
     off = module.record(params(state="record", backoff="0"), NOW, check_mode=False)
     assert not off["changed"] and off["annotation"] == {} and nodes.patches == []
@@ -172,7 +173,7 @@ def test_module_in_check_mode_or_off_writes_nothing(monkeypatch):
 @pytest.mark.parametrize("failure", ["MaxRetryError: Connection refused", "ReadTimeoutError: read timed out",
                                      "the API server answered 403 Forbidden"])
 def test_module_holds_when_the_node_cannot_be_read_and_fails_a_record_it_cannot_write(monkeypatch, failure):
-    monkeypatch.setattr(backoff, "NodeAnnotations", FakeNodes({"node-a": {}}, fail=failure))
+    monkeypatch.setattr(node_api, "NodeAnnotations", FakeNodes({"node-a": {}}, fail=failure))
     held = module.check(params(), NOW)
     assert held["held"] and failure in held["held_by"][0] and not held["changed"]
     with pytest.raises(NodefixError) as exc:
@@ -182,7 +183,7 @@ def test_module_holds_when_the_node_cannot_be_read_and_fails_a_record_it_cannot_
 
 def test_module_refuses_a_bad_backoff_before_any_request(monkeypatch):
     nodes = FakeNodes({}, fail="must not be called")
-    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     with pytest.raises(NodefixError) as exc:
         module.check(params(backoff="6 hours"), NOW)
     assert "reboot backoff (nodefix_reboot_backoff) '6 hours' is not a duration" in exc.value.msg
@@ -219,7 +220,7 @@ def test_a_record_whose_boot_id_is_not_one_holds_the_reboot(boot):
 
 def test_module_records_the_boot_and_a_reboot_that_did_not_happen_is_not_counted(monkeypatch):
     nodes = FakeNodes({"node-a": {}}, boots={"node-a": BOOT_1})
-    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     rec = module.record(params(state="record"), NOW, check_mode=False)
     assert json.loads(rec["annotation"][backoff.ANNOTATION])["bootID"] == BOOT_1
     # killed before the reboot: the Node still reports BOOT_1
@@ -238,7 +239,7 @@ def test_two_reasons_taking_turns_are_held_by_the_reboots_kept_inside_the_backof
     overwrite the first, so the flag coming back rebooted the node a third time. Every reboot inside the backoff is
     kept; the flag open again is held after reboot 1, and the bound holds the node whatever the reason."""
     nodes = FakeNodes({"node-a": {}}, boots={"node-a": BOOT_1})
-    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     module.record(params(state="record", reasons=[PENDING]), NOW, check_mode=False)
     nodes.boots["node-a"] = BOOT_2
     later = NOW + datetime.timedelta(hours=1)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_reboot.gate.KubeApi: every call of the reboot lock and the blocking-pod check has a timeout, and a server
+"""_k8s.reboot_api.KubeApi: every call of the reboot lock and the blocking-pod check has a timeout, and a server
 that refuses or never answers is a NodefixError naming the call - never a traceback, never a run held forever.
 The servers here are sockets of the test's own (one that refuses: a closed port; one that accepts and never
 answers)."""
@@ -9,8 +9,8 @@ import socket
 import pytest
 import yaml
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 
 pytest.importorskip("kubernetes")
 
@@ -60,8 +60,8 @@ CASES = [c + ("refused",) for c in CALLS] + [c + ("silent",) for c in CALLS if c
 @pytest.mark.parametrize("method,args,words,server", CASES, ids=["%s-%s" % (c[0], c[3]) for c in CASES])
 def test_every_lock_call_fails_naming_itself_when_the_server_does_not_answer(
         request, tmp_path, monkeypatch, method, args, words, server):
-    monkeypatch.setattr(reboot_gate_lib.KubeApi, "TIMEOUT", 1)
-    api = reboot_gate_lib.KubeApi(kubeconfig(tmp_path, request.getfixturevalue(server)))
+    monkeypatch.setattr(reboot_api.KubeApi, "TIMEOUT", 1)
+    api = reboot_api.KubeApi(kubeconfig(tmp_path, request.getfixturevalue(server)))
     with pytest.raises(NodefixError) as err:
         getattr(api, method)(*args)
     assert words in err.value.msg and "no answer from the API server" in err.value.msg

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
@@ -95,12 +96,11 @@ def test_check_mode_decides_and_writes_nothing_and_release_removes_only_this_run
 
 
 def test_the_reboot_record_moves_the_rollout_and_renews_its_lease(monkeypatch):
-    from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
     from ansible_collections.nodefix.k8s.plugins.modules import reboot_backoff
     from plugins.module_utils.test_reboot_backoff import FakeNodes, PENDING
     claimed = rollout.text(rollout.new("run-9", T0, CLI, 1800))
     nodes = FakeNodes({"node-a": {rollout.ANNOTATION: claimed}})
-    monkeypatch.setattr(backoff, "NodeAnnotations", nodes)
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     later = T0 + datetime.timedelta(minutes=20)
     reboot_backoff.record({"state": "record", "kubeconfig": "/k", "context": None, "node": "node-a",
                            "reasons": [PENDING], "backoff": "6h", "run_id": "run-9", "timeout": 10, "max_reboots": 2},

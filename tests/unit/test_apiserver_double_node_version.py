@@ -11,15 +11,14 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
 from ansible_collections.nodefix.k8s.plugins.modules import node_rollout
+from plugins.module_utils.test_rollout_record import after_read
+from test_apiserver_double_budgets import call
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOUBLE = os.path.join(REPO, "lab", "apiserver-double", "apiserver.py")
@@ -45,18 +44,6 @@ def double(tmp_path):
         proc.wait(timeout=10)
 
 
-def call(port, method, path, body=None):
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
-                                 data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/merge-patch+json"})
-    try:
-        with opener.open(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read().decode())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read().decode())
-
-
 def version(port, name):
     return call(port, "GET", "/api/v1/nodes/" + name)[1]["metadata"]["resourceVersion"]
 
@@ -78,25 +65,11 @@ def test_each_node_has_its_own_version_and_a_stale_patch_is_a_conflict(double):
     assert code == 200 and answer["metadata"]["annotations"] == {"x": "2"}
 
 
-class Between(node_api.NodeApi):
-    """The real client; ``between`` runs once, after this run's read of the Node and before its PATCH."""
-
-    between = None
-
-    def get_node(self, name):
-        seen = super(Between, self).get_node(name)
-        if self.between:
-            other, self.between = self.between, None
-            other()
-        return seen
-
-
 def test_two_runs_that_read_the_node_at_once_one_claims_the_other_is_refused(double):
     first_api = node_api.NodeApi(double["kubeconfig"], timeout=10)
     first = {}
-    second_api = Between(double["kubeconfig"], timeout=10)
-    second_api.between = lambda: first.update(node_rollout.claim(first_api, "node-a", "4711", 1800, T0, AWX, False,
-                                                                   lambda pid: True))
+    second_api = after_read(node_api.NodeApi(double["kubeconfig"], timeout=10), lambda: first.update(
+        node_rollout.claim(first_api, "node-a", "4711", 1800, T0, AWX, False, lambda pid: True)))
     out = node_rollout.claim(second_api, "node-a", "cli-1", 1800, T0, CLI, False, lambda pid: True)
     assert first["action"] == "claim"
     assert out["action"] == "refuse" and "nodefix run 4711 (awx-job-4711, process 42) holds this node" in out["msg"]

@@ -123,26 +123,25 @@ def test_a_node_cordoned_without_a_rollout_record_of_this_run_is_cordoned_as_bef
     assert set(body["metadata"]["annotations"]) == {cordon.CORDONED_BY}
 
 
-class Racing(Api):
-    """Another run's claim lands between this run's read of the Node and its PATCH (review finding M1)."""
+def after_read(api, other):
+    """``api`` whose next read of the Node runs ``other`` (another run's claim) before it answers: the other claim
+    lands between this run's read and its PATCH (review finding M1)."""
+    read = api.get_node
 
-    def __init__(self, shared, other):
-        super(Racing, self).__init__(shared.node)
-        self.other = other
-
-    def get_node(self, name):
-        seen = super(Racing, self).get_node(name)
-        if self.other:
-            other, self.other = self.other, None
+    def get_node(name):
+        seen = read(name)
+        if api.__dict__.pop("get_node", None):
             other()
         return seen
+    api.get_node = get_node
+    return api
 
 
 def test_two_runs_claiming_at_once_one_wins_the_other_is_refused_naming_it():
     shared = Api(node(False))
     first = {}
-    racing = Racing(shared, lambda: first.update(node_rollout.claim(shared, "node-a", "4711", 1800, T0, AWX, False,
-                                                                     alive)))
+    racing = after_read(Api(shared.node), lambda: first.update(node_rollout.claim(shared, "node-a", "4711", 1800, T0,
+                                                                                   AWX, False, alive)))
     out = node_rollout.claim(racing, "node-a", "cli-1", 1800, T0, CLI, False, alive)
     assert first["action"] == "claim"
     # the stale PATCH was refused (409), the Node read again: the live run's claim is there - refused, named

@@ -207,7 +207,7 @@ def check(p, now):
     if seconds > 0:
         try:
             annotations, boot_id = node_api.NodeAnnotations(p["kubeconfig"], p["context"],
-                                                                  p["timeout"]).read(p["node"])
+                                                            p["timeout"]).read(p["node"])
         except NodefixError as exc:
             error = exc.msg
     result = reboot_backoff.decide(annotations, p["reasons"], now, seconds, node=p["node"], read_error=error,

@@ -140,8 +140,8 @@ def after_read(api, other):
 def test_two_runs_claiming_at_once_one_wins_the_other_is_refused_naming_it():
     shared = Api(node(False))
     first = {}
-    racing = after_read(Api(shared.node), lambda: first.update(node_rollout.claim(shared, "node-a", "4711", 1800, T0,
-                                                                                   AWX, False, alive)))
+    racing = after_read(Api(shared.node), lambda: first.update(
+        node_rollout.claim(shared, "node-a", "4711", 1800, T0, AWX, False, alive)))
     out = node_rollout.claim(racing, "node-a", "cli-1", 1800, T0, CLI, False, alive)
     assert first["action"] == "claim"
     # the stale PATCH was refused (409), the Node read again: the live run's claim is there - refused, named
@@ -152,8 +152,10 @@ def test_two_runs_claiming_at_once_one_wins_the_other_is_refused_naming_it():
 
 def test_a_claim_stale_every_time_is_refused_and_a_node_without_a_version_is_refused():
     api = Api(node(False))
-    api.patch_node = lambda name, body, resource_version=None: (_ for _ in ()).throw(
-        node_rollout.kube.KubeError("patching Node node-a", 409, "Conflict"))
+
+    def stale(name, body, resource_version=None):
+        raise node_rollout.kube.KubeError("patching Node %s" % name, 409, "Conflict")
+    api.patch_node = stale
     out = node_rollout.claim(api, "node-a", "r1", 1800, T0, CLI, False, alive)
     assert out["action"] == "refuse" and "409 Conflict each time" in out["msg"]
     bare = Api(node(False))

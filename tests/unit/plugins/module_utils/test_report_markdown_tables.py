@@ -7,7 +7,7 @@ as many cells as its header, and the hostile text is in its own cell, as text.""
 from markdown_it import MarkdownIt
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import markdown as md
-from ansible_collections.nodefix.k8s.plugins.module_utils._report import model
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import document, model
 
 HOSTILE = "a|b `c|d` ``|`` <b>e</b>\n| f | g |\\|"
 FID = "kubelet.api_qps_low|x`y`<i>"
@@ -44,7 +44,7 @@ def hostile_model():
 
 
 def test_every_table_of_report_md_keeps_its_columns_with_hostile_text():
-    text = model.to_markdown(hostile_model())
+    text = document.to_markdown(hostile_model())
     found = tables(text)
     headers = [t[0][0] for t in found]
     assert headers == ["id", "id", "setting"], headers          # Findings, Waived, the node's changes: all parsed

@@ -90,6 +90,7 @@ keyed_groups:
 """
 
 import re
+import time
 
 from ansible import constants as C
 from ansible.errors import AnsibleParserError
@@ -99,7 +100,6 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -151,32 +151,72 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         client = prometheus_client.from_params(prometheus_transport.OpenUrl(), dict(
             (name, self.get_option(name)) for name in ["prometheus_url", "prometheus_timeout"]
             + list(prometheus_client.argument_spec())))
+        self._client_made = client
         for warning in client.warnings:
-            display.warning("nodefix.k8s.triage: %s" % warning)
+            display.warning("nodefix.k8s.triage: %s" % self._scrub(warning))
         return client
+
+    def _secrets(self):
+        """The credential values of this parse (the plugin's own no_log values): the password and header values
+        of its options, and whatever the client sent (the token read from the token file)."""
+        values = set()
+        for name in ("prometheus_password", "prometheus_headers"):
+            try:
+                value = self.get_option(name)
+            except Exception:  # pylint: disable=broad-except  # options not read (a config error): none to hide
+                continue
+            values.update(value.values() if isinstance(value, dict) else [value])
+        client = getattr(self, "_client_made", None)
+        if client is not None:
+            values.update(client.secret_values())
+        return set(v for v in values if isinstance(v, str) and v)
+
+    def _scrub(self, text):
+        return prometheus_client.scrub(text, self._secrets())
 
     def parse(self, inventory, loader, path, cache=True):
         super(InventoryModule, self).parse(inventory, loader, path, cache=cache)
-        self._read_config_data(path)
-        key = self.get_cache_key(path)
-        use_cache = self.get_option("cache") and cache
-        result = None
-        if use_cache:
-            try:
-                result = self._cache[key]
-            except KeyError:
-                result = None
+        self._client_made = None
+        # EVERYTHING of the parse fails it (the config's own errors, an answer of an odd shape, a bug): Ansible
+        # would make any exception a warning and an empty inventory (fail()); every message redacted
         try:
-            conf = self._conf()
-            if result is None:
-                result = triage_run.triage(self._client(), conf, self.get_option("expected_nodes"),
-                                           nodes=self.get_option("nodes"), kubeconfig=self.get_option("kubeconfig"),
-                                           context=self.get_option("context"))
-                if self.get_option("cache"):
-                    self._cache[key] = result
-            triage_classify.check_unknown_budget(conf, result)
+            self._parse(path, cache)
+            return
         except NodefixError as exc:
-            fail("nodefix.k8s.triage: %s (source %s)" % (redact_text(exc.msg), path))
+            msg = exc.msg
+        except Exception as exc:  # pylint: disable=broad-except
+            msg = "%s: %s" % (type(exc).__name__, exc)
+        fail(self._scrub("nodefix.k8s.triage: %s (source %s)" % (msg, path)))
+
+    def _cached(self, key, max_audit_age):
+        """The cached triage, or None: a miss, also when it was evaluated more than ``max_audit_age`` ago (or
+        ahead of the clock) - an old verdict is never served as current (docs/triage.md)."""
+        try:
+            result = self._cache[key]
+        except KeyError:
+            return None
+        try:
+            age = time.time() - float(result["summary"]["evaluation_time"])
+        except (TypeError, ValueError, KeyError):
+            return None
+        return result if 0 <= age <= max_audit_age else None
+
+    def _parse(self, path, cache):
+        self._read_config_data(path)
+        conf = self._conf()
+        key = self.get_cache_key(path)
+        result = self._cached(key, conf["max_audit_age"]) if self.get_option("cache") and cache else None
+        fresh = result is None
+        if fresh:
+            result = triage_run.triage(self._client(), conf, self.get_option("expected_nodes"),
+                                       nodes=self.get_option("nodes"), kubeconfig=self.get_option("kubeconfig"),
+                                       context=self.get_option("context"))
+        # redacted before it is cached or populated (triage_run.triage redacts too; a cache written before it did
+        # is redacted here): the cache never holds a credential
+        result = triage_run.redacted(result, self._secrets())
+        if fresh and self.get_option("cache"):
+            self._cache[key] = result
+        triage_classify.check_unknown_budget(conf, result)
         self._populate(result)
 
     def _add(self, name, record, group):

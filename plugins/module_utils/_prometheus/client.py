@@ -40,6 +40,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlsplit, urlunsplit
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
@@ -75,8 +76,8 @@ def safe_url(url):
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def _short(text, limit=300):
-    text = redact_text(text)
+def _short(text, limit=300, values=()):
+    text = scrub(text, values)  # before it is cut: no cut-off prefix of a secret stays
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -128,7 +129,21 @@ class Client(object):
         self._ca_path = ca_path
         self._headers = check_headers(headers)
         self._validate_certs = validate_certs
+        self._read_secrets = set()  # what _token read (a rotated token: every one read)
         self.requests = 0
+
+    def secret_values(self):
+        """The credential values this client sends (password, header values, every token read from the token
+        file): what no text it raises - and no caller's output - may show (``scrub``)."""
+        values = set(self._read_secrets) | set(v for v in self._headers.values())
+        if self._password:
+            values.add(self._password)
+        return set(v for v in values if v)
+
+    def scrub(self, text):
+        """``text`` with the client's own credential values removed (Ansible's ``remove_values``) after
+        the shape-based redaction: an HTTP error's body that echoes the password says nothing of it."""
+        return scrub(text, self.secret_values())
 
     @property
     def where(self):
@@ -144,6 +159,7 @@ class Client(object):
                                % (self._token_file, type(exc).__name__))
         if not token or any(c.isspace() for c in token):
             raise NodefixError("the Prometheus bearer token file %s holds no single token" % self._token_file)
+        self._read_secrets.add(token)
         return token
 
     def _request_headers(self):
@@ -173,16 +189,17 @@ class Client(object):
         # URLError, HTTPError, socket errors, TLS: whatever it is, no answer. An HTTPError's body (Prometheus'
         # own error JSON for a bad query) is read, cut short and redacted.
         except Exception as exc:  # pylint: disable=broad-except
-            raise NoAnswer("Prometheus at %s did not answer: %s" % (where, _error_text(exc)), url=where)
+            raise NoAnswer(self.scrub("Prometheus at %s did not answer: %s"
+                                      % (where, _error_text(exc, self.secret_values()))), url=where)
         try:
             body = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise BadAnswer("Prometheus at %s answered something that is not JSON: %s" % (where, _short(str(exc))),
-                            url=where)
+            raise BadAnswer(self.scrub("Prometheus at %s answered something that is not JSON: %s"
+                                       % (where, _short(str(exc), values=self.secret_values()))), url=where)
         if not isinstance(body, dict) or body.get("status") != "success":
-            raise BadAnswer("Prometheus at %s answered without a success status: %s"
-                            % (where, _short(json.dumps(body) if isinstance(body, (dict, list)) else repr(body))),
-                            url=where)
+            raise BadAnswer(self.scrub("Prometheus at %s answered without a success status: %s"
+                                       % (where, _short(json.dumps(body) if isinstance(body, (dict, list))
+                                                        else repr(body), values=self.secret_values()))), url=where)
         return body
 
     def query(self, expr, at):
@@ -198,10 +215,14 @@ class Client(object):
                     or not isinstance(sample.get("value"), list) or len(sample["value"]) != 2):
                 raise BadAnswer("Prometheus at %s answered a malformed sample for %s: %s"
                                 % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
+            # label names and values are strings in the API (a number there is not Prometheus' answer)
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in sample["metric"].items()):
+                raise BadAnswer("Prometheus at %s answered a sample whose labels are not all strings for %s: %s"
+                                % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
         warnings = body.get("warnings") or []
         if not isinstance(warnings, list):
             warnings = [str(warnings)]
-        return data["result"], [_short(str(w), 200) for w in warnings]
+        return data["result"], [_short(str(w), 200, self.secret_values()) for w in warnings]
 
 
 def argument_spec():
@@ -225,7 +246,7 @@ def from_params(open_url, params):
                   headers=params["prometheus_headers"], validate_certs=params["prometheus_validate_certs"])
 
 
-def _error_text(exc):
+def _error_text(exc, values=()):
     """An error's class and message, with an HTTP error's body (cut short, redacted)."""
     text = "%s: %s" % (type(exc).__name__, exc)
     read = getattr(exc, "read", None)
@@ -236,7 +257,13 @@ def _error_text(exc):
             body = b""
         if body:
             text += " (%s)" % body.decode("utf-8", "replace")
-    return _short(text)
+    return _short(text, values=values)
+
+
+def scrub(text, values):
+    """``text`` redacted by shape (``_core.redact``) and without any of ``values`` (Ansible's ``remove_values``,
+    as a module's ``no_log`` values are removed from its output)."""
+    return remove_values(redact_text(text), set(values or ())) if values else redact_text(text)
 
 
 def sample_value(sample):

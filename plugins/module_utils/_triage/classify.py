@@ -40,9 +40,11 @@ REASONS = {
     "check_failed": "a required detector could not look (nodefix_audit_check_failed == 1)",
     "check_missing": "a required detector is missing from the node's textfile",
     "partial_answer": "an answer came with warnings (a querier's partial answer): no node can be called clean",
+    "bad_value": "a series of the node has a value it cannot mean (not 0 or 1 where a boolean is expected, NaN or "
+                 "infinite where a time or a count is expected) or a finding series lacks its labels",
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
-UNTRUSTED = ("no_series", "exporter_down", "textfile_error", "no_textfile", "stale")
+UNTRUSTED = ("no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
@@ -115,17 +117,14 @@ def _counts(conf, finding, node):
     return None
 
 
-def _audit_age(conf, obs, at):
-    """(age in seconds or None, note): the older of node_exporter's mtime of nodefix.prom and the heartbeat
-    the file carries (when it carries one)."""
-    stamps = [obs[k] for k in ("mtime", "heartbeat") if obs.get(k) is not None]
-    if not stamps:
-        return None
-    return round(at - min(stamps), 3)
+def _ages(obs, at):
+    """{stamp: age in seconds} of node_exporter's mtime of nodefix.prom and the heartbeat the file carries (when it
+    carries one); a negative age is a stamp ahead of the clock."""
+    return dict((k, round(at - obs[k], 3)) for k in ("mtime", "heartbeat") if obs.get(k) is not None)
 
 
-def _reasons(conf, obs, age, partial):
-    """(reason codes, notes) of one expected node's observations (``age``: ``_audit_age``'s)."""
+def _reasons(conf, obs, ages, partial):
+    """(reason codes, notes) of one expected node's observations (``ages``: ``_ages``')."""
     reasons, notes = [], []
 
     def add(code, note):
@@ -140,8 +139,15 @@ def _reasons(conf, obs, age, partial):
             add("textfile_error", "node_textfile_scrape_error == 1: node_exporter could not read a textfile")
         if obs.get("mtime") is None:
             add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
-        elif age > conf["max_audit_age"] or age < -conf["max_audit_age"]:
-            add("stale", "the audit is %d s old (max_audit_age %d s)" % (age, conf["max_audit_age"]))
+        else:
+            # each stamp judged on its own: a heartbeat ahead of the clock is stale even beside a fresh mtime
+            limit = conf["max_audit_age"]
+            off = sorted((k, a) for k, a in ages.items() if a > limit or a < -limit)
+            if off:
+                add("stale", "; ".join("the audit's %s is %s (max_audit_age %d s)" % (
+                    k, "%g s old" % a if a > 0 else "%g s ahead of the clock" % -a, limit) for k, a in off))
+    if obs.get("bad"):
+        add("bad_value", "; ".join(sorted(obs["bad"]))[:300])
     required = conf["required_checks"]
     failed = sorted(c for c in obs.get("failed") or () if c in required or not required)
     if failed:
@@ -160,8 +166,9 @@ def _reasons(conf, obs, age, partial):
 def classify_node(conf, name, obs, at, partial=()):
     """One expected node's record: ``state``, ``ids``, ``findings``, ``reasons``, ``notes``, ``audit_age_s``,
     ``not_counted`` (findings a waiver or a filter keeps out, with why)."""
-    age = _audit_age(conf, obs, at)
-    reasons, notes = _reasons(conf, obs, age, list(partial))
+    ages = _ages(obs, at)
+    age = max(ages.values()) if ages else None  # the older stamp
+    reasons, notes = _reasons(conf, obs, ages, list(partial))
     counted, not_counted = [], []
     for f in sorted(obs.get("findings") or [], key=lambda x: (x["id"], x["subject"])):
         if f["id"] == CHECK_FAILED_ID:

@@ -96,13 +96,32 @@ class Mapper(object):
 
 
 def _number(sample):
-    value = prometheus_client.sample_value(sample)
-    return None if math.isnan(value) else value  # NaN: no value
+    return prometheus_client.sample_value(sample)  # NaN and +-Inf kept: _apply judges them
 
 
 def _merge_max(obs, key, value):
     if value is not None and (obs.get(key) is None or value > obs[key]):
         obs[key] = value
+
+
+def _bad(obs, what):
+    obs.setdefault("bad", set()).add(what)
+
+
+def _boolean(obs, key, metric, value):
+    """A 0/1 series merged; anything else (NaN, 2, Inf) makes the node unknown (bad_value), never clean."""
+    if value in (0, 1):
+        _merge_max(obs, key, value)
+    else:
+        _bad(obs, "%s is %s (0 or 1 expected)" % (metric, value))
+
+
+def _finite(obs, key, metric, value):
+    """A time or a count merged; NaN or an infinity makes the node unknown (bad_value)."""
+    if math.isnan(value) or math.isinf(value):
+        _bad(obs, "%s is %s (a finite number expected)" % (metric, value))
+    else:
+        _merge_max(obs, key, value)
 
 
 def _finding(labels):
@@ -113,25 +132,34 @@ def _finding(labels):
 def _apply(name, labels, value, obs):
     """One sample into the node's observations (merged across replicas)."""
     if name == "up":
-        _merge_max(obs, "up", value)
+        _boolean(obs, "up", "up", value)
     elif name == "textfile":
         metric = labels.get("__name__")
         if metric == "node_textfile_scrape_error":
-            _merge_max(obs, "scrape_error", value)
+            _boolean(obs, "scrape_error", metric, value)
         elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
-            _merge_max(obs, "mtime", value)
+            _finite(obs, "mtime", metric, value)
         elif metric == HEARTBEAT:
-            _merge_max(obs, "heartbeat", value)
+            _finite(obs, "heartbeat", metric, value)
     elif name == "checks":
-        _merge_max(obs, "checks_reported", value)
+        _finite(obs, "checks_reported", "the count of required checks", value)
     elif name == "failed":
         check = labels.get("check") or ""
+        if not check:
+            _bad(obs, "nodefix_audit_check_failed without its check label")
+            return
         obs.setdefault("checks_present", set()).add(check)
         if value == 1:
             obs.setdefault("failed", set()).add(check)
-    elif name == "findings" and value == 1:
+        elif value != 0:
+            _bad(obs, "nodefix_audit_check_failed{check=%s} is %s (0 or 1 expected)" % (check, value))
+    elif name == "findings":
         finding = _finding(labels)
-        if finding["id"]:
+        if value not in (0, 1):
+            _bad(obs, "nodefix_finding{id=%s} is %s (0 or 1 expected)" % (finding["id"], value))
+        elif not (finding["id"] and finding["severity"]):  # check is empty for the audit's own finding
+            _bad(obs, "a nodefix_finding series without its id or severity label")
+        elif value == 1:
             obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
 
 

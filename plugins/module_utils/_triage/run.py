@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
@@ -30,4 +31,21 @@ def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=N
     result = triage_classify.classify(conf, expected, observed, orphans, at, warnings)
     result["summary"].update(requests=client.requests, prometheus=client.where, expected_nodes=source,
                              max_audit_age=conf["max_audit_age"], required_checks=conf["required_checks"])
-    return result
+    return redacted(result, client.secret_values())
+
+
+def redacted(value, secrets=(), _seen=None):
+    """``value`` (a triage's answer: dicts, lists, strings, numbers) with every string redacted by shape and
+    without ``secrets`` (``prometheus_client.scrub``): label values (a finding's subject) and Prometheus'
+    warnings are the nodes' and the server's text, so no output or cache of the triage holds a credential
+    they carry. Dict keys (node names, field names) are kept. The same string is redacted once."""
+    seen = {} if _seen is None else _seen
+    if isinstance(value, str):
+        if value not in seen:
+            seen[value] = prometheus_client.scrub(value, secrets)
+        return seen[value]
+    if isinstance(value, dict):
+        return dict((k, redacted(v, secrets, seen)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [redacted(v, secrets, seen) for v in value]
+    return value

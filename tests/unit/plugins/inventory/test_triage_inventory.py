@@ -8,6 +8,7 @@ the plugin through ``ansible-inventory`` with Ansible's own config, against a RE
 tests/unit/plugins/modules/test_prometheus_real.py."""
 
 import os
+import time
 
 import pytest
 
@@ -152,13 +153,32 @@ def test_a_triage_that_cannot_answer_fails_the_parse(tmp_path, monkeypatch):
         Plugin().parse(InventoryData(), DataLoader(), str(path), cache=False)
 
 
+def evaluated(result, seconds_ago):
+    result["summary"]["evaluation_time"] = round(time.time() - seconds_ago, 3)
+    return result
+
+
 def test_the_cache_answers_a_second_parse_and_the_budget_still_holds(tmp_path, monkeypatch):
     calls = []
     Plugin.shared_cache.clear()
     text = "max_unknown_percent: 50\ncache: true\n"
-    parse(tmp_path, monkeypatch, text, answer(), cache=True, calls=calls)
+    parse(tmp_path, monkeypatch, text, evaluated(answer(), 5), cache=True, calls=calls)
     inv = parse(tmp_path, monkeypatch, text, answer(), cache=True, calls=calls)
     assert len(calls) == 1 and hosts(inv, "nodefix_triage_findings") == ["node-a"]
+
+
+@pytest.mark.parametrize("seconds_ago", [1801, -120])
+def test_a_cached_verdict_older_than_max_audit_age_is_a_miss(tmp_path, monkeypatch, seconds_ago):
+    # cache_timeout 3600 by default: a verdict evaluated more than max_audit_age (1800) ago - or ahead of the clock -
+    # is not served as current; the triage asks again
+    calls = []
+    Plugin.shared_cache.clear()
+    text = "max_unknown_percent: 50\ncache: true\nmax_audit_age: 1800\n"
+    parse(tmp_path, monkeypatch, text, evaluated(answer(), seconds_ago), cache=True, calls=calls)
+    fresh = answer()
+    fresh["nodes"]["node-a"].update(state="unknown", ids=[], findings=[], reasons=["exporter_down"])
+    inv = parse(tmp_path, monkeypatch, text, evaluated(fresh, 1), cache=True, calls=calls)
+    assert len(calls) == 2 and hosts(inv, "nodefix_triage_unknown") == ["node-a", "node-s0"]
 
 
 def test_only_its_own_files(tmp_path):

@@ -68,6 +68,11 @@ class Tsdb(object):
                 and s[1]["check"] in self.conf["required_checks"]]
         return out
 
+    @staticmethod
+    def secret_values():
+        """The real client's contract: the credential values it sent (this double sends none)."""
+        return set()
+
     def query(self, expr, at):
         self.requests += 1
         self.asked_at.add(at)

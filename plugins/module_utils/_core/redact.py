@@ -76,8 +76,11 @@ _USER_FLAGS = frozenset(("user", "u", "proxy_user"))
 
 # a bare value: to the next blank, quote, '}' or ']'; a ',', ';' or '&' ends it only before the next 'name=' (mount
 # options, a query string, a connection string) or a blank; a backslash escapes the next character
-_BARE = (r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\])(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\]"""
-         r"""|[,;&](?![\s"',;&]|\Z|[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*[=:]))*""")
+_BARE = (r"""(?![A-Za-z_][A-Za-z0-9_.\-]*[ \t]*:(?:\s|\Z))"""
+         r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\:]|:(?![\s"']|\Z))"""
+         r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\:]|:(?![\s"']|\Z)"""
+         r"""|[,;&](?![\s"',;&]|\Z|[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*[=:])"""
+         r"""(?<!;(?=[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t][A-Za-z_][A-Za-z0-9_.\-]*)+[ \t]*=)))*""")
 _VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
           r"""|\\"(?:\\\\\\"|[^"\\\n]|\\[^"\n])*?\\"|\[[^\[\]]*\]|""" + _BARE + ")")
 # key [sep] value: the key optionally quoted (a JSON text inside a JSON string too: \"password\": \"x\"), '=' or ':'

@@ -75,6 +75,9 @@ def test_warnings_are_returned_for_the_caller_to_decide(server):
     ((200, {"status": "success", "data": {"resultType": "matrix", "result": []}}), prometheus_client.BadAnswer, "vector"),
     ((200, {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}}]}}),
      prometheus_client.BadAnswer, "malformed sample"),
+    # a label value that is not a string (the API's are strings): a bad answer, never a node skipped
+    ((200, {"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"instance": 5}, "value": [1, "1"]}]}}), prometheus_client.BadAnswer, "not all strings"),
 ])
 def test_an_answer_that_is_not_the_apis_is_an_error_naming_no_credential(server, tmp_path, answer, error, says):
     token = tmp_path / "token"
@@ -149,3 +152,23 @@ def test_the_options_win_over_a_urls_user_information(server, tmp_path):
     assert Double.seen[-1]["headers"]["authorization"] == "Basic " + base64.b64encode(b"robot:opt").decode()
     prometheus_client.Client(open_url, server).query("up", 1)
     assert "authorization" not in Double.seen[-1]["headers"]
+
+
+def test_the_clients_own_credential_values_leave_no_error_or_warning(server, tmp_path):
+    """A body (or a warning) that echoes the password, a header's value or the token read from the token file:
+    none is shown, however it is written (the shape-based redaction alone misses these)."""
+    secret = "Echo-Pw-63"
+    token = tmp_path / "token"
+    token.write_text(secret)
+    for kw in ({"username": "robot", "password": secret}, {"headers": {"X-Api-Key": secret}},
+               {"token_file": str(token)}):
+        client = prometheus_client.Client(open_url, server, **kw)
+        Double.answer = (401, b"Unauthorized (invalid credentials robot/" + secret.encode() + b")")
+        with pytest.raises(prometheus_client.NoAnswer) as err:
+            client.query("up", 1)
+        assert "Unauthorized" in err.value.msg and secret not in err.value.msg
+        Double.answer = (200, {"status": "success", "warnings": ["X-Api-Key %s rejected by a store" % secret],
+                               "data": {"resultType": "vector", "result": []}})
+        (warning,) = client.query("up", 1)[1]
+        assert "rejected by a store" in warning and secret not in warning
+        assert secret in client.secret_values()

@@ -168,6 +168,37 @@ def test_the_heartbeat_inside_the_file_counts_too():
     assert triage(series)[0]["nodes"]["node-c"]["reasons"] == ["stale"]
 
 
+@pytest.mark.parametrize("heartbeat", [AT + 365 * 86400, float("inf")])
+def test_a_heartbeat_ahead_of_the_clock_is_stale_beside_a_fresh_mtime(heartbeat):
+    # each stamp judged on its own: the fresh mtime does not vouch for a heartbeat a year (or +Inf) ahead
+    series = fleet() + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, heartbeat)]
+    node = triage(series)[0]["nodes"]["node-b"]
+    if heartbeat == float("inf"):  # not a time at all: a bad value, and never clean
+        assert node["state"] == "unknown" and node["reasons"] == ["bad_value"], node
+    else:
+        assert node["state"] == "unknown" and node["reasons"] == ["stale"] and "ahead of the clock" in node["notes"][0]
+
+
+FINDING = {"instance": "node-b:9100", "job": "node", "id": "kubelet.eviction_thresholds", "severity": "high",
+           "check": "kubelet", "subject": ""}
+
+
+@pytest.mark.parametrize("odd, says", [
+    (lambda s: replace(s, "node_textfile_scrape_error", "node-b:9100", float("nan")), "node_textfile_scrape_error"),
+    (lambda s: replace(s, "up", "node-b:9100", 2), "up is 2"),
+    (lambda s: s + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, float("nan"))],
+     "nodefix_audit_timestamp_seconds is nan"),
+    (lambda s: replace(s, "node_textfile_mtime_seconds", "node-b:9100", float("-inf")), "node_textfile_mtime_seconds"),
+    (lambda s: s + [("nodefix_finding", FINDING, 2)], "nodefix_finding{id=kubelet.eviction_thresholds} is 2"),
+    (lambda s: s + [("nodefix_finding", dict(FINDING, id=""), 1)], "without its id"),
+    (lambda s: s + [("nodefix_finding", dict(FINDING, severity=""), 1)], "without its id or severity"),
+])
+def test_a_value_a_series_cannot_mean_makes_the_node_unknown_never_clean(odd, says):
+    node = triage(odd(fleet()))[0]["nodes"]["node-b"]
+    assert node["state"] == "unknown" and "bad_value" in node["reasons"], node
+    assert says in node["notes"][node["reasons"].index("bad_value")], node["notes"]
+
+
 def test_an_answer_with_warnings_calls_no_node_clean():
     series = fleet() + [("nodefix_finding", {"instance": "node-a:9100", "job": "node", "id": "gvisor.runsc_outdated",
                                              "severity": "critical", "check": "gvisor", "subject": ""}, 1)]

@@ -28,6 +28,11 @@ description:
     (C(ansible-inventory), C(ansible-playbook), an AWX inventory update) exits non-zero whatever
     C(INVENTORY_ANY_UNPARSED_IS_FAILED) says - Ansible would otherwise turn the failure into a warning and an empty
     inventory. Never a warning with an empty inventory.
+  - Every failure of the parse - an option Ansible cannot convert or the plugin refuses, an answer of an odd shape -
+    fails it the same way. Every message and the whole triage (a finding's labels, Prometheus' warnings) are redacted,
+    the client's own credential values (the password, header values, the token read from the token file) removed,
+    before anything is shown, cached or put into the inventory.
+  - With O(cache), a cached triage evaluated more than O(max_audit_age) ago is a miss, whatever O(cache_timeout) says.
   - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
 author: nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:

@@ -21,7 +21,7 @@ from ansible.galaxy.dependency_resolution.versioning import meets_requirements
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import leave_action
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import leave_action, redacted_run
 from ansible_collections.nodefix.k8s.plugins.module_utils._preflight import variables as preflight_vars
 from ansible_collections.nodefix.k8s.plugins.module_utils._preflight.targets import no_match_problem
 
@@ -148,6 +148,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("playbook", "hosts", "ignore", "targets", "targets_matched"))
 
+    @redacted_run
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}

@@ -23,7 +23,10 @@ def redact_filter(value):
 
 def url_without_userinfo(url):
     """``url`` without its user information (split at the last '@', ``_core.mirror_auth.split_userinfo``)."""
-    return split_userinfo(str(url))[0]
+    try:
+        return split_userinfo(str(url), "the URL given to url_without_userinfo")[0]
+    except NodefixError as exc:
+        raise AnsibleFilterError(exc.msg)
 
 
 def mirror_headers(base_url, username="", password="", headers=None):
@@ -31,10 +34,10 @@ def mirror_headers(base_url, username="", password="", headers=None):
     them): ``headers`` and Basic authentication from ``username``/``password``, or - when both are empty - from the
     URL's user information, split at its last '@' and percent-decoded (``p%40ss`` is ``p@ss``; ``https://:pass@host``
     an empty user, which ``ansible.builtin.uri``'s ``url_username`` would drop)."""
-    url_user, url_password = split_userinfo(str(base_url))[1:]
-    if not username and not password:
-        username, password = url_user or "", url_password or ""
     try:
+        url_user, url_password = split_userinfo(str(base_url), "the mirror URL given to mirror_headers")[1:]
+        if not username and not password:
+            username, password = url_user or "", url_password or ""
         return request_headers(username, password, headers or {})
     except NodefixError as exc:
         raise AnsibleFilterError(exc.msg)

@@ -319,7 +319,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
@@ -386,6 +386,7 @@ def read_slices(module, paths):
     return slices
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

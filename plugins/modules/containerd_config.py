@@ -176,7 +176,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -227,6 +227,7 @@ def validate_candidate(module, runner, binary, path, content, runtimes, systemd_
     return err
 
 
+@redacted_main
 def main():
     module = build_module()
     if not containerd_cfg.HAS_TOMLKIT:

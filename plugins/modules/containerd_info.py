@@ -168,7 +168,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import config as containerd_cfg
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
@@ -182,6 +182,7 @@ def build_module():
     return redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
 
 
+@redacted_main
 def main():
     module = build_module()
     facts = core_options.run_check(module, containerd_detect)

@@ -168,11 +168,12 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import snapshot as containerd_snapshot_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

@@ -201,7 +201,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
@@ -267,6 +267,7 @@ def release(p, api, lock, run_command, clock=time.time, sleep=time.sleep):
         sleep(min(p["poll"], max(deadline - clock(), 0)) or p["poll"])
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params

@@ -134,7 +134,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._containerd import detect as containerd_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._cpu_quota import detect as cpu_quota_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
@@ -147,6 +147,7 @@ def build_module():
     )
 
 
+@redacted_main
 def main():
     module = build_module()
     result = core_options.run_check(module, cpu_quota_detect)

@@ -160,7 +160,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.fleet_gate import (
     RECORD,
@@ -171,6 +171,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.fleet_gate im
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.records import read_records, write_record
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

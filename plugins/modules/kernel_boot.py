@@ -175,7 +175,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot as kernel_boot_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
@@ -374,6 +374,7 @@ def _keep(module, runner, root, st, keep):
         raise NodefixError("%s; the drop-in and grub.cfg were put back" % (getattr(exc, "msg", None) or exc))
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

@@ -166,7 +166,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
@@ -178,6 +178,7 @@ def build_module():
     )
 
 
+@redacted_main
 def main():
     module = build_module()
     module.exit_json(changed=False, **core_options.run_check(module, kernel_detect))

@@ -172,7 +172,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import detect as kernel_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import boot_record as kernel_boot_record
 from ansible_collections.nodefix.k8s.plugins.module_utils._kernel import package as kernel_package_lib
@@ -202,6 +202,7 @@ def manager_family(runner, root):
     return family
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

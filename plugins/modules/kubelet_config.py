@@ -403,7 +403,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -535,6 +535,7 @@ def _write_and_reread(module, node, planned, result, before):
     result["effective"] = kubelet_node.report(config, sources)
 
 
+@redacted_main
 def main():
     """Validate, inspect, plan, diff, write, re-read (undo on a mismatch)."""
     module = build_module()

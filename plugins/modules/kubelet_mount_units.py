@@ -412,7 +412,7 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import cost as mount_units_cost
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import errors as mount_units_errors
 from ansible_collections.nodefix.k8s.plugins.module_utils._mount_units import survey as mount_units_survey
@@ -439,6 +439,7 @@ def build_module():
     )
 
 
+@redacted_main
 def main():
     module = build_module()
     p = module.params

@@ -217,7 +217,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import (
@@ -288,6 +288,7 @@ def write_textfile(module, real, result):
     return info
 
 
+@redacted_main
 def main():
     module = build_module()
     unknown = sorted(set(module.params["options"]) - set(CHECK_NAMES))

@@ -153,7 +153,7 @@ budgets_error:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
@@ -170,6 +170,7 @@ def argument_spec():
     )
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params

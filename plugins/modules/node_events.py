@@ -194,7 +194,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
@@ -267,6 +267,7 @@ def post(module, events, note):
     return posted, annotated, errors
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

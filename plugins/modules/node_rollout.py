@@ -111,7 +111,7 @@ import datetime
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout
@@ -193,6 +193,7 @@ def release(api, name, run_id, here, check_mode):
                        "the record stays until its lease runs out" % (name, CLAIM_ATTEMPTS))
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=dict(
         kubeconfig=dict(type="path", required=True),

@@ -277,7 +277,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 from ansible_collections.nodefix.k8s.plugins.module_utils._pids import detect as pids_detect
 
@@ -289,6 +289,7 @@ def build_module():
     )
 
 
+@redacted_main
 def main():
     module = build_module()
     result = core_options.run_check(module, pids_detect, precheck=lambda p: (

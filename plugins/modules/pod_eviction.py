@@ -114,7 +114,7 @@ attempts:
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
@@ -188,6 +188,7 @@ def _evict(module, api, ns, name, uid):
                              status=exc.status, attempts=attempts)
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

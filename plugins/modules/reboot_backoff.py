@@ -179,7 +179,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
@@ -245,6 +245,7 @@ def record(p, now, check_mode):
     return dict(result, annotation=note, changed=True)
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params

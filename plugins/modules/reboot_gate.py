@@ -305,7 +305,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
@@ -517,6 +517,7 @@ def reclaim(module, p, api):
     return result
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params

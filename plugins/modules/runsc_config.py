@@ -150,7 +150,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
@@ -158,6 +158,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import runsc_toml as gvisor_runsc_toml
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

@@ -278,7 +278,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import options as core_options
 
@@ -290,6 +290,7 @@ def build_module():
     )
 
 
+@redacted_main
 def main():
     module = build_module()
     module.exit_json(changed=False, **core_options.run_check(module, gvisor_detect))

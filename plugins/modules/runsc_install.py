@@ -229,7 +229,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect as gvisor_detect
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import node_config as gvisor_node_config
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import version as gvisor_version
@@ -337,7 +337,7 @@ def _install(module, runner, p, new, bindest, workdir, before, expected):
 def _mirror(module, p):
     """(the base URL without user information, the headers of every request): the credentials from the options,
     else from the URL (with a warning naming the options); every secret added to the values Ansible masks."""
-    base_url, url_user, url_password = mirror_auth.split_userinfo(p["base_url"])
+    base_url, url_user, url_password = mirror_auth.split_userinfo(p["base_url"], "base_url")
     password = p["password"]
     if p["password_file"]:
         password = mirror_auth.read_password_file(p["password_file"])
@@ -390,6 +390,7 @@ def run(module, runner, p, workdir):
     return result
 
 
+@redacted_main
 def main():
     module = build_module()
     p = module.params

@@ -288,7 +288,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.records import read_records, write_record
@@ -307,6 +307,7 @@ def cluster_view(p):
         return cluster_nodes.failed_view(p["node_selector"], err)
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(

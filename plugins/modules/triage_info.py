@@ -135,7 +135,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -182,6 +182,7 @@ def run(p):
             "clean": sorted(n for n, r in nodes.items() if r["state"] == "clean")}
 
 
+@redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=argument_spec(), supports_check_mode=True)
     try:

@@ -31,7 +31,7 @@ from ansible.module_utils import basic  # noqa: E402
 from ansible.module_utils.common.text.converters import to_bytes  # noqa: E402
 
 
-class ModuleExit(Exception):
+class ModuleExit(BaseException):
     """Raised instead of sys.exit by exit_json/fail_json."""
 
     def __init__(self, result, failed):

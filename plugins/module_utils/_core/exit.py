@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import sys
 import traceback
 
@@ -31,6 +32,8 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 
 _CLASSES = {}
+# the module the running main() built (a module runs one main() per process)
+_BUILT = []
 
 
 def _result(module, result):
@@ -70,6 +73,10 @@ def redacting(base):
     """``base`` (AnsibleModule) whose every exit - and every warning - goes through ``leave``."""
     if base not in _CLASSES:
         class Redacting(base):
+            def __init__(self, *args, **kwargs):
+                super(Redacting, self).__init__(*args, **kwargs)
+                _BUILT[:] = [self]
+
             def exit_json(self, **result):
                 leave(self, result, failed=False)
 
@@ -91,6 +98,47 @@ def redacting(base):
     return _CLASSES[base]
 
 
+def _unexpected(exc):
+    """What an exception no module expected says: its type and its text (redacted where it leaves)."""
+    return "unexpected %s: %s" % (type(exc).__name__, exc)
+
+
+def redacted_main(main):
+    """A module's ``main`` whose every exception leaves through ``leave`` too: an error no module code expected
+    (a TypeError on a bad value, a library's exception) would otherwise leave as Ansible's own "Module failed" with
+    its raw text - a credential it quotes included. Its traceback is added only where Ansible would add one (-vvv,
+    its traceback setting). An exception before the module was built (no arguments read yet) is raised again,
+    its text redacted."""
+    @functools.wraps(main)
+    def run(*args, **kwargs):
+        del _BUILT[:]
+        try:
+            return main(*args, **kwargs)
+        except Exception as exc:  # pylint: disable=broad-except
+            if not _BUILT:
+                raise RuntimeError(redact_text(_unexpected(exc)))
+            leave(_BUILT[-1], {"msg": _unexpected(exc)}, failed=True)
+    return run
+
+
 def leave_action(result):
     """An action plugin's result, redacted: what its ``run`` returns."""
     return redact(result)
+
+
+def redacted_run(run):
+    """An action plugin's ``run`` whose every exception - Ansible's errors for bad task arguments too - becomes a
+    failed result through ``leave_action``: Ansible would print its text as it is. The traceback only where
+    Ansible would show one (-vvv)."""
+    @functools.wraps(run)
+    def wrapper(self, tmp=None, task_vars=None):
+        try:
+            return run(self, tmp=tmp, task_vars=task_vars)
+        except Exception as exc:  # pylint: disable=broad-except
+            result = {"failed": True, "msg": getattr(exc, "message", None) or str(exc)}
+            if type(exc).__module__.split(".")[0] != "ansible":
+                result["msg"] = _unexpected(exc)
+            if getattr(getattr(self, "_display", None), "verbosity", 0) >= 3:
+                result["exception"] = traceback.format_exc()
+            return leave_action(result)
+    return wrapper

@@ -21,20 +21,35 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import re
 
-from ansible.module_utils.six.moves.urllib.parse import unquote, urlsplit, urlunsplit
+from ansible.module_utils.six.moves.urllib.parse import unquote
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
 
-def split_userinfo(url):
-    """(url without user information, user name or None, password or None)."""
-    parts = urlsplit(url or "")
-    if "@" not in parts.netloc:
+# scheme://authority: the authority runs to the first '/', '?' or '#' (RFC 3986 3.2, as Go's url.Parse reads it)
+_AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<authority>[^/?#]*)(?P<rest>.*)$", re.DOTALL)
+# the host after the user information: a name or an [IPv6 address], an optional numeric port
+_HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~%\-]+)?\]|[A-Za-z0-9._~%!$&'()*+,;=\-]*)(?::[0-9]*)?$")
+
+
+def split_userinfo(url, option="the URL"):
+    """(url without user information, user name or None, password or None). The authority is read as Go's
+    url.Parse reads it (to the first '/', '?' or '#'; the user information to its LAST '@'); a URL whose host
+    part is then not a host - a password with a raw '/', '?' or '#' (``https://u:pa/ss@host``) - is refused:
+    NodefixError naming ``option``, never quoting the URL (its password is in it)."""
+    match = _AUTHORITY.match(url or "")
+    if match is None:
         return url, None, None
-    userinfo, host = parts.netloc.rsplit("@", 1)
+    userinfo, at, host = match.group("authority").rpartition("@")
+    if not _HOST.match(host):
+        raise NodefixError("%s is not a valid URL (its host[:port] is not one: a password with a raw '/', '?' "
+                           "or '#' must be percent-encoded, or set in the credential options instead)" % option)
+    if not at:
+        return url, None, None
     user, colon, password = userinfo.partition(":")
-    return (urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), unquote(user),
+    return (match.group("scheme") + "://" + host + match.group("rest"), unquote(user),
             unquote(password) if colon else None)
 
 

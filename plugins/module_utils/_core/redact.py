@@ -98,12 +98,18 @@ _FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-[uU
                          r"""(?:<redacted by nodefix\.k8s>|[^\s"'])*)""")
 # curl's -uname:password, -Uname:password (the user kept)
 _ATTACHED_USER = re.compile(r"""(?<![\w-])(?P<head>-[uU]["']?[^\s:"'<>-][^\s:"'<>]*:)(?P<val>[^\s"'<]+)""")
-# scheme://[user][:password]@host - the user information ends at the LAST '@' before the path (as Go's net/url and
-# Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'
-_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'\"<>]*):(?P<val>[^\s/?#'\"<>]+)@")
+# scheme://[user][:password]@host - the user information ends at the LAST '@' before the host (as Go's net/url and
+# Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'. A password
+# with a raw '/', '?', '#' or quote ('https://robot:Sl/ash@host', not a valid URL) is hidden to that '@' too: the
+# '@' taken is the last one in the word that a host (a name or [address], an optional numeric port) follows
+_URL_HOST_NEXT = r"""(?=(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%\-]+)(?::\d*)?(?:[/?#\s"'<>,;)\]}]|\Z))"""
+_URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'"<>]*):"""
+                           r"""(?!\d+[/?#])(?P<val>(?:[^\s"'<>]|'(?![\s,;)\]}]|\Z))+)@""" + _URL_HOST_NEXT)
 # user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
-# is the usual way to put one in a URL, so the whole user information goes
-_URL_TOKEN_USER = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<val>[^\s/?#:'\"<>]+)@")
+# is the usual way to put one in a URL, so the whole user information goes - unless it is a user name (letters,
+# '_', '.', '-', no digit, at most 32: ssh://git@host, https://deploy@host), which has nothing to hide
+_URL_TOKEN_USER = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)"""
+                             r"""(?![A-Za-z_][A-Za-z_.\-]{0,31}@)(?P<val>[^\s/?#:'"<>]+)@""" + _URL_HOST_NEXT)
 # a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
 _QUERY_KEY = re.compile(r"(?P<head>[?&]key=)(?P<val>[^&#\s\"'<>]+)")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)

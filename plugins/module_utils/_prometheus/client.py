@@ -67,13 +67,14 @@ class BadAnswer(NodefixError):
 
 
 def safe_url(url):
-    """``url`` without user information (``https://user:pw@host`` -> ``https://host``): what every message names."""
+    """``url`` without user information (``https://user:pw@host`` -> ``https://host``), query and fragment: what
+    every message names. A URL whose user information cannot be told from its host (a raw '/' in a password) is
+    not shown at all."""
     try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<an unparsable URL>"
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        parts = urlsplit(mirror_auth.split_userinfo(url)[0])
+    except (NodefixError, ValueError):
+        return "<a URL that is not valid>"
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def _short(text, limit=300, values=()):
@@ -109,7 +110,7 @@ class Client(object):
         if (password is not None) and not username:
             raise NodefixError("a Prometheus password needs a username")
         try:
-            url, url_user, url_password = mirror_auth.split_userinfo(url)
+            url, url_user, url_password = mirror_auth.split_userinfo(url, "prometheus_url")
         except ValueError:
             raise NodefixError("Prometheus URL %s cannot be parsed" % safe_url(url))
         self.warnings = []

@@ -52,6 +52,70 @@ def test_every_module_leaves_through_the_one_exit_redacted(run_module, name):
     assert args["nodefix_planted_argv"] == ["etcdctl", "--user", "root:" + MARK]
 
 
+EXC_SECRET = "Walk-Exc-Secret-61"
+# the preflight module is a stub of the action plugin: it fails at once, reading nothing
+READ_NO_PARAMS = ("preflight",)
+
+
+class _ExplodingParams(dict):
+    """A module's params whose every read raises what no module expects (a TypeError quoting a credential, as
+    ``re.match`` on an int label does): the unexpected-exception path of every module, whatever its options."""
+
+    def _boom(self, *_args, **_kwargs):
+        raise TypeError("expected string or bytes-like object, got 'int' (https://robot:%s@mirror.example.com)"
+                        % EXC_SECRET)
+
+    __getitem__ = get = copy = __contains__ = __iter__ = keys = values = _boom
+
+
+@pytest.fixture
+def unexpected(monkeypatch):
+    """AnsibleModule built with no options (any module's arguments pass the check) whose params then explode."""
+    real_init = basic.AnsibleModule.__init__
+
+    def init(self, *args, **kwargs):
+        kwargs = dict((k, v) for k, v in kwargs.items() if k in ("supports_check_mode",))
+        real_init(self, argument_spec={}, **kwargs)
+        self.params = _ExplodingParams()
+
+    monkeypatch.setattr(basic.AnsibleModule, "__init__", init)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_leaves_an_unexpected_exception_through_the_one_exit(run_module, unexpected, name):
+    """Any exception in main() - not only NodefixError - leaves through _core/exit.leave (the fixture raises
+    otherwise, and an exception that escaped main() fails here), redacted, its type named, and without a
+    traceback at default verbosity."""
+    module = importlib.import_module("ansible_collections.nodefix.k8s.plugins.modules." + name)
+    result, failed, _t = run_module(module, {})
+    assert failed, result
+    assert EXC_SECRET not in json.dumps(result), result
+    if name in READ_NO_PARAMS:
+        assert "action plugin" in result["msg"]
+    else:
+        assert "unexpected TypeError" in result["msg"] and "mirror.example.com" in result["msg"], result["msg"]
+    assert "exception" not in result
+
+
+def test_an_unexpected_exception_shows_its_traceback_only_where_ansible_would(run_module, unexpected, monkeypatch):
+    """With tracebacks on (-vvv), the traceback is there, redacted."""
+    monkeypatch.setattr(core_exit, "_tracebacks_shown", lambda module: True)
+    module = importlib.import_module("ansible_collections.nodefix.k8s.plugins.modules.triage_info")
+    result, failed, _t = run_module(module, {})
+    assert failed and "Traceback" in result["exception"] and "TypeError" in result["exception"]
+    assert EXC_SECRET not in json.dumps(result)
+
+
+def test_an_exception_before_the_module_is_built_is_raised_redacted():
+    @core_exit.redacted_main
+    def main():
+        raise ValueError("cannot build https://u:%s@h.example.com" % EXC_SECRET)
+
+    with pytest.raises(RuntimeError) as exc:
+        main()
+    assert EXC_SECRET not in str(exc.value) and "h.example.com" in str(exc.value)
+
+
 def test_a_real_exit_redacts_everything_ansible_prints(monkeypatch, capsys):
     """AnsibleModule's real exit_json (no double): the JSON a module prints, as the controller reads it."""
     args = {"url": "http://u:Pr0xy@Tail-Real-61@proxy.example.com", "password": "No-Log-Real-61",
@@ -112,3 +176,27 @@ def test_every_action_plugin_leaves_through_the_one_exit(monkeypatch):
                                                         "nodefix_report_dir": "/tmp/reports"}})
     assert seen and result["failed"] and "Action-Secret-61" not in json.dumps(result), result
     assert "m.example.com" in result["msg"], result["msg"]
+
+
+@pytest.mark.parametrize("name", ACTIONS)
+def test_every_action_plugin_leaves_an_unexpected_exception_redacted(monkeypatch, name):
+    """An exception inside an action plugin's run (here: its base class's run raising one that quotes a
+    credential) becomes a failed result through leave_action, redacted, never Ansible's raw error text."""
+    seen = []
+    real = core_exit.leave_action
+    action = importlib.import_module("ansible_collections.nodefix.k8s.plugins.action." + name)
+
+    def spy(result):
+        seen.append(True)
+        return real(result)
+
+    def boom(self, tmp=None, task_vars=None):
+        raise KeyError("https://robot:%s@mirror.example.com" % EXC_SECRET)
+
+    monkeypatch.setattr(core_exit, "leave_action", spy)
+    monkeypatch.setattr(action.ActionBase, "run", boom)
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    result = plugin.run(task_vars={})
+    assert seen and result["failed"], result
+    assert EXC_SECRET not in json.dumps(result) and "mirror.example.com" in result["msg"], result
+    assert "unexpected KeyError" in result["msg"] and "exception" not in result

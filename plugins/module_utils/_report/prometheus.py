@@ -184,6 +184,7 @@ def tick_textfile(looks, heartbeat, version):
     0|1, findings: [...]}} of the checks looked at, ``heartbeat`` the Unix time of the oldest look, ``version`` the
     collection's."""
     text = _Text()
+    looks = redact(looks)
     text.add("nodefix_audit_timestamp_seconds", None, int(heartbeat))
     text.add("nodefix_build_info", {"version": version}, 1)
     findings = [f for check in sorted(looks) for f in looks[check]["findings"]]

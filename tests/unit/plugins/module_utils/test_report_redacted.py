@@ -61,3 +61,14 @@ def test_node_text_is_text_in_report_md():
     assert re.search(r"(?<!\\)<", md) is None and "\\<script>" in md      # every '<' escaped: no raw HTML
     assert not [ln for ln in lines if ln.startswith("## Injected") or ln.startswith("| a |") or ln == "- item"]
     assert not [ln for ln in lines if ln.startswith("```") and ln.strip("`")]   # no fence opened by node text
+
+
+def test_the_tick_textfile_is_redacted_as_the_node_textfile_is():
+    """node-problem-detector's tick textfile: a reboot reason quoting a credential shows redacted (review item 3)."""
+    looks = {"reboot": {"failed": 0, "findings": [
+        {"id": "reboot.required", "severity": "high", "check": "reboot", "title": "t",
+         "evidence": {"reasons": ["pending after etcdctl --user=root:Report-Etcd-61 on db.example.com"]}}]}}
+    for text in (prometheus.tick_textfile(looks, 1700000000, "1.2.0"),
+                 prometheus.node_textfile({"findings": looks["reboot"]["findings"], "checks": {"reboot": {}}})):
+        assert leaks(text) == [], text
+        assert "db.example.com" in text and "root:" in text, text

@@ -77,7 +77,7 @@ _USER_FLAGS = frozenset(("user", "u", "proxy_user"))
 # a bare value: to the next blank, quote, '}' or ']'; a ',', ';' or '&' ends it only before the next 'name=' (mount
 # options, a query string, a connection string) or a blank; a backslash escapes the next character
 _BARE = (r"""(?![A-Za-z_][A-Za-z0-9_.\-]*[ \t]*:(?:\s|\Z))"""
-         r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\:]|:(?![\s"']|\Z))"""
+         r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&{}\]\\:]|:(?![\s"']|\Z))"""
          r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\:]|:(?![\s"']|\Z)"""
          r"""|[,;&](?![\s"',;&]|\Z|[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*[=:])"""
          r"""(?<!;(?=[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t][A-Za-z_][A-Za-z0-9_.\-]*)+[ \t]*=)))*""")
@@ -145,7 +145,21 @@ _YAML_BLOCK = re.compile(r"^[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ \t]+#.*)?$")
 # a value complete on its line: quoted (YAML's '' escape too), a flow collection, an alias, anchor or tag alone
 _YAML_ONE_LINE = re.compile(r"""^(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|\[[^\[\]]*\]|\{[^{}]*\}|[*&!]\S*)"""
                             r"""(?:[ \t]+#.*)?$""")
-_BOOTSTRAP = re.compile(r"\b(?P<head>[a-z0-9]{6}\.)(?P<val>[a-z0-9]{16})\b")
+# a bootstrap token is a whole word (Kubernetes matches it as ^[a-z0-9]{6}\.[a-z0-9]{16}$): never a label of a host name
+# (node01.abcdefabcdef0123.example.com), a host:port or a URL's host
+_BOOTSTRAP = re.compile(r"""(?<![\w.\-@/])(?P<head>[a-z0-9]{6}\.)(?P<val>[a-z0-9]{16})(?![\w.\-@/]|:\d)""")
+# an AWS access key id (its documented prefixes: AKIA long-term, ASIA temporary) followed by its 40-character secret
+# access key (the pair as the console's CSV or a shell's echo shows it): the id kept, the secret hidden
+_AWS_PAIR = re.compile(r"""(?P<head>(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}["']?[ \t]*[,:;=|\t ][ \t]*["']?)"""
+                       r"""(?P<val>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])""")
+# 'API key' as two words ('invalid API key: X', 'API Key = X'); api_key, apikey and api-key are secret names
+_API_KEY_WORDS = re.compile(r"""(?P<head>(?<![\w-])api[ \t]+key[ \t]*[:=][ \t]*["']?)(?P<val>[^\s"'<,;]+)""",
+                            re.IGNORECASE)
+# a Slack incoming webhook's URL: its path is the credential (api.slack.com/messaging/webhooks)
+_SLACK_HOOK = re.compile(r"(?P<head>\bhooks\.slack\.com/(?:services|workflows|triggers)/)(?P<val>[A-Za-z0-9/_\-]+)")
+# an absolute path (two components at least) under a *_key name is where a key is (ssh_host_key:
+# /etc/ssh/ssh_host_rsa_key), not the key
+_KEY_PATH = re.compile(r"^/(?:[A-Za-z0-9._\-]+/)+[A-Za-z0-9._\-]+$")
 # a PEM private key of any kind (RSA, EC, ENCRYPTED, OPENSSH, PGP ... BLOCK); one cut short (a clipped journal or
 # file) loses everything after its BEGIN line
 _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*)-----)(?P<val>.*?)"
@@ -157,6 +171,13 @@ _NESTED = re.compile(r"[=:]|(?:^|\s)-")
 # a value under a secret's name that only switches something on or off (kubelet's
 # --authentication-token-webhook=true): shown, so that a flag's diff stays readable
 _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
+
+
+# how deep a value is read again for secrets of its own (Environment="EXTRA=--token=x" is two): deeper is hidden whole,
+# so that 'a:a:a:...' costs a few readings of the text, never one per character (nor Python's recursion limit); only
+# its key = value and flag shapes are read again (every other shape was read in the whole text already)
+_NEST = [0]
+_NEST_MAX = 2
 
 
 def _words(name):
@@ -178,6 +199,13 @@ def secret_name(name):
     # client-key is a path. *_PASS as environment variables are named (DB_PASS)
     return (any(part in norm for part in _PART) or str(name).lower().endswith("_key") or norm.endswith("_pass")
             or norm == "pass" or re.search(r"[a-z]Key$", str(name)) is not None)
+
+
+def _key_path(name, value):
+    """Whether ``value`` under a secret's ``name`` is where a key is - an absolute path under a name ending in
+    ``key`` (``signing_key: /etc/kubernetes/pki/sa.key``) - shown as a path is."""
+    return (isinstance(value, str) and re.sub(r"[^a-z]", "", str(name).lower()).endswith("key")
+            and _KEY_PATH.match(value) is not None)
 
 
 def _user_flag(name):
@@ -221,10 +249,16 @@ def _key_value(match):
         opening, inside, closing = _unquoted(val)
         if not _NESTED.search(inside):
             return match.group(0)
-        return head + opening + redact_text(inside) + closing
+        if _NEST[0] >= _NEST_MAX:
+            return head + opening + MARK + closing  # 'a:b:c:...' nested deeper than any real text: fails closed
+        _NEST[0] += 1
+        try:
+            return head + opening + _FLAG_SPACE.sub(_key_value, _KEY_VALUE.sub(_key_value, inside)) + closing
+        finally:
+            _NEST[0] -= 1
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)
-    if _unquoted(val)[1].lower() in _SWITCH_WORDS:
+    if _unquoted(val)[1].lower() in _SWITCH_WORDS or _key_path(key, _unquoted(val)[1]):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
     if ":" in match.group("sep") and _YAML_BLOCK.match(val):
         return match.group(0)  # a YAML block scalar's header: its lines are hidden by _yaml_values
@@ -249,7 +283,8 @@ def _yaml_secret(lines, i, match):
     value = rest.strip()
     head = lines[i][:len(lines[i]) - len(rest)] + rest[:len(rest) - len(rest.lstrip(" \t"))]
     one_line = _YAML_ONE_LINE.match(value)
-    if value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'"):
+    if (value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'")
+            or _key_path(match.group("key"), value.split(" #", 1)[0].strip())):
         return i + 1  # a switch, already hidden, or a flow collection _KEY_VALUE reads (an alias, a tag)
     if one_line:  # a quoted scalar (YAML's '' inside): the mark in its quotes, a comment kept
         if _unquoted(one_line.group("quoted"))[1].lower() not in _SWITCH_WORDS + ("",) and MARK not in value:
@@ -317,6 +352,8 @@ def redact_text(text):
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
     text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
     text = _SHAPED_TOKEN.sub(MARK, text)
+    for shape in (_AWS_PAIR, _API_KEY_WORDS, _SLACK_HOOK):
+        text = shape.sub(lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _yaml_values(text)
@@ -352,7 +389,8 @@ def _hidden_after(flag, short=None):
     if flag in ("-passin", "-passout", "-pass"):
         return lambda v: "pass:" + MARK if v.startswith("pass:") and MARK not in v else v
     if (flag.startswith("--") and secret_name(flag)) or (short is not None and flag == "-" + short):
-        return lambda v: MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS else v
+        return lambda v: MARK if (v and MARK not in v and v.lower() not in _SWITCH_WORDS
+                                   and not _key_path(flag, v)) else v
     return None
 
 
@@ -402,7 +440,8 @@ def redact(value, depth=0):
         return MARK if value is not None and not isinstance(value, (bool, int, float)) else value
     if isinstance(value, dict):
         return dict((redact_text(k) if isinstance(k, str) else k,
-                     MARK if isinstance(k, str) and secret_name(k) and _secret_value(v) else redact(v, depth + 1))
+                     MARK if isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
+                     else redact(v, depth + 1))
                     for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return _items(value, depth)

@@ -21,9 +21,14 @@ value written as ``<redacted by nodefix.k8s>``:
   (case-insensitive); a bare value runs to the next blank, quote, ``}`` or ``]`` - a ``,``, ``;`` or ``&``
   ends it only before the next ``name=`` (mount options, a query string), so ``--password=ab,cd`` is hidden
   whole; a backslash-escaped character is part of it (``--password=a\ b``);
-- the password of a URL's user information (``scheme://user:password@host``, RFC 3986 3.2.1);
+- a ``key: value`` anywhere in a line, one after another (``stderr: token: X``): a bare value never ends in ``:``
+  nor takes in the next ``key:``;
+- the password of a URL's user information (``scheme://user:password@host``, RFC 3986 3.2.1), to the last ``@`` a
+  host follows (a raw ``/``, ``?``, ``#`` or quote in the password too); a user name alone unless it is a plain
+  name (``ssh://git@host`` kept);
+- an AWS access key id followed by its secret access key (the secret), ``API key: X``, a Slack webhook's path;
 - ``Bearer``/``Basic`` credentials (``Authorization: Bearer ...``, RFC 6750 2.1);
-- the secret half of a bootstrap token (``[a-z0-9]{6}.[a-z0-9]{16}``, kubernetes
+- the secret half of a bootstrap token (``[a-z0-9]{6}.[a-z0-9]{16}`` as a whole word, never in a host name, kubernetes
   docs/reference/access-authn-authz/bootstrap-tokens: the id is public, the secret is not);
 - the body of a PEM private key;
 - the value of a secret's key in YAML whatever its form: a plain scalar with spaces (to the end of the line, a
@@ -48,7 +53,8 @@ key (``authentication``/``authorization`` are kubelet settings, not secrets); an
 (``true``/``false``/``yes``/``no``/``on``/``off``) under a secret's name; a short flag of another tool
 (``psql -p 5432``, ``docker run -p 8080:80``, ``ssh -p 22``: ``-p`` is a password only for the tools named
 above, and only its first one on a command line); a secret flag followed by ``--another-flag`` (a value
-starting with two dashes is the next flag).
+starting with two dashes is the next flag); an absolute path under a name ending in ``key`` (``ssh_host_key:
+/etc/ssh/ssh_host_rsa_key``: where a key is).
 """
 
 from __future__ import absolute_import, division, print_function

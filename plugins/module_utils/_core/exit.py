@@ -107,8 +107,8 @@ def redacted_main(main):
     """A module's ``main`` whose every exception leaves through ``leave`` too: an error no module code expected
     (a TypeError on a bad value, a library's exception) would otherwise leave as Ansible's own "Module failed" with
     its raw text - a credential it quotes included. Its traceback is added only where Ansible would add one (-vvv,
-    its traceback setting). An exception before the module was built (no arguments read yet) is raised again,
-    its text redacted."""
+    its traceback setting). An exception before the module was built is raised as it is: no argument of the
+    task has been read then (AnsibleModule's own argument check leaves through ``leave``)."""
     @functools.wraps(main)
     def run(*args, **kwargs):
         del _BUILT[:]
@@ -116,7 +116,7 @@ def redacted_main(main):
             return main(*args, **kwargs)
         except Exception as exc:  # pylint: disable=broad-except
             if not _BUILT:
-                raise RuntimeError(redact_text(_unexpected(exc)))
+                raise  # nothing of the task read yet (ansible-test's argument spec introspection stops here too)
             leave(_BUILT[-1], {"msg": _unexpected(exc)}, failed=True)
     return run
 
@@ -136,7 +136,7 @@ def redacted_run(run):
             return run(self, tmp=tmp, task_vars=task_vars)
         except Exception as exc:  # pylint: disable=broad-except
             result = {"failed": True, "msg": getattr(exc, "message", None) or str(exc)}
-            if type(exc).__module__.split(".")[0] != "ansible":
+            if not type(exc).__module__.startswith("ansible."):
                 result["msg"] = _unexpected(exc)
             if getattr(getattr(self, "_display", None), "verbosity", 0) >= 3:
                 result["exception"] = traceback.format_exc()

@@ -395,8 +395,8 @@ def _hidden_after(flag, short=None):
     if flag in ("-passin", "-passout", "-pass"):
         return lambda v: "pass:" + MARK if v.startswith("pass:") and MARK not in v else v
     if (flag.startswith("--") and secret_name(flag)) or (short is not None and flag == "-" + short):
-        return lambda v: MARK if (v and MARK not in v and v.lower() not in _SWITCH_WORDS
-                                   and not _key_path(flag, v)) else v
+        return lambda v: (MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS and not _key_path(flag, v)
+                          else v)
     return None
 
 

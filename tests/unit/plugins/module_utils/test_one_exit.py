@@ -106,14 +106,17 @@ def test_an_unexpected_exception_shows_its_traceback_only_where_ansible_would(ru
     assert EXC_SECRET not in json.dumps(result)
 
 
-def test_an_exception_before_the_module_is_built_is_raised_redacted():
+def test_an_exception_before_the_module_is_built_is_raised_as_it_is():
+    """Nothing of the task is read before AnsibleModule is built (ansible-test's introspection stops there)."""
+    class Stop(Exception):
+        pass
+
     @core_exit.redacted_main
     def main():
-        raise ValueError("cannot build https://u:%s@h.example.com" % EXC_SECRET)
+        raise Stop()
 
-    with pytest.raises(RuntimeError) as exc:
+    with pytest.raises(Stop):
         main()
-    assert EXC_SECRET not in str(exc.value) and "h.example.com" in str(exc.value)
 
 
 def test_a_real_exit_redacts_everything_ansible_prints(monkeypatch, capsys):

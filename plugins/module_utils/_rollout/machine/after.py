@@ -60,9 +60,9 @@ def hold_decision(ctx, state, remediation):
 
 
 def resumed_hold(state):
-    """A node this run took over mid-fix from a dead run and did not remediate itself: given back only when it
-    has nothing to fix now (its audit is the verify), else held."""
-    if state.get("resumed") and state["outcome"] != Outcome.NOTHING_TO_FIX and not state.get("hold"):
+    """A node this run took over mid-fix from a dead run: given back only when this run verified it (ok: the
+    hold decision found no reason) or it has nothing to fix now (its audit is the verify), else held."""
+    if state.get("resumed") and state["outcome"] not in (Outcome.OK, Outcome.NOTHING_TO_FIX) and not state.get("hold"):
         state["hold"] = ["resumed from a dead run's phase %s and not verified by this run (%s)"
                          % (state["resumed"], state["outcome"])]
 

@@ -44,14 +44,14 @@ class Step(object):
         return "%-22s %-14s %6.1fs  %s" % (self.name, self.outcome, self.seconds, self.detail)
 
 
-class Stop(Exception):
+class Stop(NodefixError):
     """Ends the machine's half: ``outcome`` (an ``Outcome``) and why. Raised by a step; the runner records the step
-    with that outcome."""
+    with that outcome (a step that catches NodefixError around its own calls never wraps a Stop)."""
 
     def __init__(self, outcome, detail):
         if outcome not in Outcome.ALL:
             raise NodefixError("a rollout stops with one of %s, got %r" % (", ".join(Outcome.ALL), outcome))
-        super(Stop, self).__init__(detail)
+        super(Stop, self).__init__(detail, outcome=outcome)
         self.outcome, self.detail = outcome, detail
 
 

@@ -84,7 +84,7 @@ def give_back(ctx, state, ledger):
                                            lambda: ctx.api.patch_node(ctx.node, body) and None)
         return (Outcome.HELD if outcome == DONE else outcome), detail
     outcome, detail = ctx.runner.would("uncordon %s" % ctx.node, lambda: ctx.api.patch_node(ctx.node, GIVE_BACK) and None)
-    state["cordoned"] = ctx.check_mode
+    state["cordoned"] = False
     return outcome, detail
 
 

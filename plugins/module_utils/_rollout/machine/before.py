@@ -94,7 +94,7 @@ def cordon_step(ctx, state, ledger):
         return SKIPPED, "; ".join(s for s in (said, "cordoned before this run: it stays cordoned") if s)
     ledger.enter("cordon", cordonedBefore=False)
     outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, ledger))
-    state["cordoned"] = not ctx.check_mode
+    state["cordoned"] = True      # (in check mode: the give-back's step says what it would do)
     return outcome, "; ".join(s for s in (said, detail) if s)
 
 

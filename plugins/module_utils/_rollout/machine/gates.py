@@ -138,17 +138,19 @@ def reclaim_slots(ctx, state, node):
 def release_slots(ctx, state, node):
     """(step outcome, detail): this run's slots given back - the reboot lock's at once, the control plane's once
     the node's etcd member is Ready again (kept, said so, until then)."""
+    if ctx.check_mode:      # a dry run took no slot: it says which it would give back
+        return WOULD, "would give back this run's slot in %s" % ", ".join(state["slots"])
     said = []
     cp = lock_id(ctx, ctx.options["control_plane_lock_name"])
     for name, lock in sorted(locks(ctx).items()):
         if name not in state["slots"]:
             continue
         back = control_plane.own_member_back(ctx.api, ctx.node) if name == cp else None
-        out = control_plane.reclaim(lock, node, member_back=back, dry_run=ctx.check_mode)
+        out = control_plane.reclaim(lock, node, member_back=back)
         if out["released"]:
-            said.append("%s %s" % ("would give back" if ctx.check_mode else "gave back", out["released"]))
+            said.append("gave back %s" % out["released"])
         elif out["kept"]:
             said.append(out["kept"])
     if not said:
         return SKIPPED, "no slot held"
-    return (WOULD if ctx.check_mode else DONE), "; ".join(said)
+    return DONE, "; ".join(said)

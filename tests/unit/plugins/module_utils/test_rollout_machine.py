@@ -258,6 +258,7 @@ def test_check_mode_is_the_same_machine_and_writes_nothing():
     assert api.writes == [] and names(first) == names(real) and names(first) == list(machine.BEFORE)
     would = dict((s["name"], s["detail"]) for s in first["steps"] + second["steps"] if s["outcome"] == "would")
     assert would["cordon"] == "would cordon node-a" and would["drain"].startswith("would evict default/web-1")
+    assert would["give_back"] == "would uncordon node-a" and would["release_slots"].startswith("would give back")
     assert would["reboot_gate"] == "would take the reboot lock's slot nodefix-reboot-0"
     assert set(("claim", "evidence", "fix", "verify", "release", "start_event")) <= set(would)
 

@@ -42,9 +42,9 @@ class RolloutApi(node_api.NodeApi, reboot_api.KubeApi):
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         if uid:
             body["deleteOptions"] = {"preconditions": {"uid": uid}}
-        status, text = self.kube.call("eviction of pod %s/%s" % (namespace, name), "POST",
-                                      "/api/v1/namespaces/%s/pods/%s/eviction" % (kube.name(namespace), kube.name(name)),
-                                      body=body, retry=kube.RETRY_SERVER)
+        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (kube.name(namespace), kube.name(name))
+        status, text = self.kube.call("eviction of pod %s/%s" % (namespace, name), "POST", path, body=body,
+                                      retry=kube.RETRY_SERVER)
         return (status,) + eviction_answer(text)
 
 

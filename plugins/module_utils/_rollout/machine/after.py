@@ -26,7 +26,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 _STATUS = {"ok": Outcome.OK, "failed": Outcome.FAILED, "unreachable": Outcome.UNREACHABLE}
-GIVE_BACK = {"metadata": {"annotations": {cordon.CORDONED_BY: None, cordon.HELD: None}}, "spec": {"unschedulable": False}}
+GIVE_BACK = {"metadata": {"annotations": {cordon.CORDONED_BY: None, cordon.HELD: None}},
+             "spec": {"unschedulable": False}}
 
 
 def verify(ctx, state, remediation):
@@ -83,7 +84,8 @@ def give_back(ctx, state, ledger):
         outcome, detail = ctx.runner.would("hold %s cordoned (%s): %s" % (ctx.node, cordon.HELD, note["reason"]),
                                            lambda: ctx.api.patch_node(ctx.node, body) and None)
         return (Outcome.HELD if outcome == DONE else outcome), detail
-    outcome, detail = ctx.runner.would("uncordon %s" % ctx.node, lambda: ctx.api.patch_node(ctx.node, GIVE_BACK) and None)
+    outcome, detail = ctx.runner.would("uncordon %s" % ctx.node,
+                                       lambda: ctx.api.patch_node(ctx.node, GIVE_BACK) and None)
     state["cordoned"] = False
     return outcome, detail
 

@@ -45,7 +45,7 @@ def claim(ctx, state, ledger):
     if held["held"]:
         raise Stop(Outcome.HELD, "held: %s; nothing was drained, restarted or rebooted" % held["msg"])
     said = decision["msg"] or "claimed for run %s" % ctx.run_id
-    return (WOULD if ctx.check_mode else DONE), ("would be " + said if ctx.check_mode else said)
+    return (WOULD, "would claim it: " + said) if ctx.check_mode else (DONE, said)
 
 
 def root(ctx, state):
@@ -135,7 +135,8 @@ def require_drain(ctx, state):
     restarting = sorted(set(state["fix_roles"]) & set(RESTARTING_ROLES))
     if ctx.options["require_drain"] and restarting and not state["drained"] and not ctx.check_mode:
         raise Stop(Outcome.REFUSED, "refused: nodefix_require_drain is true and this node was not drained "
-                                    "(nodefix_drain is false): %s were not run, nothing was changed" % ", ".join(restarting))
+                                    "(nodefix_drain is false): %s were not run, nothing was changed"
+                                    % ", ".join(restarting))
     return DONE if restarting else SKIPPED, "drained" if state["drained"] else "no drain needed for these fixes"
 
 

@@ -110,7 +110,8 @@ def reboot_gate(ctx, state):
                 state["slots"].append(lock_name)
                 return (WOULD if ctx.check_mode else DONE), "%s the reboot lock's slot %s" % (
                     "would take" if ctx.check_mode else "took", slot)
-            held.append("the reboot lock is full (%s)" % ", ".join("%s: %s" % (h["slot"], h["holder"]) for h in holders))
+            held.append("the reboot lock is full (%s)" % ", ".join("%s: %s" % (h["slot"], h["holder"])
+                                                                   for h in holders))
     except NodefixError as exc:
         raise Stop(Outcome.REFUSED, "reboot gate: %s; nothing was drained or changed" % exc)
     _drop_reboot(state, held)

@@ -46,7 +46,7 @@ class Ledger(object):
     last written."""
 
     def __init__(self, ctx):
-        self.ctx, self.record = ctx, None
+        self.ctx, self.record, self.lost = ctx, None, ""
 
     def _patch(self, node, value):
         body = {"metadata": {"annotations": {record.ANNOTATION: value}}}
@@ -85,8 +85,8 @@ class Ledger(object):
             raise Stop(Outcome.FAILED, "this run's %s record was overwritten with one that cannot be read (%s)"
                                        % (record.ANNOTATION, exc))
         if not now or now["run"] != self.ctx.run_id or now["holder"] != self.ctx.here:
-            raise Stop(Outcome.FAILED, "this run lost its claim on the node (%s now %s): it stops here" % (
-                record.ANNOTATION, "names run %s" % now["run"] if now else "is gone"))
+            self.lost = "%s now %s" % (record.ANNOTATION, "names run %s" % now["run"] if now else "is gone")
+            raise Stop(Outcome.FAILED, "this run lost its claim on the node (%s): it stops here" % self.lost)
         return now
 
     def enter(self, phase, **fields):

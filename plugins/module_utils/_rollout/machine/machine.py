@@ -22,7 +22,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import new_state
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.ledger import Ledger
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import Runner, Stop
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import SKIPPED, Runner, Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 # the steps of each half, in order (the names the result, the job's lines and the docs use)
@@ -101,12 +101,18 @@ def end(ctx, state, remediation):
 
 
 def _finish(ctx, state, ledger):
-    """The give-back: each step runs whatever the one before it did (a failed uncordon does not keep a slot)."""
+    """The give-back: each step runs whatever the one before it did (a failed uncordon does not keep a slot). A run
+    that lost its claim (another run's record is on the node) gives nothing back: the cordon, the slots (held by
+    the node's name) and the record are the claim holder's to judge - only the end Event is posted."""
     runner = ctx.runner
     for name, step in (("give_back", lambda: after.give_back(ctx, state, ledger)),
                        ("release_slots", lambda: after.release_slots(ctx, state, ledger)),
                        ("end_event", lambda: after.end_event(ctx, state)),
                        ("release", lambda: after.release(ctx, state, ledger))):
+        if ledger.lost and name != "end_event":
+            runner.run(name, lambda: (SKIPPED, "this run lost its claim (%s): left to the run that holds it"
+                                      % ledger.lost))
+            continue
         try:
             runner.run(name, step)
         except Stop as stop:

@@ -127,3 +127,19 @@ def test_a_run_killed_mid_fix_whose_node_now_needs_a_reboot_it_may_not_have_is_h
     first, second = second_run(api, "worker", (REBOOT,))
     assert second is None and first["outcome"] == Outcome.HELD
     assert api.cordoned() and "resumed from a dead run's phase fix" in json.loads(api.notes()[cordon.HELD])["reason"]
+
+
+@pytest.mark.parametrize("phase, resumed", [("drain", False), ("reboot", True)])
+def test_a_dead_version_1_run_of_the_playbook_is_given_back_or_resumed_by_its_phase(phase, resumed):
+    # remediate.yml's runs write version 1 (node_rollout): a machine run reads them by the same rules
+    import datetime
+    dead = record.moved(record.new("yaml-run", datetime.datetime(2026, 12, 6, 6, tzinfo=datetime.timezone.utc),
+                                   FIRST, 1800), phase, datetime.datetime(2026, 12, 6, 6, 5, tzinfo=datetime.timezone.utc))
+    by = json.dumps({"run": "yaml-run", "time": "2026-12-06T06:05:00Z"})
+    api = ApiDouble([node(unschedulable=True, **{record.ANNOTATION: record.text(dead), cordon.CORDONED_BY: by})],
+                    [pod("web-1")])
+    first, second = second_run(api, "worker", (CONTAINERD,))
+    detail = [s["detail"] for s in first["steps"] if s["name"] == "cordon"][0]
+    assert detail.startswith("resumed run yaml-run") is resumed, detail
+    assert second["outcome"] == Outcome.OK
+    check_given_back(api, "worker")

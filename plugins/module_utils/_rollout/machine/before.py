@@ -92,14 +92,14 @@ def cordon_step(ctx, state, ledger):
     state["cordoned_before"] = before
     if before:
         return SKIPPED, "; ".join(s for s in (said, "cordoned before this run: it stays cordoned") if s)
-    ledger.enter("cordon", cordonedBefore=False)
-    outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, ledger))
+    written = ledger.enter("cordon", cordonedBefore=False)
+    outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, ledger, written))
     state["cordoned"] = True      # (in check mode: the give-back's step says what it would do)
     return outcome, "; ".join(s for s in (said, detail) if s)
 
 
-def _cordon(ctx, ledger):
-    node = ledger.read_node()
+def _cordon(ctx, ledger, node):
+    """The cordon's one PATCH, conditional on the Node as the record's write left it."""
     when = ctx.clock().astimezone(datetime.timezone.utc)
     written = ctx.api.patch_node(ctx.node, node_cordon.cordon_body(ctx.run_id, (when - _EPOCH).total_seconds(), node),
                                  _ledger.version_of(node))
@@ -113,7 +113,7 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 def drain_step(ctx, state, ledger):
     if not state["fix_roles"] or not ctx.options["drain"]:
-        return SKIPPED, "nothing to drain" if state["fix_roles"] else "nothing to fix"
+        return SKIPPED, "nodefix_drain is false: not drained" if state["fix_roles"] else "nothing to fix"
     if ctx.check_mode:
         pods = ctx.api.list_pods(ctx.node)
         names = sorted(cordon.drainable([node_cordon.pod_summary(p) for p in pods]))

@@ -6,11 +6,6 @@ is returned (not retried by the client), a replaced pod's eviction a 409, a miss
 is a 409 and changes nothing; a Lease taken is not taken twice - and one whole rollout of the machine over it."""
 
 import datetime
-import json
-import os
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -22,32 +17,20 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 from plugins.module_utils.rollout_machine_harness import CONTAINERD, HERE, Work, audit_before, plan
-
-DOUBLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                      "lab", "apiserver-double", "apiserver.py")
+from test_apiserver_double_node_version import double  # noqa: F401  (the fixture: the double on a free port)
 
 PODS = [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet", "pdb": True,
          "labels": {"app": "web"}},
         {"namespace": "default", "name": "web-2", "node": "node-a", "owner": "ReplicaSet", "labels": {"app": "web"}},
         {"namespace": "kube-system", "name": "ds-1", "node": "node-a", "owner": "DaemonSet"}]
+STATE = {"nodes": {"node-a": {}, "node-b": {}}, "pods": PODS}
+# every test here runs against a double started with STATE
+pytestmark = pytest.mark.parametrize("double", [STATE], indirect=True, ids=["pods"])
 
 
 @pytest.fixture
-def api(tmp_path):
-    """The double on a free port, started with node-a and PODS (it reads its state once, at its start)."""
-    state, port_file, config = tmp_path / "state.json", tmp_path / "port", tmp_path / "kubeconfig"
-    state.write_text(json.dumps({"nodes": {"node-a": {}, "node-b": {}}, "pods": PODS}))
-    proc = subprocess.Popen([sys.executable, DOUBLE, "--state", str(state), "--port-file", str(port_file),
-                             "--kubeconfig", str(config)])
-    try:
-        for _dummy in range(100):
-            if port_file.exists():
-                break
-            time.sleep(0.1)
-        yield rollout_api.RolloutApi(str(config), timeout=10)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def api(double):  # noqa: F811
+    return rollout_api.RolloutApi(double["kubeconfig"], timeout=10)
 
 
 def test_evictions_answer_what_the_drain_judges(api):

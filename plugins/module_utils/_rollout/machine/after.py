@@ -22,7 +22,7 @@ import json
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, node_side
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 _STATUS = {"ok": Outcome.OK, "failed": Outcome.FAILED, "unreachable": Outcome.UNREACHABLE}
@@ -35,11 +35,10 @@ def verify(ctx, state, remediation):
         return SKIPPED, "the node was lost at its fixes: not audited again"
     if ctx.check_mode:
         return WOULD, "would audit the node again"
-    try:
-        state["audit_after"] = ctx.audit()
-    except NodefixError as exc:
-        state["verify_error"] = "%s" % exc
-        return Outcome.FAILED, "the audit after the fixes could not run: %s" % exc
+    state["audit_after"], error = node_side(ctx.audit)
+    if error:
+        state["verify_error"] = error
+        return Outcome.FAILED, "the audit after the fixes could not run: %s" % error
     return DONE, "audited again: %d finding(s)" % len((state["audit_after"] or {}).get("findings") or [])
 
 

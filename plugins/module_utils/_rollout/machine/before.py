@@ -26,7 +26,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 
@@ -153,11 +153,10 @@ def evidence(ctx, state):
         return SKIPPED, "no evidence to keep"
     if ctx.check_mode:
         return WOULD, "would keep the evidence a disruption would wipe"
-    try:
-        state["evidence"] = ctx.evidence()
-    except NodefixError as exc:
-        state["evidence"] = {"error": "%s" % exc}
-        return DONE, "the evidence could not be kept (the remediation goes on): %s" % exc
+    kept, error = node_side(ctx.evidence)
+    state["evidence"] = {"error": error} if error else kept
+    if error:
+        return DONE, "the evidence could not be kept (the remediation goes on): %s" % error
     return DONE, "kept the evidence"
 
 

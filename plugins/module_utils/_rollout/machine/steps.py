@@ -55,6 +55,15 @@ class Stop(NodefixError):
         self.outcome, self.detail = outcome, detail
 
 
+def node_side(call):
+    """(answer, "") of injected node-side work (the evidence, the after-audit), or (None, why) when it failed: what
+    could not be read is said as such, never taken for clean."""
+    try:
+        return call(), ""
+    except NodefixError as exc:
+        return None, "%s" % exc
+
+
 class Runner(object):
     """Runs steps in order, timing each on ``clock`` (a callable answering an aware datetime). ``check_mode``: writes
     are replaced by "would ..." steps. ``after_step(step)``: called after each recorded step (a caller's progress

@@ -15,30 +15,21 @@ BaseException, as SIGKILL is nothing the code can catch) right after the k-th wr
 leaves is what a run killed there leaves on the cluster."""
 
 import copy
-import datetime
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
-
-UTC = datetime.timezone.utc
+from plugins.modules.test_reboot_gate import Clock as GateClock
 
 
 class Killed(BaseException):
     """The run was SIGKILLed here."""
 
 
-class Clock(object):
-    """The injected clock: ``now()`` and ``sleep(seconds)`` that moves it (no test waits)."""
+class Clock(GateClock):
+    """The injected clock of the reboot gate's tests: ``now()`` and ``sleep(seconds)`` that moves it (no test
+    waits); from 2026-12-06 07:00 UTC, a Sunday."""
 
-    def __init__(self, start=None):
-        self.t = start or datetime.datetime(2026, 12, 6, 7, 0, 0, tzinfo=UTC)
-        self.slept = []
-
-    def now(self):
-        return self.t
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.t += datetime.timedelta(seconds=seconds)
+    def __init__(self, start="2026-12-06 07:00"):
+        super(Clock, self).__init__(start)
 
 
 def node(name="node-a", unschedulable=False, labels=None, ready="True", boot="boot-1", **notes):
@@ -174,10 +165,13 @@ class ApiDouble(object):
         self._call("create_lease", namespace, name)
         if (namespace, name) in self.leases:
             return False
+        return self._store("create_lease", namespace, name, body)
+
+    def _store(self, what, namespace, name, body):
         lease = copy.deepcopy(body)
         lease["metadata"]["resourceVersion"] = self._bump()
         self.leases[(namespace, name)] = lease
-        self._wrote("create_lease", namespace, name)
+        self._wrote(what, namespace, name)
         return True
 
     def replace_lease(self, namespace, name, body):
@@ -185,11 +179,7 @@ class ApiDouble(object):
         have = self.leases.get((namespace, name))
         if have is None or have["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
             return False
-        lease = copy.deepcopy(body)
-        lease["metadata"]["resourceVersion"] = self._bump()
-        self.leases[(namespace, name)] = lease
-        self._wrote("replace_lease", namespace, name)
-        return True
+        return self._store("replace_lease", namespace, name, body)
 
     def delete_lease(self, namespace, name, resource_version):
         self._call("delete_lease", namespace, name, resource_version)

@@ -288,3 +288,18 @@ def test_options_are_checked_before_anything_is_read():
         context(ApiDouble([node()]), options={"drain_timeout": "600"})
     with pytest.raises(NodefixError, match="not one of"):
         context(ApiDouble([node()]), options={"storm_percent": 20})
+
+
+def test_evidence_that_cannot_be_kept_is_said_and_the_rollout_goes_on():
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+    api = ApiDouble([node()], [pod("web-1")])
+    work = Work()
+
+    def lost():
+        raise NodefixError("journalctl: no such file")
+    work.evidence = lost
+    first, second = rollout(api, work=work)
+    assert first["state"]["evidence"] == {"error": "journalctl: no such file"}
+    assert [s["detail"] for s in first["steps"] if s["name"] == "evidence"] == [
+        "the evidence could not be kept (the remediation goes on): journalctl: no such file"]
+    assert second["outcome"] == Outcome.OK

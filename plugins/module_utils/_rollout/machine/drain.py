@@ -66,4 +66,3 @@ def run(ctx):
         ctx.sleep(POLL)
         after = [node_cordon.pod_summary(p) for p in ctx.api.list_pods(ctx.node)]
     return cordon.drain_outcome(before, after, error, timeout)
-

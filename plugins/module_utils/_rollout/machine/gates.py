@@ -43,10 +43,10 @@ def locks(ctx):
     """{lock id: LeaseLock} of the control plane's lock and the reboot lock, held by this node's name."""
     kind = _CheckLock if ctx.check_mode else gate.LeaseLock
     o = ctx.options
-    return {lock_id(ctx, o["control_plane_lock_name"]): kind(ctx.api, o["lock_namespace"], o["control_plane_lock_name"],
-                                                            1, ctx.node, o["lock_ttl"], ctx.clock),
-            lock_id(ctx, o["lock_name"]): kind(ctx.api, o["lock_namespace"], o["lock_name"], o["lock_slots"], ctx.node,
-                                               o["lock_ttl"], ctx.clock)}
+    out = {}
+    for name, slots in ((o["control_plane_lock_name"], 1), (o["lock_name"], o["lock_slots"])):
+        out[lock_id(ctx, name)] = kind(ctx.api, o["lock_namespace"], name, slots, ctx.node, o["lock_ttl"], ctx.clock)
+    return out
 
 
 def control_plane_guard(ctx, state, node):

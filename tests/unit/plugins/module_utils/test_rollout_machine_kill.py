@@ -32,8 +32,8 @@ ROLES = (CONTAINERD, REBOOT)
 
 def api_of(kind, kill_at=None):
     nodes, _options = KINDS[kind]
-    pods = [pod("web-1"), pod("web-2"), pod("ds-1", owner="DaemonSet")] + [etcd_pod(n["metadata"]["name"]) for n in
-                                                                            nodes if CP.keys() & n["metadata"]["labels"].keys()]
+    members = [etcd_pod(n["metadata"]["name"]) for n in nodes if CP.keys() & n["metadata"]["labels"].keys()]
+    pods = [pod("web-1"), pod("web-2"), pod("ds-1", owner="DaemonSet")] + members
     return ApiDouble(nodes, pods, kill_at=kill_at)
 
 

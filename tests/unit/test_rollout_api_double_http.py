@@ -17,7 +17,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 from plugins.module_utils.rollout_machine_harness import CONTAINERD, HERE, Work, audit_before, plan
-from test_apiserver_double_node_version import double  # noqa: F401  (the fixture: the double on a free port)
+# the fixture that starts the double on a free port (with this module's STATE: indirect)
+from test_apiserver_double_node_version import double  # pylint: disable=unused-import
 
 PODS = [{"namespace": "default", "name": "web-1", "node": "node-a", "owner": "ReplicaSet", "pdb": True,
          "labels": {"app": "web"}},

@@ -88,7 +88,7 @@ def test_a_node_a_live_run_holds_is_refused_naming_it_and_nothing_is_written():
     live = record.new("awx-7", datetime.datetime(2026, 12, 6, 6, 59, tzinfo=datetime.timezone.utc),
                       {"host": "awx", "pid": 7, "boot": "b"}, 1800, version=2)
     api = ApiDouble([node(**{record.ANNOTATION: record.text(live)})], [pod("web-1")])
-    first, _ = rollout(api)
+    first = rollout(api)[0]
     assert first["outcome"] == Outcome.REFUSED and "awx-7" in first["detail"] and api.writes == []
     assert outcomes(first)["release"] == "skipped"
 
@@ -102,25 +102,25 @@ def test_a_claim_raced_by_another_run_is_refused():
         api.nodes[name]["metadata"]["resourceVersion"] = "999"     # another run wrote the Node since
         return answer
     api.get_node = racing
-    first, _ = rollout(api)
+    first = rollout(api)[0]
     assert first["outcome"] == Outcome.REFUSED and "409" in first["detail"] and api.writes == []
 
 
 def test_not_root_is_refused_before_any_gate_or_drain():
     api = ApiDouble([node()], [pod("web-1")])
-    first, _ = rollout(api, euid=1000)
+    first = rollout(api, euid=1000)[0]
     assert first["outcome"] == Outcome.REFUSED and "uid 1000" in first["detail"] and untouched(api)
 
 
 def test_the_storm_re_count_stops_the_node_before_its_claim():
     api = ApiDouble([node()], [pod("web-1")])
-    first, _ = rollout(api, work=Work(storm="5 of 10 nodes (50 %) unavailable, above 20 %"))
+    first = rollout(api, work=Work(storm="5 of 10 nodes (50 %) unavailable, above 20 %"))[0]
     assert first["outcome"] == Outcome.STOPPED and api.writes == [] and "50 %" in first["detail"]
 
 
 def test_a_control_plane_node_not_opted_in_is_held_whole():
     api = ApiDouble([node(labels=CP)], [pod("web-1")])
-    first, _ = rollout(api)
+    first = rollout(api)[0]
     assert first["outcome"] == Outcome.HELD and "nodefix_control_plane is false" in first["detail"]
     assert not [w for w in api.writes if w[0] in ("evict", "create_lease")] and not api.cordoned()
     assert clean(api)
@@ -140,7 +140,7 @@ def test_the_quorum_rule_holds_one_of_two_members_unless_overridden(override):
 
 def test_an_etcd_member_without_a_control_plane_label_is_guarded():
     api = ApiDouble([node(), node("node-b", labels=CP)], [pod("web-1"), etcd_pod("node-a"), etcd_pod("node-b")])
-    first, _ = rollout(api)
+    first = rollout(api)[0]
     assert first["outcome"] == Outcome.HELD and "etcd member" in first["detail"]
 
 
@@ -148,7 +148,7 @@ def test_the_backoff_drops_a_reboot_open_again_and_a_node_only_needing_it_is_hel
     last = backoff.record(datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc), "old", [REASON],
                           boot_id="boot-0", backoff_seconds=21600)
     api = ApiDouble([node(**{backoff.ANNOTATION: last})], [pod("web-1")])
-    first, _ = rollout(api, roles=(REBOOT,))
+    first = rollout(api, roles=(REBOOT,))[0]
     assert first["outcome"] == Outcome.HELD and first["detail"].startswith("reboot held: rebooted at")
     assert api.leases == {} and not api.cordoned() and untouched(api)
 
@@ -175,14 +175,14 @@ def test_a_closed_window_or_a_firing_alert_drops_the_reboot_and_the_other_fixes_
 
 def test_a_blocking_pod_holds_the_reboot():
     api = ApiDouble([node()], [pod("web-1"), pod("backup-1", labels={"app": "backup"})])
-    first, _ = rollout(api, roles=(REBOOT,), options={"blocking_selectors": ["app=backup"]})
+    first = rollout(api, roles=(REBOOT,), options={"blocking_selectors": ["app=backup"]})[0]
     assert first["outcome"] == Outcome.HELD and "blocking pod default/backup-1" in first["detail"]
 
 
 def test_a_full_reboot_lock_holds_the_reboot():
     api = ApiDouble([node(), node("node-b")], [pod("web-1")])
     api.create_lease("kube-system", {"metadata": {"name": "nodefix-reboot-0"}, "spec": {"holderIdentity": "node-b"}})
-    first, _ = rollout(api, roles=(REBOOT,))
+    first = rollout(api, roles=(REBOOT,))[0]
     assert first["outcome"] == Outcome.HELD and "the reboot lock is full (nodefix-reboot-0: node-b)" in first["detail"]
 
 
@@ -204,7 +204,7 @@ def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everyt
 
 def test_a_pod_stuck_terminating_fails_the_drain():
     api = ApiDouble([node()], [pod("web-1")], stuck={"web-1"})
-    first, _ = rollout(api, options={"drain_timeout": 30})
+    first = rollout(api, options={"drain_timeout": 30})[0]
     assert first["outcome"] == Outcome.DRAIN_FAILED and "default/web-1 (terminating)" in first["detail"] and clean(api)
 
 
@@ -218,7 +218,7 @@ def test_a_node_cordoned_before_the_run_stays_cordoned():
 
 def test_require_drain_refuses_restarts_on_a_node_that_is_not_drained():
     api = ApiDouble([node()], [pod("web-1")])
-    first, _ = rollout(api, options={"drain": False, "require_drain": True})
+    first = rollout(api, options={"drain": False, "require_drain": True})[0]
     assert first["outcome"] == Outcome.REFUSED and "nodefix_require_drain" in first["detail"]
     assert not [w for w in api.writes if w[0] == "evict"] and not api.cordoned()
 
@@ -252,7 +252,7 @@ def test_the_after_audit_that_cannot_run_holds_the_node():
 
 def test_check_mode_is_the_same_machine_and_writes_nothing():
     real_api = ApiDouble([node()], [pod("web-1")])
-    real, _ = rollout(real_api, roles=(CONTAINERD, REBOOT))
+    real = rollout(real_api, roles=(CONTAINERD, REBOOT))[0]
     api = ApiDouble([node()], [pod("web-1")])
     first, second = rollout(api, roles=(CONTAINERD, REBOOT), check_mode=True)
     assert api.writes == [] and names(first) == names(real) and names(first) == list(machine.BEFORE)
@@ -273,7 +273,7 @@ def test_a_lost_claim_stops_the_machine_and_leaves_everything_to_the_run_that_ho
             other = record.new("thief", datetime.datetime(2026, 12, 6, 7, tzinfo=datetime.timezone.utc),
                                {"host": "x", "pid": 1, "boot": "y"}, 1800, version=2)
             api.nodes["node-a"]["metadata"]["annotations"][record.ANNOTATION] = record.text(other)
-    first, _ = rollout(api, roles=(CONTAINERD, REBOOT), after_step=steal)
+    first = rollout(api, roles=(CONTAINERD, REBOOT), after_step=steal)[0]
     assert first["outcome"] == Outcome.FAILED and "lost its claim" in first["detail"]
     assert not api.cordoned() and not [w for w in api.writes if w[0] == "evict"]
     # the slot is held by the node's name: the run that holds the claim gives it back or uses it (reclaim_slots)

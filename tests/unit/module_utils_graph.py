@@ -13,13 +13,18 @@ PKG = "ansible_collections.nodefix.k8s.plugins.module_utils"
 
 
 def modules():
-    """{"_pkg.module": path} of every module in module_utils."""
+    """{"_pkg.module": path} of every module in module_utils (a sub-package's: "_pkg.sub.module")."""
     out = {}
-    for path in glob.glob(os.path.join(MU, "*", "*.py")):
-        package, name = os.path.relpath(path, MU).split(os.sep)
-        if name != "__init__.py":
-            out["%s.%s" % (package, name[:-3])] = path
+    for path in glob.glob(os.path.join(MU, "*", "*.py")) + glob.glob(os.path.join(MU, "*", "*", "*.py")):
+        parts = os.path.relpath(path, MU).split(os.sep)
+        if parts[-1] != "__init__.py":
+            out[".".join(parts[:-1] + [parts[-1][:-3]])] = path
     return out
+
+
+def _package(sub):
+    """Whether ``_pkg.sub`` names a sub-package (then ``from PKG._pkg.sub import m`` imports the module m)."""
+    return os.path.isdir(os.path.join(MU, *sub.split(".")))
 
 
 def tree(path):
@@ -35,7 +40,7 @@ def imports(path):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PKG + "."):
             sub = node.module[len(PKG) + 1:]
             for a in node.names:
-                out.append((sub, a.name) if "." in sub else ("%s.%s" % (sub, a.name), None))
+                out.append((sub, a.name) if "." in sub and not _package(sub) else ("%s.%s" % (sub, a.name), None))
         elif isinstance(node, ast.ImportFrom) and node.module == PKG:
             out.extend((a.name, None) for a in node.names)
         elif isinstance(node, ast.Import):
@@ -64,6 +69,7 @@ def package_files(names):
     """The files of ``names`` as a shipper lists them: each module and its package's ``__init__.py``."""
     files = set()
     for name in names:
-        package, module = name.split(".")
-        files.update(["%s/__init__.py" % package, "%s/%s.py" % (package, module)])
+        parts = name.split(".")
+        files.update("%s/__init__.py" % "/".join(parts[:i]) for i in range(1, len(parts)))
+        files.add("%s.py" % "/".join(parts))
     return sorted(files)

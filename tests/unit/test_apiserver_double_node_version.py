@@ -28,9 +28,11 @@ CLI = {"host": "laptop", "pid": 4242, "boot": "boot-b"}
 
 
 @pytest.fixture
-def double(tmp_path):
+def double(tmp_path, request):
+    """The double on a free port; its state (it reads it once, at its start) node-a and node-b, or the test's
+    (``@pytest.mark.parametrize("double", [state], indirect=True)``)."""
     state, port_file, config = tmp_path / "state.json", tmp_path / "port", tmp_path / "kubeconfig"
-    state.write_text(json.dumps({"nodes": {"node-a": {}, "node-b": {}}}))
+    state.write_text(json.dumps(getattr(request, "param", None) or {"nodes": {"node-a": {}, "node-b": {}}}))
     proc = subprocess.Popen([sys.executable, DOUBLE, "--state", str(state), "--port-file", str(port_file),
                              "--kubeconfig", str(config)])
     try:

@@ -12,6 +12,12 @@ annotation ``nodefix.k8s/rollout`` - JSON, as kured keeps its lock's value on th
 "renewed": T, "leaseSeconds": N, "holder": {"host", "pid", "boot"}, "cordonedBefore": bool}``
 (times UTC to the second; ``cordonedBefore`` once the cordon step read it).
 
+Version 2 is the rollout state machine's (``_rollout.machine``; docs/rollout-machine.md): the same fields, a
+phase of ``MACHINE_PHASES`` (the step the run is about to take: the record is written BEFORE each disruptive
+step), ``cordonedBefore`` (true, false, or null while not read yet) and ``slots`` (["namespace/lock", ...]: the
+locks whose slot this node may hold). This module reads both versions; ``new``, ``moved`` and ``decide`` write
+version 1 unless told ``version=2`` (the node_rollout module's records stay what they were).
+
 - A run **claims** a node before anything else is decided for it (``decide``); it **renews** the
   lease with every step it records (``moved``: the cordon, the reboot), and **releases** it when the
   node's rollout is over (the record removed). ``kubectl get node NODE -o
@@ -44,6 +50,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 ANNOTATION = "nodefix.k8s/rollout"
 VERSION = 1
 PHASES = ("claimed", "drain", "reboot")
+MACHINE_VERSION = 2
+# the machine's phases, in the order a rollout enters them (docs/rollout-machine.md)
+MACHINE_PHASES = ("claimed", "gates", "cordon", "drain", "fix", "verify", "give_back")
 DEFAULT_LEASE = 1800
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -74,10 +83,15 @@ def read(annotations):
         raise MalformedRecord("not JSON (%s)" % str(exc)[:100])
     if not isinstance(body, dict):
         raise MalformedRecord("not a JSON object")
-    if body.get("version") != VERSION:
-        raise MalformedRecord("version %s, this collection reads version %d" % (json.dumps(body.get("version")), VERSION))
-    if not isinstance(body.get("run"), str) or not body["run"] or body.get("phase") not in PHASES:
-        raise MalformedRecord("no run id, or a phase that is not one of %s" % ", ".join(PHASES))
+    version = body.get("version")
+    if isinstance(version, bool) or version not in (VERSION, MACHINE_VERSION):
+        raise MalformedRecord("version %s, this collection reads versions %d and %d" % (
+            json.dumps(version), VERSION, MACHINE_VERSION))
+    phases = _phases(version)
+    if not isinstance(body.get("run"), str) or not body["run"] or body.get("phase") not in phases:
+        raise MalformedRecord("no run id, or a phase that is not one of %s" % ", ".join(phases))
+    if version == MACHINE_VERSION:
+        _machine_fields(body)
     holder = body.get("holder")
     if not isinstance(holder, dict) or not isinstance(holder.get("host"), str):
         raise MalformedRecord("its holder is not {host, pid, boot}")
@@ -90,16 +104,33 @@ def read(annotations):
     return body
 
 
-def new(run_id, now, holder, lease_seconds, phase="claimed", started=None):
-    """A record for ``run_id`` claiming the node ``now``."""
-    return {"version": VERSION, "run": str(run_id), "phase": phase, "started": _iso(started or now),
-            "moved": _iso(now), "renewed": _iso(now), "leaseSeconds": int(lease_seconds), "holder": dict(holder)}
+def _phases(version):
+    return MACHINE_PHASES if version == MACHINE_VERSION else PHASES
+
+
+def _machine_fields(body):
+    """A version 2 record's own fields: ``cordonedBefore`` true, false or null; ``slots`` a list of lock names."""
+    if body.get("cordonedBefore") not in (True, False, None):
+        raise MalformedRecord("its cordonedBefore %s is not true, false or null" % json.dumps(body.get("cordonedBefore")))
+    slots = body.get("slots", [])
+    if not isinstance(slots, list) or not all(isinstance(s, str) and s.count("/") == 1 for s in slots):
+        raise MalformedRecord("its slots are not a list of namespace/lock names")
+
+
+def new(run_id, now, holder, lease_seconds, phase="claimed", started=None, version=VERSION):
+    """A record for ``run_id`` claiming the node ``now`` (``version`` 2: the machine's, with its own fields)."""
+    out = {"version": version, "run": str(run_id), "phase": phase, "started": _iso(started or now),
+           "moved": _iso(now), "renewed": _iso(now), "leaseSeconds": int(lease_seconds), "holder": dict(holder)}
+    if version == MACHINE_VERSION:
+        out.update(cordonedBefore=None, slots=[])
+    return out
 
 
 def moved(record, phase, now, **fields):
     """The record after a step (``phase``), its lease renewed ``now``; ``fields`` e.g. ``cordonedBefore``."""
-    if phase not in PHASES:
-        raise NodefixError("a rollout phase must be one of %s, got %r" % (", ".join(PHASES), phase))
+    phases = _phases(record.get("version"))
+    if phase not in phases:
+        raise NodefixError("a rollout phase must be one of %s, got %r" % (", ".join(phases), phase))
     out = dict(record, phase=phase, moved=_iso(now), renewed=_iso(now))
     out.update(fields)
     return out
@@ -133,8 +164,8 @@ def live(record, now, here, pid_alive):
     return True, "its lease runs until %s" % _iso(until)
 
 
-def decide(annotations, run_id, now, here, lease_seconds, pid_alive):
-    """Claim the node for ``run_id``: {action, record, previous, msg}.
+def decide(annotations, run_id, now, here, lease_seconds, pid_alive, version=VERSION):
+    """Claim the node for ``run_id``: {action, record, previous, msg} (``version``: of the record written).
 
     ``action``: ``claim`` (no record, or this run's own: written fresh or renewed), ``take_over`` (a dead
     run's: written, said so), ``refuse`` (a live run holds it, or a record that cannot be read)."""
@@ -145,10 +176,11 @@ def decide(annotations, run_id, now, here, lease_seconds, pid_alive):
             "refused: the %s record on the node cannot be read (%s) - another run may hold it; once no run holds "
             "it, remove it (kubectl annotate node NODE %s-)" % (ANNOTATION, exc.msg, ANNOTATION))}
     if previous is None:
-        return {"action": "claim", "record": new(run_id, now, here, lease_seconds), "previous": None, "msg": ""}
+        return {"action": "claim", "record": new(run_id, now, here, lease_seconds, version=version), "previous": None,
+                "msg": ""}
     if previous["run"] == str(run_id) and previous["holder"] == here:
         return {"action": "claim", "record": new(run_id, now, here, lease_seconds, started=_when(
-            previous["started"], "started")), "previous": previous, "msg": ""}
+            previous["started"], "started"), version=version), "previous": previous, "msg": ""}
     alive, why = live(previous, now, here, pid_alive)
     holder = previous["holder"]
     who = "nodefix run %s (%s, process %s)" % (previous["run"], holder.get("host"), holder.get("pid"))
@@ -156,7 +188,7 @@ def decide(annotations, run_id, now, here, lease_seconds, pid_alive):
         return {"action": "refuse", "record": None, "previous": previous, "msg": (
             "refused: %s holds this node (phase %s since %s; %s) - two runs never work on one node; nothing was "
             "touched" % (who, previous["phase"], previous["moved"], why))}
-    return {"action": "take_over", "record": new(run_id, now, here, lease_seconds), "previous": previous,
+    return {"action": "take_over", "record": new(run_id, now, here, lease_seconds, version=version), "previous": previous,
             "msg": "took the node over from %s, which is dead (%s; phase %s since %s)" % (
                 who, why, previous["phase"], previous["moved"])}
 

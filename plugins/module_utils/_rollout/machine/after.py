@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The machine's half AFTER the fix roles ran, and the give-back every rollout ends with:
+
+verify -> hold_decision -> give_back -> release_slots -> end_event -> release
+
+``hold_decision`` is ``_rollout.cordon.hold_reasons`` (the remediation failed or was lost, the after-audit could not
+run, a finding a role that ran was to fix is still open or blind, the new kernel was not kept); a node this run
+cordoned goes back into service only without a reason, else it stays cordoned with ``nodefix.k8s/held`` saying
+why. A node cordoned before the run stays cordoned, whatever happened."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, node_side
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+_STATUS = {"ok": Outcome.OK, "failed": Outcome.FAILED, "unreachable": Outcome.UNREACHABLE}
+GIVE_BACK = {"metadata": {"annotations": {cordon.CORDONED_BY: None, cordon.HELD: None}},
+             "spec": {"unschedulable": False}}
+
+
+def verify(ctx, state, remediation):
+    if remediation.get("status") == "unreachable":
+        return SKIPPED, "the node was lost at its fixes: not audited again"
+    if ctx.check_mode:
+        return WOULD, "would audit the node again"
+    state["audit_after"], error = node_side(ctx.audit)
+    if error:
+        state["verify_error"] = error
+        return Outcome.FAILED, "the audit after the fixes could not run: %s" % error
+    return DONE, "audited again: %d finding(s)" % len((state["audit_after"] or {}).get("findings") or [])
+
+
+def hold_decision(ctx, state, remediation):
+    """The outcome and, for a node this run cordoned, why it stays cordoned (``state['hold']``)."""
+    outcome = _STATUS.get(remediation.get("status"), Outcome.FAILED)
+    state["hold"] = []
+    if state["cordoned"] and not ctx.check_mode:
+        state["hold"] = cordon.hold_reasons(remediation, ctx.audit_before, state.get("audit_after"),
+                                            state.get("verify_error", ""), remediation.get("kernel_kept"))
+    if state["hold"] and outcome != Outcome.UNREACHABLE:
+        outcome = Outcome.NOT_VERIFIED
+    state["outcome"] = outcome
+    if state["hold"]:
+        state["detail"] = "not verified, left cordoned (%s): %s" % (cordon.HELD, "; ".join(state["hold"]))
+    else:
+        state["detail"] = remediation.get("msg") or ("fixed and verified" if outcome == Outcome.OK else outcome)
+    return outcome, state["detail"]
+
+
+def resumed_hold(state):
+    """A node this run took over mid-fix from a dead run: given back only when this run verified it (ok: the
+    hold decision found no reason) or it has nothing to fix now (its audit is the verify), else held."""
+    if state.get("resumed") and state["outcome"] not in (Outcome.OK, Outcome.NOTHING_TO_FIX) and not state.get("hold"):
+        state["hold"] = ["resumed from a dead run's phase %s and not verified by this run (%s)"
+                         % (state["resumed"], state["outcome"])]
+
+
+def give_back(ctx, state, ledger):
+    """Uncordon the node this run cordoned (or resumed), or hold it with ``nodefix.k8s/held``; never one cordoned
+    before the run."""
+    if not state["cordoned"]:
+        if state["cordoned_before"]:
+            return SKIPPED, "cordoned before this run: it stays cordoned"
+        return SKIPPED, "not cordoned by this run"
+    resumed_hold(state)
+    ledger.enter("give_back")
+    if state.get("hold"):
+        note = {"run": ctx.run_id, "time": ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "reason": "; ".join(state["hold"])[:900]}
+        body = {"metadata": {"annotations": {cordon.CORDONED_BY: None, cordon.HELD: json.dumps(note, sort_keys=True)}}}
+        outcome, detail = ctx.runner.would("hold %s cordoned (%s): %s" % (ctx.node, cordon.HELD, note["reason"]),
+                                           lambda: ctx.api.patch_node(ctx.node, body) and None)
+        return (Outcome.HELD if outcome == DONE else outcome), detail
+    outcome, detail = ctx.runner.would("uncordon %s" % ctx.node,
+                                       lambda: ctx.api.patch_node(ctx.node, GIVE_BACK) and None)
+    state["cordoned"] = False
+    return outcome, detail
+
+
+def release_slots(ctx, state, ledger):
+    if not state["slots"]:
+        return SKIPPED, "no slot held"
+    return gates.release_slots(ctx, state, ledger.read_node())
+
+
+def end_event(ctx, state):
+    if not ctx.options["events"]:
+        return SKIPPED, "nodefix_events is false"
+    if ctx.check_mode:
+        return WOULD, "would post the end Event (%s)" % state["outcome"]
+    try:
+        ctx.events("end", state)
+    except NodefixError as exc:
+        return DONE, "the end Event could not be posted (warning): %s" % exc
+    return DONE, "posted the end Event (%s)" % state["outcome"]
+
+
+def release(ctx, state, ledger):
+    if not state["claimed"]:
+        return SKIPPED, "not claimed by this run"
+    if ctx.check_mode:
+        return WOULD, "would release the claim"
+    try:
+        gone = ledger.release()
+    except NodefixError as exc:
+        return DONE, "this run's record could not be removed: %s - its lease releases it" % exc
+    state["claimed"] = False
+    return (DONE, "released the claim") if gone else (SKIPPED, "the record on the node was not this run's")

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The machine's half BEFORE the fix roles run, one step each (docs/rollout-machine.md has the table):
+
+storm -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence ->
+cordon -> drain -> require_drain -> fix
+
+The record on the Node (``ledger``) is written at the claim, before the first lock slot (``gates``), before the
+cordon (``cordon``, with ``cordonedBefore``), before the evictions (``drain``) and before the fixes (``fix``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import drain
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+
+def storm(ctx, state):
+    why = ctx.storm()
+    if why:
+        raise Stop(Outcome.STOPPED, "stopped by the storm breaker's re-count before this node: %s" % why)
+    return DONE, "the storm breaker's re-count lets this node go"
+
+
+def claim(ctx, state, ledger):
+    node = ledger.read_node()
+    decision = ledger.claim(node)
+    state["claimed"], state["previous"] = True, decision["previous"] if decision["action"] == "take_over" else None
+    held = cordon.reclaim(node, ctx.run_id)
+    if held["held"]:
+        raise Stop(Outcome.HELD, "held: %s; nothing was drained, restarted or rebooted" % held["msg"])
+    said = decision["msg"] or "claimed for run %s" % ctx.run_id
+    return (WOULD, "would claim it: " + said) if ctx.check_mode else (DONE, said)
+
+
+def root(ctx, state):
+    euid = ctx.audit_before.get("euid", 0)
+    if state["fix_roles"] and str(euid) != "0":
+        raise Stop(Outcome.REFUSED, "refused: the audit ran as uid %s on the node, not root: the fixes need root; "
+                                    "nothing was drained or changed" % euid)
+    return DONE, "the audit ran as root" if state["fix_roles"] else "nothing to fix"
+
+
+def control_plane(ctx, state, ledger):
+    if not state["fix_roles"]:
+        return SKIPPED, "nothing to fix"
+    ledger.enter("gates", slots=sorted(gates.locks(ctx)))
+    return gates.control_plane_guard(ctx, state, ledger.read_node())
+
+
+def reclaim_cordon(ctx, state, node):
+    """A dead run's cordon: resumed (it was past its drain: the node stays cordoned until this run verifies it) or
+    given back; a stale record cleared. (node as it is now, what was said)."""
+    decision = cordon.reclaim(node, ctx.run_id)
+    mode = _ledger.resume(state["previous"])
+    if decision["action"] == "give_back" and mode == "resume":
+        state.update(cordoned_before=False, cordoned=True, resumed=state["previous"]["phase"])
+        return node, ("resumed run %s's rollout from phase %s: the node stays cordoned until this run verifies it"
+                      % (state["previous"]["run"], state["previous"]["phase"]))
+    body = {"give_back": node_cordon.GIVE_BACK, "clear": node_cordon.CLEAR}.get(decision["action"])
+    if body is None:
+        return node, decision["msg"]
+    if decision["action"] == "give_back":
+        state["given_back"] = decision["msg"] if not ctx.check_mode else "would be " + decision["msg"]
+    if ctx.check_mode:
+        return node, "would be " + decision["msg"]
+    return ctx.api.patch_node(ctx.node, body, _ledger.version_of(node)), decision["msg"]
+
+
+def cordon_step(ctx, state, ledger):
+    if not ctx.options["drain"]:
+        return SKIPPED, "nodefix_drain is false: not cordoned"
+    node, said = reclaim_cordon(ctx, state, ledger.read_node())
+    if not state["fix_roles"] or state["cordoned"]:
+        return (DONE if said else SKIPPED), said or "nothing to cordon"
+    before = bool((node.get("spec") or {}).get("unschedulable"))
+    state["cordoned_before"] = before
+    if before:
+        return SKIPPED, "; ".join(s for s in (said, "cordoned before this run: it stays cordoned") if s)
+    written = ledger.enter("cordon", cordonedBefore=False)
+    outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, ledger, written))
+    state["cordoned"] = True      # (in check mode: the give-back's step says what it would do)
+    return outcome, "; ".join(s for s in (said, detail) if s)
+
+
+def _cordon(ctx, ledger, node):
+    """The cordon's one PATCH, conditional on the Node as the record's write left it."""
+    when = ctx.clock().astimezone(datetime.timezone.utc)
+    written = ctx.api.patch_node(ctx.node, node_cordon.cordon_body(ctx.run_id, (when - _EPOCH).total_seconds(), node),
+                                 _ledger.version_of(node))
+    # the cordon's one PATCH moved this run's record to the drain (cordonedBefore false): what the Node now says
+    ledger.record = record.read(_ledger.annotations(written)) or ledger.record
+    return "cordoned %s (nodefix.k8s/cordoned-by)" % ctx.node
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def drain_step(ctx, state, ledger):
+    if not state["fix_roles"] or not ctx.options["drain"]:
+        return SKIPPED, "nodefix_drain is false: not drained" if state["fix_roles"] else "nothing to fix"
+    if ctx.check_mode:
+        pods = ctx.api.list_pods(ctx.node)
+        names = sorted(cordon.drainable([node_cordon.pod_summary(p) for p in pods]))
+        plan = node_cordon.budgets_now(ctx.api, pods)
+        refused = ["%s/%s refuses %d" % (b["namespace"], b["name"], b["refused"]) for b in plan.get("budgets") or []]
+        return WOULD, "would evict %s%s" % (", ".join(names) or "nothing", "; budgets now: " + "; ".join(
+            refused) if refused else "; " + plan["budgets_error"] if plan.get("budgets_error") else "")
+    if state["cordoned_before"] or ledger.record.get("phase") != "drain":
+        ledger.enter("drain", cordonedBefore=bool(state["cordoned_before"]))
+    out = drain.run(ctx)
+    state["drain"] = out
+    if not out["done"]:
+        raise Stop(Outcome.DRAIN_FAILED, "%s; nothing was fixed" % out["msg"])
+    state["drained"] = True
+    return DONE, out["msg"]
+
+
+def require_drain(ctx, state):
+    restarting = sorted(set(state["fix_roles"]) & set(RESTARTING_ROLES))
+    if ctx.options["require_drain"] and restarting and not state["drained"] and not ctx.check_mode:
+        raise Stop(Outcome.REFUSED, "refused: nodefix_require_drain is true and this node was not drained "
+                                    "(nodefix_drain is false): %s were not run, nothing was changed"
+                                    % ", ".join(restarting))
+    return DONE if restarting else SKIPPED, "drained" if state["drained"] else "no drain needed for these fixes"
+
+
+def fix(ctx, state, ledger):
+    if not state["fix_roles"]:
+        return SKIPPED, "nothing to fix"
+    ledger.enter("fix")
+    return (WOULD if ctx.check_mode else DONE), "%s the fix roles: %s" % (
+        "would run" if ctx.check_mode else "handed to", ", ".join(state["fix_roles"]))
+
+
+def evidence(ctx, state):
+    if not (state["fix_roles"] and ctx.options["evidence"] and ctx.plan.get("evidence", True) and ctx.evidence):
+        return SKIPPED, "no evidence to keep"
+    if ctx.check_mode:
+        return WOULD, "would keep the evidence a disruption would wipe"
+    kept, error = node_side(ctx.evidence)
+    state["evidence"] = {"error": error} if error else kept
+    if error:
+        return DONE, "the evidence could not be kept (the remediation goes on): %s" % error
+    return DONE, "kept the evidence"
+
+
+def start_event(ctx, state):
+    if not ctx.options["events"]:
+        return SKIPPED, "nodefix_events is false"
+    if ctx.check_mode:
+        return WOULD, "would post the start Event"
+    try:
+        ctx.events("start", state)
+    except NodefixError as exc:
+        return DONE, "the start Event could not be posted (warning): %s" % exc
+    return DONE, "posted the start Event"

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""What one node's rollout machine is given (``Context``) and what it keeps between its two halves (``State``, a
+plain JSON-able mapping the action plugin carries from ``phase: begin`` to ``phase: end``; its durable part is the
+``nodefix.k8s/rollout`` record on the Node, ``_rollout.machine.ledger``).
+
+Every default lives here once (``DEFAULTS``: the playbook's ``| default(...)`` values of the same options);
+``options`` that are not known, or of the wrong type, are refused before anything is read or written."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+
+DEFAULTS = {
+    "lease": 1800,                  # nodefix_rollout_lease
+    "drain": True,                  # nodefix_drain (and a kubeconfig)
+    "require_drain": False,         # nodefix_require_drain
+    "drain_timeout": 600,           # nodefix_drain_timeout
+    "control_plane": False,         # nodefix_control_plane
+    "quorum_override": False,       # nodefix_control_plane_quorum_override
+    "backoff_seconds": 21600,       # nodefix_reboot_backoff (6h)
+    "max_reboots": 2,               # nodefix_reboot_backoff_max_reboots
+    "blocking_selectors": [],       # reboot_blocking_pod_selectors
+    "lock_namespace": "kube-system",
+    "lock_name": "nodefix-reboot",
+    "lock_slots": 1,                # reboot_max_concurrent
+    "lock_ttl": 7200,
+    "control_plane_lock_name": "nodefix-control-plane",
+    "evidence": True,               # nodefix_evidence
+    "events": True,                 # nodefix_events
+}
+# the roles whose restarts need a drained node under nodefix_require_drain
+RESTARTING_ROLES = ("nodefix.k8s.containerd", "nodefix.k8s.gvisor", "nodefix.k8s.kubelet")
+REBOOT_ROLE = "nodefix.k8s.reboot"
+
+
+def options(given):
+    """``DEFAULTS`` updated with ``given``; NodefixError naming an unknown option or one of the wrong type."""
+    out = copy.deepcopy(DEFAULTS)
+    for key, value in (given or {}).items():
+        if key not in DEFAULTS:
+            raise NodefixError("rollout option %r is not one of %s" % (key, ", ".join(sorted(DEFAULTS))))
+        want = type(DEFAULTS[key])
+        if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
+            raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
+        out[key] = value
+    return out
+
+
+class Context(object):
+    """One node's rollout: the API object (``_k8s.rollout_api.RolloutApi`` or a double honouring its contract),
+    the node, the run, this controller (``here``: {host, pid, boot}; ``pid_alive``), the before-audit and plan
+    ({fix_roles, reboot_reasons, disruptive}), the options, and the injected work:
+
+    - ``clock()``: an aware UTC datetime; ``sleep(seconds)``;
+    - ``evidence()``: the node-side evidence bundle's summary (a dict; raises NodefixError when it cannot be kept);
+    - ``audit()``: the after-audit (the node_audit result), NodefixError when it cannot run;
+    - ``alerts()``: the firing alerts that hold a reboot ([name]; NodefixError when Prometheus cannot be read);
+    - ``storm()``: the storm breaker's re-count before this node ("" or why the rollout stops);
+    - ``events(phase, state)``: post the start/end Events (its failure is a warning, never the rollout's);
+    - ``window``: a ``_reboot.gate.Window`` or None (always open)."""
+
+    def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
+                 check_mode=False, **work):
+        self.api, self.node, self.run_id, self.here, self.pid_alive = api, node, str(run_id), here, pid_alive
+        self.audit_before, self.plan = audit_before or {}, plan or {}
+        self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
+        self.options = options(given)
+        unknown = set(work) - set(("evidence", "audit", "alerts", "storm", "events", "window", "after_step"))
+        if unknown:
+            raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
+        self.evidence = work.get("evidence")
+        self.audit = work.get("audit")
+        self.alerts = work.get("alerts") or (lambda: [])
+        self.storm = work.get("storm") or (lambda: "")
+        self.events = work.get("events") or (lambda phase, state: None)
+        self.window = work.get("window")
+        self.after_step = work.get("after_step")
+
+
+def new_state(plan):
+    """The run's state at the start: what the plan asks for, nothing held, nothing cordoned."""
+    return {"fix_roles": list(plan.get("fix_roles") or []), "reboot_reasons": list(plan.get("reboot_reasons") or []),
+            "claimed": False, "previous": None, "cordoned_before": None, "cordoned": False, "drained": False,
+            "slots": [], "reboot_held": [], "outcome": None, "detail": "", "given_back": "", "evidence": None,
+            "steps": []}

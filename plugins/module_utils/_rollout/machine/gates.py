@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The machine's gates before anything is drained - each the existing decision, called once, from one place:
+
+- the control-plane guard (``_reboot.control_plane.guard``: etcd membership, etcd health, the quorum rule with
+  ``quorum_override``, the control plane's one slot): a node it holds is held whole;
+- the reboot backoff (``_reboot.backoff.decide``: reasons open again, ``max_reboots`` inside the backoff);
+- the reboot gate (the window, the blocking pods, the alerts, the reboot lock's slot): a held reboot is dropped
+  from the fixes (the rest go on), as ``remediate.yml`` does;
+- the slots an earlier run left (``_reboot.control_plane.reclaim``: given back once the node is Ready).
+
+In check mode a lock is asked as a dry run (``acquire(dry_run=True)``): nothing is taken."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import REBOOT_ROLE
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+
+class _CheckLock(gate.LeaseLock):
+    """A lock asked as a dry run: ``acquire`` says which slot it would take and takes none."""
+
+    def acquire(self, reason="", dry_run=False):
+        return super(_CheckLock, self).acquire(reason, dry_run=True)
+
+
+def lock_id(ctx, name):
+    return "%s/%s" % (ctx.options["lock_namespace"], name)
+
+
+def locks(ctx):
+    """{lock id: LeaseLock} of the control plane's lock and the reboot lock, held by this node's name."""
+    kind = _CheckLock if ctx.check_mode else gate.LeaseLock
+    o = ctx.options
+    out = {}
+    for name, slots in ((o["control_plane_lock_name"], 1), (o["lock_name"], o["lock_slots"])):
+        out[lock_id(ctx, name)] = kind(ctx.api, o["lock_namespace"], name, slots, ctx.node, o["lock_ttl"], ctx.clock)
+    return out
+
+
+def control_plane_guard(ctx, state, node):
+    """(step outcome, detail); Stop(held) for a node the guard holds or could not decide."""
+    o = ctx.options
+    cp_id = lock_id(ctx, o["control_plane_lock_name"])
+    reason = "%s: %s" % (", ".join(ctx.plan.get("disruptive") or []), ", ".join(state["fix_roles"]))
+    try:
+        out = control_plane.guard(node, o["control_plane"], ctx.api, locks(ctx)[cp_id], reason,
+                                  accept_quorum_loss=o["quorum_override"])
+    except NodefixError as exc:
+        raise Stop(Outcome.HELD, "held: control plane: the guard could not decide: %s; nothing was drained, "
+                                 "restarted or rebooted" % exc)
+    if out["held_by"]:
+        raise Stop(Outcome.HELD, "held: %s; nothing was drained, restarted or rebooted" % "; ".join(out["held_by"]))
+    if not out["control_plane"]:
+        return SKIPPED, "not a control-plane node or etcd member"
+    state["slots"].append(cp_id)
+    return (WOULD if ctx.check_mode else DONE), "%s the control plane's slot %s" % (
+        "would take" if ctx.check_mode else "took", out["lock"]["slot"])
+
+
+def reboot_backoff(ctx, state, node):
+    """(step outcome, detail): a held reboot is dropped from the fixes (``state['reboot_held']`` says why)."""
+    if not state["reboot_reasons"]:
+        return SKIPPED, "no reboot planned"
+    o = ctx.options
+    boot = ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID")
+    out = backoff.decide((node.get("metadata") or {}).get("annotations"), state["reboot_reasons"], ctx.clock(),
+                         o["backoff_seconds"], ctx.node, boot_id=boot, max_reboots=o["max_reboots"])
+    if out["held"]:
+        _drop_reboot(state, out["held_by"])
+        return Outcome.HELD, "reboot held: %s" % "; ".join(out["held_by"])
+    return DONE, out["not_rebooted"] or "the backoff allows the reboot"
+
+
+def _drop_reboot(state, why):
+    state["reboot_held"].extend(why)
+    state["fix_roles"] = [r for r in state["fix_roles"] if r != REBOOT_ROLE]
+
+
+def reboot_gate(ctx, state):
+    """(step outcome, detail): the window, the blocking pods, the alerts, then the reboot lock's slot. A gate that
+    cannot decide (Prometheus or the API unreadable) refuses the node (nothing drained); a closed gate drops the
+    reboot and the rest of the fixes go on."""
+    if not state["reboot_reasons"] or state["reboot_held"]:
+        return SKIPPED, "no reboot to gate" if not state["reboot_reasons"] else "the backoff held the reboot"
+    held = []
+    now = ctx.clock()
+    try:
+        if ctx.window is not None and not ctx.window.contains(now):
+            held.append("outside the reboot window (%s)" % ctx.window.describe())
+        pods = gate.pods_blocking(ctx.api, ctx.node, ctx.options["blocking_selectors"])
+        held.extend("blocking pod %s" % p for p in pods)
+        held.extend("alert %s is firing" % a for a in ctx.alerts())
+        if not held:
+            lock_name = lock_id(ctx, ctx.options["lock_name"])
+            slot, holders = locks(ctx)[lock_name].acquire("; ".join(r.get("reason", r.get("id", "")) for r in
+                                                                    state["reboot_reasons"]))
+            if slot:
+                state["slots"].append(lock_name)
+                return (WOULD if ctx.check_mode else DONE), "%s the reboot lock's slot %s" % (
+                    "would take" if ctx.check_mode else "took", slot)
+            held.append("the reboot lock is full (%s)" % ", ".join("%s: %s" % (h["slot"], h["holder"])
+                                                                   for h in holders))
+    except NodefixError as exc:
+        raise Stop(Outcome.REFUSED, "reboot gate: %s; nothing was drained or changed" % exc)
+    _drop_reboot(state, held)
+    return Outcome.HELD, "reboot held: %s" % "; ".join(held)
+
+
+def reclaim_slots(ctx, state, node):
+    """(step outcome, detail): the slots this node holds from an earlier run in a lock this run does not use now,
+    given back when the node is Ready (kept, said so, when it is not)."""
+    said = []
+    for name, lock in sorted(locks(ctx).items()):
+        if name in state["slots"]:
+            continue
+        out = control_plane.reclaim(lock, node, dry_run=ctx.check_mode)
+        if out["released"]:
+            said.append("%s %s (held since %s)" % ("would give back" if ctx.check_mode else "gave back",
+                                                   out["released"], out["since"]))
+        elif out["kept"]:
+            said.append(out["kept"])
+    if not said:
+        return SKIPPED, "no slot held from an earlier run"
+    return (WOULD if ctx.check_mode else DONE), "; ".join(said)
+
+
+def release_slots(ctx, state, node):
+    """(step outcome, detail): this run's slots given back - the reboot lock's at once, the control plane's once
+    the node's etcd member is Ready again (kept, said so, until then)."""
+    if ctx.check_mode:      # a dry run took no slot: it says which it would give back
+        return WOULD, "would give back this run's slot in %s" % ", ".join(state["slots"])
+    said = []
+    cp = lock_id(ctx, ctx.options["control_plane_lock_name"])
+    for name, lock in sorted(locks(ctx).items()):
+        if name not in state["slots"]:
+            continue
+        back = control_plane.own_member_back(ctx.api, ctx.node) if name == cp else None
+        out = control_plane.reclaim(lock, node, member_back=back)
+        if out["released"]:
+            said.append("gave back %s" % out["released"])
+        elif out["kept"]:
+            said.append(out["kept"])
+    if not said:
+        return SKIPPED, "no slot held"
+    return DONE, "; ".join(said)

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""One node's rollout as a state machine (issue 62; docs/rollout-machine.md): ``begin`` runs the half before the
+fix roles and answers the state; ``end`` runs the half after them. A half that stops (a ``Stop``: held, refused,
+drain failed, stopped, failed) runs the give-back at once: what this run cordoned is uncordoned, the slots it took
+are given back, the end Event posted and its claim released.
+
+The result of either half: {outcome (an ``Outcome``, or None while the fixes are to run), detail, steps: [{name,
+outcome, seconds, detail}], state}. Check mode is the same machine with every write replaced by a "would ..."
+step: the dry run's plan is ``steps``."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import after
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import before
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import new_state
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.ledger import Ledger
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import SKIPPED, Runner, Stop
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+# the steps of each half, in order (the names the result, the job's lines and the docs use)
+BEFORE = ("storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
+          "evidence", "cordon", "drain", "require_drain", "fix")
+AFTER = ("verify", "hold_decision")
+FINISH = ("give_back", "release_slots", "end_event", "release")
+
+
+def _before_steps(ctx, state, ledger):
+    node = {}
+
+    def read():
+        node["now"] = ledger.read_node()
+        return node["now"]
+    return (
+        ("storm", lambda: before.storm(ctx, state)),
+        ("claim", lambda: before.claim(ctx, state, ledger)),
+        ("root", lambda: before.root(ctx, state)),
+        ("control_plane", lambda: before.control_plane(ctx, state, ledger)),
+        ("backoff", lambda: gates.reboot_backoff(ctx, state, read()) if state["fix_roles"] else (
+            "skipped", "nothing to fix")),
+        ("reboot_gate", lambda: gates.reboot_gate(ctx, state)),
+        ("reclaim_slots", lambda: gates.reclaim_slots(ctx, state, read())),
+        ("start_event", lambda: before.start_event(ctx, state)),
+        ("evidence", lambda: before.evidence(ctx, state)),
+        ("cordon", lambda: before.cordon_step(ctx, state, ledger)),
+        ("drain", lambda: before.drain_step(ctx, state, ledger)),
+        ("require_drain", lambda: before.require_drain(ctx, state)),
+        ("fix", lambda: before.fix(ctx, state, ledger)),
+    )
+
+
+def _runner(ctx):
+    ctx.runner = Runner(ctx.clock, ctx.check_mode, ctx.after_step)
+    return ctx.runner
+
+
+def _result(ctx, state):
+    state["steps"] = state.get("steps", []) + [s.as_dict() for s in ctx.runner.steps]
+    return {"outcome": state["outcome"], "detail": state["detail"], "steps": [s.as_dict() for s in ctx.runner.steps],
+            "lines": [s.line() for s in ctx.runner.steps], "state": state}
+
+
+def begin(ctx):
+    """The half before the fixes. ``outcome`` None: run the fix roles, then ``end``; else the rollout is over."""
+    runner, state, ledger = _runner(ctx), new_state(ctx.plan), Ledger(ctx)
+    try:
+        for name, step in _before_steps(ctx, state, ledger):
+            runner.run(name, step)
+    except Stop as stop:
+        state.update(outcome=stop.outcome, detail=stop.detail)
+        _finish(ctx, state, ledger)
+        return _result(ctx, state)
+    if not state["fix_roles"]:
+        state["outcome"] = Outcome.HELD if state["reboot_held"] else Outcome.NOTHING_TO_FIX
+        state["detail"] = ("reboot held: %s" % "; ".join(state["reboot_held"]) if state["reboot_held"]
+                           else ctx.plan.get("skip") or "nothing to fix")
+        _finish(ctx, state, ledger)
+    state["record"] = ledger.record
+    return _result(ctx, state)
+
+
+def end(ctx, state, remediation):
+    """The half after the fixes: ``remediation`` is what the roles did ({status: ok|failed|unreachable, roles, msg,
+    kernel_kept}); ``state`` is ``begin``'s."""
+    runner, ledger = _runner(ctx), Ledger(ctx)
+    ledger.record = state.get("record")
+    try:
+        runner.run("verify", lambda: after.verify(ctx, state, remediation))
+        runner.run("hold_decision", lambda: after.hold_decision(ctx, state, remediation))
+    except Stop as stop:
+        state.update(outcome=stop.outcome, detail=stop.detail)
+    _finish(ctx, state, ledger)
+    return _result(ctx, state)
+
+
+def _finish(ctx, state, ledger):
+    """The give-back: each step runs whatever the one before it did (a failed uncordon does not keep a slot). A run
+    that lost its claim (another run's record is on the node) gives nothing back: the cordon, the slots (held by
+    the node's name) and the record are the claim holder's to judge - only the end Event is posted."""
+    runner = ctx.runner
+    for name, step in (("give_back", lambda: after.give_back(ctx, state, ledger)),
+                       ("release_slots", lambda: after.release_slots(ctx, state, ledger)),
+                       ("end_event", lambda: after.end_event(ctx, state)),
+                       ("release", lambda: after.release(ctx, state, ledger))):
+        if ledger.lost and name != "end_event":
+            runner.run(name, lambda: (SKIPPED, "this run lost its claim (%s): left to the run that holds it"
+                                      % ledger.lost))
+            continue
+        try:
+            runner.run(name, step)
+        except Stop as stop:
+            if state["outcome"] in (None, Outcome.OK, Outcome.NOTHING_TO_FIX):
+                state.update(outcome=stop.outcome, detail=stop.detail)

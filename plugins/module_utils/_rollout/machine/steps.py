@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
+"""The rollout machine's steps: each a typed result (``Step``: name, outcome, seconds, detail) that the action's
+result, the AWX job events (one line a step), the report and the Events read; ``Stop`` ends the machine with an
+outcome of ``_rollout.outcome.Outcome`` - never a message prefix.
+
+``Runner`` times each step on the injected clock and keeps the list. In check mode a step that would write calls
+``would``: the write is not made and the step says "would ..." - the dry run's plan IS this step list
+(docs/rollout-machine.md)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+# a step's own verdict beside the rollout outcomes: it ran and the rollout goes on / it was not needed
+DONE = "done"
+SKIPPED = "skipped"
+WOULD = "would"
+STEP_OUTCOMES = (DONE, SKIPPED, WOULD) + Outcome.ALL
+
+
+class Step(object):
+    """One step's result: ``name`` (the phase's step), ``outcome`` (``STEP_OUTCOMES``), ``seconds``, ``detail``."""
+
+    __slots__ = ("name", "outcome", "seconds", "detail")
+
+    def __init__(self, name, outcome, seconds=0.0, detail=""):
+        if outcome not in STEP_OUTCOMES:
+            raise NodefixError("step %s: outcome %r is not one of %s" % (name, outcome, ", ".join(STEP_OUTCOMES)))
+        self.name, self.outcome, self.seconds, self.detail = name, outcome, seconds, detail
+
+    def as_dict(self):
+        return {"name": self.name, "outcome": self.outcome, "seconds": round(self.seconds, 3), "detail": self.detail}
+
+    def line(self):
+        """The step as one line of an AWX job's output."""
+        return "%-22s %-14s %6.1fs  %s" % (self.name, self.outcome, self.seconds, self.detail)
+
+
+class Stop(NodefixError):
+    """Ends the machine's half: ``outcome`` (an ``Outcome``) and why. Raised by a step; the runner records the step
+    with that outcome (a step that catches NodefixError around its own calls never wraps a Stop)."""
+
+    def __init__(self, outcome, detail):
+        if outcome not in Outcome.ALL:
+            raise NodefixError("a rollout stops with one of %s, got %r" % (", ".join(Outcome.ALL), outcome))
+        super(Stop, self).__init__(detail, outcome=outcome)
+        self.outcome, self.detail = outcome, detail
+
+
+def node_side(call):
+    """(answer, "") of injected node-side work (the evidence, the after-audit), or (None, why) when it failed: what
+    could not be read is said as such, never taken for clean."""
+    try:
+        return call(), ""
+    except NodefixError as exc:
+        return None, "%s" % exc
+
+
+class Runner(object):
+    """Runs steps in order, timing each on ``clock`` (a callable answering an aware datetime). ``check_mode``: writes
+    are replaced by "would ..." steps. ``after_step(step)``: called after each recorded step (a caller's progress
+    line; the tests' kill point)."""
+
+    def __init__(self, clock, check_mode=False, after_step=None):
+        self.clock, self.check_mode, self.after_step = clock, check_mode, after_step
+        self.steps = []
+
+    def record(self, name, outcome, started, detail=""):
+        step = Step(name, outcome, (self.clock() - started).total_seconds(), detail)
+        self.steps.append(step)
+        if self.after_step is not None:
+            self.after_step(step)
+        return step
+
+    def run(self, name, action):
+        """Run ``action()`` -> (step outcome, detail). A ``Stop`` is recorded with its outcome and raised on; a
+        NodefixError (an API call that failed, an answer that is not well-formed) is recorded as ``failed`` and
+        raised on as a ``Stop`` of ``failed`` - the caller decides what is given back."""
+        started = self.clock()
+        try:
+            outcome, detail = action()
+        except Stop as stop:
+            self.record(name, stop.outcome, started, stop.detail)
+            raise
+        except NodefixError as exc:
+            self.record(name, Outcome.FAILED, started, "%s" % exc)
+            raise Stop(Outcome.FAILED, "%s: %s" % (name, exc))
+        return self.record(name, outcome, started, detail)
+
+    def would(self, what, write):
+        """``write()`` -> detail, or in check mode ``(WOULD, "would " + what)`` without calling it."""
+        if self.check_mode:
+            return WOULD, "would " + what
+        return DONE, write() or what

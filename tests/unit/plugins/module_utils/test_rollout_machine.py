@@ -1,0 +1,305 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_rollout.machine (issue 62): one node's rollout as a state machine - every transition of the half before the
+fixes and of the half after them, each step a typed result and the machine's outcome one of the Outcome enum, never
+a message prefix; check mode is the same machine with every write a "would ..." step. Against the API double
+(rollout_api_double.py: resourceVersion/409, evictions' 429 with retryAfterSeconds, 404s)."""
+
+import datetime
+import json
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import STEP_OUTCOMES
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+from plugins.module_utils.rollout_api_double import ApiDouble, Clock, etcd_pod, node, pod
+from plugins.module_utils.rollout_machine_harness import CONTAINERD, HERE, REASON, REBOOT, Work, context, names, \
+    outcomes, rollout
+
+CP = {"node-role.kubernetes.io/control-plane": ""}
+
+
+def records(api):
+    """The rollout records written, in order."""
+    return [json.loads(w[2]["metadata"]["annotations"][record.ANNOTATION]) for w in api.writes if w[0] == "patch_node"
+            and (w[2]["metadata"]["annotations"].get(record.ANNOTATION) or "").startswith("{")]
+
+
+def untouched(api):
+    """No write but this run's record (its claim, its phases, its release): no cordon, eviction or slot."""
+    return (all(w[0] == "patch_node" and set(w[2]) == set(["metadata"]) and set(w[2]["metadata"]["annotations"]) ==
+                set([record.ANNOTATION]) for w in api.writes) and record.ANNOTATION not in api.notes())
+
+
+def clean(api, cordoned=False):
+    notes = api.notes()
+    return (api.cordoned() is cordoned and cordon.CORDONED_BY not in notes and cordon.HELD not in notes
+            and record.ANNOTATION not in notes and api.held_leases() == [])
+
+
+def test_a_worker_is_claimed_gated_cordoned_drained_fixed_verified_and_given_back():
+    api = ApiDouble([node()], [pod("web-1"), pod("ds-1", owner="DaemonSet")])
+    first, second = rollout(api, roles=(CONTAINERD, REBOOT))
+    assert first["outcome"] is None and names(first) == list(machine.BEFORE)
+    assert second["outcome"] == Outcome.OK and names(second) == list(machine.AFTER + machine.FINISH)
+    assert all(s["outcome"] in STEP_OUTCOMES and isinstance(s["seconds"], float) for s in first["steps"] + second["steps"])
+    assert [p["metadata"]["name"] for p in api.pods] == ["ds-1"]        # the DaemonSet's pod is not evicted
+    assert clean(api)
+    # the record was written before the cordon, the drain and the fixes, and named the locks before the slot
+    phases = [r["phase"] for r in records(api)]
+    assert phases == ["claimed", "gates", "cordon", "drain", "fix", "give_back"]
+    kinds = [w[0] for w in api.writes]
+    assert kinds.index("create_lease") > 1 and kinds.index("evict") > 4
+
+
+def test_the_state_between_the_halves_is_plain_data_and_the_record_says_fix():
+    api = ApiDouble([node()], [pod("web-1")])
+    first = machine.begin(context(api))
+    json.dumps(first["state"])
+    on_node = record.read(api.notes())
+    assert on_node["version"] == 2 and on_node["phase"] == "fix" and on_node["cordonedBefore"] is False
+    assert on_node["slots"] == ["kube-system/nodefix-control-plane", "kube-system/nodefix-reboot"]
+    assert on_node["holder"] == HERE and on_node["run"] == "run-1"
+
+
+def test_nothing_to_fix_writes_only_the_claim_and_its_release():
+    api = ApiDouble([node()], [pod("web-1")])
+    first, second = rollout(api, roles=())
+    assert second is None and first["outcome"] == Outcome.NOTHING_TO_FIX and untouched(api)
+    assert [r["phase"] for r in records(api)] == ["claimed"]
+    assert outcomes(first)["cordon"] == "skipped" and outcomes(first)["drain"] == "skipped"
+
+
+def test_a_node_held_by_an_earlier_run_stays_untouched_and_is_reported_held():
+    held = json.dumps({"run": "old", "time": "2026-12-05T07:00:00Z", "reason": "still open"})
+    api = ApiDouble([node(unschedulable=True, **{cordon.HELD: held})], [pod("web-1")])
+    first, second = rollout(api, roles=(CONTAINERD, REBOOT))
+    assert second is None and first["outcome"] == Outcome.HELD and "left untouched" in first["detail"]
+    assert untouched(api) and api.cordoned() and api.notes()[cordon.HELD] == held
+    assert not [c for c in api.calls if c[0] in ("evict", "list_pods", "create_lease")]
+
+
+def test_a_node_a_live_run_holds_is_refused_naming_it_and_nothing_is_written():
+    live = record.new("awx-7", datetime.datetime(2026, 12, 6, 6, 59, tzinfo=datetime.timezone.utc),
+                      {"host": "awx", "pid": 7, "boot": "b"}, 1800, version=2)
+    api = ApiDouble([node(**{record.ANNOTATION: record.text(live)})], [pod("web-1")])
+    first = rollout(api)[0]
+    assert first["outcome"] == Outcome.REFUSED and "awx-7" in first["detail"] and api.writes == []
+    assert outcomes(first)["release"] == "skipped"
+
+
+def test_a_claim_raced_by_another_run_is_refused():
+    api = ApiDouble([node()], [pod("web-1")])
+    read = api.get_node
+
+    def racing(name):
+        answer = read(name)
+        api.nodes[name]["metadata"]["resourceVersion"] = "999"     # another run wrote the Node since
+        return answer
+    api.get_node = racing
+    first = rollout(api)[0]
+    assert first["outcome"] == Outcome.REFUSED and "409" in first["detail"] and api.writes == []
+
+
+def test_not_root_is_refused_before_any_gate_or_drain():
+    api = ApiDouble([node()], [pod("web-1")])
+    first = rollout(api, euid=1000)[0]
+    assert first["outcome"] == Outcome.REFUSED and "uid 1000" in first["detail"] and untouched(api)
+
+
+def test_the_storm_re_count_stops_the_node_before_its_claim():
+    api = ApiDouble([node()], [pod("web-1")])
+    first = rollout(api, work=Work(storm="5 of 10 nodes (50 %) unavailable, above 20 %"))[0]
+    assert first["outcome"] == Outcome.STOPPED and api.writes == [] and "50 %" in first["detail"]
+
+
+def test_a_control_plane_node_not_opted_in_is_held_whole():
+    api = ApiDouble([node(labels=CP)], [pod("web-1")])
+    first = rollout(api)[0]
+    assert first["outcome"] == Outcome.HELD and "nodefix_control_plane is false" in first["detail"]
+    assert not [w for w in api.writes if w[0] in ("evict", "create_lease")] and not api.cordoned()
+    assert clean(api)
+
+
+@pytest.mark.parametrize("override", [False, True])
+def test_the_quorum_rule_holds_one_of_two_members_unless_overridden(override):
+    nodes = [node(labels=CP), node("node-b", labels=CP)]
+    api = ApiDouble(nodes, [pod("web-1"), etcd_pod("node-a"), etcd_pod("node-b")])
+    first, second = rollout(api, options={"control_plane": True, "quorum_override": override})
+    if not override:
+        assert first["outcome"] == Outcome.HELD and "quorum" in first["detail"] and clean(api)
+        return
+    assert second["outcome"] == Outcome.OK and outcomes(first)["control_plane"] == "done" and clean(api)
+    assert ("create_lease", "kube-system", "nodefix-control-plane-0") in api.writes
+
+
+def test_an_etcd_member_without_a_control_plane_label_is_guarded():
+    api = ApiDouble([node(), node("node-b", labels=CP)], [pod("web-1"), etcd_pod("node-a"), etcd_pod("node-b")])
+    first = rollout(api)[0]
+    assert first["outcome"] == Outcome.HELD and "etcd member" in first["detail"]
+
+
+def test_the_backoff_drops_a_reboot_open_again_and_a_node_only_needing_it_is_held():
+    last = backoff.record(datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc), "old", [REASON],
+                          boot_id="boot-0", backoff_seconds=21600)
+    api = ApiDouble([node(**{backoff.ANNOTATION: last})], [pod("web-1")])
+    first = rollout(api, roles=(REBOOT,))[0]
+    assert first["outcome"] == Outcome.HELD and first["detail"].startswith("reboot held: rebooted at")
+    assert api.leases == {} and not api.cordoned() and untouched(api)
+
+
+def test_the_backoff_bounds_reboots_whatever_the_reason():
+    now = datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc)
+    earlier = backoff.record(now - datetime.timedelta(hours=1), "r1", [{"id": "a"}], boot_id="boot-x")
+    last = backoff.record(now, "r2", [{"id": "b"}], boot_id="boot-0", last=backoff.read_record(earlier),
+                          backoff_seconds=21600)
+    api = ApiDouble([node(**{backoff.ANNOTATION: last})], [pod("web-1")])
+    first, second = rollout(api, roles=(CONTAINERD, REBOOT))
+    assert "rebooted 2 times" in [s["detail"] for s in first["steps"] if s["name"] == "backoff"][0]
+    assert first["state"]["fix_roles"] == [CONTAINERD] and second["outcome"] == Outcome.OK
+
+
+def test_a_closed_window_or_a_firing_alert_drops_the_reboot_and_the_other_fixes_go_on():
+    api = ApiDouble([node()], [pod("web-1")])
+    window = gate.Window(days=["sat"], start="01:00", end="02:00")    # 2026-12-06 07:00 UTC is a Sunday
+    first, second = rollout(api, roles=(CONTAINERD, REBOOT), window=window, work=Work(alerts=["NodeDown"]))
+    detail = [s["detail"] for s in first["steps"] if s["name"] == "reboot_gate"][0]
+    assert "outside the reboot window" in detail and "alert NodeDown is firing" in detail
+    assert first["state"]["fix_roles"] == [CONTAINERD] and api.leases == {} and second["outcome"] == Outcome.OK
+
+
+def test_a_blocking_pod_holds_the_reboot():
+    api = ApiDouble([node()], [pod("web-1"), pod("backup-1", labels={"app": "backup"})])
+    first = rollout(api, roles=(REBOOT,), options={"blocking_selectors": ["app=backup"]})[0]
+    assert first["outcome"] == Outcome.HELD and "blocking pod default/backup-1" in first["detail"]
+
+
+def test_a_full_reboot_lock_holds_the_reboot():
+    api = ApiDouble([node(), node("node-b")], [pod("web-1")])
+    api.create_lease("kube-system", {"metadata": {"name": "nodefix-reboot-0"}, "spec": {"holderIdentity": "node-b"}})
+    first = rollout(api, roles=(REBOOT,))[0]
+    assert first["outcome"] == Outcome.HELD and "the reboot lock is full (nodefix-reboot-0: node-b)" in first["detail"]
+
+
+def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_through():
+    api = ApiDouble([node()], [pod("web-1")], refuse={"web-1": 2}, retry_after=7)
+    clock = Clock()
+    first, second = rollout(api, clock=clock)
+    assert clock.slept[:2] == [7, 7] and second["outcome"] == Outcome.OK and clean(api)
+
+
+def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everything_back():
+    api = ApiDouble([node()], [pod("web-1"), pod("db-0")], refuse={"db-0": None})
+    first, second = rollout(api, roles=(CONTAINERD, REBOOT), options={"drain_timeout": 60})
+    assert second is None and first["outcome"] == Outcome.DRAIN_FAILED
+    assert "default/db-0 (refused by a PodDisruptionBudget)" in first["detail"] and "evicted: default/web-1" in \
+        first["detail"]
+    assert clean(api) and outcomes(first)["release_slots"] == "done"
+
+
+def test_a_pod_stuck_terminating_fails_the_drain():
+    api = ApiDouble([node()], [pod("web-1")], stuck={"web-1"})
+    first = rollout(api, options={"drain_timeout": 30})[0]
+    assert first["outcome"] == Outcome.DRAIN_FAILED and "default/web-1 (terminating)" in first["detail"] and clean(api)
+
+
+def test_a_node_cordoned_before_the_run_stays_cordoned():
+    api = ApiDouble([node(unschedulable=True)], [pod("web-1")])
+    first, second = rollout(api)
+    assert outcomes(first)["cordon"] == "skipped" and second["outcome"] == Outcome.OK
+    assert clean(api, cordoned=True) and [p["metadata"]["name"] for p in api.pods] == []
+    assert [(r["phase"], r["cordonedBefore"]) for r in records(api)][2:4] == [("drain", True), ("fix", True)]
+
+
+def test_require_drain_refuses_restarts_on_a_node_that_is_not_drained():
+    api = ApiDouble([node()], [pod("web-1")])
+    first = rollout(api, options={"drain": False, "require_drain": True})[0]
+    assert first["outcome"] == Outcome.REFUSED and "nodefix_require_drain" in first["detail"]
+    assert not [w for w in api.writes if w[0] == "evict"] and not api.cordoned()
+
+
+@pytest.mark.parametrize("after, status, want", [
+    ([CONTAINERD], "ok", Outcome.NOT_VERIFIED),
+    ([], "failed", Outcome.NOT_VERIFIED),
+    ([], "unreachable", Outcome.UNREACHABLE),
+])
+def test_a_fix_not_verified_leaves_the_node_cordoned_and_held(after, status, want):
+    api = ApiDouble([node()], [pod("web-1")])
+    first, second = rollout(api, work=Work(after=after), status=status)
+    assert second["outcome"] == want and api.cordoned()
+    held = json.loads(api.notes()[cordon.HELD])
+    assert held["run"] == "run-1" and held["reason"] and cordon.CORDONED_BY not in api.notes()
+    assert record.ANNOTATION not in api.notes() and outcomes(second)["give_back"] == Outcome.HELD
+
+
+def test_the_after_audit_that_cannot_run_holds_the_node():
+    api = ApiDouble([node()], [pod("web-1")])
+    ctx = context(api)
+    first = machine.begin(ctx)
+
+    def broken():
+        from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+        raise NodefixError("the node did not answer")
+    ctx.audit = broken
+    second = machine.end(ctx, first["state"], {"status": "ok", "roles": [CONTAINERD]})
+    assert second["outcome"] == Outcome.NOT_VERIFIED and "could not run" in second["detail"] and api.cordoned()
+
+
+def test_check_mode_is_the_same_machine_and_writes_nothing():
+    real_api = ApiDouble([node()], [pod("web-1")])
+    real = rollout(real_api, roles=(CONTAINERD, REBOOT))[0]
+    api = ApiDouble([node()], [pod("web-1")])
+    first, second = rollout(api, roles=(CONTAINERD, REBOOT), check_mode=True)
+    assert api.writes == [] and names(first) == names(real) and names(first) == list(machine.BEFORE)
+    would = dict((s["name"], s["detail"]) for s in first["steps"] + second["steps"] if s["outcome"] == "would")
+    assert would["cordon"] == "would cordon node-a" and would["drain"].startswith("would evict default/web-1")
+    assert would["give_back"] == "would uncordon node-a" and would["release_slots"].startswith("would give back")
+    assert would["reboot_gate"] == "would take the reboot lock's slot nodefix-reboot-0"
+    assert set(("claim", "evidence", "fix", "verify", "release", "start_event")) <= set(would)
+
+
+def test_a_lost_claim_stops_the_machine_and_leaves_everything_to_the_run_that_holds_it():
+    api = ApiDouble([node()], [pod("web-1")])
+    stolen = {}
+
+    def steal(step):
+        if step.name == "reboot_gate" and not stolen:
+            stolen["at"] = step.name
+            other = record.new("thief", datetime.datetime(2026, 12, 6, 7, tzinfo=datetime.timezone.utc),
+                               {"host": "x", "pid": 1, "boot": "y"}, 1800, version=2)
+            api.nodes["node-a"]["metadata"]["annotations"][record.ANNOTATION] = record.text(other)
+    first = rollout(api, roles=(CONTAINERD, REBOOT), after_step=steal)[0]
+    assert first["outcome"] == Outcome.FAILED and "lost its claim" in first["detail"]
+    assert not api.cordoned() and not [w for w in api.writes if w[0] == "evict"]
+    # the slot is held by the node's name: the run that holds the claim gives it back or uses it (reclaim_slots)
+    assert api.held_leases() == ["kube-system/nodefix-reboot-0"]
+    assert [s["outcome"] for s in first["steps"][-4:]] == ["skipped", "skipped", "done", "skipped"]
+    assert json.loads(api.notes()[record.ANNOTATION])["run"] == "thief"     # the other run's record is not touched
+
+
+def test_options_are_checked_before_anything_is_read():
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+    with pytest.raises(NodefixError, match="drain_timeout must be a int"):
+        context(ApiDouble([node()]), options={"drain_timeout": "600"})
+    with pytest.raises(NodefixError, match="not one of"):
+        context(ApiDouble([node()]), options={"storm_percent": 20})
+
+
+def test_evidence_that_cannot_be_kept_is_said_and_the_rollout_goes_on():
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+    api = ApiDouble([node()], [pod("web-1")])
+    work = Work()
+
+    def lost():
+        raise NodefixError("journalctl: no such file")
+    work.evidence = lost
+    first, second = rollout(api, work=work)
+    assert first["state"]["evidence"] == {"error": "journalctl: no such file"}
+    assert [s["detail"] for s in first["steps"] if s["name"] == "evidence"] == [
+        "the evidence could not be kept (the remediation goes on): journalctl: no such file"]
+    assert second["outcome"] == Outcome.OK

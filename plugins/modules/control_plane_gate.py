@@ -191,8 +191,9 @@ etcd:
     - What etcd looked like (null when not asked) - C(mode) (V(static) or V(external)), C(members) (C(name), C(node),
       C(ready), C(phase); every member the quorum counts - a node that should run one and shows no pod with C(name)
       null and C(phase) V(Missing); with external etcd, each endpoint the health command named, C(phase)
-      V(healthy)/V(unhealthy), C(node) null when no Node has its address), C(readyz) (the answer of C(/readyz/etcd)), C(problems), C(quorum) (C(problem) - why the
-      members left would lose quorum, empty when they keep it; C(accepted) - O(accept_quorum_loss) let it go on).
+      V(healthy)/V(unhealthy), C(node) null when no Node has its address), C(readyz) (the answer of C(/readyz/etcd)),
+      C(problems), C(quorum) (C(problem) - why the members left would lose quorum, empty when they keep it;
+      C(accepted) - O(accept_quorum_loss) let it go on).
   returned: always
   type: dict
   sample: {"mode": "static", "members": [{"name": "etcd-cp-1", "node": "cp-1", "ready": true, "phase": "Running"}],

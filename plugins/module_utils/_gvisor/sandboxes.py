@@ -35,7 +35,6 @@ def _flag(argv, name):
     return None
 
 
-
 def sandbox_from_cmdline(argv):
     """Parse a runsc sandbox command line; None when it is not one.
 

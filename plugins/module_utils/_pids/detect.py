@@ -362,7 +362,6 @@ def persisted_sysctl(root, key, extra=None):
     return result
 
 
-
 def _default_pid_max_min():
     machine = os.uname()[4].lower()   # platform.machine() on POSIX, without importing platform (the npd plugin)
     if machine.endswith("64") or machine in ("s390x",):

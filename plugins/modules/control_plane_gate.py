@@ -26,7 +26,12 @@ description:
     as kubeadm and RKE2 run them) or carries RKE2's C(node-role.kubernetes.io/etcd) label is guarded the same way
     (RV(etcd_member) says why) - membership, not role labels.
   - Quorum - with O(allow), a member goes down only when the members left keep a majority of all members (three members
-    or more, all healthy); a single control plane or a two-member cluster is held unless O(accept_quorum_loss).
+    or more, all healthy); a single control plane or a two-member cluster is held unless O(accept_quorum_loss). It
+    counts etcd members, not etcd pods - a node that should run a member (a control-plane node, an RKE2 etcd node) and
+    shows no C(component=etcd) pod is a member that is down; with etcd outside the cluster the members are the
+    endpoints the O(etcd_health_command)'s output names (C(etcdctl endpoint health --cluster) - simple, C(-w json) or
+    C(-w table)), the node's own the one at its name or address. A member down already holds the node whatever
+    O(accept_quorum_loss) says.
   - One control-plane node at a time fleet-wide - a C(coordination.k8s.io/v1) Lease C(<lock_name>-0) in
     O(lock_namespace) with the node as its C(holderIdentity), taken as the reboot lock's slots are
     (M(nodefix.k8s.reboot_gate)). O(state=release) gives it back only once the node's own etcd member is Ready again
@@ -74,8 +79,10 @@ options:
   etcd_health_command:
     description:
       - For etcd outside the cluster - a command run on the controller (argv list, e.g.
-        V([etcdctl, endpoint, health, --cluster])); exit 0 means every member is healthy. Unset, a control-plane node
-        with external etcd is held.
+        V([etcdctl, endpoint, health, --cluster])); exit 0 means every member is healthy. The endpoints its output
+        names (C(<endpoint> is healthy)/C(is unhealthy) lines, C(-w json), C(-w table)) are the members the quorum rule
+        counts; an output that names none is judged by the exit code alone. Unset, a control-plane node with external
+        etcd is held.
     type: list
     elements: str
     default: []
@@ -182,8 +189,11 @@ held_by:
 etcd:
   description:
     - What etcd looked like (null when not asked) - C(mode) (V(static) or V(external)), C(members) (C(name), C(node),
-      C(ready), C(phase)), C(readyz) (the answer of C(/readyz/etcd)), C(problems), C(quorum) (C(problem) - why the
-      members left would lose quorum, empty when they keep it; C(accepted) - O(accept_quorum_loss) let it go on).
+      C(ready), C(phase); every member the quorum counts - a node that should run one and shows no pod with C(name)
+      null and C(phase) V(Missing); with external etcd, each endpoint the health command named, C(phase)
+      V(healthy)/V(unhealthy), C(node) null when no Node has its address), C(readyz) (the answer of C(/readyz/etcd)),
+      C(problems), C(quorum) (C(problem) - why the members left would lose quorum, empty when they keep it;
+      C(accepted) - O(accept_quorum_loss) let it go on).
   returned: always
   type: dict
   sample: {"mode": "static", "members": [{"name": "etcd-cp-1", "node": "cp-1", "ready": true, "phase": "Running"}],

@@ -26,6 +26,7 @@ import re
 from ansible.module_utils.six.moves.urllib.parse import unquote
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import url_userinfo
 
 
 # scheme://authority: the authority runs to the first '/', '?' or '#' (RFC 3986 3.2, as Go's url.Parse reads it)
@@ -38,7 +39,11 @@ def split_userinfo(url, option="the URL"):
     """(url without user information, user name or None, password or None). The authority is read as Go's
     url.Parse reads it (to the first '/', '?' or '#'; the user information to its LAST '@'); a URL whose host
     part is then not a host - a password with a raw '/', '?' or '#' (``https://u:pa/ss@host``) - is refused:
-    NodefixError naming ``option``, never quoting the URL (its password is in it)."""
+    NodefixError naming ``option``, never quoting the URL (its password is in it). So is a URL the redactor
+    (_core.redact, which hides every URL's user information in any output) reads other user information in than
+    Go does: ``https://u:123/x@h`` is host ``u``, port 123 and the path ``/x@h`` to Go, and the password ``123/x``
+    to the redactor (a password of digits and a raw '/') - ambiguous, so refused: its '@' in the path must be
+    percent-encoded (``%40``), or the credentials set in their options."""
     match = _AUTHORITY.match(url or "")
     if match is None:
         return url, None, None
@@ -46,6 +51,10 @@ def split_userinfo(url, option="the URL"):
     if not _HOST.match(host):
         raise NodefixError("%s is not a valid URL (its host[:port] is not one: a password with a raw '/', '?' "
                            "or '#' must be percent-encoded, or set in the credential options instead)" % option)
+    if url_userinfo(url) != (userinfo if at else ""):
+        raise NodefixError("%s is ambiguous: an '@' after its host:port is followed by a host, so it reads as a "
+                           "password with a raw '/', '?' or '#' as well as a path - percent-encode the '@' of the "
+                           "path (%%40), or set the credentials in the credential options" % option)
     if not at:
         return url, None, None
     user, colon, password = userinfo.partition(":")

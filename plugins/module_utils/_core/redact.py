@@ -23,13 +23,17 @@ value written as ``<redacted by nodefix.k8s>``:
   whole; a backslash-escaped character is part of it (``--password=a\ b``);
 - a ``key: value`` anywhere in a line, one after another (``stderr: token: X``): a bare value never ends in ``:``
   nor takes in the next ``key:``;
-- the password of a URL's user information (``scheme://user:password@host``, RFC 3986 3.2.1), to the last ``@`` a
-  host follows (a raw ``/``, ``?``, ``#`` or quote in the password too); a user name alone unless it is a plain
-  name (``ssh://git@host`` kept);
+- the password of a URL's user information (``scheme://user:password@host``, RFC 3986 3.2.1), read as Go's url.Parse
+  and _core/mirror_auth.split_userinfo read it (the authority to the first ``/``, ``?`` or ``#``, its user information
+  to the last ``@`` in it: ``https://u:p@h/a@b`` keeps its host and path); where Go reads none but a later ``@`` in
+  the word is followed by a host, to that ``@`` (a raw ``/``, ``?``, ``#`` or quote in the password, and
+  ``https://u:123/x@h``, which Go reads as host ``u``, port 123 - split_userinfo refuses such a URL as ambiguous);
+  a user name alone unless it is a plain name (``ssh://git@host`` kept);
 - an AWS access key id followed by its secret access key (the secret), ``API key: X``, a Slack webhook's path;
 - ``Bearer``/``Basic`` credentials (``Authorization: Bearer ...``, RFC 6750 2.1);
 - the secret half of a bootstrap token (``[a-z0-9]{6}.[a-z0-9]{16}`` as a whole word, never in a host name, kubernetes
-  docs/reference/access-authn-authz/bootstrap-tokens: the id is public, the secret is not);
+  docs/reference/access-authn-authz/bootstrap-tokens: the id is public, the secret is not) in a text that says
+  ``token``, ``join``, ``bootstrap`` or ``kubeadm`` anywhere (or under a key that does: ``join_command``);
 - the body of a PEM private key;
 - the value of a secret's key in YAML whatever its form: a plain scalar with spaces (to the end of the line, a
   comment kept), a quoted or plain scalar continued on deeper lines, a block scalar (``|``, ``>``, with
@@ -54,7 +58,17 @@ key (``authentication``/``authorization`` are kubelet settings, not secrets); an
 (``psql -p 5432``, ``docker run -p 8080:80``, ``ssh -p 22``: ``-p`` is a password only for the tools named
 above, and only its first one on a command line); a secret flag followed by ``--another-flag`` (a value
 starting with two dashes is the next flag); an absolute path under a name ending in ``key`` (``ssh_host_key:
-/etc/ssh/ssh_host_rsa_key``: where a key is).
+/etc/ssh/ssh_host_rsa_key``: where a key is); a URL whose path holds an ``@`` after ``host:port``
+(``http://proxy:3128/a@b`` shows as ``http://proxy:<redacted>@b``: the same text as a password of digits with a raw
+``/``, hidden).
+
+Decided leak: a bootstrap-token-shaped word in a text that says none of token/join/bootstrap/kubeadm is shown - the
+same shape is a valid Node name of two labels (``node01.abcdefabcdef0123``), which reports, results' keys and every
+message name; every text kubeadm writes a token into names one of those words (the join command, ``kubeadm token
+list``'s TOKEN column, its config's and the bootstrap kubeconfig's ``token:``).
+
+Keys are redacted as text is (a node's name, a label value); two keys that read the same once redacted are both kept,
+the later numbered (``unique_key``): no node is ever dropped from a result or a report.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -104,16 +118,25 @@ _FLAG_SPACE = re.compile(r"""(?<![\w-])(?P<key>--[A-Za-z0-9][A-Za-z0-9_\-]*|-[uU
                          r"""(?:<redacted by nodefix\.k8s>|[^\s"'])*)""")
 # curl's -uname:password, -Uname:password (the user kept)
 _ATTACHED_USER = re.compile(r"""(?<![\w-])(?P<head>-[uU]["']?[^\s:"'<>-][^\s:"'<>]*:)(?P<val>[^\s"'<]+)""")
-# scheme://[user][:password]@host - the user information ends at the LAST '@' before the host (as Go's net/url and
-# Python's urllib split it, RFC 3986 3.2.1): 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail'. A password
-# with a raw '/', '?', '#' or quote ('https://robot:Sl/ash@host', not a valid URL) is hidden to that '@' too: the
-# '@' taken is the last one in the word that a host (a name or [address], an optional numeric port) follows
-_URL_HOST_NEXT = r"""(?=(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%\-]+)(?::\d*)?(?:[/?#\s"'<>,;)\]}]|\Z))"""
-_URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#:@'"<>]*):"""
-                           r"""(?!\d+[/?#])(?P<val>(?:[^\s"'<>]|'(?![\s,;)\]}]|\Z))+)@""" + _URL_HOST_NEXT)
+# scheme://[user][:password]@host, read as Go's url.Parse reads it (net/url: the authority runs to the first '/', '?'
+# or '#', its user information to the LAST '@' in it - RFC 3986 3.2.1, as _core/mirror_auth.split_userinfo reads it):
+# 'http://u:Pr0xy@Tail@proxy' has the password 'Pr0xy@Tail', 'https://u:p@h/a@b' the password 'p' (its path kept).
+# Where Go reads no user information but a later '@' in the word is followed by a host, the text after the first ':'
+# is hidden to that '@' - failing closed: a password with a raw '/', '?', '#' or quote ('https://robot:Sl/ash@host',
+# not a valid URL), and one of digits then a raw '/' ('https://u:123/x@h'), which Go reads as host 'u', port 123 and
+# the path '/x@h' - the same shape as 'http://proxy:3128/a@b', a path with an '@' (hidden too: the decided false
+# positive; split_userinfo refuses such a URL as ambiguous, so the collection never uses one)
+# a host as Go's url.Parse takes it: a name (sub-delims too), an [IPv6 address] (with a zone), empty; an optional port
+_URL_HOST = r"""(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~%\-]+)?\]|[A-Za-z0-9._~%!$&'()*+,;=\-]*)(?::\d*)?"""
+_URL_HOST_NEXT = r"""(?=""" + _URL_HOST + r"""(?:[/?#\s"'<>,;)\]}]|\Z))"""
+_URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://"""
+                           r"""(?:[^\s/?#:@'"<>]|'(?![\s,;)\]}]|\Z))*):"""
+                           r"""(?:(?P<go>(?:[^\s/?#"'<>]|'(?![\s,;)\]}]|\Z))*)@""" + _URL_HOST_NEXT
+                           + r"""|(?P<val>(?:[^\s"'<>]|'(?![\s,;)\]}]|\Z))+)@""" + _URL_HOST_NEXT + ")")
 # user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
 # is the usual way to put one in a URL, so the whole user information goes - unless it is a user name (letters,
 # '_', '.', '-', no digit, at most 32: ssh://git@host, https://deploy@host), which has nothing to hide
+_URL_PLAIN_USER = re.compile(r"""(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)[A-Za-z_][A-Za-z_.\-]{0,31}@""" + _URL_HOST_NEXT)
 _URL_TOKEN_USER = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)"""
                              r"""(?![A-Za-z_][A-Za-z_.\-]{0,31}@)(?P<val>[^\s/?#:'"<>]+)@""" + _URL_HOST_NEXT)
 # a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
@@ -152,8 +175,14 @@ _YAML_BLOCK = re.compile(r"^[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ \t]+#.*)?$")
 _YAML_ONE_LINE = re.compile(r"""^(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|\[[^\[\]]*\]|\{[^{}]*\}|[*&!]\S*)"""
                             r"""(?:[ \t]+#.*)?$""")
 # a bootstrap token is a whole word (Kubernetes matches it as ^[a-z0-9]{6}\.[a-z0-9]{16}$): never a label of a host name
-# (node01.abcdefabcdef0123.example.com), a host:port or a URL's host
+# (node01.abcdefabcdef0123.example.com), a host:port or a URL's host - and only in a text that speaks of tokens
+# (_BOOTSTRAP_CONTEXT, or under a key that does): the same shape is a valid Node name of two labels
+# (node01.abcdefabcdef0123), which a report, a result's key and every message name
 _BOOTSTRAP = re.compile(r"""(?<![\w.\-@/])(?P<head>[a-z0-9]{6}\.)(?P<val>[a-z0-9]{16})(?![\w.\-@/]|:\d)""")
+# what makes a bootstrap-token-shaped word a token: the text (or its key) says token, join, bootstrap or kubeadm -
+# 'kubeadm join ... --token X', 'token: X' (kubeadm's config, the bootstrap kubeconfig), 'kubeadm token list''s TOKEN
+# column, the bootstrap-token Secret, 'tls-bootstrap-token', KUBEADM_TOKEN=X
+_BOOTSTRAP_CONTEXT = re.compile(r"token|join|bootstrap|kubeadm", re.IGNORECASE)
 # an AWS access key id (its documented prefixes: AKIA long-term, ASIA temporary) followed by its 40-character secret
 # access key (the pair as the console's CSV or a shell's echo shows it): the id kept, the secret hidden
 _AWS_PAIR = re.compile(r"""(?P<head>(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}["']?[ \t]*[,:;=|\t ][ \t]*["']?)"""
@@ -349,10 +378,22 @@ def _short_flag(match):
     return match.group(0)[:match.start("args") - match.start(0)] + args
 
 
-def redact_text(text):
-    """``text`` with every secret the module docstring names replaced by MARK (None stays None)."""
+def url_userinfo(url):
+    """The user information this redactor reads in ``url`` (a URL alone: ``user:password``, a token, a plain user
+    name), "" when it reads none - what _core/mirror_auth.split_userinfo holds against Go's reading."""
+    for shape in (_URL_USERINFO, _URL_TOKEN_USER, _URL_PLAIN_USER):
+        match = shape.match(url or "")
+        if match:
+            return match.group(0)[match.group(0).index("://") + 3:-1]
+    return ""
+
+
+def redact_text(text, token_context=False):
+    """``text`` with every secret the module docstring names replaced by MARK (None stays None); ``token_context``:
+    a bootstrap-token-shaped word is a token even where the text does not say so (its key does)."""
     if not isinstance(text, str) or not text:
         return text
+    token_context = token_context or _BOOTSTRAP_CONTEXT.search(text) is not None
     text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + ("\n" + m.group("tail") if m.group("tail") else ""),
                         text)
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
@@ -372,7 +413,7 @@ def redact_text(text):
     text = _QUERY_KEY.sub(lambda m: m.group("head") + MARK, text)
     text = _KEY_VALUE.sub(_key_value, text)
     text = _FLAG_SPACE.sub(_key_value, text)
-    return _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text)
+    return _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text) if token_context else text
 
 
 def _secret_value(value):
@@ -415,7 +456,7 @@ def _argv_short(items):
     return _SHORT_FLAG.get(cmd)
 
 
-def _items(items, depth):
+def _items(items, depth, token_context=False):
     """A list's items redacted one by one, and an argv's secret after its flag (``["--password", "x"]``,
     ``["--user", "root:x"]``, ``["mysql", "-p", "x"]``, ``["mysql", "-px"]``): the flag and the user name kept. A
     value may start with one dash, never two (the next flag)."""
@@ -432,23 +473,48 @@ def _items(items, depth):
             continue
         if hide is not None and short is not None and item == "-" + short:
             short = None
-        out.append(redact(item, depth + 1))
+        out.append(redact(item, depth + 1, token_context))
     return out
 
 
-def redact(value, depth=0):
+def unique_key(out, key):
+    """``key`` as it goes into the mapping ``out``: a key that reads the same as one already there once redacted (two
+    nodes whose names differ only in a secret) is numbered - ``name (2)`` - never one of them silently dropped."""
+    if key not in out:
+        return key
+    n = 2
+    while "%s (%d)" % (key, n) in out:
+        n += 1
+    return "%s (%d)" % (key, n)
+
+
+def redact_key(key, token_context=False):
+    """A mapping's key redacted as its text is: a node's name, a label value, a path can carry a secret as any
+    string can (a tuple's strings each; any other key as it is)."""
+    if isinstance(key, str):
+        return redact_text(key, token_context)
+    if isinstance(key, tuple):
+        return tuple(redact_key(k, token_context) for k in key)
+    return key
+
+
+def redact(value, depth=0, token_context=False):
     """``value`` (a module result: dicts, lists, strings) with every string (and every key) redacted, the value
     of every dict key that names a secret (``{"password": "x"}``) replaced whole, and an argv's secret after
-    its flag. Deeper than 64 levels everything is MARK (fails closed)."""
+    its flag. Deeper than 64 levels everything is MARK (fails closed). ``token_context``: under a key that speaks
+    of tokens (``join_command``), a bootstrap-token-shaped word is a token."""
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, token_context)
     if depth > 64:
         return MARK if value is not None and not isinstance(value, (bool, int, float)) else value
     if isinstance(value, dict):
-        return dict((redact_text(k) if isinstance(k, str) else k,
-                     MARK if isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
-                     else redact(v, depth + 1))
-                    for k, v in value.items())
+        out = {}
+        for k, v in value.items():
+            # a key that speaks of tokens (join_command, bootstrap) makes a token-shaped word under it a token
+            under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
+            hidden = isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
+            out[unique_key(out, redact_key(k, token_context))] = MARK if hidden else redact(v, depth + 1, under)
+        return out
     if isinstance(value, (list, tuple)):
-        return _items(value, depth)
+        return _items(value, depth, token_context)
     return value

@@ -35,6 +35,15 @@ def file_diff(path, before, after):
     }
 
 
+def int_or_none(text):
+    """``int(text)`` of a number read from the node (a flag's value, a sysctl, a file's line), None when it is not
+    one (None, an empty or non-numeric text): the caller decides what an unreadable number means."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
 # What no report format can carry as is: C0 controls but tab and newline (invalid in XML 1.0,
 # terminal escapes in Markdown and text), DEL, lone surrogates (not encodable as UTF-8) and the
 # XML non-characters. A pod controls its process name, so a finding's subject can hold any of them.

@@ -20,6 +20,7 @@ import re
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import cgroup as core_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.procfs import pid_files
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import int_or_none
 
 
 def _flag(argv, name):
@@ -32,13 +33,6 @@ def _flag(argv, name):
             if arg.startswith(flag + "="):
                 return arg[len(flag) + 1:]
     return None
-
-
-def _int_or_none(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def sandbox_from_cmdline(argv):
@@ -59,8 +53,8 @@ def sandbox_from_cmdline(argv):
     cid = argv[-1] if not argv[-1].startswith("-") else None
     return {
         "container_id": cid,
-        "total_memory": _int_or_none(_flag(argv, "total-memory")),
-        "total_host_memory": _int_or_none(_flag(argv, "total-host-memory")),
+        "total_memory": int_or_none(_flag(argv, "total-memory")),
+        "total_host_memory": int_or_none(_flag(argv, "total-host-memory")),
         "runsc_root": _flag(argv, "root"),
         "bundle": _flag(argv, "bundle"),
         "systemd_cgroup": (_flag(argv, "systemd-cgroup") or "").lower() == "true" or "--systemd-cgroup" in argv,

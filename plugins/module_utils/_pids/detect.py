@@ -25,6 +25,7 @@ import time
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.cgroup import describe_path, parse_proc_cgroup
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import finding_from
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import read_text, root_path
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import int_or_none
 
 # PID_MAX_LIMIT on 64-bit kernels (include/linux/threads.h: 4 * 1024 * 1024);
 # 32-bit kernels cannot go past PID_MAX_DEFAULT (32768).
@@ -361,13 +362,6 @@ def persisted_sysctl(root, key, extra=None):
     return result
 
 
-def _as_int(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
-
-
 def _default_pid_max_min():
     machine = os.uname()[4].lower()   # platform.machine() on POSIX, without importing platform (the npd plugin)
     if machine.endswith("64") or machine in ("s390x",):
@@ -485,7 +479,7 @@ def check(runner, root="/", **opts):
     proc = root_path(root, "/proc")
     pid_max = read_int(os.path.join(proc, "sys/kernel/pid_max"))
     persisted = persisted_sysctl(root, "kernel.pid_max", extra=o.get("sysctl_file"))
-    persisted["value"] = _as_int(persisted["value"])
+    persisted["value"] = int_or_none(persisted["value"])
     threads_max = read_int(os.path.join(proc, "sys/kernel/threads-max"))
 
     processes, tasks, zombies = scan(proc)

@@ -34,16 +34,27 @@ node holds from an earlier run be given back? Decided on the controller.
   ``component=etcd`` pod in ``kube-system`` bound to it - kubeadm's and RKE2's static pods, mirrored as
   ``etcd-<node>``) or carries RKE2's ``node-role.kubernetes.io/etcd`` label is a control-plane node to
   the guard: RKE2's etcd-only nodes and a kubeadm node whose role label was removed are not workers.
-- **Quorum arithmetic**: opted in, a member is taken down only when the members left keep a majority
-  of the cluster's members - with every member healthy, ``2 * (n - 1) > n``: three members or more.
-  A single control plane (one member) and a two-member cluster are refused, as Cluster API's
-  KubeadmControlPlane refuses to remediate them (``canSafelyRemoveEtcdMember``), unless the caller
-  accepts the outage (``accept_quorum_loss``, the playbook's ``nodefix_control_plane_quorum_override``).
+- **Quorum arithmetic counts etcd members, not etcd pods**: opted in, a member is taken down only when the
+  members left keep a majority of the cluster's members, ``floor(n / 2) + 1`` of ``n``. The members are
+  every ``component=etcd`` pod, and a member for every node that should run one but shows no pod (a
+  control-plane node, a node labelled ``node-role.kubernetes.io/etcd``): a missing pod is a member that is
+  down, as a pod that is not Running and Ready is - never a smaller cluster. With etcd outside the cluster,
+  the members are the endpoints the health command's output names (``etcdctl endpoint health --cluster``:
+  ``<endpoint> is healthy``/``is unhealthy`` lines, ``-w json`` or ``-w table``), an unhealthy one down, the
+  node's own the endpoint whose host is the node's name or one of its addresses; an output that names no
+  endpoint is judged by the exit code alone. With every member healthy, ``2 * (n - 1) > n``: three members or
+  more. A single control plane (one member) and a two-member cluster are refused, as Cluster API's
+  KubeadmControlPlane refuses to remediate them (``canSafelyRemoveEtcdMember``), unless the caller accepts the
+  outage (``accept_quorum_loss``, the playbook's ``nodefix_control_plane_quorum_override``); a member already
+  down holds the guard whatever the override (etcd is not healthy), and the answer says what quorum would be.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import json
+import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 
@@ -82,17 +93,80 @@ def etcd_membership(node, api):
 def quorum_problem(members, node):
     """Why taking ``node``'s etcd member down would lose quorum, or "" when the members left keep a majority.
 
-    ``members``: the cluster's members ({name, node, ready}). Each member that is not Ready is down already;
-    ``node``'s own member goes down with it. Quorum is a majority of all members: ``floor(n / 2) + 1``."""
+    ``members``: the cluster's members ({name, node, ready}) - every member, a missing one too (``etcd_health``
+    adds a member that is not Ready for each node that should run one and shows no pod). Each member that is not
+    Ready is down already; ``node``'s own member goes down with it. Quorum is a majority of all members:
+    ``floor(n / 2) + 1``."""
     total = len(members)
     if not total:
         return ""
+    down = len([m for m in members if not m["ready"]])
     up_after = len([m for m in members if m["ready"] and m["node"] != node])
     need = total // 2 + 1
     if up_after >= need:
         return ""
-    return ("taking %s down leaves %d of %d etcd member(s) up, and quorum needs %d%s" % (
-        node, up_after, total, need, " (a single control plane)" if total == 1 else ""))
+    return ("taking %s down leaves %d of %d etcd member(s) up%s, and quorum needs %d%s" % (
+        node, up_after, total, " (%d down already)" % down if down else "", need,
+        " (a single control plane)" if total == 1 else ""))
+
+
+def missing_member(node):
+    """The member of a node that should run one and shows no etcd pod: counted, and down."""
+    return {"name": None, "node": node, "ready": False, "phase": "Missing"}
+
+
+def member_nodes(nodes):
+    """The names of the Nodes that should each run an etcd member: control-plane nodes (kubeadm's stacked etcd) and
+    nodes with RKE2's etcd role label."""
+    return sorted(((n.get("metadata") or {}).get("name") for n in nodes
+                   if (is_control_plane(n) or etcd_labelled(n)) and (n.get("metadata") or {}).get("name")))
+
+
+# etcdctl endpoint health: '<endpoint> is healthy: ...' (stdout) and '<endpoint> is unhealthy: ...' (stderr) - the
+# simple form (etcdctl/ctlv3/command/printer_simple.go EndpointHealth); '-w table' rows; '-w json' objects
+_HEALTH_LINE = re.compile(r"^(?P<ep>[A-Za-z][A-Za-z0-9+.\-]*://\S+|\S+:\d+) is (?P<state>healthy|unhealthy)\b", re.M)
+_HEALTH_ROW = re.compile(r"^\|\s*(?P<ep>\S+)\s*\|\s*(?P<state>true|false)\s*\|", re.M)
+
+
+def health_endpoints(text):
+    """[(endpoint, healthy)] that an etcd health command's output names (simple, table or JSON output of
+    ``etcdctl endpoint health``), in order, each endpoint once (unhealthy wins); [] when it names none."""
+    found = [(m.group("ep"), m.group("state") == "healthy") for m in _HEALTH_LINE.finditer(text or "")]
+    found += [(m.group("ep"), m.group("state") == "true") for m in _HEALTH_ROW.finditer(text or "")]
+    for chunk in re.findall(r"\[\s*\{.*?\}\s*\]", text or "", re.S):
+        try:
+            rows = json.loads(chunk)
+        except ValueError:
+            continue
+        found += [(str(r["endpoint"]), r.get("health") is True) for r in rows
+                  if isinstance(r, dict) and isinstance(r.get("endpoint"), str)]
+    out = {}
+    for endpoint, healthy in found:
+        out[endpoint] = out.get(endpoint, True) and healthy
+    return sorted(out.items())
+
+
+def _endpoint_host(endpoint):
+    host = endpoint.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+    return host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+
+
+def _node_names(node):
+    """A Node's name and addresses (an etcd endpoint of the node names one of them)."""
+    meta, status = node.get("metadata") or {}, node.get("status") or {}
+    return set([meta.get("name")] + [a.get("address") for a in status.get("addresses") or [] if isinstance(a, dict)])
+
+
+def endpoint_members(endpoints, nodes):
+    """Members ({name, node, ready, phase}) of the endpoints an etcd health command named: ``node`` is the Node
+    whose name or address is the endpoint's host (None: not a Node of the cluster's - etcd on machines apart)."""
+    out = []
+    for endpoint, healthy in endpoints:
+        host = _endpoint_host(endpoint)
+        owner = [n["metadata"]["name"] for n in nodes if host in _node_names(n)]
+        out.append({"name": endpoint, "node": owner[0] if owner else None, "ready": healthy,
+                    "phase": "healthy" if healthy else "unhealthy"})
+    return out
 
 
 def condition(obj, kind):
@@ -145,9 +219,12 @@ def health_command_runner(module, environment):
     return run_command
 
 
-def run_health_command(run_command, argv):
-    """([] when it exited 0, else [what it said]) of the user's etcd health command."""
+def run_health_command(run_command, argv, endpoints=None):
+    """([] when it exited 0, else [what it said]) of the user's etcd health command; ``endpoints`` (a list) gets
+    what its output names (``health_endpoints``)."""
     rc, out, err = run_command(list(argv))
+    if endpoints is not None:
+        endpoints.extend(health_endpoints((out or "") + "\n" + (err or "")))
     if rc == 0:
         return []
     # the command line is the operator's (etcdctl --user root:x, --password x): shown redacted, argv-aware
@@ -155,10 +232,12 @@ def run_health_command(run_command, argv):
     return ["the etcd health command %s exited %s%s" % (" ".join(redact(list(argv))), rc, ": " + text if text else "")]
 
 
-def etcd_health(api, control_plane_nodes, health_command=None, run_command=None):
+def etcd_health(api, control_plane_nodes, health_command=None, run_command=None, nodes=None):
     """{mode, members, readyz, problems} - ``problems`` empty only when every etcd member is healthy.
 
-    ``control_plane_nodes``: the names of every control-plane Node (each must have its member)."""
+    ``control_plane_nodes``: the names of every Node that should run a member (``member_nodes``); one that shows
+    no pod is a member all the same, down (phase ``Missing``). ``nodes``: the Node objects, to find the node of an
+    endpoint the health command names (external etcd)."""
     members = etcd_members(api)
     if not members:
         out = {"mode": "external", "members": [], "readyz": None, "problems": []}
@@ -166,14 +245,18 @@ def etcd_health(api, control_plane_nodes, health_command=None, run_command=None)
             out["problems"].append("etcd runs outside the cluster (no component=etcd pod in kube-system) and no etcd "
                                    "health command is set (nodefix_etcd_health_command): the control plane is held")
         else:
-            out["problems"].extend(run_health_command(run_command, health_command))
+            endpoints = []
+            out["problems"].extend(run_health_command(run_command, health_command, endpoints))
+            out["members"] = endpoint_members(endpoints, nodes or [])
+            out["problems"].extend("etcd member %s is unhealthy" % m["name"] for m in out["members"] if not m["ready"])
         return out
     problems = []
     on = set(m["node"] for m in members)
-    problems.extend("control-plane node %s has no etcd member (no component=etcd pod on it)" % n
-                    for n in sorted(set(control_plane_nodes) - on))
+    missing = sorted(set(control_plane_nodes) - on)
+    problems.extend("control-plane node %s has no etcd member (no component=etcd pod on it)" % n for n in missing)
+    members = members + [missing_member(n) for n in missing]
     problems.extend("etcd member %s on %s is not Ready (phase %s)" % (m["name"], m["node"], m["phase"])
-                    for m in members if not m["ready"])
+                    for m in members if not m["ready"] and m["name"])
     code, body = api.readyz("etcd")
     readyz = "%s %s" % (code, (body or "").strip()[:200])
     if code != 200 or (body or "").strip() != "ok":
@@ -222,12 +305,15 @@ def guard(node, allow, api, lock, reason="", health_command=None, run_command=No
         out["held_by"].append("control plane: %s is %s and nodefix_control_plane is false - never "
                               "drained, restarted or rebooted" % (name or "the node", what))
         return out
-    cp_nodes = [n["metadata"]["name"] for n in api.list_nodes() if is_control_plane(n)]
-    out["etcd"] = etcd_health(api, cp_nodes, health_command, run_command)
-    if out["etcd"]["problems"]:
-        out["held_by"].append("control plane: etcd is not healthy: %s" % "; ".join(out["etcd"]["problems"]))
-        return out
+    nodes = api.list_nodes()
+    out["etcd"] = etcd_health(api, member_nodes(nodes), health_command, run_command, nodes)
     lost = quorum_problem(out["etcd"]["members"], name)
+    if out["etcd"]["problems"]:
+        # a member down already: held whatever the override (quorum said too: what taking this one would leave)
+        out["etcd"]["quorum"] = {"problem": lost, "accepted": False}
+        out["held_by"].append("control plane: etcd is not healthy: %s%s" % (
+            "; ".join(out["etcd"]["problems"]), "; %s" % lost if lost else ""))
+        return out
     out["etcd"]["quorum"] = {"problem": lost, "accepted": bool(lost and accept_quorum_loss)}
     if lost and not accept_quorum_loss:
         out["held_by"].append("control plane: %s - the members left would lose quorum (set "

@@ -37,7 +37,7 @@ REASONS = {
     "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
     "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
     "stale": "the audit's heartbeat is older than max_audit_age (or ahead of the clock by more)",
-    "check_failed": "a required detector could not look (nodefix_audit_check_failed == 1)",
+    "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0)",
     "check_missing": "a required detector is missing from the node's textfile",
     "partial_answer": "an answer came with warnings (a querier's partial answer): no node can be called clean",
     "bad_value": "a series of the node has a value it cannot mean (not 0 or 1 where a boolean is expected, NaN or "

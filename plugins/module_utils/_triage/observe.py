@@ -16,7 +16,9 @@ ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``nod
   of ``nodefix.prom`` (the audit's heartbeat as the file's modification time) and, where the file carries
   it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
 - ``nodefix_audit_check_failed{check}``: per node, how many required checks it reports (one number a
-  node), and the series of checks that could not look (1) or of nodes that miss a required check;
+  node), and every series that is not 0 (the collection writes 1 for a check that could not look; any other
+  value - 2, NaN, a negative number, from another writer or a hand - is read as a check that could not look
+  AND a bad value, never dropped by the query: ``!= 0``, not ``== 1``) or of nodes that miss a required check;
 - ``nodefix_finding{id,severity,check,subject}``: the open findings (few nodes have any).
 
 HA pairs and Thanos replicas: every series is read per node and merged (the highest ``up``, the newest
@@ -55,7 +57,8 @@ def queries(conf):
         "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s,'
                     'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]")),
         "findings": "nodefix_finding{%s}" % job,
-        "failed": "nodefix_audit_check_failed{%s} == 1" % job,
+        # every value but 0 (NaN != 0 holds in PromQL as in Go): a value the query dropped would be a node called clean
+        "failed": "nodefix_audit_check_failed{%s} != 0" % job,
     }
     required = conf["required_checks"]
     if required:
@@ -149,9 +152,9 @@ def _apply(name, labels, value, obs):
             _bad(obs, "nodefix_audit_check_failed without its check label")
             return
         obs.setdefault("checks_present", set()).add(check)
-        if value == 1:
+        if value != 0:  # NaN too: only 0 says the check looked
             obs.setdefault("failed", set()).add(check)
-        elif value != 0:
+        if value not in (0, 1):
             _bad(obs, "nodefix_audit_check_failed{check=%s} is %s (0 or 1 expected)" % (check, value))
     elif name == "findings":
         finding = _finding(labels)

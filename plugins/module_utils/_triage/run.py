@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact as core_redact
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
@@ -38,14 +39,20 @@ def redacted(value, secrets=(), _seen=None):
     """``value`` (a triage's answer: dicts, lists, strings, numbers) with every string redacted by shape and
     without ``secrets`` (``prometheus_client.scrub``): label values (a finding's subject) and Prometheus'
     warnings are the nodes' and the server's text, so no output or cache of the triage holds a credential
-    they carry. Dict keys (node names, field names) are kept. The same string is redacted once."""
+    they carry. Dict keys too: a node's name is a label value (kube-state-metrics' ``node``, an orphan's
+    ``instance``), the node's and the server's text as any other - two that read the same once redacted are both
+    kept, the later numbered (``_core.redact.unique_key``). The same string is redacted once."""
     seen = {} if _seen is None else _seen
     if isinstance(value, str):
         if value not in seen:
             seen[value] = prometheus_client.scrub(value, secrets)
         return seen[value]
     if isinstance(value, dict):
-        return dict((k, redacted(v, secrets, seen)) for k, v in value.items())
+        out = {}
+        for k, v in value.items():
+            out[core_redact.unique_key(out, redacted(k, secrets, seen) if isinstance(k, str) else k)] = redacted(
+                v, secrets, seen)
+        return out
     if isinstance(value, (list, tuple)):
         return [redacted(v, secrets, seen) for v in value]
     return value

@@ -266,5 +266,80 @@ def test_quorum_counts_members_already_down():
                               {"name": "c", "node": "c", "ready": True}], "a") == ""
     said = cp.quorum_problem([{"name": "a", "node": "a", "ready": True}, {"name": "b", "node": "b", "ready": False},
                               {"name": "c", "node": "c", "ready": True}], "a")
-    assert said == "taking a down leaves 1 of 3 etcd member(s) up, and quorum needs 2"
+    assert said == "taking a down leaves 1 of 3 etcd member(s) up (1 down already), and quorum needs 2"
     assert "single control plane" in cp.quorum_problem([{"name": "a", "node": "a", "ready": True}], "a")
+
+
+def _quorum_lost(members, down):
+    """The arithmetic by hand: ``members`` members, ``down`` of them down already (never the node taken), one more
+    taken down - quorum is a majority of ALL members."""
+    return members - down - 1 < members // 2 + 1
+
+
+# (members, down already): every case of 1, 2, 3, 5 members with 0, 1 or 2 of the others down
+MEMBER_CASES = [(n, d) for n in (1, 2, 3, 5) for d in (0, 1, 2) if d < n]
+
+
+@pytest.mark.parametrize("how", ["not_ready", "pod_missing", "etcd_label_pod_missing"])
+@pytest.mark.parametrize("members, down", MEMBER_CASES)
+def test_quorum_counts_members_not_pods(members, down, how):
+    """A member whose pod is missing counts as a member that is down - never as a smaller cluster (five members,
+    two pods gone: taking a third leaves 2 of 5, not 2 of 3). The override lets a quorum loss go on only with every
+    member healthy; a member down already holds the node whatever the override."""
+    names = ["cp-%d" % i for i in range(1, members + 1)]
+    downs = names[1:1 + down]
+    label = {"node-role.kubernetes.io/etcd": "true"} if how == "etcd_label_pod_missing" else {CP_LABEL: ""}
+    nodes = [node(n, {CP_LABEL: ""} if n == "cp-1" else label) for n in names]
+    pods = [etcd_pod(n, ready="False" if n in downs and how == "not_ready" else "True") for n in names
+            if not (n in downs and how != "not_ready")]
+    api = Api(nodes, pods)
+    lost = _quorum_lost(members, down)
+    out = guard(api, "cp-1")
+    assert len(out["etcd"]["members"]) == members, out["etcd"]
+    assert bool(out["etcd"]["quorum"]["problem"]) is lost, out["etcd"]
+    if lost:
+        assert ("leaves %d of %d etcd member(s) up" % (members - down - 1, members)) in out["etcd"]["quorum"]["problem"]
+    assert out["allowed"] is (not lost and not down), out
+    if down:
+        assert out["held_by"][0].startswith("control plane: etcd is not healthy: "), out
+    overridden = guard(api, "cp-1", accept_quorum_loss=True)
+    assert overridden["allowed"] is (not down), overridden
+    assert overridden["etcd"]["quorum"]["accepted"] is bool(lost and not down)
+    # the arithmetic alone, as the guard's callers ask it
+    said = cp.quorum_problem(out["etcd"]["members"], "cp-1")
+    assert bool(said) is lost
+
+
+ETCDCTL_SIMPLE = ("https://10.0.0.1:2379 is healthy: successfully committed proposal: took = 2.1ms\n"
+                  "https://10.0.0.2:2379 is healthy: successfully committed proposal: took = 2.4ms\n")
+
+
+@pytest.mark.parametrize("out, err, rc, members, down", [
+    (ETCDCTL_SIMPLE, "", 0, 2, 0),
+    (ETCDCTL_SIMPLE + "https://10.0.0.3:2379 is healthy: successfully committed proposal: took = 3ms\n", "", 0, 3, 0),
+    (ETCDCTL_SIMPLE, "https://10.0.0.3:2379 is unhealthy: failed to commit proposal: context deadline exceeded\n"
+     "Error: unhealthy cluster\n", 1, 3, 1),
+    ('[{"endpoint":"https://10.0.0.1:2379","health":true,"took":"1ms"},'
+     '{"endpoint":"https://etcd-b.example:2379","health":true,"took":"1ms"},'
+     '{"endpoint":"https://10.0.0.9:2379","health":false,"error":"timeout"}]', "", 1, 3, 1),
+    ("+-----+\n| ENDPOINT | HEALTH | TOOK | ERROR |\n| https://10.0.0.1:2379 | true | 1ms | |\n", "", 0, 1, 0),
+])
+def test_external_etcd_members_are_the_endpoints_the_health_command_names(out, err, rc, members, down):
+    """etcd outside the cluster (kubespray's etcd as a systemd unit on the control-plane nodes): the members are the
+    endpoints etcdctl endpoint health --cluster names; the node's own is the one at its address."""
+    cp1 = node("cp-1", {CP_LABEL: ""})
+    cp1["status"]["addresses"] = [{"type": "InternalIP", "address": "10.0.0.1"}]
+    api = Api([cp1, node("w-1")], [])
+    got = guard(api, "cp-1", health_command=["etcdctl", "endpoint", "health", "--cluster"],
+                run_command=lambda argv: (rc, out, err))
+    assert len(got["etcd"]["members"]) == members and [m["node"] for m in got["etcd"]["members"]][0] == "cp-1"
+    assert len([m for m in got["etcd"]["members"] if not m["ready"]]) == down
+    lost = _quorum_lost(members, down)
+    assert bool(got["etcd"]["quorum"]["problem"]) is lost, got["etcd"]
+    assert got["allowed"] is (not lost and not down and rc == 0), got
+
+
+def test_an_output_that_names_no_endpoint_is_judged_by_its_exit_code():
+    api = Api([node("cp-1", {CP_LABEL: ""})], [])
+    got = guard(api, "cp-1", health_command=["/usr/local/bin/etcd-ok"], run_command=lambda argv: (0, "all good", ""))
+    assert got["allowed"] and got["etcd"]["members"] == [] and got["etcd"]["quorum"]["problem"] == ""

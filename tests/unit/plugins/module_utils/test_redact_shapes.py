@@ -96,6 +96,17 @@ HIDDEN = [
     ("cloned with ghp_0123456789abcdefghijABCDEFGHIJ0123 ok", ["ghp_0123456789abcdefghijABCDEFGHIJ0123"], ["cloned with", "ok"]),
     ("notify xoxb-1234567890-abcdefghij done", ["xoxb-1234567890-abcdefghij"], ["notify", "done"]),
     ("glpat-abcdefghij0123456789 in a log", ["glpat-abcdefghij0123456789"], ["in a log"]),
+    # a Kubernetes bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}) where the text speaks of tokens, joins, bootstrap or
+    # kubeadm - anywhere in it: the id (public) kept, the secret hidden
+    ("kubeadm join 10.0.0.1:6443 --token abc123.bootsecret0000l3", ["bootsecret0000l3"], ["--token "]),
+    ("kubeadm join 10.0.0.1:6443 --token=abc123.bootsecret0001l3", ["bootsecret0001l3"], ["--token="]),
+    ("kubeadm join --discovery-token abc123.bootsecret0002l3", ["bootsecret0002l3"], ["--discovery-token "]),
+    ("TOKEN                     TTL   USAGES\nabc123.bootsecret0003l3   23h   authentication,signing\n",
+     ["bootsecret0003l3"], ["abc123.", "23h   authentication,signing"]),            # kubeadm token list
+    ("$ kubeadm token create\nabc123.bootsecret0004l3\n", ["bootsecret0004l3"], ["abc123."]),
+    ("bootstrap credential abc123.bootsecret0005l3 rotated", ["bootsecret0005l3"], ["bootstrap credential abc123."]),
+    ("joined the cluster with abc123.bootsecret0006l3", ["bootsecret0006l3"], ["joined the cluster with"]),
+    ("KUBEADM_TOKEN=abc123.bootsecret0007l3", ["bootsecret0007l3"], ["KUBEADM_TOKEN="]),
 ]
 
 
@@ -149,6 +160,12 @@ KEPT = [
     "signature_algorithm: RS256", "signatures: 3 verified",
     "host: db.example.com\nport: 5432\npath: /var/lib/db\n",
     "containerd_archive_base_url: https://mirror.example.com/containerd",
+    # the bootstrap token's shape is a valid Node name of two labels: alone (a line, a report's key, a result's
+    # 'node'), beside a status, in a list of nodes - without token/join/bootstrap/kubeadm in the text: a name
+    "node01.abcdefabcdef0123",
+    "node01.abcdefabcdef0123\nnode02.abcdefabcdef0124\n",
+    "node01.abcdefabcdef0123   Ready    <none>   12d   v1.31.2",
+    "cordoned node01.abcdefabcdef0123: 3 pods evicted",
 ]
 
 
@@ -179,3 +196,14 @@ def test_an_argv_hides_a_tools_password_and_shows_the_rest(argv, shown):
                                          ("authkey", True), ("signature_algorithm", False), ("signatures", False)])
 def test_more_secret_names(name, secret):
     assert redact.secret_name(name) is secret
+
+
+def test_a_result_keyed_by_a_node_whose_name_has_the_bootstrap_shape_keeps_it():
+    """Keys are redacted as text is (a node's name can carry a secret), so the shape is judged the same way there: a
+    Node name stays a name; under a key that speaks of tokens, a token-shaped value is a token."""
+    out = redact.redact({"nodes": {"node01.abcdefabcdef0123": {"state": "clean"}},
+                         "node": "node01.abcdefabcdef0123", "join_command": ["kubeadm", "join", "abc123.bootsecret0008l3"],
+                         "bootstrap": {"id": "abc123.bootsecret0009l3"}})
+    assert out["nodes"] == {"node01.abcdefabcdef0123": {"state": "clean"}} and out["node"] == "node01.abcdefabcdef0123"
+    assert "bootsecret0008l3" not in json.dumps(out) and "bootsecret0009l3" not in json.dumps(out)
+    assert out["join_command"][2] == "abc123." + MARK

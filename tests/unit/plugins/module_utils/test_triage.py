@@ -63,8 +63,9 @@ class Tsdb(object):
             return [("", {label: k}, len(v)) for k, v in reported.items()]
         assert name == "failed"
         incomplete = set(k for k, v in reported.items() if len(v) < len(self.conf["required_checks"]))
-        out = [s for s in self._of("nodefix_audit_check_failed") if s[2] == 1]
-        out += [s for s in self._of("nodefix_audit_check_failed") if s[2] != 1 and s[1][label] in incomplete
+        # '!= 0' as PromQL compares (NaN != 0 holds), then the reported checks of the nodes that miss one
+        out = [s for s in self._of("nodefix_audit_check_failed") if s[2] != 0]
+        out += [s for s in self._of("nodefix_audit_check_failed") if s[2] == 0 and s[1][label] in incomplete
                 and s[1]["check"] in self.conf["required_checks"]]
         return out
 
@@ -322,3 +323,16 @@ def test_the_kubernetes_source_reads_the_node_list_and_internal_ips(monkeypatch)
 def test_the_expected_nodes_options_name_what_is_wrong(source, kw, error):
     with pytest.raises(NodefixError, match=error):
         triage_expected.expected_nodes(source, None, AT, **kw)
+
+
+@pytest.mark.parametrize("value", [2, 0.5, -1, float("nan"), float("inf")])
+def test_every_check_failed_value_but_0_is_unknown_never_clean(value):
+    """nodefix_audit_check_failed is written 0 or 1 by the collection; any other value (2 from another writer, NaN)
+    is a check that could not look and a bad value - the query asks '!= 0', so it is never dropped on the server."""
+    assert triage_observe.queries(conf())["failed"].startswith('nodefix_audit_check_failed{job=~".*"} != 0')
+    series = replace(fleet(), "nodefix_audit_check_failed", "node-b:9100", value, check="kubelet")
+    node = triage(series)[0]["nodes"]["node-b"]
+    assert node["state"] == "unknown" and node["reasons"] == ["bad_value", "check_failed"], node
+    # with no required checks at all, too
+    node = triage(series, required_checks=[])[0]["nodes"]["node-b"]
+    assert node["state"] == "unknown" and "check_failed" in node["reasons"], node

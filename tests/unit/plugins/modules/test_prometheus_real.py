@@ -97,13 +97,19 @@ NODES = {
     "node-heartbeat-stale": (tick_file(4 * 3600), 0),  # written now (mtime fresh), its heartbeat four hours old
     "node-failed": (node_file(failed=["kubelet"]), 0),
     "node-missing": (node_file(skip=["reboot"]), 0),
+    # a value the collection never writes (2: another writer's "could not run"; NaN): read, never dropped by the query
+    "node-failed-2": (node_file().replace('nodefix_audit_check_failed{check="kubelet"} 0',
+                                          'nodefix_audit_check_failed{check="kubelet"} 2'), 0),
+    "node-failed-nan": (node_file().replace('nodefix_audit_check_failed{check="kernel"} 0',
+                                            'nodefix_audit_check_failed{check="kernel"} NaN'), 0),
     "node-orphan": (node_file(), 0),
 }
 EXPECTED = sorted(set(NODES) - {"node-orphan"}) + ["node-down", "node-never"]
 CLASSES = {"node-clean": ("clean", []), "node-findings": ("findings", []), "node-corrupt": ("unknown", ["textfile_error"]),
            "node-stale": ("unknown", ["stale"]), "node-tick": ("clean", []),
            "node-heartbeat-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
-           "node-missing": ("unknown", ["check_missing"]), "node-down": ("unknown", ["exporter_down"]),
+           "node-missing": ("unknown", ["check_missing"]), "node-failed-2": ("unknown", ["bad_value", "check_failed"]),
+           "node-failed-nan": ("unknown", ["bad_value", "check_failed"]), "node-down": ("unknown", ["exporter_down"]),
            "node-never": ("unknown", ["no_series"])}
 
 
@@ -306,6 +312,7 @@ def test_the_triage_classifies_every_node_as_injected(prometheus):
     assert result["nodes"]["node-findings"]["ids"] == ["gvisor.runsc_outdated"]
     assert result["nodes"]["node-failed"]["notes"] == ["could not look: kubelet"]
     assert result["nodes"]["node-missing"]["notes"] == ["required check(s) missing: reboot"]
+    assert result["nodes"]["node-failed-2"]["notes"][1:] == ["could not look: kubelet"]
     assert list(result["orphans"]) == ["node-orphan"]
     assert result["summary"]["requests"] == c.requests == 5  # the list source asks nothing
     # the planted files' ages (an hour of margin: the clean one is as old as this module's run)
@@ -388,7 +395,8 @@ def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(p
     assert set(hostvars["node-never"]["nodefix_triage"]) >= {"state", "ids", "findings", "reasons", "audit_age_s"}  # not-timed: key names
     summary = hostvars["node-clean"]["nodefix_triage_summary"]  # all's vars, as --list gives them to each host
     assert hostvars["node-orphan"]["nodefix_triage_fleet_size"] == len(EXPECTED) == summary["fleet_size"]
-    assert summary["counts"] == {"findings": 1, "unknown": 7, "clean": 2, "orphan": 1} and summary["requests"] == 5
+    unknown = sum(1 for c in CLASSES.values() if c[0] == "unknown")
+    assert summary["counts"] == {"findings": 1, "unknown": unknown, "clean": 2, "orphan": 1} and summary["requests"] == 5
     assert PASSWORD not in out.stdout + out.stderr
 
 

@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
 """The machine's half BEFORE the fix roles run, one step each (docs/rollout-machine.md has the table):
 
-storm -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence ->
+plan -> storm -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence ->
 cordon -> drain -> require_drain -> fix
 
 The record on the Node (``ledger``) is written at the claim, before the first lock slot (``gates``), before the
@@ -28,6 +28,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+
+def plan(ctx, state):
+    """A refusal the play decided before the rollout (a kernel upgrade that cannot be planned): nothing touched."""
+    refused = ctx.plan.get("refused")
+    if refused:
+        raise Stop(Outcome.REFUSED, "refused: %s; nothing was drained or changed" % refused)
+    return DONE, "%d fix role(s), %d reboot reason(s)" % (len(state["fix_roles"]), len(state["reboot_reasons"]))
 
 
 def storm(ctx, state):

@@ -26,7 +26,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 # the steps of each half, in order (the names the result, the job's lines and the docs use)
-BEFORE = ("storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
+BEFORE = ("plan", "storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
           "evidence", "cordon", "drain", "require_drain", "fix")
 AFTER = ("verify", "hold_decision")
 FINISH = ("give_back", "release_slots", "end_event", "release")
@@ -39,6 +39,7 @@ def _before_steps(ctx, state, ledger):
         node["now"] = ledger.read_node()
         return node["now"]
     return (
+        ("plan", lambda: before.plan(ctx, state)),
         ("storm", lambda: before.storm(ctx, state)),
         ("claim", lambda: before.claim(ctx, state, ledger)),
         ("root", lambda: before.root(ctx, state)),
@@ -97,6 +98,17 @@ def end(ctx, state, remediation):
     except Stop as stop:
         state.update(outcome=stop.outcome, detail=stop.detail)
     _finish(ctx, state, ledger)
+    return _result(ctx, state)
+
+
+def recheck(ctx, state):
+    """Right before the reboot: the reboot gate's window, blocking pods and alerts judged again (``gates.recheck``);
+    ``outcome`` stays None (the rollout goes on, without the reboot when it is held)."""
+    runner = _runner(ctx)
+    try:
+        runner.run("reboot_recheck", lambda: gates.recheck(ctx, state))
+    except Stop as stop:    # not reached: recheck holds, never stops; a Stop would be the step's own bug
+        state["reboot_held"].append(stop.detail)
     return _result(ctx, state)
 
 

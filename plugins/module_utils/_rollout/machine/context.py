@@ -58,8 +58,9 @@ def options(given):
     for key in ("lease", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait"):
         if out[key] < 0:
             raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))
-    if out["lock_poll"] < 1:
-        raise NodefixError("rollout option lock_poll must be at least 1 second, got %d" % out["lock_poll"])
+    if out["lock_poll"] < 1 or out["lock_slots"] < 1:
+        raise NodefixError("rollout options lock_poll and lock_slots must be at least 1, got %d and %d"
+                           % (out["lock_poll"], out["lock_slots"]))
     if not all(isinstance(a, str) for a in out["etcd_health_command"] + out["blocking_selectors"]):
         raise NodefixError("rollout options etcd_health_command and blocking_selectors are lists of strings")
     return out

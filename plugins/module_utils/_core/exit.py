@@ -126,14 +126,36 @@ def leave_action(result):
     return redact(result)
 
 
+def _flow_control():
+    """ansible-core's action flow-control exceptions (``AnsibleActionSkip``, ``AnsibleActionFail``: a result of their
+    own that the task executor takes as the task's), imported on the controller only: module_utils travel to nodes
+    inside modules, where ``ansible.errors`` does not exist."""
+    from ansible.errors import AnsibleAction  # pylint: disable=import-outside-toplevel
+    return AnsibleAction
+
+
+def redacted_flow(exc):
+    """A flow-control exception of the same kind whose message and result are redacted (their text as it was
+    otherwise reaches the job output as it is)."""
+    result = dict(getattr(exc, "_result", None) or {})
+    for key in ("failed", "skipped", "msg"):    # ansible-core 2.17/2.18 kept them in the result itself
+        result.pop(key, None)
+    return type(exc)(redact_text("%s" % (getattr(exc, "message", None) or exc)), result=leave_action(result))
+
+
 def redacted_run(run):
     """An action plugin's ``run`` whose every exception - Ansible's errors for bad task arguments too - becomes a
-    failed result through ``leave_action``: Ansible would print its text as it is. The traceback only where
-    Ansible would show one (-vvv)."""
+    failed result through ``leave_action``: Ansible would print its text as it is. ``AnsibleActionSkip`` and
+    ``AnsibleActionFail`` go on as what they are (skipped, failed), their message and result redacted. The
+    traceback only where Ansible would show one (-vvv)."""
     @functools.wraps(run)
     def wrapper(self, tmp=None, task_vars=None):
         try:
             return run(self, tmp=tmp, task_vars=task_vars)
+        except _flow_control() as exc:
+            flow = redacted_flow(exc)
+            flow.__suppress_context__ = True    # the original, unredacted, is not shown as its context
+            raise flow
         except Exception as exc:  # pylint: disable=broad-except
             result = {"failed": True, "msg": getattr(exc, "message", None) or str(exc)}
             if not type(exc).__module__.startswith("ansible."):

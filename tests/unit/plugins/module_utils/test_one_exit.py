@@ -34,7 +34,7 @@ PLANTED = {"nodefix_planted_url": "https://robot:Walk-Url-Secret-61@mirror.examp
 
 def test_the_walk_finds_every_module():
     assert len(MODULES) >= 25 and "runsc_install" in MODULES and "reboot_gate" in MODULES
-    assert ACTIONS == ["preflight"]
+    assert ACTIONS == ["preflight", "rollout"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -53,8 +53,8 @@ def test_every_module_leaves_through_the_one_exit_redacted(run_module, name):
 
 
 EXC_SECRET = "Walk-Exc-Secret-61"
-# the preflight module is a stub of the action plugin: it fails at once, reading nothing
-READ_NO_PARAMS = ("preflight",)
+# the preflight and rollout modules are stubs of their action plugins: they fail at once, reading nothing
+READ_NO_PARAMS = ("preflight", "rollout")
 
 
 class _ExplodingParams(dict):
@@ -203,3 +203,25 @@ def test_every_action_plugin_leaves_an_unexpected_exception_redacted(monkeypatch
     assert seen and result["failed"], result
     assert EXC_SECRET not in json.dumps(result) and "mirror.example.com" in result["msg"], result
     assert "unexpected KeyError" in result["msg"] and "exception" not in result
+
+
+@pytest.mark.parametrize("kind", ["AnsibleActionFail", "AnsibleActionSkip"])
+def test_an_action_flow_exception_goes_on_as_itself_redacted(kind):
+    """AnsibleActionFail/AnsibleActionSkip raised in an action plugin's run go on as what they are (ansible-core's
+    task executor takes their result as the task's: failed, or skipped) - their message and result redacted."""
+    from ansible import errors as ansible_errors  # pylint: disable=import-outside-toplevel
+    flow = getattr(ansible_errors, kind)
+
+    class Action(object):
+        @core_exit.redacted_run
+        def run(self, tmp=None, task_vars=None):
+            raise flow("kubeconfig https://robot:%s@api.example.com refused" % EXC_SECRET,
+                       result={"detail": "token=%s" % EXC_SECRET, "steps": [{"detail": "--password %s" % EXC_SECRET}]})
+
+    with pytest.raises(flow) as raised:
+        Action().run(task_vars={})
+    exc = raised.value
+    assert type(exc) is flow
+    shown = json.dumps({"msg": "%s" % exc.message, "result": exc.result}, sort_keys=True)
+    assert EXC_SECRET not in shown and "api.example.com" in shown and "steps" in shown, shown
+    assert exc.__suppress_context__    # the unredacted original is not shown as its context

@@ -105,15 +105,15 @@ class ActionModule(ActionBase):
 
     def _validated(self):
         """The task's arguments, validated and with every default (``interface.argument_spec``); a bad one fails the
-        task naming it, before anything is read or written, its message without a secret option's value."""
+        task naming it (ansible-core's validator names the option, never its value), before anything is read or
+        written."""
         try:
             _result, args = self.validate_argument_spec(argument_spec=interface.argument_spec(),
                                                         required_if=interface.REQUIRED_IF)
         except AnsibleActionFail as exc:
-            raise AnsibleActionFail(remove_values("nodefix.k8s.rollout: %s; nothing was read or written"
-                                                  % exc.message, secret_values(self._task.args)))
-        if not 0 < args["api_timeout"] <= 600:
-            raise AnsibleActionFail("nodefix.k8s.rollout: api_timeout must be more than 0 and at most 600 seconds, "
+            raise AnsibleActionFail("nodefix.k8s.rollout: %s; nothing was read or written" % exc.message)
+        if not 1 <= args["api_timeout"] <= 600:
+            raise AnsibleActionFail("nodefix.k8s.rollout: api_timeout must be 1 to 600 seconds, "
                                     "got %s; nothing was read or written" % args["api_timeout"])
         return args
 

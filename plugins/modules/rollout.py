@@ -54,9 +54,9 @@ options:
     description: The kubeconfig context (its current one when unset).
     type: str
   api_timeout:
-    description: Seconds each API request may take (C(nodefix_api_timeout)); more than 0 and at most 600.
-    type: float
-    default: 30.0
+    description: Whole seconds each API request may take (C(nodefix_api_timeout)); 1 to 600.
+    type: int
+    default: 30
   node:
     description: The Node object's name (C(nodefix_node_name)); the task's inventory host name when unset.
     type: str

@@ -22,7 +22,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome impor
 PHASES = ("begin", "end", "recheck")
 # the action's own defaults (the reboot role's and the playbook's of the same names)
 ACTION_DEFAULTS = {
-    "api_timeout": 30.0,            # nodefix_api_timeout
+    "api_timeout": 30,              # nodefix_api_timeout (whole seconds, 1 to 600)
     "refused": "",
     "storm": "",
     "audit_args": {},

@@ -123,9 +123,10 @@ class ActionModule(ActionBase):
         try:
             out = self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
         except AnsibleConnectionFailure as exc:
-            raise NodefixError("%s: the node could not be reached: %s" % (name, exc))
+            raise NodefixError("%s: the node could not be reached: %s" % (name, exc), unreachable=True)
         if out.get("unreachable"):
-            raise NodefixError("%s: the node could not be reached: %s" % (name, out.get("msg") or "no answer"))
+            raise NodefixError("%s: the node could not be reached: %s" % (name, out.get("msg") or "no answer"),
+                               unreachable=True)
         if out.get("failed"):
             raise NodefixError("%s failed: %s" % (name, out.get("msg") or "failed"))
         return out

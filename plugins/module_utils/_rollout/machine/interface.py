@@ -112,6 +112,8 @@ def remediation_record(state, given=None, started=None, finished=None):
     for key in ("actions", "not_durable", "reboot", "step"):
         if given.get(key) is not None:
             out[key] = given[key]
+    if state.get("unreachable_at"):
+        out["step"] = state["unreachable_at"]
     if state.get("reboot_held") and outcome == Outcome.HELD and not state["fix_roles"]:
         out["roles"] = []
     extra = {"held": state.get("hold"), "given_back": state.get("given_back"), "evidence": state.get("evidence"),

@@ -153,9 +153,8 @@ def redacted_run(run):
         try:
             return run(self, tmp=tmp, task_vars=task_vars)
         except _flow_control() as exc:
-            flow = redacted_flow(exc)
-            flow.__suppress_context__ = True    # the original, unredacted, is not shown as its context
-            raise flow
+            # (from None: the original, unredacted, is not shown as its context)
+            raise redacted_flow(exc) from None
         except Exception as exc:  # pylint: disable=broad-except
             result = {"failed": True, "msg": getattr(exc, "message", None) or str(exc)}
             if not type(exc).__module__.startswith("ansible."):

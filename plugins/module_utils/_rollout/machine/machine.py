@@ -72,8 +72,9 @@ def begin(ctx):
     """The half before the fixes. ``outcome`` None: run the fix roles, then ``end``; else the rollout is over."""
     runner, state, ledger = _runner(ctx), new_state(ctx.plan), Ledger(ctx)
     try:
-        for name, step in _before_steps(ctx, state, ledger):
-            runner.run(name, step)
+        steps = dict(_before_steps(ctx, state, ledger))
+        for name in BEFORE:
+            runner.run(name, steps[name])
     except Stop as stop:
         state.update(outcome=stop.outcome, detail=stop.detail)
         _finish(ctx, state, ledger)
@@ -93,8 +94,10 @@ def end(ctx, state, remediation):
     runner, ledger = _runner(ctx), Ledger(ctx)
     ledger.record = state.get("record")
     try:
-        runner.run("verify", lambda: after.verify(ctx, state, remediation))
-        runner.run("hold_decision", lambda: after.hold_decision(ctx, state, remediation))
+        steps = {"verify": lambda: after.verify(ctx, state, remediation),
+                 "hold_decision": lambda: after.hold_decision(ctx, state, remediation)}
+        for name in AFTER:
+            runner.run(name, steps[name])
     except Stop as stop:
         state.update(outcome=stop.outcome, detail=stop.detail)
     _finish(ctx, state, ledger)
@@ -117,10 +120,12 @@ def _finish(ctx, state, ledger):
     that lost its claim (another run's record is on the node) gives nothing back: the cordon, the slots (held by
     the node's name) and the record are the claim holder's to judge - only the end Event is posted."""
     runner = ctx.runner
-    for name, step in (("give_back", lambda: after.give_back(ctx, state, ledger)),
-                       ("release_slots", lambda: after.release_slots(ctx, state, ledger)),
-                       ("end_event", lambda: after.end_event(ctx, state)),
-                       ("release", lambda: after.release(ctx, state, ledger))):
+    steps = {"give_back": lambda: after.give_back(ctx, state, ledger),
+             "release_slots": lambda: after.release_slots(ctx, state, ledger),
+             "end_event": lambda: after.end_event(ctx, state),
+             "release": lambda: after.release(ctx, state, ledger)}
+    for name in FINISH:
+        step = steps[name]
         if ledger.lost and name != "end_event":
             runner.run(name, lambda: (SKIPPED, "this run lost its claim (%s): left to the run that holds it"
                                       % ledger.lost))

@@ -56,4 +56,3 @@ retries
 # _prometheus/transport.py's count of the TLS contexts it built: read by the tests that hold it to one a client
 # (tests/unit/plugins/modules/test_prometheus_real.py)
 contexts_made
-

@@ -152,7 +152,8 @@ class ActionModule(ActionBase):
             display.warning(warning)
         if args["evidence_path"]:
             work["evidence"] = lambda: self._evidence(args, task_vars)
-        work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
+        if api is not None:
+            work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
         return work
 
     def _evidence(self, args, task_vars):
@@ -188,7 +189,8 @@ class ActionModule(ActionBase):
     def _drive(self, args, node, task_vars):
         """(machine's result, state) of the phase."""
         check = bool(self._task.check_mode)
-        api = RolloutApi(args["kubeconfig"], args["context"], args["api_timeout"])
+        # without a kubeconfig: no API server (remediate.yml's path without nodefix_kubeconfig; machine.BEFORE_LOCAL)
+        api = RolloutApi(args["kubeconfig"], args["context"], args["api_timeout"]) if args["kubeconfig"] else None
         work = self._work(args, node, task_vars, api)
         plan = dict(args["plan"] or {}, refused=args["refused"]) if args["phase"] == "begin" else {}
         ctx = mctx.Context(api, node, args["run_id"], record.controller(), record.pid_alive, args["audit_before"],

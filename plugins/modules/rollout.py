@@ -47,9 +47,13 @@ options:
     required: true
     choices: [begin, end, recheck]
   kubeconfig:
-    description: The cluster's kubeconfig (C(nodefix_kubeconfig)); its credentials are never in the result.
+    description:
+      - The cluster's kubeconfig (C(nodefix_kubeconfig)); its credentials are never in the result.
+      - Unset, there is no API server - as C(nodefix.k8s.remediate) without C(nodefix_kubeconfig), the node is not
+        claimed, gated, cordoned, drained, given back or told by an Event, and its reboot is dropped (only a drained
+        node is rebooted); the steps are C(plan), C(storm), C(root), C(evidence), C(require_drain), C(fix), then
+        C(verify) and C(hold_decision).
     type: path
-    required: true
   context:
     description: The kubeconfig context (its current one when unset).
     type: str

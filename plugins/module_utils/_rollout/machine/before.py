@@ -143,15 +143,17 @@ def require_drain(ctx, state):
     restarting = sorted(set(state["fix_roles"]) & set(RESTARTING_ROLES))
     if ctx.options["require_drain"] and restarting and not state["drained"] and not ctx.check_mode:
         raise Stop(Outcome.REFUSED, "refused: nodefix_require_drain is true and this node was not drained "
-                                    "(nodefix_drain is false): %s were not run, nothing was changed"
-                                    % ", ".join(restarting))
+                                    "(%s): %s were not run, nothing was changed"
+                                    % ("no nodefix_kubeconfig" if ctx.api is None else "nodefix_drain is false",
+                                       ", ".join(restarting)))
     return DONE if restarting else SKIPPED, "drained" if state["drained"] else "no drain needed for these fixes"
 
 
 def fix(ctx, state, ledger):
     if not state["fix_roles"]:
         return SKIPPED, "nothing to fix"
-    ledger.enter("fix")
+    if ctx.api is not None:
+        ledger.enter("fix")
     return (WOULD if ctx.check_mode else DONE), "%s the fix roles: %s" % (
         "would run" if ctx.check_mode else "handed to", ", ".join(state["fix_roles"]))
 

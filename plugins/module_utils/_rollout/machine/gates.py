@@ -86,6 +86,13 @@ def reboot_backoff(ctx, state, node):
     return DONE, out["not_rebooted"] or "the backoff allows the reboot"
 
 
+def no_reboot_undrained(state):
+    """Without an API server the node is not drained: its reboot is dropped (only a drained node is rebooted)."""
+    if REBOOT_ROLE in state["fix_roles"] or state["reboot_reasons"]:
+        _drop_reboot(state, ["not drained (no API server: nodefix_kubeconfig): a node that is not drained is not "
+                             "rebooted"])
+
+
 def _drop_reboot(state, why):
     state["reboot_held"].extend(why)
     state["fix_roles"] = [r for r in state["fix_roles"] if r != REBOOT_ROLE]

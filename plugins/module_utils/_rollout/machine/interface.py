@@ -61,7 +61,7 @@ def argument_spec():
     equal)."""
     spec = {
         "phase": {"type": "str", "required": True, "choices": list(PHASES)},
-        "kubeconfig": {"type": "path", "required": True},
+        "kubeconfig": {"type": "path"},
         "context": {"type": "str"},
         "node": {"type": "str"},
         "run_id": {"type": "str", "required": True},

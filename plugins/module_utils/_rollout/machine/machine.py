@@ -29,6 +29,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome impor
 BEFORE = ("plan", "storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
           "evidence", "cordon", "drain", "require_drain", "fix")
 AFTER = ("verify", "hold_decision")
+# without an API server (no kubeconfig: remediate.yml's path without nodefix_kubeconfig) the node is not claimed,
+# gated, cordoned, drained, given back or told by an Event: these steps only, and no give-back
+BEFORE_LOCAL = ("plan", "storm", "root", "evidence", "require_drain", "fix")
 FINISH = ("give_back", "release_slots", "end_event", "release")
 
 
@@ -71,9 +74,11 @@ def _result(ctx, state):
 def begin(ctx):
     """The half before the fixes. ``outcome`` None: run the fix roles, then ``end``; else the rollout is over."""
     runner, state, ledger = _runner(ctx), new_state(ctx.plan), Ledger(ctx)
+    if ctx.api is None:
+        gates.no_reboot_undrained(state)
     try:
         steps = dict(_before_steps(ctx, state, ledger))
-        for name in BEFORE:
+        for name in BEFORE if ctx.api is not None else BEFORE_LOCAL:
             runner.run(name, steps[name])
     except Stop as stop:
         state.update(outcome=stop.outcome, detail=stop.detail)
@@ -118,7 +123,10 @@ def recheck(ctx, state):
 def _finish(ctx, state, ledger):
     """The give-back: each step runs whatever the one before it did (a failed uncordon does not keep a slot). A run
     that lost its claim (another run's record is on the node) gives nothing back: the cordon, the slots (held by
-    the node's name) and the record are the claim holder's to judge - only the end Event is posted."""
+    the node's name) and the record are the claim holder's to judge - only the end Event is posted. Without an API
+    server there is nothing to give back."""
+    if ctx.api is None:
+        return
     runner = ctx.runner
     steps = {"give_back": lambda: after.give_back(ctx, state, ledger),
              "release_slots": lambda: after.release_slots(ctx, state, ledger),

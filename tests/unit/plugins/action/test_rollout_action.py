@@ -245,3 +245,19 @@ def test_an_api_server_that_cannot_be_reached_fails_the_task_naming_it(double, t
     with pytest.raises(Exception) as raised:
         run(args)
     assert type(raised.value).__name__ == "AnsibleActionFail" and "missing-kubeconfig" in raised.value.message
+
+
+def test_without_a_kubeconfig_the_node_is_fixed_undrained_no_api_asked(double, api, tmp_path):  # noqa: F811
+    before = api.get_node("node-a")
+    args = begin_args(double, tmp_path)
+    del args["kubeconfig"]
+    node = Node()
+    first, _p = run(args, node)
+    assert first["outcome"] is None and first["fix_roles"] == [CONTAINERD] and first["drained"] is False, first
+    end = end_args(double, first)
+    del end["kubeconfig"]
+    second, _p = run(end, node)
+    assert second["outcome"] == Outcome.OK and [s["name"] for s in second["steps"]] == list(machine.AFTER)
+    assert second["remediation"]["status"] == "ok" and [c[0] for c in node.calls] == [
+        "nodefix.k8s.node_evidence", "nodefix.k8s.node_audit"]
+    assert api.get_node("node-a") == before and events(api, "node-a") == []

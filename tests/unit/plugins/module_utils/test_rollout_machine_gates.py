@@ -152,3 +152,34 @@ def test_a_node_lost_at_the_after_audit_is_unreachable_and_stays_held():
     second = machine.end(ctx, first["state"], {"status": "ok", "roles": [CONTAINERD], "msg": ""})
     assert second["outcome"] == Outcome.UNREACHABLE and second["state"]["unreachable_at"] == "audit after"
     assert outcomes(second)["verify"] == Outcome.UNREACHABLE and api.cordoned() and cordon.HELD in api.notes()
+
+
+class _NoApi(object):
+    """No API server: any request is a defect of the machine."""
+
+    def __getattr__(self, name):
+        raise AssertionError("an API call (%s) without an API server" % name)
+
+
+def _local(roles, **kw):
+    ctx = context(_NoApi(), roles=roles, **kw)
+    ctx.api = None
+    return ctx
+
+
+def test_without_an_api_server_the_fixes_run_undrained_and_are_verified():
+    work = Work()
+    ctx = _local((CONTAINERD, REBOOT), work=work)
+    first = machine.begin(ctx)
+    assert first["outcome"] is None and names(first) == list(machine.BEFORE_LOCAL)
+    # only a drained node is rebooted: the reboot is dropped, the other fixes go on
+    assert first["state"]["fix_roles"] == [CONTAINERD] and "not drained" in first["state"]["reboot_held"][0]
+    second = machine.end(ctx, first["state"], {"status": "ok", "roles": [CONTAINERD], "msg": ""})
+    assert second["outcome"] == Outcome.OK and names(second) == list(machine.AFTER) and work.audits == 1
+    assert work.events == []
+
+
+def test_without_an_api_server_require_drain_refuses_restarts():
+    first = machine.begin(_local((CONTAINERD,), options={"require_drain": True}))
+    assert first["outcome"] == Outcome.REFUSED and "(no nodefix_kubeconfig)" in first["detail"]
+    assert names(first) == list(machine.BEFORE_LOCAL[:-1])

@@ -237,6 +237,7 @@ class ActionModule(ActionBase):
         if args["phase"] in ("begin", "recheck"):
             lock = "%s/%s" % (args["lock_namespace"], args["lock_name"])
             answer.update(fix_roles=state["fix_roles"], reboot_held=state["reboot_held"],
+                          reboot_reasons=state["reboot_reasons"] if mctx.REBOOT_ROLE in state["fix_roles"] else [],
                           reboot_allowed=mctx.REBOOT_ROLE in state["fix_roles"] and lock in state["slots"])
         if args["phase"] == "begin":
             answer.update(drained=state["drained"], cordoned_before=state["cordoned_before"])

@@ -313,7 +313,8 @@ lines:
   type: list
   elements: str
 state:
-  description: The machine's state (plain data; C(record) is what is on the Node); pass it to O(phase=end) unchanged.
+  description: The machine's state (plain data; C(record) is what is on the Node); pass the latest one (O(phase=recheck)'s
+    when it ran) to O(phase=end) unchanged.
   returned: always
   type: dict
 fix_roles:
@@ -326,6 +327,12 @@ reboot_allowed:
   description: The reboot role stays in RV(fix_roles) and this node holds a slot of the reboot lock.
   returned: when O(phase) is C(begin) or C(recheck)
   type: bool
+reboot_reasons:
+  description: The reboot's reasons (C(id), C(check), C(reason)) when RV(fix_roles) keeps the reboot role (the reboot
+    role's C(reboot_reasons)); empty otherwise.
+  returned: when O(phase) is C(begin) or C(recheck)
+  type: list
+  elements: dict
 reboot_held:
   description: Why the reboot is held (empty when it is not).
   returned: when O(phase) is C(begin) or C(recheck)

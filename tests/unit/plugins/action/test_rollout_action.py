@@ -20,7 +20,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
-from plugins.module_utils.rollout_machine_harness import CONTAINERD, audit_before, plan
+from plugins.module_utils.rollout_machine_harness import CONTAINERD, REASON, REBOOT, audit_before, plan
 # the fixture that starts the double on a free port (with this module's STATE: indirect)
 from test_apiserver_double_node_version import double  # pylint: disable=unused-import
 
@@ -116,6 +116,7 @@ def test_a_whole_rollout_of_a_worker_begin_fix_end(double, api, tmp_path):  # no
     # begin: the play runs the fix roles; the node is cordoned, drained, its record at phase fix
     assert first["outcome"] is None and first["failed"] is False and first["changed"] is True, first
     assert first["fix_roles"] == [CONTAINERD] and first["drained"] is True and first["reboot_allowed"] is False
+    assert first["reboot_reasons"] == [] and first["reboot_held"] == []
     assert [s["name"] for s in first["steps"]] == list(machine.BEFORE)
     assert api.get_node("node-a")["spec"].get("unschedulable") is True
     assert record.read(notes(api, "node-a"))["phase"] == "fix"
@@ -261,3 +262,23 @@ def test_without_a_kubeconfig_the_node_is_fixed_undrained_no_api_asked(double, a
     assert second["remediation"]["status"] == "ok" and [c[0] for c in node.calls] == [
         "nodefix.k8s.node_evidence", "nodefix.k8s.node_audit"]
     assert api.get_node("node-a") == before and events(api, "node-a") == []
+
+
+def test_recheck_before_the_reboot_drops_it_when_the_window_closed_and_end_gives_the_slot_back(
+        double, api, tmp_path):  # noqa: F811
+    roles = [CONTAINERD, REBOOT]
+    first, _p = run(dict(begin_args(double, tmp_path, "node-b"), audit_before=audit_before(roles), plan=plan(roles)),
+                    Node(), host="node-b")
+    assert first["outcome"] is None and first["reboot_allowed"] is True and first["reboot_reasons"] == [REASON]
+    assert [lease["spec"]["holderIdentity"] for lease in leases(api)] == ["node-b"]
+    today = time.strftime("%a", time.gmtime()).lower()[:2]
+    others = [d for d in ("mo", "tu", "we", "th", "fr", "sa", "su") if d != today]
+    again, printed = run(base(double, "node-b", phase="recheck", state=json.loads(json.dumps(first["state"])),
+                              window_days=others), Node(), host="node-b")
+    assert again["outcome"] is None and again["failed"] is False and again["reboot_allowed"] is False, again
+    assert again["fix_roles"] == [CONTAINERD] and "outside the reboot window" in again["reboot_held"][0]
+    assert [s["name"] for s in again["steps"]] == ["reboot_recheck"] and len(printed) == 1
+    second, _p = run(dict(end_args(double, again, "node-b"), audit_before=audit_before(roles),
+                          remediation={"status": "ok", "roles": again["fix_roles"], "msg": ""}), Node(), host="node-b")
+    assert second["outcome"] == Outcome.OK and [lease["spec"].get("holderIdentity") for lease in leases(api)
+                                                if lease["spec"].get("holderIdentity")] == []

@@ -35,6 +35,10 @@ ACTION_DEFAULTS = {
     "alert_firing_only": True,
     "etcd_health_environment": {},  # nodefix_etcd_health_environment (secret)
 }
+# the options without a default (unset: None), and their types
+UNSET = (("kubeconfig", "path"), ("context", "str"), ("node", "str"), ("audit_before", "dict"), ("plan", "dict"),
+         ("state", "dict"), ("remediation", "dict"), ("started", "float"), ("evidence_path", "path"),
+         ("prometheus_url", "str"), ("alert_filter_regexp", "str"))
 # the options whose values are secrets: never in a result, a message or -vvv's invocation
 SECRET = ("prometheus_password", "prometheus_headers", "etcd_health_environment")
 FAILED = (Outcome.REFUSED, Outcome.DRAIN_FAILED, Outcome.NOT_VERIFIED, Outcome.FAILED, Outcome.UNREACHABLE)
@@ -59,21 +63,9 @@ def _typed(value):
 def argument_spec():
     """The action's argument spec (``validate_argument_spec``; plugins/modules/rollout.py documents it, tested
     equal)."""
-    spec = {
-        "phase": {"type": "str", "required": True, "choices": list(PHASES)},
-        "kubeconfig": {"type": "path"},
-        "context": {"type": "str"},
-        "node": {"type": "str"},
-        "run_id": {"type": "str", "required": True},
-        "audit_before": {"type": "dict"},
-        "plan": {"type": "dict"},
-        "state": {"type": "dict"},
-        "remediation": {"type": "dict"},
-        "started": {"type": "float"},
-        "evidence_path": {"type": "path"},
-        "prometheus_url": {"type": "str"},
-        "alert_filter_regexp": {"type": "str"},
-    }
+    spec = dict((name, {"type": kind}) for name, kind in UNSET)
+    spec["phase"] = {"type": "str", "required": True, "choices": list(PHASES)}
+    spec["run_id"] = {"type": "str", "required": True}
     spec.update(prometheus_client.argument_spec())
     for name, value in list(ACTION_DEFAULTS.items()) + list(DEFAULTS.items()):
         spec[name] = _typed(value)

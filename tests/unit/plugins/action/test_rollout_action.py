@@ -20,6 +20,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+from plugins.action.action_harness import action_of
 from plugins.module_utils.rollout_machine_harness import CONTAINERD, REASON, REBOOT, audit_before, plan
 # the fixture that starts the double on a free port (with this module's STATE: indirect)
 from test_apiserver_double_node_version import double  # pylint: disable=unused-import
@@ -55,16 +56,7 @@ class Node(object):
 def run(args, node=None, check_mode=False, host="node-a"):
     """The action's run() as Ansible calls it for one host (its connection faked, its node-side modules
     ``node``); the display lines it printed."""
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.diff = False
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = rollout_action.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                         shared_loader_obj=None)
-    action._load_name = "nodefix.k8s.rollout"
+    action = action_of(rollout_action, args, check_mode, load_name="nodefix.k8s.rollout")
     action._execute_module = node or Node()
     printed = []
     with mock.patch.object(rollout_action.display, "display", side_effect=printed.append):

@@ -19,7 +19,7 @@ import socket
 import tempfile
 import time
 
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.process import get_bin_path
 from ansible.plugins.action import ActionBase
@@ -39,6 +39,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import interface
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.before import evidence_before
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, WOULD
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
@@ -94,7 +95,10 @@ def etcd_runner(environment, timeout):
             return 127, "", "%s" % exc
         env = dict(os.environ, LC_ALL="C", LANG="C")
         env.update((k, "%s" % v) for k, v in (environment or {}).items())
-        rc, out, err, killed = spawn.run(argv, env, timeout)
+        try:
+            rc, out, err, killed = spawn.run(argv, env, timeout)
+        except OSError as exc:          # not executable, gone between the look-up and the run
+            return 126, "", "%s" % exc
         err = err.decode("utf-8", "replace") + (" (killed after %s s)" % timeout if killed else "")
         return rc, out.decode("utf-8", "replace"), err
     return run
@@ -124,6 +128,8 @@ class ActionModule(ActionBase):
             out = self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
         except AnsibleConnectionFailure as exc:
             raise NodefixError("%s: the node could not be reached: %s" % (name, exc), unreachable=True)
+        except AnsibleError as exc:     # the module could not be run (found, templated, transferred)
+            raise NodefixError("%s could not be run: %s" % (name, exc))
         if out.get("unreachable"):
             raise NodefixError("%s: the node could not be reached: %s" % (name, out.get("msg") or "no answer"),
                                unreachable=True)
@@ -161,9 +167,12 @@ class ActionModule(ActionBase):
         out = self._node_module("nodefix.k8s.node_evidence", {"audit": args["audit_before"],
                                                               "roles": list(plan.get("fix_roles") or [])}, task_vars)
         bundle = out.get("evidence") or {}
-        write_evidence(args["evidence_path"], bundle)
+        try:
+            write_evidence(args["evidence_path"], bundle)
+        except (IOError, OSError) as exc:
+            raise NodefixError("the evidence could not be written to %s: %s" % (args["evidence_path"], exc))
         return {"path": args["evidence_path"], "bytes": bundle.get("bytes"),
-                "before": list(plan.get("disruptive") or []) or ["stopping leaked units"],
+                "before": evidence_before(plan),
                 "missing": [m.get("source") for m in bundle.get("missing") or [] if isinstance(m, dict)]}
 
     def _events(self, args, node, api, phase, state):

@@ -164,10 +164,16 @@ def evidence(ctx, state):
     if ctx.check_mode:
         return WOULD, "would keep the evidence a disruption would wipe"
     kept, error = node_side(ctx.evidence)
-    state["evidence"] = {"error": error} if error else kept
+    state["evidence"] = {"before": evidence_before(ctx.plan), "error": error} if error else kept
     if error:
         return DONE, "the evidence could not be kept (the remediation goes on): %s" % error
     return DONE, "kept the evidence"
+
+
+def evidence_before(plan):
+    """What the evidence is kept before: the plan's disruptions, or a large mount-unit cleanup (remediate.yml's
+    words, the report's and the Events')."""
+    return list(plan.get("disruptive") or []) or ["stopping leaked units"]
 
 
 def start_event(ctx, state):

@@ -274,3 +274,15 @@ def test_recheck_before_the_reboot_drops_it_when_the_window_closed_and_end_gives
                           remediation={"status": "ok", "roles": again["fix_roles"], "msg": ""}), Node(), host="node-b")
     assert second["outcome"] == Outcome.OK and [lease["spec"].get("holderIdentity") for lease in leases(api)
                                                 if lease["spec"].get("holderIdentity")] == []
+
+
+def test_evidence_that_cannot_be_written_is_said_and_the_rollout_goes_on(double, api, tmp_path):  # noqa: F811
+    """A report directory that cannot be written (here: a file where a directory should be) is the evidence's
+    failure, said in its step - never an exception that leaves the node claimed and its slots taken."""
+    (tmp_path / "not-a-dir").write_text("")
+    args = dict(begin_args(double, tmp_path), evidence_path=str(tmp_path / "not-a-dir" / "node-a" / "run-62.json"))
+    first, _p = run(args)
+    assert first["outcome"] is None and first["drained"] is True, first
+    step = [s for s in first["steps"] if s["name"] == "evidence"][0]
+    assert "the evidence could not be kept (the remediation goes on)" in step["detail"] and "not-a-dir" in step["detail"]
+    assert "not-a-dir" in first["evidence"]["error"] and first["evidence"]["before"] == ["drain"]

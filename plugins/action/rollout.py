@@ -196,7 +196,8 @@ class ActionModule(ActionBase):
             raise NodefixError("; ".join(errors))
 
     def _drive(self, args, node, task_vars):
-        """(machine's result, state) of the phase."""
+        """The machine's result of the phase (NodefixError, nothing written, for a kubeconfig that cannot be loaded,
+        options that cannot work, a ``state`` that is not begin's or a ``remediation.status`` that is not one)."""
         check = bool(self._task.check_mode)
         # without a kubeconfig: no API server (remediate.yml's path without nodefix_kubeconfig; machine.BEFORE_LOCAL)
         api = RolloutApi(args["kubeconfig"], args["context"], args["api_timeout"]) if args["kubeconfig"] else None

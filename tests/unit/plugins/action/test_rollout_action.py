@@ -232,7 +232,23 @@ def test_bad_options_are_refused_naming_them_and_nothing_is_written(double, api,
     assert not (tmp_path / "evidence").exists()
 
 
-def test_an_api_server_that_cannot_be_reached_fails_the_task_naming_it(double, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("bad,words", [
+    ({"state": {"fix_roles": []}}, ["state is not the state phase=begin answered", "claimed"]),
+    ({"remediation": {"status": "done"}}, ["remediation.status must be ok, failed or unreachable", "'done'"]),
+], ids=["state", "status"])
+def test_an_end_given_what_begin_did_not_answer_is_refused_and_nothing_is_written(double, api, tmp_path, bad,
+                                                                                  words):  # noqa: F811
+    first, _p = run(begin_args(double, tmp_path))
+    before = api.get_node("node-a")
+    with pytest.raises(Exception) as raised:
+        run(dict(end_args(double, first), **bad))
+    assert type(raised.value).__name__ == "AnsibleActionFail"
+    for word in words:
+        assert word in raised.value.message, (word, raised.value.message)
+    assert api.get_node("node-a") == before
+
+
+def test_a_kubeconfig_that_cannot_be_loaded_fails_the_task_naming_it(double, tmp_path):  # noqa: F811
     """The kubeconfig cannot be loaded: the task fails naming it, nothing was read or written."""
     args = dict(begin_args(double, tmp_path), kubeconfig=str(tmp_path / "missing-kubeconfig"))
     with pytest.raises(Exception) as raised:

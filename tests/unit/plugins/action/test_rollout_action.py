@@ -136,7 +136,7 @@ def test_a_whole_rollout_of_a_worker_begin_fix_end(double, api, tmp_path):  # no
     assert json.loads(notes(api, "node-a")["nodefix.k8s/last-remediation"])["outcome"] == "ok"
     rec = second["remediation"]
     assert rec["status"] == "ok" and rec["outcome"] == Outcome.OK and rec["roles"] == [CONTAINERD]
-    assert rec["evidence"]["path"] == str(path) and rec["seconds"] >= 0 and second["audit_after"]["euid"] == 0
+    assert rec["evidence"]["path"] == str(path) and "seconds" in rec and second["audit_after"]["euid"] == 0
 
 
 def test_check_mode_writes_nothing_and_shows_the_same_steps(double, api, tmp_path):  # noqa: F811

@@ -197,6 +197,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import events_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
 
 
@@ -215,56 +216,16 @@ def work_out(p):
     return events, note
 
 
-def _why(exc):
-    """An API error as its status, reason and the Status message (a 422 names the field); no answer as why."""
-    if exc.status:
-        return exc.phrase() + (": %s" % exc.said[:500] if exc.said else "")
-    return exc.why
-
-
 def post(module, events, note):
     """Post the events and the annotation; (posted, annotated, errors). Every request has the timeout
-    O(request_timeout) (the collection's one API client, _k8s.client); an API error (4xx/5xx) loses that event
-    only, a server that cannot be reached (refused, DNS, TLS, timeout) ends the trail there: the rest is named not
-    written, never waited for again."""
+    O(request_timeout) (the collection's one API client, _k8s.client; the posting is _k8s.events_api's)."""
     p = module.params
     try:
         api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
     except NodefixError as exc:
         return 0, False, ["cannot load the kubeconfig %s: %s" % (p["kubeconfig"], exc)]
-    unreachable = "the API server could not be reached or did not answer (%s); %d event(s)%s not written"
-    node_path = "/api/v1/nodes/%s" % kube.name(p["node"])
-    try:
-        uid = api.request("reading Node %s" % p["node"], "GET", node_path)["metadata"]["uid"]
-    except kube.KubeError as exc:
-        if exc.status:
-            return 0, False, ["node %s: %s; no event written" % (p["node"], _why(exc))]
-        return 0, False, [unreachable % (_why(exc), len(events), " and the annotation" if note else "")]
-    except (KeyError, TypeError):
-        return 0, False, ["node %s: the API server's answer has no metadata.uid; no event written" % p["node"]]
     instance = p["instance"] or trail.cut_bytes(socket.gethostname(), trail.INSTANCE_MAX, "")
-    posted, annotated, errors = 0, False, []
-    events_path = "/apis/events.k8s.io/v1/namespaces/%s/events" % kube.name(p["namespace"])
-    for n, e in enumerate(events):
-        try:
-            api.request("posting event %s" % e["reason"], "POST", events_path,
-                        body=trail.event_body(e, p["node"], uid, p["namespace"], instance))
-            posted += 1
-        except kube.KubeError as exc:
-            if not exc.status:
-                return posted, False, errors + [unreachable % (_why(exc), len(events) - n, " and the annotation"
-                                                               if note else "")]
-            errors.append("event %s: %s" % (e["reason"], _why(exc)))
-    if note:
-        try:
-            api.request("annotating Node %s" % p["node"], "PATCH", node_path, body={"metadata": {"annotations": note}},
-                        content_type="application/strategic-merge-patch+json")
-            annotated = True
-        except kube.KubeError as exc:
-            errors.append("annotation %s: %s" % (trail.ANNOTATION, _why(exc)) if exc.status else
-                          "annotation %s: the API server could not be reached or did not answer (%s)"
-                          % (trail.ANNOTATION, _why(exc)))
-    return posted, annotated, errors
+    return events_api.post(api, p["node"], p["namespace"], instance, events, note)
 
 
 @redacted_main

@@ -179,3 +179,36 @@ def test_the_gates_read_and_write_through_the_release(release):
     assert not guard.get("failed") and guard["allowed"] is True and guard["etcd"]["readyz"] == "200 ok", guard
     released = release.run("control_plane_gate", state="release", node="cp-1", wait=0)
     assert not released.get("failed") and released["lock"]["released"] == "nodefix-control-plane-0", released
+
+
+ROLLOUT = r"""
+import datetime, json, sys
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s.rollout_api import RolloutApi
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx, machine
+now = [datetime.datetime(2026, 12, 6, 7, tzinfo=datetime.timezone.utc)]
+def sleep(seconds):
+    now[0] += datetime.timedelta(seconds=seconds)
+role = "nodefix.k8s.kubelet"
+plan = {"fix_roles": [role], "reboot_reasons": [], "disruptive": ["drain"], "evidence": False}
+before = {"euid": 0, "findings": [{"id": "kubelet.api_qps_low", "check": "kubelet", "fix": {"role": role}}]}
+ctx = mctx.Context(RolloutApi(sys.argv[1], timeout=10), "node-b", "run-9", {"host": "c", "pid": 1, "boot": "b"},
+                   lambda pid: True, before, plan, lambda: now[0], sleep, {"drain_timeout": 12})
+out = machine.begin(ctx)
+print(json.dumps({"outcome": out["outcome"], "detail": out["detail"],
+                  "steps": dict((s["name"], s["outcome"]) for s in out["steps"])}))
+"""
+
+
+def test_the_rollout_machine_drives_its_api_object_through_the_release(release):
+    """The action nodefix.k8s.rollout's API object (_k8s.rollout_api.RolloutApi) under the machine: the claim (a
+    conditional patch), the cordon, the evictions (db-1's budget refuses: 429 asked again until the drain's timeout)
+    and the give-back, with each release."""
+    proc = subprocess.run([sys.executable, "-c", ROLLOUT, release.kubeconfig], capture_output=True, text=True,
+                          timeout=120, env=release.env, check=False)
+    assert proc.returncode == 0 and "release-test-token" not in proc.stdout + proc.stderr, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["outcome"] == "drain_failed" and "default/db-1 (refused by a PodDisruptionBudget)" in out["detail"], out
+    assert out["steps"]["claim"] == out["steps"]["cordon"] == out["steps"]["give_back"] == "done", out
+    node = release.data()["nodes"]["node-b"]
+    assert not node.get("unschedulable") and "nodefix.k8s/rollout" not in (node.get("annotations") or {}), node
+    assert [p["name"] for p in release.data()["pods"] if p["node"] == "node-b"] == ["db-1"]

@@ -56,13 +56,3 @@ retries
 # _prometheus/transport.py's count of the TLS contexts it built: read by the tests that hold it to one a client
 # (tests/unit/plugins/modules/test_prometheus_real.py)
 contexts_made
-
-# The rollout state machine (issue 62, _rollout/machine/, docs/rollout-machine.md) is built and unit-tested ahead of
-# its action plugin (nodefix.k8s.rollout, phase: begin|end), which is wired in the next session: until then its
-# entry points and its API object are used by its tests only
-RolloutApi
-Context
-BEFORE
-AFTER
-FINISH
-begin

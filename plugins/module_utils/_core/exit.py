@@ -126,15 +126,43 @@ def leave_action(result):
     return redact(result)
 
 
+def _flow_control(exc):
+    """Whether ``exc`` is one of ansible-core's action flow-control exceptions (``AnsibleActionSkip``,
+    ``AnsibleActionFail``: a result of their own that the task executor takes as the task's) - told by their base
+    class ``ansible.errors.AnsibleAction``, never imported: module_utils travel to nodes inside modules, where
+    ``ansible.errors`` does not exist."""
+    return any(c.__name__ == "AnsibleAction" and c.__module__ == "ansible.errors" for c in type(exc).__mro__)
+
+
+def redacted_flow(exc):
+    """A flow-control exception of the same kind whose message and result are redacted (their text as it was
+    otherwise reaches the job output as it is)."""
+    # ansible-core 2.19 keeps the plugin's own result as ``_result``; 2.17/2.18 as ``result``, with failed, skipped
+    # and msg in it (the new exception puts them back)
+    result = getattr(exc, "_result", None)
+    result = dict(result if isinstance(result, dict) else getattr(exc, "result", None) or {})
+    for key in ("failed", "skipped", "msg", "exception"):
+        result.pop(key, None)
+    flow = type(exc)(redact_text("%s" % (getattr(exc, "message", None) or exc)), result=leave_action(result))
+    held = vars(flow).get("result")     # 2.17/2.18: a plain dict, with the traceback being handled (unredacted)
+    if isinstance(held, dict) and isinstance(held.get("exception"), str):
+        held["exception"] = redact_text(held["exception"])
+    return flow
+
+
 def redacted_run(run):
     """An action plugin's ``run`` whose every exception - Ansible's errors for bad task arguments too - becomes a
-    failed result through ``leave_action``: Ansible would print its text as it is. The traceback only where
-    Ansible would show one (-vvv)."""
+    failed result through ``leave_action``: Ansible would print its text as it is. ``AnsibleActionSkip`` and
+    ``AnsibleActionFail`` go on as what they are (skipped, failed), their message and result redacted. The
+    traceback only where Ansible would show one (-vvv)."""
     @functools.wraps(run)
     def wrapper(self, tmp=None, task_vars=None):
         try:
             return run(self, tmp=tmp, task_vars=task_vars)
         except Exception as exc:  # pylint: disable=broad-except
+            if _flow_control(exc):
+                # (from None: the original, unredacted, is not shown as its context)
+                raise redacted_flow(exc) from None
             result = {"failed": True, "msg": getattr(exc, "message", None) or str(exc)}
             if not type(exc).__module__.startswith("ansible."):
                 result["msg"] = _unexpected(exc)

@@ -22,7 +22,7 @@ import json
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, node_side
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 _STATUS = {"ok": Outcome.OK, "failed": Outcome.FAILED, "unreachable": Outcome.UNREACHABLE}
@@ -35,16 +35,21 @@ def verify(ctx, state, remediation):
         return SKIPPED, "the node was lost at its fixes: not audited again"
     if ctx.check_mode:
         return WOULD, "would audit the node again"
-    state["audit_after"], error = node_side(ctx.audit)
-    if error:
-        state["verify_error"] = error
-        return Outcome.FAILED, "the audit after the fixes could not run: %s" % error
+    try:
+        state["audit_after"] = ctx.audit()
+    except NodefixError as exc:
+        state["audit_after"], state["verify_error"] = None, "%s" % exc
+        if exc.details.get("unreachable"):      # the node was lost: unreachable at this step, as the play said
+            state["unreachable_at"] = "audit after"
+            return Outcome.UNREACHABLE, "the node could not be reached for the audit after the fixes: %s" % exc
+        return Outcome.FAILED, "the audit after the fixes could not run: %s" % exc
     return DONE, "audited again: %d finding(s)" % len((state["audit_after"] or {}).get("findings") or [])
 
 
 def hold_decision(ctx, state, remediation):
     """The outcome and, for a node this run cordoned, why it stays cordoned (``state['hold']``)."""
-    outcome = _STATUS.get(remediation.get("status"), Outcome.FAILED)
+    outcome = Outcome.UNREACHABLE if state.get("unreachable_at") else _STATUS.get(remediation.get("status"),
+                                                                                  Outcome.FAILED)
     state["hold"] = []
     if state["cordoned"] and not ctx.check_mode:
         state["hold"] = cordon.hold_reasons(remediation, ctx.audit_before, state.get("audit_after"),

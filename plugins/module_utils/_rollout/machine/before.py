@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
 """The machine's half BEFORE the fix roles run, one step each (docs/rollout-machine.md has the table):
 
-storm -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence ->
+plan -> storm -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence ->
 cordon -> drain -> require_drain -> fix
 
 The record on the Node (``ledger``) is written at the claim, before the first lock slot (``gates``), before the
@@ -28,6 +28,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+
+def plan(ctx, state):
+    """A refusal the play decided before the rollout (a kernel upgrade that cannot be planned): nothing touched."""
+    refused = ctx.plan.get("refused")
+    if refused:
+        raise Stop(Outcome.REFUSED, "refused: %s; nothing was drained or changed" % refused)
+    return DONE, "%d fix role(s), %d reboot reason(s)" % (len(state["fix_roles"]), len(state["reboot_reasons"]))
 
 
 def storm(ctx, state):
@@ -135,15 +143,17 @@ def require_drain(ctx, state):
     restarting = sorted(set(state["fix_roles"]) & set(RESTARTING_ROLES))
     if ctx.options["require_drain"] and restarting and not state["drained"] and not ctx.check_mode:
         raise Stop(Outcome.REFUSED, "refused: nodefix_require_drain is true and this node was not drained "
-                                    "(nodefix_drain is false): %s were not run, nothing was changed"
-                                    % ", ".join(restarting))
+                                    "(%s): %s were not run, nothing was changed"
+                                    % ("no nodefix_kubeconfig" if ctx.api is None else "nodefix_drain is false",
+                                       ", ".join(restarting)))
     return DONE if restarting else SKIPPED, "drained" if state["drained"] else "no drain needed for these fixes"
 
 
 def fix(ctx, state, ledger):
     if not state["fix_roles"]:
         return SKIPPED, "nothing to fix"
-    ledger.enter("fix")
+    if ctx.api is not None:
+        ledger.enter("fix")
     return (WOULD if ctx.check_mode else DONE), "%s the fix roles: %s" % (
         "would run" if ctx.check_mode else "handed to", ", ".join(state["fix_roles"]))
 
@@ -154,10 +164,16 @@ def evidence(ctx, state):
     if ctx.check_mode:
         return WOULD, "would keep the evidence a disruption would wipe"
     kept, error = node_side(ctx.evidence)
-    state["evidence"] = {"error": error} if error else kept
+    state["evidence"] = {"before": evidence_before(ctx.plan), "error": error} if error else kept
     if error:
         return DONE, "the evidence could not be kept (the remediation goes on): %s" % error
     return DONE, "kept the evidence"
+
+
+def evidence_before(plan):
+    """What the evidence is kept before: the plan's disruptions, or a large mount-unit cleanup (remediate.yml's
+    words, the report's and the Events')."""
+    return list(plan.get("disruptive") or []) or ["stopping leaked units"]
 
 
 def start_event(ctx, state):

@@ -33,7 +33,10 @@ DEFAULTS = {
     "lock_name": "nodefix-reboot",
     "lock_slots": 1,                # reboot_max_concurrent
     "lock_ttl": 7200,
+    "lock_wait": 0,                 # reboot_lock_wait: seconds to wait for a free slot of the reboot lock
+    "lock_poll": 5,                 # reboot_lock_poll: every poll judges the window, pods and alerts again
     "control_plane_lock_name": "nodefix-control-plane",
+    "etcd_health_command": [],      # nodefix_etcd_health_command (etcd outside the cluster)
     "evidence": True,               # nodefix_evidence
     "events": True,                 # nodefix_events
 }
@@ -52,6 +55,14 @@ def options(given):
         if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
         out[key] = value
+    for key in ("lease", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait"):
+        if out[key] < 0:
+            raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))
+    if out["lock_poll"] < 1 or out["lock_slots"] < 1:
+        raise NodefixError("rollout options lock_poll and lock_slots must be at least 1, got %d and %d"
+                           % (out["lock_poll"], out["lock_slots"]))
+    if not all(isinstance(a, str) for a in out["etcd_health_command"] + out["blocking_selectors"]):
+        raise NodefixError("rollout options etcd_health_command and blocking_selectors are lists of strings")
     return out
 
 
@@ -66,7 +77,9 @@ class Context(object):
     - ``alerts()``: the firing alerts that hold a reboot ([name]; NodefixError when Prometheus cannot be read);
     - ``storm()``: the storm breaker's re-count before this node ("" or why the rollout stops);
     - ``events(phase, state)``: post the start/end Events (its failure is a warning, never the rollout's);
-    - ``window``: a ``_reboot.gate.Window`` or None (always open)."""
+    - ``window``: a ``_reboot.gate.Window`` or None (always open);
+    - ``run_command(argv)``: (rc, stdout, stderr) of the etcd health command (``etcd_health_command``; its
+      environment, a secret, is the caller's)."""
 
     def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
                  check_mode=False, **work):
@@ -74,7 +87,8 @@ class Context(object):
         self.audit_before, self.plan = audit_before or {}, plan or {}
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
-        unknown = set(work) - set(("evidence", "audit", "alerts", "storm", "events", "window", "after_step"))
+        unknown = set(work) - set(("evidence", "audit", "alerts", "storm", "events", "window", "after_step",
+                                  "run_command"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -84,6 +98,7 @@ class Context(object):
         self.events = work.get("events") or (lambda phase, state: None)
         self.window = work.get("window")
         self.after_step = work.get("after_step")
+        self.run_command = work.get("run_command")
 
 
 def new_state(plan):

@@ -19,6 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
@@ -56,6 +58,7 @@ def control_plane_guard(ctx, state, node):
     reason = "%s: %s" % (", ".join(ctx.plan.get("disruptive") or []), ", ".join(state["fix_roles"]))
     try:
         out = control_plane.guard(node, o["control_plane"], ctx.api, locks(ctx)[cp_id], reason,
+                                  health_command=o["etcd_health_command"] or None, run_command=ctx.run_command,
                                   accept_quorum_loss=o["quorum_override"])
     except NodefixError as exc:
         raise Stop(Outcome.HELD, "held: control plane: the guard could not decide: %s; nothing was drained, "
@@ -83,37 +86,76 @@ def reboot_backoff(ctx, state, node):
     return DONE, out["not_rebooted"] or "the backoff allows the reboot"
 
 
+def no_reboot_undrained(state):
+    """Without an API server the node is not drained: its reboot is dropped (only a drained node is rebooted)."""
+    if REBOOT_ROLE in state["fix_roles"] or state["reboot_reasons"]:
+        _drop_reboot(state, ["not drained (no API server: nodefix_kubeconfig): a node that is not drained is not "
+                             "rebooted"])
+
+
 def _drop_reboot(state, why):
     state["reboot_held"].extend(why)
     state["fix_roles"] = [r for r in state["fix_roles"] if r != REBOOT_ROLE]
 
 
+def controls(ctx):
+    """Why the reboot is held now, read now: the window, the blocking pods, the firing alerts ([] when none holds it).
+    NodefixError when one cannot be read (the caller fails closed)."""
+    held = []
+    if ctx.window is not None and not ctx.window.contains(ctx.clock()):
+        held.append("outside the reboot window (%s)" % ctx.window.describe())
+    pods = gate.pods_blocking(ctx.api, ctx.node, ctx.options["blocking_selectors"])
+    held.extend("blocking pod %s" % p for p in pods)
+    held.extend("alert %s is firing" % a for a in ctx.alerts())
+    return held
+
+
 def reboot_gate(ctx, state):
-    """(step outcome, detail): the window, the blocking pods, the alerts, then the reboot lock's slot. A gate that
-    cannot decide (Prometheus or the API unreadable) refuses the node (nothing drained); a closed gate drops the
-    reboot and the rest of the fixes go on."""
+    """(step outcome, detail): the window, the blocking pods, the alerts, then the reboot lock's slot - waiting up to
+    ``lock_wait`` seconds for a free one, every ``lock_poll`` judging the window, pods and alerts again (a wait ends,
+    held, as soon as one of them says no), as the ``reboot_gate`` module's wait does. A gate that cannot decide
+    (Prometheus or the API unreadable) refuses the node (nothing drained); a closed gate drops the reboot and the
+    rest of the fixes go on."""
     if not state["reboot_reasons"] or state["reboot_held"]:
         return SKIPPED, "no reboot to gate" if not state["reboot_reasons"] else "the backoff held the reboot"
-    held = []
-    now = ctx.clock()
+    lock_name = lock_id(ctx, ctx.options["lock_name"])
+    lock = locks(ctx)[lock_name]
+    reason = "; ".join(r.get("reason", r.get("id", "")) for r in state["reboot_reasons"])
+    deadline = ctx.clock() + datetime.timedelta(seconds=ctx.options["lock_wait"])
     try:
-        if ctx.window is not None and not ctx.window.contains(now):
-            held.append("outside the reboot window (%s)" % ctx.window.describe())
-        pods = gate.pods_blocking(ctx.api, ctx.node, ctx.options["blocking_selectors"])
-        held.extend("blocking pod %s" % p for p in pods)
-        held.extend("alert %s is firing" % a for a in ctx.alerts())
-        if not held:
-            lock_name = lock_id(ctx, ctx.options["lock_name"])
-            slot, holders = locks(ctx)[lock_name].acquire("; ".join(r.get("reason", r.get("id", "")) for r in
-                                                                    state["reboot_reasons"]))
+        while True:
+            held = controls(ctx)
+            if held:
+                break
+            slot, holders = lock.acquire(reason)
             if slot:
                 state["slots"].append(lock_name)
                 return (WOULD if ctx.check_mode else DONE), "%s the reboot lock's slot %s" % (
                     "would take" if ctx.check_mode else "took", slot)
-            held.append("the reboot lock is full (%s)" % ", ".join("%s: %s" % (h["slot"], h["holder"])
-                                                                   for h in holders))
+            remaining = (deadline - ctx.clock()).total_seconds()
+            if remaining <= 0 or ctx.check_mode:
+                held = ["the reboot lock is full (%s)" % ", ".join("%s: %s" % (h["slot"], h["holder"])
+                                                                   for h in holders)]
+                break
+            ctx.sleep(min(ctx.options["lock_poll"], remaining))
     except NodefixError as exc:
         raise Stop(Outcome.REFUSED, "reboot gate: %s; nothing was drained or changed" % exc)
+    _drop_reboot(state, held)
+    return Outcome.HELD, "reboot held: %s" % "; ".join(held)
+
+
+def recheck(ctx, state):
+    """(step outcome, detail): right before the reboot, the window, the blocking pods and the alerts judged again
+    (the slot taken at the gate is kept, given back at the end); held: the reboot is dropped. One that cannot be
+    read holds the reboot (fail closed), the rest of the rollout goes on."""
+    if REBOOT_ROLE not in state["fix_roles"]:
+        return SKIPPED, "no reboot to judge again"
+    try:
+        held = controls(ctx)
+    except NodefixError as exc:
+        held = ["the reboot gate could not be judged again: %s" % exc]
+    if not held:
+        return DONE, "the window, the pods and the alerts still allow the reboot"
     _drop_reboot(state, held)
     return Outcome.HELD, "reboot held: %s" % "; ".join(held)
 
@@ -146,7 +188,8 @@ def release_slots(ctx, state, node):
     for name, lock in sorted(locks(ctx).items()):
         if name not in state["slots"]:
             continue
-        back = control_plane.own_member_back(ctx.api, ctx.node) if name == cp else None
+        back = control_plane.own_member_back(ctx.api, ctx.node, ctx.options["etcd_health_command"] or None,
+                                             ctx.run_command) if name == cp else None
         out = control_plane.reclaim(lock, node, member_back=back)
         if out["released"]:
             said.append("gave back %s" % out["released"])

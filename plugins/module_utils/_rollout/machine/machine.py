@@ -26,9 +26,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 # the steps of each half, in order (the names the result, the job's lines and the docs use)
-BEFORE = ("storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
+BEFORE = ("plan", "storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
           "evidence", "cordon", "drain", "require_drain", "fix")
 AFTER = ("verify", "hold_decision")
+# without an API server (no kubeconfig: remediate.yml's path without nodefix_kubeconfig) the node is not claimed,
+# gated, cordoned, drained, given back or told by an Event: these steps only, and no give-back
+BEFORE_LOCAL = ("plan", "storm", "root", "evidence", "require_drain", "fix")
 FINISH = ("give_back", "release_slots", "end_event", "release")
 
 
@@ -39,6 +42,7 @@ def _before_steps(ctx, state, ledger):
         node["now"] = ledger.read_node()
         return node["now"]
     return (
+        ("plan", lambda: before.plan(ctx, state)),
         ("storm", lambda: before.storm(ctx, state)),
         ("claim", lambda: before.claim(ctx, state, ledger)),
         ("root", lambda: before.root(ctx, state)),
@@ -70,9 +74,12 @@ def _result(ctx, state):
 def begin(ctx):
     """The half before the fixes. ``outcome`` None: run the fix roles, then ``end``; else the rollout is over."""
     runner, state, ledger = _runner(ctx), new_state(ctx.plan), Ledger(ctx)
+    if ctx.api is None:
+        gates.no_reboot_undrained(state)
     try:
-        for name, step in _before_steps(ctx, state, ledger):
-            runner.run(name, step)
+        steps = dict(_before_steps(ctx, state, ledger))
+        for name in BEFORE if ctx.api is not None else BEFORE_LOCAL:
+            runner.run(name, steps[name])
     except Stop as stop:
         state.update(outcome=stop.outcome, detail=stop.detail)
         _finish(ctx, state, ledger)
@@ -92,23 +99,41 @@ def end(ctx, state, remediation):
     runner, ledger = _runner(ctx), Ledger(ctx)
     ledger.record = state.get("record")
     try:
-        runner.run("verify", lambda: after.verify(ctx, state, remediation))
-        runner.run("hold_decision", lambda: after.hold_decision(ctx, state, remediation))
+        steps = {"verify": lambda: after.verify(ctx, state, remediation),
+                 "hold_decision": lambda: after.hold_decision(ctx, state, remediation)}
+        for name in AFTER:
+            runner.run(name, steps[name])
     except Stop as stop:
         state.update(outcome=stop.outcome, detail=stop.detail)
     _finish(ctx, state, ledger)
     return _result(ctx, state)
 
 
+def recheck(ctx, state):
+    """Right before the reboot: the reboot gate's window, blocking pods and alerts judged again (``gates.recheck``);
+    ``outcome`` stays None (the rollout goes on, without the reboot when it is held)."""
+    runner = _runner(ctx)
+    try:
+        runner.run("reboot_recheck", lambda: gates.recheck(ctx, state))
+    except Stop as stop:    # not reached: recheck holds, never stops; a Stop would be the step's own bug
+        state["reboot_held"].append(stop.detail)
+    return _result(ctx, state)
+
+
 def _finish(ctx, state, ledger):
     """The give-back: each step runs whatever the one before it did (a failed uncordon does not keep a slot). A run
     that lost its claim (another run's record is on the node) gives nothing back: the cordon, the slots (held by
-    the node's name) and the record are the claim holder's to judge - only the end Event is posted."""
+    the node's name) and the record are the claim holder's to judge - only the end Event is posted. Without an API
+    server there is nothing to give back."""
+    if ctx.api is None:
+        return
     runner = ctx.runner
-    for name, step in (("give_back", lambda: after.give_back(ctx, state, ledger)),
-                       ("release_slots", lambda: after.release_slots(ctx, state, ledger)),
-                       ("end_event", lambda: after.end_event(ctx, state)),
-                       ("release", lambda: after.release(ctx, state, ledger))):
+    steps = {"give_back": lambda: after.give_back(ctx, state, ledger),
+             "release_slots": lambda: after.release_slots(ctx, state, ledger),
+             "end_event": lambda: after.end_event(ctx, state),
+             "release": lambda: after.release(ctx, state, ledger)}
+    for name in FINISH:
+        step = steps[name]
         if ledger.lost and name != "end_event":
             runner.run(name, lambda: (SKIPPED, "this run lost its claim (%s): left to the run that holds it"
                                       % ledger.lost))

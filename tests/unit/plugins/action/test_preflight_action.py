@@ -5,11 +5,11 @@ with the words the run's error carries. The playbook runs of test_09 keep one en
 (the report marked failed, no task on a node); the per-value variants are proven here, without a playbook run
 each (issue 56: the same behaviours, fewer runs)."""
 
-from unittest import mock
 
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.action import preflight
+from plugins.action.action_harness import action_of
 
 # (playbook, the variables a user set, words the refusal must carry) - the cases test_09 ran one playbook run each
 CASES = [
@@ -27,16 +27,7 @@ CASES = [
 
 def run_action(playbook, hosts, task_vars):
     """The action plugin's run() as the playbooks call it (nodefix.k8s.preflight: playbook, hosts)."""
-    task = mock.MagicMock()
-    task.args = {"playbook": playbook, "hosts": hosts}
-    task.async_val = 0
-    task.check_mode = False
-    task.diff = False
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = preflight.ActionModule(task, connection, mock.MagicMock(), loader=None, templar=None,
-                                    shared_loader_obj=None)
-    return action.run(task_vars=task_vars)
+    return action_of(preflight, {"playbook": playbook, "hosts": hosts}).run(task_vars=task_vars)
 
 
 def run_preflight(playbook, host_vars):

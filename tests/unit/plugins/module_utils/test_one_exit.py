@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -34,7 +35,7 @@ PLANTED = {"nodefix_planted_url": "https://robot:Walk-Url-Secret-61@mirror.examp
 
 def test_the_walk_finds_every_module():
     assert len(MODULES) >= 25 and "runsc_install" in MODULES and "reboot_gate" in MODULES
-    assert ACTIONS == ["preflight"]
+    assert ACTIONS == ["preflight", "rollout"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -53,8 +54,8 @@ def test_every_module_leaves_through_the_one_exit_redacted(run_module, name):
 
 
 EXC_SECRET = "Walk-Exc-Secret-61"
-# the preflight module is a stub of the action plugin: it fails at once, reading nothing
-READ_NO_PARAMS = ("preflight",)
+# the preflight and rollout modules are stubs of their action plugins: they fail at once, reading nothing
+READ_NO_PARAMS = ("preflight", "rollout")
 
 
 class _ExplodingParams(dict):
@@ -203,3 +204,62 @@ def test_every_action_plugin_leaves_an_unexpected_exception_redacted(monkeypatch
     assert seen and result["failed"], result
     assert EXC_SECRET not in json.dumps(result) and "mirror.example.com" in result["msg"], result
     assert "unexpected KeyError" in result["msg"] and "exception" not in result
+
+
+@pytest.mark.parametrize("kind", ["AnsibleActionFail", "AnsibleActionSkip"])
+def test_an_action_flow_exception_goes_on_as_itself_redacted(kind):
+    """AnsibleActionFail/AnsibleActionSkip raised in an action plugin's run go on as what they are (ansible-core's
+    task executor takes their result as the task's: failed, or skipped) - their message and result redacted."""
+    from ansible import errors as ansible_errors  # pylint: disable=import-outside-toplevel
+    flow = getattr(ansible_errors, kind)
+
+    class Action(object):
+        @core_exit.redacted_run
+        def run(self, tmp=None, task_vars=None):
+            raise flow("kubeconfig https://robot:%s@api.example.com refused" % EXC_SECRET,
+                       result={"detail": "token=%s" % EXC_SECRET, "steps": [{"detail": "--password %s" % EXC_SECRET}]})
+
+    with pytest.raises(flow) as raised:
+        Action().run(task_vars={})
+    exc = raised.value
+    assert type(exc).__name__ == kind and isinstance(exc, flow)
+    shown = json.dumps({"msg": "%s" % exc.message, "result": exc.result}, sort_keys=True)
+    assert EXC_SECRET not in shown and "api.example.com" in shown and "steps" in shown, shown
+    assert exc.__suppress_context__    # the unredacted original is not shown as its context
+
+
+FLOW_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible import errors
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import exit as core_exit
+out = {}
+for kind in ("AnsibleActionFail", "AnsibleActionSkip"):
+    flow = getattr(errors, kind)
+
+    class Action(object):
+        @core_exit.redacted_run
+        def run(self, tmp=None, task_vars=None):
+            raise flow("kubeconfig https://robot:%s@api.example.com refused" % sys.argv[2],
+                       result={"detail": "token=%s" % sys.argv[2]})
+    try:
+        Action().run(task_vars={})
+    except flow as exc:
+        out[kind] = {"type": type(exc).__name__, "msg": "%s" % exc.message, "result": exc.result}
+print(json.dumps(out))
+"""
+
+
+def test_an_action_flow_exception_is_redacted_on_the_oldest_ansible_core_too():
+    """ansible-core 2.17 keeps the flow exception's result as a plain ``result`` dict and adds the traceback being
+    handled to it (the unredacted original's): the oldest core the collection supports (meta/runtime.yml), from
+    scripts/setup.sh's sanity venv of it."""
+    python = os.path.join(REPO, ".cache", "sanity-venv-oldest", "bin", "python")
+    assert os.path.exists(python), "run scripts/setup.sh: it builds the oldest ansible-core's venv (%s)" % python
+    proc = subprocess.run([python, "-c", FLOW_SCRIPT, os.path.join(REPO, ".cache", "collections"), EXC_SECRET],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert sorted(out) == ["AnsibleActionFail", "AnsibleActionSkip"] and out["AnsibleActionFail"]["result"]["failed"]
+    assert out["AnsibleActionSkip"]["result"]["skipped"] and "token=" in out["AnsibleActionFail"]["result"]["detail"]
+    assert EXC_SECRET not in proc.stdout and "api.example.com" in proc.stdout, proc.stdout

@@ -299,7 +299,7 @@ def test_evidence_that_cannot_be_kept_is_said_and_the_rollout_goes_on():
         raise NodefixError("journalctl: no such file")
     work.evidence = lost
     first, second = rollout(api, work=work)
-    assert first["state"]["evidence"] == {"error": "journalctl: no such file"}
+    assert first["state"]["evidence"] == {"before": ["drain"], "error": "journalctl: no such file"}
     assert [s["detail"] for s in first["steps"] if s["name"] == "evidence"] == [
         "the evidence could not be kept (the remediation goes on): journalctl: no such file"]
     assert second["outcome"] == Outcome.OK

@@ -1,0 +1,272 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""nodefix.k8s.rollout: one node's rollout, the state machine of ``_rollout/machine`` driven on the controller
+(plugins/modules/rollout.py holds the docs; docs/rollout-machine.md the interface). As ansible-core's ``reboot``
+action runs its sequence in one ``run()``: every API call in-process through one ``RolloutApi`` (the collection's
+one client), the node-side work (``node_evidence``, ``node_audit``) one module round trip each, one line a step
+printed as it ends, the whole result through the one redacting exit."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import os
+import socket
+import tempfile
+import time
+
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleError
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.common.process import get_bin_path
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import spawn
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import leave_action, redacted_run
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import events_api
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s.rollout_api import RolloutApi
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus.transport import OpenUrl
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import interface
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.before import evidence_before
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, WOULD
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
+
+display = Display()
+# the steps whose "done" (or a hold's "held") wrote to the cluster or the report directory
+WRITING = ("claim", "control_plane", "reboot_gate", "reclaim_slots", "start_event", "evidence", "cordon", "drain",
+           "fix", "give_back", "release_slots", "end_event", "release")
+EVENTS_NAMESPACE = "default"
+
+
+def secret_values(args):
+    """Every string in the secret options' values (``interface.SECRET``): masked out of any result or message."""
+    out = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif value not in (None, "") and not isinstance(value, bool):
+            out.add("%s" % value)
+    for name in interface.SECRET:
+        walk(args.get(name))
+    return out
+
+
+def write_evidence(path, bundle):
+    """The evidence bundle, atomically, 0600 in a 0700 directory (a temporary file renamed over the path)."""
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    handle, temp = tempfile.mkstemp(prefix=".evidence-", dir=directory)
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(json.dumps(bundle, indent=4, sort_keys=True) + "\n")
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
+def etcd_runner(environment, timeout):
+    """``run_command(argv)`` -> (rc, stdout, stderr) of the etcd health command on the controller: argv[0] found on
+    PATH, a C locale, ``environment`` (secret) added, killed after ``timeout`` seconds."""
+    def run(argv):
+        argv = list(argv)
+        try:
+            argv[0] = argv[0] if "/" in argv[0] else get_bin_path(argv[0])
+        except ValueError as exc:
+            return 127, "", "%s" % exc
+        env = dict(os.environ, LC_ALL="C", LANG="C")
+        env.update((k, "%s" % v) for k, v in (environment or {}).items())
+        try:
+            rc, out, err, killed = spawn.run(argv, env, timeout)
+        except OSError as exc:          # not executable, gone between the look-up and the run
+            return 126, "", "%s" % exc
+        err = err.decode("utf-8", "replace") + (" (killed after %s s)" % timeout if killed else "")
+        return rc, out.decode("utf-8", "replace"), err
+    return run
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def _validated(self):
+        """The task's arguments, validated and with every default (``interface.argument_spec``); a bad one fails the
+        task naming it (ansible-core's validator names the option, never its value), before anything is read or
+        written."""
+        try:
+            _result, args = self.validate_argument_spec(argument_spec=interface.argument_spec(),
+                                                        required_if=interface.REQUIRED_IF)
+        except AnsibleActionFail as exc:
+            raise AnsibleActionFail("nodefix.k8s.rollout: %s; nothing was read or written" % exc.message)
+        if not 1 <= args["api_timeout"] <= 600:
+            raise AnsibleActionFail("nodefix.k8s.rollout: api_timeout must be 1 to 600 seconds, "
+                                    "got %s; nothing was read or written" % args["api_timeout"])
+        return args
+
+    def _node_module(self, name, module_args, task_vars):
+        """One module on the node (the task's connection and become): its result; NodefixError when it failed or
+        the node could not be reached."""
+        try:
+            out = self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
+        except AnsibleConnectionFailure as exc:
+            raise NodefixError("%s: the node could not be reached: %s" % (name, exc), unreachable=True)
+        except AnsibleError as exc:     # the module could not be run (found, templated, transferred)
+            raise NodefixError("%s could not be run: %s" % (name, exc))
+        if out.get("unreachable"):
+            raise NodefixError("%s: the node could not be reached: %s" % (name, out.get("msg") or "no answer"),
+                               unreachable=True)
+        if out.get("failed"):
+            raise NodefixError("%s failed: %s" % (name, out.get("msg") or "failed"))
+        return out
+
+    def _work(self, args, node, task_vars, api):
+        """The machine's injected work; options that cannot work (a window, an alert filter, Prometheus's
+        options) raise NodefixError here, before anything is read or written."""
+        window = gate.Window(args["window_days"] or None, args["window_start"], args["window_end"], args["time_zone"],
+                             wrap=args["window_wrap"])
+        work = {"window": window, "storm": lambda: args["storm"],
+                "run_command": etcd_runner(args["etcd_health_environment"], args["api_timeout"] * 4),
+                "audit": lambda: self._node_module("nodefix.k8s.node_audit", args["audit_args"], task_vars),
+                "after_step": lambda step: display.display("%s%s | %s" % (
+                    "(check) " if self._task.check_mode else "", node, step.line()))}
+        if args["prometheus_url"]:
+            client = prometheus_client.from_params(OpenUrl(), args)
+            filter_re = gate.alert_filter(args["alert_filter_regexp"])
+            for warning in client.warnings:
+                display.warning(warning)
+            work["alerts"] = lambda: gate.blocking_alerts(gate.fetch_alerts(client), filter_re,
+                                                          args["alert_firing_only"])
+        for warning in control_plane.health_command_warnings(args["etcd_health_command"]):
+            display.warning(warning)
+        if args["evidence_path"]:
+            work["evidence"] = lambda: self._evidence(args, task_vars)
+        if api is not None:
+            work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
+        return work
+
+    def _evidence(self, args, task_vars):
+        plan = args["plan"] or {}
+        out = self._node_module("nodefix.k8s.node_evidence", {"audit": args["audit_before"],
+                                                              "roles": list(plan.get("fix_roles") or [])}, task_vars)
+        bundle = out.get("evidence") or {}
+        try:
+            write_evidence(args["evidence_path"], bundle)
+        except (IOError, OSError) as exc:
+            raise NodefixError("the evidence could not be written to %s: %s" % (args["evidence_path"], exc))
+        return {"path": args["evidence_path"], "bytes": bundle.get("bytes"),
+                "before": evidence_before(plan),
+                "missing": [m.get("source") for m in bundle.get("missing") or [] if isinstance(m, dict)]}
+
+    def _events(self, args, node, api, phase, state):
+        """The start or end Events (``_report.trail``'s words, as the node_events module posts them) and, at the
+        end, the ``nodefix.k8s/last-remediation`` annotation; NodefixError naming what was not written."""
+        before = args["audit_before"]
+        if phase == "start":
+            events, note = trail.start_events(args["run_id"], before, args["plan"] or {}, args["started"]), {}
+        else:
+            finished = time.time()
+            rec = interface.remediation_record(state, args["remediation"], state.get("started") or args["started"],
+                                               finished)
+            after = state.get("audit_after")
+            events = trail.end_events(args["run_id"], before, after, rec, finished, state["drained"],
+                                      interface.drain_error(state), bool(state["cordoned_before"]))
+            note = trail.annotation(args["run_id"], rec, before, after, finished)
+        instance = trail.cut_bytes(socket.gethostname(), trail.INSTANCE_MAX, "")
+        _posted, _annotated, errors = events_api.post(api.kube, node, EVENTS_NAMESPACE, instance,
+                                                      trail.ordered(events), note)
+        if errors:
+            raise NodefixError("; ".join(errors))
+
+    def _drive(self, args, node, task_vars):
+        """The machine's result of the phase (NodefixError, nothing written, for a kubeconfig that cannot be loaded,
+        options that cannot work, a ``state`` that is not begin's or a ``remediation.status`` that is not one)."""
+        check = bool(self._task.check_mode)
+        # without a kubeconfig: no API server (remediate.yml's path without nodefix_kubeconfig; machine.BEFORE_LOCAL)
+        api = RolloutApi(args["kubeconfig"], args["context"], args["api_timeout"]) if args["kubeconfig"] else None
+        work = self._work(args, node, task_vars, api)
+        plan = dict(args["plan"] or {}, refused=args["refused"]) if args["phase"] == "begin" else {}
+        ctx = mctx.Context(api, node, args["run_id"], record.controller(), record.pid_alive, args["audit_before"],
+                           plan, lambda: datetime.datetime.now(datetime.timezone.utc), time.sleep,
+                           interface.machine_options(args), check, **work)
+        if args["phase"] == "begin":
+            return machine.begin(ctx)
+        state = checked_state(args["state"])
+        if args["phase"] == "recheck":
+            return machine.recheck(ctx, state)
+        remediation = args["remediation"]
+        if remediation.get("status") not in ("ok", "failed", "unreachable"):
+            raise NodefixError("remediation.status must be ok, failed or unreachable, got %r"
+                               % remediation.get("status"))
+        return machine.end(ctx, state, remediation)
+
+    @redacted_run
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self._validated()
+        node = args["node"] or task_vars.get("inventory_hostname")
+        if args["phase"] == "begin":
+            args["started"] = args["started"] if args["started"] is not None else time.time()
+        try:
+            out = self._drive(args, node, task_vars)
+        except NodefixError as exc:
+            raise AnsibleActionFail(remove_values("nodefix.k8s.rollout %s on %s: %s" % (
+                args["phase"], node, exc), secret_values(args)))
+        result.update(self._answer(args, out))
+        return leave_action(remove_values(result, secret_values(args)))
+
+    def _answer(self, args, out):
+        state, steps = out["state"], out["steps"]
+        if args["phase"] == "begin":
+            state["started"] = args["started"]
+        outcome = out["outcome"] if args["phase"] != "recheck" else None
+        if self._task.check_mode:
+            changed = any(s["outcome"] == WOULD for s in steps)
+        else:
+            changed = any(s["outcome"] in (DONE, Outcome.HELD) and s["name"] in WRITING for s in steps)
+        answer = {"outcome": outcome, "detail": out["detail"] if outcome else "", "steps": steps,
+                  "lines": out["lines"], "state": state, "failed": interface.failed(outcome), "changed": changed}
+        if args["phase"] in ("begin", "recheck"):
+            lock = "%s/%s" % (args["lock_namespace"], args["lock_name"])
+            answer.update(fix_roles=state["fix_roles"], reboot_held=state["reboot_held"],
+                          reboot_reasons=state["reboot_reasons"] if mctx.REBOOT_ROLE in state["fix_roles"] else [],
+                          reboot_allowed=mctx.REBOOT_ROLE in state["fix_roles"] and lock in state["slots"])
+        if args["phase"] == "begin":
+            answer.update(drained=state["drained"], cordoned_before=state["cordoned_before"])
+            if state.get("evidence"):
+                answer["evidence"] = state["evidence"]
+        if args["phase"] == "end" and state.get("audit_after") is not None:
+            answer["audit_after"] = state["audit_after"]
+        if outcome is not None:
+            answer["remediation"] = interface.remediation_record(
+                state, args["remediation"], state.get("started"), time.time())
+        answer["msg"] = "%s: %s" % (outcome, out["detail"]) if outcome else (
+            "run the fix roles: %s" % ", ".join(state["fix_roles"]) if args["phase"] == "begin"
+            else "reboot %s" % ("allowed" if answer["reboot_allowed"] else "held: " + "; ".join(state["reboot_held"])))
+        return answer
+
+
+def checked_state(state):
+    """``begin``'s state as the play passed it back; NodefixError when it is not one (nothing is written)."""
+    missing = sorted(set(mctx.new_state({})) - set(state or {}))
+    if missing:
+        raise NodefixError("state is not the state phase=begin answered (missing %s)" % ", ".join(missing))
+    return dict(state)

@@ -1,0 +1,384 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: rollout
+short_description: Roll out one node - claim, gates, evidence, cordon and drain before its fixes; verify and give back after
+version_added: 1.3.0
+description:
+  - One node's rollout as a state machine, run on the controller (an action plugin, as ansible-core's C(reboot) runs
+    its sequence in one task). Every Kubernetes API call is made in-process through the collection's one API client;
+    the node-side work - M(nodefix.k8s.node_evidence) before the disruption and M(nodefix.k8s.node_audit) after the
+    fixes - runs on the node through the task's connection and C(become), one module run each.
+  - O(phase=begin), before the fix roles - C(plan) (a refusal the play decided, O(refused)), C(storm) (O(storm)),
+    C(claim) (the C(nodefix.k8s/rollout) record on the Node; a node a live run holds is refused, a node an earlier run
+    held with C(nodefix.k8s/held) stays untouched), C(root), C(control_plane) (etcd membership, health and quorum;
+    O(control_plane)), C(backoff), C(reboot_gate) (window, blocking pods, alerts, the reboot lock's slot, waiting
+    O(lock_wait)), C(reclaim_slots), C(start_event), C(evidence), C(cordon), C(drain) (evictions, a
+    PodDisruptionBudget's 429 asked again), C(require_drain), C(fix). RV(outcome) is C(null) when the play must run
+    the fix roles and then O(phase=end); any other value means the rollout is over - given back, released, its end
+    Event posted.
+  - O(phase=end), after the fix roles - C(verify) (the audit again), C(hold_decision), C(give_back) (uncordon, or hold
+    the node cordoned with C(nodefix.k8s/held) when not verified; never a node cordoned before the run),
+    C(release_slots), C(end_event) (the Events and the C(nodefix.k8s/last-remediation) annotation), C(release).
+  - O(phase=recheck), right before the reboot - the window, the blocking pods and the alerts judged again; held, the
+    reboot is dropped from RV(fix_roles).
+  - Each step is printed as one line when it ends and is in RV(steps) and RV(lines) (name, outcome, seconds, detail).
+    The outcome is one of C(ok), C(nothing_to_fix), C(held), C(refused), C(drain_failed), C(not_verified),
+    C(failed), C(unreachable), C(stopped); the task's C(failed) follows from it, never from a message's text.
+  - Bad options (unknown, of the wrong type, out of range, a phase's required option missing, a window or Prometheus
+    option that cannot work) fail the task naming the option before anything is read or written.
+author:
+  - nodefix.k8s developers (@nodefix)
+requirements:
+  - kubernetes (the Python client) on the controller
+options:
+  phase:
+    description: Which half of the rollout to run.
+    type: str
+    required: true
+    choices: [begin, end, recheck]
+  kubeconfig:
+    description:
+      - The cluster's kubeconfig (C(nodefix_kubeconfig)); its credentials are never in the result.
+      - Unset, there is no API server - as C(nodefix.k8s.remediate) without C(nodefix_kubeconfig), the node is not
+        claimed, gated, cordoned, drained, given back or told by an Event, and its reboot is dropped (only a drained
+        node is rebooted); the steps are C(plan), C(storm), C(root), C(evidence), C(require_drain), C(fix), then
+        C(verify) and C(hold_decision).
+    type: path
+  context:
+    description: The kubeconfig context (its current one when unset).
+    type: str
+  api_timeout:
+    description: Whole seconds each API request may take (C(nodefix_api_timeout)); 1 to 600.
+    type: int
+    default: 30
+  node:
+    description: The Node object's name (C(nodefix_node_name)); the task's inventory host name when unset.
+    type: str
+  run_id:
+    description: The run's id, in the rollout record, the Events and the hold.
+    type: str
+    required: true
+  audit_before:
+    description: M(nodefix.k8s.node_audit)'s result before the fixes. Required for O(phase=begin) and O(phase=end).
+    type: dict
+  plan:
+    description:
+      - The node's plan (P(nodefix.k8s.remediation_plan#filter)'s result - C(fix_roles), C(reboot_reasons), C(disruptive),
+        C(evidence), C(skip); a kernel upgrade's reason added to C(reboot_reasons)). Required for O(phase=begin).
+    type: dict
+  refused:
+    description: Why the play refuses the node before its rollout (a kernel upgrade that cannot be planned); set, the
+      rollout stops at step C(plan) as C(refused) and nothing is touched.
+    type: str
+    default: ""
+  storm:
+    description: Why the storm breaker's re-count stops this node (C(tasks/fleet_gate.yml)); set, the rollout stops at
+      step C(storm) as C(stopped).
+    type: str
+    default: ""
+  started:
+    description: When the node's remediation started (Unix time; O(phase=begin), now when unset).
+    type: float
+  evidence_path:
+    description: Where O(phase=begin) writes the evidence bundle (a 0600 file, written atomically, in a 0700
+      directory); unset, no evidence is kept.
+    type: path
+  audit_args:
+    description: M(nodefix.k8s.node_audit)'s arguments for the audit after the fixes (C(checks), C(options), C(textfile)).
+    type: dict
+    default: {}
+  state:
+    description: RV(state) as O(phase=begin) answered it. Required for O(phase=end) and O(phase=recheck).
+    type: dict
+  remediation:
+    description:
+      - What the fix roles did (O(phase=end), required) - C(status) (C(ok), C(failed), C(unreachable)), C(roles), C(msg),
+        C(kernel_kept) (whether a new kernel was kept; C(null) without a kernel upgrade), C(actions), C(not_durable),
+        C(reboot), C(step).
+    type: dict
+  lease:
+    description: Seconds the rollout record is live without this run (C(nodefix_rollout_lease)).
+    type: int
+    default: 1800
+  drain:
+    description: Cordon and drain the node before restarting fixes (C(nodefix_drain)).
+    type: bool
+    default: true
+  require_drain:
+    description: Refuse restarting fixes on a node that was not drained (C(nodefix_require_drain)).
+    type: bool
+    default: false
+  drain_timeout:
+    description: Seconds the drain may take (C(nodefix_drain_timeout)).
+    type: int
+    default: 600
+  control_plane:
+    description: Remediate control-plane nodes and etcd members, one at a time while etcd is healthy
+      (C(nodefix_control_plane)); otherwise they are held.
+    type: bool
+    default: false
+  quorum_override:
+    description: Accept losing etcd's quorum (a one- or two-member etcd; C(nodefix_control_plane_quorum_override)).
+    type: bool
+    default: false
+  etcd_health_command:
+    description: The command (argv) that must exit 0 for an etcd outside the cluster to count healthy
+      (C(nodefix_etcd_health_command)); run on the controller with a C locale.
+    type: list
+    elements: str
+    default: []
+  etcd_health_environment:
+    description: Environment variables for O(etcd_health_command) (C(nodefix_etcd_health_environment)); secret.
+    type: dict
+    default: {}
+  backoff_seconds:
+    description: Seconds a reboot's reasons hold the next reboot (C(nodefix_reboot_backoff)).
+    type: int
+    default: 21600
+  max_reboots:
+    description: Reboots of one node inside the backoff before it needs a person (C(nodefix_reboot_backoff_max_reboots)).
+    type: int
+    default: 2
+  blocking_selectors:
+    description: Label selectors of pods that hold a reboot (C(reboot_blocking_pod_selectors)).
+    type: list
+    elements: str
+    default: []
+  window_days:
+    description: The reboot window's days (kured's spellings; empty - every day).
+    type: list
+    elements: str
+    default: []
+  window_start:
+    description: The reboot window's start (C(HH:MM[:SS])).
+    type: str
+    default: "00:00"
+  window_end:
+    description: The reboot window's end (inclusive).
+    type: str
+    default: "23:59:59"
+  window_wrap:
+    description: Which day a window that wraps past midnight is open on (as M(nodefix.k8s.reboot_gate)).
+    type: str
+    default: kured
+    choices: [kured, opening_day]
+  time_zone:
+    description: The reboot window's time zone.
+    type: str
+    default: UTC
+  prometheus_url:
+    description: Prometheus, whose firing alerts hold a reboot; unset, no alert is asked for.
+    type: str
+  prometheus_timeout:
+    description: Seconds Prometheus may take to answer.
+    type: int
+    default: 10
+  alert_filter_regexp:
+    description: Alerts whose name matches are ignored.
+    type: str
+  alert_firing_only:
+    description: Only firing alerts hold a reboot (not pending ones).
+    type: bool
+    default: true
+  lock_namespace:
+    description: The namespace of the lock Leases.
+    type: str
+    default: kube-system
+  lock_name:
+    description: The reboot lock's name (C(reboot_lock_name)).
+    type: str
+    default: nodefix-reboot
+  lock_slots:
+    description: Nodes rebooted at once fleet-wide (C(reboot_max_concurrent)); at least 1.
+    type: int
+    default: 1
+  lock_ttl:
+    description: Seconds after which a slot another holder left is taken over.
+    type: int
+    default: 7200
+  lock_wait:
+    description: Seconds to wait for a free slot of the reboot lock (C(reboot_lock_wait)); every O(lock_poll) the
+      window, the blocking pods and the alerts are judged again and a wait ends, held, as soon as one says no.
+    type: int
+    default: 0
+  lock_poll:
+    description: Seconds between two looks at the reboot lock while waiting (C(reboot_lock_poll)); at least 1.
+    type: int
+    default: 5
+  control_plane_lock_name:
+    description: The control plane's lock (one slot fleet-wide).
+    type: str
+    default: nodefix-control-plane
+  evidence:
+    description: Keep the evidence a disruption would wipe (C(nodefix_evidence); with O(evidence_path)).
+    type: bool
+    default: true
+  events:
+    description: Post the Events and the C(nodefix.k8s/last-remediation) annotation (C(nodefix_events)).
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.prometheus
+attributes:
+  check_mode:
+    support: full
+    details: The same steps; nothing is written (no record, slot, cordon, eviction, Event or evidence file), each
+      write a C(would ...) step.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+    details: Runs on the controller (an action plugin) against the cluster's API server; node-side modules run on the node.
+notes:
+  - The rollout record, the outcomes and the steps are described in the collection's C(docs/safety.md) and
+    C(docs/rollout-machine.md).
+seealso:
+  - module: nodefix.k8s.node_audit
+  - module: nodefix.k8s.node_events
+  - module: nodefix.k8s.reboot_gate
+"""
+
+EXAMPLES = r"""
+- name: Roll out this node (before the fixes)
+  nodefix.k8s.rollout:
+    phase: begin
+    kubeconfig: "{{ nodefix_kubeconfig }}"
+    run_id: "{{ hostvars.localhost._nodefix_run_id }}"
+    audit_before: "{{ _nodefix_audit_before }}"
+    plan: "{{ _nodefix_plan }}"
+  register: _nodefix_rollout
+  ignore_errors: true
+
+- name: Roll out this node (after the fixes)
+  nodefix.k8s.rollout:
+    phase: end
+    kubeconfig: "{{ nodefix_kubeconfig }}"
+    run_id: "{{ hostvars.localhost._nodefix_run_id }}"
+    audit_before: "{{ _nodefix_audit_before }}"
+    state: "{{ _nodefix_rollout.state }}"
+    remediation:
+      status: ok
+      roles: "{{ _nodefix_rollout.fix_roles }}"
+  when: _nodefix_rollout.outcome is none
+  ignore_errors: true
+"""
+
+RETURN = r"""
+outcome:
+  description: The rollout's outcome; C(null) after O(phase=begin) when the fix roles are to run (and after O(phase=recheck)).
+  returned: always
+  type: str
+  sample: ok
+detail:
+  description: Why, in one line (empty while the rollout goes on).
+  returned: always
+  type: str
+  sample: fixed and verified
+steps:
+  description: Each step of the phase, in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The step's name.
+      type: str
+      sample: drain
+    outcome:
+      description: C(done), C(skipped), C(would) (check mode) or an outcome.
+      type: str
+      sample: done
+    seconds:
+      description: How long it took.
+      type: float
+      sample: 12.5
+    detail:
+      description: What it did.
+      type: str
+      sample: evicted 3 pod(s)
+lines:
+  description: One line a step (as printed while the task ran).
+  returned: always
+  type: list
+  elements: str
+state:
+  description: The machine's state (plain data; C(record) is what is on the Node); pass the latest one (O(phase=recheck)'s
+    when it ran) to O(phase=end) unchanged.
+  returned: always
+  type: dict
+fix_roles:
+  description: The roles to run now (the reboot role dropped when its backoff or gate held it).
+  returned: when O(phase) is C(begin) or C(recheck)
+  type: list
+  elements: str
+  sample: [nodefix.k8s.containerd]
+reboot_allowed:
+  description: The reboot role stays in RV(fix_roles) and this node holds a slot of the reboot lock.
+  returned: when O(phase) is C(begin) or C(recheck)
+  type: bool
+reboot_reasons:
+  description: The reboot's reasons (C(id), C(check), C(reason)) when RV(fix_roles) keeps the reboot role (the reboot
+    role's C(reboot_reasons)); empty otherwise.
+  returned: when O(phase) is C(begin) or C(recheck)
+  type: list
+  elements: dict
+reboot_held:
+  description: Why the reboot is held (empty when it is not).
+  returned: when O(phase) is C(begin) or C(recheck)
+  type: list
+  elements: str
+drained:
+  description: This run cordoned and drained the node.
+  returned: when O(phase=begin)
+  type: bool
+cordoned_before:
+  description: The node was cordoned before this run (it stays cordoned); C(null) when not read.
+  returned: when O(phase=begin)
+  type: bool
+evidence:
+  description: The evidence kept (C(path), C(bytes), C(before), C(missing)) or why not (C(error)).
+  returned: when O(phase=begin) kept evidence or tried to
+  type: dict
+audit_after:
+  description: M(nodefix.k8s.node_audit)'s result after the fixes.
+  returned: when O(phase=end) audited the node again
+  type: dict
+remediation:
+  description:
+    - The node's remediation record the report, the Events and the fail play read - C(status), C(outcome), C(roles),
+      C(msg), and as they apply C(held), C(drain), C(given_back), C(refused), C(evidence), C(actions), C(not_durable),
+      C(reboot), C(seconds), C(finished).
+  returned: when RV(outcome) is set
+  type: dict
+msg:
+  description: The outcome and why, or what the play runs next.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import interface
+
+
+@redacted_main
+def main():
+    module = redacting(AnsibleModule)(argument_spec=interface.argument_spec(), required_if=interface.REQUIRED_IF,
+                                      supports_check_mode=True)
+    module.fail_json(msg="nodefix.k8s.rollout runs on the controller as an action plugin; it was run as a module")
+
+
+if __name__ == "__main__":
+    main()

@@ -148,10 +148,14 @@ def test_configure_uses_only_fqcn_modules():
             "awx.awx.workflow_job_template", "awx.awx.workflow_job_template_node"} <= actions
 
 
+def awx_module_names():
+    """The awx.awx modules configure.yml runs (one ansible-doc run for all of them: module_docs caches it)."""
+    return tuple(sorted({task_action(task) for task in configure_tasks() if task_action(task).startswith("awx.awx.")}))
+
+
 def test_awx_module_options_exist_in_the_installed_collection():
     tasks = [task for task in configure_tasks() if task_action(task).startswith("awx.awx.")]
-    names = tuple(sorted({task_action(task) for task in tasks}))
-    docs = module_docs("module", names)
+    docs = module_docs("module", awx_module_names())
     checked = 0
     for task in tasks:
         action = task_action(task)
@@ -175,8 +179,7 @@ def test_awx_module_options_exist_in_the_installed_collection():
 def test_module_defaults_and_lookup_use_real_connection_options():
     play = plays()[0]
     assert list(play["module_defaults"]) == ["group/awx.awx.controller"]
-    module_names = ("awx.awx.organization",)
-    connection = option_names(module_docs("module", module_names)["awx.awx.organization"])
+    connection = option_names(module_docs("module", awx_module_names())["awx.awx.organization"])
     keys = set(re.findall(r"'([a-z_]+)':", play["vars"]["nodefix_awx_connection"]))
     assert keys and keys <= connection, keys - connection
     lookup = option_names(module_docs("lookup", ("awx.awx.controller_api",))["awx.awx.controller_api"])

@@ -3,7 +3,8 @@
 
 A finding's ``fix`` names the role that fixes it and the tag that selects the fix
 (``ansible-playbook nodefix.k8s.remediate --tags <tag>``; the reports print it). A tag only selects
-tasks it reaches: ``remediate.yml`` includes each role with ``include_role``, a task that runs only when
+tasks it reaches: ``remediate.yml`` includes each role with ``include_role`` (in ``tasks/fix.yml``, which it imports
+statically: its tasks keep their own tags), a task that runs only when
 one of ITS OWN tags is selected, so each include must carry every tag its role's findings name, and the
 role must have a task (not only ``always`` ones) under that tag. ``--tags zombies`` ran nothing before
 this was held here.
@@ -34,15 +35,23 @@ def _tags(task):
 
 
 def include_tags():
-    """{role: set of the tags on remediate.yml's include_role tasks of it (``always`` left out)}."""
+    """{role: set of the tags on remediate.yml's include_role tasks of it (``always`` left out): the rolling play's
+    and those of the task files it imports statically (an ``include_tasks`` would need the tags itself)."""
     with open(os.path.join(ROOT, "playbooks", "remediate.yml")) as fh:
         plays = yaml.safe_load(fh)
-    out = {}
+    tasks = []
     for play in plays:
         for task in _tasks(play.get("tasks")):
-            inc = task.get("ansible.builtin.include_role")
-            if isinstance(inc, dict):
-                out.setdefault(inc["name"], set()).update(_tags(task) - {"always"})
+            tasks.append(task)
+            imported = task.get("ansible.builtin.import_tasks")
+            if isinstance(imported, str) and not task.get("tags"):
+                with open(os.path.join(ROOT, "playbooks", imported)) as fh:
+                    tasks.extend(_tasks(yaml.safe_load(fh)))
+    out = {}
+    for task in tasks:
+        inc = task.get("ansible.builtin.include_role")
+        if isinstance(inc, dict):
+            out.setdefault(inc["name"], set()).update(_tags(task) - {"always"})
     return out
 
 

@@ -18,7 +18,8 @@ description:
     class - C(findings), C(unknown) (with reasons), C(clean) (only when no reason holds) - and the nodes that export
     but are not expected in C(orphans). The targets (findings and unknown) are the hosts to audit or remediate over
     SSH; the healthy majority costs no connection.
-  - A node is unknown, never clean, when Prometheus has no series of its exporter, the exporter is down, node_exporter
+  - A node is unknown, never clean, when its name or internal IP is another expected node's too (its series cannot
+    be told apart), Prometheus has no series of its exporter, the exporter is down, node_exporter
     could not read a textfile (C(node_textfile_scrape_error)), it exports no C(nodefix.prom), the audit is older than
     O(max_audit_age) (C(node_textfile_mtime_seconds) of C(nodefix.prom), and C(nodefix_audit_timestamp_seconds) where
     the file carries it), a required detector could not look (C(nodefix_audit_check_failed)) or is missing, or an

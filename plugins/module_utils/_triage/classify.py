@@ -32,6 +32,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
 
 # why a node is unknown; the order is the order they are listed in a record
 REASONS = {
+    "ambiguous_address": "the node's name or internal IP is another expected node's too (a stale Node holding a "
+                         "recycled IP): no series can be told to be its own",
     "no_series": "Prometheus has no series of the node's exporter (it never exported, or its target is not scraped)",
     "exporter_down": "the node's exporter target is down (up == 0)",
     "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
@@ -44,7 +46,7 @@ REASONS = {
                  "infinite where a time or a count is expected) or a finding series lacks its labels",
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
-UNTRUSTED = ("no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "bad_value")
+UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
@@ -130,8 +132,12 @@ def _reasons(conf, obs, ages, partial):
     def add(code, note):
         reasons.append(code)
         notes.append(note)
+    if obs.get("ambiguous"):
+        add("ambiguous_address", "%s: its series cannot be told from the other node's, none is read as its own (nor "
+                                 "its address used to connect)" % obs["ambiguous"])
     if obs.get("up") is None:
-        add("no_series", "no up series of the node's exporter at the evaluation time")
+        if not obs.get("ambiguous"):  # its exporter's series may well be there: not ours to say
+            add("no_series", "no up series of the node's exporter at the evaluation time")
     elif obs["up"] < 1:
         add("exporter_down", "up == 0: the last scrape of the node's exporter failed")
     else:
@@ -152,7 +158,9 @@ def _reasons(conf, obs, ages, partial):
     failed = sorted(c for c in obs.get("failed") or () if c in required or not required)
     if failed:
         add("check_failed", "could not look: %s" % ", ".join(failed))
-    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile"))  # no check could be there
+    # no check could be there (an ambiguous node without a series of its own: none read)
+    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile")) or (
+        obs.get("ambiguous") and obs.get("up") is None)
     if required and obs.get("checks_reported", 0) < len(required) and not blind:
         present = obs.get("checks_present")
         missing = sorted(set(required) - set(present)) if present is not None else required
@@ -199,7 +207,8 @@ def classify(conf, expected, observed, orphans, at, warnings=()):
     nodes = {}
     for name in sorted(expected):
         record = classify_node(conf, name, observed.get(name) or {}, at, warnings)
-        record["internal_ip"] = expected[name].get("internal_ip")
+        # an address another expected node claims too is not this node's to connect to
+        record["internal_ip"] = None if "ambiguous_address" in record["reasons"] else expected[name].get("internal_ip")
         nodes[name] = record
     orphan_records = dict((name, {"state": "orphan", "ids": [], "findings": [], "reasons": [], "notes": [
         "exports to Prometheus but is not an expected node: reported, never a target"],

@@ -39,6 +39,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classif
 
 TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
+AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
 def promql_string(value):
@@ -69,17 +70,40 @@ def queries(conf):
     return out
 
 
+def claims(expected):
+    """{key: set of expected nodes} of every name and internal IP a series' node label may name: a key two or more
+    nodes claim (a stale Node holding a recycled cloud IP, a node named as another's IP) names none of them."""
+    out = {}
+    for name, info in expected.items():
+        out.setdefault(name, set()).add(name)
+        if info.get("internal_ip"):
+            out.setdefault(info["internal_ip"], set()).add(name)
+    return out
+
+
+def ambiguous(expected):
+    """{node: note} of the expected nodes that share a name or internal IP with another: their series cannot be told
+    apart, so none is read as theirs (``ambiguous_address``: unknown, never clean, no ``ansible_host`` from it)."""
+    out = {}
+    for key, names in sorted(claims(expected).items()):
+        if len(names) > 1:
+            for name in names:
+                out.setdefault(name, []).append("%s is claimed by %s" % (key, ", ".join(sorted(names))))
+    return dict((name, "; ".join(notes)) for name, notes in out.items())
+
+
 class Mapper(object):
-    """A label value -> the expected node's name (by name, then by internal IP), or an orphan's key."""
+    """A label value -> the expected node's name (by name, then by internal IP), or an orphan's key; a key that two or
+    more expected nodes claim maps to ``AMBIGUOUS`` (neither theirs nor an orphan)."""
 
     def __init__(self, conf, expected):
         self.conf = conf
-        self.names = set(expected)
-        self.by_ip = dict((v["internal_ip"], k) for k, v in expected.items() if v.get("internal_ip"))
+        self.claims = claims(expected)
         self.seen = {}
 
     def node(self, labels):
-        """(name, expected?) of a sample's labels; (None, False) without the node label."""
+        """(name, expected?) of a sample's labels; (None, False) without the node label, (AMBIGUOUS, True) for a key
+        claimed by several expected nodes."""
         value = labels.get(self.conf["node_label"])
         if not value:
             return None, False
@@ -91,10 +115,9 @@ class Mapper(object):
 
     def _lookup(self, value):
         key = triage_classify.node_key(self.conf, value)
-        if key in self.names:
-            return key, True
-        if key in self.by_ip:
-            return self.by_ip[key], True
+        names = self.claims.get(key)
+        if names:
+            return (next(iter(names)), True) if len(names) == 1 else (AMBIGUOUS, True)
         return key or value, False
 
 
@@ -177,7 +200,7 @@ def observe(client, conf, expected, at):
         for sample in result:
             labels = sample["metric"]
             node, known = mapper.node(labels)
-            if node is None:
+            if node is None or node is AMBIGUOUS:
                 continue
             if not known:
                 if name == "up":
@@ -186,4 +209,6 @@ def observe(client, conf, expected, at):
             _apply(name, labels, _number(sample), observed.setdefault(node, {}))
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())
+    for node, note in ambiguous(expected).items():
+        observed.setdefault(node, {"findings": []})["ambiguous"] = note
     return observed, orphans, warnings

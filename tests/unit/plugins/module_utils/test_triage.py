@@ -336,3 +336,21 @@ def test_every_check_failed_value_but_0_is_unknown_never_clean(value):
     # with no required checks at all, too
     node = triage(series, required_checks=[])[0]["nodes"]["node-b"]
     assert node["state"] == "unknown" and "check_failed" in node["reasons"], node
+
+
+@pytest.mark.parametrize("ghost", [
+    ("kube_node_info", {"node": "node-a-old", "internal_ip": "10.0.0.5"}, 1),  # a stale Node, the recycled IP
+    ("kube_node_info", {"node": "10.0.0.5", "internal_ip": ""}, 1),            # a node named as another's IP
+])
+def test_an_address_two_expected_nodes_claim_matches_neither(ghost):
+    """H1: the series of 10.0.0.5:9100 cannot be told to be node-b's or the ghost's - both unknown
+    (ambiguous_address), neither clean, the address not given to either to connect to, and no orphan."""
+    series = healthy("node-b", ip="10.0.0.5") + healthy("node-c", ip="10.0.0.6") + [ghost]
+    series.append(("nodefix_finding", dict(FINDING, instance="10.0.0.5:9100"), 1))
+    result, dummy = triage(series, max_unknown_percent=100)
+    for name in ("node-b", ghost[1]["node"]):
+        node = result["nodes"][name]
+        assert node["state"] == "unknown" and node["reasons"] == ["ambiguous_address"], node
+        assert "10.0.0.5 is claimed by" in node["notes"][0] and node["internal_ip"] is None and not node["findings"]
+    assert result["nodes"]["node-c"]["state"] == "clean" and result["nodes"]["node-c"]["internal_ip"] == "10.0.0.6"
+    assert result["orphans"] == {} and result["summary"]["unknown_by_reason"] == {"ambiguous_address": 2}

@@ -39,7 +39,8 @@ REASONS = {
     "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
     "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
     "stale": "the audit's heartbeat is older than max_audit_age (or ahead of the clock by more)",
-    "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0)",
+    "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0, or the audit's own "
+                    "audit.check_failed finding names it)",
     "check_missing": "a required detector is missing from the node's textfile",
     "partial_answer": "an answer came with warnings (a querier's partial answer): no node can be called clean",
     "bad_value": "a series of the node has a value it cannot mean (not 0 or 1 where a boolean is expected, NaN or "
@@ -50,6 +51,8 @@ UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error"
 STATES = ("findings", "unknown", "clean", "orphan")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
+# that finding's subject names the check; without one it is a check that could not look all the same
+UNNAMED_CHECK = "(a check the audit.check_failed finding does not name)"
 # instance -> node: the host of host:port, IPv6 in brackets ([fd00::1]:9100)
 DEFAULT_NODE_REGEX = r"^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$"
 
@@ -155,7 +158,8 @@ def _reasons(conf, obs, ages, partial):
     if obs.get("bad"):
         add("bad_value", "; ".join(sorted(obs["bad"]))[:300])
     required = conf["required_checks"]
-    failed = sorted(c for c in obs.get("failed") or () if c in required or not required)
+    # the gauge != 0 or the audit's own audit.check_failed finding (a file whose gauge says 0 beside it is not clean)
+    failed = sorted(c for c in obs.get("failed") or () if c in required or not required or c == UNNAMED_CHECK)
     if failed:
         add("check_failed", "could not look: %s" % ", ".join(failed))
     # no check could be there (an ambiguous node without a series of its own: none read)

@@ -187,6 +187,8 @@ def _apply(name, labels, value, obs):
             _bad(obs, "a nodefix_finding series without its id or severity label")
         elif value == 1:
             obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
+            if finding["id"] == triage_classify.CHECK_FAILED_ID:  # the audit's own "could not look", whatever the gauge
+                obs.setdefault("failed", set()).add(finding["subject"] or triage_classify.UNNAMED_CHECK)
 
 
 def observe(client, conf, expected, at):

@@ -354,3 +354,16 @@ def test_an_address_two_expected_nodes_claim_matches_neither(ghost):
         assert "10.0.0.5 is claimed by" in node["notes"][0] and node["internal_ip"] is None and not node["findings"]
     assert result["nodes"]["node-c"]["state"] == "clean" and result["nodes"]["node-c"]["internal_ip"] == "10.0.0.6"
     assert result["orphans"] == {} and result["summary"]["unknown_by_reason"] == {"ambiguous_address": 2}
+
+
+@pytest.mark.parametrize("subject, could_not_look", [("kubelet", "kubelet"), ("", triage_classify.UNNAMED_CHECK)])
+def test_the_audits_own_check_failed_finding_is_a_check_that_could_not_look_whatever_the_gauge(subject, could_not_look):
+    """L2: audit.check_failed names a detector that could not look; its gauge at 0 beside it (a file that contradicts
+    itself) does not make the node clean - nor does a finding that names no check."""
+    failed = dict(FINDING, id="audit.check_failed", severity="medium", check="", subject=subject)
+    node = triage(fleet() + [("nodefix_finding", failed, 1)])[0]["nodes"]["node-b"]
+    assert node["state"] == "unknown" and node["reasons"] == ["check_failed"], node
+    assert node["notes"] == ["could not look: %s" % could_not_look] and node["ids"] == []
+    # beside a real finding: the node has findings, the blind detector still listed
+    node = triage(fleet() + [("nodefix_finding", failed, 1), ("nodefix_finding", FINDING, 1)])[0]["nodes"]["node-b"]
+    assert node["state"] == "findings" and node["reasons"] == ["check_failed"], node

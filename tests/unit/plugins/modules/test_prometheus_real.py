@@ -102,6 +102,9 @@ NODES = {
                                           'nodefix_audit_check_failed{check="kubelet"} 2'), 0),
     "node-failed-nan": (node_file().replace('nodefix_audit_check_failed{check="kernel"} 0',
                                             'nodefix_audit_check_failed{check="kernel"} NaN'), 0),
+    # the audit's own audit.check_failed finding with the check's gauge at 0: a file that contradicts itself
+    "node-failed-finding": (node_file(failed=["kubelet"]).replace('nodefix_audit_check_failed{check="kubelet"} 1',
+                                                                  'nodefix_audit_check_failed{check="kubelet"} 0'), 0),
     "node-orphan": (node_file(), 0),
 }
 EXPECTED = sorted(set(NODES) - {"node-orphan"}) + ["node-down", "node-never"]
@@ -109,7 +112,8 @@ CLASSES = {"node-clean": ("clean", []), "node-findings": ("findings", []), "node
            "node-stale": ("unknown", ["stale"]), "node-tick": ("clean", []),
            "node-heartbeat-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
            "node-missing": ("unknown", ["check_missing"]), "node-failed-2": ("unknown", ["bad_value", "check_failed"]),
-           "node-failed-nan": ("unknown", ["bad_value", "check_failed"]), "node-down": ("unknown", ["exporter_down"]),
+           "node-failed-nan": ("unknown", ["bad_value", "check_failed"]),
+           "node-failed-finding": ("unknown", ["check_failed"]), "node-down": ("unknown", ["exporter_down"]),
            "node-never": ("unknown", ["no_series"])}
 
 
@@ -313,6 +317,8 @@ def test_the_triage_classifies_every_node_as_injected(prometheus):
     assert result["nodes"]["node-failed"]["notes"] == ["could not look: kubelet"]
     assert result["nodes"]["node-missing"]["notes"] == ["required check(s) missing: reboot"]
     assert result["nodes"]["node-failed-2"]["notes"][1:] == ["could not look: kubelet"]
+    assert 'audit.check_failed' in NODES["node-failed-finding"][0] and 'check="kubelet"} 0' in NODES["node-failed-finding"][0]
+    assert result["nodes"]["node-failed-finding"]["notes"] == ["could not look: kubelet"]
     assert list(result["orphans"]) == ["node-orphan"]
     assert result["summary"]["requests"] == c.requests == 5  # the list source asks nothing
     # the planted files' ages (an hour of margin: the clean one is as old as this module's run)

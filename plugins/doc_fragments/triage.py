@@ -21,6 +21,14 @@ options:
         scrapes.
     type: int
     default: 1800
+  max_clock_skew:
+    description:
+      - Seconds the clocks may disagree. The evaluation time is Prometheus' own clock (its PromQL function C(time),
+        asked first); the triage fails when the controller's clock differs from it by more (a cached verdict's age is
+        judged by the controller's). A node whose audit is stamped ahead of Prometheus' clock by more is unknown
+        (C(clock_skew)) - its clock is wrong, so the audit's age cannot be known.
+    type: int
+    default: 60
   expected_nodes:
     description:
       - Where the fleet's nodes come from - V(kube_state_metrics) (C(kube_node_info) at the evaluation time, through

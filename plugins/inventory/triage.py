@@ -33,7 +33,12 @@ description:
     fails it the same way. Every message and the whole triage (a finding's labels, Prometheus' warnings) are redacted,
     the client's own credential values (the password, header values, the token read from the token file) removed,
     before anything is shown, cached or put into the inventory.
-  - With O(cache), a cached triage evaluated more than O(max_audit_age) ago is a miss, whatever O(cache_timeout) says.
+  - The evaluation time is Prometheus' own clock (its PromQL function C(time)); the parse fails when the controller's
+    clock differs from it by more than O(max_clock_skew). A node whose audit is stamped ahead of it by more, or whose
+    own clock (node_exporter's C(node_time_seconds) against its scrape's time) is off by more, is unknown
+    (C(clock_skew)).
+  - With O(cache), a cached triage is a miss when any node's verdict would now be older than O(max_audit_age) (its
+    audit's age at the evaluation plus the time since), whatever O(cache_timeout) says.
   - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
 author: nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:
@@ -96,7 +101,6 @@ keyed_groups:
 """
 
 import re
-import time
 
 from ansible import constants as C
 from ansible.errors import AnsibleParserError
@@ -150,7 +154,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             include_ids=self.get_option("include_ids"), exclude_ids=self.get_option("exclude_ids"),
             required_checks=list(audit_names.CHECK_NAMES) if required is None else required,
             waivers=self.get_option("waivers"), exporter_job=self.get_option("exporter_job"),
-            max_unknown_percent=self.get_option("max_unknown_percent"))
+            max_unknown_percent=self.get_option("max_unknown_percent"), max_clock_skew=self.get_option("max_clock_skew"))
 
     def _client(self):
         # one TLS context for the triage's requests (open_url builds one a request: more CPU than the classes)
@@ -195,17 +199,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         fail(self._scrub("nodefix.k8s.triage: %s (source %s)" % (msg, path)))
 
     def _cached(self, key, max_audit_age):
-        """The cached triage, or None: a miss, also when it was evaluated more than ``max_audit_age`` ago (or
-        ahead of the clock) - an old verdict is never served as current (docs/triage.md)."""
+        """The cached triage, or None: a miss, also when a node's verdict would now be older than ``max_audit_age``
+        (its audit's age at the evaluation plus the time since) or the record is from the future - an old verdict is
+        never served as current (docs/triage.md)."""
         try:
             result = self._cache[key]
         except KeyError:
             return None
-        try:
-            age = time.time() - float(result["summary"]["evaluation_time"])
-        except (TypeError, ValueError, KeyError):
-            return None
-        return result if 0 <= age <= max_audit_age else None
+        return result if triage_run.served_from_cache(result, max_audit_age) else None
 
     def _parse(self, path, cache):
         self._read_config_data(path)

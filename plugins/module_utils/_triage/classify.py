@@ -38,7 +38,9 @@ REASONS = {
     "exporter_down": "the node's exporter target is down (up == 0)",
     "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
     "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
-    "stale": "the audit's heartbeat is older than max_audit_age (or ahead of the clock by more)",
+    "stale": "the audit's heartbeat is older than max_audit_age",
+    "clock_skew": "the node's clock (node_time_seconds) or a stamp of its audit is off Prometheus' clock by more than "
+                  "max_clock_skew: its audit's age cannot be known",
     "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0, or the audit's own "
                     "audit.check_failed finding names it)",
     "check_missing": "a required detector is missing from the node's textfile",
@@ -47,7 +49,8 @@ REASONS = {
                  "infinite where a time or a count is expected) or a finding series lacks its labels",
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
-UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "bad_value")
+UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "clock_skew",
+             "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
@@ -65,7 +68,7 @@ def _globs(value, name):
 
 def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, min_severity="info",
              include_ids=None, exclude_ids=None, required_checks=None, waivers=None, exporter_job=".*",
-             max_unknown_percent=10.0, today=None):
+             max_unknown_percent=10.0, max_clock_skew=60, today=None):
     """The classifier's settings checked, before anything is asked; NodefixError naming the option otherwise."""
     if isinstance(max_audit_age, bool) or not isinstance(max_audit_age, int) or max_audit_age < 1:
         raise NodefixError("max_audit_age must be a whole number of seconds above 0 (got %r)" % (max_audit_age,))
@@ -87,6 +90,8 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
     if isinstance(max_unknown_percent, bool) or not isinstance(max_unknown_percent, (int, float)) \
             or not 0 <= max_unknown_percent <= 100:
         raise NodefixError("max_unknown_percent must be a number from 0 to 100 (got %r)" % (max_unknown_percent,))
+    if isinstance(max_clock_skew, bool) or not isinstance(max_clock_skew, int) or max_clock_skew < 0:
+        raise NodefixError("max_clock_skew must be a whole number of seconds, 0 or more (got %r)" % (max_clock_skew,))
     checks = list(required_checks or [])
     if not all(isinstance(c, str) and re.match(r"^[a-z0-9_]+$", c) for c in checks):
         raise NodefixError("required_checks must be detector names (e.g. containerd, kubelet)")
@@ -94,7 +99,8 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
     return {"max_audit_age": max_audit_age, "node_label": node_label, "node_regex": regex,
             "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
-            "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent)}
+            "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent),
+            "max_clock_skew": max_clock_skew}
 
 
 def node_key(conf, value):
@@ -149,12 +155,19 @@ def _reasons(conf, obs, ages, partial):
         if obs.get("mtime") is None:
             add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
         else:
-            # each stamp judged on its own: a heartbeat ahead of the clock is stale even beside a fresh mtime
-            limit = conf["max_audit_age"]
-            off = sorted((k, a) for k, a in ages.items() if a > limit or a < -limit)
+            # each stamp judged on its own: a heartbeat ahead of the clock is no proof of life beside a fresh mtime
+            limit, skew = conf["max_audit_age"], conf["max_clock_skew"]
+            old = sorted((k, a) for k, a in ages.items() if a > limit)
+            if old:
+                add("stale", "; ".join("the audit's %s is %g s old (max_audit_age %d s)" % (k, a, limit) for k, a in old))
+            off = ["the audit's %s is %g s ahead of Prometheus' clock" % (k, -a) for k, a in sorted(ages.items())
+                   if a < -skew]
+            if obs.get("clock_offset") is not None and abs(obs["clock_offset"]) > skew:
+                off.insert(0, "the node's clock is %g s %s Prometheus' (node_time_seconds)" % (
+                    abs(obs["clock_offset"]), "ahead of" if obs["clock_offset"] > 0 else "behind"))
             if off:
-                add("stale", "; ".join("the audit's %s is %s (max_audit_age %d s)" % (
-                    k, "%g s old" % a if a > 0 else "%g s ahead of the clock" % -a, limit) for k, a in off))
+                add("clock_skew", "%s (max_clock_skew %d s): the node's clock is wrong, its audit's age unknown"
+                    % ("; ".join(off), skew))
     if obs.get("bad"):
         add("bad_value", "; ".join(sorted(obs["bad"]))[:300])
     required = conf["required_checks"]

@@ -39,6 +39,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classif
 
 TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
+CLOCK_OFFSET = "nodefix_clock"  # the label that marks the node's clock offset in the textfile answer
 AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
@@ -56,7 +57,12 @@ def queries(conf):
     out = {
         "up": "max by (%s) (up{%s})" % (label, job),
         "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s,'
-                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]")),
+                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
+                    # the node's clock against Prometheus' (node_exporter's time collector: its clock at the scrape
+                    # minus the scrape's time) in the same answer: 'or' matches label sets without the metric name, so
+                    # the offset carries a label of its own (CLOCK_OFFSET) or it would be dropped beside the node's
+                    + ' or label_replace(max by (%s) (node_time_seconds{%s} - timestamp(node_time_seconds{%s})), '
+                      '"%s", "offset", "", "")' % (label, job, job, CLOCK_OFFSET),
         "findings": "nodefix_finding{%s}" % job,
         # every value but 0 (NaN != 0 holds in PromQL as in Go): a value the query dropped would be a node called clean
         "failed": "nodefix_audit_check_failed{%s} != 0" % job,
@@ -160,13 +166,18 @@ def _apply(name, labels, value, obs):
     if name == "up":
         _boolean(obs, "up", "up", value)
     elif name == "textfile":
-        metric = labels.get("__name__")
+        metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else labels.get("__name__")
         if metric == "node_textfile_scrape_error":
             _boolean(obs, "scrape_error", metric, value)
         elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
             _finite(obs, "mtime", metric, value)
         elif metric == HEARTBEAT:
             _finite(obs, "heartbeat", metric, value)
+        elif metric == CLOCK_OFFSET:  # replicas: the offset farthest from 0 (a clock off on any one is off)
+            if math.isnan(value) or math.isinf(value):
+                _bad(obs, "node_time_seconds gives a clock offset of %s (a finite number expected)" % value)
+            elif obs.get("clock_offset") is None or abs(value) > abs(obs["clock_offset"]):
+                obs["clock_offset"] = value
     elif name == "checks":
         _finite(obs, "checks_reported", "the count of required checks", value)
     elif name == "failed":

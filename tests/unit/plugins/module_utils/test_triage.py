@@ -29,6 +29,7 @@ class Tsdb(object):
         self.requests = 0
         self.where = "http://prometheus.test:9090"
         self.asked_at = set()
+        self.clock = AT  # the server's own clock
 
     def _of(self, metric):
         return [s for s in self.series if s[0] == metric]
@@ -49,9 +50,11 @@ class Tsdb(object):
         if name == "up":
             return self._max_by(self._of("up"), (label,))
         if name == "textfile":
-            # the file label: absent, or a path whose last part is nodefix.prom
+            # the file label: absent, or a path whose last part is nodefix.prom; the node's clock offset (what
+            # node_time_seconds - timestamp(node_time_seconds) computes) is given as a series "clock_offset"
             return self._max_by([s for s in self.series if s[0] in (
-                "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds")
+                "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds",
+                "clock_offset")
                 and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")], (label,), name=True)
         if name == "findings":
             return self._of("nodefix_finding")
@@ -69,6 +72,14 @@ class Tsdb(object):
                 and s[1]["check"] in self.conf["required_checks"]]
         return out
 
+    def get(self, path, params):
+        """The real client's ``get``: only ``time()`` at the server's own now (``clock``), as Prometheus answers it."""
+        self.requests += 1
+        assert path == "/api/v1/query" and params["query"] == "time()" and "time" not in params, params
+        if self.down:
+            raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
+        return {"status": "success", "data": {"resultType": "scalar", "result": [self.clock, "%.3f" % self.clock]}}
+
     @staticmethod
     def secret_values():
         """The real client's contract: the credential values it sent (this double sends none)."""
@@ -80,7 +91,8 @@ class Tsdb(object):
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
         name = "kube_node_info" if expr == triage_expected.KSM_QUERY else self.names[expr]
-        result = [{"metric": dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
+        result = [{"metric": dict(labels, **{triage_observe.CLOCK_OFFSET: "offset"}) if metric == "clock_offset" else
+                   dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
                   for metric, labels, value in self._answer(name)]
         return result, list(self.warnings.get(name, []))
 
@@ -164,20 +176,21 @@ def test_the_heartbeat_inside_the_file_counts_too():
     series = fleet() + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, AT - 9000)]
     result, dummy = triage(series)
     assert result["nodes"]["node-b"]["reasons"] == ["stale"] and result["nodes"]["node-b"]["audit_age_s"] == 9000
-    # and a heartbeat from the future by more than max_audit_age is no proof of life either
+    # and a stamp from the future is no proof of life either: the node's clock is wrong
     series = replace(fleet(), "node_textfile_mtime_seconds", "node-c:9100", AT + 7200)
-    assert triage(series)[0]["nodes"]["node-c"]["reasons"] == ["stale"]
+    assert triage(series)[0]["nodes"]["node-c"]["reasons"] == ["clock_skew"]
 
 
 @pytest.mark.parametrize("heartbeat", [AT + 365 * 86400, float("inf")])
-def test_a_heartbeat_ahead_of_the_clock_is_stale_beside_a_fresh_mtime(heartbeat):
+def test_a_heartbeat_ahead_of_the_clock_is_unknown_beside_a_fresh_mtime(heartbeat):
     # each stamp judged on its own: the fresh mtime does not vouch for a heartbeat a year (or +Inf) ahead
     series = fleet() + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, heartbeat)]
     node = triage(series)[0]["nodes"]["node-b"]
     if heartbeat == float("inf"):  # not a time at all: a bad value, and never clean
         assert node["state"] == "unknown" and node["reasons"] == ["bad_value"], node
     else:
-        assert node["state"] == "unknown" and node["reasons"] == ["stale"] and "ahead of the clock" in node["notes"][0]
+        assert node["state"] == "unknown" and node["reasons"] == ["clock_skew"], node
+        assert "ahead of Prometheus' clock" in node["notes"][0]
 
 
 FINDING = {"instance": "node-b:9100", "job": "node", "id": "kubelet.eviction_thresholds", "severity": "high",
@@ -367,3 +380,80 @@ def test_the_audits_own_check_failed_finding_is_a_check_that_could_not_look_what
     # beside a real finding: the node has findings, the blind detector still listed
     node = triage(fleet() + [("nodefix_finding", failed, 1), ("nodefix_finding", FINDING, 1)])[0]["nodes"]["node-b"]
     assert node["state"] == "findings" and node["reasons"] == ["check_failed"], node
+
+
+@pytest.mark.parametrize("metric, ahead, reasons", [
+    ("node_textfile_mtime_seconds", 30, []),                    # within max_clock_skew (60 s): NTP's jitter
+    ("node_textfile_mtime_seconds", 61, ["clock_skew"]),
+    ("node_textfile_mtime_seconds", 29 * 60, ["clock_skew"]),    # below max_audit_age ahead: no longer accepted
+    ("nodefix_audit_timestamp_seconds", 29 * 60, ["clock_skew"]),
+])
+def test_a_stamp_ahead_of_prometheus_clock_beyond_max_clock_skew_is_unknown(metric, ahead, reasons):
+    """M4: the node's clock is ahead - its audit's age cannot be known, so it is unknown (clock_skew), never clean."""
+    if metric == "node_textfile_mtime_seconds":
+        series = replace(fleet(), metric, "node-b:9100", AT + ahead)
+    else:
+        series = fleet() + [(metric, {"instance": "node-b:9100", "job": "node"}, AT + ahead)]
+    node = triage(series)[0]["nodes"]["node-b"]
+    assert node["reasons"] == reasons and node["state"] == ("unknown" if reasons else "clean"), node
+
+
+def clocked(controller, server=AT, **kw):
+    c = conf(**kw)
+    db = Tsdb(c, fleet())
+    db.clock = server
+    return triage_run.triage(db, c, "kube_state_metrics", now=lambda: controller), db
+
+
+@pytest.mark.parametrize("controller, max_clock_skew, refused", [
+    (AT + 5, 60, False), (AT - 59, 60, False), (AT + 61, 60, True), (AT - 3600, 60, True), (AT + 3600, 7200, False),
+])
+def test_the_evaluation_time_is_prometheus_clock_and_a_skewed_controller_is_refused(controller, max_clock_skew,
+                                                                                   refused):
+    """M4: every query is asked at Prometheus' own time() (one request), never the controller's clock; when the two
+    differ by more than max_clock_skew the run is refused before the fleet is asked."""
+    if refused:
+        with pytest.raises(NodefixError, match="above max_clock_skew %d s" % max_clock_skew):
+            clocked(controller, max_clock_skew=max_clock_skew)
+        return
+    result, db = clocked(controller, max_clock_skew=max_clock_skew)
+    assert db.asked_at == {AT} and result["summary"]["evaluation_time"] == AT
+    assert result["summary"]["clock_skew_s"] == controller - AT and result["summary"]["controller_time"] == controller
+    assert result["summary"]["requests"] == db.requests == 7  # time() and the six
+    assert [r["state"] for r in result["nodes"].values()] == ["clean"] * 3
+
+
+@pytest.mark.parametrize("data", [
+    {"resultType": "scalar", "result": [AT, "NaN"]}, {"resultType": "vector", "result": []},
+    {"resultType": "scalar", "result": [AT]}, {"resultType": "scalar", "result": [AT, "+Inf"]}, None,
+])
+def test_a_clock_that_cannot_be_read_is_an_error(monkeypatch, data):
+    monkeypatch.setattr(Tsdb, "get", lambda self, path, params: {"status": "success", "data": data})
+    with pytest.raises(prometheus_client.BadAnswer, match="clock cannot be read"):
+        clocked(AT)
+
+
+@pytest.mark.parametrize("elapsed, oldest, served", [
+    (5, 60, True), (200, 1700, False), (1801, 0, False), (-120, 60, False), (100, 1700, True),
+])
+def test_a_cached_verdict_is_judged_by_each_nodes_age_when_served(elapsed, oldest, served):
+    """M4: a cached verdict is as old as the node's audit at the evaluation plus the time since; an unknown node's age
+    does not matter (it is a target either way)."""
+    result = triage(replace(fleet(), "node_textfile_mtime_seconds", "node-a:9100", AT - oldest, ))[0]
+    result["nodes"]["node-c"].update(state="unknown", audit_age_s=99999)
+    result["summary"]["controller_time"] = AT
+    assert triage_run.served_from_cache(result, 1800, now=lambda: AT + elapsed) is served
+
+
+@pytest.mark.parametrize("offset, reasons", [
+    (2, []), (-45, []), (29 * 60, ["clock_skew"]), (-120, ["clock_skew"]), (float("nan"), ["bad_value"]),
+])
+def test_a_node_whose_own_clock_is_off_is_unknown(offset, reasons):
+    """M4: node-b's clock is ``offset`` s off Prometheus' (node_exporter's node_time_seconds against its scrape's
+    time); 29 min ahead with its audit stopped 55 min ago, its stamps read 26 min old - fresh by the numbers."""
+    series = replace(fleet(), "node_textfile_mtime_seconds", "node-b:9100", AT - 55 * 60 + 29 * 60)
+    series.append(("clock_offset", {"instance": "node-b:9100", "job": "node"}, offset))
+    node = triage(series, max_audit_age=1800)[0]["nodes"]["node-b"]
+    assert node["reasons"] == reasons and node["state"] == ("unknown" if reasons else "clean"), node
+    if reasons == ["clock_skew"]:
+        assert "the node's clock is %g s" % abs(offset) in node["notes"][0], node["notes"]

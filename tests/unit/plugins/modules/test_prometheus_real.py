@@ -36,6 +36,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import cli
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -140,7 +141,7 @@ def exporters(tmp, procs):
             (directory / "other.prom").write_text("# TYPE other_job_last_run gauge\nother_job_last_run 1\n")
         targets[node] = "127.0.0.1:%d" % free_port()
         procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
-                                       "--collector.disable-defaults", "--collector.textfile",
+                                       "--collector.disable-defaults", "--collector.textfile", "--collector.time",
                                        "--collector.textfile.directory=%s" % directory,
                                        "--web.listen-address=%s" % targets[node]],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -320,10 +321,27 @@ def test_the_triage_classifies_every_node_as_injected(prometheus):
     assert 'audit.check_failed' in NODES["node-failed-finding"][0] and 'check="kubelet"} 0' in NODES["node-failed-finding"][0]
     assert result["nodes"]["node-failed-finding"]["notes"] == ["could not look: kubelet"]
     assert list(result["orphans"]) == ["node-orphan"]
-    assert result["summary"]["requests"] == c.requests == 5  # the list source asks nothing
+    assert result["summary"]["requests"] == c.requests == 6  # Prometheus' clock and five; the list source asks nothing
     # the planted files' ages (an hour of margin: the clean one is as old as this module's run)
     clean, stale = result["nodes"]["node-clean"]["audit_age_s"], result["nodes"]["node-stale"]["audit_age_s"]
     assert 0 <= clean < 3600 < 4 * 3600 <= stale  # not-timed: ages of planted files, not how long the test took
+
+
+def test_the_evaluation_time_is_prometheus_clock_and_each_nodes_clock_is_read(prometheus):
+    """Issue 63 review M4 against the real server: the evaluation time is Prometheus' own time() (the controller's
+    clock an hour ahead is refused before the fleet is asked), and each node's clock offset comes from node_exporter's
+    time collector (node_time_seconds against its scrape's timestamp: these nodes share the machine's clock)."""
+    c = client(prometheus)
+    result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
+    assert abs(result["summary"]["clock_skew_s"]) < 60, result["summary"]  # not-timed: one machine's one clock
+    with pytest.raises(NodefixError, match="ahead of Prometheus' .* above max_clock_skew 60 s"):
+        triage_run.triage(client(prometheus), settings(), "list", nodes=EXPECTED, now=lambda: time.time() + 3600)
+    conf = settings()
+    observed, dummy_orphans, warned = triage_observe.observe(c, conf, dict((n, {}) for n in EXPECTED),
+                                                             result["summary"]["evaluation_time"])
+    offsets = dict((n, o.get("clock_offset")) for n, o in observed.items() if o.get("up") == 1)
+    assert offsets and all(o is not None and abs(o) < 60 for o in offsets.values()), offsets
+    assert not warned
 
 
 def test_one_tls_context_for_all_requests_and_certificates_still_checked(prometheus):
@@ -331,7 +349,7 @@ def test_one_tls_context_for_all_requests_and_certificates_still_checked(prometh
     transport = prometheus_transport.OpenUrl()
     c = prometheus_client.Client(transport, prometheus["url"], username=USER, password=PASSWORD, ca_path=prometheus["ca"])
     result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
-    assert result["summary"]["requests"] == 5 and transport.contexts_made == 1
+    assert result["summary"]["requests"] == 6 and transport.contexts_made == 1
     for kw, says in (({}, "CERTIFICATE_VERIFY_FAILED"), ({"ca_path": prometheus["ca"], "password": "nope"}, "401")):
         bad = prometheus_client.Client(transport, prometheus["url"], username=USER, **dict({"password": PASSWORD}, **kw))
         with pytest.raises(prometheus_client.NoAnswer, match=says):
@@ -402,7 +420,7 @@ def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(p
     summary = hostvars["node-clean"]["nodefix_triage_summary"]  # all's vars, as --list gives them to each host
     assert hostvars["node-orphan"]["nodefix_triage_fleet_size"] == len(EXPECTED) == summary["fleet_size"]
     unknown = sum(1 for c in CLASSES.values() if c[0] == "unknown")
-    assert summary["counts"] == {"findings": 1, "unknown": unknown, "clean": 2, "orphan": 1} and summary["requests"] == 5
+    assert summary["counts"] == {"findings": 1, "unknown": unknown, "clean": 2, "orphan": 1} and summary["requests"] == 6
     assert PASSWORD not in out.stdout + out.stderr
 
 

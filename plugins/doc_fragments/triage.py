@@ -53,6 +53,21 @@ options:
         (the kubelet's, which carries the same address) must not stand in for the exporter's.
     type: str
     default: node|.*node[-_]exporter.*
+  selector:
+    description:
+      - Extra PromQL label matchers added to every query - C(kube_node_info) and kube-state-metrics' C(up) too - as
+        V(cluster="prod") or V(cluster="prod", region=~"eu-.*") (C(=), C(!=), C(=~), C(!~); no C(__name__)).
+      - On a Prometheus, Thanos or Mimir that holds several clusters it scopes the triage to one - without it the
+        same-named nodes of two clusters are one node (merged as replicas are, the highest C(up), the newest stamp).
+        It also leaves out exporters that are not the fleet's (an orphan that exports findings fails the triage).
+    type: str
+  kube_state_metrics_job:
+    description:
+      - A regular expression (PromQL C(=~), anchored) of the C(job) label of kube-state-metrics' own targets, for
+        O(expected_nodes=kube_state_metrics). Every target of it must be up (C(up == 1)) - a shard or a replica down
+        may drop nodes from C(kube_node_info) - and at least one must be scraped, or the triage fails.
+    type: str
+    default: kube-state-metrics|.*kube-state-metrics.*
   node_label:
     description: The label of node_exporter's series that names the node.
     type: str

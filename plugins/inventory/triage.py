@@ -154,7 +154,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             include_ids=self.get_option("include_ids"), exclude_ids=self.get_option("exclude_ids"),
             required_checks=list(audit_names.CHECK_NAMES) if required is None else required,
             waivers=self.get_option("waivers"), exporter_job=self.get_option("exporter_job"),
-            max_unknown_percent=self.get_option("max_unknown_percent"), max_clock_skew=self.get_option("max_clock_skew"))
+            max_unknown_percent=self.get_option("max_unknown_percent"), max_clock_skew=self.get_option("max_clock_skew"),
+            selector=self.get_option("selector"), kube_state_metrics_job=self.get_option("kube_state_metrics_job"))
 
     def _client(self):
         # one TLS context for the triage's requests (open_url builds one a request: more CPU than the classes)

@@ -160,6 +160,8 @@ def argument_spec():
         kubeconfig=dict(type="path"),
         context=dict(type="str"),
         exporter_job=dict(type="str", default="node|.*node[-_]exporter.*"),
+        selector=dict(type="str"),
+        kube_state_metrics_job=dict(type="str", default="kube-state-metrics|.*kube-state-metrics.*"),
         node_label=dict(type="str", default="instance"),
         node_label_regex=dict(type="str", default=triage_classify.DEFAULT_NODE_REGEX),
         max_unknown_percent=dict(type="float", default=10.0),
@@ -179,7 +181,7 @@ def run(p):
         min_severity=p["min_severity"], include_ids=p["include_ids"], exclude_ids=p["exclude_ids"],
         required_checks=list(audit_names.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
         waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"],
-        max_clock_skew=p["max_clock_skew"])
+        max_clock_skew=p["max_clock_skew"], selector=p["selector"], kube_state_metrics_job=p["kube_state_metrics_job"])
     client = prometheus_client.from_params(prometheus_transport.OpenUrl(), p)  # one TLS context
     result = triage_run.triage(client, conf, p["expected_nodes"], nodes=p["nodes"], kubeconfig=p["kubeconfig"],
                                context=p["context"])

@@ -56,6 +56,9 @@ STATES = ("findings", "unknown", "clean", "orphan")
 CHECK_FAILED_ID = "audit.check_failed"
 # that finding's subject names the check; without one it is a check that could not look all the same
 UNNAMED_CHECK = "(a check the audit.check_failed finding does not name)"
+# PromQL label matchers (the selector option): label op "string", comma-separated
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*'
+SELECTOR = re.compile(r"^%s(?:,%s)*$" % (_MATCHER, _MATCHER))
 # instance -> node: the host of host:port, IPv6 in brackets ([fd00::1]:9100)
 DEFAULT_NODE_REGEX = r"^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$"
 
@@ -68,7 +71,8 @@ def _globs(value, name):
 
 def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, min_severity="info",
              include_ids=None, exclude_ids=None, required_checks=None, waivers=None, exporter_job=".*",
-             max_unknown_percent=10.0, max_clock_skew=60, today=None):
+             max_unknown_percent=10.0, max_clock_skew=60, selector=None,
+             kube_state_metrics_job="kube-state-metrics|.*kube-state-metrics.*", today=None):
     """The classifier's settings checked, before anything is asked; NodefixError naming the option otherwise."""
     if isinstance(max_audit_age, bool) or not isinstance(max_audit_age, int) or max_audit_age < 1:
         raise NodefixError("max_audit_age must be a whole number of seconds above 0 (got %r)" % (max_audit_age,))
@@ -87,6 +91,14 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
         re.compile(exporter_job)
     except (re.error, TypeError) as exc:
         raise NodefixError("exporter_job %r is not a regular expression: %s" % (exporter_job, exc))
+    try:
+        re.compile(kube_state_metrics_job)
+    except (re.error, TypeError) as exc:
+        raise NodefixError("kube_state_metrics_job %r is not a regular expression: %s" % (kube_state_metrics_job, exc))
+    selector = (selector or "").strip().rstrip(",").strip()
+    if selector and (not SELECTOR.match(selector) or re.search(r"(^|,)\s*__name__\s*[=!]", selector)):
+        raise NodefixError("selector %r is not PromQL label matchers (label=\"value\", comma-separated; =, !=, =~, !~)"
+                           % (selector,))
     if isinstance(max_unknown_percent, bool) or not isinstance(max_unknown_percent, (int, float)) \
             or not 0 <= max_unknown_percent <= 100:
         raise NodefixError("max_unknown_percent must be a number from 0 to 100 (got %r)" % (max_unknown_percent,))
@@ -100,7 +112,7 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
             "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
             "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent),
-            "max_clock_skew": max_clock_skew}
+            "max_clock_skew": max_clock_skew, "selector": selector, "kube_state_metrics_job": kube_state_metrics_job}
 
 
 def node_key(conf, value):
@@ -215,6 +227,29 @@ def classify_node(conf, name, obs, at, partial=()):
             "notes": notes, "audit_age_s": age, "not_counted": not_counted}
 
 
+def _orphan(conf, name, findings):
+    """An orphan's record: reported, never a target; the findings it exports that would count (``ids``)."""
+    counted = [f for f in sorted(findings or [], key=lambda x: (x["id"], x["subject"]))
+               if f["id"] != CHECK_FAILED_ID and not _counts(conf, f, name)]
+    return {"state": "orphan", "ids": sorted(set(f["id"] for f in counted)), "findings": counted, "reasons": [],
+            "notes": ["exports to Prometheus but is not an expected node: reported, never a target"],
+            "audit_age_s": None, "not_counted": [], "internal_ip": None}
+
+
+def _refuse_orphans_with_findings(orphans):
+    """NodefixError when a node that is not expected exports findings that count: the source of expected nodes is
+    missing a node that needs a look (a kube-state-metrics shard down, a Node list from another cluster, a name left
+    out of ``nodes``) - it is never dropped in silence. ``selector`` (or ``exporter_job``) leaves out exporters that
+    are not the fleet's (docs/triage.md)."""
+    found = sorted((name, r["ids"]) for name, r in orphans.items() if r["ids"])
+    if found:
+        raise NodefixError("%d node(s) export findings but are not expected nodes: %s - the source of expected nodes "
+                           "may be incomplete (a kube-state-metrics shard down? another cluster's exporters? a name "
+                           "missing from nodes?); scope the triage with selector or exporter_job if they are not this "
+                           "fleet's. Nothing was handed on" % (len(found), "; ".join(
+                               "%s (%s)" % (name, ", ".join(ids)) for name, ids in found[:10])))
+
+
 def classify(conf, expected, observed, orphans, at, warnings=()):
     """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary}.
     ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations} of expected nodes."""
@@ -227,9 +262,9 @@ def classify(conf, expected, observed, orphans, at, warnings=()):
         # an address another expected node claims too is not this node's to connect to
         record["internal_ip"] = None if "ambiguous_address" in record["reasons"] else expected[name].get("internal_ip")
         nodes[name] = record
-    orphan_records = dict((name, {"state": "orphan", "ids": [], "findings": [], "reasons": [], "notes": [
-        "exports to Prometheus but is not an expected node: reported, never a target"],
-        "audit_age_s": None, "not_counted": [], "internal_ip": None}) for name in sorted(orphans))
+    orphan_records = dict((name, _orphan(conf, name, (orphans or {}).get(name) if isinstance(orphans, dict) else None))
+                          for name in sorted(orphans))
+    _refuse_orphans_with_findings(orphan_records)
     counts = dict((s, 0) for s in STATES)
     for record in nodes.values():
         counts[record["state"]] += 1

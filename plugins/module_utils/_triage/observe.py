@@ -50,7 +50,7 @@ def promql_string(value):
 
 def queries(conf):
     """{name: PromQL} of the fleet's observation (the expected nodes' query is ``expected``'s)."""
-    job = "job=~%s" % promql_string(conf["exporter_job"])
+    job = "job=~%s" % promql_string(conf["exporter_job"]) + ("," + conf["selector"] if conf.get("selector") else "")
     label = conf["node_label"]
     # aggregated by the node label: one small sample a node and metric (replicas merged as _apply merges them),
     # node_textfile_mtime_seconds of nodefix.prom only (the other series have no file label: "" matches them)
@@ -203,10 +203,10 @@ def _apply(name, labels, value, obs):
 
 
 def observe(client, conf, expected, at):
-    """Ask Prometheus at ``at``: ({expected name: observations}, set of orphans, warnings). Raises
+    """Ask Prometheus at ``at``: ({expected name: observations}, {orphan: its findings}, warnings). Raises
     prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer)."""
     mapper = Mapper(conf, expected)
-    observed, orphans, warnings = {}, set(), []
+    observed, orphans, warnings = {}, {}, []
     for name, expr in sorted(queries(conf).items()):
         result, warned = client.query(expr, at)
         warnings.extend("%s: %s" % (name, w) for w in warned)
@@ -215,9 +215,11 @@ def observe(client, conf, expected, at):
             node, known = mapper.node(labels)
             if node is None or node is AMBIGUOUS:
                 continue
-            if not known:
+            if not known:  # an orphan: its findings are kept (one that exports findings is not dropped in silence)
                 if name == "up":
-                    orphans.add(node)
+                    orphans.setdefault(node, [])
+                elif name == "findings" and _number(sample) == 1 and labels.get("id") and labels.get("severity"):
+                    orphans.setdefault(node, []).append(_finding(labels))
                 continue
             _apply(name, labels, _number(sample), observed.setdefault(node, {}))
     for obs in observed.values():

@@ -67,7 +67,8 @@ def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=N
         at, skew = pinned_time(client, conf, now)
     at = round(float(at), 3)
     controller = round(now(), 3)
-    expected = triage_expected.expected_nodes(source, client, at, nodes=nodes, kubeconfig=kubeconfig, context=context)
+    expected = triage_expected.expected_nodes(source, client, at, nodes=nodes, kubeconfig=kubeconfig, context=context,
+                                              conf=conf)
     observed, orphans, warnings = triage_observe.observe(client, conf, expected, at)
     result = triage_classify.classify(conf, expected, observed, orphans, at, warnings)
     result["summary"].update(requests=client.requests, prometheus=client.where, expected_nodes=source,

@@ -6,6 +6,8 @@ evaluation time, answering the triage's six queries (identified by the collectio
 the way PromQL does. The queries themselves are held to a REAL Prometheus 2.42 in
 tests/unit/plugins/module_utils/test_triage_prometheus.py."""
 
+import re
+
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -26,13 +28,26 @@ class Tsdb(object):
     def __init__(self, conf, series, warnings=None, down=False):
         self.conf, self.series, self.warnings, self.down = conf, series, warnings or {}, down
         self.names = dict((v, k) for k, v in triage_observe.queries(conf).items())
+        self.names[triage_expected.ksm_query(conf)] = "kube_node_info"
+        # the selector's matchers, applied to every series the queries select (PromQL's label matchers)
+        self.matchers = [(k, op, v.replace('\\"', '"')) for k, op, v in re.findall(
+            r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"', conf.get("selector") or "")]
         self.requests = 0
         self.where = "http://prometheus.test:9090"
         self.asked_at = set()
         self.clock = AT  # the server's own clock
 
-    def _of(self, metric):
-        return [s for s in self.series if s[0] == metric]
+    def _selected(self, labels, job):
+        """Whether a series' labels pass ``job=~job`` and the selector's matchers."""
+        def match(k, op, v):
+            got = labels.get(k, "")
+            return {"=": got == v, "!=": got != v, "=~": bool(re.fullmatch(v, got)),
+                    "!~": not re.fullmatch(v, got)}[op]
+        return bool(re.fullmatch(job, labels.get("job", ""))) and all(match(*m) for m in self.matchers)
+
+    def _of(self, metric, job=None):
+        job = self.conf["exporter_job"] if job is None else job
+        return [s for s in self.series if s[0] == metric and self._selected(s[1], job)]
 
     @staticmethod
     def _max_by(series, keep, name=False):
@@ -45,14 +60,15 @@ class Tsdb(object):
 
     def _answer(self, name):
         label = self.conf["node_label"]
-        if name == "kube_node_info":
-            return self._max_by(self._of("kube_node_info"), ("node", "internal_ip"))
+        if name == "kube_node_info":  # and kube-state-metrics' own up, as the 'or' in the query adds it
+            return self._max_by(self._of("kube_node_info", ".*"), ("node", "internal_ip")) + [
+                ("up", dict(labels), value) for metric, labels, value in self._of("up", self.conf["kube_state_metrics_job"])]
         if name == "up":
             return self._max_by(self._of("up"), (label,))
         if name == "textfile":
             # the file label: absent, or a path whose last part is nodefix.prom; the node's clock offset (what
             # node_time_seconds - timestamp(node_time_seconds) computes) is given as a series "clock_offset"
-            return self._max_by([s for s in self.series if s[0] in (
+            return self._max_by([s for s in self.series if self._selected(s[1], self.conf["exporter_job"]) and s[0] in (
                 "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds",
                 "clock_offset")
                 and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")], (label,), name=True)
@@ -90,7 +106,7 @@ class Tsdb(object):
         self.asked_at.add(at)
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
-        name = "kube_node_info" if expr == triage_expected.KSM_QUERY else self.names[expr]
+        name = self.names[expr]
         result = [{"metric": dict(labels, **{triage_observe.CLOCK_OFFSET: "offset"}) if metric == "clock_offset" else
                    dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
                   for metric, labels, value in self._answer(name)]
@@ -110,6 +126,7 @@ def healthy(node, ip=None, instance=None, age=60, checks=CHECKS, extra=None):
 
 def conf(**kw):
     kw.setdefault("required_checks", list(CHECKS))
+    kw.setdefault("exporter_job", "node")  # the exporters' job (kube-state-metrics' up is not theirs)
     return triage_classify.settings(**kw)
 
 
@@ -131,8 +148,11 @@ def replace(series, metric, instance, value=None, drop=False, **labels):
     return out
 
 
+KSM_UP = ("up", {"job": "kube-state-metrics", "instance": "10.0.9.1:8080"}, 1)
+
+
 def fleet():
-    return healthy("node-a") + healthy("node-b") + healthy("node-c")
+    return healthy("node-a") + healthy("node-b") + healthy("node-c") + [KSM_UP]
 
 
 FAULTS = {
@@ -241,7 +261,7 @@ def test_no_expected_node_is_an_error():
 def test_findings_by_ip_instance_with_replicas_deduplicated_and_orphans_reported():
     series = healthy("node-a", ip="10.0.0.1", extra={"replica": "0"}) + healthy("node-a", ip="10.0.0.1",
                                                                                 extra={"replica": "1"})
-    series += healthy("node-b", ip="10.0.0.2") + healthy("stray", instance="10.9.9.9:9100")
+    series += healthy("node-b", ip="10.0.0.2") + healthy("stray", instance="10.9.9.9:9100") + [KSM_UP]
     series = [s for s in series if not (s[0] == "kube_node_info" and s[1]["node"] == "stray")]
     for replica in ("0", "1"):
         series.append(("nodefix_finding", {"instance": "10.0.0.1:9100", "job": "node", "replica": replica,
@@ -342,7 +362,7 @@ def test_the_expected_nodes_options_name_what_is_wrong(source, kw, error):
 def test_every_check_failed_value_but_0_is_unknown_never_clean(value):
     """nodefix_audit_check_failed is written 0 or 1 by the collection; any other value (2 from another writer, NaN)
     is a check that could not look and a bad value - the query asks '!= 0', so it is never dropped on the server."""
-    assert triage_observe.queries(conf())["failed"].startswith('nodefix_audit_check_failed{job=~".*"} != 0')
+    assert triage_observe.queries(conf())["failed"].startswith('nodefix_audit_check_failed{job=~"node"} != 0')
     series = replace(fleet(), "nodefix_audit_check_failed", "node-b:9100", value, check="kubelet")
     node = triage(series)[0]["nodes"]["node-b"]
     assert node["state"] == "unknown" and node["reasons"] == ["bad_value", "check_failed"], node
@@ -358,7 +378,7 @@ def test_every_check_failed_value_but_0_is_unknown_never_clean(value):
 def test_an_address_two_expected_nodes_claim_matches_neither(ghost):
     """H1: the series of 10.0.0.5:9100 cannot be told to be node-b's or the ghost's - both unknown
     (ambiguous_address), neither clean, the address not given to either to connect to, and no orphan."""
-    series = healthy("node-b", ip="10.0.0.5") + healthy("node-c", ip="10.0.0.6") + [ghost]
+    series = healthy("node-b", ip="10.0.0.5") + healthy("node-c", ip="10.0.0.6") + [ghost, KSM_UP]
     series.append(("nodefix_finding", dict(FINDING, instance="10.0.0.5:9100"), 1))
     result, dummy = triage(series, max_unknown_percent=100)
     for name in ("node-b", ghost[1]["node"]):
@@ -457,3 +477,55 @@ def test_a_node_whose_own_clock_is_off_is_unknown(offset, reasons):
     assert node["reasons"] == reasons and node["state"] == ("unknown" if reasons else "clean"), node
     if reasons == ["clock_skew"]:
         assert "the node's clock is %g s" % abs(offset) in node["notes"][0], node["notes"]
+
+
+@pytest.mark.parametrize("ksm, says", [
+    ([KSM_UP, ("up", {"job": "kube-state-metrics", "instance": "10.0.9.2:8080"}, 0)], "10.0.9.2:8080 are down"),
+    ([], "no up of kube-state-metrics"),
+    ([("up", {"job": "ksm-shard", "instance": "10.0.9.1:8080"}, 1)], "no up of kube-state-metrics"),
+])
+def test_an_incomplete_kube_state_metrics_is_an_error_never_a_smaller_fleet(ksm, says):
+    """M1: a kube-state-metrics shard or replica down drops its nodes from kube_node_info: the triage refuses rather than
+    call them orphans and count the storm breaker against a smaller fleet; none scraped cannot be known complete."""
+    series = [s for s in fleet() if s != KSM_UP] + ksm
+    with pytest.raises(NodefixError, match=says):
+        triage(series)
+    # its job named: the shard's up is kube-state-metrics'
+    if ksm and ksm[0][1]["job"] == "ksm-shard":
+        assert triage(series, kube_state_metrics_job="ksm-shard")[0]["summary"]["fleet_size"] == 3
+
+
+def test_an_orphan_that_exports_findings_is_an_error_never_dropped():
+    """M1 (t1.py #2): node-b is missing from kube_node_info, its exporter exports a critical finding - the triage fails
+    naming it; an orphan without findings (or whose findings do not count) is only reported."""
+    series = [s for s in fleet() if not (s[0] == "kube_node_info" and s[1]["node"] == "node-b")]
+    result = triage(series)[0]
+    assert list(result["orphans"]) == ["node-b"] and result["summary"]["fleet_size"] == 2
+    series.append(("nodefix_finding", dict(FINDING, id="containerd.cve", severity="critical"), 1))
+    with pytest.raises(NodefixError, match=r"export findings but are not expected nodes: node-b \(containerd.cve\)"):
+        triage(series)
+    result = triage(series, exclude_ids=["containerd.*"])[0]
+    assert result["orphans"]["node-b"]["state"] == "orphan" and result["orphans"]["node-b"]["ids"] == []
+
+
+def test_the_selector_scopes_every_query_to_one_cluster():
+    """M1: a global Prometheus (Thanos) holds two clusters with the same node names; ``selector`` adds its matchers to
+    every query, so one cluster's nodes are triaged alone - not merged by max with the other's."""
+    prod = [(m, dict(lab, cluster="prod"), v) for m, lab, v in fleet()]
+    staging = [(m, dict(lab, cluster="staging"), v) for m, lab, v in fleet()]
+    staging.append(("nodefix_finding", dict(FINDING, cluster="staging"), 1))
+    staging = replace(staging, "up", "node-c:9100", 0)
+    series = prod + staging
+    result, db = triage(series, selector='cluster="prod"')
+    assert [r["state"] for r in result["nodes"].values()] == ["clean"] * 3
+    assert all('cluster="prod"' in q for q in db.names), db.names
+    result = triage(series, selector=' cluster = "staging" ,')[0]["nodes"]
+    assert result["node-b"]["state"] == "findings" and result["node-c"]["reasons"] == ["exporter_down"]
+    # without it the two clusters' node-c merge (the highest up): one cluster's down exporter is hidden
+    assert triage(series, max_unknown_percent=100)[0]["nodes"]["node-c"]["reasons"] == []
+
+
+@pytest.mark.parametrize("selector", ['cluster=prod', 'a="x"} or vector(1) or up{', '__name__="up"', 'a="x" b="y"'])
+def test_a_selector_that_is_not_label_matchers_is_refused(selector):
+    with pytest.raises(NodefixError, match="selector"):
+        conf(selector=selector)

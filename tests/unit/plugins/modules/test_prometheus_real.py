@@ -149,10 +149,27 @@ def exporters(tmp, procs):
     return targets
 
 
-def config(targets):
+def kube_state_metrics(tmp, procs):
+    """kube-state-metrics' kube_node_info of the expected nodes (kube-state-metrics' own exposition, served by one more
+    real node_exporter's textfile collector): its host:port, scraped as job kube-state-metrics."""
+    directory = tmp / "kube-state-metrics"
+    directory.mkdir()
+    (directory / "ksm.prom").write_text("# TYPE kube_node_info gauge\n" + "".join(
+        'kube_node_info{node="%s",internal_ip="10.0.0.%d",kernel_version="6.1.0"} 1\n' % (n, i + 1)
+        for i, n in enumerate(sorted(EXPECTED))))
+    address = "127.0.0.1:%d" % free_port()
+    procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
+                                   "--collector.disable-defaults", "--collector.textfile",
+                                   "--collector.textfile.directory=%s" % directory, "--web.listen-address=%s" % address],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return address
+
+
+def config(targets, ksm):
     static = "\n".join("      - targets: ['%s']\n        labels: {nodename: %s}" % (t, n) for n, t in sorted(targets.items()))
     return ("global:\n  evaluation_interval: 1s\n  scrape_interval: 1s\nrule_files: [rules.yml]\n"
-            "scrape_configs:\n  - job_name: node\n    static_configs:\n%s\n" % static)
+            "scrape_configs:\n  - job_name: node\n    static_configs:\n%s\n"
+            "  - job_name: kube-state-metrics\n    static_configs:\n      - targets: ['%s']\n" % (static, ksm))
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +179,9 @@ def prometheus(tmp_path_factory):
     try:
         ca = tls(tmp)
         targets = exporters(tmp, procs)
+        ksm = kube_state_metrics(tmp, procs)
         (tmp / "rules.yml").write_text(RULES)
-        (tmp / "prometheus.yml").write_text(config(targets))
+        (tmp / "prometheus.yml").write_text(config(targets, ksm))
         url = "https://127.0.0.1:%d" % free_port()
         proc = subprocess.Popen([real("prometheus_*", "prometheus"), "--config.file=%s" % (tmp / "prometheus.yml"),
                                  "--web.config.file=%s" % (tmp / "web.yml"), "--storage.tsdb.path=%s" % (tmp / "data"),
@@ -175,7 +193,8 @@ def prometheus(tmp_path_factory):
             try:
                 up, dummy = client.query("up", time.time())
                 firing = b'"NodeDown"' in json.dumps(client.get("/api/v1/alerts")).encode()
-                if firing and len(up) == len(targets) and client.query("node_textfile_scrape_error", time.time())[0]:
+                if firing and len(up) == len(targets) + 1 and client.query("kube_node_info", time.time())[0] \
+                        and client.query("node_textfile_scrape_error", time.time())[0]:
                     break
             except prometheus_client.NoAnswer:
                 pass
@@ -344,6 +363,22 @@ def test_the_evaluation_time_is_prometheus_clock_and_each_nodes_clock_is_read(pr
     assert not warned
 
 
+def test_kube_state_metrics_as_the_source_and_its_own_targets_checked(prometheus):
+    """Issue 63 review M1 against the real server: kube_node_info and kube-state-metrics' own up in one answer; the
+    classes are the list source's. A kube-state-metrics job with a target down (here the node job: node-down's target
+    refuses connections) is refused - a shard down would drop its nodes; a selector scopes every query."""
+    c = client(prometheus)
+    result = triage_run.triage(c, settings(exporter_job="node"), "kube_state_metrics")
+    assert dict((n, r["state"]) for n, r in result["nodes"].items()) == dict((n, v[0]) for n, v in CLASSES.items())
+    assert result["nodes"]["node-clean"]["internal_ip"] == "10.0.0.%d" % (sorted(EXPECTED).index("node-clean") + 1)
+    assert list(result["orphans"]) == ["node-orphan"] and result["summary"]["requests"] == c.requests == 7
+    with pytest.raises(NodefixError, match=r"kube-state-metrics target\(s\) 127.0.0.1:[0-9]+ are down"):
+        triage_run.triage(client(prometheus), settings(kube_state_metrics_job="node"), "kube_state_metrics")
+    scoped = triage_run.triage(client(prometheus), settings(selector='nodename=~"node-(clean|tick)"'), "list",
+                               nodes=["node-clean", "node-tick"])
+    assert [r["state"] for r in scoped["nodes"].values()] == ["clean", "clean"] and scoped["orphans"] == {}
+
+
 def test_one_tls_context_for_all_requests_and_certificates_still_checked(prometheus):
     # the plugin's and the module's transport: open_url's checks with one context (not one a request)
     transport = prometheus_transport.OpenUrl()
@@ -450,10 +485,10 @@ def test_the_inventory_takes_a_url_with_user_information_warns_and_shows_none(pr
 
 # -- the triage playbook (module + add_host, then remediate) -----------------------------------------------
 
-def playbook(prom, nodes, **extra):
+def playbook(prom, nodes, selector=None, **extra):
     options = {"prometheus_url": prom["url"], "prometheus_ca_path": prom["ca"], "prometheus_username": USER,
                "prometheus_password": PASSWORD, "expected_nodes": "list", "nodes": nodes, "node_label": "nodename",
-               "max_audit_age": 3600, "max_unknown_percent": 60}
+               "max_audit_age": 3600, "max_unknown_percent": 60, "selector": selector}
     extra_file = prom["tmp"] / "extra.json"
     extra_file.write_text(json.dumps(dict(extra, nodefix_triage_options=options,
                                           nodefix_report_dir=str(prom["tmp"] / "reports"))))
@@ -464,7 +499,8 @@ def playbook(prom, nodes, **extra):
 
 
 def test_the_playbook_with_every_node_clean_has_nothing_to_do(prometheus):
-    out = playbook(prometheus, ["node-clean"])
+    # the other nodes' exporters scoped out (node-findings would be an orphan with findings: an error)
+    out = playbook(prometheus, ["node-clean"], selector='nodename="node-clean"')
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "nothing to do: nodefix_triage_targets has no host - the triage found no node" in out.stdout
     with open(prometheus["tmp"] / "reports" / "remediate" / "report.json") as fh:

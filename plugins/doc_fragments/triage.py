@@ -29,6 +29,13 @@ options:
         (C(clock_skew)) - its clock is wrong, so the audit's age cannot be known.
     type: int
     default: 60
+  require_node_clock:
+    description:
+      - A node whose exporter exports no C(node_time_seconds) (node_exporter's time collector, on by default, is off) is
+        unknown (C(no_clock)) - its clock cannot be checked, and a clock running ahead makes a stopped audit look
+        fresh. Set V(false) only where the time collector is off and the nodes' clocks are watched otherwise.
+    type: bool
+    default: true
   expected_nodes:
     description:
       - Where the fleet's nodes come from - V(kube_state_metrics) (C(kube_node_info) at the evaluation time, through

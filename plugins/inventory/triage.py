@@ -36,7 +36,8 @@ description:
   - The evaluation time is Prometheus' own clock (its PromQL function C(time)); the parse fails when the controller's
     clock differs from it by more than O(max_clock_skew). A node whose audit is stamped ahead of it by more, or whose
     own clock (node_exporter's C(node_time_seconds) against its scrape's time) is off by more, is unknown
-    (C(clock_skew)).
+    (C(clock_skew)); one whose clock cannot be read (no C(node_time_seconds)) is unknown too (C(no_clock)) unless
+    O(require_node_clock=false).
   - With O(cache), a cached triage is a miss when any node's verdict would now be older than O(max_audit_age) (its
     audit's age at the evaluation plus the time since), whatever O(cache_timeout) says.
   - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
@@ -155,6 +156,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             required_checks=list(audit_names.CHECK_NAMES) if required is None else required,
             waivers=self.get_option("waivers"), exporter_job=self.get_option("exporter_job"),
             max_unknown_percent=self.get_option("max_unknown_percent"), max_clock_skew=self.get_option("max_clock_skew"),
+            require_node_clock=self.get_option("require_node_clock"),
             selector=self.get_option("selector"), kube_state_metrics_job=self.get_option("kube_state_metrics_job"))
 
     def _client(self):

@@ -41,6 +41,8 @@ REASONS = {
     "stale": "the audit's heartbeat is older than max_audit_age",
     "clock_skew": "the node's clock (node_time_seconds) or a stamp of its audit is off Prometheus' clock by more than "
                   "max_clock_skew: its audit's age cannot be known",
+    "no_clock": "node_exporter exports no node_time_seconds (its time collector is off): the node's clock, and so its "
+                "audit's age, cannot be checked (require_node_clock)",
     "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0, or the audit's own "
                     "audit.check_failed finding names it)",
     "check_missing": "a required detector is missing from the node's textfile",
@@ -50,7 +52,7 @@ REASONS = {
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
 UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "clock_skew",
-             "bad_value")
+             "no_clock", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
@@ -71,7 +73,7 @@ def _globs(value, name):
 
 def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, min_severity="info",
              include_ids=None, exclude_ids=None, required_checks=None, waivers=None, exporter_job=".*",
-             max_unknown_percent=10.0, max_clock_skew=60, selector=None,
+             max_unknown_percent=10.0, max_clock_skew=60, require_node_clock=True, selector=None,
              kube_state_metrics_job="kube-state-metrics|.*kube-state-metrics.*", today=None):
     """The classifier's settings checked, before anything is asked; NodefixError naming the option otherwise."""
     if isinstance(max_audit_age, bool) or not isinstance(max_audit_age, int) or max_audit_age < 1:
@@ -112,7 +114,7 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
             "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
             "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent),
-            "max_clock_skew": max_clock_skew, "selector": selector, "kube_state_metrics_job": kube_state_metrics_job}
+            "max_clock_skew": max_clock_skew, "require_node_clock": bool(require_node_clock), "selector": selector, "kube_state_metrics_job": kube_state_metrics_job}
 
 
 def node_key(conf, value):
@@ -180,6 +182,9 @@ def _reasons(conf, obs, ages, partial):
             if off:
                 add("clock_skew", "%s (max_clock_skew %d s): the node's clock is wrong, its audit's age unknown"
                     % ("; ".join(off), skew))
+            elif obs.get("clock_offset") is None and conf.get("require_node_clock", True):
+                add("no_clock", "no node_time_seconds of the node's exporter (its time collector is off): a clock "
+                                "running ahead would make a stopped audit look fresh")
     if obs.get("bad"):
         add("bad_value", "; ".join(sorted(obs["bad"]))[:300])
     required = conf["required_checks"]

@@ -54,7 +54,8 @@ class Double(http.server.BaseHTTPRequestHandler):
             return [sample(Double.odd.get("up_labels") or {"instance": "node-a:9100"}, 1)]
         if "node_textfile" in expr:
             return [sample({"instance": "node-a:9100", "__name__": "node_textfile_scrape_error"}, 0),
-                    sample({"instance": "node-a:9100", "__name__": "node_textfile_mtime_seconds"}, at - 60)]
+                    sample({"instance": "node-a:9100", "__name__": "node_textfile_mtime_seconds"}, at - 60),
+                    sample({"instance": "node-a:9100", "nodefix_clock": "offset"}, 0.002)]  # the node's clock
         if expr.startswith("nodefix_finding"):
             return [sample({"instance": "node-a:9100", "id": "kubelet.eviction_thresholds", "severity": "high",
                             "check": "kubelet", "subject": Double.odd.get("subject", "")}, 1)]

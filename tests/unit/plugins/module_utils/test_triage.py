@@ -119,7 +119,9 @@ def healthy(node, ip=None, instance=None, age=60, checks=CHECKS, extra=None):
     lab = dict({"instance": inst, "job": "node"}, **(extra or {}))
     out = [("kube_node_info", {"node": node, "internal_ip": ip or ""}, 1),
            ("up", lab, 1), ("node_textfile_scrape_error", lab, 0),
-           ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - age)]
+           ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - age),
+           ("clock_offset", lab, 0.01)]  # node_exporter's time collector: the node's clock as Prometheus'
+
     out += [("nodefix_audit_check_failed", dict(lab, check=c), 0) for c in checks]
     return out
 
@@ -466,17 +468,21 @@ def test_a_cached_verdict_is_judged_by_each_nodes_age_when_served(elapsed, oldes
 
 
 @pytest.mark.parametrize("offset, reasons", [
-    (2, []), (-45, []), (29 * 60, ["clock_skew"]), (-120, ["clock_skew"]), (float("nan"), ["bad_value"]),
+    (2, []), (-45, []), (29 * 60, ["clock_skew"]), (-120, ["clock_skew"]), (float("nan"), ["no_clock", "bad_value"]),
+    (None, ["no_clock"]),  # node_exporter's time collector off: the node's clock cannot be checked
 ])
 def test_a_node_whose_own_clock_is_off_is_unknown(offset, reasons):
     """M4: node-b's clock is ``offset`` s off Prometheus' (node_exporter's node_time_seconds against its scrape's
     time); 29 min ahead with its audit stopped 55 min ago, its stamps read 26 min old - fresh by the numbers."""
     series = replace(fleet(), "node_textfile_mtime_seconds", "node-b:9100", AT - 55 * 60 + 29 * 60)
-    series.append(("clock_offset", {"instance": "node-b:9100", "job": "node"}, offset))
+    series = replace(series, "clock_offset", "node-b:9100", offset, drop=offset is None)
     node = triage(series, max_audit_age=1800)[0]["nodes"]["node-b"]
     assert node["reasons"] == reasons and node["state"] == ("unknown" if reasons else "clean"), node
     if reasons == ["clock_skew"]:
         assert "the node's clock is %g s" % abs(offset) in node["notes"][0], node["notes"]
+    if offset is None:  # unless the user says the clocks are watched otherwise
+        node = triage(series, max_audit_age=1800, require_node_clock=False)[0]["nodes"]["node-b"]
+        assert node["state"] == "clean", node
 
 
 @pytest.mark.parametrize("ksm, says", [

@@ -182,7 +182,8 @@ def run(p):
         min_severity=p["min_severity"], include_ids=p["include_ids"], exclude_ids=p["exclude_ids"],
         required_checks=list(audit_names.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
         waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"],
-        max_clock_skew=p["max_clock_skew"], require_node_clock=p["require_node_clock"], selector=p["selector"], kube_state_metrics_job=p["kube_state_metrics_job"])
+        max_clock_skew=p["max_clock_skew"], require_node_clock=p["require_node_clock"], selector=p["selector"],
+        kube_state_metrics_job=p["kube_state_metrics_job"])
     client = prometheus_client.from_params(prometheus_transport.OpenUrl(), p)  # one TLS context
     result = triage_run.triage(client, conf, p["expected_nodes"], nodes=p["nodes"], kubeconfig=p["kubeconfig"],
                                context=p["context"])

@@ -114,7 +114,8 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
             "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
             "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent),
-            "max_clock_skew": max_clock_skew, "require_node_clock": bool(require_node_clock), "selector": selector, "kube_state_metrics_job": kube_state_metrics_job}
+            "max_clock_skew": max_clock_skew, "require_node_clock": bool(require_node_clock), "selector": selector,
+            "kube_state_metrics_job": kube_state_metrics_job}
 
 
 def node_key(conf, value):

@@ -430,8 +430,7 @@ def clocked(controller, server=AT, **kw):
 @pytest.mark.parametrize("controller, max_clock_skew, refused", [
     (AT + 5, 60, False), (AT - 59, 60, False), (AT + 61, 60, True), (AT - 3600, 60, True), (AT + 3600, 7200, False),
 ])
-def test_the_evaluation_time_is_prometheus_clock_and_a_skewed_controller_is_refused(controller, max_clock_skew,
-                                                                                   refused):
+def test_the_evaluation_time_is_prometheus_clock_and_a_skewed_controller_is_refused(controller, max_clock_skew, refused):
     """M4: every query is asked at Prometheus' own time() (one request), never the controller's clock; when the two
     differ by more than max_clock_skew the run is refused before the fleet is asked."""
     if refused:

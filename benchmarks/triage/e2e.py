@@ -84,7 +84,7 @@ def start_exporters(nodes, log, host_procs):
         sh(["podman", "exec", node, "mkdir", "-p", TEXTFILE_DIR], log)
         sh(["podman", "cp", exporter, "%s:/usr/local/bin/node_exporter" % node], log)
         sh(["podman", "exec", node, "systemd-run", "--unit", "nodefix-e2e-node-exporter", "/usr/local/bin/node_exporter",
-            "--collector.disable-defaults", "--collector.textfile",
+            "--collector.disable-defaults", "--collector.textfile", "--collector.time",
             "--collector.textfile.directory=%s" % TEXTFILE_DIR, "--web.listen-address=:9100"], log)
         time.sleep(2)
         inside = subprocess.run(["podman", "exec", node, "systemctl", "is-active", "nodefix-e2e-node-exporter"],
@@ -101,6 +101,7 @@ def start_exporters(nodes, log, host_procs):
             fh.write("\n%s: node_exporter did not start in the node (glibc); on the host for /proc/%s/root%s at %s\n"
                      % (node, pid, TEXTFILE_DIR, out[node]))
         host_procs.append(subprocess.Popen([exporter, "--collector.disable-defaults", "--collector.textfile",
+                                            "--collector.time",
                                             "--collector.textfile.directory=/proc/%s/root%s" % (pid, TEXTFILE_DIR),
                                             "--web.listen-address=%s" % out[node]],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))

@@ -123,9 +123,10 @@ class Simulator(object):
                     return
                 else:
                     age = 7200 if sim.states[node] == "stale" else 30
+                    # and node_exporter's time collector (the node's clock: the triage reads its offset)
                     body = sim.pages[node] + (
                         'node_textfile_mtime_seconds{file="/var/lib/prometheus/node-exporter/nodefix.prom"} %d\n'
-                        % (time.time() - age)).encode()
+                        'node_time_seconds %.3f\n' % (time.time() - age, time.time())).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))

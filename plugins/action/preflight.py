@@ -19,11 +19,12 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.galaxy.dependency_resolution.versioning import meets_requirements
 from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import leave_action, redacted_run
 from ansible_collections.nodefix.k8s.plugins.module_utils._preflight import variables as preflight_vars
-from ansible_collections.nodefix.k8s.plugins.module_utils._preflight.targets import no_match_problem
+from ansible_collections.nodefix.k8s.plugins.module_utils._preflight.targets import no_match_problem, triage_problems
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "arguments.yml")
@@ -146,7 +147,7 @@ def play_settings(task_vars, hostvars, values, args):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("playbook", "hosts", "ignore", "targets", "targets_matched"))
+    _VALID_ARGS = frozenset(("playbook", "hosts", "ignore", "targets", "targets_matched", "triage_remediate_clean"))
 
     @redacted_run
     def run(self, tmp=None, task_vars=None):
@@ -186,6 +187,9 @@ class ActionModule(ActionBase):
         found = unreadable + preflight_vars.problems(args, values, playbook, list(ignore))
         kubeconfig = any(v.get("nodefix_kubeconfig") not in (None, "") for v in values.values())
         found += prerequisite_problems(playbook, kubeconfig)
+        if playbook == "remediate":  # the triage's orphans never, its clean nodes only when asked
+            allow_clean = boolean(self._task.args.get("triage_remediate_clean") or False, strict=False)
+            found += triage_problems(dict((h, v) for h, v in values.items() if h != PLAY_VARS), allow_clean)
         # a nodefix_targets pattern that matched no host: every play of the playbook would be skipped, exit 0
         targets = self._task.args.get("targets")
         if targets is not None and not self._task.args.get("targets_matched"):

@@ -21,6 +21,21 @@ options:
         scrapes.
     type: int
     default: 1800
+  max_clock_skew:
+    description:
+      - Seconds the clocks may disagree. The evaluation time is Prometheus' own clock (its PromQL function C(time),
+        asked first); the triage fails when the controller's clock differs from it by more (a cached verdict's age is
+        judged by the controller's). A node whose audit is stamped ahead of Prometheus' clock by more is unknown
+        (C(clock_skew)) - its clock is wrong, so the audit's age cannot be known.
+    type: int
+    default: 60
+  require_node_clock:
+    description:
+      - A node whose exporter exports no C(node_time_seconds) (node_exporter's time collector, on by default, is off) is
+        unknown (C(no_clock)) - its clock cannot be checked, and a clock running ahead makes a stopped audit look
+        fresh. Set V(false) only where the time collector is off and the nodes' clocks are watched otherwise.
+    type: bool
+    default: true
   expected_nodes:
     description:
       - Where the fleet's nodes come from - V(kube_state_metrics) (C(kube_node_info) at the evaluation time, through
@@ -45,6 +60,21 @@ options:
         (the kubelet's, which carries the same address) must not stand in for the exporter's.
     type: str
     default: node|.*node[-_]exporter.*
+  selector:
+    description:
+      - Extra PromQL label matchers added to every query - C(kube_node_info) and kube-state-metrics' C(up) too - as
+        V(cluster="prod") or V(cluster="prod", region=~"eu-.*") (C(=), C(!=), C(=~), C(!~); no C(__name__)).
+      - On a Prometheus, Thanos or Mimir that holds several clusters it scopes the triage to one - without it the
+        same-named nodes of two clusters are one node (merged as replicas are, the highest C(up), the newest stamp).
+        It also leaves out exporters that are not the fleet's (an orphan that exports findings fails the triage).
+    type: str
+  kube_state_metrics_job:
+    description:
+      - A regular expression (PromQL C(=~), anchored) of the C(job) label of kube-state-metrics' own targets, for
+        O(expected_nodes=kube_state_metrics). Every target of it must be up (C(up == 1)) - a shard or a replica down
+        may drop nodes from C(kube_node_info) - and at least one must be scraped, or the triage fails.
+    type: str
+    default: kube-state-metrics|.*kube-state-metrics.*
   node_label:
     description: The label of node_exporter's series that names the node.
     type: str

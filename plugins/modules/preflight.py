@@ -58,6 +58,15 @@ options:
     elements: str
     default: []
     version_added: 1.2.0
+  triage_remediate_clean:
+    description:
+      - For O(playbook=remediate) - the hosts the triage put in the inventory are judged by their C(nodefix_triage.state)
+        - an orphan (exports to Prometheus, not an expected node) is always refused, a node found clean
+        (the inventory plugin's C(add_clean_hosts)) unless this is true (C(nodefix_triage_remediate_clean)). Both are
+        hosts of C(all), the default target pattern.
+    type: bool
+    default: false
+    version_added: 1.2.0
 extends_documentation_fragment:
   - nodefix.k8s.attributes
 attributes:
@@ -122,7 +131,8 @@ def main():
                            hosts=dict(type="list", elements="str", required=True),
                            ignore=dict(type="list", elements="str"),
                            targets=dict(type="str"),
-                           targets_matched=dict(type="list", elements="str", default=[])),
+                           targets_matched=dict(type="list", elements="str", default=[]),
+                           triage_remediate_clean=dict(type="bool", default=False)),
         supports_check_mode=True)
     module.fail_json(msg="nodefix.k8s.preflight runs on the controller as an action plugin; it was run as a module")
 

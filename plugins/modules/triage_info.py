@@ -107,7 +107,13 @@ summary:
       description: What each reason of RV(summary.unknown_by_reason) means.
       type: dict
     evaluation_time:
-      description: The one instant every query was asked at (Unix seconds).
+      description: The one instant every query was asked at (Unix seconds) - Prometheus' own clock.
+      type: float
+    controller_time:
+      description: The controller's clock at the evaluation (Unix seconds).
+      type: float
+    clock_skew_s:
+      description: The controller's clock minus Prometheus' (seconds), at most O(max_clock_skew) either way.
       type: float
     requests:
       description: HTTP requests made to Prometheus.
@@ -148,11 +154,15 @@ def argument_spec():
         prometheus_url=dict(type="str", required=True),
         prometheus_timeout=dict(type="int", default=30),
         max_audit_age=dict(type="int", default=1800),
+        max_clock_skew=dict(type="int", default=60),
+        require_node_clock=dict(type="bool", default=True),
         expected_nodes=dict(type="str", choices=["kube_state_metrics", "kubernetes", "list"], default="kube_state_metrics"),
         nodes=dict(type="list", elements="str", default=[]),
         kubeconfig=dict(type="path"),
         context=dict(type="str"),
         exporter_job=dict(type="str", default="node|.*node[-_]exporter.*"),
+        selector=dict(type="str"),
+        kube_state_metrics_job=dict(type="str", default="kube-state-metrics|.*kube-state-metrics.*"),
         node_label=dict(type="str", default="instance"),
         node_label_regex=dict(type="str", default=triage_classify.DEFAULT_NODE_REGEX),
         max_unknown_percent=dict(type="float", default=10.0),
@@ -171,7 +181,9 @@ def run(p):
         max_audit_age=p["max_audit_age"], node_label=p["node_label"], node_label_regex=p["node_label_regex"],
         min_severity=p["min_severity"], include_ids=p["include_ids"], exclude_ids=p["exclude_ids"],
         required_checks=list(audit_names.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
-        waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"])
+        waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"],
+        max_clock_skew=p["max_clock_skew"], require_node_clock=p["require_node_clock"], selector=p["selector"],
+        kube_state_metrics_job=p["kube_state_metrics_job"])
     client = prometheus_client.from_params(prometheus_transport.OpenUrl(), p)  # one TLS context
     result = triage_run.triage(client, conf, p["expected_nodes"], nodes=p["nodes"], kubeconfig=p["kubeconfig"],
                                context=p["context"])

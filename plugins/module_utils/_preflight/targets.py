@@ -72,3 +72,30 @@ def no_match_problem(pattern, groups, hosts, variable="nodefix_targets"):
                                                 % len(hosts))
     return "%s=%s matches no host of the inventory (%s)%s; no node would be audited or fixed, nothing was touched" % (
         variable, pattern, where, ("; " + "; ".join(hints)) if hints else "")
+
+
+def triage_problems(values, allow_clean=False):
+    """Refusals for the hosts of a remediation that the triage says are not to be acted on: ``values`` is {host:
+    its nodefix_* variables}. An orphan (``nodefix_triage.state`` ``orphan``: exports to Prometheus but is not an
+    expected node) is never remediated; a clean node (``clean``, in the inventory with ``add_clean_hosts``) only when
+    asked (``allow_clean``: ``nodefix_triage_remediate_clean``). Both are hosts of ``all``, so a forgotten
+    ``-e nodefix_targets=nodefix_triage_targets`` would remediate them (docs/triage.md)."""
+    states = {}
+    for host, host_vars in sorted(values.items()):
+        record = (host_vars or {}).get("nodefix_triage")
+        state = record.get("state") if isinstance(record, dict) else None
+        if state == "orphan" or (state == "clean" and not allow_clean):
+            states.setdefault(state, []).append(host)
+    out = []
+    if states.get("orphan"):
+        hosts = states["orphan"]
+        out.append("%d host(s) are the triage's orphans - they export to Prometheus but are not expected nodes, and are "
+                   "never remediated: %s%s; remediate the triage's targets (-e nodefix_targets=nodefix_triage_targets) "
+                   "or leave them out of nodefix_targets" % (len(hosts), ", ".join(hosts[:10]),
+                                                             " ..." if len(hosts) > 10 else ""))
+    if states.get("clean"):
+        hosts = states["clean"]
+        out.append("%d host(s) the triage found clean are among the targets: %s%s; remediate the triage's targets "
+                   "(-e nodefix_targets=nodefix_triage_targets), or set nodefix_triage_remediate_clean=true to audit and "
+                   "remediate them too" % (len(hosts), ", ".join(hosts[:10]), " ..." if len(hosts) > 10 else ""))
+    return out

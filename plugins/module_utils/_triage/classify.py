@@ -32,22 +32,35 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import 
 
 # why a node is unknown; the order is the order they are listed in a record
 REASONS = {
+    "ambiguous_address": "the node's name or internal IP is another expected node's too (a stale Node holding a "
+                         "recycled IP): no series can be told to be its own",
     "no_series": "Prometheus has no series of the node's exporter (it never exported, or its target is not scraped)",
     "exporter_down": "the node's exporter target is down (up == 0)",
     "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
     "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
-    "stale": "the audit's heartbeat is older than max_audit_age (or ahead of the clock by more)",
-    "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0)",
+    "stale": "the audit's heartbeat is older than max_audit_age",
+    "clock_skew": "the node's clock (node_time_seconds) or a stamp of its audit is off Prometheus' clock by more than "
+                  "max_clock_skew: its audit's age cannot be known",
+    "no_clock": "node_exporter exports no node_time_seconds (its time collector is off): the node's clock, and so its "
+                "audit's age, cannot be checked (require_node_clock)",
+    "check_failed": "a required detector could not look (nodefix_audit_check_failed is not 0, or the audit's own "
+                    "audit.check_failed finding names it)",
     "check_missing": "a required detector is missing from the node's textfile",
     "partial_answer": "an answer came with warnings (a querier's partial answer): no node can be called clean",
     "bad_value": "a series of the node has a value it cannot mean (not 0 or 1 where a boolean is expected, NaN or "
                  "infinite where a time or a count is expected) or a finding series lacks its labels",
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
-UNTRUSTED = ("no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "bad_value")
+UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "clock_skew",
+             "no_clock", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
+# that finding's subject names the check; without one it is a check that could not look all the same
+UNNAMED_CHECK = "(a check the audit.check_failed finding does not name)"
+# PromQL label matchers (the selector option): label op "string", comma-separated
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*'
+SELECTOR = re.compile(r"^%s(?:,%s)*$" % (_MATCHER, _MATCHER))
 # instance -> node: the host of host:port, IPv6 in brackets ([fd00::1]:9100)
 DEFAULT_NODE_REGEX = r"^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$"
 
@@ -60,7 +73,8 @@ def _globs(value, name):
 
 def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, min_severity="info",
              include_ids=None, exclude_ids=None, required_checks=None, waivers=None, exporter_job=".*",
-             max_unknown_percent=10.0, today=None):
+             max_unknown_percent=10.0, max_clock_skew=60, require_node_clock=True, selector=None,
+             kube_state_metrics_job="kube-state-metrics|.*kube-state-metrics.*", today=None):
     """The classifier's settings checked, before anything is asked; NodefixError naming the option otherwise."""
     if isinstance(max_audit_age, bool) or not isinstance(max_audit_age, int) or max_audit_age < 1:
         raise NodefixError("max_audit_age must be a whole number of seconds above 0 (got %r)" % (max_audit_age,))
@@ -79,9 +93,19 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
         re.compile(exporter_job)
     except (re.error, TypeError) as exc:
         raise NodefixError("exporter_job %r is not a regular expression: %s" % (exporter_job, exc))
+    try:
+        re.compile(kube_state_metrics_job)
+    except (re.error, TypeError) as exc:
+        raise NodefixError("kube_state_metrics_job %r is not a regular expression: %s" % (kube_state_metrics_job, exc))
+    selector = (selector or "").strip().rstrip(",").strip()
+    if selector and (not SELECTOR.match(selector) or re.search(r"(^|,)\s*__name__\s*[=!]", selector)):
+        raise NodefixError("selector %r is not PromQL label matchers (label=\"value\", comma-separated; =, !=, =~, !~)"
+                           % (selector,))
     if isinstance(max_unknown_percent, bool) or not isinstance(max_unknown_percent, (int, float)) \
             or not 0 <= max_unknown_percent <= 100:
         raise NodefixError("max_unknown_percent must be a number from 0 to 100 (got %r)" % (max_unknown_percent,))
+    if isinstance(max_clock_skew, bool) or not isinstance(max_clock_skew, int) or max_clock_skew < 0:
+        raise NodefixError("max_clock_skew must be a whole number of seconds, 0 or more (got %r)" % (max_clock_skew,))
     checks = list(required_checks or [])
     if not all(isinstance(c, str) and re.match(r"^[a-z0-9_]+$", c) for c in checks):
         raise NodefixError("required_checks must be detector names (e.g. containerd, kubelet)")
@@ -89,7 +113,9 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
     return {"max_audit_age": max_audit_age, "node_label": node_label, "node_regex": regex,
             "min_severity": min_severity, "include_ids": _globs(include_ids or [], "include_ids"),
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
-            "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent)}
+            "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent),
+            "max_clock_skew": max_clock_skew, "require_node_clock": bool(require_node_clock), "selector": selector,
+            "kube_state_metrics_job": kube_state_metrics_job}
 
 
 def node_key(conf, value):
@@ -130,8 +156,12 @@ def _reasons(conf, obs, ages, partial):
     def add(code, note):
         reasons.append(code)
         notes.append(note)
+    if obs.get("ambiguous"):
+        add("ambiguous_address", "%s: its series cannot be told from the other node's, none is read as its own (nor "
+                                 "its address used to connect)" % obs["ambiguous"])
     if obs.get("up") is None:
-        add("no_series", "no up series of the node's exporter at the evaluation time")
+        if not obs.get("ambiguous"):  # its exporter's series may well be there: not ours to say
+            add("no_series", "no up series of the node's exporter at the evaluation time")
     elif obs["up"] < 1:
         add("exporter_down", "up == 0: the last scrape of the node's exporter failed")
     else:
@@ -140,19 +170,32 @@ def _reasons(conf, obs, ages, partial):
         if obs.get("mtime") is None:
             add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
         else:
-            # each stamp judged on its own: a heartbeat ahead of the clock is stale even beside a fresh mtime
-            limit = conf["max_audit_age"]
-            off = sorted((k, a) for k, a in ages.items() if a > limit or a < -limit)
+            # each stamp judged on its own: a heartbeat ahead of the clock is no proof of life beside a fresh mtime
+            limit, skew = conf["max_audit_age"], conf["max_clock_skew"]
+            old = sorted((k, a) for k, a in ages.items() if a > limit)
+            if old:
+                add("stale", "; ".join("the audit's %s is %g s old (max_audit_age %d s)" % (k, a, limit) for k, a in old))
+            off = ["the audit's %s is %g s ahead of Prometheus' clock" % (k, -a) for k, a in sorted(ages.items())
+                   if a < -skew]
+            if obs.get("clock_offset") is not None and abs(obs["clock_offset"]) > skew:
+                off.insert(0, "the node's clock is %g s %s Prometheus' (node_time_seconds)" % (
+                    abs(obs["clock_offset"]), "ahead of" if obs["clock_offset"] > 0 else "behind"))
             if off:
-                add("stale", "; ".join("the audit's %s is %s (max_audit_age %d s)" % (
-                    k, "%g s old" % a if a > 0 else "%g s ahead of the clock" % -a, limit) for k, a in off))
+                add("clock_skew", "%s (max_clock_skew %d s): the node's clock is wrong, its audit's age unknown"
+                    % ("; ".join(off), skew))
+            elif obs.get("clock_offset") is None and conf.get("require_node_clock", True):
+                add("no_clock", "no node_time_seconds of the node's exporter (its time collector is off): a clock "
+                                "running ahead would make a stopped audit look fresh")
     if obs.get("bad"):
         add("bad_value", "; ".join(sorted(obs["bad"]))[:300])
     required = conf["required_checks"]
-    failed = sorted(c for c in obs.get("failed") or () if c in required or not required)
+    # the gauge != 0 or the audit's own audit.check_failed finding (a file whose gauge says 0 beside it is not clean)
+    failed = sorted(c for c in obs.get("failed") or () if c in required or not required or c == UNNAMED_CHECK)
     if failed:
         add("check_failed", "could not look: %s" % ", ".join(failed))
-    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile"))  # no check could be there
+    # no check could be there (an ambiguous node without a series of its own: none read)
+    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile")) or (
+        obs.get("ambiguous") and obs.get("up") is None)
     if required and obs.get("checks_reported", 0) < len(required) and not blind:
         present = obs.get("checks_present")
         missing = sorted(set(required) - set(present)) if present is not None else required
@@ -190,6 +233,29 @@ def classify_node(conf, name, obs, at, partial=()):
             "notes": notes, "audit_age_s": age, "not_counted": not_counted}
 
 
+def _orphan(conf, name, findings):
+    """An orphan's record: reported, never a target; the findings it exports that would count (``ids``)."""
+    counted = [f for f in sorted(findings or [], key=lambda x: (x["id"], x["subject"]))
+               if f["id"] != CHECK_FAILED_ID and not _counts(conf, f, name)]
+    return {"state": "orphan", "ids": sorted(set(f["id"] for f in counted)), "findings": counted, "reasons": [],
+            "notes": ["exports to Prometheus but is not an expected node: reported, never a target"],
+            "audit_age_s": None, "not_counted": [], "internal_ip": None}
+
+
+def _refuse_orphans_with_findings(orphans):
+    """NodefixError when a node that is not expected exports findings that count: the source of expected nodes is
+    missing a node that needs a look (a kube-state-metrics shard down, a Node list from another cluster, a name left
+    out of ``nodes``) - it is never dropped in silence. ``selector`` (or ``exporter_job``) leaves out exporters that
+    are not the fleet's (docs/triage.md)."""
+    found = sorted((name, r["ids"]) for name, r in orphans.items() if r["ids"])
+    if found:
+        raise NodefixError("%d node(s) export findings but are not expected nodes: %s - the source of expected nodes "
+                           "may be incomplete (a kube-state-metrics shard down? another cluster's exporters? a name "
+                           "missing from nodes?); scope the triage with selector or exporter_job if they are not this "
+                           "fleet's. Nothing was handed on" % (len(found), "; ".join(
+                               "%s (%s)" % (name, ", ".join(ids)) for name, ids in found[:10])))
+
+
 def classify(conf, expected, observed, orphans, at, warnings=()):
     """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary}.
     ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations} of expected nodes."""
@@ -199,11 +265,12 @@ def classify(conf, expected, observed, orphans, at, warnings=()):
     nodes = {}
     for name in sorted(expected):
         record = classify_node(conf, name, observed.get(name) or {}, at, warnings)
-        record["internal_ip"] = expected[name].get("internal_ip")
+        # an address another expected node claims too is not this node's to connect to
+        record["internal_ip"] = None if "ambiguous_address" in record["reasons"] else expected[name].get("internal_ip")
         nodes[name] = record
-    orphan_records = dict((name, {"state": "orphan", "ids": [], "findings": [], "reasons": [], "notes": [
-        "exports to Prometheus but is not an expected node: reported, never a target"],
-        "audit_age_s": None, "not_counted": [], "internal_ip": None}) for name in sorted(orphans))
+    orphan_records = dict((name, _orphan(conf, name, (orphans or {}).get(name) if isinstance(orphans, dict) else None))
+                          for name in sorted(orphans))
+    _refuse_orphans_with_findings(orphan_records)
     counts = dict((s, 0) for s in STATES)
     for record in nodes.values():
         counts[record["state"]] += 1

@@ -39,6 +39,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classif
 
 TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
+CLOCK_OFFSET = "nodefix_clock"  # the label that marks the node's clock offset in the textfile answer
+AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
 def promql_string(value):
@@ -48,14 +50,19 @@ def promql_string(value):
 
 def queries(conf):
     """{name: PromQL} of the fleet's observation (the expected nodes' query is ``expected``'s)."""
-    job = "job=~%s" % promql_string(conf["exporter_job"])
+    job = "job=~%s" % promql_string(conf["exporter_job"]) + ("," + conf["selector"] if conf.get("selector") else "")
     label = conf["node_label"]
     # aggregated by the node label: one small sample a node and metric (replicas merged as _apply merges them),
     # node_textfile_mtime_seconds of nodefix.prom only (the other series have no file label: "" matches them)
     out = {
         "up": "max by (%s) (up{%s})" % (label, job),
         "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s,'
-                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]")),
+                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
+                    # the node's clock against Prometheus' (node_exporter's time collector: its clock at the scrape
+                    # minus the scrape's time) in the same answer: 'or' matches label sets without the metric name, so
+                    # the offset carries a label of its own (CLOCK_OFFSET) or it would be dropped beside the node's
+                    + ' or label_replace(max by (%s) (node_time_seconds{%s} - timestamp(node_time_seconds{%s})), '
+                      '"%s", "offset", "", "")' % (label, job, job, CLOCK_OFFSET),
         "findings": "nodefix_finding{%s}" % job,
         # every value but 0 (NaN != 0 holds in PromQL as in Go): a value the query dropped would be a node called clean
         "failed": "nodefix_audit_check_failed{%s} != 0" % job,
@@ -69,17 +76,40 @@ def queries(conf):
     return out
 
 
+def claims(expected):
+    """{key: set of expected nodes} of every name and internal IP a series' node label may name: a key two or more
+    nodes claim (a stale Node holding a recycled cloud IP, a node named as another's IP) names none of them."""
+    out = {}
+    for name, info in expected.items():
+        out.setdefault(name, set()).add(name)
+        if info.get("internal_ip"):
+            out.setdefault(info["internal_ip"], set()).add(name)
+    return out
+
+
+def ambiguous(expected):
+    """{node: note} of the expected nodes that share a name or internal IP with another: their series cannot be told
+    apart, so none is read as theirs (``ambiguous_address``: unknown, never clean, no ``ansible_host`` from it)."""
+    out = {}
+    for key, names in sorted(claims(expected).items()):
+        if len(names) > 1:
+            for name in names:
+                out.setdefault(name, []).append("%s is claimed by %s" % (key, ", ".join(sorted(names))))
+    return dict((name, "; ".join(notes)) for name, notes in out.items())
+
+
 class Mapper(object):
-    """A label value -> the expected node's name (by name, then by internal IP), or an orphan's key."""
+    """A label value -> the expected node's name (by name, then by internal IP), or an orphan's key; a key that two or
+    more expected nodes claim maps to ``AMBIGUOUS`` (neither theirs nor an orphan)."""
 
     def __init__(self, conf, expected):
         self.conf = conf
-        self.names = set(expected)
-        self.by_ip = dict((v["internal_ip"], k) for k, v in expected.items() if v.get("internal_ip"))
+        self.claims = claims(expected)
         self.seen = {}
 
     def node(self, labels):
-        """(name, expected?) of a sample's labels; (None, False) without the node label."""
+        """(name, expected?) of a sample's labels; (None, False) without the node label, (AMBIGUOUS, True) for a key
+        claimed by several expected nodes."""
         value = labels.get(self.conf["node_label"])
         if not value:
             return None, False
@@ -91,10 +121,9 @@ class Mapper(object):
 
     def _lookup(self, value):
         key = triage_classify.node_key(self.conf, value)
-        if key in self.names:
-            return key, True
-        if key in self.by_ip:
-            return self.by_ip[key], True
+        names = self.claims.get(key)
+        if names:
+            return (next(iter(names)), True) if len(names) == 1 else (AMBIGUOUS, True)
         return key or value, False
 
 
@@ -137,13 +166,18 @@ def _apply(name, labels, value, obs):
     if name == "up":
         _boolean(obs, "up", "up", value)
     elif name == "textfile":
-        metric = labels.get("__name__")
+        metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else labels.get("__name__")
         if metric == "node_textfile_scrape_error":
             _boolean(obs, "scrape_error", metric, value)
         elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
             _finite(obs, "mtime", metric, value)
         elif metric == HEARTBEAT:
             _finite(obs, "heartbeat", metric, value)
+        elif metric == CLOCK_OFFSET:  # replicas: the offset farthest from 0 (a clock off on any one is off)
+            if math.isnan(value) or math.isinf(value):
+                _bad(obs, "node_time_seconds gives a clock offset of %s (a finite number expected)" % value)
+            elif obs.get("clock_offset") is None or abs(value) > abs(obs["clock_offset"]):
+                obs["clock_offset"] = value
     elif name == "checks":
         _finite(obs, "checks_reported", "the count of required checks", value)
     elif name == "failed":
@@ -164,26 +198,32 @@ def _apply(name, labels, value, obs):
             _bad(obs, "a nodefix_finding series without its id or severity label")
         elif value == 1:
             obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
+            if finding["id"] == triage_classify.CHECK_FAILED_ID:  # the audit's own "could not look", whatever the gauge
+                obs.setdefault("failed", set()).add(finding["subject"] or triage_classify.UNNAMED_CHECK)
 
 
 def observe(client, conf, expected, at):
-    """Ask Prometheus at ``at``: ({expected name: observations}, set of orphans, warnings). Raises
+    """Ask Prometheus at ``at``: ({expected name: observations}, {orphan: its findings}, warnings). Raises
     prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer)."""
     mapper = Mapper(conf, expected)
-    observed, orphans, warnings = {}, set(), []
+    observed, orphans, warnings = {}, {}, []
     for name, expr in sorted(queries(conf).items()):
         result, warned = client.query(expr, at)
         warnings.extend("%s: %s" % (name, w) for w in warned)
         for sample in result:
             labels = sample["metric"]
             node, known = mapper.node(labels)
-            if node is None:
+            if node is None or node is AMBIGUOUS:
                 continue
-            if not known:
+            if not known:  # an orphan: its findings are kept (one that exports findings is not dropped in silence)
                 if name == "up":
-                    orphans.add(node)
+                    orphans.setdefault(node, [])
+                elif name == "findings" and _number(sample) == 1 and labels.get("id") and labels.get("severity"):
+                    orphans.setdefault(node, []).append(_finding(labels))
                 continue
             _apply(name, labels, _number(sample), observed.setdefault(node, {}))
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())
+    for node, note in ambiguous(expected).items():
+        observed.setdefault(node, {"findings": []})["ambiguous"] = note
     return observed, orphans, warnings

@@ -12,27 +12,83 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact as core_redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import expected as triage_expected
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
 
 
-def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=None):
+def server_time(client):
+    """Prometheus' own clock (Unix seconds): ``time()`` asked without ``time=`` is evaluated at the server's now.
+    BadAnswer for an answer that is not a finite scalar."""
+    body = client.get("/api/v1/query", {"query": "time()", "partial_response": "false"})
+    data = body.get("data")
+    try:
+        if not isinstance(data, dict) or data.get("resultType") != "scalar":
+            raise ValueError
+        value = float(data["result"][1])
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError
+    except (TypeError, ValueError, IndexError, KeyError):
+        raise prometheus_client.BadAnswer("Prometheus at %s answered time() without a finite scalar: its clock cannot "
+                                          "be read" % client.where, url=client.where)
+    return value
+
+
+def pinned_time(client, conf, now=time.time):
+    """The evaluation time: Prometheus' clock (``server_time``), when the controller's clock agrees with it within
+    ``max_clock_skew``; NodefixError naming both otherwise - the audits' ages are judged against Prometheus' clock, and
+    a cached verdict's against the controller's (docs/triage.md)."""
+    before = now()
+    server = server_time(client)
+    after = now()
+    skew = (before + after) / 2.0 - server  # the server read its clock between the two
+    if abs(skew) > conf["max_clock_skew"] + (after - before) / 2.0:
+        raise NodefixError("the controller's clock is %.1f s %s Prometheus' (%s), above max_clock_skew %d s: fix the "
+                           "clocks (NTP) - no audit's age can be judged across them" % (
+                               abs(skew), "ahead of" if skew > 0 else "behind", client.where, conf["max_clock_skew"]))
+    return server, round(skew, 3)
+
+
+def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=None, now=time.time):
     """The fleet's classes (``classify.classify``'s answer, ``summary.requests`` and ``summary.prometheus`` added).
-    ``at``: the evaluation time (Unix seconds), now by default - every query is asked at this one instant.
+    ``at``: the evaluation time (Unix seconds); by default Prometheus' own clock (``pinned_time``: the run refused
+    when the controller's differs by more than ``max_clock_skew``) - every query is asked at this one instant.
+    ``summary.controller_time`` is the controller's clock at the evaluation (what a cached verdict's age is judged by).
     Raises NodefixError (NoAnswer, BadAnswer among them) when anything could not be asked: never an empty
     answer. The unknown budget is the caller's to check (``classify.check_unknown_budget``)."""
-    at = round(time.time() if at is None else float(at), 3)
-    expected = triage_expected.expected_nodes(source, client, at, nodes=nodes, kubeconfig=kubeconfig, context=context)
+    skew = None
+    if at is None:
+        at, skew = pinned_time(client, conf, now)
+    at = round(float(at), 3)
+    controller = round(now(), 3)
+    expected = triage_expected.expected_nodes(source, client, at, nodes=nodes, kubeconfig=kubeconfig, context=context,
+                                              conf=conf)
     observed, orphans, warnings = triage_observe.observe(client, conf, expected, at)
     result = triage_classify.classify(conf, expected, observed, orphans, at, warnings)
     result["summary"].update(requests=client.requests, prometheus=client.where, expected_nodes=source,
-                             max_audit_age=conf["max_audit_age"], required_checks=conf["required_checks"])
+                             max_audit_age=conf["max_audit_age"], required_checks=conf["required_checks"],
+                             controller_time=controller, clock_skew_s=skew)
     return redacted(result, client.secret_values())
+
+
+def served_from_cache(result, max_audit_age, now=time.time):
+    """Whether a cached triage may be served as current: each node's verdict is as old as its audit was at the
+    evaluation plus the time since (by the controller's clock, ``summary.controller_time``). A miss (False) when any
+    node that is not unknown would now be older than ``max_audit_age``, or the record is odd or from the future."""
+    try:
+        summary = result["summary"]
+        elapsed = now() - float(summary.get("controller_time", summary["evaluation_time"]))
+        ages = [float(r["audit_age_s"]) for r in result["nodes"].values()
+                if r["state"] != "unknown" and r.get("audit_age_s") is not None]
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return False
+    return 0 <= elapsed and elapsed + max(ages or [0.0]) <= max_audit_age
 
 
 def redacted(value, secrets=(), _seen=None):

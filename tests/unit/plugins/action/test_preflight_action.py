@@ -25,14 +25,14 @@ CASES = [
 ]
 
 
-def run_action(playbook, hosts, task_vars):
+def run_action(playbook, hosts, task_vars, **args):
     """The action plugin's run() as the playbooks call it (nodefix.k8s.preflight: playbook, hosts)."""
-    return action_of(preflight, {"playbook": playbook, "hosts": hosts}).run(task_vars=task_vars)
+    return action_of(preflight, dict(args, playbook=playbook, hosts=hosts)).run(task_vars=task_vars)
 
 
-def run_preflight(playbook, host_vars):
+def run_preflight(playbook, host_vars, **args):
     """With the hosts' variables as Ansible's hostvars gives them."""
-    return run_action(playbook, sorted(host_vars), {"hostvars": host_vars})
+    return run_action(playbook, sorted(host_vars), {"hostvars": host_vars}, **args)
 
 
 @pytest.mark.parametrize("playbook,extra,words", CASES, ids=["%s-%s" % (c[0], "-".join(c[1])) for c in CASES])
@@ -134,3 +134,31 @@ def test_the_plays_own_vars_are_judged_as_settings():
     task_vars.update(nodefix_reboot=True)
     del task_vars["nodefix_drain_timout"]
     assert not _run_with_task_vars("remediate", hostvars, task_vars).get("failed")
+
+
+def triaged(state, **extra):
+    return dict(extra, nodefix_report_dir="/tmp/reports", nodefix_become=False,
+                nodefix_triage={"state": state, "ids": [], "findings": [], "reasons": [], "audit_age_s": 60.0})
+
+
+def test_remediate_refuses_the_triages_orphans_always_and_its_clean_nodes_unless_asked():
+    """Review L3: orphans and clean hosts (add_clean_hosts) are in all, and remediate runs on nodefix_targets |
+    default('all'): a forgotten -e nodefix_targets=nodefix_triage_targets would remediate them. The preflight refuses
+    an orphan always, a clean node unless nodefix_triage_remediate_clean is true; findings and unknown pass."""
+    fleet = {"node-f": triaged("findings"), "node-u": triaged("unknown"), "node-c": triaged("clean"),
+             "stray": triaged("orphan")}
+    result = run_preflight("remediate", fleet)
+    assert result.get("failed") is True, result
+    assert "1 host(s) are the triage's orphans" in result["msg"] and ": stray;" in result["msg"], result["msg"]
+    assert "1 host(s) the triage found clean are among the targets: node-c;" in result["msg"], result["msg"]
+    assert "node-f" not in result["msg"] and "node-u" not in result["msg"]
+    # asked: the clean node passes, the orphan never
+    # (tasks/preflight.yml passes nodefix_triage_remediate_clean as triage_remediate_clean)
+    result = run_preflight("remediate", fleet, triage_remediate_clean=True)
+    assert result.get("failed") is True and "found clean" not in result["msg"] and "stray" in result["msg"], result
+    del fleet["stray"]
+    assert not run_preflight("remediate", fleet, triage_remediate_clean="true").get("failed")
+    assert run_preflight("remediate", fleet, triage_remediate_clean=False).get("failed")
+    # the targets alone pass; an audit (read only) of every triaged host is not refused
+    assert not run_preflight("remediate", {"node-f": triaged("findings"), "node-u": triaged("unknown")}).get("failed")
+    assert not run_preflight("audit", {"node-c": triaged("clean"), "stray": triaged("orphan")}).get("failed")

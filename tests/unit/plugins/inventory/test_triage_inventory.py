@@ -55,7 +55,7 @@ class Plugin(plugin_module.InventoryModule):
         return self._options[option]
 
 
-FRESH = {"up": 1, "scrape_error": 0, "mtime": AT - 60, "checks_reported": 1}
+FRESH = {"up": 1, "scrape_error": 0, "mtime": AT - 60, "checks_reported": 1, "clock_offset": 0.0}
 
 
 def answer(unknown=1):

@@ -26,9 +26,14 @@ class Double(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 - the name http.server calls
         query = parse_qs(urlsplit(self.path).query)
-        expr, at = query["query"][0], float(query["time"][0])
+        expr = query["query"][0]
         status, body = Double.odd.get("status") or (200, None)
-        if body is None:
+        if body is None and "time" not in query:  # the server's clock: time() at its own now, as Prometheus answers
+            assert expr == "time()", expr
+            now = time.time() + Double.odd.get("clock_ahead", 0)
+            body = {"status": "success", "data": {"resultType": "scalar", "result": [now, "%.3f" % now]}}
+        elif body is None:
+            at = float(query["time"][0])
             body = {"status": "success", "data": {"resultType": "vector", "result": self.samples(expr, at)}}
             if Double.odd.get("warning"):
                 body["warnings"] = [Double.odd["warning"]]
@@ -42,13 +47,15 @@ class Double(http.server.BaseHTTPRequestHandler):
     def samples(expr, at):
         def sample(labels, value):
             return {"metric": labels, "value": [at, str(value)]}
-        if "kube_node_info" in expr:
-            return [sample(Double.odd.get("ksm_labels") or {"node": "node-a", "internal_ip": "10.0.0.1"}, 1)]
+        if "kube_node_info" in expr:  # and kube-state-metrics' own up (the query's 'or')
+            return [sample(Double.odd.get("ksm_labels") or {"node": "node-a", "internal_ip": "10.0.0.1"}, 1),
+                    sample({"__name__": "up", "job": "kube-state-metrics", "instance": "10.0.9.1:8080"}, 1)]
         if expr.startswith("max by (instance) (up"):
             return [sample(Double.odd.get("up_labels") or {"instance": "node-a:9100"}, 1)]
         if "node_textfile" in expr:
             return [sample({"instance": "node-a:9100", "__name__": "node_textfile_scrape_error"}, 0),
-                    sample({"instance": "node-a:9100", "__name__": "node_textfile_mtime_seconds"}, at - 60)]
+                    sample({"instance": "node-a:9100", "__name__": "node_textfile_mtime_seconds"}, at - 60),
+                    sample({"instance": "node-a:9100", "nodefix_clock": "offset"}, 0.002)]  # the node's clock
         if expr.startswith("nodefix_finding"):
             return [sample({"instance": "node-a:9100", "id": "kubelet.eviction_thresholds", "severity": "high",
                             "check": "kubelet", "subject": Double.odd.get("subject", "")}, 1)]
@@ -100,6 +107,7 @@ def test_the_double_answers_a_healthy_parse(tmp_path, url):
     ({}, "node_label_regex: '('\n", "node_label_regex"),                              # the plugin's own option check
     ({"status": (200, b"<html>")}, "", "not JSON"),
     ({"status": (503, {"status": "error", "error": "overloaded"})}, "", "did not answer"),
+    ({"clock_ahead": 600}, "", "above max_clock_skew 60 s"),                           # the clocks disagree: refused
 ])
 def test_every_failure_fails_the_command_with_no_host(tmp_path, url, odd, extra, says):
     out = inventory(tmp_path, url, odd, extra)
@@ -149,7 +157,8 @@ def test_a_cached_verdict_older_than_max_audit_age_is_asked_again(tmp_path, url)
     data = json.loads(entry.read_text())
     wrapped = "__payload__" in data  # ansible-core >= 2.19 writes the value as a JSON text under __payload__
     result = json.loads(data["__payload__"]) if wrapped else data
-    result["summary"]["evaluation_time"] = time.time() - 601  # run 1 was 601 s ago: its verdicts are too old
+    # run 1 was 601 s ago (the controller's clock; Prometheus' the same): its verdicts are too old
+    result["summary"]["evaluation_time"] = result["summary"]["controller_time"] = time.time() - 601
     entry.write_text(json.dumps(dict(data, __payload__=json.dumps(result)) if wrapped else result))
     out = inventory(tmp_path, url, {"up_labels": {"instance": 5}}, extra)  # asked again: the new answer counts
     assert out.returncode != 0 and "labels are not all strings" in out.stderr, out.stderr

@@ -6,6 +6,8 @@ evaluation time, answering the triage's six queries (identified by the collectio
 the way PromQL does. The queries themselves are held to a REAL Prometheus 2.42 in
 tests/unit/plugins/module_utils/test_triage_prometheus.py."""
 
+import re
+
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -26,12 +28,26 @@ class Tsdb(object):
     def __init__(self, conf, series, warnings=None, down=False):
         self.conf, self.series, self.warnings, self.down = conf, series, warnings or {}, down
         self.names = dict((v, k) for k, v in triage_observe.queries(conf).items())
+        self.names[triage_expected.ksm_query(conf)] = "kube_node_info"
+        # the selector's matchers, applied to every series the queries select (PromQL's label matchers)
+        self.matchers = [(k, op, v.replace('\\"', '"')) for k, op, v in re.findall(
+            r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"', conf.get("selector") or "")]
         self.requests = 0
         self.where = "http://prometheus.test:9090"
         self.asked_at = set()
+        self.clock = AT  # the server's own clock
 
-    def _of(self, metric):
-        return [s for s in self.series if s[0] == metric]
+    def _selected(self, labels, job):
+        """Whether a series' labels pass ``job=~job`` and the selector's matchers."""
+        def match(k, op, v):
+            got = labels.get(k, "")
+            return {"=": got == v, "!=": got != v, "=~": bool(re.fullmatch(v, got)),
+                    "!~": not re.fullmatch(v, got)}[op]
+        return bool(re.fullmatch(job, labels.get("job", ""))) and all(match(*m) for m in self.matchers)
+
+    def _of(self, metric, job=None):
+        job = self.conf["exporter_job"] if job is None else job
+        return [s for s in self.series if s[0] == metric and self._selected(s[1], job)]
 
     @staticmethod
     def _max_by(series, keep, name=False):
@@ -44,14 +60,17 @@ class Tsdb(object):
 
     def _answer(self, name):
         label = self.conf["node_label"]
-        if name == "kube_node_info":
-            return self._max_by(self._of("kube_node_info"), ("node", "internal_ip"))
+        if name == "kube_node_info":  # and kube-state-metrics' own up, as the 'or' in the query adds it
+            return self._max_by(self._of("kube_node_info", ".*"), ("node", "internal_ip")) + [
+                ("up", dict(labels), value) for metric, labels, value in self._of("up", self.conf["kube_state_metrics_job"])]
         if name == "up":
             return self._max_by(self._of("up"), (label,))
         if name == "textfile":
-            # the file label: absent, or a path whose last part is nodefix.prom
-            return self._max_by([s for s in self.series if s[0] in (
-                "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds")
+            # the file label: absent, or a path whose last part is nodefix.prom; the node's clock offset (what
+            # node_time_seconds - timestamp(node_time_seconds) computes) is given as a series "clock_offset"
+            return self._max_by([s for s in self.series if self._selected(s[1], self.conf["exporter_job"]) and s[0] in (
+                "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds",
+                "clock_offset")
                 and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")], (label,), name=True)
         if name == "findings":
             return self._of("nodefix_finding")
@@ -69,6 +88,14 @@ class Tsdb(object):
                 and s[1]["check"] in self.conf["required_checks"]]
         return out
 
+    def get(self, path, params):
+        """The real client's ``get``: only ``time()`` at the server's own now (``clock``), as Prometheus answers it."""
+        self.requests += 1
+        assert path == "/api/v1/query" and params["query"] == "time()" and "time" not in params, params
+        if self.down:
+            raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
+        return {"status": "success", "data": {"resultType": "scalar", "result": [self.clock, "%.3f" % self.clock]}}
+
     @staticmethod
     def secret_values():
         """The real client's contract: the credential values it sent (this double sends none)."""
@@ -79,8 +106,9 @@ class Tsdb(object):
         self.asked_at.add(at)
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
-        name = "kube_node_info" if expr == triage_expected.KSM_QUERY else self.names[expr]
-        result = [{"metric": dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
+        name = self.names[expr]
+        result = [{"metric": dict(labels, **{triage_observe.CLOCK_OFFSET: "offset"}) if metric == "clock_offset" else
+                   dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
                   for metric, labels, value in self._answer(name)]
         return result, list(self.warnings.get(name, []))
 
@@ -91,13 +119,16 @@ def healthy(node, ip=None, instance=None, age=60, checks=CHECKS, extra=None):
     lab = dict({"instance": inst, "job": "node"}, **(extra or {}))
     out = [("kube_node_info", {"node": node, "internal_ip": ip or ""}, 1),
            ("up", lab, 1), ("node_textfile_scrape_error", lab, 0),
-           ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - age)]
+           ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - age),
+           ("clock_offset", lab, 0.01)]  # node_exporter's time collector: the node's clock as Prometheus'
+
     out += [("nodefix_audit_check_failed", dict(lab, check=c), 0) for c in checks]
     return out
 
 
 def conf(**kw):
     kw.setdefault("required_checks", list(CHECKS))
+    kw.setdefault("exporter_job", "node")  # the exporters' job (kube-state-metrics' up is not theirs)
     return triage_classify.settings(**kw)
 
 
@@ -119,8 +150,11 @@ def replace(series, metric, instance, value=None, drop=False, **labels):
     return out
 
 
+KSM_UP = ("up", {"job": "kube-state-metrics", "instance": "10.0.9.1:8080"}, 1)
+
+
 def fleet():
-    return healthy("node-a") + healthy("node-b") + healthy("node-c")
+    return healthy("node-a") + healthy("node-b") + healthy("node-c") + [KSM_UP]
 
 
 FAULTS = {
@@ -164,20 +198,21 @@ def test_the_heartbeat_inside_the_file_counts_too():
     series = fleet() + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, AT - 9000)]
     result, dummy = triage(series)
     assert result["nodes"]["node-b"]["reasons"] == ["stale"] and result["nodes"]["node-b"]["audit_age_s"] == 9000
-    # and a heartbeat from the future by more than max_audit_age is no proof of life either
+    # and a stamp from the future is no proof of life either: the node's clock is wrong
     series = replace(fleet(), "node_textfile_mtime_seconds", "node-c:9100", AT + 7200)
-    assert triage(series)[0]["nodes"]["node-c"]["reasons"] == ["stale"]
+    assert triage(series)[0]["nodes"]["node-c"]["reasons"] == ["clock_skew"]
 
 
 @pytest.mark.parametrize("heartbeat", [AT + 365 * 86400, float("inf")])
-def test_a_heartbeat_ahead_of_the_clock_is_stale_beside_a_fresh_mtime(heartbeat):
+def test_a_heartbeat_ahead_of_the_clock_is_unknown_beside_a_fresh_mtime(heartbeat):
     # each stamp judged on its own: the fresh mtime does not vouch for a heartbeat a year (or +Inf) ahead
     series = fleet() + [("nodefix_audit_timestamp_seconds", {"instance": "node-b:9100", "job": "node"}, heartbeat)]
     node = triage(series)[0]["nodes"]["node-b"]
     if heartbeat == float("inf"):  # not a time at all: a bad value, and never clean
         assert node["state"] == "unknown" and node["reasons"] == ["bad_value"], node
     else:
-        assert node["state"] == "unknown" and node["reasons"] == ["stale"] and "ahead of the clock" in node["notes"][0]
+        assert node["state"] == "unknown" and node["reasons"] == ["clock_skew"], node
+        assert "ahead of Prometheus' clock" in node["notes"][0]
 
 
 FINDING = {"instance": "node-b:9100", "job": "node", "id": "kubelet.eviction_thresholds", "severity": "high",
@@ -228,7 +263,7 @@ def test_no_expected_node_is_an_error():
 def test_findings_by_ip_instance_with_replicas_deduplicated_and_orphans_reported():
     series = healthy("node-a", ip="10.0.0.1", extra={"replica": "0"}) + healthy("node-a", ip="10.0.0.1",
                                                                                 extra={"replica": "1"})
-    series += healthy("node-b", ip="10.0.0.2") + healthy("stray", instance="10.9.9.9:9100")
+    series += healthy("node-b", ip="10.0.0.2") + healthy("stray", instance="10.9.9.9:9100") + [KSM_UP]
     series = [s for s in series if not (s[0] == "kube_node_info" and s[1]["node"] == "stray")]
     for replica in ("0", "1"):
         series.append(("nodefix_finding", {"instance": "10.0.0.1:9100", "job": "node", "replica": replica,
@@ -329,10 +364,173 @@ def test_the_expected_nodes_options_name_what_is_wrong(source, kw, error):
 def test_every_check_failed_value_but_0_is_unknown_never_clean(value):
     """nodefix_audit_check_failed is written 0 or 1 by the collection; any other value (2 from another writer, NaN)
     is a check that could not look and a bad value - the query asks '!= 0', so it is never dropped on the server."""
-    assert triage_observe.queries(conf())["failed"].startswith('nodefix_audit_check_failed{job=~".*"} != 0')
+    assert triage_observe.queries(conf())["failed"].startswith('nodefix_audit_check_failed{job=~"node"} != 0')
     series = replace(fleet(), "nodefix_audit_check_failed", "node-b:9100", value, check="kubelet")
     node = triage(series)[0]["nodes"]["node-b"]
     assert node["state"] == "unknown" and node["reasons"] == ["bad_value", "check_failed"], node
     # with no required checks at all, too
     node = triage(series, required_checks=[])[0]["nodes"]["node-b"]
     assert node["state"] == "unknown" and "check_failed" in node["reasons"], node
+
+
+@pytest.mark.parametrize("ghost", [
+    ("kube_node_info", {"node": "node-a-old", "internal_ip": "10.0.0.5"}, 1),  # a stale Node, the recycled IP
+    ("kube_node_info", {"node": "10.0.0.5", "internal_ip": ""}, 1),            # a node named as another's IP
+])
+def test_an_address_two_expected_nodes_claim_matches_neither(ghost):
+    """H1: the series of 10.0.0.5:9100 cannot be told to be node-b's or the ghost's - both unknown
+    (ambiguous_address), neither clean, the address not given to either to connect to, and no orphan."""
+    series = healthy("node-b", ip="10.0.0.5") + healthy("node-c", ip="10.0.0.6") + [ghost, KSM_UP]
+    series.append(("nodefix_finding", dict(FINDING, instance="10.0.0.5:9100"), 1))
+    result, dummy = triage(series, max_unknown_percent=100)
+    for name in ("node-b", ghost[1]["node"]):
+        node = result["nodes"][name]
+        assert node["state"] == "unknown" and node["reasons"] == ["ambiguous_address"], node
+        assert "10.0.0.5 is claimed by" in node["notes"][0] and node["internal_ip"] is None and not node["findings"]
+    assert result["nodes"]["node-c"]["state"] == "clean" and result["nodes"]["node-c"]["internal_ip"] == "10.0.0.6"
+    assert result["orphans"] == {} and result["summary"]["unknown_by_reason"] == {"ambiguous_address": 2}
+
+
+@pytest.mark.parametrize("subject, could_not_look", [("kubelet", "kubelet"), ("", triage_classify.UNNAMED_CHECK)])
+def test_the_audits_own_check_failed_finding_is_a_check_that_could_not_look_whatever_the_gauge(subject, could_not_look):
+    """L2: audit.check_failed names a detector that could not look; its gauge at 0 beside it (a file that contradicts
+    itself) does not make the node clean - nor does a finding that names no check."""
+    failed = dict(FINDING, id="audit.check_failed", severity="medium", check="", subject=subject)
+    node = triage(fleet() + [("nodefix_finding", failed, 1)])[0]["nodes"]["node-b"]
+    assert node["state"] == "unknown" and node["reasons"] == ["check_failed"], node
+    assert node["notes"] == ["could not look: %s" % could_not_look] and node["ids"] == []
+    # beside a real finding: the node has findings, the blind detector still listed
+    node = triage(fleet() + [("nodefix_finding", failed, 1), ("nodefix_finding", FINDING, 1)])[0]["nodes"]["node-b"]
+    assert node["state"] == "findings" and node["reasons"] == ["check_failed"], node
+
+
+@pytest.mark.parametrize("metric, ahead, reasons", [
+    ("node_textfile_mtime_seconds", 30, []),                    # within max_clock_skew (60 s): NTP's jitter
+    ("node_textfile_mtime_seconds", 61, ["clock_skew"]),
+    ("node_textfile_mtime_seconds", 29 * 60, ["clock_skew"]),    # below max_audit_age ahead: no longer accepted
+    ("nodefix_audit_timestamp_seconds", 29 * 60, ["clock_skew"]),
+])
+def test_a_stamp_ahead_of_prometheus_clock_beyond_max_clock_skew_is_unknown(metric, ahead, reasons):
+    """M4: the node's clock is ahead - its audit's age cannot be known, so it is unknown (clock_skew), never clean."""
+    if metric == "node_textfile_mtime_seconds":
+        series = replace(fleet(), metric, "node-b:9100", AT + ahead)
+    else:
+        series = fleet() + [(metric, {"instance": "node-b:9100", "job": "node"}, AT + ahead)]
+    node = triage(series)[0]["nodes"]["node-b"]
+    assert node["reasons"] == reasons and node["state"] == ("unknown" if reasons else "clean"), node
+
+
+def clocked(controller, server=AT, **kw):
+    c = conf(**kw)
+    db = Tsdb(c, fleet())
+    db.clock = server
+    return triage_run.triage(db, c, "kube_state_metrics", now=lambda: controller), db
+
+
+@pytest.mark.parametrize("controller, max_clock_skew, refused", [
+    (AT + 5, 60, False), (AT - 59, 60, False), (AT + 61, 60, True), (AT - 3600, 60, True), (AT + 3600, 7200, False),
+])
+def test_the_evaluation_time_is_prometheus_clock_and_a_skewed_controller_is_refused(controller, max_clock_skew, refused):
+    """M4: every query is asked at Prometheus' own time() (one request), never the controller's clock; when the two
+    differ by more than max_clock_skew the run is refused before the fleet is asked."""
+    if refused:
+        with pytest.raises(NodefixError, match="above max_clock_skew %d s" % max_clock_skew):
+            clocked(controller, max_clock_skew=max_clock_skew)
+        return
+    result, db = clocked(controller, max_clock_skew=max_clock_skew)
+    assert db.asked_at == {AT} and result["summary"]["evaluation_time"] == AT
+    assert result["summary"]["clock_skew_s"] == controller - AT and result["summary"]["controller_time"] == controller
+    assert result["summary"]["requests"] == db.requests == 7  # time() and the six
+    assert [r["state"] for r in result["nodes"].values()] == ["clean"] * 3
+
+
+@pytest.mark.parametrize("data", [
+    {"resultType": "scalar", "result": [AT, "NaN"]}, {"resultType": "vector", "result": []},
+    {"resultType": "scalar", "result": [AT]}, {"resultType": "scalar", "result": [AT, "+Inf"]}, None,
+])
+def test_a_clock_that_cannot_be_read_is_an_error(monkeypatch, data):
+    monkeypatch.setattr(Tsdb, "get", lambda self, path, params: {"status": "success", "data": data})
+    with pytest.raises(prometheus_client.BadAnswer, match="clock cannot be read"):
+        clocked(AT)
+
+
+@pytest.mark.parametrize("elapsed, oldest, served", [
+    (5, 60, True), (200, 1700, False), (1801, 0, False), (-120, 60, False), (100, 1700, True),
+])
+def test_a_cached_verdict_is_judged_by_each_nodes_age_when_served(elapsed, oldest, served):
+    """M4: a cached verdict is as old as the node's audit at the evaluation plus the time since; an unknown node's age
+    does not matter (it is a target either way)."""
+    result = triage(replace(fleet(), "node_textfile_mtime_seconds", "node-a:9100", AT - oldest, ))[0]
+    result["nodes"]["node-c"].update(state="unknown", audit_age_s=99999)
+    result["summary"]["controller_time"] = AT
+    assert triage_run.served_from_cache(result, 1800, now=lambda: AT + elapsed) is served
+
+
+@pytest.mark.parametrize("offset, reasons", [
+    (2, []), (-45, []), (29 * 60, ["clock_skew"]), (-120, ["clock_skew"]), (float("nan"), ["no_clock", "bad_value"]),
+    (None, ["no_clock"]),  # node_exporter's time collector off: the node's clock cannot be checked
+])
+def test_a_node_whose_own_clock_is_off_is_unknown(offset, reasons):
+    """M4: node-b's clock is ``offset`` s off Prometheus' (node_exporter's node_time_seconds against its scrape's
+    time); 29 min ahead with its audit stopped 55 min ago, its stamps read 26 min old - fresh by the numbers."""
+    series = replace(fleet(), "node_textfile_mtime_seconds", "node-b:9100", AT - 55 * 60 + 29 * 60)
+    series = replace(series, "clock_offset", "node-b:9100", offset, drop=offset is None)
+    node = triage(series, max_audit_age=1800)[0]["nodes"]["node-b"]
+    assert node["reasons"] == reasons and node["state"] == ("unknown" if reasons else "clean"), node
+    if reasons == ["clock_skew"]:
+        assert "the node's clock is %g s" % abs(offset) in node["notes"][0], node["notes"]
+    if offset is None:  # unless the user says the clocks are watched otherwise
+        node = triage(series, max_audit_age=1800, require_node_clock=False)[0]["nodes"]["node-b"]
+        assert node["state"] == "clean", node
+
+
+@pytest.mark.parametrize("ksm, says", [
+    ([KSM_UP, ("up", {"job": "kube-state-metrics", "instance": "10.0.9.2:8080"}, 0)], "10.0.9.2:8080 are down"),
+    ([], "no up of kube-state-metrics"),
+    ([("up", {"job": "ksm-shard", "instance": "10.0.9.1:8080"}, 1)], "no up of kube-state-metrics"),
+])
+def test_an_incomplete_kube_state_metrics_is_an_error_never_a_smaller_fleet(ksm, says):
+    """M1: a kube-state-metrics shard or replica down drops its nodes from kube_node_info: the triage refuses rather than
+    call them orphans and count the storm breaker against a smaller fleet; none scraped cannot be known complete."""
+    series = [s for s in fleet() if s != KSM_UP] + ksm
+    with pytest.raises(NodefixError, match=says):
+        triage(series)
+    # its job named: the shard's up is kube-state-metrics'
+    if ksm and ksm[0][1]["job"] == "ksm-shard":
+        assert triage(series, kube_state_metrics_job="ksm-shard")[0]["summary"]["fleet_size"] == 3
+
+
+def test_an_orphan_that_exports_findings_is_an_error_never_dropped():
+    """M1 (t1.py #2): node-b is missing from kube_node_info, its exporter exports a critical finding - the triage fails
+    naming it; an orphan without findings (or whose findings do not count) is only reported."""
+    series = [s for s in fleet() if not (s[0] == "kube_node_info" and s[1]["node"] == "node-b")]
+    result = triage(series)[0]
+    assert list(result["orphans"]) == ["node-b"] and result["summary"]["fleet_size"] == 2
+    series.append(("nodefix_finding", dict(FINDING, id="containerd.cve", severity="critical"), 1))
+    with pytest.raises(NodefixError, match=r"export findings but are not expected nodes: node-b \(containerd.cve\)"):
+        triage(series)
+    result = triage(series, exclude_ids=["containerd.*"])[0]
+    assert result["orphans"]["node-b"]["state"] == "orphan" and result["orphans"]["node-b"]["ids"] == []
+
+
+def test_the_selector_scopes_every_query_to_one_cluster():
+    """M1: a global Prometheus (Thanos) holds two clusters with the same node names; ``selector`` adds its matchers to
+    every query, so one cluster's nodes are triaged alone - not merged by max with the other's."""
+    prod = [(m, dict(lab, cluster="prod"), v) for m, lab, v in fleet()]
+    staging = [(m, dict(lab, cluster="staging"), v) for m, lab, v in fleet()]
+    staging.append(("nodefix_finding", dict(FINDING, cluster="staging"), 1))
+    staging = replace(staging, "up", "node-c:9100", 0)
+    series = prod + staging
+    result, db = triage(series, selector='cluster="prod"')
+    assert [r["state"] for r in result["nodes"].values()] == ["clean"] * 3
+    assert all('cluster="prod"' in q for q in db.names), db.names
+    result = triage(series, selector=' cluster = "staging" ,')[0]["nodes"]
+    assert result["node-b"]["state"] == "findings" and result["node-c"]["reasons"] == ["exporter_down"]
+    # without it the two clusters' node-c merge (the highest up): one cluster's down exporter is hidden
+    assert triage(series, max_unknown_percent=100)[0]["nodes"]["node-c"]["reasons"] == []
+
+
+@pytest.mark.parametrize("selector", ['cluster=prod', 'a="x"} or vector(1) or up{', '__name__="up"', 'a="x" b="y"'])
+def test_a_selector_that_is_not_label_matchers_is_refused(selector):
+    with pytest.raises(NodefixError, match="selector"):
+        conf(selector=selector)

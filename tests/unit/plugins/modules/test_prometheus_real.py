@@ -36,6 +36,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import cli
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import prometheus as report_prometheus
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
+from ansible_collections.nodefix.k8s.plugins.module_utils._triage import observe as triage_observe
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as triage_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -102,6 +103,9 @@ NODES = {
                                           'nodefix_audit_check_failed{check="kubelet"} 2'), 0),
     "node-failed-nan": (node_file().replace('nodefix_audit_check_failed{check="kernel"} 0',
                                             'nodefix_audit_check_failed{check="kernel"} NaN'), 0),
+    # the audit's own audit.check_failed finding with the check's gauge at 0: a file that contradicts itself
+    "node-failed-finding": (node_file(failed=["kubelet"]).replace('nodefix_audit_check_failed{check="kubelet"} 1',
+                                                                  'nodefix_audit_check_failed{check="kubelet"} 0'), 0),
     "node-orphan": (node_file(), 0),
 }
 EXPECTED = sorted(set(NODES) - {"node-orphan"}) + ["node-down", "node-never"]
@@ -109,7 +113,8 @@ CLASSES = {"node-clean": ("clean", []), "node-findings": ("findings", []), "node
            "node-stale": ("unknown", ["stale"]), "node-tick": ("clean", []),
            "node-heartbeat-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
            "node-missing": ("unknown", ["check_missing"]), "node-failed-2": ("unknown", ["bad_value", "check_failed"]),
-           "node-failed-nan": ("unknown", ["bad_value", "check_failed"]), "node-down": ("unknown", ["exporter_down"]),
+           "node-failed-nan": ("unknown", ["bad_value", "check_failed"]),
+           "node-failed-finding": ("unknown", ["check_failed"]), "node-down": ("unknown", ["exporter_down"]),
            "node-never": ("unknown", ["no_series"])}
 
 
@@ -136,7 +141,7 @@ def exporters(tmp, procs):
             (directory / "other.prom").write_text("# TYPE other_job_last_run gauge\nother_job_last_run 1\n")
         targets[node] = "127.0.0.1:%d" % free_port()
         procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
-                                       "--collector.disable-defaults", "--collector.textfile",
+                                       "--collector.disable-defaults", "--collector.textfile", "--collector.time",
                                        "--collector.textfile.directory=%s" % directory,
                                        "--web.listen-address=%s" % targets[node]],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -144,10 +149,27 @@ def exporters(tmp, procs):
     return targets
 
 
-def config(targets):
+def kube_state_metrics(tmp, procs):
+    """kube-state-metrics' kube_node_info of the expected nodes (kube-state-metrics' own exposition, served by one more
+    real node_exporter's textfile collector): its host:port, scraped as job kube-state-metrics."""
+    directory = tmp / "kube-state-metrics"
+    directory.mkdir()
+    (directory / "ksm.prom").write_text("# TYPE kube_node_info gauge\n" + "".join(
+        'kube_node_info{node="%s",internal_ip="10.0.0.%d",kernel_version="6.1.0"} 1\n' % (n, i + 1)
+        for i, n in enumerate(sorted(EXPECTED))))
+    address = "127.0.0.1:%d" % free_port()
+    procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
+                                   "--collector.disable-defaults", "--collector.textfile",
+                                   "--collector.textfile.directory=%s" % directory, "--web.listen-address=%s" % address],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return address
+
+
+def config(targets, ksm):
     static = "\n".join("      - targets: ['%s']\n        labels: {nodename: %s}" % (t, n) for n, t in sorted(targets.items()))
     return ("global:\n  evaluation_interval: 1s\n  scrape_interval: 1s\nrule_files: [rules.yml]\n"
-            "scrape_configs:\n  - job_name: node\n    static_configs:\n%s\n" % static)
+            "scrape_configs:\n  - job_name: node\n    static_configs:\n%s\n"
+            "  - job_name: kube-state-metrics\n    static_configs:\n      - targets: ['%s']\n" % (static, ksm))
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +179,9 @@ def prometheus(tmp_path_factory):
     try:
         ca = tls(tmp)
         targets = exporters(tmp, procs)
+        ksm = kube_state_metrics(tmp, procs)
         (tmp / "rules.yml").write_text(RULES)
-        (tmp / "prometheus.yml").write_text(config(targets))
+        (tmp / "prometheus.yml").write_text(config(targets, ksm))
         url = "https://127.0.0.1:%d" % free_port()
         proc = subprocess.Popen([real("prometheus_*", "prometheus"), "--config.file=%s" % (tmp / "prometheus.yml"),
                                  "--web.config.file=%s" % (tmp / "web.yml"), "--storage.tsdb.path=%s" % (tmp / "data"),
@@ -170,7 +193,8 @@ def prometheus(tmp_path_factory):
             try:
                 up, dummy = client.query("up", time.time())
                 firing = b'"NodeDown"' in json.dumps(client.get("/api/v1/alerts")).encode()
-                if firing and len(up) == len(targets) and client.query("node_textfile_scrape_error", time.time())[0]:
+                if firing and len(up) == len(targets) + 1 and client.query("kube_node_info", time.time())[0] \
+                        and client.query("node_textfile_scrape_error", time.time())[0]:
                     break
             except prometheus_client.NoAnswer:
                 pass
@@ -313,11 +337,46 @@ def test_the_triage_classifies_every_node_as_injected(prometheus):
     assert result["nodes"]["node-failed"]["notes"] == ["could not look: kubelet"]
     assert result["nodes"]["node-missing"]["notes"] == ["required check(s) missing: reboot"]
     assert result["nodes"]["node-failed-2"]["notes"][1:] == ["could not look: kubelet"]
+    assert 'audit.check_failed' in NODES["node-failed-finding"][0] and 'check="kubelet"} 0' in NODES["node-failed-finding"][0]
+    assert result["nodes"]["node-failed-finding"]["notes"] == ["could not look: kubelet"]
     assert list(result["orphans"]) == ["node-orphan"]
-    assert result["summary"]["requests"] == c.requests == 5  # the list source asks nothing
+    assert result["summary"]["requests"] == c.requests == 6  # Prometheus' clock and five; the list source asks nothing
     # the planted files' ages (an hour of margin: the clean one is as old as this module's run)
     clean, stale = result["nodes"]["node-clean"]["audit_age_s"], result["nodes"]["node-stale"]["audit_age_s"]
     assert 0 <= clean < 3600 < 4 * 3600 <= stale  # not-timed: ages of planted files, not how long the test took
+
+
+def test_the_evaluation_time_is_prometheus_clock_and_each_nodes_clock_is_read(prometheus):
+    """Issue 63 review M4 against the real server: the evaluation time is Prometheus' own time() (the controller's
+    clock an hour ahead is refused before the fleet is asked), and each node's clock offset comes from node_exporter's
+    time collector (node_time_seconds against its scrape's timestamp: these nodes share the machine's clock)."""
+    c = client(prometheus)
+    result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
+    assert abs(result["summary"]["clock_skew_s"]) < 60, result["summary"]  # not-timed: one machine's one clock
+    with pytest.raises(NodefixError, match="ahead of Prometheus' .* above max_clock_skew 60 s"):
+        triage_run.triage(client(prometheus), settings(), "list", nodes=EXPECTED, now=lambda: time.time() + 3600)
+    conf = settings()
+    observed, dummy_orphans, warned = triage_observe.observe(c, conf, dict((n, {}) for n in EXPECTED),
+                                                             result["summary"]["evaluation_time"])
+    offsets = dict((n, o.get("clock_offset")) for n, o in observed.items() if o.get("up") == 1)
+    assert offsets and all(o is not None and abs(o) < 60 for o in offsets.values()), offsets
+    assert not warned
+
+
+def test_kube_state_metrics_as_the_source_and_its_own_targets_checked(prometheus):
+    """Issue 63 review M1 against the real server: kube_node_info and kube-state-metrics' own up in one answer; the
+    classes are the list source's. A kube-state-metrics job with a target down (here the node job: node-down's target
+    refuses connections) is refused - a shard down would drop its nodes; a selector scopes every query."""
+    c = client(prometheus)
+    result = triage_run.triage(c, settings(exporter_job="node"), "kube_state_metrics")
+    assert dict((n, r["state"]) for n, r in result["nodes"].items()) == dict((n, v[0]) for n, v in CLASSES.items())
+    assert result["nodes"]["node-clean"]["internal_ip"] == "10.0.0.%d" % (sorted(EXPECTED).index("node-clean") + 1)
+    assert list(result["orphans"]) == ["node-orphan"] and result["summary"]["requests"] == c.requests == 7
+    with pytest.raises(NodefixError, match=r"kube-state-metrics target\(s\) 127.0.0.1:[0-9]+ are down"):
+        triage_run.triage(client(prometheus), settings(kube_state_metrics_job="node"), "kube_state_metrics")
+    scoped = triage_run.triage(client(prometheus), settings(selector='nodename=~"node-(clean|tick)"'), "list",
+                               nodes=["node-clean", "node-tick"])
+    assert [r["state"] for r in scoped["nodes"].values()] == ["clean", "clean"] and scoped["orphans"] == {}
 
 
 def test_one_tls_context_for_all_requests_and_certificates_still_checked(prometheus):
@@ -325,7 +384,7 @@ def test_one_tls_context_for_all_requests_and_certificates_still_checked(prometh
     transport = prometheus_transport.OpenUrl()
     c = prometheus_client.Client(transport, prometheus["url"], username=USER, password=PASSWORD, ca_path=prometheus["ca"])
     result = triage_run.triage(c, settings(), "list", nodes=EXPECTED)
-    assert result["summary"]["requests"] == 5 and transport.contexts_made == 1
+    assert result["summary"]["requests"] == 6 and transport.contexts_made == 1
     for kw, says in (({}, "CERTIFICATE_VERIFY_FAILED"), ({"ca_path": prometheus["ca"], "password": "nope"}, "401")):
         bad = prometheus_client.Client(transport, prometheus["url"], username=USER, **dict({"password": PASSWORD}, **kw))
         with pytest.raises(prometheus_client.NoAnswer, match=says):
@@ -396,7 +455,7 @@ def test_the_inventory_plugin_end_to_end_with_credentials_from_the_environment(p
     summary = hostvars["node-clean"]["nodefix_triage_summary"]  # all's vars, as --list gives them to each host
     assert hostvars["node-orphan"]["nodefix_triage_fleet_size"] == len(EXPECTED) == summary["fleet_size"]
     unknown = sum(1 for c in CLASSES.values() if c[0] == "unknown")
-    assert summary["counts"] == {"findings": 1, "unknown": unknown, "clean": 2, "orphan": 1} and summary["requests"] == 5
+    assert summary["counts"] == {"findings": 1, "unknown": unknown, "clean": 2, "orphan": 1} and summary["requests"] == 6
     assert PASSWORD not in out.stdout + out.stderr
 
 
@@ -426,10 +485,10 @@ def test_the_inventory_takes_a_url_with_user_information_warns_and_shows_none(pr
 
 # -- the triage playbook (module + add_host, then remediate) -----------------------------------------------
 
-def playbook(prom, nodes, **extra):
+def playbook(prom, nodes, selector=None, **extra):
     options = {"prometheus_url": prom["url"], "prometheus_ca_path": prom["ca"], "prometheus_username": USER,
                "prometheus_password": PASSWORD, "expected_nodes": "list", "nodes": nodes, "node_label": "nodename",
-               "max_audit_age": 3600, "max_unknown_percent": 60}
+               "max_audit_age": 3600, "max_unknown_percent": 60, "selector": selector}
     extra_file = prom["tmp"] / "extra.json"
     extra_file.write_text(json.dumps(dict(extra, nodefix_triage_options=options,
                                           nodefix_report_dir=str(prom["tmp"] / "reports"))))
@@ -440,7 +499,8 @@ def playbook(prom, nodes, **extra):
 
 
 def test_the_playbook_with_every_node_clean_has_nothing_to_do(prometheus):
-    out = playbook(prometheus, ["node-clean"])
+    # the other nodes' exporters scoped out (node-findings would be an orphan with findings: an error)
+    out = playbook(prometheus, ["node-clean"], selector='nodename="node-clean"')
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "nothing to do: nodefix_triage_targets has no host - the triage found no node" in out.stdout
     with open(prometheus["tmp"] / "reports" / "remediate" / "report.json") as fh:

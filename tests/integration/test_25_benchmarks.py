@@ -219,4 +219,5 @@ def test_triage_benchmark_small(tmp_path):
     assert_ok("bench-triage", rc, out)
     runs = json.loads(result.read_text())["runs"]
     assert [r["kind"] for r in runs] == ["classifier", "inventory_targets", "inventory_full"]
-    assert [r.get("hosts") for r in runs] == [None, 5, 40] and all(r["requests"] == 6 for r in runs), runs
+    # 7: Prometheus' clock, kube_node_info with kube-state-metrics' own `up`, and the five observations
+    assert [r.get("hosts") for r in runs] == [None, 5, 40] and all(r["requests"] == 7 for r in runs), runs

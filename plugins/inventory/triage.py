@@ -111,6 +111,7 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -178,7 +179,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 value = self.get_option(name)
             except Exception:  # pylint: disable=broad-except  # options not read (a config error): none to hide
                 continue
-            values.update(value.values() if isinstance(value, dict) else [value])
+            # a header's value only under a secret's name (never a tenant's X-Scope-OrgID: a node's name holds it)
+            values.update(secret_values.of_mapping(value) if isinstance(value, dict) else [value])
         client = getattr(self, "_client_made", None)
         if client is not None:
             values.update(client.secret_values())

@@ -43,7 +43,7 @@ import re
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlsplit, urlunsplit
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth, secret_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 
@@ -134,9 +134,10 @@ class Client(object):
         self.requests = 0
 
     def secret_values(self):
-        """The credential values this client sends (password, header values, every token read from the token
+        """The credential values this client sends (the password, the values of the headers whose names are a
+        secret's - ``_core.secret_values``: never a tenant's ``X-Scope-OrgID`` - and every token read from the token
         file): what no text it raises - and no caller's output - may show (``scrub``)."""
-        values = set(self._read_secrets) | set(v for v in self._headers.values())
+        values = set(self._read_secrets) | secret_values.of_mapping(self._headers)
         if self._password:
             values.add(self._password)
         return set(v for v in values if v)

@@ -55,7 +55,11 @@ value written as ``<redacted by nodefix.k8s>``:
 - tokens recognisable by their shape wherever they are: a JSON Web Token (a service account token), GitHub
   (``ghp_``, ``github_pat_``), GitLab (``glpat-``), Slack (``xox?-``) and Google API (``AIza``) keys.
 
-Decided false positives (kept as they are): a key naming where a secret is rather than the secret
+Decided false positives (kept as they are): a name shaped as a node's with a number of its own (``auth-01``,
+``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``); a name whose last word
+measures a secret (``--authentication-token-webhook-cache-ttl=2m``); ``Basic``/``Bearer`` before an ordinary word
+(``Basic authentication failed``: letters in lower case after an optional capital, at most 15); a key naming where a
+secret is rather than the secret
 (its name ends in ``file``, ``path`` or ``dir``: ``password_file = "/etc/pw"``, ``tokenFile``,
 ``--tls-private-key-file``) - a path is what an operator needs to read; ``auth`` only as a whole
 key (``authentication``/``authorization`` are kubelet settings, not secrets); an empty value; a switch
@@ -82,20 +86,10 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
+
 MARK = "<redacted by nodefix.k8s>"
 
-# names that are secrets whole (normalised: lower case, '-' and '.' as '_')
-_EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
-                    "client_certificate_data", "secret", "apikey", "api_key", "creds",
-                    "private_token", "authkey", "sig"))
-# ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
-_PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "api_key", "apikey", "private_key",
-         "access_key")
-# whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
-_WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
-_WORD_LAST = frozenset(("api", "signature"))
-# names that say where a secret is (a path), not the secret
-_REFERENCE_ENDS = ("file", "files", "path", "dir")
 # flags whose value is ``name:password`` (etcdctl --user, curl -u/--user, skopeo --creds): the name is kept
 _USER_FLAGS = frozenset(("user", "u", "proxy_user"))
 
@@ -148,6 +142,9 @@ _URL_TOKEN_USER = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9
 # a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
 _QUERY_KEY = re.compile(r"(?P<head>[?&]key=)(?P<val>[^&#\s\"'<>]+)")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
+# an ordinary word after Basic/Bearer ("Basic authentication failed", "basic auth"): no credential is only letters
+# in lower case after an optional capital (base64 of user:password, a token: mixed case, digits, '=')
+_WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 _AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?(?!Digest[ \t]+[A-Za-z][\w-]*=)"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*[ \t]+)?)(?P<val>[^\s"',\]]{4,})""", re.IGNORECASE)
@@ -238,27 +235,6 @@ _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
 # its key = value and flag shapes are read again (every other shape was read in the whole text already)
 _NEST = [0]
 _NEST_MAX = 2
-
-
-def _words(name):
-    """The words of a name: split at '_', '-', '.', ' ' and lower-to-upper case changes, lower-cased."""
-    return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
-
-
-def secret_name(name):
-    """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
-    norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
-    if norm in _EXACT:
-        return True
-    if norm.endswith(_REFERENCE_ENDS):
-        return False
-    words = _words(name)
-    if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):
-        return True
-    # *_KEY as environment variables are named, *Key in camelCase (privateKey, accessKey); a kubeconfig's
-    # client-key is a path. *_PASS as environment variables are named (DB_PASS)
-    return (any(part in norm for part in _PART) or str(name).lower().endswith("_key") or norm.endswith("_pass")
-            or norm == "pass" or re.search(r"[a-z]Key$", str(name)) is not None)
 
 
 def _key_path(name, value):
@@ -465,7 +441,8 @@ def redact_text(text, token_context=False):
     text = _SHAPED_TOKEN.sub(MARK, text)
     for shape in (_AWS_PAIR, _API_KEY_WORDS, _SLACK_HOOK):
         text = shape.sub(lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, text)
-    text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
+    text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") or _WORD.match(m.group("val"))
+                       else m.group("head") + MARK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _yaml_values(text)
     text = _NETRC_LINE.sub(lambda line: _NETRC.sub(

@@ -12,7 +12,7 @@ request is made with redirects off and each redirect is judged:
 
 - to the same origin as the URL the operator gave (scheme, host, port - RFC 6454): followed with every header;
 - to another origin: followed WITHOUT ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and every header whose
-  name is a secret's (``_core.redact.secret_name``: ``X-Api-Key``, ``Private-Token``, ``X-JFrog-Art-Api``,
+  name is a secret's (``_core.secret_names.secret_name``: ``X-Api-Key``, ``Private-Token``, ``X-JFrog-Art-Api``,
   ``X-Registry-Auth``); other headers (a tenant's ``X-Scope-OrgID``) go on. This is what Go's net/http client does
   (it drops ``Authorization``, ``Www-Authenticate`` and ``Cookie`` on a redirect to a host that is not the first
   one's or its subdomain) and what curl does since 7.83 (CVE-2022-27776: no ``Authorization`` or ``Cookie`` on a
@@ -33,7 +33,7 @@ __metaclass__ = type
 from ansible.module_utils.six.moves.urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import secret_name
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 10

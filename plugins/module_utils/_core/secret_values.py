@@ -8,7 +8,7 @@
 """Which values of a mapping of headers or environment variables are credentials - the values removed as they are
 (Ansible's ``remove_values``, wherever they appear) from a plugin's output.
 
-Only a value whose name is a secret's (``_core.redact.secret_name``, and ``Authorization``: ``X-Api-Token``,
+Only a value whose name is a secret's (``_core.secret_names.secret_name``, and ``Authorization``: ``X-Api-Token``,
 ``ETCDCTL_PASSWORD``, ``ETCD_PASS``) is one, and the password of a ``user:password`` value under a user's name
 (``ETCDCTL_USER=root:pw``, etcdctl's own form): a tenant (``X-Scope-OrgID: prod``), a user name
 (``ETCDCTL_USER=root``) or ``ETCDCTL_API=3`` is data, and removing it as a substring would hide every node, step or
@@ -22,7 +22,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import secret_name
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 
 # headers that carry a credential whatever their scheme (RFC 9110 11.6.2, 11.7.2)

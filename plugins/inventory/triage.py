@@ -144,9 +144,10 @@ def config_error(exc, names):
         # the position: ansible-core 2.19 keeps it as the error's origin (path:line:column), older ones in the text
         # (Ansible's _read_config_data raises a new error from the loader's: its cause holds the origin)
         chain = [exc, exc.__cause__, exc.__context__]
-        where = re.search(r":(\d+):(\d+)|line (\d+)", " ".join("%s" % getattr(e, "obj", None) for e in chain if e)
-                          + " " + text)
-        line = where and (where.group(1) or where.group(3))
+        origins = " ".join("%s" % getattr(e, "obj", None) for e in chain if e)
+        # 2.17/2.18: "... line 4, column 27" in the text (after a JSON attempt's "line 1 column 1"); 2.19: path:4:27
+        where = re.search(r"line (\d+), column", text) or re.search(r":(\d+):\d+", origins)
+        line = where.group(1) if where else None
         return "the file is not valid YAML%s (the line is not shown: it may hold a credential)" % (
             " at line %s" % line if line else "")
     for name in sorted(names, key=len, reverse=True):

@@ -15,6 +15,8 @@ import subprocess
 import pytest
 import yaml
 
+import yaml_tasks
+
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
 HEAD = "plugin: nodefix.k8s.triage\nprometheus_url: http://127.0.0.1:9\nexpected_nodes: list\nnodes: [node-a]\n"
 
@@ -29,11 +31,17 @@ def shipped_env():
     return env
 
 
-def inventory(tmp_path, text, name="fleet.nodefix_triage.yml", env=None):
+def inventory(tmp_path, text, name="fleet.nodefix_triage.yml", env=None, core="newest"):
+    """``ansible-inventory --list`` of ``text``; ``core``: the venv's ansible-core (newest) or the oldest the
+    collection supports (meta/runtime.yml; scripts/setup.sh builds its venv): their errors are worded apart."""
     path = tmp_path / name
     path.write_text(text)
     environ = dict((k, v) for k, v in os.environ.items() if not k.startswith(("NODEFIX_PROMETHEUS_", "ANSIBLE_INVENTORY_")))
-    return subprocess.run(["ansible-inventory", "-i", str(path), "--list"], capture_output=True, text=True,
+    command = "ansible-inventory"
+    if core == "oldest":
+        command = os.path.join(ROOT, ".cache", "sanity-venv-oldest", "bin", "ansible-inventory")
+        assert os.path.exists(command), "run scripts/setup.sh: it builds the oldest ansible-core's venv"
+    return subprocess.run([command, "-i", str(path), "--list"], capture_output=True, text=True,
                           check=False, env=dict(environ, **(env or {})))
 
 
@@ -47,16 +55,18 @@ def no_hosts(out):
     ("prometheus_password: [Br4ce$ecret]\nprometheus_username: admin\n", "prometheus_password"),
     ("prometheus_headers: ['X-Api-Key Br4ce$ecret']\n", "prometheus_headers"),
 ], ids=["mapping", "list", "headers-list"])
-def test_an_option_of_the_wrong_type_is_named_never_quoted(tmp_path, extra, option):
-    out = inventory(tmp_path, HEAD + extra)
+@pytest.mark.parametrize("core", ["newest", "oldest"])
+def test_an_option_of_the_wrong_type_is_named_never_quoted(tmp_path, extra, option, core):
+    out = inventory(tmp_path, HEAD + extra, core=core)
     assert out.returncode != 0 and option in out.stderr, out.stderr
     assert "Br4ce" not in out.stdout + out.stderr and no_hosts(out)
 
 
-def test_a_yaml_error_the_plugin_reads_names_the_line_not_its_text(tmp_path):
+@pytest.mark.parametrize("core", ["newest", "oldest"])
+def test_a_yaml_error_the_plugin_reads_names_the_line_not_its_text(tmp_path, core):
     # the plugin enabled by name (no auto plugin before it): the plugin's own loading fails
     out = inventory(tmp_path, HEAD + "prometheus_username: admin\nprometheus_password: Col0n: Secret44\n",
-                    env={"ANSIBLE_INVENTORY_ENABLED": "nodefix.k8s.triage"})
+                    env={"ANSIBLE_INVENTORY_ENABLED": "nodefix.k8s.triage"}, core=core)
     assert out.returncode != 0 and "not valid YAML at line 6" in out.stderr, out.stderr
     assert "Secret44" not in out.stdout + out.stderr and no_hosts(out)
 
@@ -79,19 +89,9 @@ _Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(
 _Loader.add_constructor("!vault", lambda loader, node: loader.construct_scalar(node))
 
 
-def _tasks(node):
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ("tasks", "block", "rescue", "always"):
-            yield from _tasks(node.get(key))
-
-
 def test_the_awx_inventory_source_sets_the_same_setting():
     with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
         play = yaml.load(handle, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-    sources = [t["awx.awx.inventory_source"] for t in _tasks(play) if "awx.awx.inventory_source" in t]
+    sources = [t["awx.awx.inventory_source"] for t in yaml_tasks.tasks(play) if "awx.awx.inventory_source" in t]
     scm = [s for s in sources if s.get("source") == "scm"]
     assert scm and all(s.get("source_vars") == shipped_env() for s in scm), scm

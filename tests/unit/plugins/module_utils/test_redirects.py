@@ -6,10 +6,13 @@ header (a tenant header goes on); one to the same origin gets them all; https ->
 information in the Location and an endless loop are refused."""
 
 import base64
+import glob
 import json
+import os
 import threading
 
 import pytest
+import yaml
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import redirects
@@ -17,6 +20,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport
 from ansible_collections.nodefix.k8s.plugins.modules import runsc_install
+
+import yaml_tasks
 
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
 
@@ -33,8 +38,8 @@ class Origins(object):
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
                 port = self.server.server_address[1]
-                origins.seen.append((port, self.path.split("?")[0], dict((k.lower(), v) for k, v in
-                                                                        self.headers.items())))
+                headers = dict((k.lower(), v) for k, v in self.headers.items())
+                origins.seen.append((port, self.path.split("?")[0], headers))
                 rest = self.path.split("/", 2)[-1]
                 target = {"cross": "http://127.0.0.1:%d/final/%s" % (origins.port("b"), rest),
                           "same": "/final/%s" % rest, "loop": "/loop/x", "ftp": "ftp://127.0.0.1/x",
@@ -154,27 +159,14 @@ def test_runsc_install_sends_no_mirror_credential_to_another_origin(run_module, 
     assert all(h["x-tenant"] == "t1" for h in handed)
 
 
-def _tasks(node):
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ("block", "rescue", "always"):
-            yield from _tasks(node.get(key))
-
-
 def test_every_role_request_with_headers_sends_them_with_the_first_request_only():
     """The roles' ansible.builtin.uri/get_url follow a redirect with every header to any host (Ansible's redirect
     handler keeps them): each task that sends headers lists all of them in unredirected_headers."""
-    import glob
-    import os
-    import yaml
     root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
     found = 0
     for path in glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml")):
         with open(path) as handle:
-            for task in _tasks(yaml.safe_load(handle)):
+            for task in yaml_tasks.tasks(yaml.safe_load(handle)):
                 for name in ("ansible.builtin.uri", "ansible.builtin.get_url"):
                     args = task.get(name)
                     if isinstance(args, dict) and args.get("headers"):

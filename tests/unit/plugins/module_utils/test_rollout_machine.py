@@ -319,8 +319,12 @@ def test_a_step_detail_is_redacted_once_when_it_is_recorded_and_its_stop_says_th
 
     with pytest.raises(Stop) as stop:
         runner.run("control_plane", fails)
+
+    def holds():
+        raise Stop(Outcome.HELD, "held: EnvPw62")
+
     with pytest.raises(Stop) as held:
-        runner.run("reboot_gate", lambda: (_ for _ in ()).throw(Stop(Outcome.HELD, "held: EnvPw62")))
+        runner.run("reboot_gate", holds)
     texts = [stop.value.detail, held.value.detail] + seen + [s.detail for s in runner.steps]
     assert all("UrlPw62" not in t and "EnvPw62" not in t for t in texts), texts
     assert held.value.detail == "held: ********" and "etcd:2379" in stop.value.detail

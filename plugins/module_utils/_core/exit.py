@@ -87,9 +87,12 @@ def _credentials_only(module, spec):
         if isinstance(value, dict) and str(name).endswith(("headers", "environment")):
             data.update("%s" % v for v in value.values() if isinstance(v, (str, int, float)))
             credentials.update(secret_values.of_mapping(value))
+        elif isinstance(value, dict):
+            kept.update("%s" % v for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            kept.update("%s" % v for v in value)
         else:
-            kept.update("%s" % v for v in (value.values() if isinstance(value, dict) else
-                                          value if isinstance(value, (list, tuple)) else [value]))
+            kept.add("%s" % value)
     # a user:password value's password is masked on its own (ETCDCTL_USER=root:pw: the user shown)
     values.difference_update(data - kept - credentials)
     values.update(credentials)

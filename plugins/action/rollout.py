@@ -28,6 +28,8 @@ from ansible.utils.display import Display
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import spawn
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import leave_action, redacted_run
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_values import of_mapping as secret_mapping_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import events_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s.rollout_api import RolloutApi
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
@@ -51,21 +53,23 @@ EVENTS_NAMESPACE = "default"
 
 
 def secret_values(args):
-    """Every string in the secret options' values (``interface.SECRET``): masked out of any result or message."""
+    """The credentials among the secret options (``interface.SECRET``), removed as they are from every line, Event,
+    annotation and result: the password, and only the values of the headers and environment variables whose names
+    are a secret's (``_core.secret_values``) - a tenant header or ``ETCDCTL_USER=root`` is not one."""
     out = set()
-
-    def walk(value):
+    for name in interface.SECRET:
+        value = args.get(name)
         if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                walk(item)
+            out.update(secret_mapping_values(value))
         elif value not in (None, "") and not isinstance(value, bool):
             out.add("%s" % value)
-    for name in interface.SECRET:
-        walk(args.get(name))
     return out
+
+
+def redactor(values):
+    """``text`` -> the text without any of ``values``: what the machine's ``Runner`` applies to a step's detail after
+    the redaction by shape."""
+    return lambda text: remove_values(text, values) if values else text
 
 
 def write_evidence(path, bundle):
@@ -145,6 +149,7 @@ class ActionModule(ActionBase):
         work = {"window": window, "storm": lambda: args["storm"],
                 "run_command": etcd_runner(args["etcd_health_environment"], args["api_timeout"] * 4),
                 "audit": lambda: self._node_module("nodefix.k8s.node_audit", args["audit_args"], task_vars),
+                "redact": redactor(secret_values(args)),
                 "after_step": lambda step: display.display("%s%s | %s" % (
                     "(check) " if self._task.check_mode else "", node, step.line()))}
         if args["prometheus_url"]:
@@ -190,6 +195,11 @@ class ActionModule(ActionBase):
                                       interface.drain_error(state), bool(state["cordoned_before"]))
             note = trail.annotation(args["run_id"], rec, before, after, finished)
         instance = trail.cut_bytes(socket.gethostname(), trail.INSTANCE_MAX, "")
+        # what leaves for the cluster (kept there after the run) goes through the steps' redactor once more: the
+        # roles' own message (remediation.msg) is not a step's detail
+        values = secret_values(args)
+        events = [remove_values(redact(e), values) for e in events]
+        note = remove_values(redact(note), values)
         _posted, _annotated, errors = events_api.post(api.kube, node, EVENTS_NAMESPACE, instance,
                                                       trail.ordered(events), note)
         if errors:

@@ -111,6 +111,7 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -132,6 +133,29 @@ def fail(msg):
         raise AnsibleParserError(msg)
     display.error(msg)
     raise SystemExit(1)
+
+
+def config_error(exc, names):
+    """What a plugin file's error says, never quoting its text: Ansible's own option conversion error quotes the
+    value (``prometheus_password: {Br4ce$ecret}`` read as a mapping), a YAML error the line - a password in either.
+    The option named (one of ``names``), or where the YAML error is."""
+    text = "%s" % exc
+    if isinstance(exc, AnsibleParserError) or "yaml" in type(exc).__name__.lower() or "YAML" in text:
+        # the position: ansible-core 2.19 keeps it as the error's origin (path:line:column), older ones in the text
+        # (Ansible's _read_config_data raises a new error from the loader's: its cause holds the origin)
+        chain = [exc, exc.__cause__, exc.__context__]
+        origins = " ".join("%s" % getattr(e, "obj", None) for e in chain if e)
+        # 2.17/2.18: "... line 4, column 27" in the text (after a JSON attempt's "line 1 column 1"); 2.19: path:4:27
+        where = re.search(r"line (\d+), column", text) or re.search(r":(\d+):\d+", origins)
+        line = where.group(1) if where else None
+        return "the file is not valid YAML%s (the line is not shown: it may hold a credential)" % (
+            " at line %s" % line if line else "")
+    for name in sorted(names, key=len, reverse=True):
+        if re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(name), text):
+            kind = re.search(r"provided for '(\w+)'|to (?:an? )?(\w+)\b", text)
+            return "option %s has an invalid value%s (the value is not shown: it may be a credential)" % (
+                name, " (it must be a %s)" % (kind.group(1) or kind.group(2)) if kind else "")
+    return "the file's options are not valid (%s; its text is not shown: it may quote a value)" % type(exc).__name__
 
 
 def group_name(prefix, value):
@@ -178,7 +202,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 value = self.get_option(name)
             except Exception:  # pylint: disable=broad-except  # options not read (a config error): none to hide
                 continue
-            values.update(value.values() if isinstance(value, dict) else [value])
+            # a header's value only under a secret's name (never a tenant's X-Scope-OrgID: a node's name holds it)
+            values.update(secret_values.of_mapping(value) if isinstance(value, dict) else [value])
         client = getattr(self, "_client_made", None)
         if client is not None:
             values.update(client.secret_values())
@@ -211,8 +236,17 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             return None
         return result if triage_run.served_from_cache(result, max_audit_age) else None
 
+    def _option_names(self):
+        try:
+            return list(C.config.get_configuration_definitions("inventory", self._load_name) or ())
+        except Exception:  # pylint: disable=broad-except  # no definitions known: the error names no option
+            return []
+
     def _parse(self, path, cache):
-        self._read_config_data(path)
+        try:
+            self._read_config_data(path)
+        except Exception as exc:  # pylint: disable=broad-except  # Ansible's text quotes the value: never shown
+            raise NodefixError(config_error(exc, self._option_names()))
         conf = self._conf()
         key = self.get_cache_key(path)
         result = self._cached(key, conf["max_audit_age"]) if self.get_option("cache") and cache else None

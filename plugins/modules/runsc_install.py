@@ -55,6 +55,10 @@ options:
       - Extra request headers for every request to the mirror, for example C(X-JFrog-Art-Api) or an
         C(Authorization) header of another scheme (which then replaces the Basic one). Their values are never
         shown (C(no_log)).
+      - A redirect to another origin (scheme, host or port; a mirror handing off to object storage) is followed
+        without the credentials - C(Authorization) and every header named as a secret (C(X-JFrog-Art-Api),
+        C(X-Api-Key), C(Private-Token)); a redirect from C(https) to C(http) fails the download (see
+        docs/safety.md, Downloads).
     type: dict
     default: {}
   release:
@@ -234,7 +238,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import detect 
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import node_config as gvisor_node_config
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import version as gvisor_version
 from ansible_collections.nodefix.k8s.plugins.module_utils._gvisor import install as gvisor_install
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth, redirects
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import schema as kubelet_schema
@@ -353,6 +357,18 @@ def _mirror(module, p):
     return base_url, mirror_auth.request_headers(username, password, p["headers"])
 
 
+class NoRedirects(object):
+    """``module`` as ``fetch_url`` reads it, with ``follow_redirects`` none (the module has no such option: fetch_url
+    would follow every redirect with every header, ``Authorization`` included); everything else is the module's."""
+
+    def __init__(self, module):
+        self._module = module
+        self.params = dict(module.params, follow_redirects="none")
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
 def run(module, runner, p, workdir):
     arch = p["arch"] or platform.machine()
     if arch not in gvisor_install.ARCHES:
@@ -362,7 +378,11 @@ def run(module, runner, p, workdir):
     before, still = _current(runner, p["dest"])
 
     def fetch(u):
-        return fetch_url(module, u, timeout=p["timeout"], ca_path=p["ca_path"], headers=headers)
+        # redirects judged by the collection's one policy (_core/redirects.py): no credential to another origin,
+        # no https -> http
+        return redirects.fetch_following(
+            lambda url, sent: fetch_url(NoRedirects(module), url, timeout=p["timeout"], ca_path=p["ca_path"],
+                                        headers=sent), u, headers)
 
     files = gvisor_install.verify(fetch, url, workdir, gvisor_install.files_for(p["layout"], p["install_shim"]), p["checksums"], still)
     new = _new_files(p, url, workdir)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Every option that takes a credential is ``no_log`` (issue 61 item 1): walks the argument spec of every module in
 plugins/modules/ (as its ``main()`` builds it) and every role's meta/argument_specs.yml, suboptions too. An option
-is a credential when its name is a secret's (_core.redact.secret_name: password, token, ... - not a file or path
+is a credential when its name is a secret's (_core.secret_names.secret_name: password, token, ... - not a file or path
 naming where one is, nor an option of type path) or it carries headers or an environment (a token goes there)."""
 
 import glob
@@ -13,7 +13,7 @@ import yaml
 
 from ansible.module_utils import basic
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import secret_name
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))

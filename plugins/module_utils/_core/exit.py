@@ -29,6 +29,7 @@ import traceback
 
 from ansible.module_utils.common.parameters import remove_values
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
 
 _CLASSES = {}
@@ -69,6 +70,34 @@ def leave(module, result, failed):
     base.fail_json(module, msg="" if msg is None else msg, **result)
 
 
+def _credentials_only(module, spec):
+    """Ansible masks every value of a ``no_log`` option as a substring of the whole result; of a mapping of headers
+    or environment variables (``prometheus_headers``, ``etcd_health_environment``) only the credentials
+    (``_core.secret_values``) stay masked: a tenant ``X-Scope-OrgID: prod`` or ``ETCDCTL_USER: root`` would turn the
+    node ``prod-b`` into ``********-b``. A value that is also another secret option's stays masked."""
+    values = getattr(module, "no_log_values", None)
+    params = getattr(module, "params", None)
+    if not isinstance(values, set) or not isinstance(params, dict) or not isinstance(spec, dict):
+        return
+    data, kept, credentials = set(), set(), set()
+    for name, option in spec.items():
+        value = dict.get(params, name)
+        if not isinstance(option, dict) or not option.get("no_log") or value in (None, "", {}):
+            continue
+        if isinstance(value, dict) and str(name).endswith(("headers", "environment")):
+            data.update("%s" % v for v in value.values() if isinstance(v, (str, int, float)))
+            credentials.update(secret_values.of_mapping(value))
+        elif isinstance(value, dict):
+            kept.update("%s" % v for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            kept.update("%s" % v for v in value)
+        else:
+            kept.add("%s" % value)
+    # a user:password value's password is masked on its own (ETCDCTL_USER=root:pw: the user shown)
+    values.difference_update(data - kept - credentials)
+    values.update(credentials)
+
+
 def redacting(base):
     """``base`` (AnsibleModule) whose every exit - and every warning - goes through ``leave``."""
     if base not in _CLASSES:
@@ -76,6 +105,7 @@ def redacting(base):
             def __init__(self, *args, **kwargs):
                 super(Redacting, self).__init__(*args, **kwargs)
                 _BUILT[:] = [self]
+                _credentials_only(self, kwargs.get("argument_spec") or (args[0] if args else {}))
 
             def exit_json(self, **result):
                 leave(self, result, failed=False)

@@ -45,12 +45,21 @@ value written as ``<redacted by nodefix.k8s>``:
   ``redis-cli -a``, the ldap tools' ``-w``, ``docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl
   login -p``), openssl's ``-passin pass:X``;
 - a ``.netrc`` line's ``password`` (and ``account``);
+- an argv printed as a list (``CalledProcessError``: ``['etcdctl', '--password', 'X']``) read as an argv; TOML dotted
+  keys after a quoted segment (``configs."reg".auth.password = "X"``); ``key => 'X'``; Kubernetes name/value pairs
+  (``- name: DB_PASSWORD`` / ``value: X``, their JSON, a structure's); ``user:pass@host`` without a scheme
+  (``HTTPS_PROXY=u:X@proxy:3128``, Go's MySQL DSN ``root:X@tcp(db)``; never ``image:tag@sha256:``); an XML element
+  named as a secret; Digest's ``response``; a YAML secret's scalar starting on the next line;
 - a URL query's secret parameters (any secret name: ``token``, ``access_token``, ``X-Amz-Signature``,
   ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``; and ``key``), each parameter on its own;
 - tokens recognisable by their shape wherever they are: a JSON Web Token (a service account token), GitHub
   (``ghp_``, ``github_pat_``), GitLab (``glpat-``), Slack (``xox?-``) and Google API (``AIza``) keys.
 
-Decided false positives (kept as they are): a key naming where a secret is rather than the secret
+Decided false positives (kept as they are): a name shaped as a node's with a number of its own (``auth-01``,
+``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``); a name whose last word
+measures a secret (``--authentication-token-webhook-cache-ttl=2m``); ``Basic``/``Bearer`` before an ordinary word
+(``Basic authentication failed``: letters in lower case after an optional capital, at most 15); a key naming where a
+secret is rather than the secret
 (its name ends in ``file``, ``path`` or ``dir``: ``password_file = "/etc/pw"``, ``tokenFile``,
 ``--tls-private-key-file``) - a path is what an operator needs to read; ``auth`` only as a whole
 key (``authentication``/``authorization`` are kubelet settings, not secrets); an empty value; a switch
@@ -77,20 +86,10 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
+
 MARK = "<redacted by nodefix.k8s>"
 
-# names that are secrets whole (normalised: lower case, '-' and '.' as '_')
-_EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
-                    "client_certificate_data", "secret", "apikey", "api_key", "creds",
-                    "private_token", "authkey", "sig"))
-# ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
-_PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "api_key", "apikey", "private_key",
-         "access_key")
-# whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
-_WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
-_WORD_LAST = frozenset(("api", "signature"))
-# names that say where a secret is (a path), not the secret
-_REFERENCE_ENDS = ("file", "files", "path", "dir")
 # flags whose value is ``name:password`` (etcdctl --user, curl -u/--user, skopeo --creds): the name is kept
 _USER_FLAGS = frozenset(("user", "u", "proxy_user"))
 
@@ -108,7 +107,8 @@ _VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*
 # flag's dashes: --password=x), as a URL's scheme does below: a regexp that may start inside a long word
 # would read it again from each of its characters (a base64 blob in a journal: seconds for 100 KiB)
 _KEY_VALUE = re.compile(
-    r"""(?P<q>\\?["']|)(?<![A-Za-z0-9_.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)(?P<sep>[ \t]*[:=][ \t]*)"""
+    r"""(?P<q>\\?["']|)(?:(?<![A-Za-z0-9_.\-])|(?<="\.))(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"""
+    r"""(?P<sep>[ \t]*(?:=>|[:=])[ \t]*)"""
     + _VALUE)
 # --flag value, -u/-U value (the '=' form is a key = value above): the value may start with one dash (a password
 # '-x1'), never two and never as one letter (the next flag: --x, -v, -v=2, -v4); a line continued with a backslash
@@ -131,8 +131,8 @@ _URL_HOST = r"""(?:\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~%\-]+)?\]|[A-Za-z0-9._~%!$&'
 _URL_HOST_NEXT = r"""(?=""" + _URL_HOST + r"""(?:[/?#\s"'<>,;)\]}]|\Z))"""
 _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://"""
                            r"""(?:[^\s/?#:@'"<>]|'(?![\s,;)\]}]|\Z))*):"""
-                           r"""(?:(?P<go>(?:[^\s/?#"'<>]|'(?![\s,;)\]}]|\Z))*)@""" + _URL_HOST_NEXT
-                           + r"""|(?P<val>(?:[^\s"'<>]|'(?![\s,;)\]}]|\Z))+)@""" + _URL_HOST_NEXT + ")")
+                           r"""(?:(?P<go>[^\s/?#"<>]*)@""" + _URL_HOST_NEXT
+                           + r"""|(?P<val>[^\s"<>]+)@""" + _URL_HOST_NEXT + ")")
 # user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
 # is the usual way to put one in a URL, so the whole user information goes - unless it is a user name (letters,
 # '_', '.', '-', no digit, at most 32: ssh://git@host, https://deploy@host), which has nothing to hide
@@ -142,8 +142,11 @@ _URL_TOKEN_USER = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9
 # a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
 _QUERY_KEY = re.compile(r"(?P<head>[?&]key=)(?P<val>[^&#\s\"'<>]+)")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
+# an ordinary word after Basic/Bearer ("Basic authentication failed", "basic auth"): no credential is only letters
+# in lower case after an optional capital (base64 of user:password, a token: mixed case, digits, '=')
+_WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
-_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?"""
+_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?(?!Digest[ \t]+[A-Za-z][\w-]*=)"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*[ \t]+)?)(?P<val>[^\s"',\]]{4,})""", re.IGNORECASE)
 # tokens known by their shape: a JSON Web Token (a Kubernetes service account token: header.payload.signature, both
 # JSON objects base64url, so 'eyJ'), GitHub, GitLab, Slack and Google API keys (their documented prefixes)
@@ -200,6 +203,25 @@ _KEY_PATH = re.compile(r"^/(?:[A-Za-z0-9._\-]+/)+[A-Za-z0-9._\-]+$")
 _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*)-----)(?P<val>.*?)"
                       r"(?P<tail>-----END (?P=kind)-----|\Z)", re.DOTALL)
 
+# an argv as Python or JSON prints a list (CalledProcessError's "Command '[...]' returned ..."): its items read as an
+# argv is (_items), each in its own quotes
+_QUOTED_ITEM = r"""(?:'[^'\n]*'|"(?:[^"\\\n]|\\.)*")"""
+_ARGV_TEXT = re.compile(r"\[[ \t]*" + _QUOTED_ITEM + r"(?:[ \t]*,[ \t]*" + _QUOTED_ITEM + r")+[ \t]*\]")
+# user:password@host without a scheme (HTTPS_PROXY=u:p@proxy:3128, Go's MySQL DSN root:p@tcp(db:3306)/x): the user
+# kept; never an image's tag and digest (nginx:1.25@sha256:...), never inside a word or after a ':' or '@'
+_USERINFO_BARE = re.compile(r"""(?<![\w.~%!$&'()*+,;=:@\-])(?P<head>[A-Za-z0-9_~%][A-Za-z0-9._~%!$&*+,;=\-]{0,63}:)"""
+                            r"""(?P<val>[^\s:@/"'<>]+)@(?!sha\d+:)(?=[A-Za-z0-9\[]|tcp\(|unix\()""")
+# Kubernetes' name/value pairs (a container's env, an exec credential's env) whose name is a secret's: the value
+_ENV_PAIR_YAML = re.compile(r"""(?m)^(?P<head>[ \t]*(?:-[ \t]+)?name:[ \t]*(?P<q>["']?)(?P<name>[A-Za-z_]\w*)(?P=q)"""
+                            r"""[ \t]*\n[ \t]*value:[ \t]*)(?P<val>[^\s#][^\n]*)$""")
+_ENV_PAIR_JSON = re.compile(r"""(?P<head>\{[ \t]*"name"[ \t]*:[ \t]*"(?P<name>[A-Za-z_]\w*)"[ \t]*,[ \t]*"value"[ \t]*:"""
+                            r"""[ \t]*)(?P<val>"(?:[^"\\\n]|\\.)*")""")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# an XML element whose name is a secret's (<password>X</password>)
+_XML_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z_][\w.\-]*)(?P<attrs>[^<>]*)>(?P<val>[^<]+)</(?P=tag)>")
+# HTTP Digest authentication (RFC 7616 3.4): its response is the credential (the user name and realm are shown)
+_DIGEST = re.compile(r"""(?i)(?P<head>\bDigest[ \t]+(?:[A-Za-z][\w\-]*=(?:"[^"\n]*"|[^\s,"]*)[ \t]*,[ \t]*)*?"""
+                     r"""response=)(?P<val>"[^"\n]*"|[^\s,"]+)""")
 
 # what a value needs to hold a secret of its own that the whole text's reading has not seen: a key = value, a flag
 _NESTED = re.compile(r"[=:]|(?:^|\s)-")
@@ -213,27 +235,6 @@ _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
 # its key = value and flag shapes are read again (every other shape was read in the whole text already)
 _NEST = [0]
 _NEST_MAX = 2
-
-
-def _words(name):
-    """The words of a name: split at '_', '-', '.', ' ' and lower-to-upper case changes, lower-cased."""
-    return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
-
-
-def secret_name(name):
-    """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
-    norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
-    if norm in _EXACT:
-        return True
-    if norm.endswith(_REFERENCE_ENDS):
-        return False
-    words = _words(name)
-    if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):
-        return True
-    # *_KEY as environment variables are named, *Key in camelCase (privateKey, accessKey); a kubeconfig's
-    # client-key is a path. *_PASS as environment variables are named (DB_PASS)
-    return (any(part in norm for part in _PART) or str(name).lower().endswith("_key") or norm.endswith("_pass")
-            or norm == "pass" or re.search(r"[a-z]Key$", str(name)) is not None)
 
 
 def _key_path(name, value):
@@ -328,9 +329,14 @@ def _yaml_secret(lines, i, match):
     deeper = [j for j in range(i + 1, end) if lines[j].strip()]
     if not value or value.startswith("#"):
         # a sequence of scalars under the key (its direct children only: a nested mapping's keys speak for
-        # themselves)
-        if not deeper or not re.match(r"[ \t]*-(?:[ \t]|$)", lines[deeper[0]]):
+        # themselves); a scalar that starts on the next line ('PASSWORD:\n  X') is hidden whole
+        if not deeper or _YAML_LINE.match(lines[deeper[0]]) or lines[deeper[0]].strip().startswith("#"):
             return i + 1
+        if not re.match(r"[ \t]*-(?:[ \t]|$)", lines[deeper[0]]):
+            for j in deeper:
+                if not lines[j].strip().startswith(MARK):
+                    lines[j] = lines[j][:_indent(lines[j])] + MARK
+            return end
         child = _indent(lines[deeper[0]])
         for j in deeper:
             item = re.match(r"^([ \t]*-[ \t]+)(.*)$", lines[j])
@@ -371,11 +377,44 @@ def _short_flag(match):
         if not re.search(r"(?<![\w-])login(?![\w-])", args):
             return match.group(0)
         flag = "p"
-    args = re.sub(r"""(?<![\w-])(-%s)(?:(?P<att><redacted by nodefix\.k8s>|[^\s"'<-]\S*|["'][^"'\n]*["'])"""
+    args = re.sub(r"""(?<![\w-])(-%s)(?:(?P<att><redacted by nodefix\.k8s>|[^\s"'<-]\S*|["'][^"'\n]*["'](?!\S))"""
                   r"""|(?P<sp>[ \t]+)(?P<val><redacted by nodefix\.k8s>|"[^"\n]*"|'[^'\n]*'|[^\s"'<-]\S*))""" % flag,
                   lambda m: m.group(0) if MARK in m.group(0) else m.group(1) + (m.group("sp") or "") + MARK,
                   args, count=1)
     return match.group(0)[:match.start("args") - match.start(0)] + args
+
+
+def _argv_text(match):
+    """An argv printed as a list: its items hidden as ``_items`` hides them, the list's text kept."""
+    items = [m.group(0) for m in re.finditer(_QUOTED_ITEM, match.group(0))]
+    hidden = iter(_items([i[1:-1] for i in items], 0))
+    return re.sub(_QUOTED_ITEM, lambda m: m.group(0)[0] + next(hidden) + m.group(0)[0], match.group(0))
+
+
+def _named_value(match):
+    """A name/value pair, an XML element: the value hidden when the name is a secret's (a switch and a path kept)."""
+    name = match.group("name") if "name" in match.groupdict() else match.group("tag")
+    val = match.group("val")
+    inside = _unquoted(val.strip())[1]
+    if not secret_name(name) or not inside or MARK in val or inside.lower() in _SWITCH_WORDS or _key_path(name, inside):
+        return match.group(0)
+    if "tag" in match.groupdict():
+        return "<%s%s>%s</%s>" % (name, match.group("attrs"), MARK, name)
+    return match.group("head") + _quoted(val.strip())
+
+
+def _more_shapes(text):
+    """The shapes read before the key = value ones: an argv printed as a list, name/value pairs, XML elements,
+    Digest's response, user:password@host without a scheme."""
+    if "[" in text:
+        text = _ARGV_TEXT.sub(_argv_text, text)
+    if "name" in text:
+        text = _ENV_PAIR_JSON.sub(_named_value, _ENV_PAIR_YAML.sub(_named_value, text))
+    if "</" in text:
+        text = _XML_ELEMENT.sub(_named_value, text)
+    text = _DIGEST.sub(lambda m: m.group(0) if MARK in m.group("val") else m.group("head") + _quoted(m.group("val")),
+                       text)
+    return _USERINFO_BARE.sub(lambda m: m.group("head") + MARK + "@", text) if "@" in text else text
 
 
 def url_userinfo(url):
@@ -398,10 +437,12 @@ def redact_text(text, token_context=False):
                         text)
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
     text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
+    text = _more_shapes(text)
     text = _SHAPED_TOKEN.sub(MARK, text)
     for shape in (_AWS_PAIR, _API_KEY_WORDS, _SLACK_HOOK):
         text = shape.sub(lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, text)
-    text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
+    text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") or _WORD.match(m.group("val"))
+                       else m.group("head") + MARK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = _yaml_values(text)
     text = _NETRC_LINE.sub(lambda line: _NETRC.sub(
@@ -514,6 +555,11 @@ def redact(value, depth=0, token_context=False):
             under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
             hidden = isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
             out[unique_key(out, redact_key(k, token_context))] = MARK if hidden else redact(v, depth + 1, under)
+        # a Kubernetes name/value pair ({"name": "DB_PASSWORD", "value": "x"}: a container's env) whose name is a
+        # secret's: its value hidden (an environment variable's name: a node's DNS name, token-ring-2, is data)
+        if (isinstance(out.get("name"), str) and _ENV_NAME.match(out["name"]) and secret_name(out["name"])
+                and _secret_value(out.get("value"))):
+            out["value"] = MARK
         return out
     if isinstance(value, (list, tuple)):
         return _items(value, depth, token_context)

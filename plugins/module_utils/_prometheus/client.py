@@ -21,6 +21,8 @@ Rules every caller relies on:
   user with an empty password, sent as basic auth (RFC 7617) with every request - unless the auth options set
   credentials (they win). It is requested and shown without it, and ``warnings`` names the options to use
   instead (``URL_WARNING``): the caller says it (``module.warn``, the inventory's display);
+- a redirect is followed by the collection's one policy (``_core.redirects``): to another origin without the
+  credentials (``Authorization``, secret-named headers), never from https to http (refused: ``NoAnswer``);
 - a server that does not answer (refused, DNS, TLS, timeout, an HTTP error) raises ``NoAnswer``:
   never an empty result;
 - an answer that is not the API's envelope (not JSON, ``status`` not ``success``) raises
@@ -43,7 +45,7 @@ import re
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.six.moves.urllib.parse import urlencode, urlsplit, urlunsplit
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import mirror_auth, redirects, secret_values
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 
@@ -134,9 +136,10 @@ class Client(object):
         self.requests = 0
 
     def secret_values(self):
-        """The credential values this client sends (password, header values, every token read from the token
+        """The credential values this client sends (the password, the values of the headers whose names are a
+        secret's - ``_core.secret_values``: never a tenant's ``X-Scope-OrgID`` - and every token read from the token
         file): what no text it raises - and no caller's output - may show (``scrub``)."""
-        values = set(self._read_secrets) | set(v for v in self._headers.values())
+        values = set(self._read_secrets) | secret_values.of_mapping(self._headers)
         if self._password:
             values.add(self._password)
         return set(v for v in values if v)
@@ -183,9 +186,13 @@ class Client(object):
         headers = self._request_headers()
         self.requests += 1
         try:
-            resp = self._open_url(target + ("?" + query if query else ""), method="GET", timeout=self.timeout,
-                                  headers=headers, ca_path=self._ca_path,
-                                  validate_certs=self._validate_certs, use_netrc=False, follow_redirects="safe")
+            # redirects judged by the collection's one policy (_core/redirects.py): no credential to another
+            # origin, no https -> http
+            resp = redirects.open_following(
+                lambda url, sent: self._open_url(url, method="GET", timeout=self.timeout, headers=sent,
+                                                 ca_path=self._ca_path, validate_certs=self._validate_certs,
+                                                 use_netrc=False, follow_redirects="none"),
+                target + ("?" + query if query else ""), headers)
             raw = resp.read()
         # URLError, HTTPError, socket errors, TLS: whatever it is, no answer. An HTTPError's body (Prometheus'
         # own error JSON for a bad query) is read, cut short and redacted.

@@ -44,6 +44,7 @@ import json
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index: Python's weekday()
@@ -214,13 +215,13 @@ def _alert_name(alert, index):
         raise MalformedAnswer("alert %d is %s, not an object" % (index, type(alert).__name__))
     labels = alert.get("labels")
     if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-        raise MalformedAnswer("alert %d has no labels object of strings: %s" % (index, json.dumps(labels)[:120]))
+        raise MalformedAnswer("alert %d has no labels object of strings: %s" % (index, _short(labels, 120)))
     name = labels.get("alertname")
     if not name:
         raise MalformedAnswer("alert %d has no alertname label" % index)
     if alert.get("state") not in ALERT_STATES:
         raise MalformedAnswer("alert %s has state %s (expected one of %s)"
-                              % (name, json.dumps(alert.get("state"))[:40], ", ".join(ALERT_STATES)))
+                              % (name, _short(alert.get("state"), 40), ", ".join(ALERT_STATES)))
     return name
 
 
@@ -250,9 +251,11 @@ def blocking_alerts(body, filter_re=None, firing_only=True):
 
 
 def _short(value, limit=200):
-    """``value`` as JSON, cut short: a hostile or huge answer cannot flood the report."""
+    """``value`` as JSON, redacted (``_core.redact``: Prometheus' warnings and a body quote what the server was given,
+    a URL's credentials too) before it is cut short - a cut secret no longer looks like one - so a hostile or huge
+    answer can neither flood the report nor carry a credential into it."""
     try:
-        text = json.dumps(value)
+        text = redact_text(json.dumps(value))
     except (TypeError, ValueError, RecursionError):
         text = repr(type(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."

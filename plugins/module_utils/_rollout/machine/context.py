@@ -79,7 +79,9 @@ class Context(object):
     - ``events(phase, state)``: post the start/end Events (its failure is a warning, never the rollout's);
     - ``window``: a ``_reboot.gate.Window`` or None (always open);
     - ``run_command(argv)``: (rc, stdout, stderr) of the etcd health command (``etcd_health_command``; its
-      environment, a secret, is the caller's)."""
+      environment, a secret, is the caller's);
+    - ``redact(text)``: a step's detail as it is recorded, after the redaction by shape (``steps.Runner``: the
+      action removes its secret options' values)."""
 
     def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
                  check_mode=False, **work):
@@ -88,7 +90,7 @@ class Context(object):
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
         unknown = set(work) - set(("evidence", "audit", "alerts", "storm", "events", "window", "after_step",
-                                  "run_command"))
+                                  "run_command", "redact"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -99,6 +101,7 @@ class Context(object):
         self.window = work.get("window")
         self.after_step = work.get("after_step")
         self.run_command = work.get("run_command")
+        self.redact = work.get("redact")
 
 
 def new_state(plan):

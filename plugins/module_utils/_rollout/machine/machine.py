@@ -61,7 +61,7 @@ def _before_steps(ctx, state, ledger):
 
 
 def _runner(ctx):
-    ctx.runner = Runner(ctx.clock, ctx.check_mode, ctx.after_step)
+    ctx.runner = Runner(ctx.clock, ctx.check_mode, ctx.after_step, ctx.redact)
     return ctx.runner
 
 

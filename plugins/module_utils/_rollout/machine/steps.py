@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact_text
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 # a step's own verdict beside the rollout outcomes: it ran and the rollout goes on / it was not needed
@@ -67,14 +68,22 @@ def node_side(call):
 class Runner(object):
     """Runs steps in order, timing each on ``clock`` (a callable answering an aware datetime). ``check_mode``: writes
     are replaced by "would ..." steps. ``after_step(step)``: called after each recorded step (a caller's progress
-    line; the tests' kill point)."""
+    line; the tests' kill point). A step's detail is redacted when it is recorded - once, before anything reads
+    it: by shape (``_core.redact.redact_text``), then by ``redact(text)`` (the action removes its secret options'
+    values): the printed lines, the result, the state's ``detail`` and the Events and annotation built from it
+    read only that."""
 
-    def __init__(self, clock, check_mode=False, after_step=None):
+    def __init__(self, clock, check_mode=False, after_step=None, redact=None):
         self.clock, self.check_mode, self.after_step = clock, check_mode, after_step
+        self._redact = redact
         self.steps = []
 
+    def redact(self, text):
+        text = redact_text(text)
+        return self._redact(text) if self._redact is not None else text
+
     def record(self, name, outcome, started, detail=""):
-        step = Step(name, outcome, (self.clock() - started).total_seconds(), detail)
+        step = Step(name, outcome, (self.clock() - started).total_seconds(), self.redact("%s" % detail))
         self.steps.append(step)
         if self.after_step is not None:
             self.after_step(step)
@@ -88,11 +97,11 @@ class Runner(object):
         try:
             outcome, detail = action()
         except Stop as stop:
-            self.record(name, stop.outcome, started, stop.detail)
+            stop.detail = self.record(name, stop.outcome, started, stop.detail).detail
             raise
         except NodefixError as exc:
-            self.record(name, Outcome.FAILED, started, "%s" % exc)
-            raise Stop(Outcome.FAILED, "%s: %s" % (name, exc))
+            step = self.record(name, Outcome.FAILED, started, "%s" % exc)
+            raise Stop(Outcome.FAILED, "%s: %s" % (name, step.detail))
         return self.record(name, outcome, started, detail)
 
     def would(self, what, write):

@@ -59,7 +59,9 @@ def run(args, node=None, check_mode=False, host="node-a"):
     action = action_of(rollout_action, args, check_mode, load_name="nodefix.k8s.rollout")
     action._execute_module = node or Node()
     printed = []
-    with mock.patch.object(rollout_action.display, "display", side_effect=printed.append):
+    # every line Display prints (a warning too: Display.warning prints through display)
+    with mock.patch.object(rollout_action.display, "display",
+                           side_effect=lambda msg, *_a, **_kw: printed.append(msg)):
         result = action.run(task_vars={"inventory_hostname": host})
     return result, printed
 
@@ -206,6 +208,54 @@ def test_a_secret_option_value_never_leaves_in_the_result(double, api, tmp_path)
     assert first["outcome"] == Outcome.HELD, first
     assert "etcd health command" in first["detail"] and "exited 1" in first["detail"]
     assert secret not in json.dumps(first), first["detail"]
+    # the lines printed as each step ended, and what was posted to the cluster (Events, annotations), too
+    assert any("control_plane" in line and "exited 1" in line for line in printed), printed
+    assert not [line for line in printed if secret in line]
+    posted = double["state"].read_text()
+    assert "etcd is not healthy" in posted and secret not in posted
+
+
+class FailingEvidence(Node):
+    """The node side whose evidence module fails quoting credentials (a module's own unredacted message)."""
+
+    def __call__(self, module_name=None, module_args=None, task_vars=None, **_kw):
+        if module_name == "nodefix.k8s.node_evidence":
+            self.calls.append((module_name, module_args))
+            return {"failed": True, "msg": "journal of https://u:NodeS3cret62@mirror.example unreadable: "
+                                           "password=NodeS3cret62"}
+        return super(FailingEvidence, self).__call__(module_name, module_args, task_vars, **_kw)
+
+
+def test_a_credential_by_shape_in_a_step_detail_is_hidden_in_lines_events_and_result(double, api,
+                                                                                      tmp_path):  # noqa: F811
+    """A step's detail is redacted by shape once, when it is recorded: the evidence module's failure quoting a
+    URL's password and a ``password=`` leaves neither in the printed lines, nor in the Events and annotations
+    posted, nor in the result; the host and the key stay."""
+    first, printed = run(begin_args(double, tmp_path), FailingEvidence())
+    posted = double["state"].read_text()
+    line = [x for x in printed if x.startswith("node-a | evidence")]
+    assert line and "mirror.example unreadable" in line[0] and "password=" in line[0], printed
+    for text in ["\n".join(printed), posted, json.dumps(first)]:
+        assert "NodeS3cret62" not in text, text
+
+
+def test_only_credentials_among_the_secret_options_are_masked_not_user_names_or_versions(double, api,
+                                                                                       tmp_path):  # noqa: F811
+    """etcd_health_environment and prometheus_headers are no_log as options, but only a value under a secret's
+    name (and the password of a ``user:password``) is removed as a substring: ``ETCDCTL_USER=root``,
+    ``ETCDCTL_API=3`` and a tenant header leave the step ``root``, the seconds and the node names as they are."""
+    args = begin_args(double, tmp_path, "node-a", etcd_health_environment={
+        "ETCDCTL_API": "3", "ETCDCTL_USER": "root", "ETCDCTL_PASSWORD": "node-a-Pw62"},
+        prometheus_headers={"X-Scope-OrgID": "node"})
+    assert rollout_action.secret_values(rollout_action.interface.argument_spec() and args) == {"node-a-Pw62"}
+    first, printed = run(args, Node(), host="node-a")
+    text = json.dumps(first)
+    assert "VALUE_SPECIFIED" not in text and "********" not in text, text
+    assert [s["name"] for s in first["steps"]][:4] == ["plan", "storm", "claim", "root"]
+    assert all(isinstance(s["seconds"], float) for s in first["steps"])
+    assert any(line.startswith("node-a | root") for line in printed), printed
+    user_pw = rollout_action.secret_values({"etcd_health_environment": {"ETCDCTL_USER": "root:Pw-62"}})
+    assert user_pw == {"Pw-62"}
 
 
 @pytest.mark.parametrize("bad,words", [

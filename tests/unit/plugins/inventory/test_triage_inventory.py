@@ -204,3 +204,24 @@ def test_the_storm_breaker_counts_against_the_triaged_fleet(variables, fleet):
         tasks = loader.load_from_file(path, cache="none")
     gate = [t for t in tasks if "nodefix.k8s.storm_gate" in t][0]["nodefix.k8s.storm_gate"]
     assert int(Templar(loader=loader, variables=variables).template(gate["fleet_size"])) == fleet
+
+
+@pytest.mark.parametrize("tenant", ["node", "node-a", "prod"])
+def test_a_tenant_header_value_is_data_not_a_secret(tmp_path, monkeypatch, tenant):
+    """prometheus_headers is no_log, but only a secret-named header's value is removed from the output: a tenant
+    (X-Scope-OrgID) equal to a part of a node's name leaves the hosts and their vars as they are; the API key's
+    value is still removed. The triage's answer is redacted as run.triage redacts it (with the plugin's client's
+    credential values)."""
+    result = answer()
+    result["nodes"]["node-a"]["notes"] = ["key ApiKey-63 rejected by a store"]
+    real = plugin_module.triage_run.redacted
+    path = tmp_path / "fleet.nodefix_triage.yml"
+    path.write_text("plugin: nodefix.k8s.triage\nprometheus_url: http://prometheus.test:9090\nmax_unknown_percent: 50\n"
+                    "prometheus_headers:\n  X-Scope-OrgID: %s\n  X-Api-Key: ApiKey-63\n" % tenant)
+    monkeypatch.setattr(plugin_module.triage_run, "triage",
+                        lambda client, *_a, **_kw: real(result, client.secret_values()))
+    inv = InventoryData()
+    Plugin().parse(inv, DataLoader(), str(path), cache=False)
+    assert hosts(inv, "nodefix_triage_findings") == ["node-a"]
+    notes = inv.get_host("node-a").get_vars()["nodefix_triage"]["notes"]
+    assert notes and "ApiKey-63" not in notes[0] and "rejected by a store" in notes[0]

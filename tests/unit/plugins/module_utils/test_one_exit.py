@@ -263,3 +263,45 @@ def test_an_action_flow_exception_is_redacted_on_the_oldest_ansible_core_too():
     assert sorted(out) == ["AnsibleActionFail", "AnsibleActionSkip"] and out["AnsibleActionFail"]["result"]["failed"]
     assert out["AnsibleActionSkip"]["result"]["skipped"] and "token=" in out["AnsibleActionFail"]["result"]["detail"]
     assert EXC_SECRET not in proc.stdout and "api.example.com" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("name", ["reboot_gate", "control_plane_gate", "runsc_install"])
+def test_a_modules_no_log_mapping_masks_only_its_credentials(monkeypatch, name):
+    """Ansible masks every value of a no_log option as a substring of the result: of a module's headers or
+    environment only the credentials stay in no_log_values (review M2 of issue 61) - the tenant ``node`` and the
+    user ``root`` leave node-b and the step root as they are; the API key, the password and an ETCDCTL_USER's
+    password are still masked, by Ansible's own remove_values."""
+    from ansible.module_utils.common.parameters import remove_values
+    module = importlib.import_module("ansible_collections.nodefix.k8s.plugins.modules." + name)
+    args = {"reboot_gate": dict(node="node-b", prometheus_url="http://p.example:9090",
+                                prometheus_headers={"X-Scope-OrgID": "node", "X-Api-Key": "Hdr-Key-M2"},
+                                etcd_health_environment={"ETCDCTL_USER": "root", "ETCDCTL_PASSWORD": "Env-Pw-M2"}),
+            "control_plane_gate": dict(node="node-b", kubeconfig="/nonexistent/kubeconfig", etcd_health_environment={
+                "ETCDCTL_USER": "root:User-Pw-M2", "ETCDCTL_API": "3", "ETCD_PASS": "Env-Pw-M2"}),
+            "runsc_install": dict(base_url="https://m.example/r", release="latest",
+                                  headers={"X-Scope-OrgID": "node", "X-JFrog-Art-Api": "Hdr-Key-M2"})}[name]
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": dict(
+        args, _ansible_remote_tmp="/tmp", _ansible_keep_remote_files=False)})))
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
+    built = []
+    real_init = basic.AnsibleModule.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        built.append(self)
+
+    def leave(self, *_a, **_kw):
+        raise SystemExit(0)
+
+    monkeypatch.setattr(basic.AnsibleModule, "__init__", init)
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", leave)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", leave)
+    try:
+        (module.build_module if hasattr(module, "build_module") else module.main)()
+    except SystemExit:
+        pass
+    assert built, "the module was not built"
+    secrets = [s for s in ("Hdr-Key-M2", "Env-Pw-M2", "User-Pw-M2") if s in json.dumps(args)]
+    shown = remove_values("node-b: step root, 3 s, " + " ".join(secrets), built[0].no_log_values)
+    assert shown.startswith("node-b: step root, 3 s, "), (shown, built[0].no_log_values)
+    assert not [s for s in secrets if s in shown], shown

@@ -172,3 +172,13 @@ def test_the_clients_own_credential_values_leave_no_error_or_warning(server, tmp
         (warning,) = client.query("up", 1)[1]
         assert "rejected by a store" in warning and secret not in warning
         assert secret in client.secret_values()
+
+
+def test_only_credentials_are_secret_values_never_a_tenant_or_a_user_name():
+    """The values removed as substrings from every output are the password, a token and the secret-named headers'
+    values: a tenant header (X-Scope-OrgID: prod) is data - removed, it would turn node prod-b into ********-b."""
+    client = prometheus_client.Client(lambda *a, **kw: None, "http://prometheus.test:9090", username="root",
+                                      password="Pw-63", headers={"X-Scope-OrgID": "prod", "X-Api-Key": "Key-63",
+                                                                 "Private-Token": "Tok-63"})
+    assert client.secret_values() == {"Pw-63", "Key-63", "Tok-63"}
+    assert client.scrub("node prod-b held by root: Key-63") == "node prod-b held by root: ********"

@@ -252,6 +252,22 @@ def test_only_a_well_formed_answer_says_no_alerts(body):
         reboot_gate_lib.blocking_alerts(body)
 
 
+@pytest.mark.parametrize("body", [
+    {"status": "success", "warnings": ["store https://u:WarnS3cret62@thanos-store:10901 unreachable"],
+     "data": {"alerts": []}},
+    {"status": "error", "error": "upstream said password=WarnS3cret62", "data": None},
+    {"status": "success", "data": {"alerts": [{"labels": {"alertname": ["token=WarnS3cret62"]}, "state": "firing"}]}},
+    {"status": "success", "data": {"alerts": [{"labels": {"alertname": "A"}, "state": "token=WarnS3cret62"}]}},
+    {"status": "success", "data": {"alerts": "password: WarnS3cret62"}},
+], ids=["warning", "body", "labels", "state", "data"])
+def test_a_malformed_answer_quotes_the_server_redacted(body):
+    """What holds the reboot names what was wrong, redacted by shape before it is cut (the server's warnings and
+    body quote what it was given: a store's URL with its credentials)."""
+    with pytest.raises(reboot_gate_lib.MalformedAnswer) as err:
+        reboot_gate_lib.blocking_alerts(body)
+    assert "WarnS3cret62" not in err.value.msg and "<redacted by nodefix.k8s>" in err.value.msg, err.value.msg
+
+
 # -- the lock -------------------------------------------------------------------------------------
 
 class FakeLeases(object):

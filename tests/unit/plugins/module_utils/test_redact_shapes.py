@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact, secret_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK, redact_text
 
 # (text, secrets that must be gone, texts that must still show)
@@ -107,6 +107,41 @@ HIDDEN = [
     ("bootstrap credential abc123.bootsecret0005l3 rotated", ["bootsecret0005l3"], ["bootstrap credential abc123."]),
     ("joined the cluster with abc123.bootsecret0006l3", ["bootsecret0006l3"], ["joined the cluster with"]),
     ("KUBEADM_TOKEN=abc123.bootsecret0007l3", ["bootsecret0007l3"], ["KUBEADM_TOKEN="]),
+    # (review M5) an argv as CalledProcessError prints it: a Python list, a JSON one; the flags and the user kept
+    ("Command '['etcdctl', '--password', 'Argv-Text-M5a', 'endpoint', 'health']' returned non-zero exit status 1.",
+     ["Argv-Text-M5a"], ["'--password', '", "'endpoint', 'health']' returned"]),
+    ("Command '['etcdctl','--user','root:Argv-Text-M5b']' returned non-zero exit status 1.", ["Argv-Text-M5b"],
+     ["'--user','root:"]),
+    ("argv: ['mysql', '-p', 'Argv-Text-M5c', '-h', 'db']", ["Argv-Text-M5c"], ["['mysql', '-p', '", "'-h', 'db']"]),
+    ('failed to run ["etcdctl", "--password", "Argv-Text-M5d"]', ["Argv-Text-M5d"], ['["etcdctl", "--password", "']),
+    # TOML dotted keys after a quoted segment (containerd's registry auth written on one line)
+    ('plugins."io.containerd.grpc.v1.cri".registry.configs."reg.example".auth.password = "Toml-Dotted-M5"',
+     ["Toml-Dotted-M5"], ['configs."reg.example".auth.password = "']),
+    ('registry.configs."r".auth.identitytoken = "Toml-Dotted-M5b"', ["Toml-Dotted-M5b"], ['"r".auth.identitytoken']),
+    # Kubernetes name/value pairs: YAML and JSON
+    ("env:\n- name: DB_PASSWORD\n  value: Env-Pair-M5a\n- name: LOG_LEVEL\n  value: debug\n", ["Env-Pair-M5a"],
+     ["name: DB_PASSWORD", "value: debug"]),
+    ('exec:\n  env:\n  - name: AWS_SECRET_ACCESS_KEY\n    value: "Env-Pair-M5b"\n', ["Env-Pair-M5b"],
+     ["name: AWS_SECRET_ACCESS_KEY", 'value: "']),
+    ('[{"name":"API_TOKEN","value":"Env-Pair-M5c"},{"name":"MODE","value":"fast"}]', ["Env-Pair-M5c"],
+     ['"name":"API_TOKEN"', '"value":"fast"']),
+    # user:password@host without a scheme: a proxy variable, Go's MySQL DSN
+    ("HTTPS_PROXY=u:Bare-Proxy-M5@proxy.example.com:3128", ["Bare-Proxy-M5"], ["HTTPS_PROXY=u:", "@proxy.example.com:3128"]),
+    ("proxy=u:Bare-Proxy-M5b@proxy:3128 no_proxy=.svc", ["Bare-Proxy-M5b"], ["@proxy:3128 no_proxy=.svc"]),
+    ("dsn: root:Go-Dsn-M5@tcp(db:3306)/app?parseTime=true", ["Go-Dsn-M5"], ["root:", "@tcp(db:3306)/app"]),
+    # Go-valid sub-delims in a URL's password (quote, parentheses, comma)
+    ("http://u:ab'),Sub-Delim-M5@h.example.com/x", ["Sub-Delim-M5"], ["http://u:", "@h.example.com/x"]),
+    ("http://u:Sub-Delim-M5b'),@h.example.com/x", ["Sub-Delim-M5b"], ["@h.example.com/x"]),
+    # a YAML scalar that starts on the next line
+    ("PASSWORD:\n  Next-Line-M5\nUSER: admin\n", ["Next-Line-M5"], ["PASSWORD:", "USER: admin"]),
+    # HTTP Digest: the response hidden, the user and realm shown
+    ('Authorization: Digest username="u", realm="r", nonce="n1", response="Digest-Resp-M5"', ["Digest-Resp-M5"],
+     ['Digest username="u", realm="r"', 'response="']),
+    # XML, Perl/Ruby hashes
+    ("<config><password>Xml-Elem-M5</password><user>admin</user></config>", ["Xml-Elem-M5"],
+     ["<password>", "<user>admin</user>"]),
+    ("<Password>Xml-Elem-M5b</Password>", ["Xml-Elem-M5b"], ["<Password>", "</Password>"]),
+    ("{ password => 'Perl-Hash-M5', user => 'admin' }", ["Perl-Hash-M5"], ["password => '", "user => 'admin'"]),
 ]
 
 
@@ -166,6 +201,30 @@ KEPT = [
     "node01.abcdefabcdef0123\nnode02.abcdefabcdef0124\n",
     "node01.abcdefabcdef0123   Ready    <none>   12d   v1.31.2",
     "cordoned node01.abcdefabcdef0123: 3 pods evicted",
+    # (review M5) what the new shapes must leave alone: an image's tag and digest, an email, a ssh target, a list of
+    # plain words, a name/value pair that is no secret, an XML element that is none, Digest without a response
+    "image docker.io/library/nginx:1.25@sha256:0123abcd pulled",
+    "nginx:1.25@sha256:0123abcd",
+    "mail admin@example.com: sent",
+    "ssh root@node-a.example.com",
+    "Command '['systemctl', 'restart', 'kubelet']' returned non-zero exit status 1.",
+    "- name: LOG_LEVEL\n  value: debug\n",
+    '[{"name":"MODE","value":"fast"}]',
+    "<user>admin</user>",
+    "<password_file>/etc/pw</password_file>",
+    'WWW-Authenticate: Digest realm="r", nonce="n1", qop="auth"',
+    # (review L1) node names that hold a secret's word are data; what measures a token is no token; Basic/Bearer
+    # before an ordinary word; the collection's own warning
+    "node auth-01: kubelet not ready",
+    "drain of secret-store-2: 3 pods left",
+    "held: token-svc-1: budget exhausted",
+    "node-pass-1: cordoned",
+    "auth-01.example.com: cordoned",
+    "--authentication-token-webhook-cache-ttl=2m",
+    "token_ttl: 30m",
+    "Basic authentication failed for mirror",
+    "the client sent Bearer token, refused",
+    "they are used as basic auth meanwhile",
 ]
 
 
@@ -192,10 +251,38 @@ def test_an_argv_hides_a_tools_password_and_shows_the_rest(argv, shown):
     assert out == shown and "L3" not in json.dumps(out)
 
 
+def test_a_map_keyed_by_node_names_keeps_its_values():
+    """storm_gate's unavailable map, a report's nodes: node names holding auth/token/secret/pass are data."""
+    value = {"unavailable": {"auth-01": "cordoned", "token-ring-2": ["drained", "rebooted"], "secret-db-1": 3,
+                             "node-pass-1": "NotReady"}, "password": "Map-Pw-L1", "db_token": "Map-Tok-L1"}
+    out = redact.redact(value)
+    assert out["unavailable"] == value["unavailable"]
+    assert out["password"] == MARK and out["db_token"] == MARK
+
+
+def test_the_collections_own_warnings_read_as_written():
+    from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus.client import URL_WARNING
+    assert redact_text(URL_WARNING) == URL_WARNING
+
+
+@pytest.mark.parametrize("text,secret", [("Authorization: Basic dXNlcjpMMS1zZWNyZXQ=", "dXNlcjpMMS1zZWNyZXQ="),
+                                         ("Bearer eyJhbGciOiJIUzI1NiJ9", "eyJhbGciOiJIUzI1NiJ9"),
+                                         ("basic Zm9vOmJhcg==", "Zm9vOmJhcg=="), ("bearer ab12cd34ef", "ab12cd34ef"),
+                                         ("Bearer abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz")])
+def test_basic_and_bearer_credentials_are_still_hidden(text, secret):
+    assert secret not in redact_text(text)
+
+
+def test_a_kubernetes_env_pair_hides_its_value_in_a_structure():
+    env = [{"name": "DB_PASSWORD", "value": "Env-Struct-M5"}, {"name": "LOG_LEVEL", "value": "debug"},
+           {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "t", "key": "token"}}}]
+    assert redact.redact({"env": env}) == {"env": [{"name": "DB_PASSWORD", "value": MARK}, env[1], env[2]]}
+
+
 @pytest.mark.parametrize("name,secret", [("X-Amz-Signature", True), ("sig", True), ("DB_PASSPHRASE", True),
                                          ("authkey", True), ("signature_algorithm", False), ("signatures", False)])
 def test_more_secret_names(name, secret):
-    assert redact.secret_name(name) is secret
+    assert secret_names.secret_name(name) is secret
 
 
 def test_a_result_keyed_by_a_node_whose_name_has_the_bootstrap_shape_keeps_it():

@@ -14,7 +14,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import STEP_OUTCOMES
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import STEP_OUTCOMES, Runner, Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 from plugins.module_utils.rollout_api_double import ApiDouble, Clock, etcd_pod, node, pod
@@ -303,3 +304,27 @@ def test_evidence_that_cannot_be_kept_is_said_and_the_rollout_goes_on():
     assert [s["detail"] for s in first["steps"] if s["name"] == "evidence"] == [
         "the evidence could not be kept (the remediation goes on): journalctl: no such file"]
     assert second["outcome"] == Outcome.OK
+
+
+def test_a_step_detail_is_redacted_once_when_it_is_recorded_and_its_stop_says_the_same():
+    """Runner.record redacts the detail (shapes, then the caller's redactor): the step, its line, the progress
+    callback and the Stop the machine keeps as the state's detail read only the redacted text."""
+    seen = []
+    clock = Clock()
+    runner = Runner(clock.now, after_step=lambda step: seen.append(step.line()),
+                    redact=lambda text: text.replace("EnvPw62", "********"))
+
+    def fails():
+        raise NodefixError("etcd said https://u:UrlPw62@etcd:2379 EnvPw62")
+
+    with pytest.raises(Stop) as stop:
+        runner.run("control_plane", fails)
+
+    def holds():
+        raise Stop(Outcome.HELD, "held: EnvPw62")
+
+    with pytest.raises(Stop) as held:
+        runner.run("reboot_gate", holds)
+    texts = [stop.value.detail, held.value.detail] + seen + [s.detail for s in runner.steps]
+    assert all("UrlPw62" not in t and "EnvPw62" not in t for t in texts), texts
+    assert held.value.detail == "held: ********" and "etcd:2379" in stop.value.detail

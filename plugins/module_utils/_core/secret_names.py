@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice.
+"""Which names are a secret's: a key, an environment variable, a header or a flag (``secret_name``) - the one rule
+the redactor (``_core.redact``), the redirect policy (``_core.redirects``) and the credential values of an option
+(``_core.secret_values``) read. The decided cases are in ``_core.redact``'s docstring; two limits of the rule:
+
+- a name shaped as Kubernetes names nodes and pods with a number of its own (``auth-01``, ``token-ring-2``,
+  ``secret-db-1``) is data - the key of a map of nodes, a node named in a message - never a secret's name;
+- a name whose last word measures or times a secret (``token_ttl``, ``--authentication-token-webhook-cache-ttl``)
+  holds no secret."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# names that are secrets whole (normalised: lower case, '-' and '.' as '_')
+_EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
+                    "client_certificate_data", "secret", "apikey", "api_key", "creds",
+                    "private_token", "authkey", "sig"))
+# ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
+_PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "api_key", "apikey", "private_key",
+         "access_key")
+# whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
+_WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
+_WORD_LAST = frozenset(("api", "signature"))
+# names that say where a secret is (a path), not the secret
+_REFERENCE_ENDS = ("file", "files", "path", "dir")
+# a name as Kubernetes names nodes and pods (RFC 1123, lower case) with a number of its own after a '-' (auth-01,
+# token-ring-2, secret-db-1.example.com): a node's name that a map of nodes is keyed by, never a config key
+_DATA_NAME = re.compile(r"^[a-z0-9][a-z0-9.\-]*-[0-9]+(?:[.\-][a-z0-9.\-]*)?$")
+# a name's last word that says it measures or times a secret, not the secret (token_ttl, token-cache-ttl: 2m)
+_MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "age", "lifetime", "expiry",
+                           "expiration", "count", "size", "length", "limit", "retries"))
+
+
+def _words(name):
+    """The words of a name: split at '_', '-', '.', ' ' and lower-to-upper case changes, lower-cased."""
+    return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
+
+
+def secret_name(name):
+    """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
+    norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
+    if _DATA_NAME.match(str(name)):
+        return False    # a node's (a pod's, a host's) name: auth-01, token-ring-2, secret-db-1 - data, not a key
+    if norm in _EXACT:
+        return True
+    if norm.endswith(_REFERENCE_ENDS):
+        return False
+    words = _words(name)
+    if words and words[-1] in _MEASURE_LAST:
+        return False    # what measures a secret, not the secret: --authentication-token-webhook-cache-ttl=2m
+    if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):
+        return True
+    # *_KEY as environment variables are named, *Key in camelCase (privateKey, accessKey); a kubeconfig's
+    # client-key is a path. *_PASS as environment variables are named (DB_PASS)
+    return (any(part in norm for part in _PART) or str(name).lower().endswith("_key") or norm.endswith("_pass")
+            or norm == "pass" or re.search(r"[a-z]Key$", str(name)) is not None)

@@ -103,7 +103,7 @@ def offenders(paths):
     return out
 
 
-def test_files():
+def the_test_files():
     paths = []
     for base, _dirs, files in os.walk(os.path.join(ROOT, "tests")):
         paths.extend(os.path.join(base, f) for f in files if f.endswith(".py"))
@@ -111,7 +111,7 @@ def test_files():
 
 
 def test_no_test_asserts_a_speed():
-    assert offenders(test_files()) == []
+    assert offenders(the_test_files()) == []
 
 
 def test_the_rule_catches_the_timed_assertions_it_is_for(tmp_path):

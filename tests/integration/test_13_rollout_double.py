@@ -219,7 +219,8 @@ def test_node_uncordoned_before_is_drained_and_given_back(main, node):
     if fail:
         held = json.loads(notes["nodefix.k8s/held"])
         assert held["run"] == RUN and held["reason"].startswith("remediation failed: "), held
-        assert "%s stays cordoned, not verified" % node in out
+        # the rollout's step line, as AWX's job output shows it (nodefix.k8s.rollout prints one a step)
+        assert re.search(r"^%s \| give_back +held .*nodefix\.k8s/held" % node, out, re.M), out[-3000:]
     else:
         assert "nodefix.k8s/held" not in notes
     x = node.split("-", 1)[1]
@@ -232,7 +233,7 @@ def test_node_cordoned_before_stays_cordoned(main, node):
     assert (recap_failed(out, node) > 0) == MAIN[node][1], out[-3000:]
     assert double.state()["nodes"][node]["unschedulable"] is True
     assert False not in patches(double, node)  # never an uncordon
-    assert "%s was cordoned before this run" % node in out
+    assert re.search(r"^%s \| give_back +skipped .*cordoned before this run: it stays cordoned" % node, out, re.M)
 
 
 @pytest.mark.parametrize("node", ["node-a", "node-f"], ids=["verified", "failed"])
@@ -292,9 +293,9 @@ def without_kubeconfig(tmp_path_factory):
 
 def test_a_run_without_a_kubeconfig_writes_no_event(without_kubeconfig):
     rc, out, _nodes = without_kubeconfig
-    assert rc == 0 and "Tell the cluster" in out, out[-3000:]
-    told = out.split("Tell the cluster what this run found", 1)[1].split("TASK [", 1)[0]
-    assert "ok: [node-a -> localhost]" not in told and "ok: [node-b -> localhost]" not in told, told
+    # the rollout ran (its lines), without an API server: no claim, no cordon, no Event
+    assert rc == 0 and re.search(r"^node-a \| fix +done", out, re.M), out[-3000:]
+    assert not re.search(r"^node-[ab] \| (claim|cordon|start_event|end_event) ", out, re.M), out[-3000:]
 
 
 def test_without_kubeconfig_it_says_so_once(without_kubeconfig):

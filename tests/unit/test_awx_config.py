@@ -392,10 +392,10 @@ def _preflight_run(extra):
 
 def collection_node_worst_case():
     """One node's drain + reboot + verify in seconds, from the collection's own defaults: the drain's
-    timeout (playbooks/tasks/cordon_drain.yml), reboot_timeout twice (the wait after a power cycle) and
+    timeout (the rollout's, _rollout/machine/context.py DEFAULTS), reboot_timeout twice (the wait after a power cycle) and
     reboot_settle_timeout once per wait of the verification (roles/reboot/tasks/verify.yml)."""
-    drain = int(re.search(r"nodefix_drain_timeout \| default\((\d+)\)",
-                          read(os.path.join(ROOT, "playbooks", "tasks", "cordon_drain.yml"))).group(1))
+    from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context
+    drain = int(context.DEFAULTS["drain_timeout"])
     reboot = load(os.path.join(ROOT, "roles", "reboot", "defaults", "main.yml"))
     assert "reboot_power_cycle_command" in read(os.path.join(ROOT, "roles", "reboot", "tasks", "reboot.yml"))
     waits = read(os.path.join(ROOT, "roles", "reboot", "tasks", "verify.yml")).count("reboot_settle_timeout")

@@ -35,11 +35,14 @@ CONFIGURE = os.path.join(AWX, "configure.yml")
 # AWX's own test for "is this file a playbook" (awx/main/utils/ansible.py).
 AWX_PLAYBOOK_RE = re.compile(r"^\s*?-?\s*?(?:hosts|include|import_playbook):\s*?.*?$")
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
-# both playbooks import the report play (playbooks/report.yml)
+# both playbooks import the report play (playbooks/report.yml); remediate's rolling play reads its settings through
+# its task and vars files (the rollout's options: playbooks/vars/rollout.yml)
+REMEDIATE = ["playbooks/remediate.yml", "playbooks/tasks/plan.yml", "playbooks/tasks/fix.yml",
+             "playbooks/tasks/record.yml", "playbooks/vars/plan.yml", "playbooks/vars/rollout.yml"]
 SURVEY_PLAYBOOKS = {
     "audit.yml": ["playbooks/audit.yml", "playbooks/report.yml"],
-    "remediate.yml": ["playbooks/remediate.yml", "playbooks/report.yml"],
-    "workflow.yml": ["playbooks/audit.yml", "playbooks/remediate.yml", "playbooks/report.yml"],
+    "remediate.yml": REMEDIATE + ["playbooks/report.yml"],
+    "workflow.yml": ["playbooks/audit.yml"] + REMEDIATE + ["playbooks/report.yml"],
 }
 
 
@@ -240,7 +243,7 @@ def test_kubeconfig_credential_type_injects_the_playbook_variable():
     assert field_ids == ["kubeconfig"]
     assert injectors["file"] == {"template.kubeconfig": "{{ kubeconfig }}"}
     assert injectors["extra_vars"] == {"nodefix_kubeconfig": "{{ tower.filename.kubeconfig }}"}
-    assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "remediate.yml"))
+    assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "vars", "rollout.yml"))
     # kept away from Ansible's templating (the file is read with !unsafe as str): every injector template is !unsafe
     templates = [t for name in ("nodefix_awx_kubeconfig_injectors", "nodefix_awx_prometheus_injectors")
                  for kind in play_vars[name].values() for t in kind.values()]

@@ -110,6 +110,22 @@ def test_the_reboot_record_moves_the_rollout_and_renews_its_lease(monkeypatch):
         "2026-12-06T07:00:00Z"
 
 
+def test_the_reboot_record_keeps_the_machines_record_in_its_fix_phase(monkeypatch):
+    """The rollout machine's record (version 2) has no phase `reboot`: the reboot is one of its fixes - the record
+    stays in `fix`, its lease renewed (before: the reboot role's record write failed, the reboot not done)."""
+    from ansible_collections.nodefix.k8s.plugins.modules import reboot_backoff
+    from plugins.module_utils.test_reboot_backoff import FakeNodes, PENDING
+    fixing = rollout.moved(rollout.new("run-9", T0, CLI, 1800, version=2), "fix", T0)
+    nodes = FakeNodes({"node-a": {rollout.ANNOTATION: rollout.text(fixing)}})
+    monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
+    later = T0 + datetime.timedelta(minutes=20)
+    reboot_backoff.record({"state": "record", "kubeconfig": "/k", "context": None, "node": "node-a",
+                           "reasons": [PENDING], "backoff": "6h", "run_id": "run-9", "timeout": 10, "max_reboots": 2},
+                          later, check_mode=False)
+    moved = json.loads(nodes.nodes["node-a"][rollout.ANNOTATION])
+    assert moved["version"] == 2 and moved["phase"] == "fix" and moved["renewed"] == "2026-12-06T07:20:00Z"
+
+
 def test_the_playbook_pid_is_the_outermost_ansible_playbook_ancestor():
     procs = {900: (800, "/usr/bin/python3 /tmp/AnsiballZ_node_rollout.py"), 800: (700, "/bin/sh -c ..."),
              700: (600, "/venv/bin/python /venv/bin/ansible-playbook remediate.yml"),

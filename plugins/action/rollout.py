@@ -125,6 +125,16 @@ class ActionModule(ActionBase):
                                     "got %s; nothing was read or written" % args["api_timeout"])
         return args
 
+    def _drop_tmp(self):
+        """The node's temporary directory removed right after its module, while the node is there: the task's own
+        cleanup would reach the node again after the give-back (a node that went away then would lose the whole
+        result, the task unreachable); a node that cannot be reached now keeps it."""
+        if self._connection._shell.tmpdir:
+            try:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
+            except AnsibleError:
+                self._connection._shell.tmpdir = None
+
     def _node_module(self, name, module_args, task_vars):
         """One module on the node (the task's connection and become): its result; NodefixError when it failed or
         the node could not be reached."""
@@ -134,6 +144,8 @@ class ActionModule(ActionBase):
             raise NodefixError("%s: the node could not be reached: %s" % (name, exc), unreachable=True)
         except AnsibleError as exc:     # the module could not be run (found, templated, transferred)
             raise NodefixError("%s could not be run: %s" % (name, exc))
+        finally:
+            self._drop_tmp()
         if out.get("unreachable"):
             raise NodefixError("%s: the node could not be reached: %s" % (name, out.get("msg") or "no answer"),
                                unreachable=True)

@@ -141,7 +141,9 @@ def drain_step(ctx, state, ledger):
 
 def require_drain(ctx, state):
     restarting = sorted(set(state["fix_roles"]) & set(RESTARTING_ROLES))
-    if ctx.options["require_drain"] and restarting and not state["drained"] and not ctx.check_mode:
+    # (check mode drains nothing: a node that would be drained is not refused; one that never is, is)
+    undrained = not state["drained"] and (not ctx.check_mode or ctx.api is None or not ctx.options["drain"])
+    if ctx.options["require_drain"] and restarting and undrained:
         raise Stop(Outcome.REFUSED, "refused: nodefix_require_drain is true and this node was not drained "
                                     "(%s): %s were not run, nothing was changed"
                                     % ("no nodefix_kubeconfig" if ctx.api is None else "nodefix_drain is false",

@@ -224,6 +224,16 @@ def test_require_drain_refuses_restarts_on_a_node_that_is_not_drained():
     assert not [w for w in api.writes if w[0] == "evict"] and not api.cordoned()
 
 
+@pytest.mark.parametrize("drain, refused", [(False, True), (True, False)])
+def test_require_drain_refuses_in_check_mode_too_a_node_that_would_not_be_drained(drain, refused):
+    """--check drains nothing: the node that would be drained is not refused, one that never is is refused (the
+    dry run shows the refusal the real run would make)."""
+    api = ApiDouble([node()], [pod("web-1")])
+    first = rollout(api, options={"drain": drain, "require_drain": True}, check_mode=True)[0]
+    assert (first["outcome"] == Outcome.REFUSED) is refused, first
+    assert not api.writes
+
+
 @pytest.mark.parametrize("after, status, want", [
     ([CONTAINERD], "ok", Outcome.NOT_VERIFIED),
     ([], "failed", Outcome.NOT_VERIFIED),

@@ -126,6 +126,8 @@ def drain_step(ctx, state, ledger):
         pods = ctx.api.list_pods(ctx.node)
         names = sorted(cordon.drainable([node_cordon.pod_summary(p) for p in pods]))
         plan = node_cordon.budgets_now(ctx.api, pods)
+        # what the dry run's plan shows of the drain (the pods' summaries, the budgets that would refuse now)
+        state["drain_plan"] = dict(plan, pods=[node_cordon.pod_summary(p) for p in pods])
         refused = ["%s/%s refuses %d" % (b["namespace"], b["name"], b["refused"]) for b in plan.get("budgets") or []]
         return WOULD, "would evict %s%s" % (", ".join(names) or "nothing", "; budgets now: " + "; ".join(
             refused) if refused else "; " + plan["budgets_error"] if plan.get("budgets_error") else "")

@@ -120,6 +120,10 @@ class ActionModule(ActionBase):
                                                         required_if=interface.REQUIRED_IF)
         except AnsibleActionFail as exc:
             raise AnsibleActionFail("nodefix.k8s.rollout: %s; nothing was read or written" % exc.message)
+        try:
+            interface.machine_options(args)
+        except NodefixError as exc:
+            raise AnsibleActionFail("nodefix.k8s.rollout: %s; nothing was read or written" % exc)
         if not 1 <= args["api_timeout"] <= 600:
             raise AnsibleActionFail("nodefix.k8s.rollout: api_timeout must be 1 to 600 seconds, "
                                     "got %s; nothing was read or written" % args["api_timeout"])
@@ -270,7 +274,7 @@ class ActionModule(ActionBase):
             lock = "%s/%s" % (args["lock_namespace"], args["lock_name"])
             answer.update(fix_roles=state["fix_roles"], reboot_held=state["reboot_held"],
                           reboot_reasons=state["reboot_reasons"] if mctx.REBOOT_ROLE in state["fix_roles"] else [],
-                          reboot_allowed=mctx.REBOOT_ROLE in state["fix_roles"] and lock in state["slots"])
+                          reboot_allowed=interface.reboot_allowed(state, lock))
         if args["phase"] == "begin":
             answer.update(drained=state["drained"], cordoned_before=state["cordoned_before"])
             if state.get("evidence"):

@@ -127,8 +127,8 @@ def remediation_record(state, given=None, started=None, finished=None):
     if state.get("reboot_held") and outcome == Outcome.HELD and not state["fix_roles"]:
         out["roles"] = []
     # what became of the slots an earlier run left (the reclaim_slots step) and of a slot this run kept
-    said = list(state.get("reclaim_said") or []) + [k for k in state.get("slot_kept") or []
-                                                     if k not in (state.get("reclaim_said") or [])]
+    reclaimed = list(state.get("reclaim_said") or [])
+    said = reclaimed + [k for k in state.get("slot_kept") or [] if k not in reclaimed]
     if said:
         out["msg"] = "; ".join(s for s in [out["msg"]] + said if s)
     extra = {"held": state.get("hold"), "given_back": state.get("given_back"), "evidence": state.get("evidence"),

@@ -286,13 +286,16 @@ def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_thro
     assert clock.slept[:2] == [7, 7] and second["outcome"] == Outcome.OK and clean(api)
 
 
-def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everything_back():
-    api = ApiDouble([node()], [pod("web-1"), pod("db-0")], refuse={"db-0": None})
+@pytest.mark.parametrize("cordoned", [False, True], ids=["was-schedulable", "was-cordoned"])
+def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everything_back(cordoned):
+    """The schedulability as it was before the run (test_13's node-d; node-dc, cordoned before, too)."""
+    api = ApiDouble([node(unschedulable=cordoned)], [pod("web-1"), pod("db-0")], refuse={"db-0": None})
     first, second = rollout(api, roles=(CONTAINERD, REBOOT), options={"drain_timeout": 60})
     assert second is None and first["outcome"] == Outcome.DRAIN_FAILED
     assert "default/db-0 (refused by a PodDisruptionBudget)" in first["detail"] and "evicted: default/web-1" in \
         first["detail"]
-    assert clean(api) and outcomes(first)["release_slots"] == "done"
+    assert clean(api, cordoned=cordoned) and outcomes(first)["release_slots"] == "done"
+    assert "fix" not in [s["name"] for s in first["steps"] if s["outcome"] == "done"]     # nothing fixed
 
 
 def test_a_pod_stuck_terminating_fails_the_drain():
@@ -301,11 +304,17 @@ def test_a_pod_stuck_terminating_fails_the_drain():
     assert first["outcome"] == Outcome.DRAIN_FAILED and "default/web-1 (terminating)" in first["detail"] and clean(api)
 
 
-def test_a_node_cordoned_before_the_run_stays_cordoned():
+@pytest.mark.parametrize("status", ["ok", "failed"])
+def test_a_node_cordoned_before_the_run_stays_cordoned(status):
+    """An operator's cordon stays, whether the fixes went well or failed (test_13's node-c; node-cf before)."""
     api = ApiDouble([node(unschedulable=True)], [pod("web-1")])
-    first, second = rollout(api)
-    assert outcomes(first)["cordon"] == "skipped" and second["outcome"] == Outcome.OK
+    first, second = rollout(api, status=status)
+    assert outcomes(first)["cordon"] == "skipped"
+    assert second["outcome"] == (Outcome.OK if status == "ok" else Outcome.FAILED)
+    (give_back,) = [s for s in second["steps"] if s["name"] == "give_back"]
+    assert give_back["outcome"] == "skipped" and "cordoned before this run: it stays cordoned" in give_back["detail"]
     assert clean(api, cordoned=True) and [p["metadata"]["name"] for p in api.pods] == []
+    assert not [w for w in api.writes if w[0] == "patch_node" and "spec" in w[2]]       # never an uncordon
     assert [(r["phase"], r["cordonedBefore"]) for r in records(api)][2:4] == [("drain", True), ("fix", True)]
 
 

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
@@ -277,6 +278,23 @@ def test_a_backoff_that_is_not_a_duration_is_refused_naming_it(given):
     with pytest.raises(Exception) as raised:
         interface.machine_options(dict(args, backoff=given))
     assert "backoff (nodefix_reboot_backoff)" in str(raised.value) and "not a duration" in str(raised.value)
+
+
+def test_an_event_that_cannot_be_posted_is_a_warning_and_the_rollout_goes_on():
+    """The start and end Events (the action's, in-process): an API error posting them is said in the step, never the
+    rollout's outcome (remediate.yml's node_events tasks ignored their failures the same way)."""
+    def events(phase, state):
+        raise NodefixError("posting the %s Event: 403 Forbidden" % phase)
+    api = ApiDouble([node()], [pod("web-1")])
+    ctx = context(api)
+    ctx.events = events
+    first = machine.begin(ctx)
+    second = machine.end(ctx, first["state"], {"status": "ok", "roles": first["state"]["fix_roles"], "msg": ""})
+    steps = dict((s["name"], s) for s in first["steps"] + second["steps"])
+    assert second["outcome"] == Outcome.OK and clean(api)
+    for name, phase in (("start_event", "start"), ("end_event", "end")):
+        assert steps[name]["outcome"] == "done" and "could not be posted (warning)" in steps[name]["detail"]
+        assert "posting the %s Event: 403 Forbidden" % phase in steps[name]["detail"]
 
 
 def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_through():

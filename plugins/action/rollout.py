@@ -120,10 +120,24 @@ class ActionModule(ActionBase):
                                                         required_if=interface.REQUIRED_IF)
         except AnsibleActionFail as exc:
             raise AnsibleActionFail("nodefix.k8s.rollout: %s; nothing was read or written" % exc.message)
+        try:
+            interface.machine_options(args)
+        except NodefixError as exc:
+            raise AnsibleActionFail("nodefix.k8s.rollout: %s; nothing was read or written" % exc)
         if not 1 <= args["api_timeout"] <= 600:
             raise AnsibleActionFail("nodefix.k8s.rollout: api_timeout must be 1 to 600 seconds, "
                                     "got %s; nothing was read or written" % args["api_timeout"])
         return args
+
+    def _drop_tmp(self):
+        """The node's temporary directory removed right after its module, while the node is there: the task's own
+        cleanup would reach the node again after the give-back (a node that went away then would lose the whole
+        result, the task unreachable); a node that cannot be reached now keeps it."""
+        if self._connection._shell.tmpdir:
+            try:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
+            except AnsibleError:
+                self._connection._shell.tmpdir = None
 
     def _node_module(self, name, module_args, task_vars):
         """One module on the node (the task's connection and become): its result; NodefixError when it failed or
@@ -134,6 +148,8 @@ class ActionModule(ActionBase):
             raise NodefixError("%s: the node could not be reached: %s" % (name, exc), unreachable=True)
         except AnsibleError as exc:     # the module could not be run (found, templated, transferred)
             raise NodefixError("%s could not be run: %s" % (name, exc))
+        finally:
+            self._drop_tmp()
         if out.get("unreachable"):
             raise NodefixError("%s: the node could not be reached: %s" % (name, out.get("msg") or "no answer"),
                                unreachable=True)
@@ -258,7 +274,7 @@ class ActionModule(ActionBase):
             lock = "%s/%s" % (args["lock_namespace"], args["lock_name"])
             answer.update(fix_roles=state["fix_roles"], reboot_held=state["reboot_held"],
                           reboot_reasons=state["reboot_reasons"] if mctx.REBOOT_ROLE in state["fix_roles"] else [],
-                          reboot_allowed=mctx.REBOOT_ROLE in state["fix_roles"] and lock in state["slots"])
+                          reboot_allowed=interface.reboot_allowed(state, lock))
         if args["phase"] == "begin":
             answer.update(drained=state["drained"], cordoned_before=state["cordoned_before"])
             if state.get("evidence"):

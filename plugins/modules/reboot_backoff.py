@@ -233,13 +233,15 @@ def record(p, now, check_mode):
     except reboot_backoff.MalformedRecord:
         last = None
     note = {reboot_backoff.ANNOTATION: reboot_backoff.record(now, p["run_id"], p["reasons"], boot_id, last, seconds)}
-    # this run's rollout record (nodefix.k8s/rollout) moves to the reboot, its lease renewed, in the same PATCH
+    # this run's rollout record (nodefix.k8s/rollout) moves to the reboot, its lease renewed, in the same PATCH; the
+    # rollout machine's record (version 2) stays in its phase `fix` (the reboot is one of the fixes), lease renewed
     try:
         rollout = rollout_record.read(annotations)
     except rollout_record.MalformedRecord:
         rollout = None
     if rollout and p["run_id"] and rollout["run"] == p["run_id"]:
-        note[rollout_record.ANNOTATION] = rollout_record.text(rollout_record.moved(rollout, "reboot", now))
+        phase = "reboot" if rollout.get("version") == rollout_record.VERSION else rollout["phase"]
+        note[rollout_record.ANNOTATION] = rollout_record.text(rollout_record.moved(rollout, phase, now))
     if not check_mode:
         nodes.patch(p["node"], note)
     return dict(result, annotation=note, changed=True)

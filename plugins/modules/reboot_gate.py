@@ -508,8 +508,7 @@ def reclaim(module, p, api):
         out = reboot_control_plane.reclaim(lock, node, member, dry_run=module.check_mode)
         if out["released"]:
             result["lock"]["reclaimed"].append({"slot": out["slot"], "since": out["since"]})
-            said.append("released %s that %s held since %s from an earlier run: no reboot of %s is pending or in "
-                        "progress and it is Ready" % (out["slot"], p["node"], out["since"], p["node"]))
+            said.append(reboot_control_plane.reclaimed_said(out, p["node"]))
         elif out["kept"]:
             result["lock"]["kept"].append(out["kept"])
             said.append(out["kept"])

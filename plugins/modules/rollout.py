@@ -141,10 +141,19 @@ options:
     description: Environment variables for O(etcd_health_command) (C(nodefix_etcd_health_environment)); secret.
     type: dict
     default: {}
-  backoff_seconds:
-    description: Seconds a reboot's reasons hold the next reboot (C(nodefix_reboot_backoff)).
+  etcd_wait:
+    description: Seconds the control plane's slot waits, after the reboot lock's slot is given back, for the node's
+      own etcd member to be Ready again (C(reboot_etcd_wait)), looking every O(lock_poll) seconds; not Ready by
+      then, the slot is kept and the record says why.
     type: int
-    default: 21600
+    default: 300
+  backoff:
+    description: How long a reboot's reasons hold the next reboot (C(nodefix_reboot_backoff)) - a duration as
+      M(nodefix.k8s.reboot_backoff) takes it (one parser) - a whole number of seconds or units (V(6h), V(90m),
+      V(1h30m), V(1d), V(2w), V(45s)); V(0) turns the backoff off. Anything else fails the task naming it, before
+      anything is read or written.
+    type: str
+    default: 6h
   max_reboots:
     description: Reboots of one node inside the backoff before it needs a person (C(nodefix_reboot_backoff_max_reboots)).
     type: int
@@ -324,7 +333,10 @@ fix_roles:
   elements: str
   sample: [nodefix.k8s.containerd]
 reboot_allowed:
-  description: The reboot role stays in RV(fix_roles) and this node holds a slot of the reboot lock.
+  description: This node may reboot now, by any reboot path (the reboot role's pending reboot, the kernel upgrade's
+    boot, the mount-unit cleanup's reboot) - there is a reason to reboot (O(plan) C(reboot_reasons), the kernel
+    upgrade's among them), no gate held it (backoff, window, blocking pods, alerts, lock; judged again by
+    O(phase=recheck)), this run drained the node and it holds a slot of the reboot lock.
   returned: when O(phase) is C(begin) or C(recheck)
   type: bool
 reboot_reasons:

@@ -38,10 +38,11 @@ MAIN = {
     "node-a": (False, False, False),   # drained, verified, given back
     "node-f": (False, True, False),    # drained, its remediation failed: held
     "node-c": (True, False, False),    # an operator's cordon, the remediation succeeds
-    "node-cf": (True, True, False),    # an operator's cordon, the remediation fails
     "node-d": (False, False, True),    # the drain fails (PDB) on a schedulable node
-    "node-dc": (True, False, True),    # the drain fails (PDB) on a cordoned node
 }
+# (an operator's cordon with a failed remediation, and a failed drain on a cordoned node, are the rollout machine's
+# unit tests since issue 62 step 3: test_rollout_machine.py test_a_node_cordoned_before_the_run_stays_cordoned[failed],
+# test_a_pdb_that_never_allows_...[was-cordoned]; these hosts are the wiring's end-to-end smoke)
 
 
 def pods_of(node, pdb=False):
@@ -196,7 +197,7 @@ def test_the_run_exits_non_zero_when_a_node_failed_and_only_those_nodes_fail(mai
     _double, rc, out, _nodes = main
     assert rc != 0, out[-3000:]
     failed = sorted(n for n in list(MAIN) + ["dry-a", "dry-b"] if recap_failed(out, n) > 0)
-    assert failed == ["node-cf", "node-d", "node-dc", "node-f"], out.split("PLAY RECAP", 1)[1]
+    assert failed == ["node-d", "node-f"], out.split("PLAY RECAP", 1)[1]
 
 
 @pytest.mark.parametrize("node", ["node-a", "node-f"], ids=["success", "failed-remediation"])
@@ -219,20 +220,21 @@ def test_node_uncordoned_before_is_drained_and_given_back(main, node):
     if fail:
         held = json.loads(notes["nodefix.k8s/held"])
         assert held["run"] == RUN and held["reason"].startswith("remediation failed: "), held
-        assert "%s stays cordoned, not verified" % node in out
+        # the rollout's step line, as AWX's job output shows it (nodefix.k8s.rollout prints one a step)
+        assert re.search(r"^%s \| give_back +held .*nodefix\.k8s/held" % node, out, re.M), out[-3000:]
     else:
         assert "nodefix.k8s/held" not in notes
     x = node.split("-", 1)[1]
     assert [p["name"] for p in st["pods"] if p["node"] == node] == ["proxy-" + x]  # drained (the DaemonSet pod stays)
 
 
-@pytest.mark.parametrize("node", ["node-c", "node-cf"], ids=["success", "failed-remediation"])
-def test_node_cordoned_before_stays_cordoned(main, node):
+def test_node_cordoned_before_stays_cordoned(main):
     double, _rc, out, _nodes = main
+    node = "node-c"
     assert (recap_failed(out, node) > 0) == MAIN[node][1], out[-3000:]
     assert double.state()["nodes"][node]["unschedulable"] is True
     assert False not in patches(double, node)  # never an uncordon
-    assert "%s was cordoned before this run" % node in out
+    assert re.search(r"^%s \| give_back +skipped .*cordoned before this run: it stays cordoned" % node, out, re.M)
 
 
 @pytest.mark.parametrize("node", ["node-a", "node-f"], ids=["verified", "failed"])
@@ -267,11 +269,11 @@ def test_the_run_leaves_its_story_on_the_node_as_kubectl_reads_it(main, kubectl_
     assert double.state()["nodes"][node]["unschedulable"] is fail   # the annotation's PATCH is not a cordon
 
 
-@pytest.mark.parametrize("node", ["node-d", "node-dc"], ids=["was-schedulable", "was-cordoned"])
-def test_failed_drain_restores_exactly_the_state_before(main, node):
+def test_failed_drain_restores_exactly_the_state_before(main):
     """A drain a PodDisruptionBudget stops after web-<x> was evicted is a failed drain (issue 53 item 5; before,
     it was "left as it was" and the run exited 0): nothing fixed, the schedulability given back as it was."""
     double, _rc, out, nodes = main
+    node = "node-d"
     cordoned, x = MAIN[node][0], node.split("-", 1)[1]
     assert recap_failed(out, node) > 0, out[-3000:]  # the node is failed (after the report)
     assert nodes[node]["remediation"]["status"] == "failed", nodes[node]
@@ -292,9 +294,9 @@ def without_kubeconfig(tmp_path_factory):
 
 def test_a_run_without_a_kubeconfig_writes_no_event(without_kubeconfig):
     rc, out, _nodes = without_kubeconfig
-    assert rc == 0 and "Tell the cluster" in out, out[-3000:]
-    told = out.split("Tell the cluster what this run found", 1)[1].split("TASK [", 1)[0]
-    assert "ok: [node-a -> localhost]" not in told and "ok: [node-b -> localhost]" not in told, told
+    # the rollout ran (its lines), without an API server: no claim, no cordon, no Event
+    assert rc == 0 and re.search(r"^node-a \| fix +done", out, re.M), out[-3000:]
+    assert not re.search(r"^node-[ab] \| (claim|cordon|start_event|end_event) ", out, re.M), out[-3000:]
 
 
 def test_without_kubeconfig_it_says_so_once(without_kubeconfig):

@@ -11,9 +11,14 @@ drained; a new one: nothing to fix), so nothing on the test machine changes.
   (the double's ``"stuck": true``: evicted, Terminating for good) leaves the node cordoned with
   ``nodefix.k8s/cordoned-by``; the re-run, which finds nothing to fix there, gives it back and says so; an
   operator's cordon (no record) in the same re-run stays.
-- In that same re-run: a drain that times out on a Terminating pod, and one a PodDisruptionBudget stops midway
-  (429 retried until the drain timeout), are failed drains - nothing fixed, the node given back, the pods evicted
-  and those that blocked named; a remediation that failed leaves its node cordoned with ``nodefix.k8s/held``.
+
+The failed drains (a pod stuck Terminating, a PodDisruptionBudget's 429 until the drain timeout) and a failed
+remediation held cordoned, once cases of the same re-run, are the rollout machine's unit tests since issue 62 step 3
+(tests/unit/plugins/module_utils/test_rollout_machine.py: ``test_a_pod_stuck_terminating_fails_the_drain``,
+``test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everything_back``,
+``test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_through``,
+``test_a_fix_not_verified_leaves_the_node_cordoned_and_held``); test_13_rollout_double's main run keeps a PDB-failed
+drain and a held node end to end.
 """
 
 import json
@@ -26,7 +31,7 @@ from conftest import ENV, LOGS, ROOT, run_logged
 
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 OLD, NEW = "4.4.0-1069-aws", "6.12.0-1-amd64"   # a kernel role to run (drained), nothing to fix
-CORDONED_BY, HELD = "nodefix.k8s/cordoned-by", "nodefix.k8s/held"
+CORDONED_BY = "nodefix.k8s/cordoned-by"
 
 
 def host(release, **extra):
@@ -71,17 +76,9 @@ def events(double, node):
     return [e for e in double.state()["events"] if e["regarding"]["name"] == node]
 
 
-def test_a_killed_runs_cordon_is_given_back_and_failed_drains_and_unverified_fixes_are_not(apiserver_double, tmp_path):
-    pods = [{"namespace": "default", "name": "stuck-0", "node": "node-a", "owner": "StatefulSet", "stuck": True},
-            {"namespace": "default", "name": "web-c", "node": "node-c", "owner": "ReplicaSet"},
-            {"namespace": "default", "name": "stuck-c", "node": "node-c", "owner": "StatefulSet", "stuck": True},
-            {"namespace": "default", "name": "web-d", "node": "node-d", "owner": "ReplicaSet"},
-            {"namespace": "default", "name": "db-d", "node": "node-d", "owner": "StatefulSet", "pdb": True},
-            {"namespace": "kube-system", "name": "proxy-d", "node": "node-d", "owner": "DaemonSet"},
-            {"namespace": "default", "name": "web-e", "node": "node-e", "owner": "ReplicaSet"}]
-    double = apiserver_double({"node-a": {"unschedulable": False}, "node-b": {"unschedulable": True},
-                               "node-c": {"unschedulable": False}, "node-d": {"unschedulable": False},
-                               "node-e": {"unschedulable": False}}, pods)
+def test_a_killed_runs_cordon_is_given_back_and_an_operators_stays(apiserver_double, tmp_path):
+    pods = [{"namespace": "default", "name": "stuck-0", "node": "node-a", "owner": "StatefulSet", "stuck": True}]
+    double = apiserver_double({"node-a": {"unschedulable": False}, "node-b": {"unschedulable": True}}, pods)
 
     # 1. killed (SIGKILL, the whole process group) while the drain waits for a pod that never leaves
     rc = kill_during_the_drain(tmp_path, double, {"node-a": host(OLD, nodefix_drain_timeout=600)},
@@ -90,12 +87,10 @@ def test_a_killed_runs_cordon_is_given_back_and_failed_drains_and_unverified_fix
     left = double.state()["nodes"]["node-a"]
     assert left["unschedulable"] is True and json.loads(left["annotations"][CORDONED_BY])["run"] == "killed-1", left
 
-    # 2. the re-run: node-a has nothing to fix, node-b is an operator's cordon, node-c's drain times out on a
-    #    Terminating pod, node-d's is stopped by a PodDisruptionBudget after web-d went, node-e's fix fails
+    # 2. the re-run: node-a has nothing to fix, node-b is an operator's cordon
     rc, out = run_logged("crash-safe-cordon-rerun", argv(tmp_path, double, {
-        "node-a": host(NEW), "node-b": host(NEW), "node-c": host(OLD), "node-d": host(OLD, nodefix_drain_timeout=20),
-        "node-e": host(OLD, kernel_dying_memcgs_threshold=-1)}, "rerun-2"), timeout=900)
-    assert rc != 0, out[-3000:]   # failed nodes: a non-zero exit
+        "node-a": host(NEW), "node-b": host(NEW)}, "rerun-2"), timeout=900)
+    assert rc == 0, out[-3000:]
     st = double.state()
     nodes = st["nodes"]
     with open(str(tmp_path / "reports" / "remediate" / "report.json"), encoding="utf-8") as fh:
@@ -112,36 +107,3 @@ def test_a_killed_runs_cordon_is_given_back_and_failed_drains_and_unverified_fix
     assert nodes["node-b"]["unschedulable"] is True
     assert not [e for e in st["log"] if e["path"] == "/api/v1/nodes/node-b" and "spec" in e.get("body", {})]
     assert "GivenBack" not in [e["reason"] for e in events(double, "node-b")]
-
-    # node-c: the drain timed out - failed, nothing fixed, given back, the pods named
-    assert nodes["node-c"]["unschedulable"] is False and not nodes["node-c"].get("annotations", {}).get(CORDONED_BY)
-    c = report["node-c"]
-    assert c["status"] == "failed" and "timed out after 3 s" in c["msg"], c
-    assert "evicted: default/web-c" in c["msg"] and "blocked: default/stuck-c (terminating)" in c["msg"], c
-    assert "the node was given back" in c["msg"], c
-    reasons = [e["reason"] for e in events(double, "node-c")]
-    assert "DrainFailed" in reasons and "FixApplied" not in reasons and "Drained" not in reasons, reasons
-    (failed,) = [e for e in events(double, "node-c") if e["reason"] == "DrainFailed"]
-    assert "blocked: default/stuck-c (terminating)" in failed["note"]
-
-    # node-d: a PodDisruptionBudget midway, its 429 retried until the drain timeout - failed, given back
-    assert nodes["node-d"]["unschedulable"] is False
-    d = report["node-d"]
-    assert d["status"] == "failed" and "PodDisruptionBudget" in d["msg"], d
-    assert "evicted: default/web-d" in d["msg"] and "default/db-d (refused by a PodDisruptionBudget)" in d["msg"], d
-    # retried (every 5 s, as kubectl drain does, within its 20 s: under load a 10 s timeout left room for one try)
-    assert len([e for e in st["log"] if e["path"].endswith("/db-d/eviction")]) >= 2
-    assert "FixApplied" not in [e["reason"] for e in events(double, "node-d")]
-
-    # node-e: its remediation failed - not verified, it stays cordoned, nodefix.k8s/held names reason and run
-    assert nodes["node-e"]["unschedulable"] is True
-    held = json.loads(nodes["node-e"]["annotations"][HELD])
-    assert held["run"] == "rerun-2" and "remediation failed" in held["reason"], held
-    assert CORDONED_BY not in nodes["node-e"]["annotations"]
-    assert report["node-e"]["status"] == "failed" and "left cordoned" in report["node-e"]["msg"]
-    assert [e["reason"] for e in events(double, "node-e")][-1] == "LeftCordonedUnverified"
-
-    # the recap: the failed drains and the held node are failed hosts; the others are not
-    recap = dict((line.split()[0], line) for line in out.split("PLAY RECAP", 1)[1].splitlines() if ":" in line)
-    for name, failed in (("node-a", False), ("node-b", False), ("node-c", True), ("node-d", True), ("node-e", True)):
-        assert ("failed=0" not in recap[name]) == failed, recap[name]

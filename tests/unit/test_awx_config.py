@@ -35,11 +35,14 @@ CONFIGURE = os.path.join(AWX, "configure.yml")
 # AWX's own test for "is this file a playbook" (awx/main/utils/ansible.py).
 AWX_PLAYBOOK_RE = re.compile(r"^\s*?-?\s*?(?:hosts|include|import_playbook):\s*?.*?$")
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
-# both playbooks import the report play (playbooks/report.yml)
+# both playbooks import the report play (playbooks/report.yml); remediate's rolling play reads its settings through
+# its task and vars files (the rollout's options: playbooks/vars/rollout.yml)
+REMEDIATE = ["playbooks/remediate.yml", "playbooks/tasks/plan.yml", "playbooks/tasks/fix.yml",
+             "playbooks/tasks/record.yml", "playbooks/vars/plan.yml", "playbooks/vars/rollout.yml"]
 SURVEY_PLAYBOOKS = {
     "audit.yml": ["playbooks/audit.yml", "playbooks/report.yml"],
-    "remediate.yml": ["playbooks/remediate.yml", "playbooks/report.yml"],
-    "workflow.yml": ["playbooks/audit.yml", "playbooks/remediate.yml", "playbooks/report.yml"],
+    "remediate.yml": REMEDIATE + ["playbooks/report.yml"],
+    "workflow.yml": ["playbooks/audit.yml"] + REMEDIATE + ["playbooks/report.yml"],
 }
 
 
@@ -240,7 +243,7 @@ def test_kubeconfig_credential_type_injects_the_playbook_variable():
     assert field_ids == ["kubeconfig"]
     assert injectors["file"] == {"template.kubeconfig": "{{ kubeconfig }}"}
     assert injectors["extra_vars"] == {"nodefix_kubeconfig": "{{ tower.filename.kubeconfig }}"}
-    assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "remediate.yml"))
+    assert "nodefix_kubeconfig" in read(os.path.join(ROOT, "playbooks", "vars", "rollout.yml"))
     # kept away from Ansible's templating (the file is read with !unsafe as str): every injector template is !unsafe
     templates = [t for name in ("nodefix_awx_kubeconfig_injectors", "nodefix_awx_prometheus_injectors")
                  for kind in play_vars[name].values() for t in kind.values()]
@@ -392,10 +395,10 @@ def _preflight_run(extra):
 
 def collection_node_worst_case():
     """One node's drain + reboot + verify in seconds, from the collection's own defaults: the drain's
-    timeout (playbooks/tasks/cordon_drain.yml), reboot_timeout twice (the wait after a power cycle) and
+    timeout (the rollout's, _rollout/machine/context.py DEFAULTS), reboot_timeout twice (the wait after a power cycle) and
     reboot_settle_timeout once per wait of the verification (roles/reboot/tasks/verify.yml)."""
-    drain = int(re.search(r"nodefix_drain_timeout \| default\((\d+)\)",
-                          read(os.path.join(ROOT, "playbooks", "tasks", "cordon_drain.yml"))).group(1))
+    from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context
+    drain = int(context.DEFAULTS["drain_timeout"])
     reboot = load(os.path.join(ROOT, "roles", "reboot", "defaults", "main.yml"))
     assert "reboot_power_cycle_command" in read(os.path.join(ROOT, "roles", "reboot", "tasks", "reboot.yml"))
     waits = read(os.path.join(ROOT, "roles", "reboot", "tasks", "verify.yml")).count("reboot_settle_timeout")

@@ -20,8 +20,11 @@ INTERNAL = {"nodefix_report_kind", "nodefix_report_fail_on", "nodefix_report_mer
 
 
 def playbook_text():
+    """The playbooks, their task files and their vars files (the rollout's options: vars/rollout.yml), not the spec."""
     files = sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) +
-                   glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")))
+                   glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")) +
+                   [f for f in glob.glob(os.path.join(ROOT, "playbooks", "vars", "*.yml"))
+                    if os.path.basename(f) != "arguments.yml"])
     return "\n".join(open(f, encoding="utf-8").read() for f in files)
 
 

@@ -4,7 +4,7 @@
 another task file, play or role of the collection sets (``register:``, ``set_fact``, a role's defaults or vars, a
 ``vars:`` block) or a documented input of the playbooks (``playbooks/vars/arguments.yml``) - the plan file itself
 does not count - and every field it reads of a collection module's
-registered result (``_nodefix_node_cordon.budgets``) must be in that module's RETURN."""
+registered result (``_nodefix_rollout.state``: the rollout's check-mode drain step) must be in that module's RETURN."""
 
 import glob
 import json
@@ -93,7 +93,7 @@ def problems(refs):
 def test_every_variable_and_field_the_plan_reads_is_set_somewhere():
     with open(PLAN) as fh:
         refs = read_refs(fh.read())
-    assert {("mount_units_estimate", ""), ("gvisor_eviction_results", ""), ("_nodefix_node_cordon", "budgets")} <= refs
+    assert {("mount_units_estimate", ""), ("gvisor_eviction_results", ""), ("_nodefix_rollout", "state")} <= refs
     assert problems(refs) == []
 
 
@@ -101,6 +101,6 @@ def test_a_misspelt_name_or_field_in_the_plan_is_caught():
     with open(PLAN) as fh:
         text = fh.read()
     broken = (text.replace("gvisor_eviction_results", "gvisor_eviction_resluts")
-              .replace("_nodefix_node_cordon.budgets ", "_nodefix_node_cordon.budget "))
-    assert problems(read_refs(broken)) == ["_nodefix_node_cordon.budget: nodefix.k8s.node_cordon returns no budget",
+              .replace("_nodefix_rollout.state.drain_plan.pods ", "_nodefix_rollout.stat.drain_plan.pods "))
+    assert problems(read_refs(broken)) == ["_nodefix_rollout.stat: nodefix.k8s.rollout returns no stat",
                                            "gvisor_eviction_resluts: nothing sets it"]

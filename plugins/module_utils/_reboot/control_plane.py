@@ -347,3 +347,9 @@ def reclaim(lock, node_obj, member_back=None, dry_run=False):
     else:
         out["released"] = lock.release(dry_run=dry_run, slot=slot)
     return out
+
+
+def reclaimed_said(out, holder, dry_run=False):
+    """What a person reads of a slot ``reclaim`` gave back (``out``: its answer with ``released`` set)."""
+    return "%s %s that %s held since %s from an earlier run: no reboot of %s is pending or in progress and it is " \
+        "Ready" % ("would release" if dry_run else "released", out["slot"], holder, out["since"], holder)

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Who cordoned a node, whether a drain is done, and whether a node goes back into service - decided
-here (the ``cordon_reclaim``, ``drain_outcome`` and ``hold_reasons`` filters); ``playbooks/tasks/``
-cordon_drain.yml, reclaim_cordon.yml and uncordon.yml only sequence it (docs/safety.md).
+here (the ``cordon_reclaim``, ``drain_outcome`` and ``hold_reasons`` filters); the rollout machine's
+``cordon``, ``drain`` and ``give_back`` steps (``_rollout.machine``) only sequence it (docs/safety.md).
 
 - ``nodefix.k8s/cordoned-by`` (``{"run": id, "time": RFC 3339}``) is written in the same PATCH that
   cordons the node and removed in the one that gives it back. A cordoned node carrying it, written by

@@ -186,7 +186,7 @@ def count(nodes, views, fleet_size=None, sliced=False):
     read = any(not v.get("error") for v in views)
     unavailable = dict((n, set(w)) for n, w in listed.items() if w)
     # a target an earlier, dead nodefix run left cordoned (and nothing else) is given back by this run before it
-    # cordons anything (tasks/reclaim_cordon.yml): not unavailable to it - counted, it would hold the very run
+    # cordons anything (the rollout's cordon step): not unavailable to it - counted, it would hold the very run
     # that returns it, for good
     for host in nodes:
         if unavailable.get(name[host]) == {CORDONED_BY_NODEFIX}:

@@ -97,7 +97,7 @@ def give_back(ctx, state, ledger):
 def release_slots(ctx, state, ledger):
     if not state["slots"]:
         return SKIPPED, "no slot held"
-    return gates.release_slots(ctx, state, ledger.read_node())
+    return gates.release_slots(ctx, state, ledger.read_node)
 
 
 def end_event(ctx, state):

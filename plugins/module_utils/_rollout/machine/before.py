@@ -126,6 +126,8 @@ def drain_step(ctx, state, ledger):
         pods = ctx.api.list_pods(ctx.node)
         names = sorted(cordon.drainable([node_cordon.pod_summary(p) for p in pods]))
         plan = node_cordon.budgets_now(ctx.api, pods)
+        # what the dry run's plan shows of the drain (the pods' summaries, the budgets that would refuse now)
+        state["drain_plan"] = dict(plan, pods=[node_cordon.pod_summary(p) for p in pods])
         refused = ["%s/%s refuses %d" % (b["namespace"], b["name"], b["refused"]) for b in plan.get("budgets") or []]
         return WOULD, "would evict %s%s" % (", ".join(names) or "nothing", "; budgets now: " + "; ".join(
             refused) if refused else "; " + plan["budgets_error"] if plan.get("budgets_error") else "")
@@ -141,7 +143,9 @@ def drain_step(ctx, state, ledger):
 
 def require_drain(ctx, state):
     restarting = sorted(set(state["fix_roles"]) & set(RESTARTING_ROLES))
-    if ctx.options["require_drain"] and restarting and not state["drained"] and not ctx.check_mode:
+    # (check mode drains nothing: a node that would be drained is not refused; one that never is, is)
+    undrained = not state["drained"] and (not ctx.check_mode or ctx.api is None or not ctx.options["drain"])
+    if ctx.options["require_drain"] and restarting and undrained:
         raise Stop(Outcome.REFUSED, "refused: nodefix_require_drain is true and this node was not drained "
                                     "(%s): %s were not run, nothing was changed"
                                     % ("no nodefix_kubeconfig" if ctx.api is None else "nodefix_drain is false",

@@ -18,6 +18,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 
 DEFAULTS = {
     "lease": 1800,                  # nodefix_rollout_lease
@@ -26,7 +27,7 @@ DEFAULTS = {
     "drain_timeout": 600,           # nodefix_drain_timeout
     "control_plane": False,         # nodefix_control_plane
     "quorum_override": False,       # nodefix_control_plane_quorum_override
-    "backoff_seconds": 21600,       # nodefix_reboot_backoff (6h)
+    "backoff_seconds": backoff.parse_duration(backoff.DEFAULT_BACKOFF),  # nodefix_reboot_backoff (6h)
     "max_reboots": 2,               # nodefix_reboot_backoff_max_reboots
     "blocking_selectors": [],       # reboot_blocking_pod_selectors
     "lock_namespace": "kube-system",
@@ -37,6 +38,7 @@ DEFAULTS = {
     "lock_poll": 5,                 # reboot_lock_poll: every poll judges the window, pods and alerts again
     "control_plane_lock_name": "nodefix-control-plane",
     "etcd_health_command": [],      # nodefix_etcd_health_command (etcd outside the cluster)
+    "etcd_wait": 300,               # reboot_etcd_wait: seconds the control plane's slot waits for the etcd member
     "evidence": True,               # nodefix_evidence
     "events": True,                 # nodefix_events
 }
@@ -55,7 +57,8 @@ def options(given):
         if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
         out[key] = value
-    for key in ("lease", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait"):
+    for key in ("lease", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
+                "etcd_wait"):
         if out[key] < 0:
             raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))
     if out["lock_poll"] < 1 or out["lock_slots"] < 1:

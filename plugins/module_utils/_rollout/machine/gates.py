@@ -148,7 +148,7 @@ def recheck(ctx, state):
     """(step outcome, detail): right before the reboot, the window, the blocking pods and the alerts judged again
     (the slot taken at the gate is kept, given back at the end); held: the reboot is dropped. One that cannot be
     read holds the reboot (fail closed), the rest of the rollout goes on."""
-    if REBOOT_ROLE not in state["fix_roles"]:
+    if not state["reboot_reasons"] or state["reboot_held"]:      # (the kernel upgrade's reboot is one too)
         return SKIPPED, "no reboot to judge again"
     try:
         held = controls(ctx)
@@ -169,32 +169,52 @@ def reclaim_slots(ctx, state, node):
             continue
         out = control_plane.reclaim(lock, node, dry_run=ctx.check_mode)
         if out["released"]:
-            said.append("%s %s (held since %s)" % ("would give back" if ctx.check_mode else "gave back",
-                                                   out["released"], out["since"]))
+            said.append(control_plane.reclaimed_said(out, ctx.node, dry_run=ctx.check_mode))
+            if not ctx.check_mode:
+                state.setdefault("lock_reclaimed", []).append({"slot": out["slot"], "since": out["since"]})
         elif out["kept"]:
             said.append(out["kept"])
+            state.setdefault("slot_kept", []).append(out["kept"])
     if not said:
         return SKIPPED, "no slot held from an earlier run"
+    state["reclaim_said"] = said        # the node's record says it (interface.remediation_record)
     return (WOULD if ctx.check_mode else DONE), "; ".join(said)
 
 
-def release_slots(ctx, state, node):
-    """(step outcome, detail): this run's slots given back - the reboot lock's at once, the control plane's once
-    the node's etcd member is Ready again (kept, said so, until then)."""
+def _member_back(ctx, read_node):
+    """(node, (ok, why)) once the node is Ready and its own etcd member is Ready again, or as they are after
+    ``etcd_wait`` seconds - looking every ``lock_poll`` seconds (control_plane_gate state=release's wait)."""
+    o = ctx.options
+    start = ctx.clock()
+    while True:
+        node = read_node()
+        back = control_plane.own_member_back(ctx.api, ctx.node, o["etcd_health_command"] or None, ctx.run_command)
+        left = o["etcd_wait"] - (ctx.clock() - start).total_seconds()
+        if (back[0] and control_plane.node_ready(node)) or left <= 0:
+            return node, back
+        ctx.sleep(min(o["lock_poll"], left))
+
+
+def release_slots(ctx, state, read_node):
+    """(step outcome, detail): this run's slots given back - the reboot lock's first, at once, then the control
+    plane's once the node's etcd member is Ready again (``_member_back``: waiting up to ``etcd_wait`` s; kept, said
+    so, when it is not). ``read_node()``: the Node as it is now."""
     if ctx.check_mode:      # a dry run took no slot: it says which it would give back
         return WOULD, "would give back this run's slot in %s" % ", ".join(state["slots"])
     said = []
     cp = lock_id(ctx, ctx.options["control_plane_lock_name"])
-    for name, lock in sorted(locks(ctx).items()):
+    for name, lock in sorted(locks(ctx).items(), key=lambda item: (item[0] == cp, item[0])):
         if name not in state["slots"]:
             continue
-        back = control_plane.own_member_back(ctx.api, ctx.node, ctx.options["etcd_health_command"] or None,
-                                             ctx.run_command) if name == cp else None
-        out = control_plane.reclaim(lock, node, member_back=back)
+        if name == cp:
+            out = control_plane.reclaim(lock, *_member_back(ctx, read_node))
+        else:
+            out = control_plane.reclaim(lock, read_node())
         if out["released"]:
             said.append("gave back %s" % out["released"])
         elif out["kept"]:
             said.append(out["kept"])
+            state.setdefault("slot_kept", []).append(out["kept"])      # the node's record says it
     if not said:
         return SKIPPED, "no slot held"
     return DONE, "; ".join(said)

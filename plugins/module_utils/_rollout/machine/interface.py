@@ -16,6 +16,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import DEFAULTS
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
@@ -34,7 +35,11 @@ ACTION_DEFAULTS = {
     "prometheus_timeout": 10,
     "alert_firing_only": True,
     "etcd_health_environment": {},  # nodefix_etcd_health_environment (secret)
+    "backoff": backoff.DEFAULT_BACKOFF,     # nodefix_reboot_backoff: a duration (6h, 90m, 21600), the machine's
+                                            # backoff_seconds (reboot_backoff's parser, _reboot.backoff)
 }
+# the machine's options the action takes in another form (backoff_seconds: the duration ``backoff``)
+DERIVED = ("backoff_seconds",)
 # the options without a default (unset: None), and their types
 UNSET = (("kubeconfig", "path"), ("context", "str"), ("node", "str"), ("audit_before", "dict"), ("plan", "dict"),
          ("state", "dict"), ("remediation", "dict"), ("started", "float"), ("evidence_path", "path"),
@@ -68,15 +73,28 @@ def argument_spec():
     spec["run_id"] = {"type": "str", "required": True}
     spec.update(prometheus_client.argument_spec())
     for name, value in list(ACTION_DEFAULTS.items()) + list(DEFAULTS.items()):
-        spec[name] = _typed(value)
+        if name not in DERIVED:
+            spec[name] = _typed(value)
     spec["window_wrap"]["choices"] = ["kured", "opening_day"]
     spec["etcd_health_environment"]["no_log"] = True
     return spec
 
 
 def machine_options(args):
-    """The machine's options (``context.DEFAULTS``' names) of the validated arguments."""
-    return dict((name, args[name]) for name in DEFAULTS)
+    """The machine's options (``context.DEFAULTS``' names) of the validated arguments; NodefixError naming an option
+    that is not well-formed (``backoff``: a duration as the ``reboot_backoff`` module takes it)."""
+    out = dict((name, args[name]) for name in DEFAULTS if name not in DERIVED)
+    out["backoff_seconds"] = backoff.parse_duration(args["backoff"], "backoff (nodefix_reboot_backoff)")
+    return out
+
+
+def reboot_allowed(state, lock):
+    """Whether this node may reboot now - any of the reboot paths (the reboot role's pending reboot, the kernel
+    upgrade's boot, the mount-unit cleanup's reboot): a reason to reboot (``reboot_reasons``, the kernel upgrade's
+    among them), none of the gates held it (backoff, window, pods, alerts, lock; judged again by ``recheck``), this
+    run drained the node and holds the reboot lock's slot ``lock`` ("namespace/name")."""
+    return bool(state["reboot_reasons"]) and not state["reboot_held"] and bool(state["drained"]) \
+        and lock in state["slots"]
 
 
 def failed(outcome):
@@ -108,9 +126,15 @@ def remediation_record(state, given=None, started=None, finished=None):
         out["step"] = state["unreachable_at"]
     if state.get("reboot_held") and outcome == Outcome.HELD and not state["fix_roles"]:
         out["roles"] = []
+    # what became of the slots an earlier run left (the reclaim_slots step) and of a slot this run kept
+    reclaimed = list(state.get("reclaim_said") or [])
+    said = reclaimed + [k for k in state.get("slot_kept") or [] if k not in reclaimed]
+    if said:
+        out["msg"] = "; ".join(s for s in [out["msg"]] + said if s)
     extra = {"held": state.get("hold"), "given_back": state.get("given_back"), "evidence": state.get("evidence"),
              "drain": state.get("drain") if outcome == Outcome.DRAIN_FAILED else None,
-             "refused": True if outcome == Outcome.REFUSED else None}
+             "refused": True if outcome == Outcome.REFUSED else None,
+             "lock_reclaimed": state.get("lock_reclaimed"), "slot_kept": "; ".join(state.get("slot_kept") or [])}
     out.update((k, v) for k, v in extra.items() if v)
     if started is not None and finished is not None:
         out.update(seconds=round(finished - started, 1), finished=int(round(finished)))

@@ -267,7 +267,8 @@ def test_only_credentials_among_the_secret_options_are_masked_not_user_names_or_
     ({"window_start": "25:00"}, ["25:00"]),
     ({"api_timeout": 0}, ["api_timeout"]),
     ({"etcd_health_environment": "Bad-Env-Secret-62"}, ["etcd_health_environment"]),
-], ids=["type", "choice", "unknown", "required", "range", "window", "timeout", "secret"])
+    ({"backoff": "6 hours"}, ["backoff (nodefix_reboot_backoff)", "'6 hours' is not a duration"]),
+], ids=["type", "choice", "unknown", "required", "range", "window", "timeout", "secret", "duration"])
 def test_bad_options_are_refused_naming_them_and_nothing_is_written(double, api, tmp_path, bad, words):  # noqa: F811
     before = api.get_node("node-a")
     with pytest.raises(Exception) as raised:

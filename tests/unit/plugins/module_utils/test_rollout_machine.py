@@ -9,10 +9,12 @@ import json
 
 import pytest
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import interface
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import STEP_OUTCOMES, Runner, Stop
@@ -145,6 +147,39 @@ def test_an_etcd_member_without_a_control_plane_label_is_guarded():
     assert first["outcome"] == Outcome.HELD and "etcd member" in first["detail"]
 
 
+@pytest.mark.parametrize("back_after", [3, None])
+def test_the_control_planes_slot_waits_for_its_etcd_member_after_the_reboot_slot_is_given_back(back_after):
+    """The reboot lock's slot first (another node may reboot), then the control plane's only once the node's own
+    etcd member is Ready again - looked at every lock_poll s up to etcd_wait s (control_plane_gate state=release's
+    wait); not Ready by then, the slot is kept and the record says why (test_18b's control-plane case)."""
+    nodes = [node(labels=CP), node("node-b", labels=CP), node("node-c", labels=CP)]
+    api = ApiDouble(nodes, [pod("web-1")] + [etcd_pod(n) for n in ("node-a", "node-b", "node-c")])
+    clock = Clock()
+    ctx = context(api, roles=(REBOOT,), clock=clock, options={"control_plane": True, "etcd_wait": 10, "lock_poll": 2})
+    first = machine.begin(ctx)
+    assert first["outcome"] is None
+    member = [p for p in api.pods if p["metadata"]["name"] == "etcd-node-a"][0]
+    member["status"]["conditions"][0]["status"] = "False"        # the reboot took it down
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        clock.sleep(seconds)
+        if back_after is not None and sum(slept) >= back_after:
+            member["status"]["conditions"][0]["status"] = "True"
+    ctx.sleep = sleep
+    second = machine.end(ctx, first["state"], {"status": "ok", "roles": first["state"]["fix_roles"], "msg": ""})
+    deletes = [w[2] for w in api.writes if w[0] == "delete_lease"]
+    rec = interface.remediation_record(second["state"])
+    if back_after is not None:
+        assert second["outcome"] == Outcome.OK and deletes == ["nodefix-reboot-0", "nodefix-control-plane-0"]
+        assert slept == [2, 2] and api.held_leases() == [] and "slot_kept" not in rec
+    else:
+        assert deletes == ["nodefix-reboot-0"] and api.held_leases() == ["kube-system/nodefix-control-plane-0"]
+        assert sum(slept) == 10 and "etcd member etcd-node-a on node-a is not Ready" in rec["slot_kept"]
+        assert "node-a keeps nodefix-control-plane-0" in rec["msg"]
+
+
 def test_the_backoff_drops_a_reboot_open_again_and_a_node_only_needing_it_is_held():
     last = backoff.record(datetime.datetime(2026, 12, 6, 6, 0, tzinfo=datetime.timezone.utc), "old", [REASON],
                           boot_id="boot-0", backoff_seconds=21600)
@@ -187,6 +222,81 @@ def test_a_full_reboot_lock_holds_the_reboot():
     assert first["outcome"] == Outcome.HELD and "the reboot lock is full (nodefix-reboot-0: node-b)" in first["detail"]
 
 
+def test_a_slot_an_earlier_run_left_is_given_back_and_the_record_says_so_a_node_not_ready_keeps_it():
+    """reclaim_slots' words and the slots in the node's record (the report's msg, lock_reclaimed, slot_kept), in
+    reboot_gate state=reclaim's words (test_18b reads them in the report)."""
+    for ready, kept in (("True", False), ("False", True)):
+        api = ApiDouble([node(ready=ready)], [pod("web-1")])
+        slot, _holders = gate.LeaseLock(api, "kube-system", "nodefix-reboot", 1, "node-a").acquire("an earlier run")
+        first, second = rollout(api, roles=(CONTAINERD,))
+        rec = interface.remediation_record((second or first)["state"])
+        if kept:
+            assert api.held_leases() == ["kube-system/%s" % slot]
+            assert "node-a keeps %s (held since " % slot in rec["msg"] and "it is not Ready" in rec["slot_kept"]
+            assert "lock_reclaimed" not in rec
+        else:
+            assert api.held_leases() == []
+            assert "released %s that node-a held since " % slot in rec["msg"]
+            assert "from an earlier run: no reboot of node-a is pending or in progress and it is Ready" in rec["msg"]
+            assert [r["slot"] for r in rec["lock_reclaimed"]] == [slot] and "slot_kept" not in rec
+
+
+def test_a_kernel_upgrades_reboot_is_allowed_by_the_rollout_and_judged_again_before_it():
+    """The kernel upgrade's reason (the play adds it to the plan's reboot_reasons; the reboot role is not among the
+    fix roles): the action answers reboot_allowed for it - gated, drained, the reboot lock's slot held - and recheck
+    judges it again (remediate.yml no longer works it out itself)."""
+    kernel = {"id": "kernel.below_minimum", "check": "kernel", "reason": "kernel 5.4 below the minimum 5.15"}
+    lock = "kube-system/nodefix-reboot"
+    api = ApiDouble([node()], [pod("web-1")])
+    ctx = context(api, roles=(CONTAINERD,))
+    ctx.plan = dict(ctx.plan, reboot_reasons=[kernel])
+    first = machine.begin(ctx)
+    assert first["outcome"] is None and first["state"]["fix_roles"] == [CONTAINERD]
+    assert lock in first["state"]["slots"] and interface.reboot_allowed(first["state"], lock)
+    ctx.window = gate.Window(["mo"], "00:00", "01:00", "UTC")        # closed now (a Sunday, 07:00)
+    again = machine.recheck(ctx, first["state"])
+    assert outcomes(again)["reboot_recheck"] == Outcome.HELD and not interface.reboot_allowed(again["state"], lock)
+    # not drained (nodefix_drain false): never allowed, whatever the gate said
+    api = ApiDouble([node()], [pod("web-1")])
+    ctx = context(api, roles=(CONTAINERD,), options={"drain": False})
+    ctx.plan = dict(ctx.plan, reboot_reasons=[kernel])
+    assert not interface.reboot_allowed(machine.begin(ctx)["state"], lock)
+
+
+@pytest.mark.parametrize("given,seconds", [("6h", 21600), ("90m", 5400), ("1h30m", 5400), ("21600", 21600),
+                                           ("0", 0), ("2w", 1209600)])
+def test_the_actions_backoff_is_a_duration_read_by_the_reboot_backoff_modules_parser(given, seconds):
+    args = dict((name, spec.get("default")) for name, spec in interface.argument_spec().items())
+    assert args["backoff"] == "6h" and "backoff_seconds" not in args
+    assert interface.machine_options(dict(args, backoff=given))["backoff_seconds"] == seconds
+    assert backoff.parse_duration(given) == seconds         # the one parser (reboot_backoff's)
+
+
+@pytest.mark.parametrize("given", ["6 hours", "-1", "1.5h", ""])
+def test_a_backoff_that_is_not_a_duration_is_refused_naming_it(given):
+    args = dict((name, spec.get("default")) for name, spec in interface.argument_spec().items())
+    with pytest.raises(Exception) as raised:
+        interface.machine_options(dict(args, backoff=given))
+    assert "backoff (nodefix_reboot_backoff)" in str(raised.value) and "not a duration" in str(raised.value)
+
+
+def test_an_event_that_cannot_be_posted_is_a_warning_and_the_rollout_goes_on():
+    """The start and end Events (the action's, in-process): an API error posting them is said in the step, never the
+    rollout's outcome (remediate.yml's node_events tasks ignored their failures the same way)."""
+    def events(phase, state):
+        raise NodefixError("posting the %s Event: 403 Forbidden" % phase)
+    api = ApiDouble([node()], [pod("web-1")])
+    ctx = context(api)
+    ctx.events = events
+    first = machine.begin(ctx)
+    second = machine.end(ctx, first["state"], {"status": "ok", "roles": first["state"]["fix_roles"], "msg": ""})
+    steps = dict((s["name"], s) for s in first["steps"] + second["steps"])
+    assert second["outcome"] == Outcome.OK and clean(api)
+    for name, phase in (("start_event", "start"), ("end_event", "end")):
+        assert steps[name]["outcome"] == "done" and "could not be posted (warning)" in steps[name]["detail"]
+        assert "posting the %s Event: 403 Forbidden" % phase in steps[name]["detail"]
+
+
 def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_through():
     api = ApiDouble([node()], [pod("web-1")], refuse={"web-1": 2}, retry_after=7)
     clock = Clock()
@@ -194,13 +304,16 @@ def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_thro
     assert clock.slept[:2] == [7, 7] and second["outcome"] == Outcome.OK and clean(api)
 
 
-def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everything_back():
-    api = ApiDouble([node()], [pod("web-1"), pod("db-0")], refuse={"db-0": None})
+@pytest.mark.parametrize("cordoned", [False, True], ids=["was-schedulable", "was-cordoned"])
+def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout_and_gives_everything_back(cordoned):
+    """The schedulability as it was before the run (test_13's node-d; node-dc, cordoned before, too)."""
+    api = ApiDouble([node(unschedulable=cordoned)], [pod("web-1"), pod("db-0")], refuse={"db-0": None})
     first, second = rollout(api, roles=(CONTAINERD, REBOOT), options={"drain_timeout": 60})
     assert second is None and first["outcome"] == Outcome.DRAIN_FAILED
     assert "default/db-0 (refused by a PodDisruptionBudget)" in first["detail"] and "evicted: default/web-1" in \
         first["detail"]
-    assert clean(api) and outcomes(first)["release_slots"] == "done"
+    assert clean(api, cordoned=cordoned) and outcomes(first)["release_slots"] == "done"
+    assert "fix" not in [s["name"] for s in first["steps"] if s["outcome"] == "done"]     # nothing fixed
 
 
 def test_a_pod_stuck_terminating_fails_the_drain():
@@ -209,11 +322,17 @@ def test_a_pod_stuck_terminating_fails_the_drain():
     assert first["outcome"] == Outcome.DRAIN_FAILED and "default/web-1 (terminating)" in first["detail"] and clean(api)
 
 
-def test_a_node_cordoned_before_the_run_stays_cordoned():
+@pytest.mark.parametrize("status", ["ok", "failed"])
+def test_a_node_cordoned_before_the_run_stays_cordoned(status):
+    """An operator's cordon stays, whether the fixes went well or failed (test_13's node-c; node-cf before)."""
     api = ApiDouble([node(unschedulable=True)], [pod("web-1")])
-    first, second = rollout(api)
-    assert outcomes(first)["cordon"] == "skipped" and second["outcome"] == Outcome.OK
+    first, second = rollout(api, status=status)
+    assert outcomes(first)["cordon"] == "skipped"
+    assert second["outcome"] == (Outcome.OK if status == "ok" else Outcome.FAILED)
+    (give_back,) = [s for s in second["steps"] if s["name"] == "give_back"]
+    assert give_back["outcome"] == "skipped" and "cordoned before this run: it stays cordoned" in give_back["detail"]
     assert clean(api, cordoned=True) and [p["metadata"]["name"] for p in api.pods] == []
+    assert not [w for w in api.writes if w[0] == "patch_node" and "spec" in w[2]]       # never an uncordon
     assert [(r["phase"], r["cordonedBefore"]) for r in records(api)][2:4] == [("drain", True), ("fix", True)]
 
 
@@ -222,6 +341,16 @@ def test_require_drain_refuses_restarts_on_a_node_that_is_not_drained():
     first = rollout(api, options={"drain": False, "require_drain": True})[0]
     assert first["outcome"] == Outcome.REFUSED and "nodefix_require_drain" in first["detail"]
     assert not [w for w in api.writes if w[0] == "evict"] and not api.cordoned()
+
+
+@pytest.mark.parametrize("drain, refused", [(False, True), (True, False)])
+def test_require_drain_refuses_in_check_mode_too_a_node_that_would_not_be_drained(drain, refused):
+    """--check drains nothing: the node that would be drained is not refused, one that never is is refused (the
+    dry run shows the refusal the real run would make)."""
+    api = ApiDouble([node()], [pod("web-1")])
+    first = rollout(api, options={"drain": drain, "require_drain": True}, check_mode=True)[0]
+    assert (first["outcome"] == Outcome.REFUSED) is refused, first
+    assert not api.writes
 
 
 @pytest.mark.parametrize("after, status, want", [

@@ -95,19 +95,26 @@ def test_check_mode_decides_and_writes_nothing_and_release_removes_only_this_run
     assert api.calls[-1] == ("patch", {"metadata": {"annotations": {rollout.ANNOTATION: None}}})
 
 
-def test_the_reboot_record_moves_the_rollout_and_renews_its_lease(monkeypatch):
+@pytest.mark.parametrize("version,phase", [(1, "reboot"), (2, "fix")], ids=["node_rollout", "machine"])
+def test_the_reboot_record_moves_the_rollout_and_renews_its_lease(monkeypatch, version, phase):
+    """The reboot role's record write (reboot_backoff state=record) renews the rollout's lease: a version 1 record
+    (node_rollout's) moves to its phase `reboot`; the rollout machine's (version 2) has no phase `reboot` - the
+    reboot is one of its fixes - and stays in `fix` (before: the reboot role's record write failed, the reboot not
+    done)."""
     from ansible_collections.nodefix.k8s.plugins.modules import reboot_backoff
     from plugins.module_utils.test_reboot_backoff import FakeNodes, PENDING
-    claimed = rollout.text(rollout.new("run-9", T0, CLI, 1800))
-    nodes = FakeNodes({"node-a": {rollout.ANNOTATION: claimed}})
+    claimed = rollout.new("run-9", T0, CLI, 1800, version=version)
+    if version == 2:
+        claimed = rollout.moved(claimed, "fix", T0)
+    nodes = FakeNodes({"node-a": {rollout.ANNOTATION: rollout.text(claimed)}})
     monkeypatch.setattr(node_api, "NodeAnnotations", nodes)
     later = T0 + datetime.timedelta(minutes=20)
     reboot_backoff.record({"state": "record", "kubeconfig": "/k", "context": None, "node": "node-a",
                            "reasons": [PENDING], "backoff": "6h", "run_id": "run-9", "timeout": 10, "max_reboots": 2},
                           later, check_mode=False)
     moved = json.loads(nodes.nodes["node-a"][rollout.ANNOTATION])
-    assert moved["phase"] == "reboot" and moved["renewed"] == "2026-12-06T07:20:00Z" and moved["started"] == \
-        "2026-12-06T07:00:00Z"
+    assert moved["version"] == version and moved["phase"] == phase
+    assert moved["renewed"] == "2026-12-06T07:20:00Z" and moved["started"] == "2026-12-06T07:00:00Z"
 
 
 def test_the_playbook_pid_is_the_outermost_ansible_playbook_ancestor():

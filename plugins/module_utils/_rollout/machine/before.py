@@ -34,7 +34,7 @@ def plan(ctx, state):
     """A refusal the play decided before the rollout (a kernel upgrade that cannot be planned): nothing touched."""
     refused = ctx.plan.get("refused")
     if refused:
-        raise Stop(Outcome.REFUSED, "refused: %s; nothing was drained or changed" % refused)
+        raise Stop(Outcome.REFUSED, "%s; nothing was drained or changed" % refused)  # the outcome says refused
     return DONE, "%d fix role(s), %d reboot reason(s)" % (len(state["fix_roles"]), len(state["reboot_reasons"]))
 
 

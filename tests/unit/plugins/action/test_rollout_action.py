@@ -323,6 +323,21 @@ def test_without_a_kubeconfig_the_node_is_fixed_undrained_no_api_asked(double, a
     assert api.get_node("node-a") == before and events(api, "node-a") == []
 
 
+def test_without_a_kubeconfig_nothing_is_changed_but_the_evidence_file(double, api, tmp_path):  # noqa: F811
+    """Without an API server the rollout writes nothing on the cluster: its begin and end are not changes (a
+    second remediate of fixed nodes is idempotent), the evidence file it keeps is one."""
+    for keep in (False, True):
+        args = begin_args(double, tmp_path)
+        del args["kubeconfig"]
+        if not keep:
+            del args["evidence_path"]
+        first, _p = run(args, Node())
+        end = end_args(double, first)
+        del end["kubeconfig"]
+        second, _p = run(end, Node())
+        assert (first["changed"], second["changed"]) == (keep, False), (keep, first["steps"], second["steps"])
+
+
 def test_recheck_before_the_reboot_drops_it_when_the_window_closed_and_end_gives_the_slot_back(
         double, api, tmp_path):  # noqa: F811
     roles = [CONTAINERD, REBOOT]

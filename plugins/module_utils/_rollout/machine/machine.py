@@ -143,3 +143,7 @@ def _finish(ctx, state, ledger):
         except Stop as stop:
             if state["outcome"] in (None, Outcome.OK, Outcome.NOTHING_TO_FIX):
                 state.update(outcome=stop.outcome, detail=stop.detail)
+            elif state["outcome"] in (Outcome.HELD, Outcome.STOPPED) and stop.outcome == Outcome.FAILED:
+                # a give-back that failed (a slot or a cordon left behind) is a failure whatever ended the rollout
+                state.update(outcome=Outcome.FAILED, detail="%s (the rollout had ended %s: %s)" % (
+                    stop.detail, state["outcome"], state["detail"]))

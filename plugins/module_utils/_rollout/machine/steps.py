@@ -102,6 +102,11 @@ class Runner(object):
         except NodefixError as exc:
             step = self.record(name, Outcome.FAILED, started, "%s" % exc)
             raise Stop(Outcome.FAILED, "%s: %s" % (name, step.detail))
+        except Exception as exc:  # pylint: disable=broad-except
+            # anything else (an answer of a shape no check foresaw) stops the step as failed too, so that the
+            # caller still gives back what this run took: an exception must never leave a node cordoned
+            step = self.record(name, Outcome.FAILED, started, "unexpected %s: %s" % (type(exc).__name__, exc))
+            raise Stop(Outcome.FAILED, "%s: %s" % (name, step.detail))
         return self.record(name, outcome, started, detail)
 
     def would(self, what, write):

@@ -457,3 +457,43 @@ def test_a_step_detail_is_redacted_once_when_it_is_recorded_and_its_stop_says_th
     texts = [stop.value.detail, held.value.detail] + seen + [s.detail for s in runner.steps]
     assert all("UrlPw62" not in t and "EnvPw62" not in t for t in texts), texts
     assert held.value.detail == "held: ********" and "etcd:2379" in stop.value.detail
+
+
+def test_an_unexpected_exception_in_a_step_still_gives_back_what_the_run_took():
+    """A step that raises something other than NodefixError (an answer of a shape no check foresaw: a pod list item
+    without a name) stops the rollout as failed, and the cordon taken before it is given back, the record
+    released - never a node left cordoned by an exception (review of the wired rollout, finding 5)."""
+    nameless = pod("web-5")
+    nameless["metadata"]["name"] = None
+    api = ApiDouble([node()], [pod("web-1"), nameless])
+    result = machine.begin(context(api))
+    assert result["outcome"] == Outcome.FAILED and "unexpected" in result["detail"], result
+    assert ("cordon", "done") in [(s["name"], s["outcome"]) for s in result["steps"]], result["steps"]
+    assert not api.cordoned() and api.notes() == {}, (api.cordoned(), api.notes())
+
+
+def test_a_slot_left_behind_by_a_failed_give_back_fails_a_held_rollout():
+    """A control-plane node whose reboot the closed window holds ends ``held``; when releasing the control plane's
+    slot then fails (a 500), the rollout is ``failed`` - a slot left held blocks every other control-plane node until
+    its TTL, a person must know (review of the wired rollout, finding 4)."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube  # pylint: disable=import-outside-toplevel
+
+    class Closed(object):
+        def contains(self, now):  # pylint: disable=unused-argument
+            return False
+
+        def describe(self):
+            return "closed"
+
+    plane = {"node-role.kubernetes.io/control-plane": ""}
+    api = ApiDouble([node(labels=plane), node("node-b", labels=plane), node("node-c", labels=plane)],
+                    [pod("web-1")] + [etcd_pod(n) for n in ("node-a", "node-b", "node-c")])
+
+    def refuse(*_args):
+        raise kube.KubeError("releasing Lease", 500, "InternalError", "etcdserver: leader changed")
+
+    api.delete_lease = refuse
+    result = machine.begin(context(api, roles=(REBOOT,), options={"control_plane": True, "etcd_wait": 0},
+                                   window=Closed()))
+    assert result["outcome"] == Outcome.FAILED and interface.failed(result["outcome"]), result
+    assert "release_slots" in result["detail"] and "had ended held" in result["detail"], result["detail"]

@@ -254,7 +254,8 @@ class ActionModule(ActionBase):
         try:
             out = self._drive(args, node, task_vars)
         except NodefixError as exc:
-            raise AnsibleActionFail(remove_values("nodefix.k8s.rollout %s on %s: %s" % (
+            # raised before the machine ran a step (options, kubeconfig, state): nothing was read or written
+            raise AnsibleActionFail(remove_values("nodefix.k8s.rollout %s on %s: %s; nothing was drained or changed" % (
                 args["phase"], node, exc), secret_values(args)))
         result.update(self._answer(args, out))
         return leave_action(remove_values(result, secret_values(args)))

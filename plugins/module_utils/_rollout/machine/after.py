@@ -77,7 +77,7 @@ def give_back(ctx, state, ledger):
     before the run."""
     if not state["cordoned"]:
         if state["cordoned_before"]:
-            return SKIPPED, "cordoned before this run: it stays cordoned"
+            return SKIPPED, "%s was cordoned before this run: it stays cordoned" % ctx.node
         return SKIPPED, "not cordoned by this run"
     resumed_hold(state)
     ledger.enter("give_back")

@@ -99,7 +99,7 @@ def cordon_step(ctx, state, ledger):
     before = bool((node.get("spec") or {}).get("unschedulable"))
     state["cordoned_before"] = before
     if before:
-        return SKIPPED, "; ".join(s for s in (said, "cordoned before this run: it stays cordoned") if s)
+        return SKIPPED, "; ".join(s for s in (said, "%s was cordoned before this run: it stays cordoned" % ctx.node) if s)
     written = ledger.enter("cordon", cordonedBefore=False)
     outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, ledger, written))
     state["cordoned"] = True      # (in check mode: the give-back's step says what it would do)

@@ -105,7 +105,8 @@ def controls(ctx):
     if ctx.window is not None and not ctx.window.contains(ctx.clock()):
         held.append("outside the reboot window (%s)" % ctx.window.describe())
     pods = gate.pods_blocking(ctx.api, ctx.node, ctx.options["blocking_selectors"])
-    held.extend("blocking pod %s" % p for p in pods)
+    if pods:    # the reboot_gate module's words
+        held.append("blocking pod(s) on the node: %s" % ", ".join(pods))
     held.extend("alert %s is firing" % a for a in ctx.alerts())
     return held
 
@@ -195,6 +196,17 @@ def _member_back(ctx, read_node):
         ctx.sleep(min(o["lock_poll"], left))
 
 
+def _kept_not_back(ctx, lock):
+    """What a person reads of ``lock``'s slot this node keeps after going down for a reboot and not coming back into
+    service ("" when it holds none)."""
+    held = [h for h in lock.holders() if h["holder"] == lock.holder]
+    if not held:
+        return ""
+    return ("%s keeps %s: it went down for a reboot and is not back in service, so no other node reboots beside it. "
+            "Once the node is dealt with, give the slot back: kubectl -n %s delete lease %s"
+            % (ctx.node, held[0]["slot"], ctx.options["lock_namespace"], held[0]["slot"]))
+
+
 def release_slots(ctx, state, read_node):
     """(step outcome, detail): this run's slots given back - the reboot lock's first, at once, then the control
     plane's once the node's etcd member is Ready again (``_member_back``: waiting up to ``etcd_wait`` s; kept, said
@@ -205,6 +217,12 @@ def release_slots(ctx, state, read_node):
     cp = lock_id(ctx, ctx.options["control_plane_lock_name"])
     for name, lock in sorted(locks(ctx).items(), key=lambda item: (item[0] == cp, item[0])):
         if name not in state["slots"]:
+            continue
+        if state.get("not_back"):
+            kept = _kept_not_back(ctx, lock)
+            if kept:
+                said.append(kept)
+                state.setdefault("slot_kept", []).append(kept)
             continue
         if name == cp:
             out = control_plane.reclaim(lock, *_member_back(ctx, read_node))

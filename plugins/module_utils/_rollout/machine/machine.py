@@ -98,6 +98,9 @@ def end(ctx, state, remediation):
     kernel_kept}); ``state`` is ``begin``'s."""
     runner, ledger = _runner(ctx), Ledger(ctx)
     ledger.record = state.get("record")
+    # a node that went down for its reboot and is not back in service keeps its slots (release_slots): no second
+    # node goes down beside it
+    state["not_back"] = bool(remediation.get("reboot_started")) and not remediation.get("reboot_back")
     try:
         steps = {"verify": lambda: after.verify(ctx, state, remediation),
                  "hold_decision": lambda: after.hold_decision(ctx, state, remediation)}

@@ -212,7 +212,7 @@ def test_a_closed_window_or_a_firing_alert_drops_the_reboot_and_the_other_fixes_
 def test_a_blocking_pod_holds_the_reboot():
     api = ApiDouble([node()], [pod("web-1"), pod("backup-1", labels={"app": "backup"})])
     first = rollout(api, roles=(REBOOT,), options={"blocking_selectors": ["app=backup"]})[0]
-    assert first["outcome"] == Outcome.HELD and "blocking pod default/backup-1" in first["detail"]
+    assert first["outcome"] == Outcome.HELD and "blocking pod(s) on the node: default/backup-1" in first["detail"]
 
 
 def test_a_full_reboot_lock_holds_the_reboot():
@@ -497,3 +497,26 @@ def test_a_slot_left_behind_by_a_failed_give_back_fails_a_held_rollout():
                                    window=Closed()))
     assert result["outcome"] == Outcome.FAILED and interface.failed(result["outcome"]), result
     assert "release_slots" in result["detail"] and "had ended held" in result["detail"], result["detail"]
+
+
+@pytest.mark.parametrize("back", [True, False])
+def test_a_node_that_went_down_for_its_reboot_and_is_not_back_keeps_its_slots(back):
+    """The reboot started and the node did not come back into service (the reboot role's ``back`` false, or no answer
+    at all): it keeps the reboot lock's slot - and the control plane's - whatever the API server still says of it, so
+    no second node goes down beside it; the record tells a person how to give the slot back (test_45's down node)."""
+    nodes = [node(labels=CP), node("node-b", labels=CP), node("node-c", labels=CP)]
+    api = ApiDouble(nodes, [pod("web-1")] + [etcd_pod(n) for n in ("node-a", "node-b", "node-c")])
+    ctx = context(api, roles=(REBOOT,), options={"control_plane": True, "etcd_wait": 0})
+    first = machine.begin(ctx)
+    assert first["outcome"] is None and len(api.held_leases()) == 2
+    fixes = {"status": "ok" if back else "unreachable", "roles": first["state"]["fix_roles"], "msg": "",
+             "reboot_started": True, "reboot_back": back}
+    second = machine.end(ctx, first["state"], fixes)
+    rec = interface.remediation_record(second["state"])
+    if back:
+        assert api.held_leases() == [] and "slot_kept" not in rec, rec
+    else:
+        assert api.held_leases() == ["kube-system/nodefix-control-plane-0", "kube-system/nodefix-reboot-0"], rec
+        assert second["outcome"] == Outcome.UNREACHABLE and not [w for w in api.writes if w[0] == "delete_lease"]
+        assert ("node-a keeps nodefix-reboot-0: it went down for a reboot and is not back in service"
+                in rec["slot_kept"]) and "kubectl -n kube-system delete lease nodefix-reboot-0" in rec["slot_kept"]

@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
 
 # names that are secrets whole (normalised: lower case, '-' and '.' as '_')
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
@@ -34,7 +35,7 @@ _WORD_LAST = frozenset(("api", "signature"))
 _REFERENCE_ENDS = ("file", "files", "path", "dir")
 # a name as Kubernetes names nodes and pods (RFC 1123, lower case) with a number of its own after a '-' (auth-01,
 # token-ring-2, secret-db-1.example.com): a node's name that a map of nodes is keyed by, never a config key
-_DATA_NAME = re.compile(r"^[a-z0-9][a-z0-9.\-]*-[0-9]+(?:[.\-][a-z0-9.\-]*)?$")
+_DATA_NAME = lazy_compile(r"^[a-z0-9][a-z0-9.\-]*-[0-9]+(?:[.\-][a-z0-9.\-]*)?$")
 # a name's last word that says it measures or times a secret, not the secret (token_ttl, token-cache-ttl: 2m)
 _MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "age", "lifetime", "expiry",
                            "expiration", "count", "size", "length", "limit", "retries"))

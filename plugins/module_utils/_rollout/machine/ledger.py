@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import Stop
@@ -49,8 +50,14 @@ class Ledger(object):
         self.ctx, self.record, self.lost = ctx, None, ""
 
     def _patch(self, node, value):
+        version = version_of(node)
+        if not version:
+            # every write of the record is conditional on the read: without a resourceVersion two runs could both
+            # claim the node - fail closed, nothing written
+            raise NodefixError("the API server's Node %s has no metadata.resourceVersion: the %s record is only "
+                               "written conditionally, so nothing was written" % (self.ctx.node, record.ANNOTATION))
         body = {"metadata": {"annotations": {record.ANNOTATION: value}}}
-        return self.ctx.api.patch_node(self.ctx.node, body, version_of(node))
+        return self.ctx.api.patch_node(self.ctx.node, body, version)
 
     def read_node(self):
         node = self.ctx.api.get_node(self.ctx.node)

@@ -520,3 +520,23 @@ def test_a_node_that_went_down_for_its_reboot_and_is_not_back_keeps_its_slots(ba
         assert second["outcome"] == Outcome.UNREACHABLE and not [w for w in api.writes if w[0] == "delete_lease"]
         assert ("node-a keeps nodefix-reboot-0: it went down for a reboot and is not back in service"
                 in rec["slot_kept"]) and "kubectl -n kube-system delete lease nodefix-reboot-0" in rec["slot_kept"]
+
+
+def test_a_node_answer_without_a_resource_version_writes_nothing():
+    """Every write of the record is conditional on the read; a Node answered without ``metadata.resourceVersion``
+    would make it unconditional (two runs could both claim): the rollout fails closed at its claim, nothing written
+    (review of the wired rollout, finding 8)."""
+    api = ApiDouble([node()], [pod("web-1")])
+    read = api.get_node
+
+    def without_version(name):
+        answer = read(name)
+        if answer is not None:
+            answer = json.loads(json.dumps(answer))
+            answer["metadata"].pop("resourceVersion", None)
+        return answer
+
+    api.get_node = without_version
+    result = machine.begin(context(api))
+    assert result["outcome"] == Outcome.FAILED and "resourceVersion" in result["detail"], result
+    assert api.writes == [] and not api.cordoned(), api.writes

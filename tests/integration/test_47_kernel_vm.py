@@ -245,10 +245,12 @@ def test_a_package_the_sources_lack_is_refused_before_the_drain(run):
     assert remediation["status"] == "failed" and remediation["msg"].startswith("kernel upgrade: package "
                                                                                "linux-image-nodefix-missing is not in")
     assert "nothing was drained or changed" in remediation["msg"]
-    # no cordon, no eviction, no lease: only the run's trail (its Events and the Node's annotation)
+    assert remediation["outcome"] == "refused", remediation
+    # no claim, cordon, eviction or lease: only the run's trail (refused at the rollout's first step, before its start
+    # Event: the end Event says why, and the Node's annotation)
     trail = trail_entries(bad["log"])
     assert [e for e in bad["log"] if e not in trail] == [], bad["log"]
-    assert [e["reason"] for e in trail if "reason" in e] == ["FindingsDetected", "RemediationFailed"], trail
+    assert [e["reason"] for e in trail if "reason" in e] == ["RemediationFailed"], trail
     assert "kernel.below_minimum" in bad["node"]["ids"]
 
 

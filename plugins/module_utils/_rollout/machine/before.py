@@ -91,9 +91,10 @@ def reclaim_cordon(ctx, state, node):
 
 
 def cordon_step(ctx, state, ledger):
-    if not ctx.options["drain"]:
-        return SKIPPED, "nodefix_drain is false: not cordoned"
+    # a dead run's cordon is given back (or resumed) whatever this run's nodefix_drain says
     node, said = reclaim_cordon(ctx, state, ledger.read_node())
+    if not ctx.options["drain"]:
+        return (DONE if said else SKIPPED), "; ".join(s for s in (said, "nodefix_drain is false: not cordoned") if s)
     if not state["fix_roles"] or state["cordoned"]:
         return (DONE if said else SKIPPED), said or "nothing to cordon"
     before = bool((node.get("spec") or {}).get("unschedulable"))

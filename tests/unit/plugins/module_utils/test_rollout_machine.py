@@ -540,3 +540,20 @@ def test_a_node_answer_without_a_resource_version_writes_nothing():
     result = machine.begin(context(api))
     assert result["outcome"] == Outcome.FAILED and "resourceVersion" in result["detail"], result
     assert api.writes == [] and not api.cordoned(), api.writes
+
+
+def test_a_dead_runs_cordon_is_given_back_even_when_this_run_does_not_drain():
+    """A dead run left its cordon (record in phase drain, ``nodefix.k8s/cordoned-by``); the next run with
+    ``nodefix_drain`` false still gives that cordon back - it never leaves a node unschedulable while saying ok
+    (review of the wired rollout, finding 7)."""
+    dead = record.new("run-0", Clock().now(), {"host": "other", "pid": 9, "boot": "z"}, 1, phase="drain", version=2)
+    by = json.dumps({"run": "run-0", "time": "2026-12-06T06:00:00Z"})
+    api = ApiDouble([node(unschedulable=True, **{record.ANNOTATION: record.text(dead), "nodefix.k8s/cordoned-by": by})],
+                    [pod("web-1")])
+    clock = Clock()
+    clock.sleep(60)
+    first = machine.begin(context(api, clock=clock, options={"drain": False}))
+    assert first["outcome"] is None, first
+    second = machine.end(context(api, clock=clock, options={"drain": False}), first["state"],
+                         {"status": "ok", "roles": [CONTAINERD], "msg": ""})
+    assert second["outcome"] == Outcome.OK and not api.cordoned() and api.notes() == {}, (api.cordoned(), api.notes())

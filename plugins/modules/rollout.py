@@ -131,6 +131,11 @@ options:
     description: Accept losing etcd's quorum (a one- or two-member etcd; C(nodefix_control_plane_quorum_override)).
     type: bool
     default: false
+  control_plane_hint:
+    description: The inventory says this node is a control-plane node (it is in one of C(reboot_control_plane_groups)),
+      whatever its labels; the control-plane guard then holds it as one.
+    type: bool
+    default: false
   etcd_health_command:
     description: The command (argv) that must exit 0 for an etcd outside the cluster to count healthy
       (C(nodefix_etcd_health_command)); run on the controller with a C locale.

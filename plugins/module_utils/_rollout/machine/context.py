@@ -27,6 +27,7 @@ DEFAULTS = {
     "drain_timeout": 600,           # nodefix_drain_timeout
     "control_plane": False,         # nodefix_control_plane
     "quorum_override": False,       # nodefix_control_plane_quorum_override
+    "control_plane_hint": False,    # the node is in one of reboot_control_plane_groups (the inventory says so)
     "backoff_seconds": backoff.parse_duration(backoff.DEFAULT_BACKOFF),  # nodefix_reboot_backoff (6h)
     "max_reboots": 2,               # nodefix_reboot_backoff_max_reboots
     "blocking_selectors": [],       # reboot_blocking_pod_selectors

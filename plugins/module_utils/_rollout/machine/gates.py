@@ -59,7 +59,7 @@ def control_plane_guard(ctx, state, node):
     try:
         out = control_plane.guard(node, o["control_plane"], ctx.api, locks(ctx)[cp_id], reason,
                                   health_command=o["etcd_health_command"] or None, run_command=ctx.run_command,
-                                  accept_quorum_loss=o["quorum_override"])
+                                  hint=o["control_plane_hint"], accept_quorum_loss=o["quorum_override"])
     except NodefixError as exc:
         raise Stop(Outcome.HELD, "held: control plane: the guard could not decide: %s; nothing was drained, "
                                  "restarted or rebooted" % exc)

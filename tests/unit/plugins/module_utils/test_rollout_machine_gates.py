@@ -183,3 +183,20 @@ def test_without_an_api_server_require_drain_refuses_restarts():
     first = machine.begin(_local((CONTAINERD,), options={"require_drain": True}))
     assert first["outcome"] == Outcome.REFUSED and "(no nodefix_kubeconfig)" in first["detail"]
     assert names(first) == list(machine.BEFORE_LOCAL[:-1])
+
+
+@pytest.mark.parametrize("hint", [True, False])
+def test_a_node_the_inventory_names_control_plane_is_guarded_without_its_labels(hint):
+    """``control_plane_hint`` (the node is in one of reboot_control_plane_groups): a node with no control-plane label
+    is guarded as one - held while the etcd health command fails; without the hint it is a worker (test_41's
+    control-plane run)."""
+    api = ApiDouble([node(), node("node-b"), node("node-c")], [pod("web-1")])
+    health = _Health(1)
+    ctx = context(api, options={"control_plane": True, "etcd_health_command": HEALTH, "control_plane_hint": hint})
+    ctx.run_command = health
+    first = machine.begin(ctx)
+    if hint:
+        assert first["outcome"] == Outcome.HELD and "exited 1" in first["detail"], first
+        assert api.writes and not api.cordoned(), api.writes
+    else:
+        assert first["outcome"] is None and "kube-system/nodefix-control-plane" not in first["state"]["slots"], first

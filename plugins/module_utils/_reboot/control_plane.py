@@ -329,17 +329,22 @@ def guard(node, allow, api, lock, reason="", health_command=None, run_command=No
     return out
 
 
-def reclaim(lock, node_obj, member_back=None, dry_run=False):
+def reclaim(lock, node_obj, member_back=None, dry_run=False, not_back=False):
     """Give back a slot ``lock.holder`` holds from an earlier run, when its node is back: {slot,
     released, kept}. The caller calls it only when this run will not disrupt the node (no reboot
     pending or in progress). ``member_back``: (ok, why) of its etcd member, for the control plane's
-    lock (None: not asked). A node that is not Ready - it went down and is not back - keeps its slot."""
+    lock (None: not asked). A node that is not Ready - it went down and is not back - keeps its slot; so does one
+    whose reboot path says it went down and is not back in service (``not_back``: the node is not read)."""
     held = [h for h in lock.holders() if h["holder"] == lock.holder]
     if not held:
         return {"slot": None, "since": None, "released": None, "kept": None}
     slot, since = held[0]["slot"], held[0]["since"]
     out = {"slot": slot, "since": since, "released": None, "kept": None}
-    if not node_ready(node_obj):
+    if not_back:
+        out["kept"] = ("%s keeps %s: it went down for a reboot and is not back in service, so no other node reboots "
+                       "beside it. Once the node is dealt with, give the slot back: kubectl -n %s delete lease %s"
+                       % (lock.holder, slot, lock.namespace, slot))
+    elif not node_ready(node_obj):
         out["kept"] = ("%s keeps %s (held since %s): it is not Ready in the API server - it went down and is not "
                        "back; give the slot back by hand once it is dealt with" % (lock.holder, slot, since))
     elif member_back is not None and not member_back[0]:

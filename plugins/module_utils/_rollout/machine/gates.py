@@ -196,17 +196,6 @@ def _member_back(ctx, read_node):
         ctx.sleep(min(o["lock_poll"], left))
 
 
-def _kept_not_back(ctx, lock):
-    """What a person reads of ``lock``'s slot this node keeps after going down for a reboot and not coming back into
-    service ("" when it holds none)."""
-    held = [h for h in lock.holders() if h["holder"] == lock.holder]
-    if not held:
-        return ""
-    return ("%s keeps %s: it went down for a reboot and is not back in service, so no other node reboots beside it. "
-            "Once the node is dealt with, give the slot back: kubectl -n %s delete lease %s"
-            % (ctx.node, held[0]["slot"], ctx.options["lock_namespace"], held[0]["slot"]))
-
-
 def release_slots(ctx, state, read_node):
     """(step outcome, detail): this run's slots given back - the reboot lock's first, at once, then the control
     plane's once the node's etcd member is Ready again (``_member_back``: waiting up to ``etcd_wait`` s; kept, said
@@ -218,13 +207,9 @@ def release_slots(ctx, state, read_node):
     for name, lock in sorted(locks(ctx).items(), key=lambda item: (item[0] == cp, item[0])):
         if name not in state["slots"]:
             continue
-        if state.get("not_back"):
-            kept = _kept_not_back(ctx, lock)
-            if kept:
-                said.append(kept)
-                state.setdefault("slot_kept", []).append(kept)
-            continue
-        if name == cp:
+        if state.get("not_back"):      # its reboot path says it went down and is not back: no wait, no release
+            out = control_plane.reclaim(lock, None, not_back=True)
+        elif name == cp:
             out = control_plane.reclaim(lock, *_member_back(ctx, read_node))
         else:
             out = control_plane.reclaim(lock, read_node())

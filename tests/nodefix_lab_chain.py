@@ -6,20 +6,21 @@ The test modules that take the lab lock (NODEFIX_LAB_LOCK: the end-to-end lab,
 the molecule scenarios that must not run beside it, the reboot and budget labs,
 the NPD DaemonSet) cannot overlap one another. scripts/test.sh runs two
 pytest-xdist workers with ``--dist loadfile``; this plugin makes those modules
-ONE unit of work (scope), the end-to-end lab first: one worker runs the chain
+ONE unit of work (scope), the budget lab and the end-to-end lab first: one worker runs the chain
 from the start, back to back. Without it, the worker that ends first picks the
 next module in collection order, and a lab-locked module could wait behind the
 lab on the worker that was meant to run the pod-locked scenarios beside it.
 
 The other worker takes everything else in this order: the quick layers (unit,
-bad input, the doubles, ...), then the pod-locked molecule scenarios (beside the
-lab), then the kernel VM (test_47: a QEMU VM and the apiserver double, no
-podman: it takes only the VM lock, NODEFIX_VM_LOCK, which the end-to-end lab
-holds while its own VM is up - two emulated VMs never run at once), then
-LATE: layers that either worker takes when it frees up (the chain's worker
-does once the chain ends). Each worker then ends near the other: measured on
-the bare run of ef66e16, the kernel VM at the chain's end left one core idle
-for its last ~300 s (docs/test-times.md).
+bad input, the doubles, ...), then the kernel VM (test_47: a QEMU VM and the
+apiserver double, no podman: it takes only the VM lock, NODEFIX_VM_LOCK, which
+the end-to-end lab holds while its own VM is up - two emulated VMs never run at
+once; the quick layers outlast the lab, so the VM starts as soon as they end),
+then the pod-locked molecule scenarios, which the chain's worker takes instead
+when it frees up first, then LATE: layers that either worker takes when it
+frees up. Each worker then ends near the other. Measured in CI at 2191d9c: the
+kernel VM, queued after the molecule scenarios, started at ~1350 s and ended the
+run ~400 s after the chain's worker had run out of work (docs/test-times.md).
 
 pytest-xdist hands a worker its next scope when it has two tests or fewer
 left, in queue order, so the order below is the plan and the locks are what
@@ -31,14 +32,15 @@ item._nodeid, which pytest 9 no longer reads, so groups are silently split.)
 import pytest
 
 # in this order, one after the other, on one worker
-# (the budget lab second: it times systemd's stops against the cost model, and must not overlap the
-# kernel VM, whose emulation at nice -10 takes the CPU first - it runs on the other worker later)
-LAB_CHAIN = ("tests/integration/test_40_lab.py", "tests/integration/test_46_budget_lab.py",
+# (the budget lab first: it times systemd's stops against the cost model, and must not overlap the
+# kernel VM, whose emulation at nice -10 takes the CPU first; the kernel VM cannot start before the
+# end-to-end lab releases the VM lock, so ahead of the lab the budget lab never meets it)
+LAB_CHAIN = ("tests/integration/test_46_budget_lab.py", "tests/integration/test_40_lab.py",
              "tests/integration/test_41_secrets_lab.py",
              "tests/integration/test_31_molecule_lab.py", "tests/integration/test_45_reboot_lab.py",
              "tests/integration/test_48_npd_daemonset.py")
 # queued after everything else, in this order
-QUEUE_TAIL = ("tests/integration/test_30_molecule.py", "tests/integration/test_47_kernel_vm.py")
+QUEUE_TAIL = ("tests/integration/test_47_kernel_vm.py", "tests/integration/test_30_molecule.py")
 LATE = ("tests/integration/test_20_static.py", "tests/integration/test_22_publish.py",
         "tests/integration/test_13_rollout_double.py", "tests/integration/test_19_el_kernel.py")
 

@@ -4,15 +4,21 @@
 #   vm.sh start NAME PORT [MEMORY_MIB]   boot NAME with SSH forwarded to 127.0.0.1:PORT,
 #                                        wait until root can log in, print one JSON line
 #   vm.sh stop NAME                      stop the QEMU process of NAME's pid file (nothing else)
-#   vm.sh reset NAME                     power-cycle NAME (QEMU monitor system_reset: a hard reset,
-#                                        what a BMC's power cycle does; the lab's power-cycle hook)
+#   vm.sh reset NAME                     power-cycle NAME (QEMU monitor system_reset: QEMU ends and the
+#                                        supervisor starts it again - what a BMC's power cycle does)
 #   vm.sh ssh NAME [command...]          root shell on NAME (debugging)
 #
 # The guest boots from its own disk (NODEFIX_VM_BOOT=disk, the default): OVMF (UEFI)
 # runs GRUB from the disk's EFI system partition, GRUB reads the guest's
 # /boot/grub/grub.cfg and grubenv - a kernel installed in the guest, grub-reboot and
-# grub-set-default work as on a real node, and a reboot inside the guest is a reboot
-# (QEMU resets the machine; a poweroff ends QEMU). NODEFIX_VM_BOOT=kernel boots the
+# grub-set-default work as on a real node, and a reboot inside the guest is a reboot.
+# Every reset is a COLD start: QEMU runs with -no-reboot under a supervisor (this script's
+# internal `_supervise` command, its own session) that starts a new QEMU process on the same
+# disk whenever the guest resets (a reboot, a kernel panic's reset, `vm.sh reset`) and ends
+# when the guest powers off ("reboot: Power down" on its console) or `vm.sh stop` asks. A warm
+# reset under TCG can leave OVMF spinning with no output (seen twice: 9.5 and 15 minutes after
+# "reboot: Restarting system"); a real node's BMC power cycle is a cold start too. The serial
+# log is appended to across boots. NODEFIX_VM_BOOT=kernel boots the
 # image's kernel directly (QEMU -kernel; faster firmware, but the guest's own kernels
 # and GRUB are never used).
 #
@@ -39,6 +45,7 @@ if [ -z "$cmd" ] || [ -z "$name" ]; then sed -n '3,8p' "$0" >&2; exit 2; fi
 [[ $name =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]] || { echo "bad VM name: $name" >&2; exit 2; }
 run=$BASE/run/$name
 pidf=$run/qemu.pid
+supf=$run/supervisor.pid
 
 ssh_argv() {
   SSH=(ssh -i "$run/id_ed25519" -p "$(cat "$run/port")" -o StrictHostKeyChecking=no
@@ -54,17 +61,33 @@ our_pid() {
   echo "$pid"
 }
 
+# The supervisor's pid, only if it is still this VM's supervisor.
+supervisor_pid() {
+  [ -f "$supf" ] || return 1
+  local pid; pid=$(cat "$supf")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- " _supervise $name " || return 1
+  echo "$pid"
+}
+
+gone() { # $1 = pid: wait up to 10 s for it to end
+  for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.2; done
+  return 1
+}
+
 stop_vm() {
-  local pid
+  local pid sup stopped=null
+  [ -d "$run" ] && : > "$run/stop"     # the supervisor starts no new QEMU from here on
+  sup=$(supervisor_pid) || sup=
   if pid=$(our_pid); then
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    echo "{\"name\": \"$name\", \"stopped_pid\": $pid}"
-  else
-    echo "{\"name\": \"$name\", \"stopped_pid\": null}"
+    gone "$pid" || { kill -KILL "$pid" 2>/dev/null || true; gone "$pid" || true; }
+    stopped=$pid
   fi
+  if [ -n "$sup" ]; then
+    gone "$sup" || { kill -KILL "$sup" 2>/dev/null || true; gone "$sup" || true; }
+  fi
+  echo "{\"name\": \"$name\", \"stopped_pid\": $stopped}"
   rm -rf --one-file-system "$run"
 }
 
@@ -75,39 +98,62 @@ image_dir() {
   fi
 }
 
-launch() { # $1 = kvm|tcg
-  local acc
+# One QEMU process, in the foreground, until the guest resets or powers off (-no-reboot).
+qemu_once() { # $1 = kvm|tcg
+  local acc boot
   # (QEMU's -accel takes one comma-separated argument)
   # shellcheck disable=SC2054
   if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu "${NODEFIX_VM_CPU:-max}"); fi
-  rm -f "$pidf"; : > "$run/serial.log"
-  qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
-  local boot
   if [ "${NODEFIX_VM_BOOT:-disk}" = kernel ]; then
-    boot=(-no-reboot -kernel "$img/vmlinuz" -initrd "$img/initrd"
+    boot=(-kernel "$img/vmlinuz" -initrd "$img/initrd"
           -append "root=LABEL=root rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet ${NODEFIX_VM_APPEND:-}")
   else
     boot=(-bios "$OVMF")
   fi
+  # -nodefaults: no VGA, CD-ROM, floppy or parallel port (a node's console is the serial
+  # line); the NIC without its iPXE option ROM (romfile=): the firmware boots the disk
+  nice -n "${NODEFIX_VM_NICE:--10}" qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$(cat "$run/mem")" -smp "${NODEFIX_VM_CPUS:-2}" \
+    -name "nodefix-$name" -nodefaults -display none -no-reboot -pidfile "$pidf" \
+    -chardev "file,id=console,path=$run/serial.log,append=on" -serial chardev:console \
+    -monitor "unix:$run/monitor.sock,server,nowait" "${boot[@]}" \
+    -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe" \
+    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$(cat "$run/port")-:22" -device virtio-net-pci,netdev=n0,romfile= \
+    -device virtio-rng-pci \
+    -fw_cfg "name=opt/org.nodefix/authorized_keys,file=$run/id_ed25519.pub"
+}
+
+# `vm.sh _supervise NAME ACCEL` (started by launch, in its own session): QEMU again after each
+# reset, on the same disk; done at a power-off, a stop, or a QEMU that fails.
+supervise() { # $1 = kvm|tcg
+  echo $$ > "$supf"
+  local offset rc
+  while :; do
+    offset=$(stat -c %s "$run/serial.log" 2>/dev/null || echo 0)
+    rc=0; qemu_once "$1" || rc=$?
+    [ -e "$run/stop" ] && break
+    [ "$rc" = 0 ] || { echo "QEMU ended with rc $rc" >> "$run/supervisor.log"; break; }
+    grep -q "reboot: Power down" <(tail -c +"$((offset + 1))" "$run/serial.log") && break
+    printf '%s\t%s\tcold-start\n' "$(date +%s)" "$name" >> "$BASE/resets.tsv"
+  done
+  rm -f "$supf"
+}
+
+launch() { # $1 = kvm|tcg
+  rm -f "$pidf" "$run/stop"; : > "$run/serial.log"; echo "$mem" > "$run/mem"
+  qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
   # The emulated guest is the test command's long pole and runs beside other
   # test layers (scripts/test.sh): it gets the CPU first (NODEFIX_VM_NICE, -10; as
   # root), so that its timings (node-problem-detector's 5 s a condition) measure
   # the guest, not the layers next to it. GNU nice runs it anyway when it may not
   # raise the priority. A thread's nice only weighs inside its scheduler
-  # autogroup (kernel.sched_autogroup_enabled, one group per session, and QEMU's
-  # -daemonize starts a new session): the group's own nice, set through
-  # /proc/PID/autogroup below, is what it gets against the other sessions.
-  # -nodefaults: no VGA, CD-ROM, floppy or parallel port (a node's console is the serial
-  # line); the NIC without its iPXE option ROM (romfile=): the firmware boots the disk
-  nice -n "${NODEFIX_VM_NICE:--10}" qemu-system-x86_64 "${acc[@]}" -machine q35 -m "$mem" -smp "${NODEFIX_VM_CPUS:-2}" \
-    -name "nodefix-$name" -nodefaults -display none -daemonize -pidfile "$pidf" \
-    -serial "file:$run/serial.log" -monitor "unix:$run/monitor.sock,server,nowait" "${boot[@]}" \
-    -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe" \
-    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0,romfile= \
-    -device virtio-rng-pci \
-    -fw_cfg "name=opt/org.nodefix/authorized_keys,file=$run/id_ed25519.pub"
+  # autogroup (kernel.sched_autogroup_enabled, one group per session, and the
+  # supervisor's setsid starts a new session): the group's own nice, set through
+  # /proc/PID/autogroup below, is what every QEMU it starts gets against the other sessions.
+  setsid bash "$0" _supervise "$name" "$1" < /dev/null >> "$run/supervisor.log" 2>&1 &
   local pid
-  if pid=$(our_pid) && [ -w "/proc/$pid/autogroup" ]; then
+  for _ in $(seq 1 100); do pid=$(our_pid) && break; sleep 0.1; done
+  if [ -z "${pid:-}" ]; then cat "$run/supervisor.log" >&2; return 1; fi
+  if [ -w "/proc/$pid/autogroup" ]; then
     echo "${NODEFIX_VM_NICE:--10}" > "/proc/$pid/autogroup" 2>/dev/null || true
   fi
 }
@@ -117,7 +163,7 @@ wait_ssh() { # $1 = seconds
   local deadline=$((SECONDS + $1))
   while [ $SECONDS -lt $deadline ]; do
     "${SSH[@]}" true 2>/dev/null && return 0
-    our_pid >/dev/null || return 1
+    our_pid >/dev/null || supervisor_pid >/dev/null || return 1
     sleep 1
   done
   return 1
@@ -127,6 +173,7 @@ OVMF=${NODEFIX_VM_OVMF:-/usr/share/ovmf/OVMF.fd}
 
 case $cmd in
   stop) stop_vm ;;
+  _supervise) img=$NODEFIX_VM_IMAGE_DIR; supervise "${3:?accel}" ;;
   reset)
     our_pid >/dev/null || { echo "VM $name is not running" >&2; exit 1; }
     python3 - "$run/monitor.sock" <<'PY'

@@ -264,7 +264,7 @@ class ActionModule(ActionBase):
         state, steps = out["state"], out["steps"]
         if args["phase"] == "begin":
             state["started"] = args["started"]
-        outcome = out["outcome"] if args["phase"] != "recheck" else None
+        outcome = out["outcome"]    # (recheck: None, or failed when another run took the node over)
         if self._task.check_mode:
             changed = any(s["outcome"] == WOULD for s in steps)
         else:

@@ -29,8 +29,10 @@ description:
   - O(phase=end), after the fix roles - C(verify) (the audit again), C(hold_decision), C(give_back) (uncordon, or hold
     the node cordoned with C(nodefix.k8s/held) when not verified; never a node cordoned before the run),
     C(release_slots), C(end_event) (the Events and the C(nodefix.k8s/last-remediation) annotation), C(release).
-  - O(phase=recheck), right before the reboot - the window, the blocking pods and the alerts judged again; held, the
-    reboot is dropped from RV(fix_roles).
+  - O(phase=recheck), right before the reboot - the window, the blocking pods, the alerts and, for a node holding the
+    control plane's slot, etcd's health and quorum judged again; held, the reboot is dropped from RV(fix_roles). The
+    run's claim is renewed to cover the reboot (O(lease)); a run whose claim another run took over fails (RV(outcome)
+    C(failed)), its reboot dropped.
   - Each step is printed as one line when it ends and is in RV(steps) and RV(lines) (name, outcome, seconds, detail).
     The outcome is one of C(ok), C(nothing_to_fix), C(held), C(refused), C(drain_failed), C(not_verified),
     C(failed), C(unreachable), C(stopped); the task's C(failed) follows from it, never from a message's text.
@@ -107,9 +109,24 @@ options:
         C(reboot), C(step).
     type: dict
   lease:
-    description: Seconds the rollout record is live without this run (C(nodefix_rollout_lease)).
+    description:
+      - Seconds the rollout record is live without this run (C(nodefix_rollout_lease)), over the worst case of the step
+        it guards - every write of the record renews it for this margin plus that step's longest wait (the reboot
+        lock's O(lock_wait), the drain's O(drain_timeout), the reboot's, O(etcd_wait)).
+      - O(phase=recheck) renews it for this plus the reboot's worst case, 2 x O(reboot_timeout) + 4 x
+        O(reboot_settle_timeout); a run whose record another run took over meanwhile fails there and writes nothing
+        more.
     type: int
     default: 1800
+  reboot_timeout:
+    description: Seconds the reboot role waits for the node to come back (C(reboot_timeout)); with
+      O(reboot_settle_timeout), what the claim renewed right before the reboot must cover.
+    type: int
+    default: 900
+  reboot_settle_timeout:
+    description: Seconds of each of the reboot role's waits after the boot (C(reboot_settle_timeout)).
+    type: int
+    default: 300
   drain:
     description: Cordon and drain the node before restarting fixes (C(nodefix_drain)).
     type: bool
@@ -290,7 +307,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 outcome:
-  description: The rollout's outcome; C(null) after O(phase=begin) when the fix roles are to run (and after O(phase=recheck)).
+  description: The rollout's outcome; C(null) after O(phase=begin) when the fix roles are to run, and after
+    O(phase=recheck) - unless another run took the node over (C(failed)).
   returned: always
   type: str
   sample: ok

@@ -38,7 +38,8 @@ node holds from an earlier run be given back? Decided on the controller.
   members left keep a majority of the cluster's members, ``floor(n / 2) + 1`` of ``n``. The members are
   every ``component=etcd`` pod, and a member for every node that should run one but shows no pod (a
   control-plane node, a node labelled ``node-role.kubernetes.io/etcd``): a missing pod is a member that is
-  down, as a pod that is not Running and Ready is - never a smaller cluster. With etcd outside the cluster,
+  down, as a pod that is not Running and Ready is - never a smaller cluster -, and so is a pod whose Node is
+  not Ready (its kubelet no longer reports: the pod's Ready is stale). With etcd outside the cluster,
   the members are the endpoints the health command's output names (``etcdctl endpoint health --cluster``:
   ``<endpoint> is healthy``/``is unhealthy`` lines, ``-w json`` or ``-w table``), an unhealthy one down, the
   node's own the endpoint whose host is the node's name or one of its addresses; an output that names no
@@ -190,6 +191,18 @@ def member(pod):
             "ready": phase == "Running" and condition(pod, "Ready") == "True", "phase": phase}
 
 
+def _node_live(one, nodes):
+    """An etcd pod's member, down when its Node is not Ready (``node_ready``) or not in ``nodes`` at all: a NotReady
+    Node's kubelet no longer reports, so its pods' Ready is what it last said, not what is true now. ``nodes``
+    None: as the pod says."""
+    if nodes is None or not one["ready"]:
+        return one
+    mine = [n for n in nodes if (n.get("metadata") or {}).get("name") == one["node"]]
+    if mine and node_ready(mine[0]):
+        return one
+    return dict(one, ready=False, phase="%s, its Node %s" % (one["phase"], "not Ready" if mine else "gone"))
+
+
 def etcd_members(api):
     """The etcd members kubeadm runs as static pods in kube-system, sorted by node."""
     return sorted((member(p) for p in api.list_namespaced_pods(ETCD_NAMESPACE, ETCD_SELECTOR)),
@@ -236,8 +249,9 @@ def etcd_health(api, control_plane_nodes, health_command=None, run_command=None,
     """{mode, members, readyz, problems} - ``problems`` empty only when every etcd member is healthy.
 
     ``control_plane_nodes``: the names of every Node that should run a member (``member_nodes``); one that shows
-    no pod is a member all the same, down (phase ``Missing``). ``nodes``: the Node objects, to find the node of an
-    endpoint the health command names (external etcd)."""
+    no pod is a member all the same, down (phase ``Missing``). ``nodes``: the Node objects - an etcd pod's member
+    counts up only while its Node is Ready (``_node_live``), and they find the node of an endpoint the health
+    command names (external etcd: the command's answer is the member's own, read now)."""
     members = etcd_members(api)
     if not members:
         out = {"mode": "external", "members": [], "readyz": None, "problems": []}
@@ -250,6 +264,7 @@ def etcd_health(api, control_plane_nodes, health_command=None, run_command=None,
             out["members"] = endpoint_members(endpoints, nodes or [])
             out["problems"].extend("etcd member %s is unhealthy" % m["name"] for m in out["members"] if not m["ready"])
         return out
+    members = [_node_live(m, nodes) for m in members]
     problems = []
     on = set(m["node"] for m in members)
     missing = sorted(set(control_plane_nodes) - on)
@@ -281,6 +296,26 @@ def own_member_back(api, node, health_command=None, run_command=None):
     return True, ""
 
 
+def etcd_verdict(api, name, health_command=None, run_command=None, accept_quorum_loss=False):
+    """(etcd, held_by) of taking node ``name``'s etcd member down now: every member healthy (``etcd_health``) and
+    the members left keeping quorum (``quorum_problem``; ``accept_quorum_loss`` accepts losing it). The guard's
+    judgement before the control plane's slot is taken, and the rollout's again right before the reboot
+    (``_rollout.machine.gates.recheck``); ``held_by`` empty when it may go down."""
+    nodes = api.list_nodes()
+    etcd = etcd_health(api, member_nodes(nodes), health_command, run_command, nodes)
+    lost = quorum_problem(etcd["members"], name)
+    if etcd["problems"]:
+        # a member down already: held whatever the override (quorum said too: what taking this one would leave)
+        etcd["quorum"] = {"problem": lost, "accepted": False}
+        return etcd, ["control plane: etcd is not healthy: %s%s" % (
+            "; ".join(etcd["problems"]), "; %s" % lost if lost else "")]
+    etcd["quorum"] = {"problem": lost, "accepted": bool(lost and accept_quorum_loss)}
+    if lost and not accept_quorum_loss:
+        return etcd, ["control plane: %s - the members left would lose quorum (set "
+                      "nodefix_control_plane_quorum_override: true to accept the outage)" % lost]
+    return etcd, []
+
+
 def guard(node, allow, api, lock, reason="", health_command=None, run_command=None, hint=False,
           accept_quorum_loss=False):
     """The control-plane guard before anything is drained: {control_plane, allowed, held_by, etcd, lock}.
@@ -305,19 +340,9 @@ def guard(node, allow, api, lock, reason="", health_command=None, run_command=No
         out["held_by"].append("control plane: %s is %s and nodefix_control_plane is false - never "
                               "drained, restarted or rebooted" % (name or "the node", what))
         return out
-    nodes = api.list_nodes()
-    out["etcd"] = etcd_health(api, member_nodes(nodes), health_command, run_command, nodes)
-    lost = quorum_problem(out["etcd"]["members"], name)
-    if out["etcd"]["problems"]:
-        # a member down already: held whatever the override (quorum said too: what taking this one would leave)
-        out["etcd"]["quorum"] = {"problem": lost, "accepted": False}
-        out["held_by"].append("control plane: etcd is not healthy: %s%s" % (
-            "; ".join(out["etcd"]["problems"]), "; %s" % lost if lost else ""))
-        return out
-    out["etcd"]["quorum"] = {"problem": lost, "accepted": bool(lost and accept_quorum_loss)}
-    if lost and not accept_quorum_loss:
-        out["held_by"].append("control plane: %s - the members left would lose quorum (set "
-                              "nodefix_control_plane_quorum_override: true to accept the outage)" % lost)
+    out["etcd"], held = etcd_verdict(api, name, health_command, run_command, accept_quorum_loss)
+    if held:
+        out["held_by"].extend(held)
         return out
     slot, holders = lock.acquire(reason)
     out["lock"].update(slot=slot, holders=holders)

@@ -136,6 +136,12 @@ def moved(record, phase, now, **fields):
     return out
 
 
+def renewed(record, now, lease_seconds):
+    """The record with its lease renewed ``now`` for ``lease_seconds``, its phase and ``moved`` as they were (a run
+    about to take a long step - the reboot - renews for the step's worst case: ``_rollout.machine.ledger``)."""
+    return dict(record, renewed=_iso(now), leaseSeconds=int(lease_seconds))
+
+
 def text(record):
     """The annotation's value."""
     return json.dumps(record, sort_keys=True, separators=(",", ":"))

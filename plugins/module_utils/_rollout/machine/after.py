@@ -22,7 +22,8 @@ import json
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 _STATUS = {"ok": Outcome.OK, "failed": Outcome.FAILED, "unreachable": Outcome.UNREACHABLE}
@@ -30,9 +31,27 @@ GIVE_BACK = {"metadata": {"annotations": {cordon.CORDONED_BY: None, cordon.HELD:
              "spec": {"unschedulable": False}}
 
 
-def verify(ctx, state, remediation):
+def renew(ctx, ledger):
+    """The after half's first write: this run's record moved to ``verify``, its lease renewed to cover the give-back's
+    longest wait (the etcd member's, ``etcd_wait``) - and checked to be this run's still: a run whose claim was taken
+    over (a second controller judged it dead) stops here (Stop, ``ledger.lost`` set) and gives nothing back. A write
+    the API server did not take is said ("" when written): the verify goes on, and the give-back's own write checks
+    the claim again before anything is given back."""
+    if ctx.api is None:
+        return ""
+    try:
+        ledger.enter("verify", cover=ctx.options["etcd_wait"])
+    except Stop:
+        raise
+    except NodefixError as exc:
+        return "; the record could not be renewed (%s)" % exc
+    return ""
+
+
+def verify(ctx, state, remediation, ledger):
+    said = renew(ctx, ledger)
     if remediation.get("status") == "unreachable":
-        return SKIPPED, "the node was lost at its fixes: not audited again"
+        return SKIPPED, "the node was lost at its fixes: not audited again" + said
     if ctx.check_mode:
         return WOULD, "would audit the node again"
     try:
@@ -41,9 +60,10 @@ def verify(ctx, state, remediation):
         state["audit_after"], state["verify_error"] = None, "%s" % exc
         if exc.details.get("unreachable"):      # the node was lost: unreachable at this step, as the play said
             state["unreachable_at"] = "audit after"
-            return Outcome.UNREACHABLE, "the node could not be reached for the audit after the fixes: %s" % exc
-        return Outcome.FAILED, "the audit after the fixes could not run: %s" % exc
-    return DONE, "audited again: %d finding(s)" % len((state["audit_after"] or {}).get("findings") or [])
+            return Outcome.UNREACHABLE, "the node could not be reached for the audit after the fixes: %s%s" % (
+                exc, said)
+        return Outcome.FAILED, "the audit after the fixes could not run: %s%s" % (exc, said)
+    return DONE, "audited again: %d finding(s)%s" % (len((state["audit_after"] or {}).get("findings") or []), said)
 
 
 def hold_decision(ctx, state, remediation):
@@ -74,24 +94,51 @@ def resumed_hold(state):
 
 def give_back(ctx, state, ledger):
     """Uncordon the node this run cordoned (or resumed), or hold it with ``nodefix.k8s/held``; never one cordoned
-    before the run."""
+    before the run - as the record on the Node says (``cordonedBefore``), whatever the state the play passed back
+    says. Each PATCH is conditional on the Node as last read (``_conditional``)."""
+    if state.get("cordon_unknown"):
+        return SKIPPED, "whether this run's cordon landed is unknown (%s): its record is kept, so the next run " \
+                        "gives the cordon back" % state["cordon_unknown"]
     if not state["cordoned"]:
         if state["cordoned_before"]:
             return SKIPPED, "%s was cordoned before this run: it stays cordoned" % ctx.node
         return SKIPPED, "not cordoned by this run"
     resumed_hold(state)
-    ledger.enter("give_back")
+    node = ledger.enter("give_back")
+    if not ctx.check_mode and (ledger.record or {}).get("cordonedBefore") is not False:
+        state["cordoned"] = False
+        return SKIPPED, ("the record on %s says it was cordoned before this run (cordonedBefore %s): it stays cordoned"
+                         % (ctx.node, json.dumps((ledger.record or {}).get("cordonedBefore"))))
     if state.get("hold"):
         note = {"run": ctx.run_id, "time": ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "reason": "; ".join(state["hold"])[:900]}
         body = {"metadata": {"annotations": {cordon.CORDONED_BY: None, cordon.HELD: json.dumps(note, sort_keys=True)}}}
         outcome, detail = ctx.runner.would("hold %s cordoned (%s): %s" % (ctx.node, cordon.HELD, note["reason"]),
-                                           lambda: ctx.api.patch_node(ctx.node, body) and None)
+                                           lambda: _conditional(ctx, ledger, node, body, "held"))
         return (Outcome.HELD if outcome == DONE else outcome), detail
     outcome, detail = ctx.runner.would("uncordon %s" % ctx.node,
-                                       lambda: ctx.api.patch_node(ctx.node, GIVE_BACK) and None)
+                                       lambda: _conditional(ctx, ledger, node, GIVE_BACK, "uncordoned"))
     state["cordoned"] = False
     return outcome, detail
+
+
+def _conditional(ctx, ledger, node, body, done):
+    """The give-back's PATCH, conditional on ``node``'s resourceVersion: a Node changed since (409) is read again
+    and judged again - a cordon without ``nodefix.k8s/cordoned-by`` is a person's (``_rollout.cordon.reclaim``'s
+    rule) and is not undone; else the PATCH is tried again on the new read (three times at most). The detail."""
+    for _attempt in range(3):
+        try:
+            ctx.api.patch_node(ctx.node, body, _ledger.version_of(node))
+            return None
+        except NodefixError as exc:
+            if getattr(exc, "status", None) != 409:
+                raise
+        node = ledger.read_node()
+        if (node.get("spec") or {}).get("unschedulable") and cordon.CORDONED_BY not in _ledger.annotations(node):
+            return "not %s: %s changed meanwhile and is cordoned without %s now - a person's cordon, it stays" % (
+                done, ctx.node, cordon.CORDONED_BY)
+    raise NodefixError("the give-back's PATCH of %s met a changed Node three times (409 Conflict): left for the next "
+                       "run" % ctx.node)
 
 
 def release_slots(ctx, state, ledger):
@@ -115,6 +162,8 @@ def end_event(ctx, state):
 def release(ctx, state, ledger):
     if not state["claimed"]:
         return SKIPPED, "not claimed by this run"
+    if state.get("cordon_unknown"):
+        return SKIPPED, "kept this run's record: whether its cordon landed is unknown - the next run gives it back"
     if ctx.check_mode:
         return WOULD, "would release the claim"
     try:

@@ -67,7 +67,8 @@ def root(ctx, state):
 def control_plane(ctx, state, ledger):
     if not state["fix_roles"]:
         return SKIPPED, "nothing to fix"
-    ledger.enter("gates", slots=sorted(gates.locks(ctx)))
+    # (the lease covers the gates' longest wait: the reboot lock's)
+    ledger.enter("gates", cover=ctx.options["lock_wait"], slots=sorted(gates.locks(ctx)))
     return gates.control_plane_guard(ctx, state, ledger.read_node())
 
 
@@ -101,20 +102,48 @@ def cordon_step(ctx, state, ledger):
     state["cordoned_before"] = before
     if before:
         return SKIPPED, "; ".join(s for s in (said, "%s was cordoned before this run: it stays cordoned" % ctx.node) if s)
-    written = ledger.enter("cordon", cordonedBefore=False)
-    outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, ledger, written))
+    # (the cordon's PATCH moves the record to the drain with this lease: it covers the drain's timeout)
+    written = ledger.enter("cordon", cover=ctx.options["drain_timeout"], cordonedBefore=False)
+    outcome, detail = ctx.runner.would("cordon %s" % ctx.node, lambda: _cordon(ctx, state, ledger, written))
     state["cordoned"] = True      # (in check mode: the give-back's step says what it would do)
     return outcome, "; ".join(s for s in (said, detail) if s)
 
 
-def _cordon(ctx, ledger, node):
-    """The cordon's one PATCH, conditional on the Node as the record's write left it."""
+def _cordon(ctx, state, ledger, node):
+    """The cordon's one PATCH, conditional on the Node as the record's write left it. A PATCH that failed may still
+    have landed (its answer lost: a timeout, a connection reset, a 5xx after the write): the Node is read again
+    (``_cordon_landed``) - never taken for "not cordoned" on a guess."""
     when = ctx.clock().astimezone(datetime.timezone.utc)
-    written = ctx.api.patch_node(ctx.node, node_cordon.cordon_body(ctx.run_id, (when - _EPOCH).total_seconds(), node),
-                                 _ledger.version_of(node))
+    said = "cordoned %s (nodefix.k8s/cordoned-by)" % ctx.node
+    try:
+        written = ctx.api.patch_node(ctx.node, node_cordon.cordon_body(ctx.run_id, (when - _EPOCH).total_seconds(),
+                                                                       node), _ledger.version_of(node))
+    except NodefixError as exc:
+        written = _cordon_landed(ctx, state, exc)
+        said += " (the PATCH's answer was lost: %s; the Node read again shows the cordon)" % exc
     # the cordon's one PATCH moved this run's record to the drain (cordonedBefore false): what the Node now says
     ledger.record = record.read(_ledger.annotations(written)) or ledger.record
-    return "cordoned %s (nodefix.k8s/cordoned-by)" % ctx.node
+    return said
+
+
+def _cordon_landed(ctx, state, error):
+    """The Node read again after the cordon's PATCH failed with ``error``: the Node when this run's cordon is on it
+    (cordoned, ``nodefix.k8s/cordoned-by`` naming this run); ``error`` raised when it is not (nothing changed). When
+    the Node cannot be read either, whether the cordon landed is unknown: ``state['cordon_unknown']`` says why (the
+    give-back leaves the node, the release keeps this run's record - phase ``cordon`` - so the next run gives the
+    cordon back) and the step fails."""
+    try:
+        node = ctx.api.get_node(ctx.node)
+    except NodefixError as exc:
+        state["cordon_unknown"] = "the cordon's PATCH failed (%s) and the Node could not be read again (%s)" % (
+            error, exc)
+        raise NodefixError("cordoning %s: %s: whether it is cordoned is unknown - this run's record is kept, so the "
+                           "next run gives the cordon back" % (ctx.node, state["cordon_unknown"]))
+    notes = _ledger.annotations(node)
+    by = cordon.reclaim(node, ctx.run_id)["by"] if node and notes.get(cordon.CORDONED_BY) is not None else None
+    if ((node or {}).get("spec") or {}).get("unschedulable") and (by or {}).get("run") == ctx.run_id:
+        return node
+    raise error
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -133,7 +162,7 @@ def drain_step(ctx, state, ledger):
         return WOULD, "would evict %s%s" % (", ".join(names) or "nothing", "; budgets now: " + "; ".join(
             refused) if refused else "; " + plan["budgets_error"] if plan.get("budgets_error") else "")
     if state["cordoned_before"] or ledger.record.get("phase") != "drain":
-        ledger.enter("drain", cordonedBefore=bool(state["cordoned_before"]))
+        ledger.enter("drain", cover=ctx.options["drain_timeout"], cordonedBefore=bool(state["cordoned_before"]))
     out = drain.run(ctx)
     state["drain"] = out
     if not out["done"]:

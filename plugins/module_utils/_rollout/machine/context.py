@@ -21,7 +21,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 
 DEFAULTS = {
-    "lease": 1800,                  # nodefix_rollout_lease
+    "lease": 1800,                  # nodefix_rollout_lease: the margin every write of the record adds (lease_for)
     "drain": True,                  # nodefix_drain (and a kubeconfig)
     "require_drain": False,         # nodefix_require_drain
     "drain_timeout": 600,           # nodefix_drain_timeout
@@ -42,6 +42,8 @@ DEFAULTS = {
     "etcd_wait": 300,               # reboot_etcd_wait: seconds the control plane's slot waits for the etcd member
     "evidence": True,               # nodefix_evidence
     "events": True,                 # nodefix_events
+    "reboot_timeout": 900,          # reboot_timeout: the reboot role's wait for the node to come back
+    "reboot_settle_timeout": 300,   # reboot_settle_timeout: each of its waits after the boot
 }
 # the roles whose restarts need a drained node under nodefix_require_drain
 RESTARTING_ROLES = ("nodefix.k8s.containerd", "nodefix.k8s.gvisor", "nodefix.k8s.kubelet")
@@ -58,7 +60,7 @@ def options(given):
         if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
         out[key] = value
-    for key in ("lease", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
+    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
                 "etcd_wait"):
         if out[key] < 0:
             raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))
@@ -68,6 +70,21 @@ def options(given):
     if not all(isinstance(a, str) for a in out["etcd_health_command"] + out["blocking_selectors"]):
         raise NodefixError("rollout options etcd_health_command and blocking_selectors are lists of strings")
     return out
+
+
+def reboot_worst(given):
+    """Seconds the reboot path may take at worst, as the reboot role waits: the reboot (``reboot_timeout``), the
+    power-cycle's wait (``reboot_timeout`` again) and the four waits after the boot - systemd, the services,
+    kubelet's healthz, Ready (``reboot_settle_timeout`` each); roles/reboot/defaults/main.yml's reboot_lock_ttl
+    arithmetic."""
+    return 2 * given["reboot_timeout"] + 4 * given["reboot_settle_timeout"]
+
+
+def lease_for(given, seconds=0):
+    """The record's ``leaseSeconds`` before a step whose worst case is ``seconds``: the step's worst case plus
+    ``lease`` (nodefix_rollout_lease) as the margin - a live run's claim never runs out inside the step it guards
+    (a second controller would take the node over mid-reboot)."""
+    return given["lease"] + seconds
 
 
 class Context(object):

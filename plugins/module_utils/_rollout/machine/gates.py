@@ -25,7 +25,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import REBOOT_ROLE
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import REBOOT_ROLE, lease_for, reboot_worst
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
@@ -55,7 +55,8 @@ def control_plane_guard(ctx, state, node):
     """(step outcome, detail); Stop(held) for a node the guard holds or could not decide."""
     o = ctx.options
     cp_id = lock_id(ctx, o["control_plane_lock_name"])
-    reason = "%s: %s" % (", ".join(ctx.plan.get("disruptive") or []), ", ".join(state["fix_roles"]))
+    # (the slot's Lease names the run that holds it, beside its holder - the node: nodefix.k8s/reason)
+    reason = "run %s: %s: %s" % (ctx.run_id, ", ".join(ctx.plan.get("disruptive") or []), ", ".join(state["fix_roles"]))
     try:
         out = control_plane.guard(node, o["control_plane"], ctx.api, locks(ctx)[cp_id], reason,
                                   health_command=o["etcd_health_command"] or None, run_command=ctx.run_command,
@@ -81,7 +82,7 @@ def reboot_backoff(ctx, state, node):
     out = backoff.decide((node.get("metadata") or {}).get("annotations"), state["reboot_reasons"], ctx.clock(),
                          o["backoff_seconds"], ctx.node, boot_id=boot, max_reboots=o["max_reboots"])
     if out["held"]:
-        _drop_reboot(state, out["held_by"])
+        drop_reboot(state, out["held_by"])
         return Outcome.HELD, "reboot held: %s" % "; ".join(out["held_by"])
     return DONE, out["not_rebooted"] or "the backoff allows the reboot"
 
@@ -89,11 +90,11 @@ def reboot_backoff(ctx, state, node):
 def no_reboot_undrained(state):
     """Without an API server the node is not drained: its reboot is dropped (only a drained node is rebooted)."""
     if REBOOT_ROLE in state["fix_roles"] or state["reboot_reasons"]:
-        _drop_reboot(state, ["not drained (no API server: nodefix_kubeconfig): a node that is not drained is not "
-                             "rebooted"])
+        drop_reboot(state, ["not drained (no API server: nodefix_kubeconfig): a node that is not drained is not "
+                            "rebooted"])
 
 
-def _drop_reboot(state, why):
+def drop_reboot(state, why):
     state["reboot_held"].extend(why)
     state["fix_roles"] = [r for r in state["fix_roles"] if r != REBOOT_ROLE]
 
@@ -121,7 +122,7 @@ def reboot_gate(ctx, state):
         return SKIPPED, "no reboot to gate" if not state["reboot_reasons"] else "the backoff held the reboot"
     lock_name = lock_id(ctx, ctx.options["lock_name"])
     lock = locks(ctx)[lock_name]
-    reason = "; ".join(r.get("reason", r.get("id", "")) for r in state["reboot_reasons"])
+    reason = "run %s: %s" % (ctx.run_id, "; ".join(r.get("reason", r.get("id", "")) for r in state["reboot_reasons"]))
     deadline = ctx.clock() + datetime.timedelta(seconds=ctx.options["lock_wait"])
     try:
         while True:
@@ -141,24 +142,65 @@ def reboot_gate(ctx, state):
             ctx.sleep(min(ctx.options["lock_poll"], remaining))
     except NodefixError as exc:
         raise Stop(Outcome.REFUSED, "reboot gate: %s; nothing was drained or changed" % exc)
-    _drop_reboot(state, held)
+    drop_reboot(state, held)
     return Outcome.HELD, "reboot held: %s" % "; ".join(held)
 
 
-def recheck(ctx, state):
-    """(step outcome, detail): right before the reboot, the window, the blocking pods and the alerts judged again
-    (the slot taken at the gate is kept, given back at the end); held: the reboot is dropped. One that cannot be
-    read holds the reboot (fail closed), the rest of the rollout goes on."""
+def recheck(ctx, state, ledger):
+    """(step outcome, detail): right before the reboot, the window, the blocking pods and the alerts judged again,
+    and - for a node that holds the control plane's slot - etcd's health and quorum (``control_plane.etcd_verdict``,
+    as the guard judged them); held: the reboot is dropped (the slots taken at the gates are kept, given back at the
+    end). One that cannot be read holds the reboot (fail closed), the rest of the rollout goes on. Then this run's
+    claim is renewed to cover the reboot's worst case (``renew_for_reboot``)."""
     if not state["reboot_reasons"] or state["reboot_held"]:      # (the kernel upgrade's reboot is one too)
-        return SKIPPED, "no reboot to judge again"
+        return renew_for_reboot(ctx, state, ledger, [], "no reboot to judge again")
     try:
-        held = controls(ctx)
+        held = controls(ctx) + etcd_again(ctx, state)
     except NodefixError as exc:
         held = ["the reboot gate could not be judged again: %s" % exc]
     if not held:
-        return DONE, "the window, the pods and the alerts still allow the reboot"
-    _drop_reboot(state, held)
-    return Outcome.HELD, "reboot held: %s" % "; ".join(held)
+        return renew_for_reboot(ctx, state, ledger, [], "the window, the pods, the alerts%s still allow the reboot" % (
+            " and etcd's quorum" if _control_plane_slot(ctx, state) else ""))
+    drop_reboot(state, held)
+    return renew_for_reboot(ctx, state, ledger, held, "")
+
+
+def _control_plane_slot(ctx, state):
+    return lock_id(ctx, ctx.options["control_plane_lock_name"]) in state["slots"]
+
+
+def etcd_again(ctx, state):
+    """Why the reboot of a node holding the control plane's slot is held now by etcd (a member down since the guard,
+    quorum lost without this one); [] for any other node."""
+    if not _control_plane_slot(ctx, state):
+        return []
+    o = ctx.options
+    _etcd, held = control_plane.etcd_verdict(ctx.api, ctx.node, o["etcd_health_command"] or None, ctx.run_command,
+                                             o["quorum_override"])
+    return held
+
+
+def renew_for_reboot(ctx, state, ledger, held, said):
+    """The recheck's answer after this run's claim was renewed (``ledger.renew``) for ``lease`` plus the reboot's worst
+    case (``context.reboot_worst``) when the reboot is still to come, else for ``lease``: a live run's claim must not
+    run out mid-reboot. A claim taken over by another run raises Stop (the caller fails closed); a renewal the API
+    server refused holds the reboot (this run's claim would not cover it)."""
+    going = bool(state["reboot_reasons"]) and not state["reboot_held"]
+    if ctx.api is not None:
+        try:
+            ledger.renew(lease_for(ctx.options, reboot_worst(ctx.options) if going else 0))
+        except Stop:
+            raise
+        except NodefixError as exc:
+            if going:
+                held = ["this run's claim could not be renewed to cover the reboot: %s" % exc]
+                drop_reboot(state, held)
+            else:
+                said = "%s; this run's claim could not be renewed: %s" % (said, exc)
+    if held:
+        return Outcome.HELD, "reboot held: %s" % "; ".join(held)
+    lease = (ledger.record or {}).get("leaseSeconds")
+    return DONE, "%s%s" % (said, "; claim renewed for %s s" % lease if going and lease else "")
 
 
 def reclaim_slots(ctx, state, node):

@@ -20,6 +20,7 @@ __metaclass__ = type
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import lease_for
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
@@ -74,6 +75,12 @@ class Ledger(object):
                                  ctx.pid_alive, version=record.MACHINE_VERSION)
         if decision["action"] == "refuse":
             raise Stop(Outcome.REFUSED, decision["msg"])
+        previous = decision["previous"]
+        if decision["action"] == "take_over" and resume(previous) == "resume" \
+                and previous.get("cordonedBefore") in (True, False):
+            # a dead run's rollout resumed: whether the node was cordoned before it is inherited (the give-back reads
+            # it from this record, never from the state the play passes back)
+            decision["record"]["cordonedBefore"] = previous["cordonedBefore"]
         if not ctx.check_mode:
             try:
                 self._patch(node, record.text(decision["record"]))
@@ -96,16 +103,30 @@ class Ledger(object):
             raise Stop(Outcome.FAILED, "this run lost its claim on the node (%s): it stops here" % self.lost)
         return now
 
-    def enter(self, phase, **fields):
-        """Write the record as entering ``phase`` (with ``fields``: cordonedBefore, slots) before its step; the
-        node read again (a 409 - the Node changed since - read once more and tried again). The node as written."""
+    def enter(self, phase, cover=0, **fields):
+        """Write the record as entering ``phase`` (with ``fields``: cordonedBefore, slots) before its step, its lease
+        renewed to cover ``cover`` seconds, the step's worst case (``context.lease_for``). The node as written (None
+        in check mode)."""
+        fields["leaseSeconds"] = lease_for(self.ctx.options, cover)
+        return self._write(lambda mine: record.moved(mine, phase, self.ctx.clock(), **fields))
+
+    def renew(self, lease_seconds):
+        """Renew this run's lease for ``lease_seconds`` (its phase kept): before a step that takes longer than the
+        last write's lease covers (the reboot). Stop(failed), ``lost`` set, when the record is not this run's any
+        more - a run whose claim was taken over writes nothing more."""
+        return self._write(lambda mine: record.renewed(mine, self.ctx.clock(), lease_seconds))
+
+    def _write(self, change):
+        """Write ``change(this run's record as on the node)``: the node read again, the record checked to be this
+        run's (``_mine``: else Stop), a conditional patch (a 409 - the Node changed since - read once more and tried
+        again)."""
         if self.ctx.check_mode:
-            self.record = record.moved(self.record, phase, self.ctx.clock(), **fields)
+            if self.record is not None:
+                self.record = change(self.record)
             return None
         for attempt in (1, 2):
             node = self.read_node()
-            mine = self._mine(node)
-            moved = record.moved(mine, phase, self.ctx.clock(), **fields)
+            moved = change(self._mine(node))
             try:
                 written = self._patch(node, record.text(moved))
             except kube.KubeError as exc:

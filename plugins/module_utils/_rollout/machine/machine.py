@@ -102,7 +102,7 @@ def end(ctx, state, remediation):
     # node goes down beside it
     state["not_back"] = bool(remediation.get("reboot_started")) and not remediation.get("reboot_back")
     try:
-        steps = {"verify": lambda: after.verify(ctx, state, remediation),
+        steps = {"verify": lambda: after.verify(ctx, state, remediation, ledger),
                  "hold_decision": lambda: after.hold_decision(ctx, state, remediation)}
         for name in AFTER:
             runner.run(name, steps[name])
@@ -113,13 +113,20 @@ def end(ctx, state, remediation):
 
 
 def recheck(ctx, state):
-    """Right before the reboot: the reboot gate's window, blocking pods and alerts judged again (``gates.recheck``);
-    ``outcome`` stays None (the rollout goes on, without the reboot when it is held)."""
-    runner = _runner(ctx)
+    """Right before the reboot: the reboot gate's window, blocking pods and alerts, and a control-plane node's etcd
+    health and quorum, judged again, and this run's claim renewed to cover the reboot (``gates.recheck``);
+    ``outcome`` stays None (the rollout goes on, without the reboot when it is held) - unless the claim was taken
+    over by another run: then ``failed``, the reboot dropped, and nothing more is written (fail closed)."""
+    runner, ledger = _runner(ctx), Ledger(ctx)
+    ledger.record = state.get("record")
     try:
-        runner.run("reboot_recheck", lambda: gates.recheck(ctx, state))
-    except Stop as stop:    # not reached: recheck holds, never stops; a Stop would be the step's own bug
-        state["reboot_held"].append(stop.detail)
+        runner.run("reboot_recheck", lambda: gates.recheck(ctx, state, ledger))
+    except Stop as stop:        # the reboot is dropped whatever stopped the step
+        gates.drop_reboot(state, [stop.detail])
+        if ledger.lost or stop.outcome == Outcome.FAILED:
+            # another run holds the node now (or its record was overwritten): this run fails, the play's fixes stop
+            state.update(outcome=Outcome.FAILED, detail=stop.detail)
+    state["record"] = ledger.record
     return _result(ctx, state)
 
 

@@ -368,3 +368,25 @@ def test_evidence_that_cannot_be_written_is_said_and_the_rollout_goes_on(double,
     step = [s for s in first["steps"] if s["name"] == "evidence"][0]
     assert "the evidence could not be kept (the remediation goes on)" in step["detail"] and "not-a-dir" in step["detail"]
     assert "not-a-dir" in first["evidence"]["error"] and first["evidence"]["before"] == ["drain"]
+
+
+def test_recheck_fails_the_task_when_another_run_took_the_node_over_and_renews_the_claim_otherwise(
+        double, api, tmp_path):  # noqa: F811
+    roles = [CONTAINERD, REBOOT]
+    first, _p = run(dict(begin_args(double, tmp_path, "node-b"), audit_before=audit_before(roles), plan=plan(roles)),
+                    Node(), host="node-b")
+    assert first["outcome"] is None and first["reboot_allowed"] is True
+    state = json.loads(json.dumps(first["state"]))
+    again, _p = run(base(double, "node-b", phase="recheck", state=state, reboot_timeout=600,
+                         reboot_settle_timeout=60), Node(), host="node-b")
+    assert again["outcome"] is None and again["failed"] is False and again["reboot_allowed"] is True, again
+    assert json.loads(notes(api, "node-b")[record.ANNOTATION])["leaseSeconds"] == 1800 + 2 * 600 + 4 * 60
+    # a second controller judged this run dead and took the node over: the recheck fails, the reboot dropped
+    taken = {"version": 2, "run": "run-other", "phase": "claimed", "started": "2026-12-06T07:00:00Z",
+             "moved": "2026-12-06T07:00:00Z", "renewed": "2026-12-06T07:00:00Z", "leaseSeconds": 1800,
+             "holder": {"host": "another-controller", "pid": 4711, "boot": "b"}, "cordonedBefore": None, "slots": []}
+    api.patch_node("node-b", {"metadata": {"annotations": {record.ANNOTATION: json.dumps(taken)}}})
+    lost, _p = run(base(double, "node-b", phase="recheck", state=state), Node(), host="node-b")
+    assert lost["failed"] is True and lost["outcome"] == Outcome.FAILED and lost["reboot_allowed"] is False, lost
+    assert "names run run-other" in lost["msg"]
+    assert json.loads(notes(api, "node-b")[record.ANNOTATION])["run"] == "run-other"

@@ -55,7 +55,7 @@ def test_a_worker_is_claimed_gated_cordoned_drained_fixed_verified_and_given_bac
     assert clean(api)
     # the record was written before the cordon, the drain and the fixes, and named the locks before the slot
     phases = [r["phase"] for r in records(api)]
-    assert phases == ["claimed", "gates", "cordon", "drain", "fix", "give_back"]
+    assert phases == ["claimed", "gates", "cordon", "drain", "fix", "verify", "give_back"]
     kinds = [w[0] for w in api.writes]
     assert kinds.index("create_lease") > 1 and kinds.index("evict") > 4
 

@@ -13,6 +13,12 @@ DOCUMENTATION = r"""
 module: node_rollout
 short_description: Claim a node for this run's rollout, or release it - the rollout's state record on the Node
 version_added: 1.3.0
+deprecated:
+  removed_in: 2.0.0
+  why: >-
+    The rollout is one state machine now, the action nodefix.k8s.rollout, which writes and renews the same record
+    (version 2) at each of its steps; this module writes version 1 and renews it at no step of its own.
+  alternative: Use M(nodefix.k8s.rollout) (phases begin, recheck and end), as playbooks/remediate.yml does.
 description:
   - The state of one node's rollout lives in one versioned record on the Node, the annotation C(nodefix.k8s/rollout) (JSON
     C(version), C(run), C(phase), C(started), C(moved), C(renewed), C(leaseSeconds), C(holder) - the controller's host,

@@ -28,7 +28,8 @@ value written as ``<redacted by nodefix.k8s>``:
   to the last ``@`` in it: ``https://u:p@h/a@b`` keeps its host and path); where Go reads none but a later ``@`` in
   the word is followed by a host, to that ``@`` (a raw ``/``, ``?``, ``#`` or quote in the password, and
   ``https://u:123/x@h``, which Go reads as host ``u``, port 123 - split_userinfo refuses such a URL as ambiguous);
-  a user name alone unless it is a plain name (``ssh://git@host`` kept);
+  a user name alone unless it is a plain name (``ssh://git@host`` kept); a quote in the password or right before its
+  ``@`` (``curl "http://u:X"@h``, Go's quoted URL in its error: ``\"``) unless a JSON separator follows it;
 - an AWS access key id followed by its secret access key (the secret), ``API key: X``, a Slack webhook's path;
 - ``Bearer``/``Basic`` credentials (``Authorization: Bearer ...``, RFC 6750 2.1);
 - the secret half of a bootstrap token (``[a-z0-9]{6}.[a-z0-9]{16}`` as a whole word, never in a host name, kubernetes
@@ -52,11 +53,20 @@ value written as ``<redacted by nodefix.k8s>``:
   named as a secret; Digest's ``response``; a YAML secret's scalar starting on the next line;
 - a URL query's secret parameters (any secret name: ``token``, ``access_token``, ``X-Amz-Signature``,
   ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``; and ``key``), each parameter on its own;
-- tokens recognisable by their shape wherever they are: a JSON Web Token (a service account token), GitHub
-  (``ghp_``, ``github_pat_``), GitLab (``glpat-``), Slack (``xox?-``) and Google API (``AIza``) keys.
+- tokens recognisable by their shape wherever they are (``_core.secret_shapes.PREFIXED``, each row citing its vendor's
+  description of the format): JSON Web Tokens (JWS and JWE: a service account token), a registry config in base64,
+  HashiCorp Vault (``hvs.``/``hvb.``/``hvr.``), Stripe (``sk_``/``rk_`` live and test, ``whsec_``), GitHub
+  (``gh[pousr]_``, ``github_pat_``), GitLab (``glpat-`` and its other prefixes), Slack (``xox?-``, ``xapp-``), Google
+  API (``AIza``), npm, PyPI and Docker Hub tokens;
+- a secret word in a sentence and its value (``_core.secret_shapes``): ``Password is X``, ``the API key: X``, ``secret
+  access key = X``, and ``token X``/``apikey X``/``vault login X`` where X looks like a credential; a query string
+  percent-encoded in a URL or a log (``password%3DX``, ``%26token%3DX``, encoded twice), judged by its decoded name.
 
 Decided false positives (kept as they are): a name shaped as a node's with a number of its own (``auth-01``,
-``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``); a name whose last word
+``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``) unless its number follows
+a secret word (``db-password-2``); a plural secret word over a whole number, a count (``tokens: 5``); a word, a
+number, a path or a name after a secret word in prose (``token bucket``, ``Password is incorrect`` -
+``_core.secret_shapes``); a name whose last word
 measures a secret (``--authentication-token-webhook-cache-ttl=2m``); ``Basic``/``Bearer`` before an ordinary word
 (``Basic authentication failed``: letters in lower case after an optional capital, at most 15); a key naming where a
 secret is rather than the secret
@@ -86,6 +96,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_shapes
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 MARK = "<redacted by nodefix.k8s>"
@@ -132,7 +143,7 @@ _URL_HOST_NEXT = r"""(?=""" + _URL_HOST + r"""(?:[/?#\s"'<>,;)\]}]|\Z))"""
 _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://"""
                            r"""(?:[^\s/?#:@'"<>]|'(?![\s,;)\]}]|\Z))*):"""
                            r"""(?:(?P<go>[^\s/?#"<>]*)@""" + _URL_HOST_NEXT
-                           + r"""|(?P<val>[^\s"<>]+)@""" + _URL_HOST_NEXT + ")")
+                           + r"""|(?P<val>(?:[^\s"<>\\]|\\(?!")|\\?"(?![\s,:;)\]}]|\Z))+)@""" + _URL_HOST_NEXT + ")")
 # user information without a password (https://ghp_...@github.com, https://token@mirror): a token as the user name
 # is the usual way to put one in a URL, so the whole user information goes - unless it is a user name (letters,
 # '_', '.', '-', no digit, at most 32: ssh://git@host, https://deploy@host), which has nothing to hide
@@ -148,11 +159,6 @@ _WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 _AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?(?!Digest[ \t]+[A-Za-z][\w-]*=)"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*[ \t]+)?)(?P<val>[^\s"',\]]{4,})""", re.IGNORECASE)
-# tokens known by their shape: a JSON Web Token (a Kubernetes service account token: header.payload.signature, both
-# JSON objects base64url, so 'eyJ'), GitHub, GitLab, Slack and Google API keys (their documented prefixes)
-_SHAPED_TOKEN = re.compile(r"\b(?:eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
-                           r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}"
-                           r"|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})")
 # a .netrc line (machine/default/login first, or 'password X' alone on its line): its passwords and accounts
 _NETRC_LINE = re.compile(r"(?m)^[ \t]*(?:(?:machine|default|login)\b.*|(?:password|account)[ \t]+\S+[ \t]*)$")
 _NETRC = re.compile(r"(?<!\S)(?P<head>(?:password|account)[ \t]+)(?P<val>\S+)")
@@ -294,7 +300,8 @@ def _key_value(match):
             _NEST[0] -= 1
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)
-    if _unquoted(val)[1].lower() in _SWITCH_WORDS or _key_path(key, _unquoted(val)[1]):
+    if (_unquoted(val)[1].lower() in _SWITCH_WORDS or _key_path(key, _unquoted(val)[1])
+            or secret_shapes.counted(key, _unquoted(val)[1])):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
     if ":" in match.group("sep") and _YAML_BLOCK.match(val):
         return match.group(0)  # a YAML block scalar's header: its lines are hidden by _yaml_values
@@ -320,6 +327,7 @@ def _yaml_secret(lines, i, match):
     head = lines[i][:len(lines[i]) - len(rest)] + rest[:len(rest) - len(rest.lstrip(" \t"))]
     one_line = _YAML_ONE_LINE.match(value)
     if (value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'")
+            or secret_shapes.counted(match.group("key"), value.split(" #", 1)[0].strip())
             or _key_path(match.group("key"), value.split(" #", 1)[0].strip())):
         return i + 1  # a switch, already hidden, or a flow collection _KEY_VALUE reads (an alias, a tag)
     if one_line:  # a quoted scalar (YAML's '' inside): the mark in its quotes, a comment kept
@@ -438,7 +446,8 @@ def redact_text(text, token_context=False):
     text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
     text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
     text = _more_shapes(text)
-    text = _SHAPED_TOKEN.sub(MARK, text)
+    if len(text) >= 7:  # no shape of _core.secret_shapes is shorter ('sig%3Dx')
+        text = secret_shapes.percent_encoded(secret_shapes.prefixed(text, MARK), MARK)
     for shape in (_AWS_PAIR, _API_KEY_WORDS, _SLACK_HOOK):
         text = shape.sub(lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") or _WORD.match(m.group("val"))
@@ -454,7 +463,9 @@ def redact_text(text, token_context=False):
     text = _QUERY_KEY.sub(lambda m: m.group("head") + MARK, text)
     text = _KEY_VALUE.sub(_key_value, text)
     text = _FLAG_SPACE.sub(_key_value, text)
-    return _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text) if token_context else text
+    if token_context:
+        text = _BOOTSTRAP.sub(lambda m: m.group("head") + MARK, text)
+    return secret_shapes.prose(text, MARK) if len(text) >= 7 else text
 
 
 def _secret_value(value):
@@ -553,7 +564,8 @@ def redact(value, depth=0, token_context=False):
         for k, v in value.items():
             # a key that speaks of tokens (join_command, bootstrap) makes a token-shaped word under it a token
             under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
-            hidden = isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
+            hidden = (isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
+                      and not secret_shapes.counted(k, v))
             out[unique_key(out, redact_key(k, token_context))] = MARK if hidden else redact(v, depth + 1, under)
         # a Kubernetes name/value pair ({"name": "DB_PASSWORD", "value": "x"}: a container's env) whose name is a
         # secret's: its value hidden (an environment variable's name: a node's DNS name, token-ring-2, is data)

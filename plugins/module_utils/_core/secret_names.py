@@ -10,7 +10,12 @@ the redactor (``_core.redact``), the redirect policy (``_core.redirects``) and t
 (``_core.secret_values``) read. The decided cases are in ``_core.redact``'s docstring; two limits of the rule:
 
 - a name shaped as Kubernetes names nodes and pods with a number of its own (``auth-01``, ``token-ring-2``,
-  ``secret-db-1``) is data - the key of a map of nodes, a node named in a message - never a secret's name;
+  ``secret-db-1``, ``node-pass-1``) is data - the key of a map of nodes, a node named in a message - never a secret's
+  name; unless the word right before its number names a secret itself (``db-password-2``, ``api-token-3``,
+  ``client-secret-1``: ``password``, ``passwd``, ``passphrase``, ``pwd``, ``token``, ``secret``, ``apikey``,
+  ``credential(s)``) - how a config numbers its second password, not how nodes are named (a role, a service, then the
+  number: ``auth-01``, ``secret-store-2``). A node or a StatefulSet's pod whose name ends so (``vault-token-0``) keeps
+  its name, and the value beside it is hidden (fails closed);
 - a name whose last word measures or times a secret (``token_ttl``, ``--authentication-token-webhook-cache-ttl``)
   holds no secret."""
 
@@ -36,6 +41,8 @@ _REFERENCE_ENDS = ("file", "files", "path", "dir")
 # a name as Kubernetes names nodes and pods (RFC 1123, lower case) with a number of its own after a '-' (auth-01,
 # token-ring-2, secret-db-1.example.com): a node's name that a map of nodes is keyed by, never a config key
 _DATA_NAME = lazy_compile(r"^[a-z0-9][a-z0-9.\-]*-[0-9]+(?:[.\-][a-z0-9.\-]*)?$")
+# the words that make a node-shaped name a secret's after all, right before its number (db-password-2)
+_NUMBERED = lazy_compile(r"(?:^|[.\-])(?:password|passwd|passphrase|pwd|token|secret|apikey|credentials?)-[0-9]+(?:[.\-]|$)")
 # a name's last word that says it measures or times a secret, not the secret (token_ttl, token-cache-ttl: 2m)
 _MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "age", "lifetime", "expiry",
                            "expiration", "count", "size", "length", "limit", "retries"))
@@ -49,7 +56,7 @@ def _words(name):
 def secret_name(name):
     """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
     norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
-    if _DATA_NAME.match(str(name)):
+    if _DATA_NAME.match(str(name)) and not _NUMBERED.search(str(name)):
         return False    # a node's (a pod's, a host's) name: auth-01, token-ring-2, secret-db-1 - data, not a key
     if norm in _EXACT:
         return True

@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
+# (leading underscore package). Its API may change without notice.
+r"""Secrets known by their shape rather than by a key's name - the part of ``_core.redact`` that reads free text
+(its docstring has the whole list and the decided cases):
+
+- ``PREFIXED``: a catalogue of credentials whose vendor documents a fixed prefix (or a fixed structure), each row
+  citing the vendor's own description of the format; such a word is a secret wherever it is;
+- ``prose``: a secret word in a sentence followed by its value - ``<secret word> <':', '=', 'is' or 'was'>
+  <value>`` (``Password is X``, ``the API key: X``, ``secret access key = X``), and ``<secret word> <value>`` /
+  ``login <value>`` (``token X``, ``apikey X``, ``vault login X``) where the value looks like a credential;
+- ``percent_encoded``: a query string percent-encoded inside another URL or a log (``password%3DX``,
+  ``%26token%3DX``, encoded twice: ``token%253DX``), each parameter judged by its decoded name;
+- ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords=3``) is a count, not a secret.
+
+What a value must look like to be hidden after a secret word without a separator (``token X``): 8 characters or
+more of a token's alphabet (base64, base64url, hex: letters, digits, ``_-+/=.~``) mixing two of lower case, upper
+case and digits, and not a word (``token bucket``), a number (``tokens 5``), a path, an address,
+a host name in lower case (``login registry.example.com``) or a name shaped as Kubernetes names objects (``token
+kube-system``, ``login auth-01``). After ``is``/``was``/``:``/``=`` every value is hidden except an ordinary word
+(``Password is incorrect``, ``token was revoked``), a switch, a number of at most 3 digits (``password is 8
+characters``) and, after ``secret``/``credential``, a Kubernetes object's name (``secret is kube-system/regcred``).
+A secret of letters only in prose (``password is hunter``) is shown: it reads as a word.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+try:
+    from urllib.parse import unquote
+except ImportError:  # pragma: no cover - Python 2 of old targets
+    from urllib import unquote  # pylint: disable=no-name-in-module
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
+
+# The catalogue: (the format as its vendor documents it, where). A word of one of these shapes is replaced whole.
+PREFIXED = (
+    # JSON Web Token, JWS and JWE compact serialisations: base64url parts joined by '.', the first a JSON object
+    # ('eyJ' is '{"'): three parts (JWS, RFC 7515 section 7.1; an unsecured JWT's third is empty, RFC 7519 section 6.1)
+    # or five (JWE, RFC 7516 section 7.1). A Kubernetes service account token is one.
+    (r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)?",
+     "https://www.rfc-editor.org/rfc/rfc7519#section-3"),
+    # a registry credentials file (.dockerconfigjson) in base64: '{"auths":' and Docker's own tab-indented
+    # config.json ('{\n\t"auths":'), https://kubernetes.io/docs/concepts/configuration/secret/#docker-config-secrets
+    (r"(?:eyJhdXRocyI6|ewoJImF1dGhzIjo|ewogICJhdXRocyI6)[A-Za-z0-9+/=]*",
+     "https://kubernetes.io/docs/concepts/configuration/secret/#docker-config-secrets"),
+    # HashiCorp Vault: service (hvs.), batch (hvb.) and recovery (hvr.) tokens
+    (r"hv[sbr]\.[A-Za-z0-9_-]{20,}", "https://developer.hashicorp.com/vault/docs/concepts/tokens#token-prefixes"),
+    # Stripe: secret (sk_) and restricted (rk_) keys, live and test (pk_ keys are publishable: kept); webhook
+    # signing secrets (whsec_)
+    (r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}", "https://docs.stripe.com/keys"),
+    (r"whsec_[A-Za-z0-9+/=]{20,}", "https://docs.stripe.com/webhooks#verify-events"),
+    # GitHub: personal (ghp_), OAuth (gho_), user-to-server (ghu_), server-to-server (ghs_), refresh (ghr_)
+    # tokens, fine-grained personal access tokens (github_pat_)
+    (r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}",
+     "https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/"
+     "about-authentication-to-github#githubs-token-formats"),
+    # GitLab: personal/project/group access (glpat-), OAuth application secret (gloas-), deploy (gldt-), runner
+    # authentication (glrt-, glrtr-), CI/CD job (glcbt-), trigger (glptt-), feed (glft-), incoming mail (glimt-),
+    # agent for Kubernetes (glagent-), SCIM (glsoat-), feature flags client (glffct-) tokens; the legacy runner
+    # registration token (GR1348941)
+    (r"gl(?:pat|oas|dt|rtr|rt|cbt|ptt|ft|imt|agent|soat|ffct)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,}",
+     "https://docs.gitlab.com/ee/security/tokens/#token-prefixes"),
+    # Slack: bot (xoxb-), user (xoxp-), workspace/legacy (xoxa-, xoxo-, xoxs-, xoxr-), refresh (xoxe-, xoxe.xoxp-)
+    # and app-level (xapp-) tokens
+    (r"(?:xoxe\.)?xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}",
+     "https://api.slack.com/authentication/token-types"),
+    # Google API keys
+    (r"AIza[0-9A-Za-z_-]{35}", "https://cloud.google.com/docs/authentication/api-keys"),
+    # npm access tokens
+    (r"npm_[A-Za-z0-9]{36}", "https://docs.npmjs.com/about-access-tokens"),
+    # PyPI API tokens (a macaroon after 'pypi-')
+    (r"pypi-[A-Za-z0-9_-]{50,}", "https://pypi.org/help/#apitoken"),
+    # Docker Hub personal access tokens
+    (r"dckr_pat_[A-Za-z0-9_-]{20,}", "https://docs.docker.com/security/for-developers/access-tokens/"),
+)
+# never inside a longer word of the token's alphabet ('my_sk_live_x' hides 'sk_live_x' all the same); the first
+# letters of every prefix looked at first (a character set the regexp engine skips over quickly: 1 MiB of a journal
+# is read several times faster than with the look-behind first)
+_PREFIXED = lazy_compile(r"(?=[eghrswxAGnpd])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED))
+
+# the secret words of free text, as whole words, in the singular or the plural: 'API key' in any spelling (apikey,
+# api-key, api_key, 'API key'), 'access key', '(secret|private) [access] key', password, passwd, passphrase, pwd,
+# token, secret, credential
+_NAME = (r"(?<![\w.\-/@%])(?P<name>(?:api[-_ ]?key|access[-_ ]key|(?:secret|private)(?:[-_ ]access)?[-_ ]key"
+         r"|pass(?:word|wd|phrase)|pwd|token|secret|credential)(?P<plural>s)?)(?![\w\-])")
+# a value: quoted, or a word (its trailing sentence punctuation is kept apart by _split)
+_VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"'<]+)"""
+# '<secret word> : = is was <value>' (strong: every value but a word); '<secret word> <value>' and 'login <value>'
+# (weak: only a value that looks like a credential). One pass, its first letters looked at first (as _PREFIXED)
+_PROSE = lazy_compile(r"(?=[aptscl])(?:" + _NAME + r"|(?<![\w\-])(?P<login>login))"
+                      r"(?:(?P<sep>[ \t]*[:=][ \t]*|[ \t]+(?:is|was)(?:[ \t]*:)?[ \t]+)|[ \t]+)" + _VAL, re.IGNORECASE)
+# an ordinary word (letters, lower case after an optional capital: 'incorrect', 'Expired') or one in capitals
+_ORDINARY = lazy_compile(r"^(?:[A-Za-z][a-z]*|[A-Z]+)$")
+_SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off", "none", "null")
+# a name as Kubernetes (RFC 1123) names objects and nodes: lower-case words joined by '-', '.', '_' or '/', a
+# number of its own last (kube-system, auth-01, default/regcred)
+_OBJECT_NAME = lazy_compile(r"^[a-z]+(?:[-._/][a-z]+)*(?:[-.][0-9]{1,5})?(?:[./][a-z][a-z0-9-]*)*$")
+# a host name in lower case (with a port), an address
+_HOST = lazy_compile(r"^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)+|\[?[0-9a-f]*:[0-9a-f:.]+\]?)(?::\d+)?$")
+_TOKEN_ALPHABET = lazy_compile(r"^[A-Za-z0-9_\-+/=.~]{8,}$")
+# a percent-encoded 'name=value' ('%3D', '%253D' encoded twice): the name a word or what follows an encoded
+# character ('%3Ftoken', '%26token'); the value to the next encoded '&', '#', blank, quote or ';'
+_PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
+                        r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]+)*)(?P<sep>%(?:25){0,3}3[Dd])"""
+                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:2[0236]|3[Bb]))[^\s&#"'<>])+)""")
+_PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[Dd]")
+_PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "credentials", "creds", "cookies"))
+
+
+def prefixed(text, mark):
+    """``text`` with every word of a catalogued shape (``PREFIXED``) replaced by ``mark``."""
+    return _PREFIXED.sub(mark, text)
+
+
+def counted(name, value):
+    """Whether ``value`` under ``name`` is a count of secrets rather than one: the name's last word a plural
+    (``tokens``, ``db_passwords``) and the value a whole number (``tokens: 5``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return False
+    last = str(name).lstrip("-").replace("-", "_").replace(".", "_").rsplit("_", 1)[-1].lower()
+    return last in _PLURALS and (isinstance(value, int) or value.isdigit())
+
+
+def _inside(val):
+    return val[1:-1] if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'" else val
+
+
+def _kept_everywhere(inside, plural):
+    # (a value without a letter or digit is syntax: a YAML block scalar's '|', Perl's '=>')
+    return (not any(c.isalnum() for c in inside) or "<redacted" in inside or inside.lower() in _SWITCH_WORDS or inside.startswith(("$", "-"))
+            or (plural and inside.isdigit()) or "://" in inside)
+
+
+def _split(match):
+    """(the text before the value, the value, its trailing sentence punctuation: 'Password is X.' -> 'X', '.')."""
+    val = match.group("val")
+    word = val if val[0] in "\"'" else val.rstrip(".,;:)]}") or val
+    return match.group(0)[:match.start("val") - match.start(0)], word, val[len(word):]
+
+
+def _prose(match, mark):
+    head, val, tail = _split(match)
+    strong = match.group("sep") and not match.group("login")
+    if not (_strong if strong else _weak)(match, val):
+        return match.group(0)
+    return head + (val[0] + mark + val[0] if _inside(val) != val else mark) + tail
+
+
+def _strong(match, val):
+    """Whether ``val`` after a secret word and ':', '=', 'is' or 'was' is hidden."""
+    inside = _inside(val)
+    name = match.group("name").lower()
+    return not (_kept_everywhere(inside, match.group("plural")) or _ORDINARY.match(val)
+                or (inside.isdigit() and len(inside) <= 3) or inside.startswith(("/", "~/", "./"))
+                or (name.startswith(("secret", "credential")) and _OBJECT_NAME.match(inside)))
+
+
+def looks_like_a_credential(value):
+    """Whether a word after a secret word, with nothing between them, looks like a credential (the module's
+    docstring)."""
+    if (not _TOKEN_ALPHABET.match(value) or value.isdigit() or _ORDINARY.match(value) or _OBJECT_NAME.match(value)
+            or _HOST.match(value) or value.startswith(("/", "~/", "./", "-"))):
+        return False
+    kinds = [any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value)]
+    return sum(kinds) >= 2
+
+
+def _weak(match, val):
+    """Whether ``val`` right after a secret word (or 'login') is hidden."""
+    inside = _inside(val)
+    return not _kept_everywhere(inside, match.group("plural")) and looks_like_a_credential(inside)
+
+
+def prose(text, mark):
+    """``text`` with the value after a secret word in a sentence replaced by ``mark`` (the module's docstring)."""
+    return _PROSE.sub(lambda m: _prose(m, mark), text)
+
+
+def _percent(match, mark):
+    key = match.group("key")
+    for _round in range(3):
+        key = unquote(key)
+    val = match.group("val")
+    if (not (secret_name(key) or key.lower() == "key") or mark[:9] in unquote(val) or counted(key, unquote(val))
+            or unquote(val).lower() in _SWITCH_WORDS):
+        return match.group(0)
+    return match.group("key") + match.group("sep") + mark
+
+
+def percent_encoded(text, mark):
+    """``text`` with the value of every percent-encoded secret parameter replaced by ``mark`` (the name kept)."""
+    return _PERCENT.sub(lambda m: _percent(m, mark), text) if _PERCENT_GATE.search(text) else text

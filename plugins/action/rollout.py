@@ -162,7 +162,7 @@ class ActionModule(ActionBase):
         options) raise NodefixError here, before anything is read or written."""
         window = gate.Window(args["window_days"] or None, args["window_start"], args["window_end"], args["time_zone"],
                              wrap=args["window_wrap"])
-        work = {"window": window, "storm": lambda: args["storm"],
+        work = {"window": window,
                 "run_command": etcd_runner(args["etcd_health_environment"], args["api_timeout"] * 4),
                 "audit": lambda: self._node_module("nodefix.k8s.node_audit", args["audit_args"], task_vars),
                 "redact": redactor(secret_values(args)),
@@ -198,7 +198,8 @@ class ActionModule(ActionBase):
 
     def _events(self, args, node, api, phase, state):
         """The start or end Events (``_report.trail``'s words, as the node_events module posts them) and, at the
-        end, the ``nodefix.k8s/last-remediation`` annotation; NodefixError naming what was not written."""
+        end, the ``nodefix.k8s/last-remediation`` annotation: [what was not written] when the API accepted some of
+        it; NodefixError naming what was not written when it accepted nothing."""
         before = args["audit_before"]
         if phase == "start":
             events, note = trail.start_events(args["run_id"], before, args["plan"] or {}, args["started"]), {}
@@ -216,10 +217,11 @@ class ActionModule(ActionBase):
         values = secret_values(args)
         events = [remove_values(redact(e), values) for e in events]
         note = remove_values(redact(note), values)
-        _posted, _annotated, errors = events_api.post(api.kube, node, EVENTS_NAMESPACE, instance,
-                                                      trail.ordered(events), note)
-        if errors:
+        posted, annotated, errors = events_api.post(api.kube, node, EVENTS_NAMESPACE, instance,
+                                                    trail.ordered(events), note)
+        if errors and not (posted or annotated):
             raise NodefixError("; ".join(errors))
+        return errors
 
     def _drive(self, args, node, task_vars):
         """The machine's result of the phase (NodefixError, nothing written, for a kubeconfig that cannot be loaded,
@@ -273,6 +275,8 @@ class ActionModule(ActionBase):
             changed = any(s["outcome"] in (DONE, Outcome.HELD) and s["name"] in writing for s in steps)
         answer = {"outcome": outcome, "detail": out["detail"] if outcome else "", "steps": steps,
                   "lines": out["lines"], "state": state, "failed": interface.failed(outcome), "changed": changed}
+        if out.get("warnings"):     # an Event the API did not accept: a warning, never a change
+            answer["warnings"] = list(out["warnings"])
         if args["phase"] in ("begin", "recheck"):
             lock = "%s/%s" % (args["lock_namespace"], args["lock_name"])
             answer.update(fix_roles=state["fix_roles"], reboot_held=state["reboot_held"],

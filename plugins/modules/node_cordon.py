@@ -29,7 +29,8 @@ description:
     (C({"run", "time"})) in one PATCH, so a run killed after it leaves a record the next run reads.
   - Every request has O(request_timeout) for the connection and the read and goes through the collection's one API
     client (no second connection attempt; a 429, a 5xx with C(Retry-After) or a read's 5xx is asked again at most
-    twice, after C(Retry-After), at most 10 s, or 0.5 s then 1 s). An answer that is not
+    twice, after C(Retry-After) - seconds or an HTTP date; one that ends past O(request_timeout) is not asked again -,
+    or 0.5 s then 1 s). An answer that is not
     well-formed (not JSON, not the Node asked for, annotations that are not a mapping) fails the module with
     nothing written from it. A failure after the node's state was read returns RV(cordoned_before) with it, so the
     caller gives back a node it may have cordoned.

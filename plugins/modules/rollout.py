@@ -18,12 +18,14 @@ description:
     its sequence in one task). Every Kubernetes API call is made in-process through the collection's one API client;
     the node-side work - M(nodefix.k8s.node_evidence) before the disruption and M(nodefix.k8s.node_audit) after the
     fixes - runs on the node through the task's connection and C(become), one module run each.
-  - O(phase=begin), before the fix roles - C(plan) (a refusal the play decided, O(refused)), C(storm) (O(storm)),
+  - O(phase=begin), before the fix roles - C(plan) (a refusal the play decided, O(refused)),
     C(claim) (the C(nodefix.k8s/rollout) record on the Node; a node a live run holds is refused, a node an earlier run
     held with C(nodefix.k8s/held) stays untouched), C(root), C(control_plane) (etcd membership, health and quorum;
     O(control_plane)), C(backoff), C(reboot_gate) (window, blocking pods, alerts, the reboot lock's slot, waiting
-    O(lock_wait)), C(reclaim_slots), C(start_event), C(evidence), C(cordon), C(drain) (evictions, a
-    PodDisruptionBudget's 429 asked again), C(require_drain), C(fix). RV(outcome) is C(null) when the play must run
+    O(lock_wait)), C(reclaim_slots), C(start_event), C(evidence), C(storm) (the storm breaker counted again right
+    before the cordon - the Nodes listed now, one request; O(storm_percent)), C(cordon), C(drain) (evictions, a
+    PodDisruptionBudget's 429 asked again after its C(retryAfterSeconds) or C(Retry-After); any other error answer
+    fails the drain as that answer, never as a timeout), C(require_drain), C(fix). RV(outcome) is C(null) when the play must run
     the fix roles and then O(phase=end); any other value means the rollout is over - given back, released, its end
     Event posted.
   - O(phase=end), after the fix roles - C(verify) (the audit again), C(hold_decision), C(give_back) (uncordon, or hold
@@ -53,7 +55,7 @@ options:
       - The cluster's kubeconfig (C(nodefix_kubeconfig)); its credentials are never in the result.
       - Unset, there is no API server - as C(nodefix.k8s.remediate) without C(nodefix_kubeconfig), the node is not
         claimed, gated, cordoned, drained, given back or told by an Event, and its reboot is dropped (only a drained
-        node is rebooted); the steps are C(plan), C(storm), C(root), C(evidence), C(require_drain), C(fix), then
+        node is rebooted); the steps are C(plan), C(root), C(evidence), C(require_drain), C(fix), then
         C(verify) and C(hold_decision).
     type: path
   context:
@@ -81,11 +83,6 @@ options:
   refused:
     description: Why the play refuses the node before its rollout (a kernel upgrade that cannot be planned); set, the
       rollout stops at step C(plan) as C(refused) and nothing is touched.
-    type: str
-    default: ""
-  storm:
-    description: Why the storm breaker's re-count stops this node (C(tasks/fleet_gate.yml)); set, the rollout stops at
-      step C(storm) as C(stopped).
     type: str
     default: ""
   started:
@@ -255,9 +252,43 @@ options:
     type: bool
     default: true
   events:
-    description: Post the Events and the C(nodefix.k8s/last-remediation) annotation (C(nodefix_events)).
+    description:
+      - Post the Events and the C(nodefix.k8s/last-remediation) annotation (C(nodefix_events)).
+      - Only what the API server accepted is a change; an Event it did not accept is a warning of the task, never a
+        change and never the rollout's outcome.
     type: bool
     default: true
+  storm_percent:
+    description:
+      - The storm breaker's threshold (C(nodefix_storm_percent)), a whole number from 0 to 100. Right before this
+        node's cordon (step C(storm)) the Nodes are listed again (one request; O(storm_node_selector)'s pool) and
+        counted with this node and the nodes of O(storm_batch) - the rule of M(nodefix.k8s.storm_gate), the nodes
+        NotReady, Ready Unknown, without a Ready condition or cordoned, plus the nodes in flight, each once, over
+        O(storm_percent) of the Nodes and at least O(storm_min_nodes) stop this node as C(stopped), nothing cordoned.
+        A listing that fails stops it too (fail closed). V(100) turns the re-count off; a node whose plan disrupts
+        nothing is not counted.
+    type: int
+    default: 20
+  storm_min_nodes:
+    description: The fewest nodes unavailable or in flight that make a storm (C(nodefix_storm_min_nodes)); at least 1.
+    type: int
+    default: 2
+  storm_override:
+    description: Proceed over the threshold, saying so in the step (C(nodefix_storm_override)).
+    type: bool
+    default: false
+  storm_node_selector:
+    description: The label selector of the Nodes counted (C(nodefix_storm_node_selector)); empty, every Node.
+    type: str
+    default: ""
+  storm_batch:
+    description:
+      - The other nodes of this node's batch, in flight beside it (the storm breaker's audit of each -
+        C(node), C(disruptive), C(findings), as the C(nodes) entries of M(nodefix.k8s.storm_gate), with C(node)
+        required).
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - nodefix.k8s.attributes
   - nodefix.k8s.prometheus

@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The storm breaker re-counts before every batch (issue 62, the rollout review): 10 nodes, 2 NotReady at the start,
+"""The storm breaker re-counts before every node (issue 62, the rollout review): 10 nodes, 2 NotReady at the start,
 3 more NotReady during the first node's drain - the second node was still drained, exit 0, because the breaker
 judged once per run. The verdict over a fresh read of the Nodes stops the rollout (the decision, over the storm
-record as storm_gate builds it), and the rolling play's fleet gate - run before every batch - asks for that fresh
-count before every batch after the first, unsliced (tasks/fleet_gate.yml)."""
+record as storm_gate builds it). ONE place counts again: the rollout machine's storm step, right before each node's
+cordon (test_rollout_machine.py::test_a_storm_that_grows_during_a_drain_stops_the_next_node); the rolling play
+passes it every storm option, and the fleet gate reads no Nodes of its own (review 9a: its per-batch re-count was a
+second rule beside the machine's step, which was never fed)."""
 
 import os
 
 import yaml
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODES = ["node-%02d" % i for i in range(10)]
@@ -30,18 +33,13 @@ def test_a_storm_that_grows_during_the_rollout_stops_it_at_the_next_count():
     assert later["stop"] and later["affected"] == 6 and "storm breaker: 6 of 10 node(s) (60%)" in later["msg"], later
 
 
-def test_the_fleet_gate_counts_the_storm_again_before_every_later_batch():
-    with open(os.path.join(ROOT, "playbooks", "remediate.yml"), encoding="utf-8") as fh:
-        rolling = [p for p in yaml.safe_load(fh) if p.get("name") == "Remediate Kubernetes nodes (rolling)"][0]
-    assert rolling["tasks"][0].get("ansible.builtin.import_tasks") == "tasks/fleet_gate.yml"   # before every batch
+def test_one_place_counts_again_the_rollout_given_every_storm_option():
+    with open(os.path.join(ROOT, "playbooks", "vars", "rollout.yml"), encoding="utf-8") as fh:
+        options = yaml.safe_load(fh)["_nodefix_rollout_options"]
+    storm_options = [k for k in mctx.DEFAULTS if k.startswith("storm_")]
+    assert storm_options and all(k in options for k in storm_options), storm_options
+    assert "_nodefix_storm_percent" in options["storm_percent"] and "ansible_play_batch" in options["storm_batch"]
     with open(os.path.join(ROOT, "playbooks", "tasks", "fleet_gate.yml"), encoding="utf-8") as fh:
         tasks = yaml.safe_load(fh)
     recount = [t for t in tasks if "nodefix.k8s.storm_gate" in t and "kubeconfig" in t["nodefix.k8s.storm_gate"]]
-    assert len(recount) == 1, "one storm_gate task in the fleet gate reads the cluster's Nodes again"
-    task = recount[0]
-    assert "nodefix_slice is not defined" in task["when"] and "hostvars.localhost._nodefix_last_batch is defined" in \
-        task["when"]
-    stop = [t for t in tasks if t.get("ansible.builtin.set_fact", {}).get("_nodefix_storm") == "{{ _nodefix_storm_recount }}"]
-    end = [i for i, t in enumerate(tasks) if t.get("ansible.builtin.meta") == "end_play" and "_nodefix_storm.stop" in
-           str(t.get("when"))]
-    assert stop and end and tasks.index(stop[0]) < end[0], "a storm counted again ends the play before the batch"
+    assert recount == [], "the fleet gate reads no Nodes: the rollout's storm step is the one re-count"

@@ -18,9 +18,12 @@
   server costs one timeout, not four).
 - **One retry policy** (client-go's: a 429, or a 5xx that carries ``Retry-After``, is retried for any
   method - the server did not act -, and a read's 5xx too): at most ``ATTEMPTS`` requests, waiting what
-  ``Retry-After`` says (seconds) or ``BACKOFF`` doubled, never more than ``MAX_WAIT`` seconds a wait. A caller
-  whose 429 is its own decision (an eviction a PodDisruptionBudget refuses: ``pod_eviction`` waits on its own
-  terms) or whose 5xx is the answer (``/readyz/etcd``) says so with ``retry``.
+  ``Retry-After`` says (delay-seconds or an HTTP-date, RFC 9110 section 10.2.3) or else ``BACKOFF`` doubled.
+  The waits are bounded by the remaining timeout (the caller's ``budget`` of seconds, or the client's
+  ``timeout`` from the call's start): a ``Retry-After`` that ends past it is never cut short - the request is
+  not sent again before the server asked, the answer is returned (``KubeError`` names the ``Retry-After``). A
+  caller whose 429 is its own decision (an eviction a PodDisruptionBudget refuses: the rollout's drain waits on
+  its own terms) or whose 5xx is the answer (``/readyz/etcd``) says so with ``retry``.
 - **Errors are ``KubeError`` (a ``NodefixError``)**, naming the request: the status, the Status message and
   causes of an answer, or "no answer" and why. A message never quotes a request header: the bearer token,
   a basic-auth pair and any ``Authorization`` value are replaced by ``<redacted>`` in every text taken from
@@ -34,10 +37,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import json
 import os
 import re
 import time
+from email.utils import parsedate_to_datetime
 
 from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.parse import quote
@@ -47,7 +52,6 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import transport
 
 ATTEMPTS = 3
 BACKOFF = 0.5
-MAX_WAIT = 10
 RETRY_ALWAYS = (429,)
 RETRY_SERVER = (500, 502, 503, 504)
 # the secret part of a scheme-prefixed credential as the client's errors quote it (b'Bearer abc\n', Basic ...)
@@ -185,27 +189,36 @@ class Kube(object):
             raise KubeError(what, why=self.scrub("%s" % (data or "the client failed before an answer"))[:300])
         return status, answer_headers or {}, data or ""
 
-    def call(self, what, method, path, query=None, body=None, content_type=None, retry=True):
-        """(status, text) of the request's last answer, 2xx or not, after the retry policy; KubeError when
-        there was no answer. ``retry``: True (the policy), False (one request), or the statuses to retry."""
+    def exchange(self, what, method, path, query=None, body=None, content_type=None, retry=True, budget=None):
+        """(status, headers, text) of the request's last answer, 2xx or not, after the retry policy; KubeError when
+        there was no answer. ``retry``: True (the policy), False (one request), or the statuses to retry;
+        ``budget``: the seconds its waits may take (default: the client's timeout), a ``Retry-After`` past it not
+        waited for."""
         statuses = (RETRY_ALWAYS + RETRY_SERVER) if retry is True else tuple(retry or ())
+        deadline = time.monotonic() + (self.timeout[0] if budget is None else max(0, budget))
         for attempt in range(ATTEMPTS):
             status, headers, text = self._once(what, method, path, query, body, content_type)
-            after = _retry_after(headers)
+            after = retry_after(headers)
             again = status in statuses and (status in RETRY_ALWAYS or after is not None or method == "GET")
-            if not again or attempt == ATTEMPTS - 1:
-                return status, text
-            time.sleep(min(MAX_WAIT, after if after is not None else BACKOFF * 2 ** attempt))
-        return status, text  # not reached: the last attempt returned
+            wait = after if after is not None else BACKOFF * 2 ** attempt
+            if not again or attempt == ATTEMPTS - 1 or wait > deadline - time.monotonic():
+                return status, headers, text
+            time.sleep(wait)
+        return status, headers, text  # not reached: the last attempt returned
+
+    def call(self, what, method, path, query=None, body=None, content_type=None, retry=True, budget=None):
+        """(status, text) of ``exchange``."""
+        status, _headers, text = self.exchange(what, method, path, query, body, content_type, retry, budget)
+        return status, text
 
     def request(self, what, method, path, query=None, body=None, content_type=None, missing_ok=False, retry=True):
         """The answer (a JSON object) of a request; None for a 404 with ``missing_ok``. KubeError otherwise:
         an answer outside 2xx, no answer, or an answer that is not a JSON object."""
-        status, text = self.call(what, method, path, query, body, content_type, retry)
+        status, headers, text = self.exchange(what, method, path, query, body, content_type, retry)
         if status == 404 and missing_ok:
             return None
         if not 200 <= status <= 299:
-            raise _answered(what, status, self.scrub(text))
+            raise _answered(what, status, self.scrub(text), retry_after(headers))
         try:
             data = json.loads(text)
         except ValueError:
@@ -227,17 +240,29 @@ class Kube(object):
                 return out
 
 
-def _retry_after(headers):
-    """``Retry-After`` in seconds (the API server sends whole seconds), None when absent or not a number."""
+def retry_after(headers, now=None):
+    """``Retry-After`` in seconds from now: delay-seconds, or an HTTP-date (``now``: the wall clock's time, default
+    ``time.time()``; a date past is 0); None when absent or neither."""
     value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    try:
-        return max(0, int(str(value).strip())) if value is not None else None
-    except ValueError:
+    if value is None:
         return None
+    value = str(value).strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:     # an HTTP-date is GMT (RFC 9110 section 5.6.7)
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0, int(round(when.timestamp() - (time.time() if now is None else now))))
 
 
-def _answered(what, status, text):
-    """KubeError of an answer outside 2xx, with the Status object's message and causes when it is one."""
+def _answered(what, status, text, after=None):
+    """KubeError of an answer outside 2xx, with the Status object's message and causes when it is one (and the
+    last ``Retry-After`` of a 429 or 5xx: the attempts ran out, or it ends past the remaining timeout)."""
     try:
         body = json.loads(text)
     except ValueError:
@@ -248,6 +273,8 @@ def _answered(what, status, text):
         reason = "%s" % (body.get("reason") or "")
         details = body.get("details") if isinstance(body.get("details"), dict) else {}
         causes = ["%s" % c.get("message") for c in details.get("causes") or [] if isinstance(c, dict) and c.get("message")]
+    if after is not None and status in RETRY_ALWAYS + RETRY_SERVER:
+        causes.append("the API server asked to be asked again after %d s (Retry-After)" % after)
     return KubeError(what, status=status, reason=reason, said=said[:500], causes=causes, body=text[:2000])
 
 

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
 
 
 class KubeApi(object):
@@ -74,8 +75,11 @@ class KubeApi(object):
         """The Node as the API server has it, None when it does not know it."""
         return self._get("reading Node %s" % name, "/api/v1/nodes/%s" % kube.name(name))
 
-    def list_nodes(self):
-        return self.kube.items("listing the Nodes", "/api/v1/nodes")
+    def list_nodes(self, selector=None):
+        """Every Node (those the label ``selector`` picks), paged."""
+        query = [("limit", cluster_nodes.PAGE)] + ([("labelSelector", selector)] if selector else [])
+        return self.kube.items("listing the Nodes%s" % (" selected by %r" % selector if selector else ""),
+                               "/api/v1/nodes", query)
 
     def list_namespaced_pods(self, namespace, selector):
         return self.kube.items("listing the pods in %s selected by %r" % (namespace, selector),

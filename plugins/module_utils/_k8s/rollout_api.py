@@ -9,10 +9,11 @@ conditional merge patch and its pods (``_k8s.node_api``'s), the lock's Leases, t
 (``_k8s.reboot_api``'s), and the drain's evictions - all through the collection's one client (``_k8s.client``).
 
 An eviction's answer is the drain's to judge, not the retry policy's: ``evict`` sends one request (5xx with
-``Retry-After`` retried by the client; a 429 returned) and answers ``(status, retry_after, message)`` - a 429 is a
-PodDisruptionBudget that allows no disruption now (the Eviction API's ``TooManyRequests``, its
-``details.retryAfterSeconds`` or the ``Retry-After`` header saying when to ask again), a 404 a pod already gone, a
-409 a pod replaced (the UID precondition). https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/
+``Retry-After`` retried by the client within the drain's time left; a 429 returned) and answers ``(status,
+retry_after, message)`` - a 429 is a PodDisruptionBudget that allows no disruption now (the Eviction API's
+``TooManyRequests``, its ``details.retryAfterSeconds`` or the ``Retry-After`` header saying when to ask again), a 404
+a pod already gone, a 409 a pod replaced (the UID precondition), any other status the API server's error (the drain
+fails with it, never as a timeout). https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,16 +37,20 @@ class RolloutApi(node_api.NodeApi, reboot_api.KubeApi):
         """The pods on Node ``name`` (those ``selector`` selects, when given)."""
         return reboot_api.KubeApi.list_pods(self, name, selector)
 
-    def evict(self, namespace, name, uid=None):
+    def evict(self, namespace, name, uid=None, budget=None):
         """(status, retry_after seconds or None, message) of one eviction of pod ``namespace/name`` (with ``uid``,
-        a UID precondition); KubeError when the API server did not answer (whether it was evicted is unknown)."""
+        a UID precondition): the Status's ``details.retryAfterSeconds``, else the ``Retry-After`` header (seconds
+        or an HTTP-date); the message scrubbed of this client's credentials. ``budget``: the seconds the client's
+        retry of a 5xx with ``Retry-After`` may wait (the drain's time left). KubeError when the API server did not
+        answer (whether it was evicted is unknown)."""
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         if uid:
             body["deleteOptions"] = {"preconditions": {"uid": uid}}
         path = "/api/v1/namespaces/%s/pods/%s/eviction" % (kube.name(namespace), kube.name(name))
-        status, text = self.kube.call("eviction of pod %s/%s" % (namespace, name), "POST", path, body=body,
-                                      retry=kube.RETRY_SERVER)
-        return (status,) + eviction_answer(text)
+        status, headers, text = self.kube.exchange("eviction of pod %s/%s" % (namespace, name), "POST", path,
+                                                   body=body, retry=kube.RETRY_SERVER, budget=budget)
+        after, said = eviction_answer(text)
+        return status, after if after is not None else kube.retry_after(headers), self.kube.scrub(said)
 
 
 def eviction_answer(text):

@@ -150,14 +150,14 @@ def drain_outcome(before, after, error="", timeout=None):
     done = not blocked and not error
     if done:
         return {"done": True, "evicted": evicted, "blocked": [], "msg": "drained: evicted %s" % (_names(evicted) or "nothing")}
+    # the drain's own error is the cause (an API error answer is that answer, never a timeout); only a drain
+    # without one that left pods behind timed out
     cause = ("a PodDisruptionBudget refused an eviction until the drain timeout" if pdb
-             else "timed out%s with pods still on the node" % (" after %s s" % timeout if timeout else "") if blocked
-             else error)
+             else error[:600] if error
+             else "timed out%s with pods still on the node" % (" after %s s" % timeout if timeout else ""))
     text = "drain failed: %s; evicted: %s; blocked: %s" % (
         cause, _names(evicted) or "none",
         "; ".join("%s (%s)" % (b["pod"], b["why"]) for b in blocked[:_NAMES]) or "none")
-    if error and not pdb and blocked:
-        text += "; %s" % error[:300]
     return {"done": False, "evicted": evicted, "blocked": blocked, "msg": text}
 
 

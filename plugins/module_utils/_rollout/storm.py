@@ -305,6 +305,30 @@ def verdict(records, percent, override=False, fleet_size=None, rollout=None, own
     }
 
 
+def recount(view, nodes, percent, override=False, min_nodes=2):
+    """The storm counted again right before a node's cordon (the rollout machine's ``storm`` step; issue 62's review:
+    as MachineHealthCheck and NodeHealthCheck count on every reconcile): ``view`` the cluster's Nodes as listed now
+    (``_k8s.cluster_nodes.view``), ``nodes`` {host: entry} the nodes in flight - this node and the other nodes of its
+    batch, their plans from the storm breaker's audit. ``count``'s and ``verdict``'s rule over them: {stop, over,
+    overridden, msg, share, affected, size}; ``msg`` says what was counted (None within the threshold)."""
+    percent = _check_options(percent, override, min_nodes)
+    check_cluster("the Nodes listed now", view)
+    for host in sorted(nodes):
+        check_node(host, nodes[host])
+    seen = count(nodes, [view])
+    size, hit = seen["size"], seen["disruptive"]
+    share = _share(seen["affected"], size)
+    over = bool(hit or seen["unknown"]) and share > percent and seen["affected"] >= min_nodes
+    actions = dict((a, sorted(h for h in hit if a in nodes[h]["disruptive"])) for a in ACTIONS)
+    msg = None
+    if over:
+        msg = "%s, over nodefix_storm_percent (%d%%)%s" % (
+            _seen_text(seen, actions, hit, size, share), percent,
+            " - proceeding: nodefix_storm_override is set" if override else "")
+    return {"stop": over and not override, "over": over, "overridden": over and override, "msg": msg,
+            "share": share, "affected": seen["affected"], "size": size}
+
+
 def _message(seen, actions, share, slice_share, own_hit, own, percent, override, wide, what):
     size, hit = seen["size"], seen["disruptive"]
     if seen["blind"]:

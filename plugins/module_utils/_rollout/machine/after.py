@@ -23,7 +23,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, \
+    post_events
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 _STATUS = {"ok": Outcome.OK, "failed": Outcome.FAILED, "unreachable": Outcome.UNREACHABLE}
@@ -152,11 +153,7 @@ def end_event(ctx, state):
         return SKIPPED, "nodefix_events is false"
     if ctx.check_mode:
         return WOULD, "would post the end Event (%s)" % state["outcome"]
-    try:
-        ctx.events("end", state)
-    except NodefixError as exc:
-        return DONE, "the end Event could not be posted (warning): %s" % exc
-    return DONE, "posted the end Event (%s)" % state["outcome"]
+    return post_events(ctx, state, "end", "the end Event (%s)" % state["outcome"])
 
 
 def release(ctx, state, ledger):

@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
 """The machine's half BEFORE the fix roles run, one step each (docs/rollout-machine.md has the table):
 
-plan -> storm -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence ->
+plan -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence -> storm ->
 cordon -> drain -> require_drain -> fix
 
 The record on the Node (``ledger``) is written at the claim, before the first lock slot (``gates``), before the
@@ -19,14 +19,17 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm as _storm
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import drain
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side, \
+    post_events
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 
@@ -39,10 +42,31 @@ def plan(ctx, state):
 
 
 def storm(ctx, state):
-    why = ctx.storm()
-    if why:
-        raise Stop(Outcome.STOPPED, "stopped by the storm breaker's re-count before this node: %s" % why)
-    return DONE, "the storm breaker's re-count lets this node go"
+    """The storm breaker's re-count, right before this node's cordon (the one re-count of a rollout; issue 62's
+    review: as MachineHealthCheck and NodeHealthCheck count on every reconcile): the Nodes listed now, one request
+    (``storm_node_selector``'s pool), and this node and the other nodes of its batch (``storm_batch``) as in flight -
+    ``_rollout.storm.recount``. Over ``storm_percent``: stopped, nothing cordoned or drained. A listing that fails
+    stops it too (fail closed: what could not be counted is never taken for calm)."""
+    opts = ctx.options
+    disruptive = list(ctx.plan.get("disruptive") or [])
+    if not state["fix_roles"] or not disruptive:
+        return SKIPPED, "this node's plan disrupts nothing: not counted"
+    if opts["storm_percent"] >= 100:
+        return SKIPPED, "nodefix_storm_percent is 100: the storm breaker is off"
+    selector = opts["storm_node_selector"] or None
+    try:
+        view = cluster_nodes.view(ctx.api.list_nodes(selector), selector)
+    except NodefixError as exc:
+        raise Stop(Outcome.STOPPED, "stopped: the storm breaker could not count the cluster's Nodes right before this "
+                                    "node's cordon (%s); nothing was cordoned or drained" % exc)
+    nodes = dict((e["node"], e) for e in opts["storm_batch"] if e["node"] != ctx.node)
+    nodes[ctx.node] = {"node": ctx.node, "disruptive": disruptive, "findings": []}
+    said = _storm.recount(view, nodes, opts["storm_percent"], opts["storm_override"], opts["storm_min_nodes"])
+    if said["stop"]:
+        raise Stop(Outcome.STOPPED, "stopped by the storm breaker, counted again right before this node's cordon: %s; "
+                                    "nothing was cordoned or drained" % said["msg"])
+    return DONE, said["msg"] or "counted again: %d of %d node(s) (%s%%) unavailable or in flight, within %d%%" % (
+        said["affected"], said["size"], ("%.1f" % said["share"]).rstrip("0").rstrip("."), opts["storm_percent"])
 
 
 def claim(ctx, state, ledger):
@@ -215,8 +239,4 @@ def start_event(ctx, state):
         return SKIPPED, "nodefix_events is false"
     if ctx.check_mode:
         return WOULD, "would post the start Event"
-    try:
-        ctx.events("start", state)
-    except NodefixError as exc:
-        return DONE, "the start Event could not be posted (warning): %s" % exc
-    return DONE, "posted the start Event"
+    return post_events(ctx, state, "start", "the start Event")

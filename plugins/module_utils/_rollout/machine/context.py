@@ -19,6 +19,7 @@ import copy
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm
 
 DEFAULTS = {
     "lease": 1800,                  # nodefix_rollout_lease: the margin every write of the record adds (lease_for)
@@ -44,6 +45,13 @@ DEFAULTS = {
     "events": True,                 # nodefix_events
     "reboot_timeout": 900,          # reboot_timeout: the reboot role's wait for the node to come back
     "reboot_settle_timeout": 300,   # reboot_settle_timeout: each of its waits after the boot
+    # the storm breaker's re-count right before this node's cordon (before.storm): its options, and the plans of the
+    # nodes of this batch (the storm breaker's audit: {node, disruptive, findings}), in flight beside this one
+    "storm_percent": 20,            # nodefix_storm_percent (100: off)
+    "storm_min_nodes": 2,           # nodefix_storm_min_nodes
+    "storm_override": False,        # nodefix_storm_override
+    "storm_node_selector": "",      # nodefix_storm_node_selector ("": every Node)
+    "storm_batch": [],
 }
 # the roles whose restarts need a drained node under nodefix_require_drain
 RESTARTING_ROLES = ("nodefix.k8s.containerd", "nodefix.k8s.gvisor", "nodefix.k8s.kubelet")
@@ -69,6 +77,13 @@ def options(given):
                            % (out["lock_poll"], out["lock_slots"]))
     if not all(isinstance(a, str) for a in out["etcd_health_command"] + out["blocking_selectors"]):
         raise NodefixError("rollout options etcd_health_command and blocking_selectors are lists of strings")
+    storm.check_percent(out["storm_percent"])
+    if out["storm_min_nodes"] < 1:
+        raise NodefixError("rollout option storm_min_nodes must be at least 1, got %d" % out["storm_min_nodes"])
+    for n, entry in enumerate(out["storm_batch"]):
+        storm.check_node("%d" % n, entry, where="rollout option storm_batch: entry")
+        if not isinstance(entry.get("node"), str) or not entry["node"]:
+            raise NodefixError("rollout option storm_batch: entry %d has no node (its Node name)" % n)
     return out
 
 
@@ -96,8 +111,9 @@ class Context(object):
     - ``evidence()``: the node-side evidence bundle's summary (a dict; raises NodefixError when it cannot be kept);
     - ``audit()``: the after-audit (the node_audit result), NodefixError when it cannot run;
     - ``alerts()``: the firing alerts that hold a reboot ([name]; NodefixError when Prometheus cannot be read);
-    - ``storm()``: the storm breaker's re-count before this node ("" or why the rollout stops);
-    - ``events(phase, state)``: post the start/end Events (its failure is a warning, never the rollout's);
+    - ``events(phase, state)``: post the start/end Events: [what the API did not accept] when it accepted some (an
+      Event, the annotation); NodefixError when it accepted nothing. A failure is a warning, never the rollout's
+      outcome, and only what was accepted is a change;
     - ``window``: a ``_reboot.gate.Window`` or None (always open);
     - ``run_command(argv)``: (rc, stdout, stderr) of the etcd health command (``etcd_health_command``; its
       environment, a secret, is the caller's);
@@ -110,14 +126,13 @@ class Context(object):
         self.audit_before, self.plan = audit_before or {}, plan or {}
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
-        unknown = set(work) - set(("evidence", "audit", "alerts", "storm", "events", "window", "after_step",
-                                  "run_command", "redact"))
+        unknown = set(work) - set(("evidence", "audit", "alerts", "events", "window", "after_step", "run_command",
+                                  "redact"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
         self.audit = work.get("audit")
         self.alerts = work.get("alerts") or (lambda: [])
-        self.storm = work.get("storm") or (lambda: "")
         self.events = work.get("events") or (lambda phase, state: None)
         self.window = work.get("window")
         self.after_step = work.get("after_step")

@@ -7,8 +7,10 @@
 """The drain, as ``kubectl drain`` does it (k8s.io/kubectl/pkg/drain): every pod a drain evicts (not a DaemonSet's,
 not a mirror pod, not finished: ``_rollout.cordon.drainable``) is evicted through the Eviction API with its UID as a
 precondition; a 429 (a PodDisruptionBudget that allows no disruption now) is asked again after its
-``retryAfterSeconds`` (5 s when it names none, kubectl's wait) until ``drain_timeout``; a 404 is a pod already gone;
-then the pods are waited for until they are gone or the timeout. The verdict is ``_rollout.cordon.drain_outcome``'s
+``retryAfterSeconds`` or ``Retry-After`` header (5 s when it names none, kubectl's wait) until ``drain_timeout``; a
+404 is a pod already gone; any other answer is the API server's error and ends the drain with it (its status, reason
+and message, never reported as a timeout), as kubectl drain returns it; then the pods are waited for until they are
+gone or the timeout. The verdict is ``_rollout.cordon.drain_outcome``'s
 (the pods before and after, the error): kubernetes.core.k8s_drain's own wait and 429 handling are not needed."""
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+
+from ansible.module_utils.six.moves import http_client
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
@@ -36,11 +40,15 @@ def _evict_all(ctx, pods, deadline):
         refused, wait = [], None
         for pod in pending:
             meta = pod["metadata"]
-            status, after, said = ctx.api.evict(meta["namespace"], meta["name"], meta.get("uid"))
+            status, after, said = ctx.api.evict(meta["namespace"], meta["name"], meta.get("uid"),
+                                                max(0, _left(deadline, ctx.clock)))
             if 200 <= status <= 299 or status in (404, 409):    # evicted, gone, or replaced (its UID changed)
                 continue
             if status != 429:
-                return "eviction of pod %s/%s answered %s: %s" % (meta["namespace"], meta["name"], status, said)
+                # the API server's error (a 500, a 403, a 503 whose Retry-After ended past the drain timeout)
+                return "eviction of pod %s/%s: the API server answered %s%s" % (
+                    meta["namespace"], meta["name"], " ".join(s for s in (
+                        "%s" % status, http_client.responses.get(status, "")) if s), ": %s" % said if said else "")
             refused.append((pod, said))
             this = max(PDB_WAIT if after is None else after, 1)
             wait = this if wait is None else min(wait, this)

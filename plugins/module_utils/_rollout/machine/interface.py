@@ -25,7 +25,6 @@ PHASES = ("begin", "end", "recheck")
 ACTION_DEFAULTS = {
     "api_timeout": 30,              # nodefix_api_timeout (whole seconds, 1 to 600)
     "refused": "",
-    "storm": "",
     "audit_args": {},
     "window_days": [],              # reboot_window_days
     "window_start": "00:00",
@@ -76,6 +75,7 @@ def argument_spec():
         if name not in DERIVED:
             spec[name] = _typed(value)
     spec["window_wrap"]["choices"] = ["kured", "opening_day"]
+    spec["storm_batch"]["elements"] = "dict"
     spec["etcd_health_environment"]["no_log"] = True
     return spec
 

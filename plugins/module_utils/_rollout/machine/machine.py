@@ -10,7 +10,7 @@ drain failed, stopped, failed) runs the give-back at once: what this run cordone
 are given back, the end Event posted and its claim released.
 
 The result of either half: {outcome (an ``Outcome``, or None while the fixes are to run), detail, steps: [{name,
-outcome, seconds, detail}], state}. Check mode is the same machine with every write replaced by a "would ..."
+outcome, seconds, detail}], state, warnings (an Event the API did not accept)}. Check mode is the same machine with every write replaced by a "would ..."
 step: the dry run's plan is ``steps``."""
 
 from __future__ import absolute_import, division, print_function
@@ -26,12 +26,13 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 # the steps of each half, in order (the names the result, the job's lines and the docs use)
-BEFORE = ("plan", "storm", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
-          "evidence", "cordon", "drain", "require_drain", "fix")
+BEFORE = ("plan", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
+          "evidence", "storm", "cordon", "drain", "require_drain", "fix")
 AFTER = ("verify", "hold_decision")
 # without an API server (no kubeconfig: remediate.yml's path without nodefix_kubeconfig) the node is not claimed,
-# gated, cordoned, drained, given back or told by an Event: these steps only, and no give-back
-BEFORE_LOCAL = ("plan", "storm", "root", "evidence", "require_drain", "fix")
+# gated, counted again by the storm breaker, cordoned, drained, given back or told by an Event: these steps only, and
+# no give-back
+BEFORE_LOCAL = ("plan", "root", "evidence", "require_drain", "fix")
 FINISH = ("give_back", "release_slots", "end_event", "release")
 
 
@@ -43,7 +44,6 @@ def _before_steps(ctx, state, ledger):
         return node["now"]
     return (
         ("plan", lambda: before.plan(ctx, state)),
-        ("storm", lambda: before.storm(ctx, state)),
         ("claim", lambda: before.claim(ctx, state, ledger)),
         ("root", lambda: before.root(ctx, state)),
         ("control_plane", lambda: before.control_plane(ctx, state, ledger)),
@@ -53,6 +53,7 @@ def _before_steps(ctx, state, ledger):
         ("reclaim_slots", lambda: gates.reclaim_slots(ctx, state, read())),
         ("start_event", lambda: before.start_event(ctx, state)),
         ("evidence", lambda: before.evidence(ctx, state)),
+        ("storm", lambda: before.storm(ctx, state)),
         ("cordon", lambda: before.cordon_step(ctx, state, ledger)),
         ("drain", lambda: before.drain_step(ctx, state, ledger)),
         ("require_drain", lambda: before.require_drain(ctx, state)),
@@ -68,7 +69,7 @@ def _runner(ctx):
 def _result(ctx, state):
     state["steps"] = state.get("steps", []) + [s.as_dict() for s in ctx.runner.steps]
     return {"outcome": state["outcome"], "detail": state["detail"], "steps": [s.as_dict() for s in ctx.runner.steps],
-            "lines": [s.line() for s in ctx.runner.steps], "state": state}
+            "lines": [s.line() for s in ctx.runner.steps], "state": state, "warnings": list(ctx.runner.warnings)}
 
 
 def begin(ctx):

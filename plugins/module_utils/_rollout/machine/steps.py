@@ -65,6 +65,19 @@ def node_side(call):
         return None, "%s" % exc
 
 
+def post_events(ctx, state, phase, what):
+    """``ctx.events``: done only when the API accepted something (an Event, the annotation) - a change; nothing
+    accepted is skipped; every failure a warning (``Runner.warn``), never the rollout's outcome."""
+    try:
+        failed = ctx.events(phase, state) or []
+    except NodefixError as exc:
+        ctx.runner.warn("%s could not be posted: %s" % (what, exc))
+        return SKIPPED, "%s could not be posted (warning): %s" % (what, exc)
+    for text in failed:
+        ctx.runner.warn("%s: not all was posted: %s" % (what, text))
+    return DONE, "posted %s%s" % (what, " (warning, not all was posted: %s)" % "; ".join(failed) if failed else "")
+
+
 class Runner(object):
     """Runs steps in order, timing each on ``clock`` (a callable answering an aware datetime). ``check_mode``: writes
     are replaced by "would ..." steps. ``after_step(step)``: called after each recorded step (a caller's progress
@@ -76,7 +89,12 @@ class Runner(object):
     def __init__(self, clock, check_mode=False, after_step=None, redact=None):
         self.clock, self.check_mode, self.after_step = clock, check_mode, after_step
         self._redact = redact
-        self.steps = []
+        self.steps, self.warnings = [], []
+
+    def warn(self, text):
+        """A warning of this half (an Event the API did not accept): redacted as a detail, in the result's
+        ``warnings`` - never a change, never the rollout's outcome."""
+        self.warnings.append(self.redact("%s" % text))
 
     def redact(self, text):
         text = redact_text(text)

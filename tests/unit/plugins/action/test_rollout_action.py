@@ -67,8 +67,10 @@ def run(args, node=None, check_mode=False, host="node-a"):
 
 
 def base(double, node_name="node-a", **extra):  # noqa: F811
+    # (node-held, held by an earlier run, is unavailable: with the node in flight, 2 of the double's 4 Nodes - the
+    # storm breaker's re-count lets it go at 50 %)
     out = {"kubeconfig": double["kubeconfig"], "node": node_name, "run_id": "run-62", "api_timeout": 10,
-           "drain_timeout": 30}
+           "drain_timeout": 30, "storm_percent": 50}
     out.update(extra)
     return out
 
@@ -112,6 +114,9 @@ def test_a_whole_rollout_of_a_worker_begin_fix_end(double, api, tmp_path):  # no
     assert first["fix_roles"] == [CONTAINERD] and first["drained"] is True and first["reboot_allowed"] is False
     assert first["reboot_reasons"] == [] and first["reboot_held"] == []
     assert [s["name"] for s in first["steps"]] == list(machine.BEFORE)
+    # the storm breaker counted the double's Nodes again right before the cordon (node-held is unavailable)
+    assert [s["detail"] for s in first["steps"] if s["name"] == "storm"] == [
+        "counted again: 2 of 4 node(s) (50%) unavailable or in flight, within 50%"]
     assert api.get_node("node-a")["spec"].get("unschedulable") is True
     assert record.read(notes(api, "node-a"))["phase"] == "fix"
     assert [p["metadata"]["name"] for p in api.list_pods("node-a")] == ["ds-1"]
@@ -191,7 +196,29 @@ def test_a_node_a_live_run_holds_is_refused_and_untouched(double, api, tmp_path)
     assert "run-other" in first["detail"] and first["remediation"]["status"] == "failed"
     after = api.get_node("node-live")
     assert after["spec"] == before["spec"] and json.loads(notes(api, "node-live")[record.ANNOTATION]) == other
-    assert [s["name"] for s in first["steps"]][:3] == ["plan", "storm", "claim"]
+    assert [s["name"] for s in first["steps"]][:3] == ["plan", "claim", "give_back"]
+
+
+@pytest.mark.parametrize("accepted", [True, False], ids=["event-accepted", "event-refused"])
+def test_an_event_the_api_did_not_accept_is_a_warning_never_a_change(double, api, tmp_path, accepted):  # noqa: F811
+    """Review 9d: a node refused before its claim writes nothing but its end Event: ``changed`` is that Event
+    accepted; one the API refused is a warning in the result (Ansible prints it), the step skipped, never a change."""
+    refused = (0, False, ["event RemediationFailed: 403 Forbidden: events is forbidden"])
+    with mock.patch.object(rollout_action.events_api, "post", wraps=rollout_action.events_api.post) as post:
+        if not accepted:
+            post.side_effect = None
+            post.return_value = refused
+        first, _p = run(begin_args(double, tmp_path, "node-b", refused="the kernel upgrade cannot be planned"),
+                        Node(), host="node-b")
+    steps = dict((s["name"], s) for s in first["steps"])
+    assert first["outcome"] == Outcome.REFUSED and post.call_count == 1
+    assert first["changed"] is accepted, first["steps"]
+    assert steps["end_event"]["outcome"] == ("done" if accepted else "skipped")
+    if accepted:
+        assert "warnings" not in first
+    else:
+        assert first["warnings"] == ["the end Event (refused) could not be posted: event RemediationFailed: "
+                                     "403 Forbidden: events is forbidden"]
 
 
 def test_a_secret_option_value_never_leaves_in_the_result(double, api, tmp_path):  # noqa: F811
@@ -251,7 +278,7 @@ def test_only_credentials_among_the_secret_options_are_masked_not_user_names_or_
     first, printed = run(args, Node(), host="node-a")
     text = json.dumps(first)
     assert "VALUE_SPECIFIED" not in text and "********" not in text, text
-    assert [s["name"] for s in first["steps"]][:4] == ["plan", "storm", "claim", "root"]
+    assert [s["name"] for s in first["steps"]][:4] == ["plan", "claim", "root", "control_plane"]
     assert all(isinstance(s["seconds"], float) for s in first["steps"])
     assert any(line.startswith("node-a | root") for line in printed), printed
     user_pw = rollout_action.secret_values({"etcd_health_environment": {"ETCDCTL_USER": "root:Pw-62"}})

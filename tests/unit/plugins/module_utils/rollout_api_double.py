@@ -63,9 +63,11 @@ def _selected(labels, selector):
 
 class ApiDouble(object):
     """Nodes {name: Node}, pods [pod], Leases {(namespace, name): Lease}; ``refuse`` {pod name: times or None
-    (always)}, ``retry_after`` the 429's retryAfterSeconds; ``fail`` {method name: KubeError}."""
+    (always)}, ``retry_after`` the 429's retryAfterSeconds; ``fail`` {method name: KubeError}; ``answers`` {pod name:
+    (status, retry_after, message)} an eviction's scripted answer (a 500: the API server's error); ``budgets``: the
+    time left each eviction was given."""
 
-    def __init__(self, nodes, pods=(), refuse=None, retry_after=3, stuck=(), fail=None, kill_at=None):
+    def __init__(self, nodes, pods=(), refuse=None, retry_after=3, stuck=(), fail=None, kill_at=None, answers=None):
         self.nodes = dict((n["metadata"]["name"], copy.deepcopy(n)) for n in nodes)
         for n in self.nodes.values():
             n["metadata"].setdefault("resourceVersion", "1")
@@ -73,6 +75,7 @@ class ApiDouble(object):
         self.leases, self.refuse, self.retry_after = {}, dict(refuse or {}), retry_after
         self.stuck, self.fail, self.kill_at = set(stuck), dict(fail or {}), kill_at
         self.calls, self.writes, self.version = [], [], 100
+        self.answers, self.budgets = dict(answers or {}), []
 
     def _call(self, what, *args):
         self.calls.append((what,) + args)
@@ -94,9 +97,9 @@ class ApiDouble(object):
         self._call("get_node", name)
         return copy.deepcopy(self.nodes.get(name))
 
-    def list_nodes(self):
-        self._call("list_nodes")
-        return copy.deepcopy(list(self.nodes.values()))
+    def list_nodes(self, selector=None):
+        self._call("list_nodes", selector)
+        return copy.deepcopy([n for n in self.nodes.values() if _selected(n["metadata"].get("labels") or {}, selector)])
 
     def patch_node(self, name, body, resource_version=None):
         self._call("patch_node", name, copy.deepcopy(body), resource_version)
@@ -136,8 +139,11 @@ class ApiDouble(object):
         self._call("readyz", check)
         return 200, "ok"
 
-    def evict(self, namespace, name, uid=None):
+    def evict(self, namespace, name, uid=None, budget=None):
         self._call("evict", namespace, name, uid)
+        self.budgets.append(budget)
+        if name in self.answers:
+            return self.answers[name]
         found = [p for p in self.pods if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == name]
         if not found:
             return 404, None, 'pods "%s" not found' % name

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the rollout machine's tests share: a node's before-audit and plan, the injected work (clock, sleep, audit,
-evidence, alerts, storm, events: recorded), and ``rollout`` - one whole rollout (``begin``, the fixes as the roles
+evidence, alerts, events: recorded), and ``rollout`` - one whole rollout (``begin``, the fixes as the roles
 would report them, ``end``) against the API double (rollout_api_double.py)."""
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx
@@ -27,8 +27,8 @@ def plan(roles):
 class Work(object):
     """The injected callables, recording what they were asked; ``after`` the after-audit's findings."""
 
-    def __init__(self, after=(), storm="", alerts=()):
-        self.after, self.storm_said, self.firing = list(after), storm, list(alerts)
+    def __init__(self, after=(), alerts=()):
+        self.after, self.firing = list(after), list(alerts)
         self.events, self.audits, self.evidences = [], 0, 0
 
     def audit(self):
@@ -41,15 +41,14 @@ class Work(object):
 
     def kw(self):
         return {"audit": self.audit, "evidence": self.evidence, "alerts": lambda: list(self.firing),
-                "storm": lambda: self.storm_said, "events": lambda phase, state: self.events.append(
-                    (phase, state["outcome"]))}
+                "events": lambda phase, state: self.events.append((phase, state["outcome"]))}
 
 
 HERE = {"host": "controller", "pid": 100, "boot": "boot-c"}
 
 
 def context(api, roles=(CONTAINERD,), clock=None, work=None, options=None, here=None, check_mode=False,
-            after_step=None, euid=0, window=None, run_id="run-1"):
+            after_step=None, euid=0, window=None, run_id="run-1", node_name="node-a"):
     here = here or HERE
     work = work or Work()
     clock = clock or Clock()
@@ -58,7 +57,7 @@ def context(api, roles=(CONTAINERD,), clock=None, work=None, options=None, here=
         kw["window"] = window
     if after_step is not None:
         kw["after_step"] = after_step
-    return mctx.Context(api, "node-a", run_id, here, lambda pid: pid == here["pid"], audit_before(roles, euid),
+    return mctx.Context(api, node_name, run_id, here, lambda pid: pid == here["pid"], audit_before(roles, euid),
                         plan(roles), clock.now, clock.sleep, dict(options or {}), check_mode, **kw)
 
 

@@ -100,6 +100,13 @@ def test_a_drain_that_failed_with_nothing_left_is_still_failed():
     assert not out["done"] and "Forbidden" in out["msg"]
 
 
+def test_an_api_error_that_left_pods_behind_is_the_cause_not_a_timeout():
+    """Review 9b: the drain's own error (an eviction the API server answered 500) is what failed it."""
+    error = "eviction of pod default/db-0: the API server answered 500 Internal Server Error: etcd is down"
+    out = cordon.drain_outcome(BEFORE, [pod("db-0", owner="StatefulSet")], error, 600)
+    assert out["msg"] == ("drain failed: %s; evicted: default/web-1; blocked: default/db-0 (still running)" % error)
+
+
 def test_a_pod_list_of_the_wrong_shape_is_refused():
     with pytest.raises(cordon.CordonInputError):
         cordon.drain_outcome(BEFORE, None)

@@ -100,16 +100,51 @@ def test_a_token_file_ending_in_a_newline_is_sent_trimmed_on_every_request(tmp_p
 
 
 def test_a_429_is_retried_after_its_retry_after_and_the_attempts_are_bounded(tmp_path, server, waits):
-    server.answers = [(429, {"Retry-After": "3"}, STATUS_429), (429, {"Retry-After": "60"}, STATUS_429),
+    server.answers = [(429, {"Retry-After": "3"}, STATUS_429), (429, {"Retry-After": "1"}, STATUS_429),
                       (429, {}, STATUS_429)]
     with pytest.raises(kube.KubeError) as err:
         api(tmp_path, server).request("creating Lease x", "POST", "/apis/x", body={"a": 1})
     assert len(server.seen) == kube.ATTEMPTS == 3
-    assert waits == [3, kube.MAX_WAIT]   # Retry-After honoured, each wait bounded
+    assert waits == [3, 1]   # Retry-After honoured
     assert err.value.status == 429 and err.value.said.startswith("Cannot evict")
     assert err.value.detail() == "Cannot evict pod as it would violate the pod's disruption budget.; " \
                                  "The disruption budget db needs 1"
     assert err.value.phrase() == "429 Too Many Requests"
+
+
+def test_a_retry_after_past_the_remaining_timeout_is_never_cut_short_the_answer_is_returned(tmp_path, server, waits):
+    """Review 9c: a Retry-After of 60 s with 5 s of timeout left is not asked again after 10 s (before the server
+    asked): the 429 is the answer, and the error says when the server asked to be asked again."""
+    server.answers = [(429, {"Retry-After": "60"}, STATUS_429), (200, {}, {})]
+    with pytest.raises(kube.KubeError) as err:
+        api(tmp_path, server).request("creating Lease x", "POST", "/apis/x", body={"a": 1})
+    assert len(server.seen) == 1 and waits == []
+    assert "asked to be asked again after 60 s (Retry-After)" in err.value.detail()
+    # the caller's own budget bounds it too (the drain's time left): 3 s asked, 2 s left
+    server.answers, server.seen[:] = [(503, {"Retry-After": "3"}, "busy"), (200, {}, {})], []
+    assert api(tmp_path, server).call("eviction", "POST", "/e", body={}, retry=kube.RETRY_SERVER, budget=2) == \
+        (503, "busy")
+    assert len(server.seen) == 1 and waits == []
+    server.seen[:] = []
+    assert api(tmp_path, server).call("eviction", "POST", "/e", body={}, retry=kube.RETRY_SERVER, budget=4)[0] == 200
+    assert len(server.seen) == 2 and waits == [3]
+
+
+@pytest.mark.parametrize("value, seconds", [("7", 7), (" 7 ", 7), ("Sun, 06 Dec 2026 18:00:30 GMT", 30),
+                                            ("Sun, 06 Dec 2026 17:59:00 GMT", 0), ("soon", None), ("-3", None),
+                                            ("", None)])
+def test_retry_after_is_delay_seconds_or_an_http_date(value, seconds):
+    now = 1796580000.0      # 2026-12-06T18:00:00Z
+    assert kube.retry_after({"Retry-After": value}, now=now) == seconds
+    assert kube.retry_after({}, now=now) is None
+
+
+def test_an_http_date_retry_after_is_waited_for(tmp_path, server, waits, monkeypatch):
+    monkeypatch.setattr(kube.time, "time", lambda: 1796580000.0)
+    server.answers = [(503, {"Retry-After": "Sun, 06 Dec 2026 18:00:04 GMT"}, "busy"), (200, {}, {"items": [],
+                                                                                            "metadata": {}})]
+    assert api(tmp_path, server).items("listing the Nodes", "/api/v1/nodes") == []
+    assert waits == [4]
 
 
 def test_a_reads_5xx_is_retried_with_backoff_and_then_answers(tmp_path, server, waits):
@@ -175,3 +210,17 @@ def test_a_kubeconfig_that_cannot_be_loaded_and_a_bad_timeout_are_clear(tmp_path
     for bad in (0, 1.5, True):
         with pytest.raises(NodefixError, match="whole number"):
             kube.whole_seconds(bad)
+
+
+def test_an_evictions_429_names_its_retry_after_header_and_a_500_is_its_own_answer(tmp_path, server, waits):
+    """Review 9b/9c through the real client: a 429 whose Status has no retryAfterSeconds answers the Retry-After
+    header's seconds (the drain waits them); a 500 is answered once, its message without this client's token."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import rollout_api  # pylint: disable=import-outside-toplevel
+    evictions = rollout_api.RolloutApi(kubeconfig(tmp_path, server.server.server_address[1]), timeout=5)
+    plain = dict(STATUS_429, details={})
+    server.answers = [(429, {"Retry-After": "9"}, plain)]
+    assert evictions.evict("default", "web-1", "u-1", budget=30) == (
+        429, 9, "Cannot evict pod as it would violate the pod's disruption budget.")
+    server.answers, server.seen[:] = [(500, {}, {"kind": "Status", "code": 500, "message": "boom %s" % TOKEN})], []
+    assert evictions.evict("default", "web-1", budget=30) == (500, None, "boom <redacted>")
+    assert len(server.seen) == 1 and waits == []

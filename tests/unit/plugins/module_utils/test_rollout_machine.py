@@ -10,6 +10,7 @@ import json
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
@@ -115,10 +116,75 @@ def test_not_root_is_refused_before_any_gate_or_drain():
     assert first["outcome"] == Outcome.REFUSED and "uid 1000" in first["detail"] and untouched(api)
 
 
-def test_the_storm_re_count_stops_the_node_before_its_claim():
-    api = ApiDouble([node()], [pod("web-1")])
-    first = rollout(api, work=Work(storm="5 of 10 nodes (50 %) unavailable, above 20 %"))[0]
-    assert first["outcome"] == Outcome.STOPPED and api.writes == [] and "50 %" in first["detail"]
+def test_the_storm_re_count_right_before_the_cordon_stops_the_node_and_gives_everything_back():
+    """Review 9a: the machine's storm step is fed - it lists the Nodes itself, right before the cordon: node-b and
+    node-c NotReady, node-d cordoned by an operator, and node-a in flight: 4 of 5 - stopped, nothing cordoned or
+    evicted, the slots and the claim given back."""
+    api = ApiDouble([node(), node("node-b", ready="False"), node("node-c", ready="Unknown"),
+                     node("node-d", unschedulable=True), node("node-e")], [pod("web-1")])
+    first = rollout(api, roles=(CONTAINERD, REBOOT))[0]
+    assert first["outcome"] == Outcome.STOPPED and outcomes(first)["storm"] == Outcome.STOPPED
+    assert names(first) == list(machine.BEFORE[:machine.BEFORE.index("storm") + 1] + machine.FINISH)
+    assert ("counted again right before this node's cordon: 4 of 5 node(s) (80%) are unavailable or would be "
+            "disrupted: 3 unavailable (node-b: NotReady; node-c: Ready Unknown; node-d: cordoned); 1 need a drain, "
+            "reboot or restart (drain 1), over nodefix_storm_percent (20%)") in first["detail"]
+    assert not [w for w in api.writes if w[0] == "evict"] and clean(api)
+    assert [c for c in api.calls if c[0] == "list_nodes"] == [("list_nodes", None)]       # one request
+
+
+def test_the_storm_counts_the_pool_and_the_batch_in_flight_and_honours_the_override():
+    """The selector's pool only (node-g, NotReady elsewhere, is not counted); the other nodes of the batch (the storm
+    audit's plans) count as in flight; the override proceeds and says so; 100 turns it off; nothing to disrupt is
+    not counted."""
+    workers = {"pool": "w"}
+    nodes = [node(labels=workers), node("node-b", labels=workers), node("node-c", labels=workers),
+             node("node-d", labels=workers), node("node-e", labels=workers), node("node-g", ready="False")]
+    batch = [{"node": "node-a", "disruptive": ["drain"], "findings": []},
+             {"node": "node-b", "disruptive": ["drain", "reboot"], "findings": []}]
+    options = {"storm_node_selector": "pool=w", "storm_batch": batch}
+    first = rollout(ApiDouble(nodes, [pod("web-1")]), options=dict(options, storm_percent=40))[0]
+    assert outcomes(first)["storm"] == "done" and "2 of 5 node(s) (40%) unavailable or in flight, within 40%" in \
+        [s["detail"] for s in first["steps"] if s["name"] == "storm"][0]
+    first = rollout(ApiDouble(nodes, [pod("web-1")]), options=dict(options, storm_percent=30))[0]
+    assert first["outcome"] == Outcome.STOPPED and "2 of 5 node(s) (40%) need a drain, reboot or restart (drain 2, " \
+        "reboot 1), over nodefix_storm_percent (30%)" in first["detail"]
+    api = ApiDouble(nodes, [pod("web-1")])
+    first, second = rollout(api, options=dict(options, storm_percent=30, storm_override=True))
+    assert second["outcome"] == Outcome.OK and "proceeding: nodefix_storm_override is set" in \
+        [s["detail"] for s in first["steps"] if s["name"] == "storm"][0]
+    api = ApiDouble(nodes, [pod("web-1")])
+    first = rollout(api, options=dict(options, storm_percent=100))[0]
+    assert outcomes(first)["storm"] == "skipped" and not [c for c in api.calls if c[0] == "list_nodes"]
+    first = rollout(ApiDouble(nodes, [pod("web-1")]), roles=(), options=dict(options, storm_percent=0))[0]
+    assert first["outcome"] == Outcome.NOTHING_TO_FIX
+
+
+def test_a_storm_that_grows_during_a_drain_stops_the_next_node():
+    """Issue 62's review, reproduced: 10 nodes, 2 NotReady at the start; 3 more go NotReady during node-a's drain.
+    node-a (3 of 10 with it, within 30 %) is remediated; node-b - the next batch - is stopped before its cordon
+    (6 of 10), nothing of it cordoned or evicted. (The storm breaker judged once per run: node-b was drained.)"""
+    class Degrading(ApiDouble):
+        def evict(self, namespace, name, uid=None, budget=None):
+            for other in ("node-05", "node-06", "node-07"):
+                self.nodes[other]["status"]["conditions"][0]["status"] = "False"
+            return ApiDouble.evict(self, namespace, name, uid, budget)
+    nodes = [node("node-a"), node("node-b")] + [node("node-%02d" % i, ready="False" if i in (8, 9) else "True")
+                                                for i in range(2, 10)]
+    api = Degrading(nodes, [pod("web-1"), pod("web-2", node_name="node-b")])
+    first, second = rollout(api, options={"storm_percent": 30})
+    assert second["outcome"] == Outcome.OK and clean(api)
+    first = rollout(api, options={"storm_percent": 30}, node_name="node-b")[0]
+    assert first["outcome"] == Outcome.STOPPED and "6 of 10 node(s) (60%)" in first["detail"]
+    assert [p["metadata"]["name"] for p in api.pods] == ["web-2"] and not api.nodes["node-b"]["spec"].get(
+        "unschedulable")
+
+
+def test_a_node_list_that_fails_stops_the_node_before_its_cordon():
+    api = ApiDouble([node()], [pod("web-1")], fail={"list_nodes": kube.KubeError("listing the Nodes", 403, "Forbidden",
+                                                                                  "nodes is forbidden")})
+    first = rollout(api)[0]
+    assert first["outcome"] == Outcome.STOPPED and "could not count the cluster's Nodes" in first["detail"]
+    assert "403" in first["detail"] and not api.cordoned() and clean(api)
 
 
 def test_a_control_plane_node_not_opted_in_is_held_whole():
@@ -281,8 +347,9 @@ def test_a_backoff_that_is_not_a_duration_is_refused_naming_it(given):
 
 
 def test_an_event_that_cannot_be_posted_is_a_warning_and_the_rollout_goes_on():
-    """The start and end Events (the action's, in-process): an API error posting them is said in the step, never the
-    rollout's outcome (remediate.yml's node_events tasks ignored their failures the same way)."""
+    """The start and end Events (the action's, in-process): an API error posting them is said in the step and the
+    half's ``warnings``, never the rollout's outcome (remediate.yml's node_events tasks ignored their failures the same
+    way) - and never a change (review 9d): the step is skipped, as nothing was written."""
     def events(phase, state):
         raise NodefixError("posting the %s Event: 403 Forbidden" % phase)
     api = ApiDouble([node()], [pod("web-1")])
@@ -292,9 +359,21 @@ def test_an_event_that_cannot_be_posted_is_a_warning_and_the_rollout_goes_on():
     second = machine.end(ctx, first["state"], {"status": "ok", "roles": first["state"]["fix_roles"], "msg": ""})
     steps = dict((s["name"], s) for s in first["steps"] + second["steps"])
     assert second["outcome"] == Outcome.OK and clean(api)
-    for name, phase in (("start_event", "start"), ("end_event", "end")):
-        assert steps[name]["outcome"] == "done" and "could not be posted (warning)" in steps[name]["detail"]
+    for name, phase, half in (("start_event", "start", first), ("end_event", "end", second)):
+        assert steps[name]["outcome"] == "skipped" and "could not be posted (warning)" in steps[name]["detail"]
         assert "posting the %s Event: 403 Forbidden" % phase in steps[name]["detail"]
+        assert [w for w in half["warnings"] if "posting the %s Event: 403 Forbidden" % phase in w]
+
+
+def test_events_the_api_accepted_in_part_are_a_change_and_the_rest_a_warning():
+    api = ApiDouble([node()], [pod("web-1")])
+    ctx = context(api)
+    ctx.events = lambda phase, state: ["event Drained: 422 Unprocessable Entity"] if phase == "end" else []
+    first = machine.begin(ctx)
+    second = machine.end(ctx, first["state"], {"status": "ok", "roles": first["state"]["fix_roles"], "msg": ""})
+    assert first["warnings"] == [] and outcomes(first)["start_event"] == "done"
+    assert outcomes(second)["end_event"] == "done" and second["warnings"] == [
+        "the end Event (ok): not all was posted: event Drained: 422 Unprocessable Entity"]
 
 
 def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_through():
@@ -302,6 +381,29 @@ def test_a_pdb_429_is_retried_after_its_retry_after_until_the_eviction_goes_thro
     clock = Clock()
     first, second = rollout(api, clock=clock)
     assert clock.slept[:2] == [7, 7] and second["outcome"] == Outcome.OK and clean(api)
+
+
+def test_an_eviction_the_api_server_answers_500_fails_the_drain_with_that_error_not_a_timeout():
+    """Review 9b: a 500 on an eviction is the API server's error - its status, reason and message (redacted) - and the
+    drain fails with it at once (drain failed), never "timed out after 600 s with pods still on the node"."""
+    said = "etcdserver: request timed out; token=Very-Secret-9b"
+    api = ApiDouble([node()], [pod("web-1"), pod("db-0")], answers={"db-0": (500, None, said)})
+    clock = Clock()
+    first, second = rollout(api, clock=clock, options={"drain_timeout": 600})
+    assert second is None and first["outcome"] == Outcome.DRAIN_FAILED
+    detail = first["detail"]
+    assert detail.startswith("drain failed: eviction of pod default/db-0: the API server answered 500 Internal "
+                             "Server Error: etcdserver: request timed out")
+    assert "timed out after" not in detail and "Very-Secret-9b" not in detail
+    assert "blocked: default/db-0 (still running)" in detail and clock.slept == []     # not waited for
+    assert outcomes(first)["drain"] == Outcome.DRAIN_FAILED and clean(api)
+
+
+def test_the_drain_gives_each_eviction_the_time_left_for_its_retries():
+    """Review 9c: the client's retry of an eviction's 503 (Retry-After) is bounded by the drain's time left."""
+    api = ApiDouble([node()], [pod("web-1")], refuse={"web-1": 1}, retry_after=20)
+    first, second = rollout(api, options={"drain_timeout": 100})
+    assert second["outcome"] == Outcome.OK and api.budgets == [100, 80]
 
 
 @pytest.mark.parametrize("cordoned", [False, True], ids=["was-schedulable", "was-cordoned"])
@@ -417,7 +519,7 @@ def test_options_are_checked_before_anything_is_read():
     with pytest.raises(NodefixError, match="drain_timeout must be a int"):
         context(ApiDouble([node()]), options={"drain_timeout": "600"})
     with pytest.raises(NodefixError, match="not one of"):
-        context(ApiDouble([node()]), options={"storm_percent": 20})
+        context(ApiDouble([node()]), options={"storm_percnt": 20})
 
 
 def test_evidence_that_cannot_be_kept_is_said_and_the_rollout_goes_on():

@@ -66,6 +66,13 @@ def cordons(double):
             and (e["body"].get("spec") or {}).get("unschedulable") is True]
 
 
+def rebooting(double):
+    """The nodes the reboot path is taking down: its nodefix.k8s/last-reboot record PATCHed on the Node."""
+    return [e["path"].rsplit("/", 1)[1] for e in double.state()["log"]
+            if e["method"] == "PATCH" and e["path"].startswith("/api/v1/nodes/")
+            and "nodefix.k8s/last-reboot" in json.dumps(e["body"])]
+
+
 def remediation(tmp_path):
     """{host: its remediation} of the run's report (reports/remediate/report.json)."""
     with open(str(tmp_path / "reports" / "remediate" / "report.json")) as fh:
@@ -100,8 +107,9 @@ def test_an_earlier_runs_slot_is_given_back_by_the_next_run_and_a_down_nodes_sta
 
 class EtcdMembers(object):
     """The etcd members' side of a disruption (what the kubelet would report): a control-plane node's
-    etcd pod turns NotReady when the node is cordoned, and Ready again only after the control plane's
-    release has looked at it (seen NotReady) at least once."""
+    etcd pod turns NotReady when the node goes down for its reboot (the reboot path's record on the Node, written
+    right before it: a cordon and a drain leave a static pod running), and Ready again only after the control
+    plane's release has looked at it (seen NotReady) at least once."""
 
     def __init__(self, double):
         self.double = double
@@ -121,8 +129,8 @@ class EtcdMembers(object):
         down = None
         while not self.done.is_set():
             st = self.double.state()
-            if down is None and cordons(self.double):
-                down = cordons(self.double)[0]
+            if down is None and rebooting(self.double):
+                down = rebooting(self.double)[0]
                 self.ready(down, False)
                 reads = None
             if down is not None and reads is None and ("DELETE", down, None) in lease_log(self.double, "nodefix-reboot-0"):

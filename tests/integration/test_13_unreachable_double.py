@@ -102,7 +102,9 @@ def test_an_unreachable_first_node_is_one_failed_node(rollout):
 
 def test_the_fleet_gate_counts_an_unreachable_node(apiserver_double, tmp_path):
     """Without the storm breaker (its audit off) the node is lost at the audit before; with the default
-    failure limit (30 % of the last batch) the gate stops before node-a and says why; the report is written."""
+    failure limit (30 % of the last batch) the gate stops before node-a and says why; the report is written.
+    An unsliced rollout the gate stops (test_17's unsliced run before, issue 62 step 8): its report is written and
+    it records nothing for other slices."""
     double = apiserver_double(["node-a"], [dict(p) for p in PODS])
     rc, out, nodes = run(tmp_path, "gate", {"aaa-gone": GONE, "node-a": {"ansible_connection": "local"}},
                          common={"nodefix_kubeconfig": double.kubeconfig, "nodefix_storm_percent": 100})
@@ -111,6 +113,11 @@ def test_the_fleet_gate_counts_an_unreachable_node(apiserver_double, tmp_path):
     rem = nodes["node-a"]["remediation"]
     assert rem["status"] == "not run" and "aaa-gone" in rem["msg"] and "nodefix_max_fail_percentage" in rem["msg"], rem
     assert patches(double, "node-a") == []   # not touched
+    # the rolling play did nothing on node-a: the gate kept it out
+    rolling = out.split("PLAY [Remediate Kubernetes nodes (rolling)]", 1)[1].split("PLAY [Write", 1)[0]
+    assert "ok: [node-a]" not in rolling and "changed: [node-a]" not in rolling, rolling[-3000:]
+    assert nodes["node-a"]["status"] == "not run" and rem == {"status": "not run", "msg": nodes["node-a"]["error"]}
+    assert not (tmp_path / "reports" / "slices").exists()  # an unsliced run records nothing for other slices
 
 
 def test_a_node_lost_during_its_fixes_or_before_its_audit_after(rollout):

@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 
+import ansible_runner
 import pytest
 import yaml
 
@@ -83,52 +84,51 @@ def assert_same_fleet_report(merged_base, single_base, slices):
             assert a.read() == b.read(), name
 
 
+def runner_slice(tmp, base, name, hosts):
+    """One slice through ansible-runner, the way AWX runs a job slice: its own private data dir with the slice's own
+    inventory in it (not a --limit of the whole one), the shared report directory in its extravars."""
+    pdd = tmp / ("pdd-%s" % name)
+    (pdd / "inventory").mkdir(parents=True)
+    (pdd / "env").mkdir()
+    inventory(pdd / "inventory" / "hosts.json", hosts)
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump({
+        "nodefix_report_dir": str(base), "nodefix_slice": name, "nodefix_targets": "k8s_nodes"}))
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump({
+        k: ENV[k] for k in ("ANSIBLE_COLLECTIONS_PATH", "PATH", "ANSIBLE_HOME", "ANSIBLE_LOCAL_TEMP")}))
+    run = ansible_runner.run(private_data_dir=str(pdd), playbook="nodefix.k8s.audit", quiet=True)
+    assert run.rc == 0 and run.status == "successful", run.stdout.read()[-3000:]
+
+
 @pytest.fixture(scope="module")
 def limit_slices(tmp_path_factory):
-    """The three slices by --limit into one report directory; after the first two, a copy of that directory is
-    kept: the fleet with its third slice never run (issue 56: the partial fleet's two slices ran again on their own).
-    (the inventory, the full directory, the partial copy)."""
+    """The three slices into one report directory: the first two by --limit of the whole inventory, the third
+    through ansible-runner with its own inventory (issue 62 step 8: the three runner slices were a fleet of their
+    own, merged on their own - the same merge, three more runs). After the first two, a copy of that directory
+    is kept: the fleet with its third slice never run (issue 56: the partial fleet's two slices ran again on
+    their own). (the inventory, the full directory, the partial copy)."""
     tmp = tmp_path_factory.mktemp("limit")
     inv = inventory(tmp / "inventory.json", sorted(RELEASES))
     base, partial = tmp / "shared", tmp / "partial"
     for number, hosts in enumerate(SLICES, 1):
         if number == len(SLICES):
             shutil.copytree(str(base), str(partial))
-        rc, out = playbook("limit-%d" % number, inv, {"nodefix_report_dir": str(base), "nodefix_slice": str(number),
-                                                      "nodefix_targets": "k8s_nodes"},
-                           "--limit", ",".join(hosts + ["localhost"]), "nodefix.k8s.audit")
-        assert rc == 0, out[-3000:]
+            runner_slice(tmp, base, str(number), hosts)
+        else:
+            rc, out = playbook("limit-%d" % number, inv, {"nodefix_report_dir": str(base), "nodefix_slice": str(number),
+                                                          "nodefix_targets": "k8s_nodes"},
+                               "--limit", ",".join(hosts + ["localhost"]), "nodefix.k8s.audit")
+            assert rc == 0, out[-3000:]
         assert [n["host"] for n in report(base / "slices" / str(number))["nodes"]] == sorted(hosts)
     assert not (base / "audit").exists(), "a slice wrote the fleet report"
     return inv, base, partial
 
 
-def test_slices_by_limit_merge_into_the_single_run_report(single, limit_slices):
+def test_slices_by_limit_and_through_ansible_runner_merge_into_the_single_run_report(single, limit_slices):
     inv, base, _partial = limit_slices
     rc, out = merge(inv, base, "limit", fail_on="critical")
     assert rc == 0, out[-3000:]
     assert_same_fleet_report(base, single, SLICES)
     assert "Merged from 3 slice(s)" in (base / "audit" / "report.md").read_text()
-
-
-def test_slices_through_ansible_runner_merge_into_the_single_run_report(single, tmp_path):
-    ansible_runner = pytest.importorskip("ansible_runner")
-    base = tmp_path / "shared"
-    for number, hosts in enumerate(SLICES, 1):
-        pdd = tmp_path / ("pdd-%d" % number)  # one private data dir per slice, the slice's inventory in it
-        (pdd / "inventory").mkdir(parents=True)
-        (pdd / "env").mkdir()
-        inventory(pdd / "inventory" / "hosts.json", hosts)
-        (pdd / "env" / "extravars").write_text(yaml.safe_dump({
-            "nodefix_report_dir": str(base), "nodefix_slice": "runner-%d" % number, "nodefix_targets": "k8s_nodes"}))
-        (pdd / "env" / "envvars").write_text(yaml.safe_dump({
-            k: ENV[k] for k in ("ANSIBLE_COLLECTIONS_PATH", "PATH", "ANSIBLE_HOME", "ANSIBLE_LOCAL_TEMP")}))
-        run = ansible_runner.run(private_data_dir=str(pdd), playbook="nodefix.k8s.audit", quiet=True)
-        assert run.rc == 0 and run.status == "successful", run.stdout.read()[-3000:]
-    inv = inventory(tmp_path / "inventory.json", sorted(RELEASES))
-    rc, out = merge(inv, base, "runner")
-    assert rc == 0, out[-3000:]
-    assert_same_fleet_report(base, single, SLICES)
 
 
 def test_a_slice_that_never_ran_is_missing_nodes_and_fails_the_policy(single, limit_slices, tmp_path):

@@ -5,13 +5,19 @@ its Leases answer as the real server does - 409 AlreadyExists on a taken name, 4
 resourceVersion) through the official Python client, and against a Prometheus TEST DOUBLE (a few lines
 below answering ``GET /api/v1/alerts`` in the HTTP API's JSON shape). No container, no cluster.
 
-The module's calls are the tasks of ONE playbook run (module fixture ``gate_calls``), each test's calls in its
-own order against its own double; each test asserts on its calls' results (issue 56: the 18 calls were 18 runs
-of ``ansible -m`` before)."""
+The module's calls are made in the order each test made them, each test's calls against its own double (module
+fixture ``gate_calls``): the first of the lock's and one refused call are the tasks of ONE playbook run (the module
+as Ansible ships and runs it), the others run the module's ``main()`` in this process (``module_call``: the same
+arguments, argument spec, code, kubernetes client and double, none of Ansible's per-task start-up; issue 62 step 8 -
+they were 16 more tasks of that run, issue 56: 18 runs of ``ansible -m`` before). Each test asserts on its calls'
+results."""
 
+import contextlib
+import io
 import json
 import os
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -46,6 +52,25 @@ def gate_playbook(path, calls):
     results = dict((t["task"]["name"], t["hosts"]["localhost"]) for t in played["plays"][0]["tasks"])
     assert list(results) == [label for label, _k, _a in calls], list(results)
     return results
+
+
+def module_call(args):
+    """The reboot_gate module's ``main()`` in this process with ``args`` (the task's arguments as ``gate_playbook``
+    gives them), its result as Ansible would register it: what the module printed on exit."""
+    sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+    from ansible.module_utils import basic
+    from ansible.module_utils.common.text.converters import to_bytes
+    from ansible_collections.nodefix.k8s.plugins.modules import reboot_gate
+    payload = dict((k, v) for k, v in args.items() if v is not None)
+    payload.update({"_ansible_check_mode": False, "_ansible_diff": False, "_ansible_remote_tmp": "/tmp",
+                    "_ansible_keep_remote_files": False})
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": payload})))
+        patch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
+        with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
+            reboot_gate.main()
+    return json.loads(printed.getvalue())
 
 
 def lease_writes(double):
@@ -123,7 +148,13 @@ def gate_calls(tmp_path_factory):
             ("no-prometheus", alerts, {"prometheus_url": "http://127.0.0.1:%d" % free_port()}),
         ]
         calls += [("bad-%d" % i, doubles["bad"].kubeconfig, args) for i, (args, _m) in enumerate(BAD_INPUT)]
-        results = gate_playbook(tmp_path_factory.mktemp("gate-play") / "gate.json", calls)
+        # through Ansible: the lock's first call (it takes a slot) and the first refused one
+        through_ansible = ("acquire-a", "bad-0")
+        results = gate_playbook(tmp_path_factory.mktemp("gate-play") / "gate.json",
+                                [c for c in calls if c[0] in through_ansible])
+        for label, kubeconfig, args in calls:
+            if label not in through_ansible:
+                results[label] = module_call(dict({"node": "node-a", "kubeconfig": kubeconfig, "reason": "test"}, **args))
         yield doubles, results
     finally:
         prom.stop()

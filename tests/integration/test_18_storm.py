@@ -35,7 +35,7 @@ def closed_port():
     return port
 
 
-def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(), argv_extra=(), host_extra=None):
+def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(), host_extra=None):
     host_vars = {}
     for host in hosts:
         host_vars[host] = {"ansible_connection": "local", "ansible_python_interpreter": PY, "nodefix_become": False,
@@ -51,7 +51,7 @@ def remediate(tmp_path, name, double, hosts, broken, extra=None, unreachable=(),
     extra = dict({"nodefix_report_dir": str(tmp_path / "reports"), "nodefix_events": False, "nodefix_evidence": False},
                  **(extra or {}))
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(extra)]
-    argv += list(argv_extra) + [os.path.join(ROOT, "playbooks", "remediate.yml")]
+    argv += [os.path.join(ROOT, "playbooks", "remediate.yml")]
     return run_logged("storm-%s" % name, argv, timeout=600)
 
 
@@ -69,30 +69,39 @@ def report(tmp_path, slice_name=None):
 
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory):
-    """ONE run over five nodes (issue 56: the drain case and the reboot case were a run each): node-a and node-d
-    need a drain (the kernel role's finding), node-b and node-e a drain and a reboot too - the kernel below the
-    fleet's minimum, with kernel upgrades on for those two (host variables): each would be drained and rebooted into
-    a new kernel. 4 of 5 is a storm: nothing is planned on a node, nothing installed, nothing drained (the rollout
-    never starts, so nothing here can reboot this machine). The double's log and the run's report are kept as they
-    were after this run: {tmp, double, rc, out, log, report, markdown}."""
+    """ONE run over five targets (issue 56: the drain case and the reboot case were a run each; issue 62 step 8: the
+    nodes already down were a run of their own): of the worker pool's 6 Nodes (nodefix_storm_node_selector), node-c is
+    NotReady and node-d Ready Unknown in the API server and neither answers ssh, node-e answers neither (but is
+    Ready), node-f - not a target - is cordoned by an operator; node-a and node-b need a drain (the kernel role's
+    finding) and a reboot too - the kernel below the fleet's minimum, with kernel upgrades on for them (host
+    variables): each would be drained and rebooted into a new kernel. node-g, NotReady in another pool, is not
+    counted. 6 of 6 is a storm: nothing is planned on a node, nothing installed, nothing drained (the rollout never
+    starts, so nothing here can reboot this machine). The double's log and the run's report are kept as they were
+    after this run: {double, rc, out, log, report, markdown}."""
     tmp = tmp_path_factory.mktemp("storm-stop")
-    double = ApiServerDouble(tmp, NODES, [])
+    workers = {"pool": "workers"}
+    double = ApiServerDouble(tmp, {"node-a": {"labels": workers}, "node-b": {"labels": workers},
+                                   "node-c": {"labels": workers, "ready": "False"},
+                                   "node-d": {"labels": workers, "ready": "Unknown"}, "node-e": {"labels": workers},
+                                   "node-f": {"labels": workers, "unschedulable": True},
+                                   "node-g": {"labels": {"pool": "gpu"}, "ready": "False"}}, [])
     try:
         upgrade = {"nodefix_kernel_upgrade": True, "nodefix_kernel_min_release": "5.10"}
-        rc, out = remediate(tmp, "stop", double, NODES, broken=("node-a", "node-b", "node-d", "node-e"),
-                            host_extra={"node-b": upgrade, "node-e": upgrade})
-        yield {"tmp": tmp, "double": double, "rc": rc, "out": out, "log": double.state()["log"],
+        rc, out = remediate(tmp, "stop", double, NODES, broken=("node-a", "node-b"),
+                            unreachable=("node-c", "node-d", "node-e"),
+                            extra={"nodefix_storm_node_selector": "pool=workers"},
+                            host_extra={"node-a": upgrade, "node-b": upgrade})
+        yield {"double": double, "rc": rc, "out": out, "log": double.state()["log"],
                "report": report(tmp), "markdown": (tmp / "reports" / "remediate" / "report.md").read_text()}
     finally:
         double.stop()
 
 
-def test_nodes_to_drain_stop_the_rollout_before_the_first_and_the_override_proceeds(stopped):
+def test_nodes_to_drain_stop_the_rollout_before_the_first(stopped):
     rc, out = stopped["rc"], stopped["out"]
     assert rc != 0, out[-3000:]
     said = " ".join(out.split())
-    assert ("storm breaker: 4 of 5 node(s) (80%) need a drain, reboot or restart (drain 4, reboot 2), over "
-            "nodefix_storm_percent (20%); fleet-wide: kernel.") in said, said[-3000:]
+    assert "2 need a drain, reboot or restart (drain 2, reboot 2), over nodefix_storm_percent (20%)" in said, said[-3000:]
     assert "stops before touching a node" in said
     assert cordoned(None, stopped["log"]) == [] and "TASK [Audit before]" not in out   # no node was touched
     nodes = {n["host"]: n for n in stopped["report"]["nodes"]}
@@ -100,83 +109,46 @@ def test_nodes_to_drain_stop_the_rollout_before_the_first_and_the_override_proce
     assert all("storm breaker" in n["error"] for n in nodes.values())
     # the report says it first, with the findings on that share of the fleet
     storm = stopped["report"]["storm"]
-    assert storm["stop"] and storm["disruptive"] == 4 and storm["size"] == 5
+    assert storm["stop"] and storm["disruptive"] == 2 and storm["size"] == 6
     assert "kernel.no_oom_reaper" in [w["id"] for w in storm["fleet_wide"]]
     assert stopped["markdown"].index("## Storm breaker") < stopped["markdown"].index("## Nodes")
-    # the override: a storm (2 of 5 to drain, no kernel upgrade) is remediated, the broken nodes drained (the clean
-    # ones need nothing)
-    tmp, double = stopped["tmp"], stopped["double"]
-    rc, out = remediate(tmp, "override", double, NODES, broken=("node-a", "node-d"),
-                        extra={"nodefix_storm_override": True})
-    assert rc == 0, out[-3000:]
-    said = " ".join(out.split())
-    assert "storm breaker: 2 of 5 node(s) (40%) need a drain, reboot or restart (drain 2)" in said, said[-3000:]
-    assert "proceeding: nodefix_storm_override is set" in said
-    assert sorted(cordoned(double)) == ["node-a", "node-d"]
+    # the override proceeds: slice-b's run in test_the_breaker_holds_across_slices_early_and_the_merge_keeps_it
+    # (issue 62 step 8: it was a run of its own here; the rule is test_storm.py's
+    # test_the_override_proceeds_and_says_so)
 
 
 def test_a_planted_finding_that_needs_a_reboot_stops_the_rollout_too(stopped):
-    """node-b and node-e of the run above: the reboot they would need is counted and named, and nothing of the
+    """node-a and node-b of the run above: the reboot they would need is counted and named, and nothing of the
     kernel upgrade ran."""
     rc, out = stopped["rc"], stopped["out"]
     assert rc != 0, out[-3000:]
     said = " ".join(out.split())
-    assert "(drain 4, reboot 2)" in said, said[-3000:]
-    assert "kernel.below_minimum on 2 (40%)" in said
+    assert "(drain 2, reboot 2)" in said, said[-3000:]
+    assert "kernel.below_minimum on 2 (33.3%)" in said
     assert cordoned(None, stopped["log"]) == [] and "TASK [Plan the kernel upgrade" not in out
-    assert stopped["report"]["storm"]["disruptive"] == 4
+    assert stopped["report"]["storm"]["disruptive"] == 2
 
 
-def test_nodes_down_already_count_and_hold_the_rollout(apiserver_double, tmp_path):
-    """53.4: of the worker pool's 6 Nodes (nodefix_storm_node_selector), node-c is NotReady and node-d Ready Unknown
-    in the API server and neither answers ssh, node-e answers neither (but is Ready), node-f - not a target - is
-    cordoned by an operator, and node-b needs a drain: 5 of 6 down or disrupted. The old breaker counted only the
-    two targets it audited (1 of 2, one node is a repair) and drained node-b. node-g, NotReady in another pool, is not
-    counted. Nothing is touched, and the run says what it counted."""
-    workers = {"pool": "workers"}
-    double = apiserver_double({"node-a": {"labels": workers}, "node-b": {"labels": workers},
-                               "node-c": {"labels": workers, "ready": "False"},
-                               "node-d": {"labels": workers, "ready": "Unknown"}, "node-e": {"labels": workers},
-                               "node-f": {"labels": workers, "unschedulable": True},
-                               "node-g": {"labels": {"pool": "gpu"}, "ready": "False"}}, [])
-    rc, out = remediate(tmp_path, "unhealthy", double, NODES, broken=("node-b",), unreachable=("node-c", "node-d", "node-e"),
-                        extra={"nodefix_storm_node_selector": "pool=workers"})
+def test_nodes_down_already_count_and_hold_the_rollout(stopped):
+    """53.4: node-c, node-d and node-e of the run above are down or unreachable, node-f (not a target) cordoned: they
+    count with the two to drain - 6 of 6. The old breaker counted only the targets it audited. node-g, NotReady in
+    another pool, is not counted. Nothing is touched, and the run says what it counted."""
+    rc, out = stopped["rc"], stopped["out"]
     assert rc != 0, out[-3000:]
     said = " ".join(out.split())
-    assert ("storm breaker: 5 of 6 node(s) (83.3%) are unavailable or would be disrupted: 4 unavailable (node-c: NotReady, "
+    assert ("storm breaker: 6 of 6 node(s) (100%) are unavailable or would be disrupted: 4 unavailable (node-c: NotReady, "
             "unreachable from the controller; node-d: Ready Unknown, unreachable from the controller; node-e: unreachable "
-            "from the controller; node-f: cordoned); 1 need a drain, reboot or restart (drain 1), over "
-            "nodefix_storm_percent (20%)") in said, said[-3000:]
+            "from the controller; node-f: cordoned); 2 need a drain") in said, said[-3000:]
     assert "counted the 6 Node(s) the API server lists selected by pool=workers and every target" in said
-    assert cordoned(double) == [] and "TASK [Audit before]" not in out   # no node was touched
-    assert [e for e in double.state()["log"] if e["method"] != "GET" and "selfsubjectaccessreviews" not in e["path"]] == []
-    stopped = report(tmp_path)
-    assert stopped["storm"]["stop"] and stopped["storm"]["size"] == 6 and stopped["storm"]["share"] == 83.33
-    assert {n["host"]: n["status"] for n in stopped["nodes"]} == dict((h, "not run") for h in NODES)
-
-
-def test_a_storm_percent_outside_0_100_is_refused_before_any_node(apiserver_double, tmp_path):
-    """54.5: 100.5 (as -e key=value gives it: text) skipped the breaker without a word; now the run stops at once,
-    naming the variable, before any node is audited and before any report is written."""
-    double = apiserver_double(NODES, [])
-    rc, out = remediate(tmp_path, "percent", double, ["node-a", "node-b"], broken=("node-a", "node-b"),
-                        argv_extra=["-e", "nodefix_storm_percent=100.5"])
-    assert rc != 0, out[-3000:]
-    # the playbooks' preflight refuses it first, naming it (the storm play's own guard says the same below it)
-    assert ('refused before any node: nodefix_storm_percent must be a whole number, got "100.5"') in " ".join(out.split()), \
-        out[-3000:]
-    assert "TASK [Audit every target" not in out and "TASK [Audit before]" not in out and cordoned(double) == []
-    # the refused run's report says so (an older report never looks current), with no node in it
-    refused = report(tmp_path)
-    assert refused["run"]["status"] == "failed" and "nodefix_storm_percent" in refused["run"]["failure"]
-    assert refused["nodes"] == []
+    assert [e for e in stopped["log"] if e["method"] != "GET" and "selfsubjectaccessreviews" not in e["path"]] == []
+    assert stopped["report"]["storm"]["share"] == 100
 
 
 def test_the_breaker_holds_across_slices_early_and_the_merge_keeps_it(apiserver_double, tmp_path):
     """slice-a (1 of its 2 nodes to drain) judges first: the 3 hosts of nodefix_fleet_size (5) no slice has recorded
     yet are counted as possibly disrupted - 4 of 5 - and it stops before its first node (the old breaker let it drain
-    node-a: 1 of 5, and one node is a repair). slice-b then sees every record: 3 of 5, a storm - it touches nothing;
-    the override lets slice-b proceed. The merged report keeps the storm section: slice-a stopped, with the fleet-wide
+    node-a: 1 of 5, and one node is a repair). slice-b then sees every record: 2 of 5, a storm; the override lets
+    slice-b proceed, saying so. The merged report keeps the storm section: slice-a stopped, with the fleet-wide
     finding (the old merge dropped it: nodes "not run", 0 findings)."""
     double = apiserver_double(NODES, [])
     shared = {"nodefix_slice": "slice-a", "nodefix_rollout": "rollout-1", "nodefix_fleet_size": 5,
@@ -187,20 +159,21 @@ def test_the_breaker_holds_across_slices_early_and_the_merge_keeps_it(apiserver_
     assert ("storm breaker: 4 of 5 node(s) (80%) are unavailable or would be disrupted: 1 need a drain, reboot or restart "
             "(drain 1); 3 host(s) of nodefix_fleet_size (5) in no slice's record yet, counted as possibly disrupted "
             "(early, never late)") in said, said[-3000:]
-    shared["nodefix_slice"] = "slice-b"
-    rc, out = remediate(tmp_path, "slice-b", double, ["node-c", "node-d", "node-e"], broken=("node-c", "node-d"),
+    # slice-b sees every record: its node-c and slice-a's node-a, 2 of 5 - a storm (node-c alone, 1 of 5, is not);
+    # the override lets it proceed (one run: issue 62 step 8 - without the override it was a run of its own that
+    # touched nothing, with two nodes to drain; the stop is test_storm.py's
+    # test_slices_add_up_and_the_fleet_size_counts_the_slices_not_yet_recorded)
+    shared.update({"nodefix_slice": "slice-b", "nodefix_storm_override": True})
+    rc, out = remediate(tmp_path, "slice-b-override", double, ["node-c", "node-d", "node-e"], broken=("node-c",),
                         extra=shared)
-    assert rc != 0 and cordoned(double) == [], out[-3000:]
-    assert "storm breaker: 3 of 5 node(s) (60%)" in " ".join(out.split())
+    assert rc == 0, out[-3000:]
+    said = " ".join(out.split())
+    assert "storm breaker: 2 of 5 node(s) (40%)" in said, said[-3000:]
+    assert "proceeding: nodefix_storm_override is set" in said
+    assert cordoned(double) == ["node-c"]     # the broken one drained (node-d and node-e need nothing)
     stored = json.loads((tmp_path / "reports" / "slices" / "slice-b" / "storm.json").read_text())
     assert stored["rollout"] == "rollout-1" and sorted(stored["nodes"]) == ["node-c", "node-d", "node-e"]
     assert sorted(stored["cluster"]["nodes"]) == NODES   # its view of the cluster, for the re-judging before each batch
-    assert all(n["status"] == "not run" for n in report(tmp_path, "slice-b")["nodes"])
-    shared["nodefix_storm_override"] = True
-    rc, out = remediate(tmp_path, "slice-b-override", double, ["node-c", "node-d", "node-e"],
-                        broken=("node-c", "node-d"), extra=shared)
-    assert rc == 0, out[-3000:]
-    assert sorted(cordoned(double)) == ["node-c", "node-d"]
     # the merge of the two slices' reports
     inventory = tmp_path / "all.json"
     inventory.write_text(json.dumps({"all": {"hosts": dict((h, {"ansible_connection": "local"}) for h in NODES)}}))

@@ -3,8 +3,9 @@
 whole number, before any node - the same values storm_gate refuses (_rollout.storm.check_percent).
 
 The play's guard used to be ``nodefix_storm_percent | int < 100``: 101, 150, 1e3 and 100.5 skipped the breaker
-without a word. Here the task's own ``that`` is evaluated by Ansible's templating for each value (the integration
-run, test_18_storm.py::test_a_storm_percent_outside_0_100_is_refused_before_any_node, proves it stops the run)."""
+without a word. Here the task's own ``that`` is evaluated by Ansible's templating for each value (the playbooks'
+preflight refuses the same values before it: test_09_preflight.py's remediate run, "100.5" as text, proves that
+stops the run)."""
 
 import os
 

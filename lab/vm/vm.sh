@@ -52,23 +52,18 @@ ssh_argv() {
        -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5 -o BatchMode=yes root@127.0.0.1)
 }
 
-# The pid in NAME's pid file, only if it is still this VM's QEMU.
-our_pid() {
-  [ -f "$pidf" ] || return 1
-  local pid; pid=$(cat "$pidf")
+# The pid in pid file $1, only if that process's command line still has $2 (a pid file
+# outlives its process, and the kernel reuses pids).
+pid_in() {
+  [ -f "$1" ] || return 1
+  local pid; pid=$(cat "$1")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-pidfile $pidf " || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" || return 1
   echo "$pid"
 }
 
-# The supervisor's pid, only if it is still this VM's supervisor.
-supervisor_pid() {
-  [ -f "$supf" ] || return 1
-  local pid; pid=$(cat "$supf")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- " _supervise $name " || return 1
-  echo "$pid"
-}
+our_pid() { pid_in "$pidf" "-pidfile $pidf "; }                 # this VM's QEMU
+supervisor_pid() { pid_in "$supf" " _supervise $name "; }        # this VM's supervisor
 
 gone() { # $1 = pid: wait up to 10 s for it to end
   for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.2; done

@@ -141,8 +141,8 @@ def test_retry_after_is_delay_seconds_or_an_http_date(value, seconds):
 
 def test_an_http_date_retry_after_is_waited_for(tmp_path, server, waits, monkeypatch):
     monkeypatch.setattr(kube.time, "time", lambda: 1796580000.0)
-    server.answers = [(503, {"Retry-After": "Sun, 06 Dec 2026 18:00:04 GMT"}, "busy"), (200, {}, {"items": [],
-                                                                                            "metadata": {}})]
+    server.answers = [(503, {"Retry-After": "Sun, 06 Dec 2026 18:00:04 GMT"}, "busy"),
+                      (200, {}, {"items": [], "metadata": {}})]
     assert api(tmp_path, server).items("listing the Nodes", "/api/v1/nodes") == []
     assert waits == [4]
 

@@ -180,8 +180,8 @@ def test_a_storm_that_grows_during_a_drain_stops_the_next_node():
 
 
 def test_a_node_list_that_fails_stops_the_node_before_its_cordon():
-    api = ApiDouble([node()], [pod("web-1")], fail={"list_nodes": kube.KubeError("listing the Nodes", 403, "Forbidden",
-                                                                                  "nodes is forbidden")})
+    error = kube.KubeError("listing the Nodes", 403, "Forbidden", "nodes is forbidden")
+    api = ApiDouble([node()], [pod("web-1")], fail={"list_nodes": error})
     first = rollout(api)[0]
     assert first["outcome"] == Outcome.STOPPED and "could not count the cluster's Nodes" in first["detail"]
     assert "403" in first["detail"] and not api.cordoned() and clean(api)

@@ -108,9 +108,12 @@ _OBJECT_NAME = lazy_compile(r"^[a-z]+(?:[-._/][a-z]+)*(?:[-.][0-9]{1,5})?(?:[./]
 _HOST = lazy_compile(r"^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)+|\[?[0-9a-f]*:[0-9a-f:.]+\]?)(?::\d+)?$")
 _TOKEN_ALPHABET = lazy_compile(r"^[A-Za-z0-9_\-+/=.~]{8,}$")
 # a percent-encoded 'name=value' ('%3D', '%253D' encoded twice): the name a word or what follows an encoded
-# character ('%3Ftoken', '%26token'); the value to the next encoded '&', '#', blank, quote or ';'
+# character ('%3Ftoken', '%26token'); the value to the next encoded '&', '#', blank, quote or ';'. The name's
+# parts are bounded (64 characters, 8 encoded '_'): an attempt may start after every encoded character, so an
+# unbounded name made a long run of them quadratic
 _PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
-                        r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]+)*)(?P<sep>%(?:25){0,3}3[Dd])"""
+                        r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63}(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]{1,64}){0,8})"""
+                        r"""(?P<sep>%(?:25){0,3}3[Dd])"""
                         r"""(?P<val>(?:(?!%(?:25){0,3}(?:2[0236]|3[Bb]))[^\s&#"'<>])+)""")
 _PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[Dd]")
 _PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "credentials", "creds", "cookies"))

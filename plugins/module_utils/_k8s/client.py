@@ -247,7 +247,7 @@ def retry_after(headers, now=None):
     if value is None:
         return None
     value = str(value).strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():     # ('²'.isdigit() is true, and int() refuses it)
         return int(value)
     try:
         when = parsedate_to_datetime(value)

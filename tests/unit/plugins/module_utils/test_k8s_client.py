@@ -132,7 +132,7 @@ def test_a_retry_after_past_the_remaining_timeout_is_never_cut_short_the_answer_
 
 @pytest.mark.parametrize("value, seconds", [("7", 7), (" 7 ", 7), ("Sun, 06 Dec 2026 18:00:30 GMT", 30),
                                             ("Sun, 06 Dec 2026 17:59:00 GMT", 0), ("soon", None), ("-3", None),
-                                            ("", None)])
+                                            ("", None), ("\u00b2", None), ("\u0663", None)])
 def test_retry_after_is_delay_seconds_or_an_http_date(value, seconds):
     now = 1796580000.0      # 2026-12-06T18:00:00Z
     assert kube.retry_after({"Retry-After": value}, now=now) == seconds

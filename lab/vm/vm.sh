@@ -58,7 +58,7 @@ pid_in() {
   [ -f "$1" ] || return 1
   local pid; pid=$(cat "$1")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" || return 1
+  tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q -- "$2" || return 1
   echo "$pid"
 }
 
@@ -71,18 +71,19 @@ gone() { # $1 = pid: wait up to 10 s for it to end
 }
 
 stop_vm() {
-  local pid sup stopped=null
+  local pid sup p
   [ -d "$run" ] && : > "$run/stop"     # the supervisor starts no new QEMU from here on
   sup=$(supervisor_pid) || sup=
-  if pid=$(our_pid); then
-    kill -TERM "$pid" 2>/dev/null || true
-    gone "$pid" || { kill -KILL "$pid" 2>/dev/null || true; gone "$pid" || true; }
-    stopped=$pid
-  fi
-  if [ -n "$sup" ]; then
-    gone "$sup" || { kill -KILL "$sup" 2>/dev/null || true; gone "$sup" || true; }
-  fi
-  echo "{\"name\": \"$name\", \"stopped_pid\": $stopped}"
+  pid=$(our_pid) || pid=
+  # the supervisor leads its own process group (setsid): signalled as a group, a QEMU it has just
+  # started - not yet in the pid file, between two boots - goes with it
+  if [ -n "$sup" ]; then kill -TERM -- "-$sup" 2>/dev/null || true; fi
+  if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; fi
+  for p in $pid $sup; do
+    gone "$p" || { kill -KILL "$p" 2>/dev/null || true; gone "$p" || true; }
+  done
+  if [ -n "$sup" ]; then kill -KILL -- "-$sup" 2>/dev/null || true; fi
+  echo "{\"name\": \"$name\", \"stopped_pid\": ${pid:-null}}"
   rm -rf --one-file-system "$run"
 }
 
@@ -170,6 +171,8 @@ case $cmd in
   stop) stop_vm ;;
   _supervise) img=$NODEFIX_VM_IMAGE_DIR; supervise "${3:?accel}" ;;
   reset)
+    # between two boots (a reset the supervisor is answering) the next QEMU is a moment away
+    for _ in $(seq 1 50); do our_pid >/dev/null && break; supervisor_pid >/dev/null || break; sleep 0.2; done
     our_pid >/dev/null || { echo "VM $name is not running" >&2; exit 1; }
     python3 - "$run/monitor.sock" <<'PY'
 import socket, sys, time

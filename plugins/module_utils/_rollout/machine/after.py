@@ -161,6 +161,18 @@ def release(ctx, state, ledger):
         return SKIPPED, "not claimed by this run"
     if state.get("cordon_unknown"):
         return SKIPPED, "kept this run's record: whether its cordon landed is unknown - the next run gives it back"
+    previous = state.get("previous")
+    if _ledger.resume(previous) == "resume" and not state.get("reclaimed"):
+        # this run took over a dead run's rollout past its drain and stopped before its cordon step, which resumes
+        # or gives back a dead run's cordon (the storm breaker, a gate): the record goes back to that run's phase,
+        # so the next run resumes it too - the node stays cordoned until a run verifies it - and never takes the
+        # dead run's cordon for one to give back
+        said = ("run %s's rollout (phase %s) was not resumed by this run: the record stays at that phase for the "
+                "next run, the node cordoned until a run verifies it" % (previous.get("run"), previous["phase"]))
+        if ctx.check_mode:
+            return WOULD, "would keep the record: " + said
+        ledger.enter(previous["phase"])
+        return DONE, "kept the record: " + said
     if ctx.check_mode:
         return WOULD, "would release the claim"
     try:

@@ -117,6 +117,7 @@ def reclaim_cordon(ctx, state, node):
 
 def cordon_step(ctx, state, ledger):
     # a dead run's cordon is given back (or resumed) whatever this run's nodefix_drain says
+    state["reclaimed"] = True
     node, said = reclaim_cordon(ctx, state, ledger.read_node())
     if not ctx.options["drain"]:
         return (DONE if said else SKIPPED), "; ".join(s for s in (said, "nodefix_drain is false: not cordoned") if s)

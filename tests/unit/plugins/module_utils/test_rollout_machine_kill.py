@@ -120,6 +120,26 @@ def test_a_run_killed_mid_fix_is_resumed_not_given_back_unverified():
     check_given_back(api, "worker")
 
 
+def test_a_run_that_takes_over_a_rollout_past_its_drain_and_stops_before_resuming_it_leaves_it_to_resume():
+    api, killed, _seen = first_run("worker", kill_step=len(machine.BEFORE))     # killed while the roles ran
+    assert killed and json.loads(api.notes()[record.ANNOTATION])["phase"] == "fix"
+    # the second run takes the record over, then the storm breaker stops it before its cordon step
+    api.nodes["node-b"]["status"]["conditions"][0]["status"] = "False"
+    stopped, _second = second_run(api, "worker", (CONTAINERD,))
+    assert stopped["outcome"] == Outcome.STOPPED, stopped["detail"]
+    kept = json.loads(api.notes()[record.ANNOTATION])
+    assert kept["phase"] == "fix" and kept["run"] == "run-2", kept
+    assert api.cordoned() and api.notes().get(cordon.CORDONED_BY)
+    # the third run resumes it (the node stays cordoned until verified), it never gives the cordon back unverified
+    api.nodes["node-b"]["status"]["conditions"][0]["status"] = "True"
+    first, second = rollout(api, roles=(CONTAINERD,), options={}, here={"host": "controller", "pid": 300,
+                                                                        "boot": "boot-c"}, run_id="run-3")
+    cordon_step = [s for s in first["steps"] if s["name"] == "cordon"][0]
+    assert cordon_step["detail"].startswith("resumed run run-2's rollout from phase fix"), cordon_step
+    assert second["outcome"] == Outcome.OK
+    check_given_back(api, "worker")
+
+
 def test_a_run_killed_mid_fix_whose_node_now_needs_a_reboot_it_may_not_have_is_held_not_given_back():
     api, killed, _seen = first_run("worker", kill_step=len(machine.BEFORE))
     # meanwhile the reboot lock's one slot went to node-b: this node's reboot must wait

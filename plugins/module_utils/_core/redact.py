@@ -39,7 +39,8 @@ value written as ``<redacted by nodefix.k8s>``:
 - the value of a secret's key in YAML whatever its form: a plain scalar with spaces (to the end of the line, a
   comment kept), a quoted or plain scalar continued on deeper lines, a block scalar (``|``, ``>``, with
   indentation and chomping indicators: its lines), a sequence of scalars under it;
-- command lines: a user flag's password (``--user name:pass``, ``--user=name:pass``, ``-u name:pass``,
+- command lines: a user flag's password (``--user name:pass``, ``--user=name:pass``, ``-u name:pass``, etcdctl's
+  ``ETCDCTL_USER=name:pass``,
   ``-uname:pass``, curl's ``-U``/``--proxy-user``), a secret flag's value starting with one dash
   (``--password -x1``), a value continued on the next line (``--password \``), the short password flags of
   the tools that take one (``mysql -pX``/``-p X`` and the MariaDB tools, ``sshpass -p``, ``ipmitool -P``,
@@ -103,6 +104,10 @@ MARK = "<redacted by nodefix.k8s>"
 
 # flags whose value is ``name:password`` (etcdctl --user, curl -u/--user, skopeo --creds): the name is kept
 _USER_FLAGS = frozenset(("user", "u", "proxy_user"))
+# environment variables that are such a flag (etcdctl reads ETCDCTL_<FLAG> for each --flag: ETCDCTL_USER is --user's
+# "username[:password]", etcd-io/etcd etcdctl/README.md); only these: a `user:` key elsewhere names a user
+# (`system:node:worker-1`), never a password
+_USER_ENV = frozenset(("etcdctl_user",))
 
 # a bare value: to the next blank, quote, '}' or ']'; a ',', ';' or '&' ends it only before the next 'name=' (mount
 # options, a query string, a connection string) or a blank; a backslash escapes the next character
@@ -250,6 +255,12 @@ def _key_path(name, value):
             and _KEY_PATH.match(value) is not None)
 
 
+def _user_password_hidden(value):
+    """``name:password`` with the password replaced (the name kept); anything else as it is."""
+    name, colon, password = value.partition(":")
+    return name + ":" + MARK if colon and password and not password.startswith(MARK[:9]) else value
+
+
 def _user_flag(name):
     return re.sub(r"[-.]", "_", str(name).lstrip("-")).lower() in _USER_FLAGS
 
@@ -279,12 +290,11 @@ def _key_value(match):
     val = match.group("val")
     head = match.group(0)[:match.start("val") - match.start(0)]
     key = match.group("key")
-    if _user_flag(key) and (key.startswith("-") or match.string[:match.start()].endswith("-")):
+    if (_user_flag(key) and (key.startswith("-") or match.string[:match.start()].endswith("-"))) \
+            or key.lower() in _USER_ENV:
         opening, inside, closing = _unquoted(val)
-        name, colon, password = inside.partition(":")
-        if colon and password and not password.startswith(MARK[:9]):
-            return head + opening + name + ":" + MARK + closing
-        return match.group(0)
+        hidden = _user_password_hidden(inside)
+        return head + opening + hidden + closing if hidden != inside else match.group(0)
     if not secret_name(key):
         # the value may hold secrets of its own: Environment="API_TOKEN=x", EXTRA_ARGS=--token=x (only a key = value
         # or a flag in it is new: every other shape was read in the whole text already)
@@ -566,6 +576,8 @@ def redact(value, depth=0, token_context=False):
             under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
             hidden = (isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
                       and not secret_shapes.counted(k, v))
+            if not hidden and isinstance(k, str) and k.lower() in _USER_ENV and isinstance(v, str):
+                v = _user_password_hidden(v)        # {"ETCDCTL_USER": "root:x"}: the user kept
             out[unique_key(out, redact_key(k, token_context))] = MARK if hidden else redact(v, depth + 1, under)
         # a Kubernetes name/value pair ({"name": "DB_PASSWORD", "value": "x"}: a container's env) whose name is a
         # secret's: its value hidden (an environment variable's name: a node's DNS name, token-ring-2, is data)

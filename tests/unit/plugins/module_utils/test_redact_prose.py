@@ -171,3 +171,18 @@ def test_a_one_mib_word_after_a_secret_word_is_read_in_one_go(word):
     out = redact_text(word)
     print("1 MiB %r...: %.2f s" % (word[:12], time.time() - start))
     assert isinstance(out, str)
+
+
+@pytest.mark.parametrize("text", ["ETCDCTL_USER=root:Sup3rS3cret", "export ETCDCTL_USER='root:Sup3rS3cret'",
+                                  '{"ETCDCTL_USER": "root:Sup3rS3cret"}', "env:\n  ETCDCTL_USER: root:Sup3rS3cret\n"])
+def test_etcdctls_user_variable_hides_its_password_and_keeps_the_user(text):
+    # etcdctl reads ETCDCTL_USER as its --user "username[:password]" (the review of this round found it shown)
+    out = redact_text(text)
+    assert "Sup3rS3cret" not in out and "root:" + MARK in out, out
+    assert redact({"ETCDCTL_USER": "root:Sup3rS3cret"}) == {"ETCDCTL_USER": "root:" + MARK}
+
+
+@pytest.mark.parametrize("value", ["ETCDCTL_USER=root", "user: system:node:worker-1"])
+def test_a_user_name_with_colons_is_not_a_password(value):
+    assert redact_text(value) == value
+    assert redact({"user": value.split(": ", 1)[-1]}) == {"user": value.split(": ", 1)[-1]}

@@ -18,7 +18,10 @@ the lab up without it), run as real nodes do.
 Entries are written under a unique temporary name and renamed into place: nodes that share the
 directory (in other PID namespaces) never read a half-written entry, and a damaged one is
 compiled again. NODEFIX_LAB_ZIPCODE=0 in a module's environment turns it off
-(NODEFIX_LAB_ZIPCODE_DIR: another cache directory, for its tests).
+(NODEFIX_LAB_ZIPCODE_DIR: another cache directory). The test run's venv has the hook too
+(scripts/setup.sh), for the modules run on the controller (connection local); only scripts/test.sh
+names a directory for it there (NODEFIX_LAB_ZIPCODE_DIR=$NODEFIX_ZIPCODE_DIR, the directory the
+nodes mount), so the demo's and a user's runs compile as Ansible does.
 Test infrastructure only: the collection never installs or relies on it.
 """
 

@@ -82,6 +82,13 @@ step venv python_venv
 
 # 3. The collection, importable as nodefix.k8s (a link, not a copy) -------
 mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP" "$NODEFIX_ZIPCODE_DIR"
+# The lab nodes' cache of code compiled from zipped module payloads (lab/zip_code_cache.py) as a
+# site hook of this venv too: inert unless NODEFIX_LAB_ZIPCODE_DIR names an existing directory,
+# which only scripts/test.sh sets, for the modules the test run executes on the controller
+# (connection local: the API double runs, AWX's modules); the demo and a user's runs compile as usual.
+venv_site=$("$NODEFIX_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+install -m 644 lab/zip_code_cache.py "$venv_site/nodefix_lab_zipcode.py"
+echo "import nodefix_lab_zipcode" > "$venv_site/nodefix_lab_zipcode.pth"
 ln -sfn "$NODEFIX_ROOT" "$NODEFIX_COLLECTIONS/ansible_collections/nodefix/k8s"
 
 # 4. ansible-test sanity: a venv with ansible-core and the pinned sanity

@@ -21,6 +21,10 @@ cd "$(dirname "$0")/.." || exit 1
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
+# Modules run on the controller (connection local) take their compiled code from the run's cache
+# as the lab's nodes do (lab/zip_code_cache.py; installed in the venv by scripts/setup.sh): the
+# same code objects, not compiled again at each of the thousands of module runs.
+export NODEFIX_LAB_ZIPCODE_DIR="$NODEFIX_ZIPCODE_DIR"
 rm -f "$NODEFIX_CACHE/test-logs/steps.jsonl"   # a new step table (tests/nodefix_layer_times.py)
 workers=${NODEFIX_TEST_WORKERS:-2}
 xdist=()

@@ -118,7 +118,9 @@ class Context(object):
     - ``run_command(argv)``: (rc, stdout, stderr) of the etcd health command (``etcd_health_command``; its
       environment, a secret, is the caller's);
     - ``redact(text)``: a step's detail as it is recorded, after the redaction by shape (``steps.Runner``: the
-      action removes its secret options' values)."""
+      action removes its secret options' values);
+    - ``observe(record)``: for how many seconds this controller has seen another run's record unchanged, on its own
+      monotonic clock, None the first time (``_rollout.observed``; unset: every sight is a first one)."""
 
     def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
                  check_mode=False, **work):
@@ -127,7 +129,7 @@ class Context(object):
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
         unknown = set(work) - set(("evidence", "audit", "alerts", "events", "window", "after_step", "run_command",
-                                  "redact"))
+                                  "redact", "observe"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -138,6 +140,7 @@ class Context(object):
         self.after_step = work.get("after_step")
         self.run_command = work.get("run_command")
         self.redact = work.get("redact")
+        self.observe = work.get("observe")
 
 
 def new_state(plan):

@@ -125,6 +125,14 @@ options:
         more.
     type: int
     default: 1800
+  fix_timeout:
+    description:
+      - Seconds the fix roles may take at worst before a reboot (C(nodefix_fix_timeout)): the record's lease as the fix
+        roles start (phase C(fix)) is this plus O(lease), so a long in-place fix (the mount-unit cleanup, a package
+        install) is never taken for a dead run's by a second controller. Each reboot renews the claim again right
+        before it (O(phase=recheck)), and O(phase=end)'s first write reads it (a claim taken over fails closed).
+    type: int
+    default: 3600
   reboot_timeout:
     description: Seconds the reboot role waits for the node to come back (C(reboot_timeout)); with
       O(reboot_settle_timeout), what the claim renewed right before the reboot must cover.

@@ -77,18 +77,16 @@ def _rollout_record(begin, end, plan):
 def node_record(hostvars):
     """The finished remediation record of one node from its registered results (module docstring); None for a node
     the rolling play did not reach or that failed before its rollout task."""
-    audit_now = _result(hostvars, "_nodefix_audit_now")
+    audit_now, preflight, begin, end, again = [_result(hostvars, name) for name in REGISTERED]
     if not audit_now:
         return None
-    if audit_now.get("skipped") and _result(hostvars, "_nodefix_audit_preflight").get("unreachable"):
-        return lost("storm audit", _result(hostvars, "_nodefix_audit_preflight"), [])
+    if audit_now.get("skipped") and preflight.get("unreachable"):
+        return lost("storm audit", preflight, [])
     if audit_now.get("unreachable"):
         return lost("audit before", audit_now, [])
-    begin = _result(hostvars, "_nodefix_rollout")
-    record = _rollout_record(begin, _result(hostvars, "_nodefix_rollout_end"), _result(hostvars, "_nodefix_plan"))
+    record = _rollout_record(begin, end, _result(hostvars, "_nodefix_plan"))
     if record is None:
         return None
-    again = _result(hostvars, "_nodefix_audit_again")
     if again.get("unreachable"):
         record = lost("audit after", again, begin.get("fix_roles") or [], before=record)
     plan = _result(hostvars, "_nodefix_dry_run_plan")

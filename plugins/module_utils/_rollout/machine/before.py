@@ -215,7 +215,9 @@ def fix(ctx, state, ledger):
     if not state["fix_roles"]:
         return SKIPPED, "nothing to fix"
     if ctx.api is not None:
-        ledger.enter("fix")
+        # (the fix phase's lease covers the fix roles' worst case: a long in-place fix - the mount-unit cleanup, a
+        # package install - is never taken for a dead run's; each reboot renews it again right before it: recheck)
+        ledger.enter("fix", cover=ctx.options["fix_timeout"])
     return (WOULD if ctx.check_mode else DONE), "%s the fix roles: %s" % (
         "would run" if ctx.check_mode else "handed to", ", ".join(state["fix_roles"]))
 

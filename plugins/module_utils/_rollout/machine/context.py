@@ -45,6 +45,9 @@ DEFAULTS = {
     "events": True,                 # nodefix_events
     "reboot_timeout": 900,          # reboot_timeout: the reboot role's wait for the node to come back
     "reboot_settle_timeout": 300,   # reboot_settle_timeout: each of its waits after the boot
+    "fix_timeout": 3600,            # nodefix_fix_timeout: the fix roles' worst case before a reboot (the fix phase's
+                                    # lease covers it; the longest in-place fix, the mount-unit cleanup, becomes a
+                                    # reboot above nodefix_mount_units_reboot_over_seconds, 3600)
     # the storm breaker's re-count right before this node's cordon (before.storm): its options, and the plans of the
     # nodes of this batch (the storm breaker's audit: {node, disruptive, findings}), in flight beside this one
     "storm_percent": 20,            # nodefix_storm_percent (100: off)
@@ -68,7 +71,7 @@ def options(given):
         if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
         out[key] = value
-    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
+    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "fix_timeout", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
                 "etcd_wait"):
         if out[key] < 0:
             raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))

@@ -98,8 +98,8 @@ options:
         saw and when, on this controller's monotonic clock; such a record is judged dead once this controller has seen
         it unchanged for its C(leaseSeconds) (client-go's leader election, C(observedTime)) - the holder's wall clock is
         never compared with this one's. A record seen for the first time is judged by the wall clock with 30 seconds of
-        clock skew allowed, and one renewed more than 30 seconds in this controller's future is not well-formed: the
-        node is refused.
+        clock skew allowed, and one renewed more than 30 seconds in this controller's future is not well-formed (the
+        node is refused).
       - Unset, every sight is a first one. remediate sets it under the report directory (C(observed/)).
     type: path
   audit_args:
@@ -127,8 +127,8 @@ options:
     default: 1800
   fix_timeout:
     description:
-      - Seconds the fix roles may take at worst before a reboot (C(nodefix_fix_timeout)): the record's lease as the fix
-        roles start (phase C(fix)) is this plus O(lease), so a long in-place fix (the mount-unit cleanup, a package
+      - Seconds the fix roles may take at worst before a reboot (C(nodefix_fix_timeout)). The record's lease as the
+        fix roles start (phase C(fix)) is this plus O(lease), so a long in-place fix (the mount-unit cleanup, a package
         install) is never taken for a dead run's by a second controller. Each reboot renews the claim again right
         before it (O(phase=recheck)), and O(phase=end)'s first write reads it (a claim taken over fails closed).
     type: int

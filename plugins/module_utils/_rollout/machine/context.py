@@ -71,7 +71,8 @@ def options(given):
         if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
         out[key] = value
-    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "fix_timeout", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
+    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "fix_timeout",
+                "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
                 "etcd_wait"):
         if out[key] < 0:
             raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))

@@ -37,6 +37,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus.transport 
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import trail
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import observed
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import interface
@@ -179,6 +180,9 @@ class ActionModule(ActionBase):
             display.warning(warning)
         if args["evidence_path"]:
             work["evidence"] = lambda: self._evidence(args, task_vars)
+        if args["observed_dir"]:
+            work["observe"] = observed.Observations(args["observed_dir"], node, record.controller()["boot"],
+                                                    time.monotonic, record.fingerprint)
         if api is not None:
             work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
         return work

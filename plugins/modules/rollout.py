@@ -92,6 +92,16 @@ options:
     description: Where O(phase=begin) writes the evidence bundle (a 0600 file, written atomically, in a 0700
       directory); unset, no evidence is kept.
     type: path
+  observed_dir:
+    description:
+      - A directory on the controller where O(phase=begin) remembers, one small file a node, another run's record it
+        saw and when, on this controller's monotonic clock; such a record is judged dead once this controller has seen
+        it unchanged for its C(leaseSeconds) (client-go's leader election, C(observedTime)) - the holder's wall clock is
+        never compared with this one's. A record seen for the first time is judged by the wall clock with 30 seconds of
+        clock skew allowed, and one renewed more than 30 seconds in this controller's future is not well-formed (the
+        node is refused).
+      - Unset, every sight is a first one. remediate sets it under the report directory (C(observed/)).
+    type: path
   audit_args:
     description: M(nodefix.k8s.node_audit)'s arguments for the audit after the fixes (C(checks), C(options), C(textfile)).
     type: dict
@@ -115,6 +125,14 @@ options:
         more.
     type: int
     default: 1800
+  fix_timeout:
+    description:
+      - Seconds the fix roles may take at worst before a reboot (C(nodefix_fix_timeout)). The record's lease as the
+        fix roles start (phase C(fix)) is this plus O(lease), so a long in-place fix (the mount-unit cleanup, a package
+        install) is never taken for a dead run's by a second controller. Each reboot renews the claim again right
+        before it (O(phase=recheck)), and O(phase=end)'s first write reads it (a claim taken over fails closed).
+    type: int
+    default: 3600
   reboot_timeout:
     description: Seconds the reboot role waits for the node to come back (C(reboot_timeout)); with
       O(reboot_settle_timeout), what the claim renewed right before the reboot must cover.

@@ -22,9 +22,14 @@ version 1 unless told ``version=2`` (the node_rollout module's records stay what
   lease with every step it records (``moved``: the cordon, the reboot), and **releases** it when the
   node's rollout is over (the record removed). ``kubectl get node NODE -o
   jsonpath='{.metadata.annotations.nodefix\\.k8s/rollout}'`` shows it.
-- **A live run is told from a dead one** by the lease: a record whose ``renewed + leaseSeconds`` is
-  still ahead belongs to a live run - unless its holder is this controller (same host name, same
-  boot) and its process is gone, which is a dead run at once (a run SIGKILLed and re-run on the same
+- **A live run is told from a dead one** by the lease, judged as client-go's leader election judges one
+  (``observedTime``): by how long THIS controller has seen the record unchanged, on its own monotonic
+  clock - a record seen unchanged for ``leaseSeconds`` belongs to a dead run; the holder's wall clock is
+  never compared with this one's (``observed``: the caller's memory of the records it saw). A record this
+  controller has not seen before is judged by the wall clock with ``MAX_SKEW`` seconds allowed either way
+  (live until ``renewed + leaseSeconds + MAX_SKEW``), and a ``renewed`` more than ``MAX_SKEW`` ahead of this
+  controller's clock is not well-formed: the node is refused, naming it. A holder on this controller (same
+  host name, same boot) whose process is gone is a dead run at once (a run SIGKILLed and re-run on the same
   controller). A second run refuses a node a live run holds, naming the run, its holder and when the
   lease runs out; a dead run's record is taken over (said so), and that run's cordon and lock slots
   are then given back by the steps that give back (``_rollout.cordon.reclaim``, the reboot role's reclaim).
@@ -54,6 +59,9 @@ MACHINE_VERSION = 2
 # the machine's phases, in the order a rollout enters them (docs/rollout-machine.md)
 MACHINE_PHASES = ("claimed", "gates", "cordon", "drain", "fix", "verify", "give_back")
 DEFAULT_LEASE = 1800
+# the clock skew allowed between the holder and a reader that has not seen the record before (seconds): a renewal
+# further in the future is not well-formed, a lease runs out that much later by the reader's wall clock
+MAX_SKEW = 30
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -157,26 +165,57 @@ def expires(record):
                               % (record.get("renewed"), record.get("leaseSeconds"), exc))
 
 
-def live(record, now, here, pid_alive):
+def future_renewal(record, now):
+    """Why ``record``'s ``renewed`` is not well-formed - more than ``MAX_SKEW`` seconds ahead of ``now``, this
+    controller's clock - or "" (a lease renewed in the future would hold the node for as long as the writer liked)."""
+    ahead = (_when(record["renewed"], "renewed") - now).total_seconds()
+    if ahead > MAX_SKEW:
+        return "its renewed %s is %d s ahead of this controller's clock (%s; at most %d s of clock skew is allowed)" % (
+            record["renewed"], ahead, _iso(now), MAX_SKEW)
+    return ""
+
+
+def fingerprint(record):
+    """What tells one write of a record from the next (every write renews or moves it): its run, phase, times and
+    lease - what an observer remembers to time the record on its own clock."""
+    return "|".join("%s" % record.get(k) for k in ("run", "phase", "started", "moved", "renewed", "leaseSeconds"))
+
+
+def live(record, now, here, pid_alive, observed_for=None):
     """(live, why) of a record another run wrote. ``here``: this controller ({host, pid, boot});
-    ``pid_alive(pid)``: whether a process of that id runs on this controller."""
+    ``pid_alive(pid)``: whether a process of that id runs on this controller; ``observed_for``: for how many seconds
+    this controller has seen this record unchanged (its own monotonic clock), None when it sees it for the first
+    time."""
     holder = record["holder"]
-    until = expires(record)
     if holder.get("host") == here.get("host") and holder.get("boot") and holder.get("boot") == here.get("boot") \
             and isinstance(holder.get("pid"), int) and not pid_alive(holder["pid"]):
         return False, "its process %d on this controller (%s) is gone" % (holder["pid"], holder["host"])
+    lease = record["leaseSeconds"]
+    if observed_for is not None:
+        # client-go's leader election: the lease runs from when this observer saw the record change, on its own clock
+        if observed_for >= lease:
+            return False, "this controller has seen it unchanged for %d s, past its lease of %d s (its own clock)" % (
+                observed_for, lease)
+        return True, "this controller has seen it unchanged for %d s of its lease of %d s (its own clock)" % (
+            observed_for, lease)
+    until = expires(record) + datetime.timedelta(seconds=MAX_SKEW)
     if now >= until:
-        return False, "its lease ran out at %s" % _iso(until)
-    return True, "its lease runs until %s" % _iso(until)
+        return False, "its lease ran out at %s (%d s of clock skew allowed)" % (_iso(until), MAX_SKEW)
+    return True, "its lease runs until %s (%d s of clock skew allowed)" % (_iso(until), MAX_SKEW)
 
 
-def decide(annotations, run_id, now, here, lease_seconds, pid_alive, version=VERSION):
-    """Claim the node for ``run_id``: {action, record, previous, msg} (``version``: of the record written).
+def decide(annotations, run_id, now, here, lease_seconds, pid_alive, version=VERSION, observed=None):
+    """Claim the node for ``run_id``: {action, record, previous, msg} (``version``: of the record written;
+    ``observed(record)``: for how many seconds this controller has seen that record unchanged, on its own monotonic
+    clock, None the first time - see ``live``).
 
     ``action``: ``claim`` (no record, or this run's own: written fresh or renewed), ``take_over`` (a dead
     run's: written, said so), ``refuse`` (a live run holds it, or a record that cannot be read)."""
     try:
         previous = read(annotations)
+        future = future_renewal(previous, now) if previous is not None else ""
+        if future:
+            raise MalformedRecord(future)
     except MalformedRecord as exc:
         return {"action": "refuse", "record": None, "previous": None, "msg": (
             "refused: the %s record on the node cannot be read (%s) - another run may hold it; once no run holds "
@@ -187,7 +226,7 @@ def decide(annotations, run_id, now, here, lease_seconds, pid_alive, version=VER
     if previous["run"] == str(run_id) and previous["holder"] == here:
         return {"action": "claim", "record": new(run_id, now, here, lease_seconds, started=_when(
             previous["started"], "started"), version=version), "previous": previous, "msg": ""}
-    alive, why = live(previous, now, here, pid_alive)
+    alive, why = live(previous, now, here, pid_alive, observed(previous) if observed is not None else None)
     holder = previous["holder"]
     who = "nodefix run %s (%s, process %s)" % (previous["run"], holder.get("host"), holder.get("pid"))
     if alive:

@@ -128,8 +128,10 @@ def _conditional(ctx, ledger, node, body, done):
     and judged again - a cordon without ``nodefix.k8s/cordoned-by`` is a person's (``_rollout.cordon.reclaim``'s
     rule) and is not undone; else the PATCH is tried again on the new read (three times at most). The detail."""
     for _attempt in range(3):
+        # no resourceVersion: not sent, the node left as it is (cordoned) for the next run - the step fails, saying so
+        version = _ledger.required_version(node, ctx.node, "the give-back (%s; left cordoned for the next run)" % done)
         try:
-            ctx.api.patch_node(ctx.node, body, _ledger.version_of(node))
+            ctx.api.patch_node(ctx.node, body, version)
             return None
         except NodefixError as exc:
             if getattr(exc, "status", None) != 409:

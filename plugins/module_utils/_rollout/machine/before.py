@@ -112,7 +112,8 @@ def reclaim_cordon(ctx, state, node):
         state["given_back"] = decision["msg"] if not ctx.check_mode else "would be " + decision["msg"]
     if ctx.check_mode:
         return node, "would be " + decision["msg"]
-    return ctx.api.patch_node(ctx.node, body, _ledger.version_of(node)), decision["msg"]
+    version = _ledger.required_version(node, ctx.node, "the %s" % decision["action"].replace("_", " "))
+    return ctx.api.patch_node(ctx.node, body, version), decision["msg"]
 
 
 def cordon_step(ctx, state, ledger):
@@ -140,9 +141,11 @@ def _cordon(ctx, state, ledger, node):
     (``_cordon_landed``) - never taken for "not cordoned" on a guess."""
     when = ctx.clock().astimezone(datetime.timezone.utc)
     said = "cordoned %s (nodefix.k8s/cordoned-by)" % ctx.node
+    # (before the PATCH: a PATCH never sent cannot have landed - nothing to read again)
+    version = _ledger.required_version(node, ctx.node, "the cordon")
     try:
         written = ctx.api.patch_node(ctx.node, node_cordon.cordon_body(ctx.run_id, (when - _EPOCH).total_seconds(),
-                                                                       node), _ledger.version_of(node))
+                                                                       node), version)
     except NodefixError as exc:
         written = _cordon_landed(ctx, state, exc)
         said += " (the PATCH's answer was lost: %s; the Node read again shows the cordon)" % exc
@@ -212,7 +215,9 @@ def fix(ctx, state, ledger):
     if not state["fix_roles"]:
         return SKIPPED, "nothing to fix"
     if ctx.api is not None:
-        ledger.enter("fix")
+        # (the fix phase's lease covers the fix roles' worst case: a long in-place fix - the mount-unit cleanup, a
+        # package install - is never taken for a dead run's; each reboot renews it again right before it: recheck)
+        ledger.enter("fix", cover=ctx.options["fix_timeout"])
     return (WOULD if ctx.check_mode else DONE), "%s the fix roles: %s" % (
         "would run" if ctx.check_mode else "handed to", ", ".join(state["fix_roles"]))
 

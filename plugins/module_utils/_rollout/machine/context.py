@@ -45,6 +45,9 @@ DEFAULTS = {
     "events": True,                 # nodefix_events
     "reboot_timeout": 900,          # reboot_timeout: the reboot role's wait for the node to come back
     "reboot_settle_timeout": 300,   # reboot_settle_timeout: each of its waits after the boot
+    "fix_timeout": 3600,            # nodefix_fix_timeout: the fix roles' worst case before a reboot (the fix phase's
+                                    # lease covers it; the longest in-place fix, the mount-unit cleanup, becomes a
+                                    # reboot above nodefix_mount_units_reboot_over_seconds, 3600)
     # the storm breaker's re-count right before this node's cordon (before.storm): its options, and the plans of the
     # nodes of this batch (the storm breaker's audit: {node, disruptive, findings}), in flight beside this one
     "storm_percent": 20,            # nodefix_storm_percent (100: off)
@@ -68,7 +71,8 @@ def options(given):
         if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise NodefixError("rollout option %s must be a %s, got %r" % (key, want.__name__, value))
         out[key] = value
-    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
+    for key in ("lease", "reboot_timeout", "reboot_settle_timeout", "fix_timeout",
+                "drain_timeout", "backoff_seconds", "max_reboots", "lock_slots", "lock_ttl", "lock_wait",
                 "etcd_wait"):
         if out[key] < 0:
             raise NodefixError("rollout option %s must not be negative, got %d" % (key, out[key]))
@@ -118,7 +122,9 @@ class Context(object):
     - ``run_command(argv)``: (rc, stdout, stderr) of the etcd health command (``etcd_health_command``; its
       environment, a secret, is the caller's);
     - ``redact(text)``: a step's detail as it is recorded, after the redaction by shape (``steps.Runner``: the
-      action removes its secret options' values)."""
+      action removes its secret options' values);
+    - ``observe(record)``: for how many seconds this controller has seen another run's record unchanged, on its own
+      monotonic clock, None the first time (``_rollout.observed``; unset: every sight is a first one)."""
 
     def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
                  check_mode=False, **work):
@@ -127,7 +133,7 @@ class Context(object):
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
         unknown = set(work) - set(("evidence", "audit", "alerts", "events", "window", "after_step", "run_command",
-                                  "redact"))
+                                  "redact", "observe"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -138,6 +144,7 @@ class Context(object):
         self.after_step = work.get("after_step")
         self.run_command = work.get("run_command")
         self.redact = work.get("redact")
+        self.observe = work.get("observe")
 
 
 def new_state(plan):

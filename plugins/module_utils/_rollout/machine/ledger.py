@@ -43,6 +43,17 @@ def version_of(node):
     return ((node or {}).get("metadata") or {}).get("resourceVersion")
 
 
+def required_version(node, name, what):
+    """``node``'s resourceVersion, the precondition of a PATCH that cordons or gives back ``name``; NodefixError when
+    the answer has none - the PATCH would be unconditional (a person's cordon, another run's write in the meantime
+    overwritten): fail closed, ``what`` not done (review #5)."""
+    version = version_of(node)
+    if not version:
+        raise NodefixError("the API server's answer for Node %s has no metadata.resourceVersion: %s is only made "
+                           "with a conditional PATCH, so it was not made" % (name, what))
+    return version
+
+
 class Ledger(object):
     """This run's record on ``ctx.node`` (``ctx.api``, ``ctx.clock``, ``ctx.here``); ``self.record`` is what was
     last written."""
@@ -72,7 +83,7 @@ class Ledger(object):
         its record cannot be read, or another run wrote it since the read."""
         ctx = self.ctx
         decision = record.decide(annotations(node), ctx.run_id, ctx.clock(), ctx.here, ctx.options["lease"],
-                                 ctx.pid_alive, version=record.MACHINE_VERSION)
+                                 ctx.pid_alive, version=record.MACHINE_VERSION, observed=ctx.observe)
         if decision["action"] == "refuse":
             raise Stop(Outcome.REFUSED, decision["msg"])
         previous = decision["previous"]

@@ -644,6 +644,51 @@ def test_a_node_answer_without_a_resource_version_writes_nothing():
     assert api.writes == [] and not api.cordoned(), api.writes
 
 
+def _patch_answers_without_version(api):
+    """The API double's PATCH answers stripped of ``metadata.resourceVersion`` (the reads keep theirs)."""
+    patch = api.patch_node
+
+    def without_version(name, body, resource_version=None):
+        answer = json.loads(json.dumps(patch(name, body, resource_version)))
+        answer["metadata"].pop("resourceVersion", None)
+        return answer
+
+    api.patch_node = without_version
+
+
+def _unconditional_patches(api):
+    return [c for c in api.calls if c[0] == "patch_node" and c[3] is None]
+
+
+def test_a_cordon_is_never_an_unconditional_patch():
+    """The cordon's PATCH is conditional on the Node as the record's write left it; a write answered without
+    ``metadata.resourceVersion`` would make it unconditional (a person's cordon or another run's write in the
+    meantime overwritten): the cordon is not made, the rollout fails closed saying why (review #5)."""
+    api = ApiDouble([node()], [pod("web-1")])
+    _patch_answers_without_version(api)
+    result = machine.begin(context(api))
+    assert result["outcome"] == Outcome.FAILED, result
+    cordon_step = [s for s in result["steps"] if s["name"] == "cordon"][0]
+    assert cordon_step["outcome"] == Outcome.FAILED and "no metadata.resourceVersion" in cordon_step["detail"]
+    assert "the cordon" in cordon_step["detail"], cordon_step
+    assert _unconditional_patches(api) == [] and not api.cordoned(), api.calls
+
+
+def test_a_give_back_is_never_an_unconditional_patch():
+    """The give-back's PATCH (uncordon, or hold) is conditional on the Node as last written; without a
+    resourceVersion in that answer it is not sent: the node stays cordoned for the next run, the step says why."""
+    api = ApiDouble([node()], [pod("web-1")])
+    first = machine.begin(context(api))
+    assert first["outcome"] is None and api.cordoned(), first
+    _patch_answers_without_version(api)
+    second = machine.end(context(api), first["state"], {"status": "ok", "roles": [CONTAINERD], "msg": ""})
+    give_back = [s for s in second["steps"] if s["name"] == "give_back"][0]
+    assert give_back["outcome"] == Outcome.FAILED and "no metadata.resourceVersion" in give_back["detail"], give_back
+    assert "left cordoned for the next run" in give_back["detail"]
+    assert second["outcome"] == Outcome.FAILED and api.cordoned(), second
+    assert _unconditional_patches(api) == [], api.calls
+
+
 def test_a_dead_runs_cordon_is_given_back_even_when_this_run_does_not_drain():
     """A dead run left its cordon (record in phase drain, ``nodefix.k8s/cordoned-by``); the next run with
     ``nodefix_drain`` false still gives that cordon back - it never leaves a node unschedulable while saying ok

@@ -72,13 +72,31 @@ def test_the_claim_renewed_right_before_the_reboot_outlives_the_reboot_and_a_sec
 
 def test_the_lease_of_each_write_covers_the_step_it_guards():
     api = ApiDouble([node()], [pod("web-1")])
-    rollout(api, roles=(CONTAINERD,), options={"lease": 100, "drain_timeout": 50, "lock_wait": 7, "etcd_wait": 30})
+    rollout(api, roles=(CONTAINERD,), options={"lease": 100, "drain_timeout": 50, "lock_wait": 7, "etcd_wait": 30,
+                                               "fix_timeout": 40})
     leases = dict((json.loads(w[2]["metadata"]["annotations"][record.ANNOTATION])["phase"],
                    json.loads(w[2]["metadata"]["annotations"][record.ANNOTATION])["leaseSeconds"])
                   for w in api.writes if w[0] == "patch_node"
                   and (w[2]["metadata"]["annotations"].get(record.ANNOTATION) or "").startswith("{"))
-    assert leases == {"claimed": 100, "gates": 107, "cordon": 150, "drain": 150, "fix": 100, "verify": 130,
+    assert leases == {"claimed": 100, "gates": 107, "cordon": 150, "drain": 150, "fix": 140, "verify": 130,
                       "give_back": 100}
+
+
+def test_the_fix_phase_lease_covers_the_fix_roles_and_a_second_controller_mid_fix_is_refused():
+    """Review #1: the fix phase's lease was the bare margin (nodefix_rollout_lease, 1800 s), so a mount-unit cleanup
+    or a package install longer than that let a second controller take a live run's node over mid-fix. It is the
+    margin plus the fix roles' worst case (nodefix_fix_timeout, 3600 s)."""
+    api = ApiDouble([node()], [pod("web-1")])
+    clock = Clock()
+    ctx = context(api, roles=(CONTAINERD,), clock=clock)
+    first = machine.begin(ctx)
+    assert first["outcome"] is None and on_node(api)["phase"] == "fix"
+    assert on_node(api)["leaseSeconds"] == 1800 + 3600
+    clock.sleep(1800 + 3600 - 60)       # the fix roles at their worst, less a minute
+    second = machine.begin(context(api, roles=(CONTAINERD,), clock=clock, here=OTHER, run_id="run-2"))
+    assert second["outcome"] == Outcome.REFUSED and "nodefix run run-1" in second["detail"], second
+    end = machine.end(ctx, first["state"], fixes(first))
+    assert end["outcome"] == Outcome.OK and record.ANNOTATION not in api.notes() and not api.cordoned()
 
 
 def test_a_run_taken_over_before_its_reboot_fails_at_the_recheck_and_writes_nothing_more():

@@ -49,7 +49,8 @@ def test_a_second_run_refuses_a_node_a_live_run_holds_naming_it():
     out = node_rollout.claim(second, "node-a", "cli-1", 1800, T0 + datetime.timedelta(minutes=35), CLI, False, gone)
     assert out["action"] == "refuse" and second.calls == ["get"] and not out["changed"]
     assert out["msg"].startswith("refused: nodefix run 4711 (awx-job-4711, process 42) holds this node (phase drain "
-                                 "since 2026-12-06T07:10:00Z; its lease runs until 2026-12-06T07:40:00Z)"), out["msg"]
+                                 "since 2026-12-06T07:10:00Z; its lease runs until 2026-12-06T07:40:30Z (30 s of clock skew "
+                                 "allowed))"), out["msg"]
     # the give-back never sees it: the run refused the node before the reclaim would read the cordon
 
 
@@ -58,7 +59,7 @@ def test_a_dead_runs_claim_is_taken_over_after_its_lease_or_at_once_on_the_same_
     node_rollout.claim(api, "node-a", "4711", 1800, T0, AWX, False, alive)
     later = T0 + datetime.timedelta(minutes=31)
     out = node_rollout.claim(api, "node-a", "cli-1", 1800, later, CLI, False, alive)
-    assert out["action"] == "take_over" and "its lease ran out at 2026-12-06T07:30:00Z" in out["msg"]
+    assert out["action"] == "take_over" and "its lease ran out at 2026-12-06T07:30:30Z" in out["msg"]
     assert json.loads(api.node["metadata"]["annotations"][rollout.ANNOTATION])["run"] == "cli-1"
     # killed (SIGKILL) and run again on the same controller: its process is gone - taken over at once
     rerun = dict(CLI, pid=5000)
@@ -170,3 +171,41 @@ def test_a_claim_stale_every_time_is_refused_and_a_node_without_a_version_is_ref
     with pytest.raises(node_rollout.NodefixError, match="no metadata.resourceVersion"):
         node_rollout.claim(bare, "node-a", "r1", 1800, T0, CLI, False, alive)
     assert rollout.ANNOTATION not in bare.node["metadata"]["annotations"]
+
+
+def _foreign(renewed, lease=600):
+    rec = rollout.new("run-0", renewed, AWX, lease, version=rollout.MACHINE_VERSION)
+    return {rollout.ANNOTATION: rollout.text(rec)}
+
+
+def test_a_renewal_in_this_controllers_future_is_not_well_formed():
+    """A ``renewed`` more than MAX_SKEW ahead of the reader's clock would hold the node as long as the writer liked
+    (or says the clocks disagree past what is allowed): the node is refused, naming it (review #4); within the skew
+    it is an ordinary live record."""
+    ahead = T0 + datetime.timedelta(seconds=rollout.MAX_SKEW + 5)
+    out = rollout.decide(_foreign(ahead), "cli-1", T0, CLI, 1800, gone, version=rollout.MACHINE_VERSION)
+    assert out["action"] == "refuse" and out["record"] is None
+    assert "is 35 s ahead of this controller's clock" in out["msg"] and "cannot be read" in out["msg"], out["msg"]
+    near = T0 + datetime.timedelta(seconds=rollout.MAX_SKEW - 5)
+    out = rollout.decide(_foreign(near), "cli-1", T0, CLI, 1800, gone, version=rollout.MACHINE_VERSION)
+    assert out["action"] == "refuse" and "holds this node" in out["msg"], out["msg"]
+
+
+def test_a_lease_is_timed_on_the_observers_own_clock_not_the_holders():
+    """As client-go's leader election (observedTime): once this controller has seen the record, how long it has seen
+    it unchanged decides - a holder whose wall clock runs behind (its renewal looks old) is still live, one whose
+    clock runs ahead (its renewal looks fresh) is dead once its lease has passed on this controller's clock."""
+    stale_looking = _foreign(T0 - datetime.timedelta(hours=2))       # by the wall clock: long run out
+    out = rollout.decide(stale_looking, "cli-1", T0, CLI, 1800, gone, version=rollout.MACHINE_VERSION,
+                         observed=lambda rec: 120)
+    assert out["action"] == "refuse", out
+    assert "seen it unchanged for 120 s of its lease of 600 s (its own clock)" in out["msg"], out["msg"]
+    fresh_looking = _foreign(T0)                                     # by the wall clock: just renewed
+    out = rollout.decide(fresh_looking, "cli-1", T0, CLI, 1800, gone, version=rollout.MACHINE_VERSION,
+                         observed=lambda rec: 600)
+    assert out["action"] == "take_over", out
+    assert "seen it unchanged for 600 s, past its lease of 600 s (its own clock)" in out["msg"], out["msg"]
+    # seen for the first time: the wall clock, with the skew allowed
+    out = rollout.decide(_foreign(T0 - datetime.timedelta(seconds=600 + rollout.MAX_SKEW - 1)), "cli-1", T0, CLI,
+                         1800, gone, version=rollout.MACHINE_VERSION, observed=lambda rec: None)
+    assert out["action"] == "refuse", out

@@ -101,7 +101,7 @@ qemu_once() { # $1 = kvm|tcg
   # shellcheck disable=SC2054
   if [ "$1" = kvm ]; then acc=(-accel kvm -cpu host); else acc=(-accel tcg,thread=multi,tb-size=512 -cpu "${NODEFIX_VM_CPU:-max}"); fi
   if [ "${NODEFIX_VM_BOOT:-disk}" = kernel ]; then
-    boot=(-kernel "$img/vmlinuz" -initrd "$img/initrd"
+    boot=(-kernel "$run/base-vmlinuz" -initrd "$run/base-initrd"
           -append "root=LABEL=root rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet ${NODEFIX_VM_APPEND:-}")
   else
     boot=(-bios "$OVMF")
@@ -134,9 +134,27 @@ supervise() { # $1 = kvm|tcg
   rm -f "$supf"
 }
 
+pin_image() {
+  local f
+  image_dir
+  for f in disk.qcow2 vmlinuz initrd; do
+    [ -e "$img/$f" ] || continue
+    ln -f "$img/$f" "$run/base-$f" 2>/dev/null || cp --reflink=auto "$img/$f" "$run/base-$f"
+  done
+}
+
 launch() { # $1 = kvm|tcg
   rm -f "$pidf" "$run/stop"; : > "$run/serial.log"; echo "$mem" > "$run/mem"
-  qemu-img create -q -f qcow2 -b "$img/disk.qcow2" -F qcow2 "$run/overlay.qcow2"
+  # The image this VM boots, pinned for its life: a hard link per file in the run directory (a copy
+  # where the link is refused), taken under the build's lock (shared: never a half-built image).
+  # Every cold start opens its backing file by path again, and lab/vm/build.sh replaces the image
+  # directory when its recipe changes (another checkout's set-up beside this run): an overlay
+  # written against one image and read against another is a corrupt file system in the guest.
+  (
+    flock -s 9
+    pin_image
+  ) 9> "$img.lock"
+  qemu-img create -q -f qcow2 -b "$run/base-disk.qcow2" -F qcow2 "$run/overlay.qcow2"
   # The emulated guest is the test command's long pole and runs beside other
   # test layers (scripts/test.sh): it gets the CPU first (NODEFIX_VM_NICE, -10; as
   # root), so that its timings (node-problem-detector's 5 s a condition) measure

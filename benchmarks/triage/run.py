@@ -214,7 +214,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import tra
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify, run
 conf = classify.settings(required_checks=%(checks)r, max_unknown_percent=100)
 c = prometheus_client.Client(transport.OpenUrl(), %(url)r, timeout=300)
-r = run.triage(c, conf, "kube_state_metrics")
+r = run.triage(c, conf, "kube_state_metrics", clean_records=False)
 json.dump({"summary": r["summary"], "states": dict((n, [x["state"], x["reasons"]]) for n, x in r["nodes"].items())},
           open(%(out)r, "w"))
 """
@@ -233,14 +233,21 @@ def measured(name, argv, tmp, url, env=None):
     return record, int(queries_answered(url) - before)
 
 
-def check_classes(states, got):
-    """Every node as injected: findings, unknown with the injected reason, clean."""
-    want = {"findings": ("findings", []), "clean": ("clean", [])}
-    wrong = [n for n, s in states.items() if tuple(got[n]) != (want[s] if s in want else ("unknown", [s]))
-             and not (s not in want and got[n][0] == "unknown" and s in got[n][1])]
+def check_classes(states, got, summary):
+    """Every node as injected: findings, unknown with the injected reason, clean. ``got``: the lean triage's listed
+    nodes {name: [state, reasons]} - the clean ones are counted, not listed: a node injected clean must be absent,
+    every other one listed, and the count of clean nodes the injected one (of a fleet of every node)."""
+    want = {"findings": ("findings", [])}
+    wrong = [n for n, s in states.items() if s != "clean" and (n not in got or tuple(got[n]) != (
+        want[s] if s in want else ("unknown", [s])) and not (s not in want and got[n][0] == "unknown" and s in got[n][1]))]
+    wrong += [n for n in got if states.get(n, "clean") == "clean"]
     if wrong:
-        shown = ["%s %s -> %s" % (n, states[n], got[n]) for n in wrong[:10]]
+        shown = ["%s %s -> %s" % (n, states.get(n), got.get(n, "clean")) for n in wrong[:10]]
         raise SystemExit("classified not as injected: %s" % ", ".join(shown))
+    clean = sum(1 for s in states.values() if s == "clean")
+    if (summary["counts"]["clean"], summary["fleet_size"]) != (clean, len(states)):
+        raise SystemExit("%d clean of a fleet of %d counted, %d of %d injected" % (
+            summary["counts"]["clean"], summary["fleet_size"], clean, len(states)))
 
 
 def triage_runs(n, tmp, interval, repeat):
@@ -260,7 +267,7 @@ def triage_runs(n, tmp, interval, repeat):
             record, requests = measured("classifier", [sys.executable, "-c", code], tmp, url)
             with open(out) as fh:
                 answer = json.load(fh)
-            check_classes(states, answer["states"])
+            check_classes(states, answer["states"], answer["summary"])
             if answer["summary"]["requests"] != requests:
                 raise SystemExit("the triage counted %d requests, Prometheus %d" % (answer["summary"]["requests"], requests))
             records.append((record, requests))

@@ -256,35 +256,42 @@ def _refuse_orphans_with_findings(orphans):
                                "%s (%s)" % (name, ", ".join(ids)) for name, ids in found[:10])))
 
 
-def classify(conf, expected, observed, orphans, at, warnings=()):
-    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary}.
-    ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations} of expected nodes."""
+def classify(conf, expected, observed, orphans, at, warnings=(), clean_records=True):
+    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary,
+    clean_listed, oldest_audit_age_s}. ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations}
+    of expected nodes. Every expected node is classified and counted; ``clean_records`` False leaves the clean nodes'
+    records out of ``nodes`` (the lean inventory shows none of them: no record built, nothing of theirs to redact) -
+    ``clean_listed`` says which, ``oldest_audit_age_s`` is the oldest audit of the nodes not unknown (clean ones too:
+    what a cached verdict's age is judged by, ``run.served_from_cache``)."""
     if not expected:
         raise NodefixError("no expected node: the source of expected nodes named none (an empty fleet is never "
                            "called clean)")
-    nodes = {}
+    nodes, by_reason, oldest = {}, {}, None
+    counts = dict((s, 0) for s in STATES)
     for name in sorted(expected):
         record = classify_node(conf, name, observed.get(name) or {}, at, warnings)
+        state = record["state"]
+        counts[state] += 1
+        if state == "unknown":
+            for code in record["reasons"]:
+                by_reason[code] = by_reason.get(code, 0) + 1
+        elif record["audit_age_s"] is not None and (oldest is None or record["audit_age_s"] > oldest):
+            oldest = record["audit_age_s"]
+        if state == "clean" and not clean_records:
+            continue
         # an address another expected node claims too is not this node's to connect to
         record["internal_ip"] = None if "ambiguous_address" in record["reasons"] else expected[name].get("internal_ip")
         nodes[name] = record
     orphan_records = dict((name, _orphan(conf, name, (orphans or {}).get(name) if isinstance(orphans, dict) else None))
                           for name in sorted(orphans))
     _refuse_orphans_with_findings(orphan_records)
-    counts = dict((s, 0) for s in STATES)
-    for record in nodes.values():
-        counts[record["state"]] += 1
     counts["orphan"] = len(orphan_records)
-    by_reason = {}
-    for record in nodes.values():
-        for code in record["reasons"]:
-            if record["state"] == "unknown":
-                by_reason[code] = by_reason.get(code, 0) + 1
-    summary = {"fleet_size": len(nodes), "counts": counts, "targets": counts["findings"] + counts["unknown"],
-               "unknown_percent": round(100.0 * counts["unknown"] / len(nodes), 3), "unknown_by_reason": by_reason,
+    summary = {"fleet_size": len(expected), "counts": counts, "targets": counts["findings"] + counts["unknown"],
+               "unknown_percent": round(100.0 * counts["unknown"] / len(expected), 3), "unknown_by_reason": by_reason,
                "reasons": dict((code, REASONS[code]) for code in by_reason),
                "evaluation_time": at, "warnings": list(warnings)}
-    return {"nodes": nodes, "orphans": orphan_records, "summary": summary}
+    return {"nodes": nodes, "orphans": orphan_records, "summary": summary, "clean_listed": bool(clean_records),
+            "oldest_audit_age_s": oldest}
 
 
 def check_unknown_budget(conf, result):

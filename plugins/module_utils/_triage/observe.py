@@ -87,11 +87,12 @@ def claims(expected):
     return out
 
 
-def ambiguous(expected):
+def ambiguous(expected, claimed=None):
     """{node: note} of the expected nodes that share a name or internal IP with another: their series cannot be told
-    apart, so none is read as theirs (``ambiguous_address``: unknown, never clean, no ``ansible_host`` from it)."""
+    apart, so none is read as theirs (``ambiguous_address``: unknown, never clean, no ``ansible_host`` from it).
+    ``claimed``: ``claims(expected)`` when the caller has it."""
     out = {}
-    for key, names in sorted(claims(expected).items()):
+    for key, names in sorted((claims(expected) if claimed is None else claimed).items()):
         if len(names) > 1:
             for name in names:
                 out.setdefault(name, []).append("%s is claimed by %s" % (key, ", ".join(sorted(names))))
@@ -161,58 +162,71 @@ def _finding(labels):
             "subject": labels.get("subject") or ""}
 
 
-def _apply(name, labels, value, obs):
-    """One sample into the node's observations (merged across replicas)."""
-    if name == "up":
-        _boolean(obs, "up", "up", value)
-    elif name == "textfile":
-        metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else labels.get("__name__")
-        if metric == "node_textfile_scrape_error":
-            _boolean(obs, "scrape_error", metric, value)
-        elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
-            _finite(obs, "mtime", metric, value)
-        elif metric == HEARTBEAT:
-            _finite(obs, "heartbeat", metric, value)
-        elif metric == CLOCK_OFFSET:  # replicas: the offset farthest from 0 (a clock off on any one is off)
-            if math.isnan(value) or math.isinf(value):
-                _bad(obs, "node_time_seconds gives a clock offset of %s (a finite number expected)" % value)
-            elif obs.get("clock_offset") is None or abs(value) > abs(obs["clock_offset"]):
-                obs["clock_offset"] = value
-    elif name == "checks":
-        _finite(obs, "checks_reported", "the count of required checks", value)
-    elif name == "failed":
-        check = labels.get("check") or ""
-        if not check:
-            _bad(obs, "nodefix_audit_check_failed without its check label")
-            return
-        obs.setdefault("checks_present", set()).add(check)
-        if value != 0:  # NaN too: only 0 says the check looked
-            obs.setdefault("failed", set()).add(check)
-        if value not in (0, 1):
-            _bad(obs, "nodefix_audit_check_failed{check=%s} is %s (0 or 1 expected)" % (check, value))
-    elif name == "findings":
-        finding = _finding(labels)
-        if value not in (0, 1):
-            _bad(obs, "nodefix_finding{id=%s} is %s (0 or 1 expected)" % (finding["id"], value))
-        elif not (finding["id"] and finding["severity"]):  # check is empty for the audit's own finding
-            _bad(obs, "a nodefix_finding series without its id or severity label")
-        elif value == 1:
-            obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
-            if finding["id"] == triage_classify.CHECK_FAILED_ID:  # the audit's own "could not look", whatever the gauge
-                obs.setdefault("failed", set()).add(finding["subject"] or triage_classify.UNNAMED_CHECK)
+def _apply_up(labels, value, obs):
+    _boolean(obs, "up", "up", value)
+
+
+def _apply_textfile(labels, value, obs):
+    metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else labels.get("__name__")
+    if metric == "node_textfile_scrape_error":
+        _boolean(obs, "scrape_error", metric, value)
+    elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
+        _finite(obs, "mtime", metric, value)
+    elif metric == HEARTBEAT:
+        _finite(obs, "heartbeat", metric, value)
+    elif metric == CLOCK_OFFSET:  # replicas: the offset farthest from 0 (a clock off on any one is off)
+        if math.isnan(value) or math.isinf(value):
+            _bad(obs, "node_time_seconds gives a clock offset of %s (a finite number expected)" % value)
+        elif obs.get("clock_offset") is None or abs(value) > abs(obs["clock_offset"]):
+            obs["clock_offset"] = value
+
+
+def _apply_checks(labels, value, obs):
+    _finite(obs, "checks_reported", "the count of required checks", value)
+
+
+def _apply_failed(labels, value, obs):
+    check = labels.get("check") or ""
+    if not check:
+        _bad(obs, "nodefix_audit_check_failed without its check label")
+        return
+    obs.setdefault("checks_present", set()).add(check)
+    if value != 0:  # NaN too: only 0 says the check looked
+        obs.setdefault("failed", set()).add(check)
+    if value not in (0, 1):
+        _bad(obs, "nodefix_audit_check_failed{check=%s} is %s (0 or 1 expected)" % (check, value))
+
+
+def _apply_findings(labels, value, obs):
+    finding = _finding(labels)
+    if value not in (0, 1):
+        _bad(obs, "nodefix_finding{id=%s} is %s (0 or 1 expected)" % (finding["id"], value))
+    elif not (finding["id"] and finding["severity"]):  # check is empty for the audit's own finding
+        _bad(obs, "a nodefix_finding series without its id or severity label")
+    elif value == 1:
+        obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
+        if finding["id"] == triage_classify.CHECK_FAILED_ID:  # the audit's own "could not look", whatever the gauge
+            obs.setdefault("failed", set()).add(finding["subject"] or triage_classify.UNNAMED_CHECK)
+
+
+# each query's samples into the node's observations (merged across replicas)
+APPLY = {"up": _apply_up, "textfile": _apply_textfile, "checks": _apply_checks, "failed": _apply_failed,
+         "findings": _apply_findings}
 
 
 def observe(client, conf, expected, at):
     """Ask Prometheus at ``at``: ({expected name: observations}, {orphan: its findings}, warnings). Raises
-    prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer)."""
+    prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer).
+    One pass over each answer (tens of thousands of samples at a fleet's size: the work a sample is kept small)."""
     mapper = Mapper(conf, expected)
     observed, orphans, warnings = {}, {}, []
     for name, expr in sorted(queries(conf).items()):
         result, warned = client.query(expr, at)
         warnings.extend("%s: %s" % (name, w) for w in warned)
+        apply_one, node_of = APPLY[name], mapper.node
         for sample in result:
             labels = sample["metric"]
-            node, known = mapper.node(labels)
+            node, known = node_of(labels)
             if node is None or node is AMBIGUOUS:
                 continue
             if not known:  # an orphan: its findings are kept (one that exports findings is not dropped in silence)
@@ -221,9 +235,12 @@ def observe(client, conf, expected, at):
                 elif name == "findings" and _number(sample) == 1 and labels.get("id") and labels.get("severity"):
                     orphans.setdefault(node, []).append(_finding(labels))
                 continue
-            _apply(name, labels, _number(sample), observed.setdefault(node, {}))
+            obs = observed.get(node)
+            if obs is None:
+                obs = observed[node] = {}
+            apply_one(labels, _number(sample), obs)
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())
-    for node, note in ambiguous(expected).items():
+    for node, note in ambiguous(expected, mapper.claims).items():
         observed.setdefault(node, {"findings": []})["ambiguous"] = note
     return observed, orphans, warnings

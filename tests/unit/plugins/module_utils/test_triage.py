@@ -132,10 +132,10 @@ def conf(**kw):
     return triage_classify.settings(**kw)
 
 
-def triage(series, warnings=None, down=False, **kw):
+def triage(series, warnings=None, down=False, clean_records=True, **kw):
     c = conf(**kw)
     db = Tsdb(c, series, warnings, down)
-    return triage_run.triage(db, c, "kube_state_metrics", at=AT), db
+    return triage_run.triage(db, c, "kube_state_metrics", at=AT, clean_records=clean_records), db
 
 
 def replace(series, metric, instance, value=None, drop=False, **labels):
@@ -182,6 +182,9 @@ def test_each_fault_makes_the_node_unknown_with_its_reason_never_clean(reason):
     node = result["nodes"]["node-b"]
     assert node["state"] == "unknown" and node["reasons"] == [reason], node
     assert result["nodes"]["node-a"]["state"] == result["nodes"]["node-c"]["state"] == "clean"
+    # the lean triage (the inventory without add_clean_hosts) lists the same record, only the clean ones left out
+    lean, dummy = triage(FAULTS[reason](fleet(), "node-b:9100"), clean_records=False)
+    assert lean["nodes"] == {"node-b": node} and lean["summary"]["counts"] == result["summary"]["counts"]
 
 
 @pytest.mark.parametrize("reason", sorted(FAULTS))
@@ -464,6 +467,23 @@ def test_a_cached_verdict_is_judged_by_each_nodes_age_when_served(elapsed, oldes
     result["nodes"]["node-c"].update(state="unknown", audit_age_s=99999)
     result["summary"]["controller_time"] = AT
     assert triage_run.served_from_cache(result, 1800, now=lambda: AT + elapsed) is served
+
+
+@pytest.mark.parametrize("elapsed, served", [(5, True), (99, True), (101, False)])
+def test_a_lean_triage_counts_the_clean_nodes_it_does_not_list_and_their_age_bounds_the_cache(elapsed, served):
+    """clean_records=False: every node classified and counted, the clean ones' records left out (nothing of theirs
+    built or redacted); the oldest audit among them still bounds how long a cached verdict is served."""
+    series = replace(FAULTS["stale"](fleet(), "node-a:9100"), "node_textfile_mtime_seconds", "node-b:9100", AT - 1700)
+    full = triage(series)[0]
+    lean = triage(series, clean_records=False)[0]
+    assert sorted(lean["nodes"]) == ["node-a"] and lean["nodes"]["node-a"] == full["nodes"]["node-a"]
+    assert lean["summary"]["counts"] == full["summary"]["counts"] == {"findings": 0, "unknown": 1, "clean": 2,
+                                                                      "orphan": 0}
+    assert lean["summary"]["fleet_size"] == 3 and lean["summary"]["unknown_percent"] == 33.333
+    assert (lean["clean_listed"], full["clean_listed"]) == (False, True)
+    assert lean["oldest_audit_age_s"] == full["oldest_audit_age_s"] == 1700  # node-b's; node-a is unknown
+    lean["summary"]["controller_time"] = AT
+    assert triage_run.served_from_cache(lean, 1800, now=lambda: AT + elapsed) is served
 
 
 @pytest.mark.parametrize("offset, reasons", [

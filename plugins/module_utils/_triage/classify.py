@@ -54,6 +54,8 @@ REASONS = {
 UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "clock_skew",
              "no_clock", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
+# reasons that say no check of the node could be read (a required check is not "missing" beside them)
+BLIND = ("no_series", "exporter_down", "no_textfile")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
 # that finding's subject names the check; without one it is a check that could not look all the same
@@ -143,10 +145,14 @@ def _counts(conf, finding, node):
     return None
 
 
+def _by_id_and_subject(finding):
+    return finding["id"], finding["subject"]
+
+
 def _ages(obs, at):
     """{stamp: age in seconds} of node_exporter's mtime of nodefix.prom and the heartbeat the file carries (when it
     carries one); a negative age is a stamp ahead of the clock."""
-    return dict((k, round(at - obs[k], 3)) for k in ("mtime", "heartbeat") if obs.get(k) is not None)
+    return {k: round(at - obs[k], 3) for k in ("mtime", "heartbeat") if obs.get(k) is not None}
 
 
 def _reasons(conf, obs, ages, partial):
@@ -194,8 +200,7 @@ def _reasons(conf, obs, ages, partial):
     if failed:
         add("check_failed", "could not look: %s" % ", ".join(failed))
     # no check could be there (an ambiguous node without a series of its own: none read)
-    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile")) or (
-        obs.get("ambiguous") and obs.get("up") is None)
+    blind = any(code in BLIND for code in reasons) or (obs.get("ambiguous") and obs.get("up") is None)
     if required and obs.get("checks_reported", 0) < len(required) and not blind:
         present = obs.get("checks_present")
         missing = sorted(set(required) - set(present)) if present is not None else required
@@ -213,7 +218,7 @@ def classify_node(conf, name, obs, at, partial=()):
     age = max(ages.values()) if ages else None  # the older stamp
     reasons, notes = _reasons(conf, obs, ages, list(partial))
     counted, not_counted = [], []
-    for f in sorted(obs.get("findings") or [], key=lambda x: (x["id"], x["subject"])):
+    for f in sorted(obs.get("findings") or (), key=_by_id_and_subject):
         if f["id"] == CHECK_FAILED_ID:
             continue
         why = _counts(conf, f, name)
@@ -235,7 +240,7 @@ def classify_node(conf, name, obs, at, partial=()):
 
 def _orphan(conf, name, findings):
     """An orphan's record: reported, never a target; the findings it exports that would count (``ids``)."""
-    counted = [f for f in sorted(findings or [], key=lambda x: (x["id"], x["subject"]))
+    counted = [f for f in sorted(findings or [], key=_by_id_and_subject)
                if f["id"] != CHECK_FAILED_ID and not _counts(conf, f, name)]
     return {"state": "orphan", "ids": sorted(set(f["id"] for f in counted)), "findings": counted, "reasons": [],
             "notes": ["exports to Prometheus but is not an expected node: reported, never a target"],

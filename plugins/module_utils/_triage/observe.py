@@ -12,7 +12,7 @@ The series read (the collection's textfile renderer, ``_report/prometheus.py``, 
 ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``node_textfile_*`` ones):
 
 - ``up`` of the exporter's targets (``exporter_job``);
-- ``node_textfile_scrape_error`` (a file node_exporter could not read), ``node_textfile_mtime_seconds{file}``
+- ``node_textfile_scrape_error`` where it is not 0 (a file node_exporter could not read), ``node_textfile_mtime_seconds{file}``
   of ``nodefix.prom`` (the audit's heartbeat as the file's modification time) and, where the file carries
   it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
 - ``nodefix_audit_check_failed{check}``: per node, how many required checks it reports (one number a
@@ -40,6 +40,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classif
 TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
 CLOCK_OFFSET = "nodefix_clock"  # the label that marks the node's clock offset in the textfile answer
+TEXTFILE_ERROR = "nodefix_textfile_error"  # the label that marks a node_textfile_scrape_error that is not 0 in it
 AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
@@ -52,15 +53,20 @@ def queries(conf):
     """{name: PromQL} of the fleet's observation (the expected nodes' query is ``expected``'s)."""
     job = "job=~%s" % promql_string(conf["exporter_job"]) + ("," + conf["selector"] if conf.get("selector") else "")
     label = conf["node_label"]
-    # aggregated by the node label: one small sample a node and metric (replicas merged as _apply merges them),
-    # node_textfile_mtime_seconds of nodefix.prom only (the other series have no file label: "" matches them)
+    # aggregated by the node label: one small sample a node and metric (replicas merged as APPLY merges them),
+    # node_textfile_mtime_seconds of nodefix.prom only (the heartbeat has no file label: "" matches it)
     out = {
         "up": "max by (%s) (up{%s})" % (label, job),
-        "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s,'
-                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
+        "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_mtime_seconds|%s",%s,file=~"|(.*/)?%s"})'
+                    % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
+                    # 'or' matches label sets without the metric name: each series added by 'or' carries a label of
+                    # its own or it would be dropped beside the node's mtime. node_textfile_scrape_error only where it
+                    # is not 0 (NaN != 0 holds): a node without one reads as no error already, and the 0 of every
+                    # healthy node was a quarter of the answer (TEXTFILE_ERROR)
+                    + ' or label_replace(max by (%s) (node_textfile_scrape_error{%s}) != 0, "%s", "error", "", "")'
+                      % (label, job, TEXTFILE_ERROR)
                     # the node's clock against Prometheus' (node_exporter's time collector: its clock at the scrape
-                    # minus the scrape's time) in the same answer: 'or' matches label sets without the metric name, so
-                    # the offset carries a label of its own (CLOCK_OFFSET) or it would be dropped beside the node's
+                    # minus the scrape's time) in the same answer (CLOCK_OFFSET)
                     + ' or label_replace(max by (%s) (node_time_seconds{%s} - timestamp(node_time_seconds{%s})), '
                       '"%s", "offset", "", "")' % (label, job, job, CLOCK_OFFSET),
         "findings": "nodefix_finding{%s}" % job,
@@ -128,10 +134,6 @@ class Mapper(object):
         return key or value, False
 
 
-def _number(sample):
-    return prometheus_client.sample_value(sample)  # NaN and +-Inf kept: _apply judges them
-
-
 def _merge_max(obs, key, value):
     if value is not None and (obs.get(key) is None or value > obs[key]):
         obs[key] = value
@@ -153,8 +155,8 @@ def _finite(obs, key, metric, value):
     """A time or a count merged; NaN or an infinity makes the node unknown (bad_value)."""
     if math.isnan(value) or math.isinf(value):
         _bad(obs, "%s is %s (a finite number expected)" % (metric, value))
-    else:
-        _merge_max(obs, key, value)
+    elif obs.get(key) is None or value > obs[key]:
+        obs[key] = value
 
 
 def _finding(labels):
@@ -167,7 +169,8 @@ def _apply_up(labels, value, obs):
 
 
 def _apply_textfile(labels, value, obs):
-    metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else labels.get("__name__")
+    metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else "node_textfile_scrape_error" if labels.get(
+        TEXTFILE_ERROR) == "error" else labels.get("__name__")
     if metric == "node_textfile_scrape_error":
         _boolean(obs, "scrape_error", metric, value)
     elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
@@ -217,28 +220,31 @@ APPLY = {"up": _apply_up, "textfile": _apply_textfile, "checks": _apply_checks, 
 def observe(client, conf, expected, at):
     """Ask Prometheus at ``at``: ({expected name: observations}, {orphan: its findings}, warnings). Raises
     prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer).
-    One pass over each answer (tens of thousands of samples at a fleet's size: the work a sample is kept small)."""
+    One pass over each answer (tens of thousands of samples at a fleet's size: the work a sample is kept small - a
+    label value seen before goes straight to its node's observations)."""
     mapper = Mapper(conf, expected)
     observed, orphans, warnings = {}, {}, []
+    label, number = conf["node_label"], prometheus_client.sample_value  # NaN and +-Inf kept: APPLY judges them
+    of_value = {}  # label value -> the observations of the expected node it names
     for name, expr in sorted(queries(conf).items()):
         result, warned = client.query(expr, at)
         warnings.extend("%s: %s" % (name, w) for w in warned)
-        apply_one, node_of = APPLY[name], mapper.node
+        apply_one = APPLY[name]
         for sample in result:
             labels = sample["metric"]
-            node, known = node_of(labels)
-            if node is None or node is AMBIGUOUS:
-                continue
-            if not known:  # an orphan: its findings are kept (one that exports findings is not dropped in silence)
-                if name == "up":
-                    orphans.setdefault(node, [])
-                elif name == "findings" and _number(sample) == 1 and labels.get("id") and labels.get("severity"):
-                    orphans.setdefault(node, []).append(_finding(labels))
-                continue
-            obs = observed.get(node)
+            obs = of_value.get(labels.get(label))
             if obs is None:
-                obs = observed[node] = {}
-            apply_one(labels, _number(sample), obs)
+                node, known = mapper.node(labels)
+                if node is None or node is AMBIGUOUS:
+                    continue
+                if not known:  # an orphan: its findings kept (one that exports findings is not dropped in silence)
+                    if name == "up":
+                        orphans.setdefault(node, [])
+                    elif name == "findings" and number(sample) == 1 and labels.get("id") and labels.get("severity"):
+                        orphans.setdefault(node, []).append(_finding(labels))
+                    continue
+                obs = of_value[labels[label]] = observed.setdefault(node, {})
+            apply_one(labels, number(sample), obs)
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())
     for node, note in ambiguous(expected, mapper.claims).items():

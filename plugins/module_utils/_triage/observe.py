@@ -12,9 +12,9 @@ The series read (the collection's textfile renderer, ``_report/prometheus.py``, 
 ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``node_textfile_*`` ones):
 
 - ``up`` of the exporter's targets (``exporter_job``);
-- ``node_textfile_scrape_error`` where it is not 0 (a file node_exporter could not read), ``node_textfile_mtime_seconds{file}``
-  of ``nodefix.prom`` (the audit's heartbeat as the file's modification time) and, where the file carries
-  it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
+- ``node_textfile_scrape_error`` where it is not 0 (a file node_exporter could not read),
+  ``node_textfile_mtime_seconds{file}`` of ``nodefix.prom`` (the audit's heartbeat as the file's modification
+  time) and, where the file carries it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
 - ``nodefix_audit_check_failed{check}``: per node, how many required checks it reports (one number a
   node), and every series that is not 0 (the collection writes 1 for a check that could not look; any other
   value - 2, NaN, a negative number, from another writer or a hand - is read as a check that could not look

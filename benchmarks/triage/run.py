@@ -274,8 +274,8 @@ def triage_runs(n, tmp, interval, repeat, baseline=None):
                     answer = json.load(fh)
                 check_classes(states, answer["states"], answer["summary"])
                 if answer["summary"]["requests"] != requests:
-                    raise SystemExit("the triage counted %d requests, Prometheus %d" % (answer["summary"]["requests"],
-                                                                                         requests))
+                    raise SystemExit("the triage counted %d requests, Prometheus %d"
+                                     % (answer["summary"]["requests"], requests))
                 records[suffix].append((record, requests))
         rows = [row(n, "classifier" + suffix, records[suffix], answer["summary"]) for suffix, _dummy in trees]
         path = os.path.join(tmp, "fleet.nodefix_triage.yml")

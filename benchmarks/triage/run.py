@@ -214,9 +214,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import tra
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify, run
 conf = classify.settings(required_checks=%(checks)r, max_unknown_percent=100)
 c = prometheus_client.Client(transport.OpenUrl(), %(url)r, timeout=300)
-r = run.triage(c, conf, "kube_state_metrics")
-json.dump({"summary": r["summary"], "states": dict((n, [x["state"], x["reasons"]]) for n, x in r["nodes"].items())},
-          open(%(out)r, "w"))
+try:
+    r = run.triage(c, conf, "kube_state_metrics", clean_records=False)
+except TypeError:  # a --baseline before the lean triage: every node's record built
+    r = run.triage(c, conf, "kube_state_metrics")
+json.dump({"summary": r["summary"], "states": dict((n, [x["state"], x["reasons"]]) for n, x in r["nodes"].items()
+                                                   if x["state"] != "clean")}, open(%(out)r, "w"))
 """
 
 
@@ -233,50 +236,69 @@ def measured(name, argv, tmp, url, env=None):
     return record, int(queries_answered(url) - before)
 
 
-def check_classes(states, got):
-    """Every node as injected: findings, unknown with the injected reason, clean."""
-    want = {"findings": ("findings", []), "clean": ("clean", [])}
-    wrong = [n for n, s in states.items() if tuple(got[n]) != (want[s] if s in want else ("unknown", [s]))
-             and not (s not in want and got[n][0] == "unknown" and s in got[n][1])]
+def check_classes(states, got, summary):
+    """Every node as injected: findings, unknown with the injected reason, clean. ``got``: the lean triage's listed
+    nodes {name: [state, reasons]} - the clean ones are counted, not listed: a node injected clean must be absent,
+    every other one listed, and the count of clean nodes the injected one (of a fleet of every node)."""
+    want = {"findings": ("findings", [])}
+    wrong = [n for n, s in states.items() if s != "clean" and (n not in got or tuple(got[n]) != (
+        want[s] if s in want else ("unknown", [s])) and not (s not in want and got[n][0] == "unknown" and s in got[n][1]))]
+    wrong += [n for n in got if states.get(n, "clean") == "clean"]
     if wrong:
-        shown = ["%s %s -> %s" % (n, states[n], got[n]) for n in wrong[:10]]
+        shown = ["%s %s -> %s" % (n, states.get(n), got.get(n, "clean")) for n in wrong[:10]]
         raise SystemExit("classified not as injected: %s" % ", ".join(shown))
+    clean = sum(1 for s in states.values() if s == "clean")
+    if (summary["counts"]["clean"], summary["fleet_size"]) != (clean, len(states)):
+        raise SystemExit("%d clean of a fleet of %d counted, %d of %d injected" % (
+            summary["counts"]["clean"], summary["fleet_size"], clean, len(states)))
 
 
-def triage_runs(n, tmp, interval, repeat):
+def triage_runs(n, tmp, interval, repeat, baseline=None):
+    """The rows of one fleet size; with ``baseline`` (a collections directory of another commit) its classifier and
+    lean inventory too, each run alternating with the current tree's (kinds ``*_baseline``)."""
     states = fleet(n)
     sim = Simulator(states)
     proc, url, targets = start_prometheus(tmp, sim, interval)
+    trees = [("", os.path.join(ROOT, ".cache", "collections"))] + ([("_baseline", baseline)] if baseline else [])
     try:
         t0 = time.time()
         wait_scraped(url, targets, proc, time.time() + 120 + 3 * interval)
         print("%d nodes: %d targets scraped in %.0f s" % (n, targets, time.time() - t0), flush=True)
-        rows = []
         out = os.path.join(tmp, "classes.json")
-        code = CLASSIFIER % {"collections": os.path.join(ROOT, ".cache", "collections"), "checks": list(CHECKS),
-                             "url": url, "out": out}
-        records = []
+        records = dict((suffix, []) for suffix, _dummy in trees)
         for _dummy in range(repeat):
-            record, requests = measured("classifier", [sys.executable, "-c", code], tmp, url)
-            with open(out) as fh:
-                answer = json.load(fh)
-            check_classes(states, answer["states"])
-            if answer["summary"]["requests"] != requests:
-                raise SystemExit("the triage counted %d requests, Prometheus %d" % (answer["summary"]["requests"], requests))
-            records.append((record, requests))
-        rows.append(row(n, "classifier", records, answer["summary"]))
-        for kind, extra, times in (("inventory_targets", "", repeat), ("inventory_full", "add_clean_hosts: true\n", 1)):
-            path = os.path.join(tmp, "fleet.nodefix_triage.yml")
+            for suffix, tree in trees:
+                code = CLASSIFIER % {"collections": tree, "checks": list(CHECKS), "url": url, "out": out}
+                record, requests = measured("classifier" + suffix, [sys.executable, "-c", code], tmp, url)
+                with open(out) as fh:
+                    answer = json.load(fh)
+                check_classes(states, answer["states"], answer["summary"])
+                if answer["summary"]["requests"] != requests:
+                    raise SystemExit("the triage counted %d requests, Prometheus %d"
+                                     % (answer["summary"]["requests"], requests))
+                records[suffix].append((record, requests))
+        rows = [row(n, "classifier" + suffix, records[suffix], answer["summary"]) for suffix, _dummy in trees]
+        path = os.path.join(tmp, "fleet.nodefix_triage.yml")
+        for kind, extra, times, kinds in (("inventory_targets", "", repeat, trees),
+                                          ("inventory_full", "add_clean_hosts: true\n", 1, trees[:1])):
             with open(path, "w") as fh:
                 fh.write("plugin: nodefix.k8s.triage\nprometheus_url: %s\nmax_unknown_percent: 100\nprometheus_timeout: 300\n%s"
                          % (url, extra))
-            records = [measured(kind, ["ansible-inventory", "-i", path, "--list", "--output",
-                                       os.path.join(tmp, kind + ".inventory.json")], tmp, url) for _dummy in range(times)]
-            with open(os.path.join(tmp, kind + ".inventory.json")) as fh:
-                hosts = len(json.load(fh)["_meta"]["hostvars"])
-            rows.append(row(n, kind, records, answer["summary"], hosts=hosts))
+            records = dict((suffix, []) for suffix, _dummy in kinds)
+            hosts = {}
+            for _dummy in range(times):
+                for suffix, tree in kinds:
+                    inventory = os.path.join(tmp, kind + suffix + ".inventory.json")
+                    # the tree first: Ansible takes the first collection of a name on its path
+                    env = {"ANSIBLE_COLLECTIONS_PATH": tree + os.pathsep + os.environ.get("ANSIBLE_COLLECTIONS_PATH", "")}
+                    records[suffix].append(measured(kind + suffix, ["ansible-inventory", "-i", path, "--list", "--output",
+                                                                    inventory], tmp, url, env=env))
+                    with open(inventory) as fh:
+                        hosts[suffix] = len(json.load(fh)["_meta"]["hostvars"])
+            rows += [row(n, kind + suffix, records[suffix], answer["summary"], hosts=hosts[suffix])
+                     for suffix, _dummy in kinds]
         for r in rows:
-            print("  %-18s %6.2f CPU s (runs %s)  %5.1f s wall  %d requests  %d hosts" % (
+            print("  %-27s %6.2f CPU s (runs %s)  %5.1f s wall  %d requests  %d hosts" % (
                 r["kind"], r["controller_cpu_seconds"], r["cpu_runs"], r["wall_seconds"], r["requests"], r.get("hosts", 0)),
                 flush=True)
         return rows
@@ -284,6 +306,16 @@ def triage_runs(n, tmp, interval, repeat):
         proc.terminate()
         proc.wait(timeout=60)
         sim.stop()
+
+
+def baseline_tree(commit, tmp):
+    """A collections directory holding the collection as of ``commit`` (git archive): what --baseline measures."""
+    tree = os.path.join(tmp, "baseline")
+    dest = os.path.join(tree, "ansible_collections", "nodefix", "k8s")
+    os.makedirs(dest)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", commit], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return tree
 
 
 def row(n, kind, records, summary, hosts=None):
@@ -322,6 +354,9 @@ def main():
                     help="scrape interval in s (default: 1 s a 150 nodes, at least 2: the simulator answers every scrape)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of the classifier and the lean inventory a size (the median is the row's; all are listed)")
+    ap.add_argument("--baseline", metavar="COMMIT",
+                    help="also measure the classifier and the lean inventory of the collection at COMMIT, each run "
+                         "alternating with the current tree's (kinds *_baseline)")
     ap.add_argument("--json")
     ap.add_argument("--png")
     ap.add_argument("--replot", metavar="JSON", help="only draw --png from a results file")
@@ -332,10 +367,11 @@ def main():
         return 0
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
+        baseline = baseline_tree(args.baseline, tmp) if args.baseline else None
         for n in [int(s) for s in args.sizes.split(",") if s]:
             sub = os.path.join(tmp, str(n))
             os.makedirs(sub)
-            runs += triage_runs(n, sub, args.interval or max(2, n // 150), args.repeat)
+            runs += triage_runs(n, sub, args.interval or max(2, n // 150), args.repeat, baseline)
         ssh = ssh_audit(args.ssh_size, tmp) if args.ssh_size else None
     result = {"runs": runs, "ssh_audit": ssh, "cores": os.cpu_count(), "injected_per_mille": dict(INJECTED),
               "prometheus": os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -343,7 +379,7 @@ def main():
               "ansible_core": subprocess.run(["ansible", "--version"], capture_output=True, text=True,
                                              check=True).stdout.splitlines()[0],
               "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                       text=True, check=True).stdout.strip(),
+                                       text=True, check=True).stdout.strip(), "baseline": args.baseline,
               "date": time.strftime("%Y-%m-%d", time.gmtime())}
     if ssh:
         for r in runs:

@@ -226,13 +226,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             msg = "%s: %s" % (type(exc).__name__, exc)
         fail(self._scrub("nodefix.k8s.triage: %s (source %s)" % (msg, path)))
 
-    def _cached(self, key, max_audit_age):
+    def _cached(self, key, max_audit_age, add_clean):
         """The cached triage, or None: a miss, also when a node's verdict would now be older than ``max_audit_age``
         (its audit's age at the evaluation plus the time since) or the record is from the future - an old verdict is
-        never served as current (docs/triage.md)."""
+        never served as current (docs/triage.md) - and when clean hosts are asked of a triage that did not list them
+        (a lean one, cached before the file set ``add_clean_hosts``)."""
         try:
             result = self._cache[key]
         except KeyError:
+            return None
+        if add_clean and isinstance(result, dict) and result.get("clean_listed") is False:
             return None
         return result if triage_run.served_from_cache(result, max_audit_age) else None
 
@@ -249,12 +252,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             raise NodefixError(config_error(exc, self._option_names()))
         conf = self._conf()
         key = self.get_cache_key(path)
-        result = self._cached(key, conf["max_audit_age"]) if self.get_option("cache") and cache else None
+        add_clean = bool(self.get_option("add_clean_hosts"))
+        result = self._cached(key, conf["max_audit_age"], add_clean) if self.get_option("cache") and cache else None
         fresh = result is None
         if fresh:
+            # the clean nodes' records only when they become hosts: counted either way, none built or redacted else
             result = triage_run.triage(self._client(), conf, self.get_option("expected_nodes"),
                                        nodes=self.get_option("nodes"), kubeconfig=self.get_option("kubeconfig"),
-                                       context=self.get_option("context"))
+                                       context=self.get_option("context"), clean_records=add_clean)
         # redacted before it is cached or populated: triage_run.triage redacts a fresh one with the client's credential
         # values (this parse's: the options' password and headers, the token it read); a cache written before it
         # did is redacted here. Not twice: each pass redacts every node's name and address (0.3 CPU s at 10,000)

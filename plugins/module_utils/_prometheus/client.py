@@ -218,15 +218,17 @@ class Client(object):
         if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
             raise BadAnswer("Prometheus at %s answered %s without a vector result" % (self.where, _short(expr, 120)),
                             url=self.where)
-        for sample in data["result"]:
-            if (not isinstance(sample, dict) or not isinstance(sample.get("metric"), dict)
-                    or not isinstance(sample.get("value"), list) or len(sample["value"]) != 2):
+        for sample in data["result"]:  # one pass, the cheapest checks first (10,000s of samples at a fleet's size)
+            metric = sample.get("metric") if isinstance(sample, dict) else None
+            value = sample.get("value") if isinstance(metric, dict) else None
+            if not isinstance(value, list) or len(value) != 2:
                 raise BadAnswer("Prometheus at %s answered a malformed sample for %s: %s"
                                 % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
             # label names and values are strings in the API (a number there is not Prometheus' answer)
-            if not all(isinstance(k, str) and isinstance(v, str) for k, v in sample["metric"].items()):
-                raise BadAnswer("Prometheus at %s answered a sample whose labels are not all strings for %s: %s"
-                                % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
+            for k, v in metric.items():
+                if not (isinstance(k, str) and isinstance(v, str)):
+                    raise BadAnswer("Prometheus at %s answered a sample whose labels are not all strings for %s: %s"
+                                    % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
         warnings = body.get("warnings") or []
         if not isinstance(warnings, list):
             warnings = [str(warnings)]

@@ -54,6 +54,8 @@ REASONS = {
 UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "clock_skew",
              "no_clock", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
+# reasons that say no check of the node could be read (a required check is not "missing" beside them)
+BLIND = ("no_series", "exporter_down", "no_textfile")
 # the audit's own finding for a detector that failed: a reason (check_failed), not a finding
 CHECK_FAILED_ID = "audit.check_failed"
 # that finding's subject names the check; without one it is a check that could not look all the same
@@ -143,10 +145,14 @@ def _counts(conf, finding, node):
     return None
 
 
+def _by_id_and_subject(finding):
+    return finding["id"], finding["subject"]
+
+
 def _ages(obs, at):
     """{stamp: age in seconds} of node_exporter's mtime of nodefix.prom and the heartbeat the file carries (when it
     carries one); a negative age is a stamp ahead of the clock."""
-    return dict((k, round(at - obs[k], 3)) for k in ("mtime", "heartbeat") if obs.get(k) is not None)
+    return {k: round(at - obs[k], 3) for k in ("mtime", "heartbeat") if obs.get(k) is not None}
 
 
 def _reasons(conf, obs, ages, partial):
@@ -194,8 +200,7 @@ def _reasons(conf, obs, ages, partial):
     if failed:
         add("check_failed", "could not look: %s" % ", ".join(failed))
     # no check could be there (an ambiguous node without a series of its own: none read)
-    blind = set(reasons) & set(("no_series", "exporter_down", "no_textfile")) or (
-        obs.get("ambiguous") and obs.get("up") is None)
+    blind = any(code in BLIND for code in reasons) or (obs.get("ambiguous") and obs.get("up") is None)
     if required and obs.get("checks_reported", 0) < len(required) and not blind:
         present = obs.get("checks_present")
         missing = sorted(set(required) - set(present)) if present is not None else required
@@ -213,7 +218,7 @@ def classify_node(conf, name, obs, at, partial=()):
     age = max(ages.values()) if ages else None  # the older stamp
     reasons, notes = _reasons(conf, obs, ages, list(partial))
     counted, not_counted = [], []
-    for f in sorted(obs.get("findings") or [], key=lambda x: (x["id"], x["subject"])):
+    for f in sorted(obs.get("findings") or (), key=_by_id_and_subject):
         if f["id"] == CHECK_FAILED_ID:
             continue
         why = _counts(conf, f, name)
@@ -235,7 +240,7 @@ def classify_node(conf, name, obs, at, partial=()):
 
 def _orphan(conf, name, findings):
     """An orphan's record: reported, never a target; the findings it exports that would count (``ids``)."""
-    counted = [f for f in sorted(findings or [], key=lambda x: (x["id"], x["subject"]))
+    counted = [f for f in sorted(findings or [], key=_by_id_and_subject)
                if f["id"] != CHECK_FAILED_ID and not _counts(conf, f, name)]
     return {"state": "orphan", "ids": sorted(set(f["id"] for f in counted)), "findings": counted, "reasons": [],
             "notes": ["exports to Prometheus but is not an expected node: reported, never a target"],
@@ -256,35 +261,42 @@ def _refuse_orphans_with_findings(orphans):
                                "%s (%s)" % (name, ", ".join(ids)) for name, ids in found[:10])))
 
 
-def classify(conf, expected, observed, orphans, at, warnings=()):
-    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary}.
-    ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations} of expected nodes."""
+def classify(conf, expected, observed, orphans, at, warnings=(), clean_records=True):
+    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary,
+    clean_listed, oldest_audit_age_s}. ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations}
+    of expected nodes. Every expected node is classified and counted; ``clean_records`` False leaves the clean nodes'
+    records out of ``nodes`` (the lean inventory shows none of them: no record built, nothing of theirs to redact) -
+    ``clean_listed`` says which, ``oldest_audit_age_s`` is the oldest audit of the nodes not unknown (clean ones too:
+    what a cached verdict's age is judged by, ``run.served_from_cache``)."""
     if not expected:
         raise NodefixError("no expected node: the source of expected nodes named none (an empty fleet is never "
                            "called clean)")
-    nodes = {}
+    nodes, by_reason, oldest = {}, {}, None
+    counts = dict((s, 0) for s in STATES)
     for name in sorted(expected):
         record = classify_node(conf, name, observed.get(name) or {}, at, warnings)
+        state = record["state"]
+        counts[state] += 1
+        if state == "unknown":
+            for code in record["reasons"]:
+                by_reason[code] = by_reason.get(code, 0) + 1
+        elif record["audit_age_s"] is not None and (oldest is None or record["audit_age_s"] > oldest):
+            oldest = record["audit_age_s"]
+        if state == "clean" and not clean_records:
+            continue
         # an address another expected node claims too is not this node's to connect to
         record["internal_ip"] = None if "ambiguous_address" in record["reasons"] else expected[name].get("internal_ip")
         nodes[name] = record
     orphan_records = dict((name, _orphan(conf, name, (orphans or {}).get(name) if isinstance(orphans, dict) else None))
                           for name in sorted(orphans))
     _refuse_orphans_with_findings(orphan_records)
-    counts = dict((s, 0) for s in STATES)
-    for record in nodes.values():
-        counts[record["state"]] += 1
     counts["orphan"] = len(orphan_records)
-    by_reason = {}
-    for record in nodes.values():
-        for code in record["reasons"]:
-            if record["state"] == "unknown":
-                by_reason[code] = by_reason.get(code, 0) + 1
-    summary = {"fleet_size": len(nodes), "counts": counts, "targets": counts["findings"] + counts["unknown"],
-               "unknown_percent": round(100.0 * counts["unknown"] / len(nodes), 3), "unknown_by_reason": by_reason,
+    summary = {"fleet_size": len(expected), "counts": counts, "targets": counts["findings"] + counts["unknown"],
+               "unknown_percent": round(100.0 * counts["unknown"] / len(expected), 3), "unknown_by_reason": by_reason,
                "reasons": dict((code, REASONS[code]) for code in by_reason),
                "evaluation_time": at, "warnings": list(warnings)}
-    return {"nodes": nodes, "orphans": orphan_records, "summary": summary}
+    return {"nodes": nodes, "orphans": orphan_records, "summary": summary, "clean_listed": bool(clean_records),
+            "oldest_audit_age_s": oldest}
 
 
 def check_unknown_budget(conf, result):

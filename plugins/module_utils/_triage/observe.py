@@ -12,9 +12,9 @@ The series read (the collection's textfile renderer, ``_report/prometheus.py``, 
 ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``node_textfile_*`` ones):
 
 - ``up`` of the exporter's targets (``exporter_job``);
-- ``node_textfile_scrape_error`` (a file node_exporter could not read), ``node_textfile_mtime_seconds{file}``
-  of ``nodefix.prom`` (the audit's heartbeat as the file's modification time) and, where the file carries
-  it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
+- ``node_textfile_scrape_error`` where it is not 0 (a file node_exporter could not read),
+  ``node_textfile_mtime_seconds{file}`` of ``nodefix.prom`` (the audit's heartbeat as the file's modification
+  time) and, where the file carries it, ``nodefix_audit_timestamp_seconds`` (the heartbeat inside it);
 - ``nodefix_audit_check_failed{check}``: per node, how many required checks it reports (one number a
   node), and every series that is not 0 (the collection writes 1 for a check that could not look; any other
   value - 2, NaN, a negative number, from another writer or a hand - is read as a check that could not look
@@ -40,6 +40,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classif
 TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
 CLOCK_OFFSET = "nodefix_clock"  # the label that marks the node's clock offset in the textfile answer
+TEXTFILE_ERROR = "nodefix_textfile_error"  # the label that marks a node_textfile_scrape_error that is not 0 in it
 AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
@@ -52,15 +53,20 @@ def queries(conf):
     """{name: PromQL} of the fleet's observation (the expected nodes' query is ``expected``'s)."""
     job = "job=~%s" % promql_string(conf["exporter_job"]) + ("," + conf["selector"] if conf.get("selector") else "")
     label = conf["node_label"]
-    # aggregated by the node label: one small sample a node and metric (replicas merged as _apply merges them),
-    # node_textfile_mtime_seconds of nodefix.prom only (the other series have no file label: "" matches them)
+    # aggregated by the node label: one small sample a node and metric (replicas merged as APPLY merges them),
+    # node_textfile_mtime_seconds of nodefix.prom only (the heartbeat has no file label: "" matches it)
     out = {
         "up": "max by (%s) (up{%s})" % (label, job),
-        "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_scrape_error|node_textfile_mtime_seconds|%s",%s,'
-                    'file=~"|(.*/)?%s"})' % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
+        "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_mtime_seconds|%s",%s,file=~"|(.*/)?%s"})'
+                    % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
+                    # 'or' matches label sets without the metric name: each series added by 'or' carries a label of
+                    # its own or it would be dropped beside the node's mtime. node_textfile_scrape_error only where it
+                    # is not 0 (NaN != 0 holds): a node without one reads as no error already, and the 0 of every
+                    # healthy node was a quarter of the answer (TEXTFILE_ERROR)
+                    + ' or label_replace(max by (%s) (node_textfile_scrape_error{%s}) != 0, "%s", "error", "", "")'
+                      % (label, job, TEXTFILE_ERROR)
                     # the node's clock against Prometheus' (node_exporter's time collector: its clock at the scrape
-                    # minus the scrape's time) in the same answer: 'or' matches label sets without the metric name, so
-                    # the offset carries a label of its own (CLOCK_OFFSET) or it would be dropped beside the node's
+                    # minus the scrape's time) in the same answer (CLOCK_OFFSET)
                     + ' or label_replace(max by (%s) (node_time_seconds{%s} - timestamp(node_time_seconds{%s})), '
                       '"%s", "offset", "", "")' % (label, job, job, CLOCK_OFFSET),
         "findings": "nodefix_finding{%s}" % job,
@@ -87,11 +93,12 @@ def claims(expected):
     return out
 
 
-def ambiguous(expected):
+def ambiguous(expected, claimed=None):
     """{node: note} of the expected nodes that share a name or internal IP with another: their series cannot be told
-    apart, so none is read as theirs (``ambiguous_address``: unknown, never clean, no ``ansible_host`` from it)."""
+    apart, so none is read as theirs (``ambiguous_address``: unknown, never clean, no ``ansible_host`` from it).
+    ``claimed``: ``claims(expected)`` when the caller has it."""
     out = {}
-    for key, names in sorted(claims(expected).items()):
+    for key, names in sorted((claims(expected) if claimed is None else claimed).items()):
         if len(names) > 1:
             for name in names:
                 out.setdefault(name, []).append("%s is claimed by %s" % (key, ", ".join(sorted(names))))
@@ -127,10 +134,6 @@ class Mapper(object):
         return key or value, False
 
 
-def _number(sample):
-    return prometheus_client.sample_value(sample)  # NaN and +-Inf kept: _apply judges them
-
-
 def _merge_max(obs, key, value):
     if value is not None and (obs.get(key) is None or value > obs[key]):
         obs[key] = value
@@ -152,8 +155,8 @@ def _finite(obs, key, metric, value):
     """A time or a count merged; NaN or an infinity makes the node unknown (bad_value)."""
     if math.isnan(value) or math.isinf(value):
         _bad(obs, "%s is %s (a finite number expected)" % (metric, value))
-    else:
-        _merge_max(obs, key, value)
+    elif obs.get(key) is None or value > obs[key]:
+        obs[key] = value
 
 
 def _finding(labels):
@@ -161,69 +164,89 @@ def _finding(labels):
             "subject": labels.get("subject") or ""}
 
 
-def _apply(name, labels, value, obs):
-    """One sample into the node's observations (merged across replicas)."""
-    if name == "up":
-        _boolean(obs, "up", "up", value)
-    elif name == "textfile":
-        metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else labels.get("__name__")
-        if metric == "node_textfile_scrape_error":
-            _boolean(obs, "scrape_error", metric, value)
-        elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
-            _finite(obs, "mtime", metric, value)
-        elif metric == HEARTBEAT:
-            _finite(obs, "heartbeat", metric, value)
-        elif metric == CLOCK_OFFSET:  # replicas: the offset farthest from 0 (a clock off on any one is off)
-            if math.isnan(value) or math.isinf(value):
-                _bad(obs, "node_time_seconds gives a clock offset of %s (a finite number expected)" % value)
-            elif obs.get("clock_offset") is None or abs(value) > abs(obs["clock_offset"]):
-                obs["clock_offset"] = value
-    elif name == "checks":
-        _finite(obs, "checks_reported", "the count of required checks", value)
-    elif name == "failed":
-        check = labels.get("check") or ""
-        if not check:
-            _bad(obs, "nodefix_audit_check_failed without its check label")
-            return
-        obs.setdefault("checks_present", set()).add(check)
-        if value != 0:  # NaN too: only 0 says the check looked
-            obs.setdefault("failed", set()).add(check)
-        if value not in (0, 1):
-            _bad(obs, "nodefix_audit_check_failed{check=%s} is %s (0 or 1 expected)" % (check, value))
-    elif name == "findings":
-        finding = _finding(labels)
-        if value not in (0, 1):
-            _bad(obs, "nodefix_finding{id=%s} is %s (0 or 1 expected)" % (finding["id"], value))
-        elif not (finding["id"] and finding["severity"]):  # check is empty for the audit's own finding
-            _bad(obs, "a nodefix_finding series without its id or severity label")
-        elif value == 1:
-            obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
-            if finding["id"] == triage_classify.CHECK_FAILED_ID:  # the audit's own "could not look", whatever the gauge
-                obs.setdefault("failed", set()).add(finding["subject"] or triage_classify.UNNAMED_CHECK)
+def _apply_up(labels, value, obs):
+    _boolean(obs, "up", "up", value)
+
+
+def _apply_textfile(labels, value, obs):
+    metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else "node_textfile_scrape_error" if labels.get(
+        TEXTFILE_ERROR) == "error" else labels.get("__name__")
+    if metric == "node_textfile_scrape_error":
+        _boolean(obs, "scrape_error", metric, value)
+    elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
+        _finite(obs, "mtime", metric, value)
+    elif metric == HEARTBEAT:
+        _finite(obs, "heartbeat", metric, value)
+    elif metric == CLOCK_OFFSET:  # replicas: the offset farthest from 0 (a clock off on any one is off)
+        if math.isnan(value) or math.isinf(value):
+            _bad(obs, "node_time_seconds gives a clock offset of %s (a finite number expected)" % value)
+        elif obs.get("clock_offset") is None or abs(value) > abs(obs["clock_offset"]):
+            obs["clock_offset"] = value
+
+
+def _apply_checks(labels, value, obs):
+    _finite(obs, "checks_reported", "the count of required checks", value)
+
+
+def _apply_failed(labels, value, obs):
+    check = labels.get("check") or ""
+    if not check:
+        _bad(obs, "nodefix_audit_check_failed without its check label")
+        return
+    obs.setdefault("checks_present", set()).add(check)
+    if value != 0:  # NaN too: only 0 says the check looked
+        obs.setdefault("failed", set()).add(check)
+    if value not in (0, 1):
+        _bad(obs, "nodefix_audit_check_failed{check=%s} is %s (0 or 1 expected)" % (check, value))
+
+
+def _apply_findings(labels, value, obs):
+    finding = _finding(labels)
+    if value not in (0, 1):
+        _bad(obs, "nodefix_finding{id=%s} is %s (0 or 1 expected)" % (finding["id"], value))
+    elif not (finding["id"] and finding["severity"]):  # check is empty for the audit's own finding
+        _bad(obs, "a nodefix_finding series without its id or severity label")
+    elif value == 1:
+        obs.setdefault("findings_seen", {})[tuple(sorted(finding.items()))] = finding
+        if finding["id"] == triage_classify.CHECK_FAILED_ID:  # the audit's own "could not look", whatever the gauge
+            obs.setdefault("failed", set()).add(finding["subject"] or triage_classify.UNNAMED_CHECK)
+
+
+# each query's samples into the node's observations (merged across replicas)
+APPLY = {"up": _apply_up, "textfile": _apply_textfile, "checks": _apply_checks, "failed": _apply_failed,
+         "findings": _apply_findings}
 
 
 def observe(client, conf, expected, at):
     """Ask Prometheus at ``at``: ({expected name: observations}, {orphan: its findings}, warnings). Raises
-    prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer)."""
+    prometheus_client.NoAnswer / BadAnswer (never an empty answer for a server that did not answer).
+    One pass over each answer (tens of thousands of samples at a fleet's size: the work a sample is kept small - a
+    label value seen before goes straight to its node's observations)."""
     mapper = Mapper(conf, expected)
     observed, orphans, warnings = {}, {}, []
+    label, number = conf["node_label"], prometheus_client.sample_value  # NaN and +-Inf kept: APPLY judges them
+    of_value = {}  # label value -> the observations of the expected node it names
     for name, expr in sorted(queries(conf).items()):
         result, warned = client.query(expr, at)
         warnings.extend("%s: %s" % (name, w) for w in warned)
+        apply_one = APPLY[name]
         for sample in result:
             labels = sample["metric"]
-            node, known = mapper.node(labels)
-            if node is None or node is AMBIGUOUS:
-                continue
-            if not known:  # an orphan: its findings are kept (one that exports findings is not dropped in silence)
-                if name == "up":
-                    orphans.setdefault(node, [])
-                elif name == "findings" and _number(sample) == 1 and labels.get("id") and labels.get("severity"):
-                    orphans.setdefault(node, []).append(_finding(labels))
-                continue
-            _apply(name, labels, _number(sample), observed.setdefault(node, {}))
+            obs = of_value.get(labels.get(label))
+            if obs is None:
+                node, known = mapper.node(labels)
+                if node is None or node is AMBIGUOUS:
+                    continue
+                if not known:  # an orphan: its findings kept (one that exports findings is not dropped in silence)
+                    if name == "up":
+                        orphans.setdefault(node, [])
+                    elif name == "findings" and number(sample) == 1 and labels.get("id") and labels.get("severity"):
+                        orphans.setdefault(node, []).append(_finding(labels))
+                    continue
+                obs = of_value[labels[label]] = observed.setdefault(node, {})
+            apply_one(labels, number(sample), obs)
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())
-    for node, note in ambiguous(expected).items():
+    for node, note in ambiguous(expected, mapper.claims).items():
         observed.setdefault(node, {"findings": []})["ambiguous"] = note
     return observed, orphans, warnings

@@ -121,9 +121,28 @@ def test_a_site_inventory_before_it_keeps_its_address(tmp_path, monkeypatch):
 
 
 def test_clean_hosts_on_request(tmp_path, monkeypatch):
-    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\nadd_clean_hosts: true\n", answer())
+    calls = []
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\nadd_clean_hosts: true\n", answer(), calls=calls)
     assert hosts(inv, "nodefix_triage_clean") == ["node-b"]
     assert "node-b" not in hosts(inv, "nodefix_triage_targets")
+    assert calls[0]["clean_records"] is True
+    # without add_clean_hosts the triage is asked lean: the clean nodes counted, their records never built
+    calls = []
+    parse(tmp_path, monkeypatch, "max_unknown_percent: 50\n", answer(), calls=calls)
+    assert calls[0]["clean_records"] is False
+
+
+def test_a_cached_lean_triage_is_a_miss_when_clean_hosts_are_asked(tmp_path, monkeypatch):
+    # the same file's cache (its key is the path's), written lean, then add_clean_hosts set: asked again, full
+    calls = []
+    Plugin.shared_cache.clear()
+    lean = answer()
+    del lean["nodes"]["node-b"]
+    lean["clean_listed"] = False
+    parse(tmp_path, monkeypatch, "max_unknown_percent: 50\ncache: true\n", evaluated(lean, 5), cache=True, calls=calls)
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\ncache: true\nadd_clean_hosts: true\n",
+                evaluated(answer(), 1), cache=True, calls=calls)
+    assert len(calls) == 2 and hosts(inv, "nodefix_triage_clean") == ["node-b"]
 
 
 def test_above_max_unknown_percent_the_command_fails(tmp_path, monkeypatch, capsys):

@@ -6,6 +6,7 @@ evaluation time, answering the triage's six queries (identified by the collectio
 the way PromQL does. The queries themselves are held to a REAL Prometheus 2.42 in
 tests/unit/plugins/module_utils/test_triage_prometheus.py."""
 
+import gc
 import re
 
 import pytest
@@ -68,10 +69,14 @@ class Tsdb(object):
         if name == "textfile":
             # the file label: absent, or a path whose last part is nodefix.prom; the node's clock offset (what
             # node_time_seconds - timestamp(node_time_seconds) computes) is given as a series "clock_offset"
-            return self._max_by([s for s in self.series if self._selected(s[1], self.conf["exporter_job"]) and s[0] in (
-                "node_textfile_scrape_error", "node_textfile_mtime_seconds", "nodefix_audit_timestamp_seconds",
-                "clock_offset")
-                and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")], (label,), name=True)
+            # node_textfile_scrape_error only where it is not 0 after the max (NaN != 0 holds, as in PromQL), marked
+            # by its own label as the query's label_replace marks it (the clock offset too)
+            return [s for s in self._max_by([s for s in self.series if self._selected(s[1], self.conf["exporter_job"])
+                                             and s[0] in ("node_textfile_scrape_error", "node_textfile_mtime_seconds",
+                                                          "nodefix_audit_timestamp_seconds", "clock_offset")
+                                             and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")],
+                                            (label,), name=True)
+                    if s[0] != "node_textfile_scrape_error" or s[2] != 0]
         if name == "findings":
             return self._of("nodefix_finding")
         reported = {}
@@ -107,7 +112,9 @@ class Tsdb(object):
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
         name = self.names[expr]
-        result = [{"metric": dict(labels, **{triage_observe.CLOCK_OFFSET: "offset"}) if metric == "clock_offset" else
+        marks = {"clock_offset": triage_observe.CLOCK_OFFSET, "node_textfile_scrape_error": triage_observe.TEXTFILE_ERROR}
+        result = [{"metric": dict(labels, **{marks[metric]: "offset" if metric == "clock_offset" else "error"})
+                   if name == "textfile" and metric in marks else
                    dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
                   for metric, labels, value in self._answer(name)]
         return result, list(self.warnings.get(name, []))
@@ -132,10 +139,10 @@ def conf(**kw):
     return triage_classify.settings(**kw)
 
 
-def triage(series, warnings=None, down=False, **kw):
+def triage(series, warnings=None, down=False, clean_records=True, **kw):
     c = conf(**kw)
     db = Tsdb(c, series, warnings, down)
-    return triage_run.triage(db, c, "kube_state_metrics", at=AT), db
+    return triage_run.triage(db, c, "kube_state_metrics", at=AT, clean_records=clean_records), db
 
 
 def replace(series, metric, instance, value=None, drop=False, **labels):
@@ -182,6 +189,9 @@ def test_each_fault_makes_the_node_unknown_with_its_reason_never_clean(reason):
     node = result["nodes"]["node-b"]
     assert node["state"] == "unknown" and node["reasons"] == [reason], node
     assert result["nodes"]["node-a"]["state"] == result["nodes"]["node-c"]["state"] == "clean"
+    # the lean triage (the inventory without add_clean_hosts) lists the same record, only the clean ones left out
+    lean, dummy = triage(FAULTS[reason](fleet(), "node-b:9100"), clean_records=False)
+    assert lean["nodes"] == {"node-b": node} and lean["summary"]["counts"] == result["summary"]["counts"]
 
 
 @pytest.mark.parametrize("reason", sorted(FAULTS))
@@ -464,6 +474,44 @@ def test_a_cached_verdict_is_judged_by_each_nodes_age_when_served(elapsed, oldes
     result["nodes"]["node-c"].update(state="unknown", audit_age_s=99999)
     result["summary"]["controller_time"] = AT
     assert triage_run.served_from_cache(result, 1800, now=lambda: AT + elapsed) is served
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_paused_while_asking_and_given_back_as_it_was(enabled):
+    """run.no_cycle_collection: paused in the triage, the caller's own setting back after it - an error too."""
+    seen = []
+
+    class Watched(Tsdb):
+        def query(self, expr, at):
+            seen.append(gc.isenabled())
+            return super(Watched, self).query(expr, at)
+    c = conf()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        triage_run.triage(Watched(c, fleet()), c, "kube_state_metrics", at=AT)
+        assert seen and not any(seen) and gc.isenabled() is enabled
+        with pytest.raises(NodefixError):
+            triage_run.triage(Watched(c, []), c, "kube_state_metrics", at=AT)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("elapsed, served", [(5, True), (99, True), (101, False)])
+def test_a_lean_triage_counts_the_clean_nodes_it_does_not_list_and_their_age_bounds_the_cache(elapsed, served):
+    """clean_records=False: every node classified and counted, the clean ones' records left out (nothing of theirs
+    built or redacted); the oldest audit among them still bounds how long a cached verdict is served."""
+    series = replace(FAULTS["stale"](fleet(), "node-a:9100"), "node_textfile_mtime_seconds", "node-b:9100", AT - 1700)
+    full = triage(series)[0]
+    lean = triage(series, clean_records=False)[0]
+    assert sorted(lean["nodes"]) == ["node-a"] and lean["nodes"]["node-a"] == full["nodes"]["node-a"]
+    assert lean["summary"]["counts"] == full["summary"]["counts"] == {"findings": 0, "unknown": 1, "clean": 2,
+                                                                      "orphan": 0}
+    assert lean["summary"]["fleet_size"] == 3 and lean["summary"]["unknown_percent"] == 33.333
+    assert (lean["clean_listed"], full["clean_listed"]) == (False, True)
+    assert lean["oldest_audit_age_s"] == full["oldest_audit_age_s"] == 1700  # node-b's; node-a is unknown
+    lean["summary"]["controller_time"] = AT
+    assert triage_run.served_from_cache(lean, 1800, now=lambda: AT + elapsed) is served
 
 
 @pytest.mark.parametrize("offset, reasons", [

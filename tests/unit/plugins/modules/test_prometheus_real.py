@@ -93,6 +93,9 @@ NODES = {
     "node-clean": (node_file(), 0),
     "node-findings": (node_file([FINDING]), 0),
     "node-corrupt": ("nodefix_finding{id=\"x\" 1\ngarbage\n", 0),
+    # a fresh, whole nodefix.prom beside another file node_exporter cannot read: node_textfile_scrape_error 1 with the
+    # mtime in the same answer (a query that drops the error beside it calls the node clean)
+    "node-corrupt-other": (node_file(), 0),
     "node-stale": (node_file(), 4 * 3600),           # another textfile beside it is fresh: only nodefix.prom counts
     "node-tick": (tick_file(60), 0),                   # the tick's file, heartbeat inside: clean
     "node-heartbeat-stale": (tick_file(4 * 3600), 0),  # written now (mtime fresh), its heartbeat four hours old
@@ -110,6 +113,7 @@ NODES = {
 }
 EXPECTED = sorted(set(NODES) - {"node-orphan"}) + ["node-down", "node-never"]
 CLASSES = {"node-clean": ("clean", []), "node-findings": ("findings", []), "node-corrupt": ("unknown", ["textfile_error"]),
+           "node-corrupt-other": ("unknown", ["textfile_error"]),
            "node-stale": ("unknown", ["stale"]), "node-tick": ("clean", []),
            "node-heartbeat-stale": ("unknown", ["stale"]), "node-failed": ("unknown", ["check_failed"]),
            "node-missing": ("unknown", ["check_missing"]), "node-failed-2": ("unknown", ["bad_value", "check_failed"]),
@@ -139,6 +143,8 @@ def exporters(tmp, procs):
         os.utime(directory / "nodefix.prom", (then, then))
         if age:  # a fresh file of another exporter's in the same directory proves nothing of the audit
             (directory / "other.prom").write_text("# TYPE other_job_last_run gauge\nother_job_last_run 1\n")
+        if node == "node-corrupt-other":
+            (directory / "other.prom").write_text("other_job_last_run{ 1\n")
         targets[node] = "127.0.0.1:%d" % free_port()
         procs.append(subprocess.Popen([real("prometheus-node-exporter_*", "prometheus-node-exporter"),
                                        "--collector.disable-defaults", "--collector.textfile", "--collector.time",

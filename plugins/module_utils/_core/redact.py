@@ -451,8 +451,12 @@ def url_userinfo(url):
 def redact_text(text, token_context=False):
     """``text`` with every secret the module docstring names replaced by MARK (None stays None); ``token_context``:
     a bootstrap-token-shaped word is a token even where the text does not say so (its key does)."""
-    if not isinstance(text, str) or not text:
-        return text
+    if not isinstance(text, str) or not text or secret_shapes.benign(text):
+        return text     # a node's name, an address, a label: no rule can match it (secret_shapes.benign)
+    return _slow(text, token_context)
+
+
+def _slow(text, token_context):
     token_context = token_context or _BOOTSTRAP_CONTEXT.search(text) is not None
     text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + ("\n" + m.group("tail") if m.group("tail") else ""),
                         text)

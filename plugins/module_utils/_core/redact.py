@@ -59,15 +59,17 @@ value written as ``<redacted by nodefix.k8s>``:
   HashiCorp Vault (``hvs.``/``hvb.``/``hvr.``), Stripe (``sk_``/``rk_`` live and test, ``whsec_``), GitHub
   (``gh[pousr]_``, ``github_pat_``), GitLab (``glpat-`` and its other prefixes), Slack (``xox?-``, ``xapp-``), Google
   API (``AIza``), npm, PyPI and Docker Hub tokens;
-- a secret word in a sentence and its value (``_core.secret_shapes``): ``Password is X``, ``the API key: X``, ``secret
-  access key = X``, and ``token X``/``apikey X``/``vault login X`` where X looks like a credential; a query string
-  percent-encoded in a URL or a log (``password%3DX``, ``%26token%3DX``, encoded twice), judged by its decoded name.
+- in ``_core.secret_shapes`` (its docstring): a secret word in a sentence and its value (``Password is X``, ``password
+  for user admin: X``, ``reset to X``; ``token X`` where X looks like a credential); percent-encoded query strings,
+  URLs' user information and Authorization headers; an env file's value of several words (``GPG_PASSPHRASE=a b``).
 
 Decided false positives (kept as they are): a name shaped as a node's with a number of its own (``auth-01``,
 ``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``) unless its number follows
-a secret word (``db-password-2``); a plural secret word over a whole number, a count (``tokens: 5``); a word, a
-number, a path or a name after a secret word in prose (``token bucket``, ``Password is incorrect`` -
-``_core.secret_shapes``); a name whose last word
+a secret word (``db-password-2``, ``vault-token-0``: then the value beside it is hidden unless it reads as data,
+``secret_shapes.not_a_secret``: ``vault-token-0: Ready``); a count (``tokens: 5``, ``passwords: 3 rotated``); a word, a
+number, a version, a path or a name after a secret word in prose (``token bucket``, ``token is v1.28.3`` -
+``_core.secret_shapes``); a colon-joined value without a secret's name before a colon (``user: system:node:n1``);
+a text no rule can match (``secret_shapes.benign``: returned unread); a name whose last word
 measures a secret (``--authentication-token-webhook-cache-ttl=2m``); ``Basic``/``Bearer`` before an ordinary word
 (``Basic authentication failed``: letters in lower case after an optional capital, at most 15); a key naming where a
 secret is rather than the secret

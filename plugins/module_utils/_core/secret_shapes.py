@@ -13,9 +13,19 @@ r"""Secrets known by their shape rather than by a key's name - the part of ``_co
 - ``prose``: a secret word in a sentence followed by its value - ``<secret word> <':', '=', 'is' or 'was'>
   <value>`` (``Password is X``, ``the API key: X``, ``secret access key = X``), and ``<secret word> <value>`` /
   ``login <value>`` (``token X``, ``apikey X``, ``vault login X``) where the value looks like a credential;
+- the connector phrase of ``prose``: whom the secret is for (``for``/``of`` and one to three words) and what was done
+  to it (``reset to``, ``set to:``, ``has been changed to``, ``is now``) between the word and a strong separator:
+  ``Generated password for user admin: X``, ``password reset to X`` (a weak value never follows one);
 - ``percent_encoded``: a query string percent-encoded inside another URL or a log (``password%3DX``,
-  ``%26token%3DX``, encoded twice: ``token%253DX``), each parameter judged by its decoded name;
-- ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords=3``) is a count, not a secret.
+  ``%26token%3DX``, encoded twice: ``token%253DX``; a header's ``%3A`` too: ``X-Auth-Token%3A%20X``), each parameter
+  judged by its decoded name; a URL percent-encoded inside another value (``_PCT_USERINFO``: its user information
+  hidden, the user kept) and an ``Authorization`` header percent-encoded (``_PCT_AUTH``: the scheme kept);
+- ``env_values``: an env file's unquoted value of several words under a secret's name, to the end of its line
+  (``_ENV_KEY`` has the rule);
+- ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords: 3 rotated``) is a count, not a secret;
+  ``not_a_secret``: that, or data (a state, a number, a version, a name) beside a name that is a node's and a secret's
+  alike (``vault-token-0: Ready``);
+- ``benign``: the fast path - a text no rule of ``_core.redact`` can match, returned unread.
 
 What a value must look like to be hidden after a secret word without a separator (``token X``): 8 characters or
 more of a token's alphabet (base64, base64url, hex: letters, digits, ``_-+/=.~``) mixing two of lower case, upper
@@ -23,7 +33,8 @@ case and digits, and not a word (``token bucket``), a number (``tokens 5``), a p
 a host name in lower case (``login registry.example.com``) or a name shaped as Kubernetes names objects (``token
 kube-system``, ``login auth-01``). After ``is``/``was``/``:``/``=`` every value is hidden except an ordinary word
 (``Password is incorrect``, ``token was revoked``), a switch, a number of at most 3 digits (``password is 8
-characters``) and, after ``secret``/``credential``, a Kubernetes object's name (``secret is kube-system/regcred``).
+characters``), a version (``token is v1.28.3``), a name Kubernetes generates (``default-token-abc12``) and, after
+``secret``/``credential``, a Kubernetes object's name (``secret is kube-system/regcred``).
 A secret of letters only in prose (``password is hunter``) is shown: it reads as a word.
 """
 
@@ -194,9 +205,12 @@ def not_a_secret(name, value):
     """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), or, under a name that is
     a node's and a secret's alike (``_core.secret_names.numbered``: ``vault-token-0``, ``default-token-abc12``), a
     number or text whose every word reads as data (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``,
-    ``kube-system``) - a value with a word of mixed letters and digits (``X9sdf8``, ``hunter2``) stays hidden."""
+    ``kube-system``; a list of such values) - a value with a word of mixed letters and digits (``X9sdf8``,
+    ``hunter2``) stays hidden."""
     if counted(name, value):
         return True
+    if isinstance(value, (list, tuple)) and value and numbered(name):
+        return all(isinstance(v, (int, float, str)) and not_a_secret(name, v) for v in value)   # ["NotReady", 3]
     if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not numbered(name):
         return False
     if not isinstance(value, str):
@@ -302,7 +316,7 @@ def percent_encoded(text, mark):
 # that opened the text around it (Environment="A=x y"). A line whose value is followed by a flag (a word starting
 # with '-') is a command line (PGPASSWORD=x psql -h db): there, as in a shell, the value is its first word, which
 # _core.redact reads as any key = value
-_ENV_KEY = lazy_compile(r"(?:(?<![^\s=\"'])(?P<env>[A-Z_][A-Z0-9_]{0,127})|(?m:^)[ \t]*(?:export[ \t]+)?"
+_ENV_KEY = lazy_compile(r"(?:(?<![^\s=\"'])(?P<env>[A-Z_][A-Z0-9_]{0,127})|(?:^|(?<=\n))[ \t]*(?:export[ \t]+)?"
                         r"(?P<key>[A-Za-z_][A-Za-z0-9_]{0,127}))=(?=[^\"'\s])")
 _WORD = lazy_compile(r"\S+")
 _NEXT_WORD = lazy_compile(r"[ \t]+(?![A-Za-z_][A-Za-z0-9_.\-]{0,127}(?:=|:(?!\S))|[;|&-])\S+")

@@ -128,11 +128,13 @@ def test_the_data_of_each_class_is_shown_as_it_is(cls, text):
 def test_a_node_map_keeps_its_states_and_hides_a_credential_beside_a_numbered_name():
     # the storm view and the reports print maps keyed by node: a state beside a node's name is data
     value = {"vault-token-0": "Ready", "vault-token-1": "NotReady since 5m", "default-token-abc12": 3,
-             "db-password-2": "hunter22", "api-token-3": "RvNumbered08", "user": "system:serviceaccount:a:b"}
+             "db-password-2": "hunter22", "api-token-3": "RvNumbered08", "user": "system:serviceaccount:a:b",
+             "vault-token-2": ["NotReady", "cordoned"], "vault-token-3": ["Ready", "Xy7pQ2mnZZ"]}
     out = redact(value)
     assert out["vault-token-0"] == "Ready" and out["vault-token-1"] == "NotReady since 5m"
     assert out["default-token-abc12"] == 3 and out["user"] == "system:serviceaccount:a:b"
-    assert out["db-password-2"] == MARK and out["api-token-3"] == MARK
+    assert out["db-password-2"] == MARK and out["api-token-3"] == MARK and out["vault-token-3"] == MARK
+    assert out["vault-token-2"] == ["NotReady", "cordoned"]
 
 
 @pytest.mark.parametrize("name,numbered", [
@@ -146,7 +148,7 @@ def test_a_numbered_name_is_a_nodes_and_a_secrets_alike(name, numbered):
 @pytest.mark.parametrize("value,data", [
     ("Ready", True), ("NotReady since 5m", True), ("v1.28.3", True), ("kube-system", True), (3, True),
     ("cordoned, drained", True), ("X9sdf8sdf", False), ("hunter22", False), ("s3cr3t", False), ("", False),
-    (True, False), (["Ready"], False),
+    (True, False), (["Ready", "cordoned", 3], True), (["Ready", "X9sdf8sdf"], False), ([], False), ([["Ready"]], False),
 ])
 def test_what_reads_as_data_under_a_numbered_name(value, data):
     assert secret_shapes.not_a_secret("vault-token-0", value) is data

@@ -4,6 +4,8 @@
 
     . scripts/env.sh && python benchmarks/redact/run.py --n 10000 --repeat 5 --base main \\
         --json benchmarks/redact/results.json
+    PYTHONPATH=<a matplotlib> python benchmarks/redact/run.py --replot benchmarks/redact/results.json \\
+        --png benchmarks/redact/cpu.png
 
 The fleet triage (issue 63) redacts every node's name and address and every label of its answer
 (``_core.redact.redact_text``); at 10,000 nodes that was a quarter of the triage's CPU. Measured here, as the
@@ -95,13 +97,39 @@ def cpu(fn, texts):
     return time.process_time() - start
 
 
+def plot(results, png):
+    """A bar a variant for each set: the median CPU seconds (the README's table)."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    from plotting import pyplot, save  # pylint: disable=import-outside-toplevel,import-error
+    plt = pyplot()
+    names = list(results["sets"])
+    cols = [v for v in ("base", "new_slow", "new") if v in results["sets"][names[0]]["cpu_s"]]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(cols)
+    for i, col in enumerate(cols):
+        ax.bar([x + i * width for x in range(len(names))],
+               [results["sets"][n]["cpu_s"][col]["median"] for n in names], width, label=col)
+    ax.set_xticks([x + width * (len(cols) - 1) / 2 for x in range(len(names))])
+    ax.set_xticklabels(["%s (%d)" % (n, results["sets"][n]["strings"]) for n in names])
+    ax.set_ylabel("CPU s to redact the set once")
+    ax.set_title("redact_text: the base commit, without the fast path, with it")
+    ax.legend()
+    save(fig, png)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10000, help="node names, addresses and label values each")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--base", default="main", help="a commit whose redactor is measured beside ('' skips it)")
     parser.add_argument("--json")
+    parser.add_argument("--png", help="a bar chart of the medians (needs matplotlib)")
+    parser.add_argument("--replot", help="plot a results file already written, measure nothing")
     args = parser.parse_args()
+    if args.replot:
+        with open(args.replot) as fh:
+            plot(json.load(fh), args.png)
+        return 0
     sets = {"node_names": node_names(args.n), "addresses": addresses(args.n), "label_values": label_values(args.n),
             "test_corpus": test_corpus()}
     tmp = tempfile.mkdtemp(prefix="nodefix-bench-redact-")
@@ -138,6 +166,8 @@ def main():
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
             fh.write("\n")
+    if args.png:
+        plot(results, args.png)
     if differ:
         print("the fast path changed %d strings: %r" % (len(differ), differ[:5]), file=sys.stderr)
         return 1

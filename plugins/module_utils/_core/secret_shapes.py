@@ -170,14 +170,24 @@ _PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "cred
 # key) that holds none of the following can match no rule of _core.redact - every other rule needs a blank, a ':',
 # '=', '@', '%', '[', '<', '\\' or another character outside that alphabet; of the rest, a catalogued token needs its
 # prefix, a bootstrap token its shape, a Slack webhook its host, a tool's short password flag a '-' after '.', '/',
-# '+' or '~' (mysql/-pX). test_redact_fast_path.py holds it against the slow path on every table of the tests
+# '+' or '~' (mysql/-pX). test_redact_fast_path.py holds it against the slow path on every table of the tests;
 _ALPHABET = lazy_compile(r"[A-Za-z0-9._/+~\-]*\Z")
 _SLOW_ANYWAY = lazy_compile(r"[./+~]-|hooks\.slack\.com|[a-z0-9]{6}\.[a-z0-9]{16}|" + _PREFIXED_SOURCE)
 
 
+# and a host:port (a Prometheus instance label: node-00001:9100) whose host is of that alphabet without '/+~', does not
+# start with '-' (curl's -uname:password) and holds no word a rule that reads a ':' looks for (a secret's name, a
+# secret word of prose, a user flag, login)
+_HOST_PORT = lazy_compile(r"([A-Za-z0-9._][A-Za-z0-9._\-]*):[0-9]{1,5}\Z")
+_COLON_WORDS = lazy_compile(r"(?i)auth|cred|pass|pwd|token|secret|sig|api|cookie|key|certificate|login|user")
+
+
 def benign(text):
     """Whether no rule of _core.redact can match ``text`` (a string): the fast path returns it as it is."""
-    return _ALPHABET.match(text) is not None and _SLOW_ANYWAY.search(text) is None
+    if _ALPHABET.match(text) is not None:
+        return _SLOW_ANYWAY.search(text) is None
+    host = _HOST_PORT.match(text)
+    return host is not None and _COLON_WORDS.search(host.group(1)) is None and _SLOW_ANYWAY.search(text) is None
 
 
 def prefixed(text, mark):

@@ -30,8 +30,9 @@ def _table_texts():
 
 
 def _pieces(text):
-    """The text, its words, and the runs of the fast path's alphabet in it."""
-    return set([text] + text.split() + re.findall(r"[A-Za-z0-9._/+~\-]+", text))
+    """The text, its words, the runs of the fast path's alphabet in it, and each of those as a host with a port."""
+    runs = re.findall(r"[A-Za-z0-9._/+~\-]+", text)
+    return set([text] + text.split() + runs + [r + ":9100" for r in runs] + [r + ":1" for r in runs])
 
 
 PIECES = sorted(set(p for t in _table_texts() for p in _pieces(t)))
@@ -59,6 +60,11 @@ SHAPES = ["ghp_FakeGithub0123456789abcdefghijklmnopq", "glpat-FakeGitlab01234567
           "sshpass+-pSshPlus1", "docker/login/-pDockerSlash1", "npm_FakeNpm0123456789abcdefghijklmnopqrs"]
 
 
+# host:port pieces that a rule reading ':' would redact, each sent on
+COLON_SHAPES = ["password:1234", "token:9100", "db-password-2:12345", "api-key:8080", "secret:443", "pwd:1",
+                "etcdctl_user:1", "-u:1234", "login:2", "mysql:3306", "abcdef.0123456789abcdef:9100"]
+
+
 def test_every_shape_the_alphabet_lets_in_is_sent_on():
     rng = random.Random(61)
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/+~-"
@@ -71,10 +77,14 @@ def test_every_shape_the_alphabet_lets_in_is_sent_on():
                     assert not secret_shapes.benign(text), text
     # and each of them alone is redacted (the fast path is not what keeps them)
     assert all(redact.redact_text(s, True) != s for s in SHAPES)
+    for text in COLON_SHAPES:
+        assert redact._slow(text, True) == text or not secret_shapes.benign(text), text
+    assert sum(redact._slow(t, True) != t for t in COLON_SHAPES) >= 5
 
 
 @pytest.mark.parametrize("text", ["worker-0001", "ip-10-0-3-17.ec2.internal", "10.0.3.17", "us-east-1a",
-                                  "node-role.kubernetes.io/control-plane", "amd64", "v1.28.3", "vault-token-0"])
+                                  "node-role.kubernetes.io/control-plane", "amd64", "v1.28.3", "vault-token-0",
+                                  "node-00001:9100", "10.0.3.17:10250"])
 def test_a_node_name_an_address_a_label_take_the_fast_path(text):
     assert secret_shapes.benign(text)
     assert redact.redact_text(text) == text

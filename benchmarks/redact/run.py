@@ -118,7 +118,7 @@ def plot(results, png):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--n", type=int, default=10000, help="node names, addresses and label values each")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--base", default="main", help="a commit whose redactor is measured beside ('' skips it)")

@@ -113,14 +113,16 @@ def _rows(table):
     return [(cls, row) for cls, rows in sorted(table.items()) for row in rows]
 
 
-@pytest.mark.parametrize("cls,row", _rows(HIDDEN), ids=["%s-%02d" % (c.split(":")[0], i) for i, (c, _r) in
-                                                         enumerate(_rows(HIDDEN))])
+def _ids(table):
+    return ["%s-%02d" % (cls.split(":")[0], i) for i, (cls, _row) in enumerate(_rows(table))]
+
+
+@pytest.mark.parametrize("cls,row", _rows(HIDDEN), ids=_ids(HIDDEN))
 def test_a_leak_of_each_class_is_hidden_and_its_context_shown(cls, row):
     assert_hidden(*row)
 
 
-@pytest.mark.parametrize("cls,text", _rows(KEPT), ids=["%s-%02d" % (c.split(":")[0], i) for i, (c, _t) in
-                                                        enumerate(_rows(KEPT))])
+@pytest.mark.parametrize("cls,text", _rows(KEPT), ids=_ids(KEPT))
 def test_the_data_of_each_class_is_shown_as_it_is(cls, text):
     assert redact_text(text) == text
 

@@ -109,9 +109,10 @@ _VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"'<]+)"""
 # '<secret word> : = is was <value>' (strong: every value but a word); '<secret word> <value>' and 'login <value>'
 # (weak: only a value that looks like a credential). One pass, its first letters looked at first (as _PREFIXED)
 # A connector phrase may stand between the word and a strong separator: whom it is for (1 to 3 words after 'for' or
-# 'of': 'password for user admin: X', 'token of node-a is X') and what was done to it ('password reset to X', 'has been
-# changed to X', 'is now X', 'generated: X'); a weak value (no separator) never follows one
-_FOR = r"(?:[ \t]+(?:for|of)(?:[ \t]+[^\s:=]{1,64}){1,3}?)?"
+# 'of', a URL too: 'password for user admin: X', 'token of node-a is X', 'token for https://reg.example.com: X') and
+# what was done to it ('password reset to X', 'has been changed to X', 'is now X', 'generated: X'); a weak value (no
+# separator) never follows one
+_FOR = r"(?:[ \t]+(?:for|of)(?:[ \t]+(?:[^\s:=]|:(?=[^\s:=])){1,128}){1,3}?)?"
 _DONE = (r"(?:[ \t]+(?:(?:has|have|had)[ \t]+been[ \t]+|(?:is|was|were|got)[ \t]+(?:now[ \t]+)?)?"
          r"(?:re)?(?:set|changed|updated|rotated|generated|created)(?:[ \t]+(?:to|as)(?:[ \t]*:)?[ \t]+|[ \t]*[:=][ \t]*))")
 _PROSE = lazy_compile(r"(?=[aptscl])(?:" + _NAME + r"|(?<![\w\-])(?P<login>login))"
@@ -320,14 +321,15 @@ def percent_encoded(text, mark):
 
 # an environment assignment in an env file's form (docker's --env-file, systemd's EnvironmentFile=, dotenv: the value
 # of an unquoted assignment runs to the end of its line): a name as environment variables are named (POSIX: capitals,
-# digits, '_' - anywhere in a text: GPG_PASSPHRASE=, Environment=API_TOKEN=) or any such name starting its line (after
-# 'export'), '=', a value that does not start with a quote, of two words or more. It ends at the end of the line, before
-# the next word that is another assignment or key (NAME=, name:) or a shell operator (';', '|', '&'), and at the quote
-# that opened the text around it (Environment="A=x y"). A line whose value is followed by a flag (a word starting
-# with '-') is a command line (PGPASSWORD=x psql -h db): there, as in a shell, the value is its first word, which
-# _core.redact reads as any key = value
-_ENV_KEY = lazy_compile(r"(?:(?<![^\s=\"'])(?P<env>[A-Z_][A-Z0-9_]{0,127})|(?:^|(?<=\n))[ \t]*(?:export[ \t]+)?"
-                        r"(?P<key>[A-Za-z_][A-Za-z0-9_]{0,127}))=(?=[^\"'\s])")
+# digits, '_' - anywhere in a text: GPG_PASSPHRASE=, Environment=API_TOKEN=) and '=', or any name starting its line
+# (after 'export'; '.' and '-' in it, blanks around its '=': an INI or properties file's 'password = a b'), then a
+# value that does not start with a quote, '[' or '{' (a TOML array or table: _core.redact's), of two words or more.
+# It ends at the end of the line, before the next word that is another assignment or key (NAME=, name:) or a shell
+# operator (';', '|', '&'), and at the quote that opened the text around it (Environment="A=x y"). A line whose value
+# is followed by a flag (a word starting with '-') is a command line (PGPASSWORD=x psql -h db): there, as in a shell,
+# the value is its first word, which _core.redact reads as any key = value
+_ENV_KEY = lazy_compile(r"(?:(?<![^\s=\"'])(?P<env>[A-Z_][A-Z0-9_]{0,127})=|(?:^|(?<=\n))[ \t]*(?:export[ \t]+)?"
+                        r"(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,127})[ \t]*=[ \t]*)(?=[^\"'\s\[{])")
 _WORD = lazy_compile(r"\S+")
 _NEXT_WORD = lazy_compile(r"[ \t]+(?![A-Za-z_][A-Za-z0-9_.\-]{0,127}(?:=|:(?!\S))|[;|&-])\S+")
 _FLAG_NEXT = lazy_compile(r"[ \t]+-")

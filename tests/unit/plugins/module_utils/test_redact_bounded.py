@@ -35,12 +35,15 @@ ADVERSARIAL = {
         "password for " + "a " * (N // 2), "password for a b c " * (N // 19), "password has been " * (N // 18),
         "token" + " is now" * (N // 7), "token of " + "x" * N, "password reset " * (N // 15),
         "secret " + "for " * (N // 4) + "x",
+        "token for " + "a:" * (N // 2), ("token for https://h:" * (N // 20)),
     ],
     "an env file's value of several words (_ENV_KEY, _ENV_VALUE)": [
         "A=" * (N // 2), "PASSWORD=" + "a " * (N // 2), "PASSWORD=a " + "b " * (N // 2) + "-x",
         "API_TOKEN=" * (N // 10), "A=B=" * (N // 4), "TOKEN=x y " * (N // 10), "\nexport token=a b" * (N // 17),
         # a value that starts inside the words of the last one (each word read once, not once per name)
         "A_TOKEN=x 'A_TOKEN=x " * (N // 20) + "-f", "A_TOKEN=x " + "y " * (N // 2) + "A_TOKEN=",
+        # an INI line's blanks around its '='
+        "\npassword = a b" * (N // 15), "password" + " " * N + "= a b", "\n" + " " * N + "password = a b",
     ],
     "a form body's Authorization (_AUTH_HEADER)": [
         "Authorization: " + "&a" * (N // 2), "Authorization=Bearer+" + "&" * N, "Authorization=" + "x+" * (N // 2),

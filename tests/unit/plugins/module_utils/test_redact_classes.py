@@ -50,6 +50,8 @@ HIDDEN = {
         ("db_password=a b c\nhost=db", ["b c"], ["db_password=", "\nhost=db"]),
         ("SMTP_PASSWORD=pass phrase  \nSMTP_HOST=mail", ["phrase"], ["SMTP_HOST=mail"]),
         ("APIKEY=two words api-key: ApiDash-C7", ["two words", "ApiDash-C7"], ["api-key: "]),
+        ("[db]\npassword = my very secret\nhost = db", ["very secret"], ["[db]\npassword = ", "\nhost = db"]),
+        ("db.password=two words", ["two words"], ["db.password="]),
         # a command line: as in a shell, the value is one word, the command and its flags kept
         ("PGPASSWORD=PgOne-C8 psql -h db -p 5432", ["PgOne-C8"], [" psql -h db -p 5432"]),
     ],
@@ -64,6 +66,7 @@ HIDDEN = {
         ("db password set to: SetPw9D8", ["SetPw9D8"], ["set to: "]),
         ("the secret was rotated to Rot9SecD9", ["Rot9SecD9"], ["the secret was rotated to "]),
         ("Generated token for node-a: GenTok9D10 (expires in 24h)", ["GenTok9D10"], [" (expires in 24h)"]),
+        ("token for https://registry.example.com: RegTok9D11", ["RegTok9D11"], ["token for https://registry.example.com: "]),
     ],
     "name: a value under a name that is a node's and a secret's alike, credential-shaped (guards of the kept rows)": [
         ("vault-token-0: X9sdf8sdfZZ", ["X9sdf8sdfZZ"], ["vault-token-0: "]),
@@ -86,6 +89,8 @@ KEPT = {
     ],
     "env: env assignments that hold no secret of several words": [
         "NODE_NAME=worker one", "DB_PASSWORDS=3 rotated", "TOKEN_TTL=30 minutes", "GPG_PASSPHRASE_FILE=/run/a b",
+        'Private-Token = ["<redacted by nodefix.k8s>"]', "password = true",
+        "host = db one",
     ],
     "prose: prose with a connector phrase and no secret": [
         "password reset for user bob failed", "token for node-a refreshed", "password set to expire in 3 days",

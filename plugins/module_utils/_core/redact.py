@@ -58,7 +58,7 @@ value written as ``<redacted by nodefix.k8s>``:
   description of the format): JSON Web Tokens (JWS and JWE: a service account token), a registry config in base64,
   HashiCorp Vault (``hvs.``/``hvb.``/``hvr.``), Stripe (``sk_``/``rk_`` live and test, ``whsec_``), GitHub
   (``gh[pousr]_``, ``github_pat_``), GitLab (``glpat-`` and its other prefixes), Slack (``xox?-``, ``xapp-``), Google
-  API (``AIza``), npm, PyPI and Docker Hub tokens;
+  API (``AIza``), npm, PyPI and Docker Hub tokens, crypt(3) password hashes (``$6$...``: /etc/shadow);
 - in ``_core.secret_shapes`` (its docstring): a secret word in a sentence and its value (``Password is X``, ``password
   for user admin: X``, ``reset to X``; ``token X`` where X looks like a credential); percent-encoded query strings,
   URLs' user information and Authorization headers; an env file's value of several words (``GPG_PASSPHRASE=a b``).

@@ -92,11 +92,17 @@ PREFIXED = (
     (r"pypi-[A-Za-z0-9_-]{50,}", "https://pypi.org/help/#apitoken"),
     # Docker Hub personal access tokens
     (r"dckr_pat_[A-Za-z0-9_-]{20,}", "https://docs.docker.com/security/for-developers/access-tokens/"),
+    # a password hash in crypt(3)'s format (/etc/shadow, htpasswd, a user's hashed_password): MD5 ($1$), bcrypt
+    # ($2a$, $2b$, $2x$, $2y$), SHA-256/512 ($5$, $6$, rounds= too), scrypt ($7$), yescrypt ($y$, $gy$) - salt and hash
+    (r"\$1\$[./A-Za-z0-9]{0,8}\$[./A-Za-z0-9]{22}|\$2[abxy]\$[0-9]{2}\$[./A-Za-z0-9]{53}"
+     r"|\$[56]\$(?:rounds=[0-9]{1,9}\$)?[./A-Za-z0-9]{0,16}\$[./A-Za-z0-9]{43,86}|\$7\$[./A-Za-z0-9]{11,64}\$[./A-Za-z0-9]{43}"
+     r"|\$g?y\$[./A-Za-z0-9]{1,32}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{20,86}",
+     "https://github.com/besser82/libxcrypt/blob/develop/doc/crypt.5"),
 )
 # never inside a longer word of the token's alphabet ('my_sk_live_x' hides 'sk_live_x' all the same); the first
 # letters of every prefix looked at first (a character set the regexp engine skips over quickly: 1 MiB of a journal
 # is read several times faster than with the look-behind first)
-_PREFIXED_SOURCE = r"(?=[eghrswxAGnpd])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED)
+_PREFIXED_SOURCE = r"(?=[eghrswxAGnpd$])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED)
 _PREFIXED = lazy_compile(_PREFIXED_SOURCE)
 
 # the secret words of free text, as whole words, in the singular or the plural: 'API key' in any spelling (apikey,
@@ -112,7 +118,7 @@ _VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"'<]+)"""
 # 'of', a URL too: 'password for user admin: X', 'token of node-a is X', 'token for https://reg.example.com: X') and
 # what was done to it ('password reset to X', 'has been changed to X', 'is now X', 'generated: X'); a weak value (no
 # separator) never follows one
-_FOR = r"(?:[ \t]+(?:for|of)(?:[ \t]+(?:[^\s:=]|:(?=[^\s:=])){1,128}){1,3}?)?"
+_FOR = r"(?P<for>[ \t]+(?:for|of)(?:[ \t]+(?:[^\s:=]|:(?=[^\s:=])){1,128}){1,3}?)?"
 _DONE = (r"(?:[ \t]+(?:(?:has|have|had)[ \t]+been[ \t]+|(?:is|was|were|got)[ \t]+(?:now[ \t]+)?)?"
          r"(?:re)?(?:set|changed|updated|rotated|generated|created)(?:[ \t]+(?:to|as)(?:[ \t]*:)?[ \t]+|[ \t]*[:=][ \t]*))")
 _PROSE = lazy_compile(r"(?=[aptscl])(?:" + _NAME + r"|(?<![\w\-])(?P<login>login))"
@@ -249,6 +255,8 @@ def _split(match):
 
 def _prose(match, mark):
     head, val, tail = _split(match)
+    if match.group("for") and match.group("sep")[-1:] in ":=":
+        return match.group(0)   # 'password of a `user:password`': after a connector phrase, a ':' is followed by a blank
     strong = match.group("sep") and not match.group("login")
     if not (_strong if strong else _weak)(match, val):
         return match.group(0)

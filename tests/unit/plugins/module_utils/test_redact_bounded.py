@@ -52,6 +52,9 @@ ADVERSARIAL = {
         "a-" * (N // 2) + "token-abc12: x", "a-1" * (N // 3) + ": Ready", "vault-token-0: " + "Ready " * (N // 6),
         "passwords: 3 " + "a " * (N // 2), "token is " + "ab-" * (N // 3), "token is v1" + ".1" * (N // 2),
     ],
+    "a password hash in crypt's format (PREFIXED)": [
+        "$6$" + "a" * N, "$6$rounds=1$" * (N // 12), "$y$" + "a$" * (N // 2), "x:$1$" * (N // 5), "$2y$10$" + "." * N,
+    ],
     "colon-joined values read again (_key_value)": [
         "user: " + "a:" * (N // 2), "x: " + "token:" * (N // 6), "x: " + "a\\\":" * (N // 4),
     ],
@@ -61,6 +64,7 @@ ADVERSARIAL = {
 
 # the function that applies each pattern (the whole redactor for those of _core.redact: it is what they run in)
 READER = {
+    "a password hash in crypt's format (PREFIXED)": lambda t: secret_shapes.prefixed(t, MARK),
     "percent-encoded URL user information (_PCT_USERINFO)": lambda t: secret_shapes.percent_encoded(t, MARK),
     "percent-encoded Authorization (_PCT_AUTH)": lambda t: secret_shapes.percent_encoded(t, MARK),
     "percent-encoded secret header (_PERCENT with ':')": lambda t: secret_shapes.percent_encoded(t, MARK),

@@ -68,6 +68,15 @@ HIDDEN = {
         ("Generated token for node-a: GenTok9D10 (expires in 24h)", ["GenTok9D10"], [" (expires in 24h)"]),
         ("token for https://registry.example.com: RegTok9D11", ["RegTok9D11"], ["token for https://registry.example.com: "]),
     ],
+    "hash: a password hash in crypt's format (a colon-joined line is no longer hidden whole at depth: its hash is)": [
+        ("root:$6$saltsalt$Jq9pXbTn3Ck0Y2wVhAq7m1s8dO5uR4eL6iZ3tG0kN9yB2cF7vH1jM4pQ8xW5zT6rS0aU3dE9gI2lK7oP1nC4b.:19000:0:99999:7:::",
+         ["Jq9pXbTn3Ck0", "saltsalt"], ["root:", ":19000:0:99999:7:::"]),
+        ("admin:$y$j9T$abcdEFGHijkl0123$XyZ0123456789abcdefGHIJKLmnopqrstuVWXyz012:19000:0:99999:7:::",
+         ["XyZ0123456789"], ["admin:", ":19000:"]),
+        ("u:$1$abcdefgh$0123456789abcdefghijkl:19000::::::", ["0123456789abcdefghijkl"], ["u:", ":19000:"]),
+        ("web:$2y$10$abcdefghijklmnopqrstuu0123456789ABCDEFGHIJKLMNOPQRSTU", ["ABCDEFGHIJKLMNOPQRSTU"], ["web:"]),
+        ("svc:$5$rounds=5000$salt$0123456789abcdefghijklmnopqrstuvwxyzABCDEFG:1::::::", ["ABCDEFG"], ["svc:", ":1:"]),
+    ],
     "name: a value under a name that is a node's and a secret's alike, credential-shaped (guards of the kept rows)": [
         ("vault-token-0: X9sdf8sdfZZ", ["X9sdf8sdfZZ"], ["vault-token-0: "]),
         ("default-token-abc12: Xy7pQ2mnZZ", ["Xy7pQ2mnZZ"], ["default-token-abc12: "]),
@@ -96,6 +105,7 @@ KEPT = {
         "password reset for user bob failed", "token for node-a refreshed", "password set to expire in 3 days",
         "password for user admin: 3 attempts left", "password reset to default", "token of node-a is valid",
         "passwords for 3 users rotated", "the token was revoked", "the password was changed: ok",
+        "the password of a `user:password` under a user's name",
     ],
     "count: counts": ["passwords: 3 rotated", "tokens=12 issued", "secrets: 4 mounted in 2 pods", "tokens: 5"],
     "version: versions": ["token is v1.28.3", "the token was 1.28.3-rc.1", "kubeadm token is v1.30.0"],
@@ -106,6 +116,10 @@ KEPT = {
     "node: node names that hold a secret word, and their states": [
         "vault-token-0: Ready", "vault-token-0: NotReady since 5m", "vault-token-1: cordoned, drained",
         "nodes:\n  vault-token-0: Ready\n  vault-token-1: NotReady\n", "storm held: vault-token-2: 3/10 unavailable",
+    ],
+    "hash: colon-joined lines without a hash": [
+        "root:x:0:0:root:/root:/bin/bash", "root:*:19000:0:99999:7:::", 'echo "$1$HOME/foo"',
+        'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"',
     ],
     "user: user names with colons": [
         "user: system:serviceaccount:a:b", "user: system:serviceaccount:kube-system:default",

@@ -304,7 +304,7 @@ def _key_value(match):
         # or a flag in it is new: every other shape was read in the whole text already)
         opening, inside, closing = _unquoted(val)
         if not _NESTED.search(inside) or ("=" not in inside and not re.search(r"(?:^|\s)-", inside) and not any(
-                secret_name(part) for part in re.findall(r"([A-Za-z_][A-Za-z0-9_.\-]*)(?:\\?[\"'])?[ \t]*:", inside))):
+                secret_name(part) for part in re.findall(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)(?:\\?[\"'])?[ \t]*:", inside))):
             return match.group(0)   # system:serviceaccount:ns:name, image:tag - no key of a secret in it
         if _NEST[0] >= _NEST_MAX:
             return head + opening + MARK + closing  # 'a:b:c:...' nested deeper than any real text: fails closed

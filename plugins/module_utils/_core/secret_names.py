@@ -19,7 +19,7 @@ the redactor (``_core.redact``), the redirect policy (``_core.redirects``) and t
   not_a_secret``: ``vault-token-0: Ready`` shown, ``db-password-2: X9s...`` hidden). A name Kubernetes generates
   (``generateName``: a 5-character suffix with a digit, ``default-token-abc12``) counts as numbered;
 - a name whose last word measures or times a secret (``token_ttl``, ``--authentication-token-webhook-cache-ttl``)
-  holds no secret."""
+  holds no secret, nor one whose last word is ``name`` (``secretName``, ``token_secret_name``: an object's name)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -82,6 +82,8 @@ def secret_name(name):
     if norm.endswith(_REFERENCE_ENDS):
         return False
     words = _words(name)
+    if words and words[-1] in ("name", "names") and len(words) > 1:
+        return False    # which Secret, by its object name (secretName: default-token-abc12), not the secret
     if words and words[-1] in _MEASURE_LAST:
         return False    # what measures a secret, not the secret: --authentication-token-webhook-cache-ttl=2m
     if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):

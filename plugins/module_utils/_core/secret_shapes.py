@@ -133,13 +133,19 @@ _OBJECT_NAME = lazy_compile(r"^[a-z]+(?:[-._/][a-z]+)*(?:[-.][0-9]{1,5})?(?:[./]
 # a host name in lower case (with a port), an address
 _HOST = lazy_compile(r"^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)+|\[?[0-9a-f]*:[0-9a-f:.]+\]?)(?::\d+)?$")
 _TOKEN_ALPHABET = lazy_compile(r"^[A-Za-z0-9_\-+/=.~]{8,}$")
-# a name Kubernetes generates: words, then one or two generated parts of at most 10 (a ReplicaSet's pod-template-hash,
-# generateName's 5 characters: default-token-abc12, web-7d9f8b6c5-x2x9z, vault-token-0)
-_GENERATED_NAME = lazy_compile(r"^(?:[a-z]{2,}-)+(?:[a-z0-9]{1,10}-)?[a-z0-9]{1,10}$")
+# a name Kubernetes generates: words, then one or two generated parts of at most 10, the last with a digit (a
+# ReplicaSet's pod-template-hash, generateName's 5 characters, an ordinal: default-token-abc12, web-7d9f8b6c5-x2x9z,
+# vault-token-0; never words alone: kubeconfig-token-value)
+_GENERATED_NAME = lazy_compile(r"^(?:[a-z]{2,}-)+(?:[a-z0-9]{1,10}-)?(?=[a-z]{0,9}[0-9])[a-z0-9]{1,10}$")
 # a version (v1.28.3, 1.28.3-rc.1, 2.42.0+ds): two parts at least
 _VERSION = lazy_compile(r"^v?[0-9]{1,9}(?:\.[0-9]{1,9}){1,3}(?:[-+~][0-9A-Za-z.\-+~]{1,64})?$")
 # a whole number, then words ('3 rotated', '12 mounted in 3 pods')
 _COUNT = lazy_compile(r"^[0-9]{1,12}(?:[ \t]+[A-Za-z][A-Za-z0-9 \t,.()/-]{0,200})?$")
+# the names that name a Kubernetes object holding a secret (a Secret, a token Secret), alone (client_secret is the
+# secret itself): under them a name Kubernetes generates or a namespace/name is the object's name (secret:
+# default-token-abc12), never the secret
+_OBJECT_NOUN = lazy_compile(r"(?i)^-{0,2}(?:secret|credential|token)s?$")
+_NAMESPACED = lazy_compile(r"^[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}$")
 # a word that reads as data under a name that is a node's and a secret's alike (vault-token-0: Ready): letters (a
 # state: NotReady, cordoned), a number with a unit (5m, 10%, 3.5), a version, or a name as Kubernetes names things
 _DATA_WORD = lazy_compile(r"^(?:[A-Za-z]{1,32}|[0-9]{1,12}(?:\.[0-9]{1,6})?(?:[a-z]{1,3}|%)?|\(?[0-9]{1,3}/[0-9]{1,3}\)?)$")
@@ -219,13 +225,18 @@ def _data_word(word):
 
 
 def not_a_secret(name, value):
-    """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), or, under a name that is
+    """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), a Secret's object name
+    under a name that names one (``secret``/``credential``/``token`` last: ``secret: default-token-abc12``,
+    ``token: kube-system/vault-token-0``; a name Kubernetes generates or a namespace/name), or, under a name that is
     a node's and a secret's alike (``_core.secret_names.numbered``: ``vault-token-0``, ``default-token-abc12``), a
     number or text whose every word reads as data (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``,
     ``kube-system``; a list of such values) - a value with a word of mixed letters and digits (``X9sdf8``,
     ``hunter2``) stays hidden."""
     if counted(name, value):
         return True
+    if (isinstance(value, str) and _OBJECT_NOUN.search(str(name)) is not None
+            and (_GENERATED_NAME.match(value) is not None or _NAMESPACED.match(value) is not None)):
+        return True     # secret: default-token-abc12, token: kube-system/vault-token-0 - a Secret's name
     if isinstance(value, (list, tuple)) and value and numbered(name):
         return all(isinstance(v, (int, float, str)) and not_a_secret(name, v) for v in value)   # ["NotReady", 3]
     if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not numbered(name):

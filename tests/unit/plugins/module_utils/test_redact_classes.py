@@ -84,6 +84,10 @@ HIDDEN = {
         ("tokens: Tok3nsE1x", ["Tok3nsE1x"], ["tokens: "]),
         ("token is v1x9Zq8W2", ["v1x9Zq8W2"], ["token is "]),
         ("user: token:SecretE2x9", ["SecretE2x9"], ["user: token:"]),
+        ("secret: hunter", ["hunter"], ["secret: "]), ("password: summer-2024", ["summer-2024"], ["password: "]),
+        ("client_secret: abc-defg-12345", ["abc-defg-12345"], ["client_secret: "]),
+        ("token: Xy7pQ2mnZZ", ["Xy7pQ2mnZZ"], ["token: "]),
+        ("token: kubeconfig-token-value", ["kubeconfig-token-value"], ["token: "]),
     ],
 }
 
@@ -111,7 +115,8 @@ KEPT = {
     "version: versions": ["token is v1.28.3", "the token was 1.28.3-rc.1", "kubeadm token is v1.30.0"],
     "generated: names Kubernetes generates": [
         "secret default-token-abc12 mounted", "default-token-abc12: found", "token web-7d9f8b6c5-x2x9z",
-        "secret regcred-x7k2p",
+        "secret regcred-x7k2p", "secret: vault-token-0", "token: default-token-abc12", "secret: kube-system/regcred",
+        "  secretName: default-token-abc12", '{"secretName": "regcred"}',
     ],
     "node: node names that hold a secret word, and their states": [
         "vault-token-0: Ready", "vault-token-0: NotReady since 5m", "vault-token-1: cordoned, drained",

@@ -141,10 +141,10 @@ _GENERATED_NAME = lazy_compile(r"^(?:[a-z]{2,}-)+(?:[a-z0-9]{1,10}-)?(?=[a-z]{0,
 _VERSION = lazy_compile(r"^v?[0-9]{1,9}(?:\.[0-9]{1,9}){1,3}(?:[-+~][0-9A-Za-z.\-+~]{1,64})?$")
 # a whole number, then words ('3 rotated', '12 mounted in 3 pods')
 _COUNT = lazy_compile(r"^[0-9]{1,12}(?:[ \t]+[A-Za-z][A-Za-z0-9 \t,.()/-]{0,200})?$")
-# the names that name a Kubernetes object holding a secret (a Secret, a token Secret), alone (client_secret is the
-# secret itself): under them a name Kubernetes generates or a namespace/name is the object's name (secret:
-# default-token-abc12), never the secret
-_OBJECT_NOUN = lazy_compile(r"(?i)^-{0,2}(?:secret|credential|token)s?$")
+# the names that name a Kubernetes object holding a secret (a Secret), alone (client_secret is the secret itself; a
+# token's key or flag holds the token: --token=leaked-token-1 stays hidden): under them a name Kubernetes generates or
+# a namespace/name is the object's name (secret: default-token-abc12), never the secret
+_OBJECT_NOUN = lazy_compile(r"(?i)^(?:secret|credential)s?$")
 _NAMESPACED = lazy_compile(r"^[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}$")
 # a word that reads as data under a name that is a node's and a secret's alike (vault-token-0: Ready): letters (a
 # state: NotReady, cordoned), a number with a unit (5m, 10%, 3.5), a version, or a name as Kubernetes names things
@@ -226,8 +226,8 @@ def _data_word(word):
 
 def not_a_secret(name, value):
     """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), a Secret's object name
-    under a name that names one (``secret``/``credential``/``token`` last: ``secret: default-token-abc12``,
-    ``token: kube-system/vault-token-0``; a name Kubernetes generates or a namespace/name), or, under a name that is
+    under the name ``secret`` or ``credential`` (``secret: default-token-abc12``, ``secret: kube-system/regcred``: a
+    name Kubernetes generates or a namespace/name), or, under a name that is
     a node's and a secret's alike (``_core.secret_names.numbered``: ``vault-token-0``, ``default-token-abc12``), a
     number or text whose every word reads as data (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``,
     ``kube-system``; a list of such values) - a value with a word of mixed letters and digits (``X9sdf8``,
@@ -236,7 +236,7 @@ def not_a_secret(name, value):
         return True
     if (isinstance(value, str) and _OBJECT_NOUN.search(str(name)) is not None
             and (_GENERATED_NAME.match(value) is not None or _NAMESPACED.match(value) is not None)):
-        return True     # secret: default-token-abc12, token: kube-system/vault-token-0 - a Secret's name
+        return True     # secret: default-token-abc12, secret: kube-system/regcred - a Secret's name
     if isinstance(value, (list, tuple)) and value and numbered(name):
         return all(isinstance(v, (int, float, str)) and not_a_secret(name, v) for v in value)   # ["NotReady", 3]
     if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not numbered(name):

@@ -88,6 +88,8 @@ HIDDEN = {
         ("client_secret: abc-defg-12345", ["abc-defg-12345"], ["client_secret: "]),
         ("token: Xy7pQ2mnZZ", ["Xy7pQ2mnZZ"], ["token: "]),
         ("token: kubeconfig-token-value", ["kubeconfig-token-value"], ["token: "]),
+        ("kubelet --token=leaked-token-1", ["leaked-token-1"], ["--token="]),
+        ("token: default-token-abc12", ["default-token-abc12"], ["token: "]),
     ],
 }
 
@@ -115,7 +117,7 @@ KEPT = {
     "version: versions": ["token is v1.28.3", "the token was 1.28.3-rc.1", "kubeadm token is v1.30.0"],
     "generated: names Kubernetes generates": [
         "secret default-token-abc12 mounted", "default-token-abc12: found", "token web-7d9f8b6c5-x2x9z",
-        "secret regcred-x7k2p", "secret: vault-token-0", "token: default-token-abc12", "secret: kube-system/regcred",
+        "secret regcred-x7k2p", "secret: vault-token-0", "credential: default-token-abc12", "secret: kube-system/regcred",
         "  secretName: default-token-abc12", '{"secretName": "regcred"}',
     ],
     "node: node names that hold a secret word, and their states": [

@@ -221,3 +221,16 @@ def test_triage_benchmark_small(tmp_path):
     assert [r["kind"] for r in runs] == ["classifier", "inventory_targets", "inventory_full"]
     # 7: Prometheus' clock, kube_node_info with kube-state-metrics' own `up`, and the five observations
     assert [r.get("hosts") for r in runs] == [None, 5, 40] and all(r["requests"] == 7 for r in runs), runs
+
+
+def test_redact_fast_path_benchmark_small(tmp_path):
+    # the redactor with and without its fast path and the one of HEAD's commit, on 200 of each set: every string
+    # reads the same with and without the fast path (the script exits 1 otherwise)
+    result = tmp_path / "redact.json"
+    rc, out = run_logged("bench-redact", [sys.executable, "benchmarks/redact/run.py", "--n", "200", "--repeat", "1",
+                                          "--base", "HEAD", "--json", str(result)])
+    assert_ok("bench-redact", rc, out)
+    data = json.loads(result.read_text())
+    assert data["fast_path_differs"] == 0 and sorted(data["sets"]) == ["addresses", "label_values", "node_names",
+                                                                       "test_corpus"], data
+    assert all(sorted(row["cpu_s"]) == ["base", "new", "new_slow"] for row in data["sets"].values()), data

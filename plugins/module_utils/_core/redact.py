@@ -58,16 +58,18 @@ value written as ``<redacted by nodefix.k8s>``:
   description of the format): JSON Web Tokens (JWS and JWE: a service account token), a registry config in base64,
   HashiCorp Vault (``hvs.``/``hvb.``/``hvr.``), Stripe (``sk_``/``rk_`` live and test, ``whsec_``), GitHub
   (``gh[pousr]_``, ``github_pat_``), GitLab (``glpat-`` and its other prefixes), Slack (``xox?-``, ``xapp-``), Google
-  API (``AIza``), npm, PyPI and Docker Hub tokens;
-- a secret word in a sentence and its value (``_core.secret_shapes``): ``Password is X``, ``the API key: X``, ``secret
-  access key = X``, and ``token X``/``apikey X``/``vault login X`` where X looks like a credential; a query string
-  percent-encoded in a URL or a log (``password%3DX``, ``%26token%3DX``, encoded twice), judged by its decoded name.
+  API (``AIza``), npm, PyPI and Docker Hub tokens, crypt(3) password hashes (``$6$...``: /etc/shadow);
+- in ``_core.secret_shapes`` (its docstring): a secret word in a sentence and its value (``Password is X``, ``password
+  for user admin: X``, ``reset to X``; ``token X`` where X looks like a credential); percent-encoded query strings,
+  URLs' user information and Authorization headers; an env file's value of several words (``GPG_PASSPHRASE=a b``).
 
 Decided false positives (kept as they are): a name shaped as a node's with a number of its own (``auth-01``,
 ``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``) unless its number follows
-a secret word (``db-password-2``); a plural secret word over a whole number, a count (``tokens: 5``); a word, a
-number, a path or a name after a secret word in prose (``token bucket``, ``Password is incorrect`` -
-``_core.secret_shapes``); a name whose last word
+a secret word (``db-password-2``, ``vault-token-0``: then the value beside it is hidden unless it reads as data,
+``secret_shapes.not_a_secret``: ``vault-token-0: Ready``); a count (``tokens: 5``, ``passwords: 3 rotated``); a word, a
+number, a version, a path or a name after a secret word in prose (``token bucket``, ``token is v1.28.3`` -
+``_core.secret_shapes``); a colon-joined value without a secret's name before a colon (``user: system:node:n1``);
+a text no rule can match (``secret_shapes.benign``: returned unread); a name whose last word
 measures a secret (``--authentication-token-webhook-cache-ttl=2m``); ``Basic``/``Bearer`` before an ordinary word
 (``Basic authentication failed``: letters in lower case after an optional capital, at most 15); a key naming where a
 secret is rather than the secret
@@ -162,8 +164,10 @@ _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/
 # in lower case after an optional capital (base64 of user:password, a token: mixed case, digits, '=')
 _WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
+# (a form body's Authorization=Bearer+X&b=1: '+' the blank, '&' before the next name= ends it)
 _AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?(?!Digest[ \t]+[A-Za-z][\w-]*=)"""
-                          r"""(?:[A-Za-z][A-Za-z0-9-]*[ \t]+)?)(?P<val>[^\s"',\]]{4,})""", re.IGNORECASE)
+                          r"""(?:[A-Za-z][A-Za-z0-9-]*(?:[ \t]+|\+(?=[^\s&+])))?)"""
+                          r"""(?P<val>(?:[^\s"',\]&]|&(?![A-Za-z_][\w.\-]*=)){4,})""", re.IGNORECASE)
 # a .netrc line (machine/default/login first, or 'password X' alone on its line): its passwords and accounts
 _NETRC_LINE = re.compile(r"(?m)^[ \t]*(?:(?:machine|default|login)\b.*|(?:password|account)[ \t]+\S+[ \t]*)$")
 _NETRC = re.compile(r"(?<!\S)(?P<head>(?:password|account)[ \t]+)(?P<val>\S+)")
@@ -299,8 +303,9 @@ def _key_value(match):
         # the value may hold secrets of its own: Environment="API_TOKEN=x", EXTRA_ARGS=--token=x (only a key = value
         # or a flag in it is new: every other shape was read in the whole text already)
         opening, inside, closing = _unquoted(val)
-        if not _NESTED.search(inside):
-            return match.group(0)
+        if not _NESTED.search(inside) or ("=" not in inside and not re.search(r"(?:^|\s)-", inside) and not any(
+                secret_name(part) for part in re.findall(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)(?:\\?[\"'])?[ \t]*:", inside))):
+            return match.group(0)   # system:serviceaccount:ns:name, image:tag - no key of a secret in it
         if _NEST[0] >= _NEST_MAX:
             return head + opening + MARK + closing  # 'a:b:c:...' nested deeper than any real text: fails closed
         _NEST[0] += 1
@@ -311,7 +316,7 @@ def _key_value(match):
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)
     if (_unquoted(val)[1].lower() in _SWITCH_WORDS or _key_path(key, _unquoted(val)[1])
-            or secret_shapes.counted(key, _unquoted(val)[1])):
+            or secret_shapes.not_a_secret(key, _unquoted(val)[1])):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
     if ":" in match.group("sep") and _YAML_BLOCK.match(val):
         return match.group(0)  # a YAML block scalar's header: its lines are hidden by _yaml_values
@@ -337,7 +342,7 @@ def _yaml_secret(lines, i, match):
     head = lines[i][:len(lines[i]) - len(rest)] + rest[:len(rest) - len(rest.lstrip(" \t"))]
     one_line = _YAML_ONE_LINE.match(value)
     if (value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'")
-            or secret_shapes.counted(match.group("key"), value.split(" #", 1)[0].strip())
+            or secret_shapes.not_a_secret(match.group("key"), value.split(" #", 1)[0].strip())
             or _key_path(match.group("key"), value.split(" #", 1)[0].strip())):
         return i + 1  # a switch, already hidden, or a flow collection _KEY_VALUE reads (an alias, a tag)
     if one_line:  # a quoted scalar (YAML's '' inside): the mark in its quotes, a comment kept
@@ -448,8 +453,12 @@ def url_userinfo(url):
 def redact_text(text, token_context=False):
     """``text`` with every secret the module docstring names replaced by MARK (None stays None); ``token_context``:
     a bootstrap-token-shaped word is a token even where the text does not say so (its key does)."""
-    if not isinstance(text, str) or not text:
-        return text
+    if not isinstance(text, str) or not text or secret_shapes.benign(text):
+        return text     # a node's name, an address, a label: no rule can match it (secret_shapes.benign)
+    return _slow(text, token_context)
+
+
+def _slow(text, token_context):
     token_context = token_context or _BOOTSTRAP_CONTEXT.search(text) is not None
     text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + ("\n" + m.group("tail") if m.group("tail") else ""),
                         text)
@@ -463,7 +472,7 @@ def redact_text(text, token_context=False):
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") or _WORD.match(m.group("val"))
                        else m.group("head") + MARK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
-    text = _yaml_values(text)
+    text = secret_shapes.env_values(_yaml_values(text), MARK)
     text = _NETRC_LINE.sub(lambda line: _NETRC.sub(
         lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, line.group(0)), text)
     text = _COMMAND.sub(_short_flag, text)
@@ -575,7 +584,7 @@ def redact(value, depth=0, token_context=False):
             # a key that speaks of tokens (join_command, bootstrap) makes a token-shaped word under it a token
             under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
             hidden = (isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
-                      and not secret_shapes.counted(k, v))
+                      and not secret_shapes.not_a_secret(k, v))
             if not hidden and isinstance(k, str) and k.lower() in _USER_ENV and isinstance(v, str):
                 v = _user_password_hidden(v)        # {"ETCDCTL_USER": "root:x"}: the user kept
             out[unique_key(out, redact_key(k, token_context))] = MARK if hidden else redact(v, depth + 1, under)

@@ -15,9 +15,11 @@ the redactor (``_core.redact``), the redirect policy (``_core.redirects``) and t
   ``client-secret-1``: ``password``, ``passwd``, ``passphrase``, ``pwd``, ``token``, ``secret``, ``apikey``,
   ``credential(s)``) - how a config numbers its second password, not how nodes are named (a role, a service, then the
   number: ``auth-01``, ``secret-store-2``). A node or a StatefulSet's pod whose name ends so (``vault-token-0``) keeps
-  its name, and the value beside it is hidden (fails closed);
+  its name; the value beside such a name (``numbered``) is hidden unless it reads as data (``_core.secret_shapes.
+  not_a_secret``: ``vault-token-0: Ready`` shown, ``db-password-2: X9s...`` hidden). A name Kubernetes generates
+  (``generateName``: a 5-character suffix with a digit, ``default-token-abc12``) counts as numbered;
 - a name whose last word measures or times a secret (``token_ttl``, ``--authentication-token-webhook-cache-ttl``)
-  holds no secret."""
+  holds no secret, nor one whose last word is ``name`` (``secretName``, ``token_secret_name``: an object's name)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -40,9 +42,12 @@ _WORD_LAST = frozenset(("api", "signature"))
 _REFERENCE_ENDS = ("file", "files", "path", "dir")
 # a name as Kubernetes names nodes and pods (RFC 1123, lower case) with a number of its own after a '-' (auth-01,
 # token-ring-2, secret-db-1.example.com): a node's name that a map of nodes is keyed by, never a config key
-_DATA_NAME = lazy_compile(r"^[a-z0-9][a-z0-9.\-]*-[0-9]+(?:[.\-][a-z0-9.\-]*)?$")
+# or a suffix Kubernetes generates (generateName: 5 characters with a digit, default-token-abc12)
+_SUFFIX = r"(?:[0-9]+|(?=[a-z]{0,4}[0-9])[a-z0-9]{5})"
+_DATA_NAME = lazy_compile(r"^[a-z0-9][a-z0-9.\-]*-" + _SUFFIX + r"(?:[.\-][a-z0-9.\-]*)?$")
 # the words that make a node-shaped name a secret's after all, right before its number (db-password-2)
-_NUMBERED = lazy_compile(r"(?:^|[.\-])(?:password|passwd|passphrase|pwd|token|secret|apikey|credentials?)-[0-9]+(?:[.\-]|$)")
+_NUMBERED = lazy_compile(r"(?:^|[.\-])(?:password|passwd|passphrase|pwd|token|secret|apikey|credentials?)-" + _SUFFIX
+                         + r"(?:[.\-]|$)")
 # a name's last word that says it measures or times a secret, not the secret (token_ttl, token-cache-ttl: 2m)
 _MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "age", "lifetime", "expiry",
                            "expiration", "count", "size", "length", "limit", "retries"))
@@ -53,8 +58,22 @@ def _words(name):
     return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
 
 
+def numbered(name):
+    """Whether ``name`` is shaped as Kubernetes names nodes, pods and Secrets and a secret word stands right before its
+    number or generated suffix (``db-password-2``, ``vault-token-0``, ``default-token-abc12``): a secret's name and a
+    node's alike, so the value beside it decides (``_core.secret_shapes.not_a_secret``)."""
+    return _DATA_NAME.match(str(name)) is not None and _NUMBERED.search(str(name)) is not None
+
+
+# every rule below needs one of these in the name (the exact names, the words, the parts, '_key', 'Key', 'pass'): a
+# name without any is none of them, read at the cost of one search (a long text's many names: A=B=C=...)
+_ANY = lazy_compile(r"(?i)auth|cred|pass|pwd|token|secret|sig|api|cookie|key|certificate")
+
+
 def secret_name(name):
     """Whether a key, variable, header or flag named ``name`` holds a secret (see the module's docstring)."""
+    if _ANY.search(str(name)) is None:
+        return False
     norm = re.sub(r"[-.]", "_", str(name).lstrip("-")).lower()
     if _DATA_NAME.match(str(name)) and not _NUMBERED.search(str(name)):
         return False    # a node's (a pod's, a host's) name: auth-01, token-ring-2, secret-db-1 - data, not a key
@@ -63,6 +82,8 @@ def secret_name(name):
     if norm.endswith(_REFERENCE_ENDS):
         return False
     words = _words(name)
+    if words and words[-1] in ("name", "names") and len(words) > 1:
+        return False    # which Secret, by its object name (secretName: default-token-abc12), not the secret
     if words and words[-1] in _MEASURE_LAST:
         return False    # what measures a secret, not the secret: --authentication-token-webhook-cache-ttl=2m
     if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):

@@ -13,9 +13,19 @@ r"""Secrets known by their shape rather than by a key's name - the part of ``_co
 - ``prose``: a secret word in a sentence followed by its value - ``<secret word> <':', '=', 'is' or 'was'>
   <value>`` (``Password is X``, ``the API key: X``, ``secret access key = X``), and ``<secret word> <value>`` /
   ``login <value>`` (``token X``, ``apikey X``, ``vault login X``) where the value looks like a credential;
+- the connector phrase of ``prose``: whom the secret is for (``for``/``of`` and one to three words) and what was done
+  to it (``reset to``, ``set to:``, ``has been changed to``, ``is now``) between the word and a strong separator:
+  ``Generated password for user admin: X``, ``password reset to X`` (a weak value never follows one);
 - ``percent_encoded``: a query string percent-encoded inside another URL or a log (``password%3DX``,
-  ``%26token%3DX``, encoded twice: ``token%253DX``), each parameter judged by its decoded name;
-- ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords=3``) is a count, not a secret.
+  ``%26token%3DX``, encoded twice: ``token%253DX``; a header's ``%3A`` too: ``X-Auth-Token%3A%20X``), each parameter
+  judged by its decoded name; a URL percent-encoded inside another value (``_PCT_USERINFO``: its user information
+  hidden, the user kept) and an ``Authorization`` header percent-encoded (``_PCT_AUTH``: the scheme kept);
+- ``env_values``: an env file's unquoted value of several words under a secret's name, to the end of its line
+  (``_ENV_KEY`` has the rule);
+- ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords: 3 rotated``) is a count, not a secret;
+  ``not_a_secret``: that, or data (a state, a number, a version, a name) beside a name that is a node's and a secret's
+  alike (``vault-token-0: Ready``);
+- ``benign``: the fast path - a text no rule of ``_core.redact`` can match, returned unread.
 
 What a value must look like to be hidden after a secret word without a separator (``token X``): 8 characters or
 more of a token's alphabet (base64, base64url, hex: letters, digits, ``_-+/=.~``) mixing two of lower case, upper
@@ -23,7 +33,8 @@ case and digits, and not a word (``token bucket``), a number (``tokens 5``), a p
 a host name in lower case (``login registry.example.com``) or a name shaped as Kubernetes names objects (``token
 kube-system``, ``login auth-01``). After ``is``/``was``/``:``/``=`` every value is hidden except an ordinary word
 (``Password is incorrect``, ``token was revoked``), a switch, a number of at most 3 digits (``password is 8
-characters``) and, after ``secret``/``credential``, a Kubernetes object's name (``secret is kube-system/regcred``).
+characters``), a version (``token is v1.28.3``), a name Kubernetes generates (``default-token-abc12``) and, after
+``secret``/``credential``, a Kubernetes object's name (``secret is kube-system/regcred``).
 A secret of letters only in prose (``password is hunter``) is shown: it reads as a word.
 """
 
@@ -39,7 +50,7 @@ except ImportError:  # pragma: no cover - Python 2 of old targets
     from urllib import unquote  # pylint: disable=no-name-in-module
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import numbered, secret_name
 
 # The catalogue: (the format as its vendor documents it, where). A word of one of these shapes is replaced whole.
 PREFIXED = (
@@ -81,11 +92,18 @@ PREFIXED = (
     (r"pypi-[A-Za-z0-9_-]{50,}", "https://pypi.org/help/#apitoken"),
     # Docker Hub personal access tokens
     (r"dckr_pat_[A-Za-z0-9_-]{20,}", "https://docs.docker.com/security/for-developers/access-tokens/"),
+    # a password hash in crypt(3)'s format (/etc/shadow, htpasswd, a user's hashed_password): MD5 ($1$), bcrypt
+    # ($2a$, $2b$, $2x$, $2y$), SHA-256/512 ($5$, $6$, rounds= too), scrypt ($7$), yescrypt ($y$, $gy$) - salt and hash
+    (r"\$1\$[./A-Za-z0-9]{0,8}\$[./A-Za-z0-9]{22}|\$2[abxy]\$[0-9]{2}\$[./A-Za-z0-9]{53}"
+     r"|\$[56]\$(?:rounds=[0-9]{1,9}\$)?[./A-Za-z0-9]{0,16}\$[./A-Za-z0-9]{43,86}|\$7\$[./A-Za-z0-9]{11,64}\$[./A-Za-z0-9]{43}"
+     r"|\$g?y\$[./A-Za-z0-9]{1,32}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{20,86}",
+     "https://github.com/besser82/libxcrypt/blob/develop/doc/crypt.5"),
 )
 # never inside a longer word of the token's alphabet ('my_sk_live_x' hides 'sk_live_x' all the same); the first
 # letters of every prefix looked at first (a character set the regexp engine skips over quickly: 1 MiB of a journal
 # is read several times faster than with the look-behind first)
-_PREFIXED = lazy_compile(r"(?=[eghrswxAGnpd])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED))
+_PREFIXED_SOURCE = r"(?=[eghrswxAGnpd$])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED)
+_PREFIXED = lazy_compile(_PREFIXED_SOURCE)
 
 # the secret words of free text, as whole words, in the singular or the plural: 'API key' in any spelling (apikey,
 # api-key, api_key, 'API key'), 'access key', '(secret|private) [access] key', password, passwd, passphrase, pwd,
@@ -96,8 +114,16 @@ _NAME = (r"(?<![\w.\-/@%])(?P<name>(?:api[-_ ]?key|access[-_ ]key|(?:secret|priv
 _VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"'<]+)"""
 # '<secret word> : = is was <value>' (strong: every value but a word); '<secret word> <value>' and 'login <value>'
 # (weak: only a value that looks like a credential). One pass, its first letters looked at first (as _PREFIXED)
+# A connector phrase may stand between the word and a strong separator: whom it is for (1 to 3 words after 'for' or
+# 'of', a URL too: 'password for user admin: X', 'token of node-a is X', 'token for https://reg.example.com: X') and
+# what was done to it ('password reset to X', 'has been changed to X', 'is now X', 'generated: X'); a weak value (no
+# separator) never follows one
+_FOR = r"(?P<for>[ \t]+(?:for|of)(?:[ \t]+(?:[^\s:=]|:(?=[^\s:=])){1,128}){1,3}?)?"
+_DONE = (r"(?:[ \t]+(?:(?:has|have|had)[ \t]+been[ \t]+|(?:is|was|were|got)[ \t]+(?:now[ \t]+)?)?"
+         r"(?:re)?(?:set|changed|updated|rotated|generated|created)(?:[ \t]+(?:to|as)(?:[ \t]*:)?[ \t]+|[ \t]*[:=][ \t]*))")
 _PROSE = lazy_compile(r"(?=[aptscl])(?:" + _NAME + r"|(?<![\w\-])(?P<login>login))"
-                      r"(?:(?P<sep>[ \t]*[:=][ \t]*|[ \t]+(?:is|was)(?:[ \t]*:)?[ \t]+)|[ \t]+)" + _VAL, re.IGNORECASE)
+                      r"(?:" + _FOR + r"(?P<sep>" + _DONE + r"|[ \t]*[:=][ \t]*"
+                      r"|[ \t]+(?:is|was)(?:[ \t]+now)?(?:[ \t]*:)?[ \t]+)|[ \t]+)" + _VAL, re.IGNORECASE)
 # an ordinary word (letters, lower case after an optional capital: 'incorrect', 'Expired') or one in capitals
 _ORDINARY = lazy_compile(r"^(?:[A-Za-z][a-z]*|[A-Z]+)$")
 _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off", "none", "null")
@@ -107,16 +133,74 @@ _OBJECT_NAME = lazy_compile(r"^[a-z]+(?:[-._/][a-z]+)*(?:[-.][0-9]{1,5})?(?:[./]
 # a host name in lower case (with a port), an address
 _HOST = lazy_compile(r"^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)+|\[?[0-9a-f]*:[0-9a-f:.]+\]?)(?::\d+)?$")
 _TOKEN_ALPHABET = lazy_compile(r"^[A-Za-z0-9_\-+/=.~]{8,}$")
+# a name Kubernetes generates: words, then one or two generated parts of at most 10, the last with a digit (a
+# ReplicaSet's pod-template-hash, generateName's 5 characters, an ordinal: default-token-abc12, web-7d9f8b6c5-x2x9z,
+# vault-token-0; never words alone: kubeconfig-token-value)
+_GENERATED_NAME = lazy_compile(r"^(?:[a-z]{2,}-)+(?:[a-z0-9]{1,10}-)?(?=[a-z]{0,9}[0-9])[a-z0-9]{1,10}$")
+# a version (v1.28.3, 1.28.3-rc.1, 2.42.0+ds): two parts at least
+_VERSION = lazy_compile(r"^v?[0-9]{1,9}(?:\.[0-9]{1,9}){1,3}(?:[-+~][0-9A-Za-z.\-+~]{1,64})?$")
+# a whole number, then words ('3 rotated', '12 mounted in 3 pods')
+_COUNT = lazy_compile(r"^[0-9]{1,12}(?:[ \t]+[A-Za-z][A-Za-z0-9 \t,.()/-]{0,200})?$")
+# the names that name a Kubernetes object holding a secret (a Secret), alone (client_secret is the secret itself; a
+# token's key or flag holds the token: --token=leaked-token-1 stays hidden): under them a name Kubernetes generates or
+# a namespace/name is the object's name (secret: default-token-abc12), never the secret
+_OBJECT_NOUN = lazy_compile(r"(?i)^(?:secret|credential)s?$")
+_NAMESPACED = lazy_compile(r"^[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}$")
+# a word that reads as data under a name that is a node's and a secret's alike (vault-token-0: Ready): letters (a
+# state: NotReady, cordoned), a number with a unit (5m, 10%, 3.5), a version, or a name as Kubernetes names things
+_DATA_WORD = lazy_compile(r"^(?:[A-Za-z]{1,32}|[0-9]{1,12}(?:\.[0-9]{1,6})?(?:[a-z]{1,3}|%)?|\(?[0-9]{1,3}/[0-9]{1,3}\)?)$")
 # a percent-encoded 'name=value' ('%3D', '%253D' encoded twice): the name a word or what follows an encoded
 # character ('%3Ftoken', '%26token'); the value to the next encoded '&', '#', blank, quote or ';'. The name's
 # parts are bounded (64 characters, 8 encoded '_'): an attempt may start after every encoded character, so an
 # unbounded name made a long run of them quadratic
 _PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
                         r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63}(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]{1,64}){0,8})"""
-                        r"""(?P<sep>%(?:25){0,3}3[Dd])"""
-                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:2[0236]|3[Bb]))[^\s&#"'<>])+)""")
-_PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[Dd]")
+                        r"""(?P<sep>%(?:25){0,3}3[Dd]|%(?:25){0,3}3[Aa](?:%(?:25){0,3}20|\+){0,8})"""
+                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:[01][0-9A-Fa-f]|2[0236]|3[Bb]))[^\s&#"'<>])+)""")
+_PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[DdAa]")
+# a URL percent-encoded inside another value (next=https%3A%2F%2Fadmin%3APw%40host, encoded twice: %253A, %2540; in
+# any case; its '//' encoded or not): its user information read as a URL's is (to the LAST encoded '@' of the
+# authority, which ends at an encoded '/', '?' or '#' of the same depth, or a raw '/', '?', '#', '&', blank or quote)
+# - the part after its first encoded ':' hidden, the user kept; without a ':' (a token as the user) hidden whole
+# unless it is a plain user name. 'e' is the depth of the URL's encoding ('%', '%25', ...); its parts are bounded
+_PCT_UNIT = r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~!$'()*+,;=:\-])"
+_PCT_USERINFO = lazy_compile(
+    r"(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9+.\-%]))(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,31}(?P<e>%(?:25){0,3})"
+    r"3[Aa](?:(?P=e)2[Ff]|/){2})(?P<info>(?:(?!(?P=e)(?:2[Ff]|3[Ff]|23))" + _PCT_UNIT + r"){1,512})"
+    r"(?P<at>(?P=e)40)(?=[A-Za-z0-9\[%])")
+_PCT_URL_GATE = lazy_compile(r"%(?:25){0,3}3[Aa](?:%(?:25){0,3}2[Ff]|/)")
+# an Authorization header percent-encoded (Authorization%3A%20Bearer%20X, a form body's Authorization=Bearer+X is
+# _core.redact's): its scheme kept, its credential hidden to the next encoded blank, '&', '#', ';', ',' or quote
+_PCT_AUTH = lazy_compile(
+    r"(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))(?P<head>(?:proxy-)?authorization(?P<e>%(?:25){0,3})(?:3a|3d)"
+    r"(?:(?P=e)20|\+){0,8}(?:[a-z][a-z0-9\-]{0,31}(?:(?P=e)20|\+){1,8}(?=[^\s&#\"'>+%]|(?P=e)(?!20)))?)"
+    r"(?P<val><redacted by nodefix\.k8s>|(?:(?!(?P=e)(?:[01][0-9a-f]|20|26|23|3b|2c|22|27))[^\s&#\"'<>+]){1,4096})", re.IGNORECASE)
+_PLAIN_USER = lazy_compile(r"^[A-Za-z_][A-Za-z_.\-]{0,31}$")
 _PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "credentials", "creds", "cookies"))
+
+
+# The fast path (``benign``): a text of letters, digits and '._/+~-' only (a node's name, an address, a label's value or
+# key) that holds none of the following can match no rule of _core.redact - every other rule needs a blank, a ':',
+# '=', '@', '%', '[', '<', '\\' or another character outside that alphabet; of the rest, a catalogued token needs its
+# prefix, a bootstrap token its shape, a Slack webhook its host, a tool's short password flag a '-' after '.', '/',
+# '+' or '~' (mysql/-pX). test_redact_fast_path.py holds it against the slow path on every table of the tests;
+_ALPHABET = lazy_compile(r"[A-Za-z0-9._/+~\-]*\Z")
+_SLOW_ANYWAY = lazy_compile(r"[./+~]-|hooks\.slack\.com|[a-z0-9]{6}\.[a-z0-9]{16}|" + _PREFIXED_SOURCE)
+
+
+# and a host:port (a Prometheus instance label: node-00001:9100) whose host is of that alphabet without '/+~', does not
+# start with '-' (curl's -uname:password) and holds no word a rule that reads a ':' looks for (a secret's name, a
+# secret word of prose, a user flag, login)
+_HOST_PORT = lazy_compile(r"([A-Za-z0-9._][A-Za-z0-9._\-]*):[0-9]{1,5}\Z")
+_COLON_WORDS = lazy_compile(r"(?i)auth|cred|pass|pwd|token|secret|sig|api|cookie|key|certificate|login|user")
+
+
+def benign(text):
+    """Whether no rule of _core.redact can match ``text`` (a string): the fast path returns it as it is."""
+    if _ALPHABET.match(text) is not None:
+        return _SLOW_ANYWAY.search(text) is None
+    host = _HOST_PORT.match(text)
+    return host is not None and _COLON_WORDS.search(host.group(1)) is None and _SLOW_ANYWAY.search(text) is None
 
 
 def prefixed(text, mark):
@@ -126,11 +210,41 @@ def prefixed(text, mark):
 
 def counted(name, value):
     """Whether ``value`` under ``name`` is a count of secrets rather than one: the name's last word a plural
-    (``tokens``, ``db_passwords``) and the value a whole number (``tokens: 5``)."""
+    (``tokens``, ``db_passwords``) and the value a whole number, alone or followed by words (``tokens: 5``,
+    ``passwords: 3 rotated``)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         return False
     last = str(name).lstrip("-").replace("-", "_").replace(".", "_").rsplit("_", 1)[-1].lower()
-    return last in _PLURALS and (isinstance(value, int) or value.isdigit())
+    return last in _PLURALS and (isinstance(value, int) or _COUNT.match(value) is not None)
+
+
+def _data_word(word):
+    return (_DATA_WORD.match(word) is not None or _VERSION.match(word) is not None
+            or _OBJECT_NAME.match(word) is not None or _GENERATED_NAME.match(word) is not None
+            or _HOST.match(word) is not None)
+
+
+def not_a_secret(name, value):
+    """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), a Secret's object name
+    under the name ``secret`` or ``credential`` (``secret: default-token-abc12``, ``secret: kube-system/regcred``: a
+    name Kubernetes generates or a namespace/name), or, under a name that is
+    a node's and a secret's alike (``_core.secret_names.numbered``: ``vault-token-0``, ``default-token-abc12``), a
+    number or text whose every word reads as data (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``,
+    ``kube-system``; a list of such values) - a value with a word of mixed letters and digits (``X9sdf8``,
+    ``hunter2``) stays hidden."""
+    if counted(name, value):
+        return True
+    if (isinstance(value, str) and _OBJECT_NOUN.search(str(name)) is not None
+            and (_GENERATED_NAME.match(value) is not None or _NAMESPACED.match(value) is not None)):
+        return True     # secret: default-token-abc12, secret: kube-system/regcred - a Secret's name
+    if isinstance(value, (list, tuple)) and value and numbered(name):
+        return all(isinstance(v, (int, float, str)) and not_a_secret(name, v) for v in value)   # ["NotReady", 3]
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not numbered(name):
+        return False
+    if not isinstance(value, str):
+        return True
+    words = [w for w in re.split(r"[\s,;]+", value.strip()) if w]
+    return bool(words) and len(words) <= 32 and all(_data_word(w) for w in words)
 
 
 def _inside(val):
@@ -152,6 +266,8 @@ def _split(match):
 
 def _prose(match, mark):
     head, val, tail = _split(match)
+    if match.group("for") and match.group("sep")[-1:] in ":=":
+        return match.group(0)   # 'password of a `user:password`': after a connector phrase, a ':' is followed by a blank
     strong = match.group("sep") and not match.group("login")
     if not (_strong if strong else _weak)(match, val):
         return match.group(0)
@@ -164,6 +280,7 @@ def _strong(match, val):
     name = match.group("name").lower()
     return not (_kept_everywhere(inside, match.group("plural")) or _ORDINARY.match(val)
                 or (inside.isdigit() and len(inside) <= 3) or inside.startswith(("/", "~/", "./"))
+                or _VERSION.match(inside) or _GENERATED_NAME.match(inside)
                 or (name.startswith(("secret", "credential")) and _OBJECT_NAME.match(inside)))
 
 
@@ -171,7 +288,8 @@ def looks_like_a_credential(value):
     """Whether a word after a secret word, with nothing between them, looks like a credential (the module's
     docstring)."""
     if (not _TOKEN_ALPHABET.match(value) or value.isdigit() or _ORDINARY.match(value) or _OBJECT_NAME.match(value)
-            or _HOST.match(value) or value.startswith(("/", "~/", "./", "-"))):
+            or _GENERATED_NAME.match(value) or _VERSION.match(value) or _HOST.match(value)
+            or value.startswith(("/", "~/", "./", "-"))):
         return False
     kinds = [any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value)]
     return sum(kinds) >= 2
@@ -199,6 +317,70 @@ def _percent(match, mark):
     return match.group("key") + match.group("sep") + mark
 
 
+def _percent_userinfo(match, mark):
+    info, colon = match.group("info"), re.search(re.escape(match.group("e")) + "3[Aa]", match.group("info"))
+    if colon is None and _PLAIN_USER.match(unquote(unquote(unquote(info)))):
+        return match.group(0)       # a user name alone: nothing to hide
+    if mark[:9] in unquote(info):
+        return match.group(0)
+    user = info[:colon.end()] if colon else ""
+    return match.group("head") + user + mark + match.group("at")
+
+
 def percent_encoded(text, mark):
-    """``text`` with the value of every percent-encoded secret parameter replaced by ``mark`` (the name kept)."""
-    return _PERCENT.sub(lambda m: _percent(m, mark), text) if _PERCENT_GATE.search(text) else text
+    """``text`` with the value of every percent-encoded secret parameter or header replaced by ``mark`` (the name
+    kept), and the user information of a percent-encoded URL's (the user kept)."""
+    if "%" not in text or not _PERCENT_GATE.search(text):
+        return text
+    if _PCT_URL_GATE.search(text):
+        text = _PCT_USERINFO.sub(lambda m: _percent_userinfo(m, mark), text)
+    text = _PCT_AUTH.sub(lambda m: m.group(0) if mark[:9] in m.group("val") else m.group("head") + mark, text)
+    return _PERCENT.sub(lambda m: _percent(m, mark), text)
+
+
+# an environment assignment in an env file's form (docker's --env-file, systemd's EnvironmentFile=, dotenv: the value
+# of an unquoted assignment runs to the end of its line): a name as environment variables are named (POSIX: capitals,
+# digits, '_' - anywhere in a text: GPG_PASSPHRASE=, Environment=API_TOKEN=) and '=', or any name starting its line
+# (after 'export'; '.' and '-' in it, blanks around its '=': an INI or properties file's 'password = a b'), then a
+# value that does not start with a quote, '[' or '{' (a TOML array or table: _core.redact's), of two words or more.
+# It ends at the end of the line, before the next word that is another assignment or key (NAME=, name:) or a shell
+# operator (';', '|', '&'), and at the quote that opened the text around it (Environment="A=x y"). A line whose value
+# is followed by a flag (a word starting with '-') is a command line (PGPASSWORD=x psql -h db): there, as in a shell,
+# the value is its first word, which _core.redact reads as any key = value
+_ENV_KEY = lazy_compile(r"(?:(?<![^\s=\"'])(?P<env>[A-Z_][A-Z0-9_]{0,127})=|(?:^|(?<=\n))[ \t]*(?:export[ \t]+)?"
+                        r"(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,127})[ \t]*=[ \t]*)(?=[^\"'\s\[{])")
+_WORD = lazy_compile(r"\S+")
+_NEXT_WORD = lazy_compile(r"[ \t]+(?![A-Za-z_][A-Za-z0-9_.\-]{0,127}(?:=|:(?!\S))|[;|&-])\S+")
+_FLAG_NEXT = lazy_compile(r"[ \t]+-")
+
+
+def env_values(text, mark):
+    """``text`` with the value of every environment assignment of a secret's name (``_ENV_KEY``) of two words or
+    more replaced by ``mark`` whole (``GPG_PASSPHRASE=my very secret phrase``); the name kept."""
+    if "=" not in text:
+        return text
+    out, pos, match, last = [], 0, _ENV_KEY.search(text), 0
+    while match is not None:
+        # a name that is not a secret's costs its own length: the next one may be its value's (Environment=API_TOKEN=x y)
+        after, val = match.end(), ""
+        key = match.group("env") or match.group("key")
+        if secret_name(key):
+            # word by word (one pattern over all of them would read a long first word again for each retry); a value
+            # starting inside the words of the last one read ends where it ended (each word is read once)
+            end = after = _WORD.match(text, after).end()
+            if end < last:
+                end = last
+            word = _NEXT_WORD.match(text, end)
+            while word is not None:
+                end = word.end()
+                word = _NEXT_WORD.match(text, end)
+            val, last = text[match.end():end], end
+        opened = text[match.start() - 1] if match.start() and text[match.start() - 1] in "\"'" else None
+        if opened and opened in val:
+            val = val[:val.index(opened)]
+        if (len(val.split()) >= 2 and not val.startswith(mark[:9]) and not not_a_secret(key, val)
+                and not _FLAG_NEXT.match(text, match.end() + len(val))):
+            out.append(text[pos:match.end()] + mark)
+            pos = after = match.end() + len(val)
+        match = _ENV_KEY.search(text, after)
+    return "".join(out) + text[pos:] if out else text

@@ -29,6 +29,7 @@ CATALOGUE = [
     "npm_FakeNpm0123456789abcdefghijklmnopqrs",
     "pypi-AgEIcHlwaS5vcmcFakePypi0123456789abcdefghijklmnopqrstuv",
     "dckr_pat_FakeDockerHub0123456789",
+    "$6$FakeSalt$Jq9pXbTn3Ck0Y2wVhAq7m1s8dO5uR4eL6iZ3tG0kN9yB2cF7vH1jM4pQ8xW5zT6rS0aU3dE9gI2lK7oP1nC4b.",
 ]
 
 

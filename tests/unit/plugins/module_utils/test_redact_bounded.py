@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The patterns added after the second review of issue 61 stay linear (the redactor reads journals and whole files):
+each fed 100 kB strings built against it - runs that make an unbounded or nested pattern backtrack - through the
+function that applies it (``READER``; the whole redactor for the patterns of ``_core.redact``). No duration is
+asserted (no test does): each text is redacted in a worker process, and the test asserts that the worker finished
+within a generous bound (120 s for all of one pattern's strings; quadratic reading of 100 kB takes hours), with a
+string as its answer. The seconds are printed for the record."""
+
+import multiprocessing
+import time
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact as redact_module
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_shapes
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK, redact, redact_text
+
+N = 100 * 1024
+
+# pattern -> strings of about 100 kB built to make it backtrack
+ADVERSARIAL = {
+    "percent-encoded URL user information (_PCT_USERINFO)": [
+        "a%3A%2F%2F" + "%41" * (N // 3), " x%3A%2F%2F" * (N // 11), "a%3A%2F%2Fu%3A" + "%40" * (N // 3),
+        "a%253A%252F%252F" + "b%253A" * (N // 6), "a%3A//" + "%3A" * (N // 3) + "@", "h%3A%2F%2F" + "u" * N,
+        ("a%3A%2F%2Fu%3Ap%40" * (N // 18)),
+    ],
+    "percent-encoded Authorization (_PCT_AUTH)": [
+        "Authorization%3A" + "%20" * (N // 3), ("Authorization%3A+Bearer+") * (N // 24),
+        "authorization%3D" + "+" * N, "Authorization%3A%20Bearer%20" + "x" * N,
+        "%0AAuthorization%253A" + "%2520" * (N // 5),
+    ],
+    "percent-encoded secret header (_PERCENT with ':')": [
+        "token%3A" + "%20" * (N // 3), "token%3A" * (N // 8), "x-auth-token%253A" + "+" * N,
+    ],
+    "a connector phrase in prose (_PROSE)": [
+        "password for " + "a " * (N // 2), "password for a b c " * (N // 19), "password has been " * (N // 18),
+        "token" + " is now" * (N // 7), "token of " + "x" * N, "password reset " * (N // 15),
+        "secret " + "for " * (N // 4) + "x",
+        "token for " + "a:" * (N // 2), ("token for https://h:" * (N // 20)),
+    ],
+    "an env file's value of several words (_ENV_KEY, _ENV_VALUE)": [
+        "A=" * (N // 2), "PASSWORD=" + "a " * (N // 2), "PASSWORD=a " + "b " * (N // 2) + "-x",
+        "API_TOKEN=" * (N // 10), "A=B=" * (N // 4), "TOKEN=x y " * (N // 10), "\nexport token=a b" * (N // 17),
+        # a value that starts inside the words of the last one (each word read once, not once per name)
+        "A_TOKEN=x 'A_TOKEN=x " * (N // 20) + "-f", "A_TOKEN=x " + "y " * (N // 2) + "A_TOKEN=",
+        # an INI line's blanks around its '='
+        "\npassword = a b" * (N // 15), "password" + " " * N + "= a b", "\n" + " " * N + "password = a b",
+    ],
+    "a form body's Authorization (_AUTH_HEADER)": [
+        "Authorization: " + "&a" * (N // 2), "Authorization=Bearer+" + "&" * N, "Authorization=" + "x+" * (N // 2),
+    ],
+    "data under a numbered name (secret_names._DATA_NAME, secret_shapes.not_a_secret)": [
+        "a-" * (N // 2) + "token-abc12: x", "a-1" * (N // 3) + ": Ready", "vault-token-0: " + "Ready " * (N // 6),
+        "passwords: 3 " + "a " * (N // 2), "token is " + "ab-" * (N // 3), "token is v1" + ".1" * (N // 2),
+    ],
+    "a password hash in crypt's format (PREFIXED)": [
+        "$6$" + "a" * N, "$6$rounds=1$" * (N // 12), "$y$" + "a$" * (N // 2), "x:$1$" * (N // 5), "$2y$10$" + "." * N,
+    ],
+    "colon-joined values read again (_key_value)": [
+        "user: " + "a:" * (N // 2), "x: " + "token:" * (N // 6), "x: " + "a\\\":" * (N // 4),
+        # a name run without its colon after a colon (the parts were read from every character: 10 kB took 50 s)
+        "x: :" + "a" * N, "x: :" + "a-" * (N // 2), "x: " + ":a" * (N // 2), "x: " + "a" * N + ":b:c",
+    ],
+    "the fast path (secret_shapes.benign)": ["a" * N, "ab-" * (N // 3), "abcdef." * (N // 7), "/-" * (N // 2)],
+}
+
+
+# the function that applies each pattern (the whole redactor for those of _core.redact: it is what they run in)
+READER = {
+    "colon-joined values read again (_key_value)": lambda t: redact_module._KEY_VALUE.sub(redact_module._key_value, t),
+    "a password hash in crypt's format (PREFIXED)": lambda t: secret_shapes.prefixed(t, MARK),
+    "percent-encoded URL user information (_PCT_USERINFO)": lambda t: secret_shapes.percent_encoded(t, MARK),
+    "percent-encoded Authorization (_PCT_AUTH)": lambda t: secret_shapes.percent_encoded(t, MARK),
+    "percent-encoded secret header (_PERCENT with ':')": lambda t: secret_shapes.percent_encoded(t, MARK),
+    "a connector phrase in prose (_PROSE)": lambda t: secret_shapes.prose(t, MARK),
+    "an env file's value of several words (_ENV_KEY, _ENV_VALUE)": lambda t: secret_shapes.env_values(t, MARK),
+}
+
+
+def _redact_all(pattern, queue):
+    texts, read = ADVERSARIAL[pattern], READER.get(pattern, redact_text)
+    started, sizes = time.time(), []
+    for text in texts:
+        sizes.append(len(read(text)))
+    # a result's mapping: the value under a numbered name read as data or not (secret_shapes.not_a_secret)
+    sizes.append(len(redact({"vault-token-0": texts[-1], "a-" * (N // 2) + "token-1": texts[0]})))
+    queue.put((sizes, time.time() - started))
+
+
+@pytest.mark.parametrize("pattern", sorted(ADVERSARIAL))
+def test_each_new_pattern_reads_100_kb_built_against_it_in_one_go(pattern):
+    texts = ADVERSARIAL[pattern]
+    assert all(len(t) >= 90 * 1024 for t in texts), [len(t) for t in texts]
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    worker = ctx.Process(target=_redact_all, args=(pattern, queue))
+    worker.start()
+    worker.join(120)
+    if worker.is_alive():
+        worker.terminate()
+        worker.join()
+        pytest.fail("%s: 100 kB strings not read within 120 s (backtracking)" % pattern)
+    sizes, seconds = queue.get(timeout=10)
+    print("%s: %d strings, %.2f s" % (pattern, len(texts), seconds))
+    assert worker.exitcode == 0 and len(sizes) == len(texts) + 1 and all(sizes), (worker.exitcode, sizes)

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_core.redact after the second independent review of issue 61: five classes, each table-tested with its leaks and
+the data that reads like them side by side, so that neither regresses.
+
+Leaks (the secret gone, its context shown): a URL's user information percent-encoded inside another value, and URL
+user information in query strings; an Authorization (or secret-named) header percent-encoded or in a form body; an
+env file's unquoted value of several words; a secret word, a connector phrase ('for user admin', 'reset to') and its
+value. Over-redaction (shown exactly as it is): a count, a version, a name Kubernetes generates, a node's name that
+holds a secret word and its state, a user name with colons."""
+
+import pytest
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_names, secret_shapes
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK, redact, redact_text
+from plugins.module_utils.test_redact_shapes import assert_hidden
+
+# (text, secrets that must be gone, texts that must still show), by class
+HIDDEN = {
+    "url: percent-encoded URL user information, URL user information in a query": [
+        ("next=https%3A%2F%2Fadmin%3APctPw-A1%40h.example.com%2Fx", ["PctPw-A1"],
+         ["next=https%3A%2F%2Fadmin%3A", "%40h.example.com%2Fx"]),
+        ("next=https%3a%2f%2fadmin%3aPctPw-A2%40h.example.com", ["PctPw-A2"], ["admin%3a", "%40h.example.com"]),
+        ("url%3Dhttps%253A%252F%252Fadmin%253APctPw-A3%2540h.example.com%252Fx", ["PctPw-A3"],
+         ["admin%253A", "%2540h.example.com%252Fx"]),
+        ("url%3Dhttps%25253A%25252F%25252Fadmin%25253APctPw-A4%252540h.example.com", ["PctPw-A4"],
+         ["admin%25253A", "%252540h.example.com"]),
+        ("next=https%3A//admin%3APctPw-A5%40h.example.com/x", ["PctPw-A5"], ["admin%3A", "%40h.example.com/x"]),
+        # the password holds an encoded '@': the user information runs to the last one (Go's reading)
+        ("next=https%3A%2F%2Fadmin%3APct%40Pw-A6%40h.example.com", ["Pw-A6"], ["admin%3A", "%40h.example.com"]),
+        # a token as the user name
+        ("next=https%3A%2F%2FPctTok3nA7xyz%40git.example.com", ["PctTok3nA7xyz"], ["%40git.example.com"]),
+        ("GET /cb?next=https://admin:QryPw-A8@h.example.com/x&y=1", ["QryPw-A8"], ["next=https://admin:", "&y=1"]),
+        ("cb?redirect_uri=http://u:QryPw-A9@10.0.0.1:8080/&state=z", ["QryPw-A9"], ["@10.0.0.1:8080/&state=z"]),
+    ],
+    "header: percent-encoded or form-encoded Authorization and secret headers": [
+        ("Authorization%3A%20Bearer%20PctBearerB1xyz", ["PctBearerB1xyz"], ["Authorization%3A%20Bearer%20"]),
+        ("h=authorization%3a%20basic%20dXNlcjpQY3RCMg%3D%3D&x=1", ["dXNlcjpQY3RCMg"], ["basic%20", "&x=1"]),
+        ("grant=1&Authorization=Bearer+FormB3xyz&scope=a", ["FormB3xyz"], ["Authorization=Bearer+", "&scope=a"]),
+        ("Authorization%253A%2520Bearer%2520PctB4xyz", ["PctB4xyz"], ["Bearer%2520"]),
+        ("hdr=Proxy-Authorization%3A+Basic+PctB5xyz", ["PctB5xyz"], ["Proxy-Authorization%3A+Basic+"]),
+        ("%0D%0AAuthorization%3A%20Bearer%20PctB6xyz%0D%0AHost%3A%20h", ["PctB6xyz"], ["%0D%0AHost%3A%20h"]),
+        ("X-Auth-Token%3A%20PctB7xyz&a=1", ["PctB7xyz"], ["X-Auth-Token%3A%20", "&a=1"]),
+        ("token%3DPctB8xyz%0D%0AHost%3A%20h", ["PctB8xyz"], ["%0D%0AHost%3A%20h"]),
+    ],
+    "env: an env file's unquoted value of several words": [
+        ("GPG_PASSPHRASE=my very secret phrase", ["very", "phrase"], ["GPG_PASSPHRASE="]),
+        ("export DB_PASSWORD=correct horse battery staple\nDB_HOST=db", ["horse", "staple"], ["DB_HOST=db"]),
+        ("env FOO=1 API_TOKEN=two words here BAR=2 cmd", ["words here"], ["FOO=1 API_TOKEN=", " BAR=2 cmd"]),
+        ('Environment="VAULT_PASSPHRASE=open sesame now" "OTHER=1"', ["sesame"], ['"OTHER=1"']),
+        ("db_password=a b c\nhost=db", ["b c"], ["db_password=", "\nhost=db"]),
+        ("SMTP_PASSWORD=pass phrase  \nSMTP_HOST=mail", ["phrase"], ["SMTP_HOST=mail"]),
+        ("APIKEY=two words api-key: ApiDash-C7", ["two words", "ApiDash-C7"], ["api-key: "]),
+        ("[db]\npassword = my very secret\nhost = db", ["very secret"], ["[db]\npassword = ", "\nhost = db"]),
+        ("db.password=two words", ["two words"], ["db.password="]),
+        # a command line: as in a shell, the value is one word, the command and its flags kept
+        ("PGPASSWORD=PgOne-C8 psql -h db -p 5432", ["PgOne-C8"], [" psql -h db -p 5432"]),
+    ],
+    "prose: a secret word, a connector phrase, its value": [
+        ("Generated password for user admin: GenPw-D1x", ["GenPw-D1x"], ["Generated password for user admin: "]),
+        ("password reset to Reset9Pw", ["Reset9Pw"], ["password reset to "]),
+        ("New password for admin is NewPw-D3x", ["NewPw-D3x"], ["New password for admin is "]),
+        ("setup done. Your API token for node-a: Tok3nD4xyz", ["Tok3nD4xyz"], ["Your API token for node-a: "]),
+        ("password for admin is Adm1nPwD5", ["Adm1nPwD5"], ["password for admin is "]),
+        ("password has been changed to Chg9PwD6", ["Chg9PwD6"], ["has been changed to "]),
+        ("token of node-a is now NodeTok9D7", ["NodeTok9D7"], ["token of node-a is now "]),
+        ("db password set to: SetPw9D8", ["SetPw9D8"], ["set to: "]),
+        ("the secret was rotated to Rot9SecD9", ["Rot9SecD9"], ["the secret was rotated to "]),
+        ("Generated token for node-a: GenTok9D10 (expires in 24h)", ["GenTok9D10"], [" (expires in 24h)"]),
+        ("token for https://registry.example.com: RegTok9D11", ["RegTok9D11"], ["token for https://registry.example.com: "]),
+    ],
+    "hash: a password hash in crypt's format (a colon-joined line is no longer hidden whole at depth: its hash is)": [
+        ("root:$6$saltsalt$Jq9pXbTn3Ck0Y2wVhAq7m1s8dO5uR4eL6iZ3tG0kN9yB2cF7vH1jM4pQ8xW5zT6rS0aU3dE9gI2lK7oP1nC4b.:19000:0:99999:7:::",
+         ["Jq9pXbTn3Ck0", "saltsalt"], ["root:", ":19000:0:99999:7:::"]),
+        ("admin:$y$j9T$abcdEFGHijkl0123$XyZ0123456789abcdefGHIJKLmnopqrstuVWXyz012:19000:0:99999:7:::",
+         ["XyZ0123456789"], ["admin:", ":19000:"]),
+        ("u:$1$abcdefgh$0123456789abcdefghijkl:19000::::::", ["0123456789abcdefghijkl"], ["u:", ":19000:"]),
+        ("web:$2y$10$abcdefghijklmnopqrstuu0123456789ABCDEFGHIJKLMNOPQRSTU", ["ABCDEFGHIJKLMNOPQRSTU"], ["web:"]),
+        ("svc:$5$rounds=5000$salt$0123456789abcdefghijklmnopqrstuvwxyzABCDEFG:1::::::", ["ABCDEFG"], ["svc:", ":1:"]),
+    ],
+    "name: a value under a name that is a node's and a secret's alike, credential-shaped (guards of the kept rows)": [
+        ("vault-token-0: X9sdf8sdfZZ", ["X9sdf8sdfZZ"], ["vault-token-0: "]),
+        ("default-token-abc12: Xy7pQ2mnZZ", ["Xy7pQ2mnZZ"], ["default-token-abc12: "]),
+        ("db-password-2: hunter22", ["hunter22"], ["db-password-2: "]),
+        ("tokens: Tok3nsE1x", ["Tok3nsE1x"], ["tokens: "]),
+        ("token is v1x9Zq8W2", ["v1x9Zq8W2"], ["token is "]),
+        ("user: token:SecretE2x9", ["SecretE2x9"], ["user: token:"]),
+        ("secret: hunter", ["hunter"], ["secret: "]), ("password: summer-2024", ["summer-2024"], ["password: "]),
+        ("client_secret: abc-defg-12345", ["abc-defg-12345"], ["client_secret: "]),
+        ("token: Xy7pQ2mnZZ", ["Xy7pQ2mnZZ"], ["token: "]),
+        ("token: kubeconfig-token-value", ["kubeconfig-token-value"], ["token: "]),
+        ("kubelet --token=leaked-token-1", ["leaked-token-1"], ["--token="]),
+        ("token: default-token-abc12", ["default-token-abc12"], ["token: "]),
+    ],
+}
+
+# the data of the same classes: shown exactly as it is
+KEPT = {
+    "url: percent-encoded URLs without user information": [
+        "next=https%3A%2F%2Fh.example.com%3A8443%2Fx", "next=https%3A%2F%2Fgit%40github.com%2Frepo",
+        "next=https%3A%2F%2Fh.example.com%2Fa%40b", "GET /cb?next=https://h.example.com/x&y=1",
+    ],
+    "header: headers and words that are not an encoded credential": [
+        "reason=Authorization%20failed", "authorization-mode%3DWebhook", "page%3A2%26limit%3A500",
+    ],
+    "env: env assignments that hold no secret of several words": [
+        "NODE_NAME=worker one", "DB_PASSWORDS=3 rotated", "TOKEN_TTL=30 minutes", "GPG_PASSPHRASE_FILE=/run/a b",
+        'Private-Token = ["<redacted by nodefix.k8s>"]', "password = true",
+        "host = db one",
+    ],
+    "prose: prose with a connector phrase and no secret": [
+        "password reset for user bob failed", "token for node-a refreshed", "password set to expire in 3 days",
+        "password for user admin: 3 attempts left", "password reset to default", "token of node-a is valid",
+        "passwords for 3 users rotated", "the token was revoked", "the password was changed: ok",
+        "the password of a `user:password` under a user's name",
+    ],
+    "count: counts": ["passwords: 3 rotated", "tokens=12 issued", "secrets: 4 mounted in 2 pods", "tokens: 5"],
+    "version: versions": ["token is v1.28.3", "the token was 1.28.3-rc.1", "kubeadm token is v1.30.0"],
+    "generated: names Kubernetes generates": [
+        "secret default-token-abc12 mounted", "default-token-abc12: found", "token web-7d9f8b6c5-x2x9z",
+        "secret regcred-x7k2p", "secret: vault-token-0", "credential: default-token-abc12", "secret: kube-system/regcred",
+        "  secretName: default-token-abc12", '{"secretName": "regcred"}',
+    ],
+    "node: node names that hold a secret word, and their states": [
+        "vault-token-0: Ready", "vault-token-0: NotReady since 5m", "vault-token-1: cordoned, drained",
+        "nodes:\n  vault-token-0: Ready\n  vault-token-1: NotReady\n", "storm held: vault-token-2: 3/10 unavailable",
+    ],
+    "hash: colon-joined lines without a hash": [
+        "root:x:0:0:root:/root:/bin/bash", "root:*:19000:0:99999:7:::", 'echo "$1$HOME/foo"',
+        'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"',
+    ],
+    "user: user names with colons": [
+        "user: system:serviceaccount:a:b", "user: system:serviceaccount:kube-system:default",
+        "subject: system:node:worker-1",
+    ],
+}
+
+
+def _rows(table):
+    return [(cls, row) for cls, rows in sorted(table.items()) for row in rows]
+
+
+def _ids(table):
+    return ["%s-%02d" % (cls.split(":")[0], i) for i, (cls, _row) in enumerate(_rows(table))]
+
+
+@pytest.mark.parametrize("cls,row", _rows(HIDDEN), ids=_ids(HIDDEN))
+def test_a_leak_of_each_class_is_hidden_and_its_context_shown(cls, row):
+    assert_hidden(*row)
+
+
+@pytest.mark.parametrize("cls,text", _rows(KEPT), ids=_ids(KEPT))
+def test_the_data_of_each_class_is_shown_as_it_is(cls, text):
+    assert redact_text(text) == text
+
+
+def test_a_node_map_keeps_its_states_and_hides_a_credential_beside_a_numbered_name():
+    # the storm view and the reports print maps keyed by node: a state beside a node's name is data
+    value = {"vault-token-0": "Ready", "vault-token-1": "NotReady since 5m", "default-token-abc12": 3,
+             "db-password-2": "hunter22", "api-token-3": "RvNumbered08", "user": "system:serviceaccount:a:b",
+             "vault-token-2": ["NotReady", "cordoned"], "vault-token-3": ["Ready", "Xy7pQ2mnZZ"]}
+    out = redact(value)
+    assert out["vault-token-0"] == "Ready" and out["vault-token-1"] == "NotReady since 5m"
+    assert out["default-token-abc12"] == 3 and out["user"] == "system:serviceaccount:a:b"
+    assert out["db-password-2"] == MARK and out["api-token-3"] == MARK and out["vault-token-3"] == MARK
+    assert out["vault-token-2"] == ["NotReady", "cordoned"]
+
+
+@pytest.mark.parametrize("name,numbered", [
+    ("vault-token-0", True), ("db-password-2", True), ("default-token-abc12", True), ("client-secret-x7k2p", True),
+    ("auth-01", False), ("token-ring-2", False), ("password", False), ("default-token-abcde", False),
+])
+def test_a_numbered_name_is_a_nodes_and_a_secrets_alike(name, numbered):
+    assert secret_names.numbered(name) is numbered
+
+
+@pytest.mark.parametrize("value,data", [
+    ("Ready", True), ("NotReady since 5m", True), ("v1.28.3", True), ("kube-system", True), (3, True),
+    ("cordoned, drained", True), ("X9sdf8sdf", False), ("hunter22", False), ("s3cr3t", False), ("", False),
+    (True, False), (["Ready", "cordoned", 3], True), (["Ready", "X9sdf8sdf"], False), ([], False), ([["Ready"]], False),
+])
+def test_what_reads_as_data_under_a_numbered_name(value, data):
+    assert secret_shapes.not_a_secret("vault-token-0", value) is data
+    # under a name that is only a secret's, nothing but a count is data
+    assert secret_shapes.not_a_secret("password", value) is False

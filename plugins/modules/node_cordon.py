@@ -27,6 +27,10 @@ description:
     the give-back), the pods on it (RV(pods), only the fields the drain's verdict C(nodefix.k8s.drain_outcome) reads)
     and, unless it was cordoned before, the cordon - C(spec.unschedulable) and the record C(nodefix.k8s/cordoned-by)
     (C({"run", "time"})) in one PATCH, so a run killed after it leaves a record the next run reads.
+  - Every PATCH is conditional on the read it was decided from (C(metadata.resourceVersion)) - a cordon or record
+    another writer made in between is never overwritten - a 409 Conflict reads the Node again and decides again,
+    once; a Node without a resourceVersion is never written (the give-back is then RV(reclaim.error), the cordon a
+    failure).
   - Every request has O(request_timeout) for the connection and the read and goes through the collection's one API
     client (no second connection attempt; a 429, a 5xx with C(Retry-After) or a read's 5xx is asked again at most
     twice, after C(Retry-After) - seconds or an HTTP date; one that ends past O(request_timeout) is not asked again -,

@@ -25,8 +25,9 @@ description:
     the C(ansible-playbook) process and the boot - and C(cordonedBefore) once the cordon read it). docs/safety.md
     documents it.
   - O(state=claim), before anything is decided for the node - reads the Node. No record, or this run's own - the
-    record is written (RV(action) V(claim)). A record of a run that is dead - its lease (C(renewed) + C(leaseSeconds))
-    ran out, or its process on this same controller is gone - is taken over, said in RV(msg) (V(take_over)). A record
+    record is written (RV(action) V(claim)). A record of a run that is dead - renewed more than twice its C(leaseSeconds)
+    before this controller's clock (this module remembers no earlier sight, so every sight is a first, live for a full
+    lease), or its process on this same controller is gone - is taken over, said in RV(msg) (V(take_over)). A record
     of a live run, or one that cannot be read - the node is refused (V(refuse)), RV(msg) naming the run that holds it;
     nothing is written.
   - Every write is conditional - the PATCH carries the resourceVersion of the read it was decided from, and the API

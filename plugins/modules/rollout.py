@@ -97,8 +97,9 @@ options:
       - A directory on the controller where O(phase=begin) remembers, one small file a node, another run's record it
         saw and when, on this controller's monotonic clock; such a record is judged dead once this controller has seen
         it unchanged for its C(leaseSeconds) (client-go's leader election, C(observedTime)) - the holder's wall clock is
-        never compared with this one's. A record seen for the first time is judged by the wall clock with 30 seconds of
-        clock skew allowed, and one renewed more than 30 seconds in this controller's future is not well-formed (the
+        never compared with this one's. A record seen for the first time is live for a full C(leaseSeconds) from that
+        sight - unless renewed more than twice its C(leaseSeconds) before this controller's clock (a crashed run's,
+        taken over) - and one renewed more than 30 seconds in this controller's future is not well-formed (the
         node is refused).
       - Unset, every sight is a first one. remediate sets it under the report directory (C(observed/)).
     type: path

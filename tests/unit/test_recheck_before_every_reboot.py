@@ -38,13 +38,19 @@ def reboot_paths(tasks):
     return out
 
 
+def kernel_install(task):
+    role = next((task[k] for k in INCLUDE if k in task), None) or {}
+    return role.get("name") == "nodefix.k8s.kernel" and role.get("tasks_from") == "upgrade"
+
+
 def test_every_reboot_path_is_right_after_a_recheck():
     tasks = ordered(FIX)
     paths = reboot_paths(tasks)
     assert len(paths) == 3, [tasks[n]["name"] for n in paths]       # mount units, the kernel's, the pending reboot
     registers = []
     for n in paths:
-        before = tasks[n - 1]
+        # (the kernel's reboot: its recheck comes before the install that arms the one-time boot - kernel_install)
+        before = tasks[n - 2] if kernel_install(tasks[n - 1]) else tasks[n - 1]
         assert before.get("nodefix.k8s.rollout", {}).get("phase") == "recheck", (tasks[n]["name"], before["name"])
         assert "always" in before.get("tags", []), before["name"]
         registers.append(before["register"])
@@ -55,3 +61,20 @@ def test_every_reboot_path_is_right_after_a_recheck():
         assert name in rollout_vars["_nodefix_recheck_last"], name
     assert "_nodefix_recheck_last" in rollout_vars["_nodefix_state"]
     assert "_nodefix_recheck_last" in rollout_vars["reboot_allowed"]
+
+
+def test_the_kernel_recheck_runs_before_the_install_that_arms_the_boot_once():
+    """Review R2: the install (roles/kernel/tasks/upgrade.yml) arms kernel_boot state=once; a recheck after it that
+    held the reboot left the untested kernel armed for the node's next reboot, whoever does it, and the record said
+    no kernel was upgraded. The recheck comes first: held, the install is skipped with the reboot (its block's
+    condition, _nodefix_kernel_upgrading, reads reboot_allowed from the latest recheck)."""
+    tasks = ordered(FIX)
+    install = next(n for n, t in enumerate(tasks) if kernel_install(t))
+    recheck = next(n for n, t in enumerate(tasks) if t.get("register") == "_nodefix_recheck_kernel")
+    assert recheck == install - 1, (recheck, install)
+    with open(VARS) as handle:
+        rollout_vars = yaml.safe_load(handle)
+    assert "reboot_allowed" in rollout_vars["_nodefix_kernel_upgrading"]
+    with open(FIX) as handle:
+        block = next(t for t in yaml.safe_load(handle)[0]["block"] if t.get("name") == "Upgrade the kernel and boot it once")
+    assert "_nodefix_kernel_upgrading" in block["when"]

@@ -19,6 +19,11 @@ evictions now; a failed list is said in the plan, never a failure). The requests
 one with a timeout, the client's retry policy); an answer
 that is not well-formed fails, naming it, before anything is written from it.
 
+Every PATCH is conditional on the read it was decided from (the Node's ``metadata.resourceVersion``: a person's
+cordon or another run's write made in between is never overwritten): a Node without one is never written (fail
+closed: the give-back is then a warning, the cordon a CordonError), and a 409 Conflict - the Node changed since -
+reads it again and decides again, once (a second 409 fails as any write does).
+
 A failed give-back PATCH is a warning, as it was (the node stays as it was read: cordoned, so this
 run treats it as cordoned before and never uncordons it). Any other failure is a NodefixError; when
 it comes after the node's state was known (the pod list, the cordon), ``CordonError.cordoned_before``
@@ -98,9 +103,28 @@ def _node(answer, name):
     return answer
 
 
+class _ReadAgain(Exception):
+    """The Node changed since it was read (409 Conflict on a conditional PATCH): read it again and decide again."""
+
+
+def _patch(api, name, node, body):
+    """The PATCH ``body`` conditional on ``node`` as read (its resourceVersion); the Node as written. A Node read
+    without a resourceVersion is never written (NodefixError: fail closed); a 409 raises _ReadAgain."""
+    version = (node.get("metadata") or {}).get("resourceVersion")
+    if not version:
+        raise NodefixError("the API server's Node %s has no metadata.resourceVersion: it is only written "
+                           "conditionally, so nothing was written" % name)
+    try:
+        return _node(api.patch_node(name, body, version), name)
+    except NodefixError as exc:
+        if getattr(exc, "status", None) == 409:
+            raise _ReadAgain(str(exc))
+        raise
+
+
 def _reclaim(api, node, name, run_id, check_mode):
     """The reclaim decision and its PATCH; (decision, node as it is now). A failed PATCH is kept in
-    ``decision['error']`` and leaves the node as it was read."""
+    ``decision['error']`` and leaves the node as it was read; a 409 raises _ReadAgain."""
     try:
         decision = dict(_cordon.reclaim(node, run_id), error="")
     except _cordon.CordonInputError as exc:
@@ -109,7 +133,9 @@ def _reclaim(api, node, name, run_id, check_mode):
     if body is None or check_mode:
         return decision, node
     try:
-        return decision, _node(api.patch_node(name, body), name)
+        return decision, _patch(api, name, node, body)
+    except _ReadAgain:
+        raise
     except NodefixError as exc:
         decision["error"] = "could not %s: %s" % (
             "give it back" if decision["action"] == "give_back" else "remove the stale record", exc)
@@ -119,7 +145,20 @@ def _reclaim(api, node, name, run_id, check_mode):
 def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     """Read the Node once and do what it calls for. {found, reclaim, changed} and, with ``cordon``,
     {cordoned_before, cordoned, pods}. A node the API server does not know: found False (with
-    ``cordon``, a CordonError: never drained on a guess)."""
+    ``cordon``, a CordonError: never drained on a guess). A Node that changed between the read and a PATCH (409) is
+    read again and judged again, once; a second 409 is a CordonError."""
+    try:
+        return _run(api, name, run_id, cordon, check_mode, now)
+    except _ReadAgain:
+        pass
+    try:
+        return _run(api, name, run_id, cordon, check_mode, now)
+    except _ReadAgain as exc:
+        raise CordonError("writing Node %s: it changed between each read and its write, twice (%s); read again "
+                          "next run" % (name, exc))
+
+
+def _run(api, name, run_id, cordon, check_mode, now):
     answer = api.get_node(name)
     if answer is None:
         if cordon:
@@ -146,7 +185,9 @@ def run(api, name, run_id, cordon=False, check_mode=False, now=None):
     if before or check_mode:
         return out
     try:
-        _node(api.patch_node(name, cordon_body(run_id, time.time() if now is None else now, node)), name)
+        _patch(api, name, node, cordon_body(run_id, time.time() if now is None else now, node))
+    except _ReadAgain:
+        raise
     except NodefixError as exc:
         raise CordonError("cordoning Node %s: %s" % (name, exc), before, decision)
     out.update(cordoned=True, changed=True)

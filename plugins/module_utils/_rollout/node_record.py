@@ -13,8 +13,10 @@ The rolling play's results it reads (a host's variables, ``hostvars[host]``):
 
 - ``_nodefix_audit_now`` - the plan step's audit before (registered, skipped or not, for every node the rolling play
   reached: a node without it was never reached - a later batch, a stopped rollout - and has no record);
+- ``_nodefix_audit_now`` failed (the node answered; sudo, python, the module failed): ``failed`` at
+  ``audit before``, with its message;
 - ``_nodefix_audit_preflight`` - the storm breaker's audit: unreachable there, the node is ``unreachable`` at
-  ``storm audit``;
+  ``storm audit`` (failed there, ``failed`` at ``storm audit``);
 - ``_nodefix_rollout`` / ``_nodefix_rollout_end`` - nodefix.k8s.rollout's begin and end: the action's own finished
   record (``remediation``: outcome, status, msg, seconds, finished); a rollout task that failed without one (its
   arguments could not be templated) is ``failed`` with its message;
@@ -61,6 +63,13 @@ def lost(step, result, roles, before=None):
     return {"status": "unreachable", "outcome": Outcome.UNREACHABLE, "step": step, "roles": list(roles), "msg": msg}
 
 
+def failed_at(step, result):
+    """The record of a node that answered but whose ``step`` failed (``result``: its registered result): failed,
+    with the step's message."""
+    return {"status": "failed", "outcome": Outcome.FAILED, "step": step, "roles": [],
+            "msg": one_line(result.get("msg") or "failed")}
+
+
 def _rollout_record(begin, end, plan):
     """The rollout action's finished record (end's, else begin's); a rollout task that failed without one: failed,
     with its message; None when no rollout task ran."""
@@ -84,6 +93,11 @@ def node_record(hostvars):
         return lost("storm audit", preflight, [])
     if audit_now.get("unreachable"):
         return lost("audit before", audit_now, [])
+    # a node that answered but whose audit failed (sudo, python, a crash) is failed there, never "unreachable"
+    if audit_now.get("skipped") and preflight.get("failed"):
+        return failed_at("storm audit", preflight)
+    if audit_now.get("failed"):
+        return failed_at("audit before", audit_now)
     record = _rollout_record(begin, end, _result(hostvars, "_nodefix_plan"))
     if record is None:
         return None

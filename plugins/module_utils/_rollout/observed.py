@@ -13,8 +13,9 @@ the holder's wall clock with this one's.
 One small JSON file a node (``{"boot", "fingerprint", "seen"}``: this boot's id, the record's ``record.fingerprint``,
 ``time.monotonic()`` when it was first seen unchanged) in a directory of the caller's, written atomically (0600 in a
 0700 directory). The monotonic clock is this machine's since its boot: an entry of another boot (or another machine
-sharing the directory) is no observation. What cannot be read or written is no observation either: the record is
-then judged as seen for the first time (``record.live``: the wall clock with ``record.MAX_SKEW`` allowed)."""
+sharing the directory) is no observation. What cannot be read or written is no observation either, nor is a file that is not to be trusted
+(not this user's, writable by its group or others, a symbolic link, a ``seen`` that is not a positive number): the
+record is then judged as seen for the first time (``record.live``: live for a full lease from now)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,7 +24,19 @@ __metaclass__ = type
 import json
 import os
 import re
+import stat
 import tempfile
+
+
+def _private(st):
+    """Whether a file or directory (its stat) is this user's alone to write."""
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _seen(value, now):
+    """Whether ``value`` is a monotonic time this controller could have written: a number (not a bool), above 0, not
+    in its future."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= now
 
 
 class Observations(object):
@@ -35,8 +48,16 @@ class Observations(object):
         self.directory, self.boot, self.monotonic, self.fingerprint = directory, boot, monotonic, fingerprint
 
     def _read(self):
+        """The entry, None when there is none or it is not to be trusted: the directory or the file not this user's
+        (``os.geteuid()``) or writable by its group or others (someone else could plant an old ``seen``), the file a
+        symbolic link (``O_NOFOLLOW``), or not a JSON mapping."""
         try:
-            with open(self.path) as handle:
+            if not _private(os.lstat(self.directory)):
+                return None
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd) as handle:
+                if not _private(os.fstat(handle.fileno())):
+                    return None
                 seen = json.load(handle)
         except (IOError, OSError, ValueError):
             return None
@@ -58,7 +79,7 @@ class Observations(object):
         now, mark = self.monotonic(), self.fingerprint(record)
         seen = self._read()
         if self.boot and seen and seen.get("boot") == self.boot and seen.get("fingerprint") == mark \
-                and isinstance(seen.get("seen"), (int, float)) and 0 <= seen["seen"] <= now:
+                and _seen(seen.get("seen"), now):
             return now - seen["seen"]
         self._write({"boot": self.boot, "fingerprint": mark, "seen": now})
         return None

@@ -26,9 +26,11 @@ version 1 unless told ``version=2`` (the node_rollout module's records stay what
   (``observedTime``): by how long THIS controller has seen the record unchanged, on its own monotonic
   clock - a record seen unchanged for ``leaseSeconds`` belongs to a dead run; the holder's wall clock is
   never compared with this one's (``observed``: the caller's memory of the records it saw). A record this
-  controller has not seen before is judged by the wall clock with ``MAX_SKEW`` seconds allowed either way
-  (live until ``renewed + leaseSeconds + MAX_SKEW``), and a ``renewed`` more than ``MAX_SKEW`` ahead of this
-  controller's clock is not well-formed: the node is refused, naming it. A holder on this controller (same
+  controller sees for the first time is live for a full ``leaseSeconds`` from now, as client-go counts it
+  (under AWX every sight is a first: the job's container forgets), whatever the wall clocks say - unless it is
+  grossly stale: renewed more than ``STALE_LEASES`` x ``leaseSeconds`` before this controller's clock (a crashed
+  run's node is still taken over, by a controller whose clock is off by less than a lease). A ``renewed`` more
+  than ``MAX_SKEW`` ahead of this controller's clock is not well-formed: the node is refused, naming it. A holder on this controller (same
   host name, same boot) whose process is gone is a dead run at once (a run SIGKILLed and re-run on the same
   controller). A second run refuses a node a live run holds, naming the run, its holder and when the
   lease runs out; a dead run's record is taken over (said so), and that run's cordon and lock slots
@@ -59,9 +61,11 @@ MACHINE_VERSION = 2
 # the machine's phases, in the order a rollout enters them (docs/rollout-machine.md)
 MACHINE_PHASES = ("claimed", "gates", "cordon", "drain", "fix", "verify", "give_back")
 DEFAULT_LEASE = 1800
-# the clock skew allowed between the holder and a reader that has not seen the record before (seconds): a renewal
-# further in the future is not well-formed, a lease runs out that much later by the reader's wall clock
+# the clock skew allowed between the holder and a reader (seconds): a renewal further in the reader's future is not
+# well-formed
 MAX_SKEW = 30
+# a record seen for the first time is taken for a crashed run's only once renewed this many leases ago (live)
+STALE_LEASES = 2
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -198,10 +202,19 @@ def live(record, now, here, pid_alive, observed_for=None):
                 observed_for, lease)
         return True, "this controller has seen it unchanged for %d s of its lease of %d s (its own clock)" % (
             observed_for, lease)
-    until = expires(record) + datetime.timedelta(seconds=MAX_SKEW)
-    if now >= until:
-        return False, "its lease ran out at %s (%d s of clock skew allowed)" % (_iso(until), MAX_SKEW)
-    return True, "its lease runs until %s (%d s of clock skew allowed)" % (_iso(until), MAX_SKEW)
+    # first sight: live for a full lease from now (client-go), never judged by comparing wall clocks - but a record
+    # renewed STALE_LEASES leases before this controller's clock belongs to a crashed run (taken over eventually)
+    try:
+        stale = _when(record["renewed"], "renewed") + datetime.timedelta(seconds=STALE_LEASES * lease)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise MalformedRecord("its lease cannot be computed (renewed %r, leaseSeconds %r: %s)"
+                              % (record.get("renewed"), lease, exc))
+    if now >= stale:
+        return False, "it was renewed at %s, more than %d x its lease of %d s before this controller's clock" % (
+            record["renewed"], STALE_LEASES, lease)
+    return True, ("this controller sees it for the first time: live for its full lease of %d s from now (its own "
+                  "clock), or until %s on the wall clock (renewed + %d x the lease)"
+                  % (lease, _iso(stale), STALE_LEASES))
 
 
 def decide(annotations, run_id, now, here, lease_seconds, pid_alive, version=VERSION, observed=None):

@@ -180,15 +180,24 @@ def etcd_again(ctx, state):
     return held
 
 
+def recheck_lease(options, record, going):
+    """The record's ``leaseSeconds`` at a recheck: ``lease`` plus, in phase ``fix``, ``fix_timeout`` (the fixes that
+    still follow the recheck - pids, the kernel install - keep the fix phase's cover), plus the reboot's worst case
+    (``context.reboot_worst``) when the reboot is still to come; never below the lease already written (a recheck
+    never shrinks a live run's claim: a second controller would take the node over mid-fix)."""
+    cover = (options["fix_timeout"] if (record or {}).get("phase") == "fix" else 0) + (
+        reboot_worst(options) if going else 0)
+    return max(lease_for(options, cover), int((record or {}).get("leaseSeconds") or 0))
+
+
 def renew_for_reboot(ctx, state, ledger, held, said):
-    """The recheck's answer after this run's claim was renewed (``ledger.renew``) for ``lease`` plus the reboot's worst
-    case (``context.reboot_worst``) when the reboot is still to come, else for ``lease``: a live run's claim must not
-    run out mid-reboot. A claim taken over by another run raises Stop (the caller fails closed); a renewal the API
-    server refused holds the reboot (this run's claim would not cover it)."""
+    """The recheck's answer after this run's claim was renewed (``ledger.renew``) for ``recheck_lease``: a live run's
+    claim must not run out mid-fix or mid-reboot. A claim taken over by another run raises Stop (the caller fails
+    closed); a renewal the API server refused holds the reboot (this run's claim would not cover it)."""
     going = bool(state["reboot_reasons"]) and not state["reboot_held"]
     if ctx.api is not None:
         try:
-            ledger.renew(lease_for(ctx.options, reboot_worst(ctx.options) if going else 0))
+            ledger.renew(recheck_lease(ctx.options, ledger.record, going))
         except Stop:
             raise
         except NodefixError as exc:

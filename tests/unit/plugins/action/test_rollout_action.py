@@ -407,7 +407,8 @@ def test_recheck_fails_the_task_when_another_run_took_the_node_over_and_renews_t
     again, _p = run(base(double, "node-b", phase="recheck", state=state, reboot_timeout=600,
                          reboot_settle_timeout=60), Node(), host="node-b")
     assert again["outcome"] is None and again["failed"] is False and again["reboot_allowed"] is True, again
-    assert json.loads(notes(api, "node-b")[record.ANNOTATION])["leaseSeconds"] == 1800 + 2 * 600 + 4 * 60
+    # (the fix phase's cover, fix_timeout 3600, kept beside the reboot's worst case: fixes may follow a recheck)
+    assert json.loads(notes(api, "node-b")[record.ANNOTATION])["leaseSeconds"] == 1800 + 3600 + 2 * 600 + 4 * 60
     # a second controller judged this run dead and took the node over: the recheck fails, the reboot dropped
     taken = {"version": 2, "run": "run-other", "phase": "claimed", "started": "2026-12-06T07:00:00Z",
              "moved": "2026-12-06T07:00:00Z", "renewed": "2026-12-06T07:00:00Z", "leaseSeconds": 1800,

@@ -215,3 +215,52 @@ def test_the_api_timeout_must_be_a_whole_number_of_seconds():
     for bad in (0, True, 1.5, "30"):
         with pytest.raises(NodefixError, match="whole number"):
             node_api.NodeApi("/dev/null", timeout=bad)
+
+
+# Review R5: the public module's PATCHes (the give-back and the cordon) were unconditional - a person's cordon made
+# between the read and the write was overwritten. Each is conditional on the read now.
+
+class Versions(Api):
+    """Api recording the resourceVersion each PATCH was conditional on; ``meanwhile``: a change another writer makes
+    to the Node right before the first PATCH (the request then meets a newer Node: 409)."""
+
+    def __init__(self, node_, pods=(), meanwhile=None):
+        super(Versions, self).__init__(node_, pods)
+        self.versions, self.meanwhile = [], meanwhile
+
+    def patch_node(self, name, body, resource_version=None):
+        self.versions.append(resource_version)
+        if self.meanwhile:
+            self.meanwhile(self.node)
+            self.node["metadata"]["resourceVersion"] = str(int(self.node["metadata"]["resourceVersion"]) + 1)
+            self.meanwhile = None
+        return super(Versions, self).patch_node(name, body, resource_version)
+
+
+def test_the_give_back_and_the_cordon_are_conditional_on_the_read():
+    api = Versions(node(True, **{cordon.CORDONED_BY: record()}), [SECRET_POD])
+    node_cordon.run(api, "node-a", "run-2", cordon=True, now=T0)
+    assert api.versions == ["1", "2"]       # the give-back on the read, the cordon on the give-back's answer
+
+
+def test_a_persons_cordon_made_between_the_read_and_the_cordon_is_read_again_and_kept():
+    def person(n):
+        n["spec"]["unschedulable"] = True
+    api = Versions(node(), [SECRET_POD], meanwhile=person)
+    out = node_cordon.run(api, "node-a", "run-2", cordon=True, now=T0)
+    assert out["cordoned_before"] is True and out["cordoned"] is False
+    assert cordon.CORDONED_BY not in api.node["metadata"]["annotations"]       # the person's cordon, not this run's
+    assert [c if isinstance(c, str) else c[0] for c in api.calls] == ["get", "pods", "patch", "get", "pods"]
+
+
+def test_a_node_without_a_resource_version_is_never_written():
+    bare = node()
+    api = Api(bare, [SECRET_POD])
+    del api.node["metadata"]["resourceVersion"]
+    with pytest.raises(node_cordon.CordonError, match="resourceVersion") as err:
+        node_cordon.run(api, "node-a", "run-2", cordon=True, now=T0)
+    assert err.value.cordoned_before is False and "patch" not in [c if isinstance(c, str) else c[0] for c in api.calls]
+    api = Api(node(True, **{cordon.CORDONED_BY: record()}))
+    del api.node["metadata"]["resourceVersion"]
+    out = node_cordon.run(api, "node-a", "run-2")
+    assert "resourceVersion" in out["reclaim"]["error"] and api.node["spec"]["unschedulable"] is True

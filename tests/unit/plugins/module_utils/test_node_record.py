@@ -38,6 +38,17 @@ def test_unreachable_at_the_storm_audit_or_the_audit_before():
     assert (rec["outcome"], rec["step"]) == ("unreachable", "audit before")
 
 
+def test_a_failed_audit_before_is_failed_there_not_unreachable():
+    """Review R6: a node that answered but whose audit before failed (sudo, python, a crash) had no record, and the
+    report called it unreachable."""
+    audit = {"failed": True, "msg": "Missing sudo password"}
+    rec = node_record.node_record({"_nodefix_audit_preflight": {"findings": []}, "_nodefix_audit_now": audit})
+    assert rec == {"status": "failed", "outcome": "failed", "step": "audit before", "roles": [],
+                   "msg": "Missing sudo password"}
+    out = node_record.records({"n1": {"_nodefix_audit_now": audit}}, ["n1"], {}, True)["n1"]
+    assert out["status"] == "failed" and "unreachable" not in out
+
+
 def test_the_rollout_actions_own_record_end_before_begin():
     begin_done = dict(BEGIN, outcome="nothing_to_fix", remediation={"status": "skipped", "outcome": "nothing_to_fix",
                                                                     "roles": [], "msg": "", "seconds": 1.0})

@@ -15,6 +15,7 @@ import datetime
 import json
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context as mctx
@@ -60,7 +61,8 @@ def test_the_claim_renewed_right_before_the_reboot_outlives_the_reboot_and_a_sec
     assert again["outcome"] is None and interface.reboot_allowed(again["state"], LOCK)
     now = on_node(api)
     worst = 2 * 900 + 4 * 300
-    assert now["run"] == "run-1" and now["phase"] == "fix" and now["leaseSeconds"] == 1800 + worst
+    # (the fix phase's cover, fix_timeout, kept: fixes may follow the recheck - R1)
+    assert now["run"] == "run-1" and now["phase"] == "fix" and now["leaseSeconds"] == 1800 + 3600 + worst
     assert now["renewed"] == clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
     clock.sleep(worst)                  # the reboot at its worst: a second controller's run is refused, naming this one
     second = machine.begin(context(api, roles=(CONTAINERD,), clock=clock, here=OTHER, run_id="run-2"))
@@ -97,6 +99,39 @@ def test_the_fix_phase_lease_covers_the_fix_roles_and_a_second_controller_mid_fi
     assert second["outcome"] == Outcome.REFUSED and "nodefix run run-1" in second["detail"], second
     end = machine.end(ctx, first["state"], fixes(first))
     assert end["outcome"] == Outcome.OK and record.ANNOTATION not in api.notes() and not api.cordoned()
+
+
+def test_a_held_recheck_keeps_the_fix_phase_lease_and_a_second_controller_mid_fix_is_refused():
+    """Review R1: a recheck that held the reboot renewed the claim for the bare margin (1800 s), so the fixes after it
+    (pids, the kernel install) ran on a lease a second controller took over mid-fix. It keeps lease + fix_timeout."""
+    api = ApiDouble([node()], [pod("web-1")])
+    clock = Clock()
+    ctx = context(api, roles=(CONTAINERD, REBOOT), clock=clock)
+    first = machine.begin(ctx)
+    assert first["outcome"] is None and on_node(api)["leaseSeconds"] == 1800 + 3600
+    ctx.window = gate.Window(days=["sat"], start="01:00", end="02:00")     # the window closed: the reboot is held
+    again = machine.recheck(ctx, first["state"])
+    assert again["outcome"] is None and not interface.reboot_allowed(again["state"], LOCK)
+    assert on_node(api)["leaseSeconds"] == 1800 + 3600
+    clock.sleep(1800 + 60)              # an in-place fix of 31 min after the recheck, well inside fix_timeout
+    second = machine.begin(context(api, roles=(CONTAINERD,), clock=clock, here=OTHER, run_id="run-2"))
+    assert second["outcome"] == Outcome.REFUSED, (second["outcome"], second["detail"], on_node(api))
+
+
+def test_a_going_recheck_never_lowers_the_lease_below_the_fix_phase_cover():
+    """Review R1: with a short reboot (worst case 840 s < fix_timeout 3600 s) the going recheck's lease was
+    lease + 840, below the fix phase's lease + 3600 already written."""
+    api = ApiDouble([node()], [pod("web-1")])
+    opts = {"reboot_timeout": 300, "reboot_settle_timeout": 60}
+    ctx = context(api, roles=(CONTAINERD, REBOOT), clock=Clock(), options=opts)
+    first = machine.begin(ctx)
+    assert on_node(api)["leaseSeconds"] == 1800 + 3600
+    again = machine.recheck(ctx, first["state"])
+    assert interface.reboot_allowed(again["state"], LOCK)
+    assert on_node(api)["leaseSeconds"] == 1800 + 3600 + 840, on_node(api)
+    ctx.window = gate.Window(days=["sat"], start="01:00", end="02:00")     # a second recheck (the pending reboot) held
+    machine.recheck(ctx, again["state"])
+    assert on_node(api)["leaseSeconds"] == 1800 + 3600 + 840, on_node(api)       # never lowered
 
 
 def test_a_run_taken_over_before_its_reboot_fails_at_the_recheck_and_writes_nothing_more():

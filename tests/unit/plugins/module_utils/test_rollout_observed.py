@@ -59,6 +59,42 @@ def test_another_boot_or_an_unreadable_memory_is_no_observation(tmp_path):
     assert store(tmp_path, mono)(rec()) is None
 
 
+def _plant(directory, seen, mode=0o600):
+    directory.mkdir(mode=0o700, exist_ok=True)
+    path = directory / "node-a.json"
+    path.write_text(json.dumps({"boot": "boot-c", "fingerprint": record.fingerprint(rec()), "seen": seen}))
+    os.chmod(str(path), mode)
+    return path
+
+
+def test_a_bool_zero_or_negative_seen_is_no_observation(tmp_path):
+    """Review R4: "seen": true (a bool is an int) or 0 made any live record look seen unchanged for ages."""
+    mono = Mono()
+    for seen in (True, False, 0, -5):
+        _plant(tmp_path / "observed", seen)
+        assert store(tmp_path, mono)(rec()) is None, seen
+    _plant(tmp_path / "observed", 1.0)
+    assert store(tmp_path, mono)(rec()) == 999.0      # (the control: a well-formed entry is an observation)
+
+
+def test_a_group_or_world_writable_or_linked_memory_is_not_trusted(tmp_path):
+    """Review R4: a file (or directory) others can write could hold a planted, old "seen"; a symbolic link is not
+    followed."""
+    mono = Mono()
+    directory = tmp_path / "observed"
+    for mode in (0o620, 0o602, 0o666):
+        _plant(directory, 1.0, mode)
+        assert store(tmp_path, mono)(rec()) is None, oct(mode)
+    _plant(directory, 1.0)
+    os.chmod(str(directory), 0o777)
+    assert store(tmp_path, mono)(rec()) is None
+    os.chmod(str(directory), 0o700)
+    target = _plant(tmp_path / "elsewhere", 1.0)
+    os.remove(str(directory / "node-a.json"))
+    os.symlink(str(target), str(directory / "node-a.json"))
+    assert store(tmp_path, mono)(rec()) is None
+
+
 def test_the_machine_times_a_foreign_record_on_its_own_clock(tmp_path):
     """Another controller's record, renewed 'now' by its clock, lease 60 s: the first run that sees it refuses the node
     (live); a run on the same controller after 60 s of this controller's monotonic clock takes it over, though the

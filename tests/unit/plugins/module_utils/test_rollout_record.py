@@ -49,17 +49,23 @@ def test_a_second_run_refuses_a_node_a_live_run_holds_naming_it():
     out = node_rollout.claim(second, "node-a", "cli-1", 1800, T0 + datetime.timedelta(minutes=35), CLI, False, gone)
     assert out["action"] == "refuse" and second.calls == ["get"] and not out["changed"]
     assert out["msg"].startswith("refused: nodefix run 4711 (awx-job-4711, process 42) holds this node (phase drain "
-                                 "since 2026-12-06T07:10:00Z; its lease runs until 2026-12-06T07:40:30Z (30 s of clock skew "
-                                 "allowed))"), out["msg"]
+                                 "since 2026-12-06T07:10:00Z; this controller sees it for the first time: live for its full "
+                                 "lease of 1800 s from now (its own clock), or until 2026-12-06T08:10:00Z on the wall clock "
+                                 "(renewed + 2 x the lease))"), out["msg"]
     # the give-back never sees it: the run refused the node before the reclaim would read the cordon
 
 
 def test_a_dead_runs_claim_is_taken_over_after_its_lease_or_at_once_on_the_same_controller():
     api = Api(node(False))
     node_rollout.claim(api, "node-a", "4711", 1800, T0, AWX, False, alive)
-    later = T0 + datetime.timedelta(minutes=31)
+    # seen for the first time (no memory of it: every sight a first) - live for a full lease from now, so taken
+    # over only once grossly stale: renewed more than 2 leases before this controller's clock (review R9)
+    assert node_rollout.claim(api, "node-a", "cli-1", 1800, T0 + datetime.timedelta(minutes=59), CLI, False,
+                              alive)["action"] == "refuse"
+    later = T0 + datetime.timedelta(minutes=60)
     out = node_rollout.claim(api, "node-a", "cli-1", 1800, later, CLI, False, alive)
-    assert out["action"] == "take_over" and "its lease ran out at 2026-12-06T07:30:30Z" in out["msg"]
+    assert out["action"] == "take_over" and "renewed at 2026-12-06T07:00:00Z, more than 2 x its lease of 1800 s" \
+        in out["msg"]
     assert json.loads(api.node["metadata"]["annotations"][rollout.ANNOTATION])["run"] == "cli-1"
     # killed (SIGKILL) and run again on the same controller: its process is gone - taken over at once
     rerun = dict(CLI, pid=5000)
@@ -67,7 +73,7 @@ def test_a_dead_runs_claim_is_taken_over_after_its_lease_or_at_once_on_the_same_
     assert out["action"] == "take_over" and "its process 4242 on this controller (laptop) is gone" in out["msg"]
     # the same process claiming again renews its own claim
     again = node_rollout.claim(api, "node-a", "cli-1", 1800, later + datetime.timedelta(minutes=1), rerun, False, alive)
-    assert again["action"] == "claim" and again["record"]["started"] == "2026-12-06T07:31:05Z"
+    assert again["action"] == "claim" and again["record"]["started"] == "2026-12-06T08:00:05Z"
 
 
 @pytest.mark.parametrize("value", ["garbage", "[]", '{"version": 2, "run": "r", "phase": "claimed"}',
@@ -209,3 +215,23 @@ def test_a_lease_is_timed_on_the_observers_own_clock_not_the_holders():
     out = rollout.decide(_foreign(T0 - datetime.timedelta(seconds=600 + rollout.MAX_SKEW - 1)), "cli-1", T0, CLI,
                          1800, gone, version=rollout.MACHINE_VERSION, observed=lambda rec: None)
     assert out["action"] == "refuse", out
+
+
+def test_a_first_sight_never_takes_over_a_live_lease_on_a_fast_wall_clock():
+    """Review R9: a record seen for the first time was judged by the wall clock (30 s of skew allowed), so a controller
+    whose clock is 15 min fast took a live lease over 15 min early - and under AWX every sight is a first. It is live
+    for a full lease from the first sight; only a record renewed 2 leases before this clock is a crashed run's."""
+    holder_now = datetime.datetime(2026, 12, 6, 7, 0, 0, tzinfo=datetime.timezone.utc)
+    held = rollout.new("run-0", holder_now, {"host": "controller-a", "pid": 1, "boot": "boot-a"}, 1800,
+                       version=rollout.MACHINE_VERSION)
+    notes = {rollout.ANNOTATION: rollout.text(held)}
+    here = {"host": "controller-b", "pid": 1, "boot": "boot-b"}
+    # 20 min later (10 min of the lease left), seen for the first time by a controller whose clock is 15 min fast
+    fast = holder_now + datetime.timedelta(minutes=20 + 15)
+    decision = rollout.decide(notes, "run-1", fast, here, 1800, lambda pid: False, version=rollout.MACHINE_VERSION,
+                              observed=lambda r: None)
+    assert decision["action"] == "refuse", decision["msg"]
+    stale = holder_now + datetime.timedelta(seconds=2 * 1800)
+    decision = rollout.decide(notes, "run-1", stale, here, 1800, lambda pid: False, version=rollout.MACHINE_VERSION,
+                              observed=lambda r: None)
+    assert decision["action"] == "take_over", decision["msg"]

@@ -103,7 +103,7 @@ def _node(answer, name):
     return answer
 
 
-class _ReadAgain(Exception):
+class _ReadAgain(NodefixError):
     """The Node changed since it was read (409 Conflict on a conditional PATCH): read it again and decide again."""
 
 

@@ -126,7 +126,7 @@ _VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*
 # would read it again from each of its characters (a base64 blob in a journal: seconds for 100 KiB)
 _KEY_VALUE = re.compile(
     r"""(?P<q>\\?["']|)(?:(?<![A-Za-z0-9_.\-])|(?<="\.))(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"""
-    r"""(?P<sep>[ \t]*(?:=>|[:=])[ \t]*)"""
+    r"""(?P<sep>[ \t]*(?:=>|::=|:=|\?=|\+=|[:=])[ \t]*)"""
     + _VALUE)
 # --flag value, -u/-U value (the '=' form is a key = value above): the value may start with one dash (a password
 # '-x1'), never two and never as one letter (the next flag: --x, -v, -v=2, -v4); a line continued with a backslash
@@ -206,7 +206,7 @@ _BOOTSTRAP_CONTEXT = re.compile(r"token|join|bootstrap|kubeadm", re.IGNORECASE)
 _AWS_PAIR = re.compile(r"""(?P<head>(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}["']?[ \t]*[,:;=|\t ][ \t]*["']?)"""
                        r"""(?P<val>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])""")
 # 'API key' as two words ('invalid API key: X', 'API Key = X'); api_key, apikey and api-key are secret names
-_API_KEY_WORDS = re.compile(r"""(?P<head>(?<![\w-])api[ \t]+key[ \t]*[:=][ \t]*["']?)(?P<val>[^\s"'<,;]+)""",
+_API_KEY_WORDS = re.compile(r"""(?P<head>(?<![\w-])api[ \t]+key[ \t]*(?:=>|:=|[:=])[ \t]*["']?)(?P<val>[^\s"'<,;>=][^\s"'<,;]*)""",
                             re.IGNORECASE)
 # a Slack incoming webhook's URL: its path is the credential (api.slack.com/messaging/webhooks)
 _SLACK_HOOK = re.compile(r"(?P<head>\bhooks\.slack\.com/(?:services|workflows|triggers)/)(?P<val>[A-Za-z0-9/_\-]+)")
@@ -472,7 +472,7 @@ def _slow(text, token_context):
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") or _WORD.match(m.group("val"))
                        else m.group("head") + MARK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
-    text = secret_shapes.env_values(_yaml_values(text), MARK)
+    text = secret_shapes.quoted_values(secret_shapes.env_values(_yaml_values(text), MARK), MARK)
     text = _NETRC_LINE.sub(lambda line: _NETRC.sub(
         lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, line.group(0)), text)
     text = _COMMAND.sub(_short_flag, text)

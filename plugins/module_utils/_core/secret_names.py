@@ -38,6 +38,10 @@ _PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "a
 # whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
 _WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
 _WORD_LAST = frozenset(("api", "signature"))
+# the words before a last 'key' that make it a secret key, not a key's path or a map's key (kubeadm's
+# --certificate-key, which decrypts the control plane's certificates in the kubeadm-certs Secret; an encryption key;
+# Azure's Ocp-Apim-Subscription-Key header); a kubeconfig's client-key is a path and stays one
+_KEY_AFTER = frozenset(("certificate", "encryption", "subscription", "signing", "master", "session", "shared"))
 # names that say where a secret is (a path), not the secret
 _REFERENCE_ENDS = ("file", "files", "path", "dir")
 # a name as Kubernetes names nodes and pods (RFC 1123, lower case) with a number of its own after a '-' (auth-01,
@@ -86,6 +90,8 @@ def secret_name(name):
         return False    # which Secret, by its object name (secretName: default-token-abc12), not the secret
     if words and words[-1] in _MEASURE_LAST:
         return False    # what measures a secret, not the secret: --authentication-token-webhook-cache-ttl=2m
+    if len(words) > 1 and words[-1] == "key" and words[-2] in _KEY_AFTER:
+        return True
     if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):
         return True
     # *_KEY as environment variables are named, *Key in camelCase (privateKey, accessKey); a kubeconfig's

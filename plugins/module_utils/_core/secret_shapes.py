@@ -384,3 +384,37 @@ def env_values(text, mark):
             pos = after = match.end() + len(val)
         match = _ENV_KEY.search(text, after)
     return "".join(out) + text[pos:] if out else text
+
+
+# a secret's name, '=' (or ':='), then a quoted value, wherever the name starts - inside another assignment's value too,
+# which the key = value pass reads as one bare value up to the quote and so never reaches (systemd's
+# Environment=DB_PASSWORD="x", env: A="x"); and kubeadm's certificate key as `kubeadm init --upload-certs` prints it,
+# on the line after its label
+_QUOTED_AFTER_NAME = lazy_compile(r"""(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,127})[ \t]*:?=[ \t]*"""
+                                  r"""(?P<val>"(?:[^"\\\n]|\\.){1,4096}"|'[^'\n]{1,4096}')""")
+_CERTIFICATE_KEY = lazy_compile(r"(?i)(?P<head>\bcertificate key:[ \t]*\r?\n?[ \t]*)(?P<val>[0-9a-f]{64})(?![0-9a-f])")
+
+
+_KEY_FILE = lazy_compile(r"^/(?:[A-Za-z0-9._\-]+/)+[A-Za-z0-9._\-]+$")
+
+
+def _key_file(name, value):
+    """A key's path under a name ending in 'key' (signing_key = "/etc/kubernetes/pki/sa.key"), as _core.redact keeps it."""
+    return re.sub(r"[^a-z]", "", name.lower()).endswith("key") and _KEY_FILE.match(value) is not None
+
+
+def quoted_values(text, mark):
+    """``text`` with the quoted value of every secret's name assigned with '=' (``_QUOTED_AFTER_NAME``) and kubeadm's
+    printed certificate key replaced by ``mark`` (the quotes and the name kept)."""
+    if "certificate key" in text.lower():
+        text = _CERTIFICATE_KEY.sub(lambda m: m.group("head") + mark, text)
+    if '="' not in text and "='" not in text and '= "' not in text and "= '" not in text:
+        return text
+
+    def hide(match):
+        inside = match.group("val")[1:-1]
+        if (not secret_name(match.group("name")) or mark[:9] in inside or inside.lower() in _SWITCH_WORDS
+                or not_a_secret(match.group("name"), inside) or _key_file(match.group("name"), inside)):
+            return match.group(0)
+        return match.group(0)[:match.start("val") - match.start()] + match.group("val")[0] + mark + match.group("val")[-1]
+    return _QUOTED_AFTER_NAME.sub(hide, text)

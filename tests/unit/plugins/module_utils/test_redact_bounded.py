@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The patterns added after the second review of issue 61 stay linear (the redactor reads journals and whole files):
+"""The patterns added after the second (and third) review of issue 61 stay linear (the redactor reads journals and whole files):
 each fed 100 kB strings built against it - runs that make an unbounded or nested pattern backtrack - through the
 function that applies it (``READER``; the whole redactor for the patterns of ``_core.redact``). No duration is
 asserted (no test does): each text is redacted in a worker process, and the test asserts that the worker finished
@@ -61,6 +61,11 @@ ADVERSARIAL = {
         # a name run without its colon after a colon (the parts were read from every character: 10 kB took 50 s)
         "x: :" + "a" * N, "x: :" + "a-" * (N // 2), "x: " + ":a" * (N // 2), "x: " + "a" * N + ":b:c",
     ],
+    "a quoted value after a secret's name, kubeadm's certificate key (_QUOTED_AFTER_NAME, _CERTIFICATE_KEY)": [
+        'A="' * (N // 3), 'password="' + "a" * N, "x=" + "a" * N + '="b"', 'a.b-' * (N // 4) + '="x"',
+        "token ='" + "\\" * N, "certificate key:" * (N // 16), "certificate key:\n" + "0" * N,
+        ('password := "' + "x\\\"" * (N // 3) + '"'), "api key =" * (N // 9), "API key => " + ">" * N,
+    ],
     "the fast path (secret_shapes.benign)": ["a" * N, "ab-" * (N // 3), "abcdef." * (N // 7), "/-" * (N // 2)],
 }
 
@@ -74,6 +79,8 @@ READER = {
     "percent-encoded secret header (_PERCENT with ':')": lambda t: secret_shapes.percent_encoded(t, MARK),
     "a connector phrase in prose (_PROSE)": lambda t: secret_shapes.prose(t, MARK),
     "an env file's value of several words (_ENV_KEY, _ENV_VALUE)": lambda t: secret_shapes.env_values(t, MARK),
+    "a quoted value after a secret's name, kubeadm's certificate key (_QUOTED_AFTER_NAME, _CERTIFICATE_KEY)":
+        lambda t: redact_text(secret_shapes.quoted_values(t, MARK)),
 }
 
 

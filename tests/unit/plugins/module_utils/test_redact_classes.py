@@ -91,10 +91,37 @@ HIDDEN = {
         ("kubelet --token=leaked-token-1", ["leaked-token-1"], ["--token="]),
         ("token: default-token-abc12", ["default-token-abc12"], ["token: "]),
     ],
+    "kubeadm's certificate key, a quoted value nested in another assignment, separators of other languages (third review)": [
+        ("kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef --control-plane --certificate-key "
+         "f8902e114ef118304e561c3ecd4d0b543adc226b7a07f675f56564185ffe0c07", ["f8902e114ef1183", "0123456789abcdef"],
+         ["kubeadm join 10.0.0.1:6443 --token ", " --control-plane --certificate-key "]),
+        ("--certificate-key=0c07f8902e114ef118304e561c3ecd4d0b543adc226b7a07f675f56564185ffe", ["0c07f8902e114ef"],
+         ["--certificate-key="]),
+        ("[upload-certs] Using certificate key:\n5f56564185ffe0c07f8902e114ef118304e561c3ecd4d0b543adc226b7a07f67",
+         ["5f56564185ffe0c"], ["[upload-certs] Using certificate key:\n"]),
+        ("--encryption-key Enc9Key7Sekr", ["Enc9Key7Sekr"], ["--encryption-key "]),
+        ("Ocp-Apim-Subscription-Key: Sub9Key7Sekr", ["Sub9Key7Sekr"], ["Ocp-Apim-Subscription-Key: "]),
+        ('Environment=DB_PASSWORD="EnvQ1Sekr"', ["EnvQ1Sekr"], ['Environment=DB_PASSWORD="']),
+        ("Environment=DB_PASSWORD='EnvQ2Sekr'", ["EnvQ2Sekr"], ["Environment=DB_PASSWORD='"]),
+        ('Environment=DB_PASSWORD="alpha EnvQ3Sekr" OTHER=x', ["EnvQ3Sekr", "alpha"], ['" OTHER=x']),
+        ('env: DB_PASSWORD="EnvQ4Sekr"', ["EnvQ4Sekr"], ["env: DB_PASSWORD="]),
+        ('+FOO=DB_PASSWORD="EnvQ5Sekr"', ["EnvQ5Sekr"], ["+FOO=DB_PASSWORD="]),
+        ("API Key => Sep1Sekr", ["Sep1Sekr"], ["API Key => "]),
+        ("DB_PASSWORD := Sep2Sekr", ["Sep2Sekr"], ["DB_PASSWORD := "]),
+        ('password := "Sep3Sekr"', ["Sep3Sekr"], ["password := "]),
+        ("TOKEN ::= Sep4Sekr", ["Sep4Sekr"], ["TOKEN ::= "]),
+        ("token ?= Sep5Sekr", ["Sep5Sekr"], ["token ?= "]),
+        ("token += Sep6Sekr", ["Sep6Sekr"], ["token += "]),
+    ],
 }
 
 # the data of the same classes: shown exactly as it is
 KEPT = {
+    "third review: what reads like a certificate key or a nested quoted secret, and is not one": [
+        "client-key: /etc/kubernetes/pki/apiserver-kubelet-client.key", 'Environment=DB_PASSWORD="true"',
+        'Environment=PATH="/usr/local/bin:/usr/bin"', 'secretName="default-token-abc12"', 'a=b c="d"',
+        "--discovery-token-unsafe-skip-ca-verification", "ssh-key: /root/.ssh/id_ed25519.pub",
+    ],
     "url: percent-encoded URLs without user information": [
         "next=https%3A%2F%2Fh.example.com%3A8443%2Fx", "next=https%3A%2F%2Fgit%40github.com%2Frepo",
         "next=https%3A%2F%2Fh.example.com%2Fa%40b", "GET /cb?next=https://h.example.com/x&y=1",

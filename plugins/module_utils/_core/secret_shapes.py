@@ -149,14 +149,16 @@ _NAMESPACED = lazy_compile(r"^[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}$
 # a word that reads as data under a name that is a node's and a secret's alike (vault-token-0: Ready): letters (a
 # state: NotReady, cordoned), a number with a unit (5m, 10%, 3.5), a version, or a name as Kubernetes names things
 _DATA_WORD = lazy_compile(r"^(?:[A-Za-z]{1,32}|[0-9]{1,12}(?:\.[0-9]{1,6})?(?:[a-z]{1,3}|%)?|\(?[0-9]{1,3}/[0-9]{1,3}\)?)$")
-# a percent-encoded 'name=value' ('%3D', '%253D' encoded twice): the name a word or what follows an encoded
+# a percent-encoded 'name=value' ('%3D', '%253D' encoded twice; the name and the value each in encoded quotes or not:
+# a JSON text in a query, data=%7B%22password%22%3A%22x%22%7D): the name a word or what follows an encoded
 # character ('%3Ftoken', '%26token'); the value to the next encoded '&', '#', blank, quote or ';'. The name's
 # parts are bounded (64 characters, 8 encoded '_'): an attempt may start after every encoded character, so an
 # unbounded name made a long run of them quadratic
-_PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
+_PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
                         r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63}(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]{1,64}){0,8})"""
-                        r"""(?P<sep>%(?:25){0,3}3[Dd]|%(?:25){0,3}3[Aa](?:%(?:25){0,3}20|\+){0,8})"""
-                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:[01][0-9A-Fa-f]|2[0236]|3[Bb]))[^\s&#"'<>])+)""")
+                        r"""(?P<sep>(?:%(?:25){0,3}2[27])?(?:%(?:25){0,3}3[Dd]|%(?:25){0,3}3[Aa](?:%(?:25){0,3}20|\+){0,8})"""
+                        r"""(?:%(?:25){0,3}2[27])?)"""
+                        r"""(?P<val>(?:(?!%(?:25){0,3}(?:[01][0-9A-Fa-f]|2[02367]|3[Bb]))[^\s&#"'<>])+)""")
 _PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[DdAa]")
 # a URL percent-encoded inside another value (next=https%3A%2F%2Fadmin%3APw%40host, encoded twice: %253A, %2540; in
 # any case; its '//' encoded or not): its user information read as a URL's is (to the LAST encoded '@' of the
@@ -172,8 +174,8 @@ _PCT_URL_GATE = lazy_compile(r"%(?:25){0,3}3[Aa](?:%(?:25){0,3}2[Ff]|/)")
 # an Authorization header percent-encoded (Authorization%3A%20Bearer%20X, a form body's Authorization=Bearer+X is
 # _core.redact's): its scheme kept, its credential hidden to the next encoded blank, '&', '#', ';', ',' or quote
 _PCT_AUTH = lazy_compile(
-    r"(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))(?P<head>(?:proxy-)?authorization(?P<e>%(?:25){0,3})(?:3a|3d)"
-    r"(?:(?P=e)20|\+){0,8}(?:[a-z][a-z0-9\-]{0,31}(?:(?P=e)20|\+){1,8}(?=[^\s&#\"'>+%]|(?P=e)(?!20)))?)"
+    r"(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))(?P<head>(?:proxy-)?authorization(?:%(?:25){0,3}2[27])?"
+    r"(?P<e>%(?:25){0,3})(?:3a|3d)(?:(?P=e)20|\+){0,8}(?:(?P=e)2[27])?(?:[a-z][a-z0-9\-]{0,31}(?:(?P=e)20|\+){1,8}(?=[^\s&#\"'>+%]|(?P=e)(?!20)))?)"
     r"(?P<val><redacted by nodefix\.k8s>|(?:(?!(?P=e)(?:[01][0-9a-f]|20|26|23|3b|2c|22|27))[^\s&#\"'<>+]){1,4096})", re.IGNORECASE)
 _PLAIN_USER = lazy_compile(r"^[A-Za-z_][A-Za-z_.\-]{0,31}$")
 _PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "credentials", "creds", "cookies"))

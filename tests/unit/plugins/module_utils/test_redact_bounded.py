@@ -31,6 +31,8 @@ ADVERSARIAL = {
     ],
     "percent-encoded secret header (_PERCENT with ':')": [
         "token%3A" + "%20" * (N // 3), "token%3A" * (N // 8), "x-auth-token%253A" + "+" * N,
+        "%22token%22%3A%22" * (N // 17), "%2522" * (N // 5) + "token%3D", "token%22%3A" + "%22" * (N // 3),
+        "%22Authorization%22%3A%22" * (N // 25), "Authorization%22%3A%22Bearer%20" + "x" * N,
     ],
     "a connector phrase in prose (_PROSE)": [
         "password for " + "a " * (N // 2), "password for a b c " * (N // 19), "password has been " * (N // 18),

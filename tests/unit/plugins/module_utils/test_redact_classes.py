@@ -112,6 +112,13 @@ HIDDEN = {
         ("TOKEN ::= Sep4Sekr", ["Sep4Sekr"], ["TOKEN ::= "]),
         ("token ?= Sep5Sekr", ["Sep5Sekr"], ["token ?= "]),
         ("token += Sep6Sekr", ["Sep6Sekr"], ["token += "]),
+        ("data=%7B%22password%22%3A%22PctJ1Sekr%22%7D", ["PctJ1Sekr"], ["data=%7B%22password%22%3A%22", "%22%7D"]),
+        ("data=%7B%22token%22%3A%20%22PctJ2Sekr%22%7D", ["PctJ2Sekr"], ["%22token%22%3A%20%22"]),
+        ("data=%257B%2522password%2522%253A%2522PctJ3Sekr%2522%257D", ["PctJ3Sekr"], ["%2522password%2522%253A"]),
+        ("q=%27password%27%3D%27PctJ4Sekr%27", ["PctJ4Sekr"], ["q=%27password%27%3D%27"]),
+        ("headers=%7B%22Authorization%22%3A%22Bearer%20PctJ5Sekr%22%7D", ["PctJ5Sekr"],
+         ["%22Authorization%22%3A%22Bearer%20", "%22%7D"]),
+        ("Authorization%3D%22Bearer%20PctJ6Sekr%22", ["PctJ6Sekr"], ["Authorization%3D%22Bearer%20"]),
     ],
 }
 
@@ -120,6 +127,7 @@ KEPT = {
     "third review: what reads like a certificate key or a nested quoted secret, and is not one": [
         "client-key: /etc/kubernetes/pki/apiserver-kubelet-client.key", 'Environment=DB_PASSWORD="true"',
         'Environment=PATH="/usr/local/bin:/usr/bin"', 'secretName="default-token-abc12"', 'a=b c="d"',
+        "data=%7B%22name%22%3A%22node-1%22%7D", "data=%7B%22passwords%22%3A%223%22%7D",
         "--discovery-token-unsafe-skip-ca-verification", "ssh-key: /root/.ssh/id_ed25519.pub",
     ],
     "url: percent-encoded URLs without user information": [

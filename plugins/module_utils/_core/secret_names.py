@@ -54,7 +54,9 @@ _NUMBERED = lazy_compile(r"(?:^|[.\-])(?:password|passwd|passphrase|pwd|token|se
                          + r"(?:[.\-]|$)")
 # a name's last word that says it measures or times a secret, not the secret (token_ttl, token-cache-ttl: 2m)
 _MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "age", "lifetime", "expiry",
-                           "expiration", "count", "size", "length", "limit", "retries"))
+                           "expiration", "count", "size", "length", "limit", "retries", "seconds", "minutes", "hours",
+                           "days", "type", "mode", "provider", "audience", "version", "kind", "format", "algorithm",
+                           "method", "history"))
 
 
 def _words(name):

@@ -226,6 +226,26 @@ def _data_word(word):
             or _HOST.match(word) is not None)
 
 
+# what a log line says of a secret, never the secret: its state or the start of a sentence (``token: expired``,
+# ``secret kube-system/x: not found``, ``anonymous token: unexpected status: 401``); a source file's line (klog's
+# ``token_cleaner.go:166]``); the working directory (``PWD=/var/lib/kubelet``)
+_STATE_WORDS = frozenset(("not", "no", "none", "null", "nil", "unset", "empty", "expired", "invalid", "revoked",
+                          "missing", "unknown", "unexpected", "required", "present", "absent", "rejected", "denied",
+                          "<none>", "(none)"))
+_SOURCE_LINE = lazy_compile(r"[A-Za-z0-9_]\.(?:go|py|c|cc|h|rs|java|sh|js|ts)\Z")
+
+
+def _said_of_it(name, value):
+    if not isinstance(value, str) or isinstance(value, bool):
+        return False
+    name, value = str(name), value.strip()
+    if value.lower() in _STATE_WORDS:
+        return True
+    if _SOURCE_LINE.search(name) is not None and value.isdigit() and len(value) <= 6:
+        return True
+    return name.lower() in ("pwd", "oldpwd") and value.startswith("/") and " " not in value
+
+
 def not_a_secret(name, value):
     """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), a Secret's object name
     under the name ``secret`` or ``credential`` (``secret: default-token-abc12``, ``secret: kube-system/regcred``: a
@@ -234,7 +254,7 @@ def not_a_secret(name, value):
     number or text whose every word reads as data (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``,
     ``kube-system``; a list of such values) - a value with a word of mixed letters and digits (``X9sdf8``,
     ``hunter2``) stays hidden."""
-    if counted(name, value):
+    if counted(name, value) or _said_of_it(name, value):
         return True
     if (isinstance(value, str) and _OBJECT_NOUN.search(str(name)) is not None
             and (_GENERATED_NAME.match(value) is not None or _NAMESPACED.match(value) is not None)):

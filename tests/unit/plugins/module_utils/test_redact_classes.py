@@ -112,6 +112,8 @@ HIDDEN = {
         ("TOKEN ::= Sep4Sekr", ["Sep4Sekr"], ["TOKEN ::= "]),
         ("token ?= Sep5Sekr", ["Sep5Sekr"], ["token ?= "]),
         ("token += Sep6Sekr", ["Sep6Sekr"], ["token += "]),
+        ("pwd: PwdK1Sekr", ["PwdK1Sekr"], ["pwd: "]), ("password: notfound9X", ["notfound9X"], ["password: "]),
+        ("token_cleaner.go: TokG1Sekr", ["TokG1Sekr"], ["token_cleaner.go: "]),
         ("data=%7B%22password%22%3A%22PctJ1Sekr%22%7D", ["PctJ1Sekr"], ["data=%7B%22password%22%3A%22", "%22%7D"]),
         ("data=%7B%22token%22%3A%20%22PctJ2Sekr%22%7D", ["PctJ2Sekr"], ["%22token%22%3A%20%22"]),
         ("data=%257B%2522password%2522%253A%2522PctJ3Sekr%2522%257D", ["PctJ3Sekr"], ["%2522password%2522%253A"]),
@@ -128,6 +130,13 @@ KEPT = {
         "client-key: /etc/kubernetes/pki/apiserver-kubelet-client.key", 'Environment=DB_PASSWORD="true"',
         'Environment=PATH="/usr/local/bin:/usr/bin"', 'secretName="default-token-abc12"', 'a=b c="d"',
         "data=%7B%22name%22%3A%22node-1%22%7D", "data=%7B%22passwords%22%3A%223%22%7D",
+        # what a log line says of a secret (its state, a sentence's start), a source line, the working directory,
+        # a field that describes a secret (a duration, a type, a mode)
+        "failed to get secret kube-system/bootstrap-token-abcdef: not found",
+        "failed to fetch anonymous token: unexpected status: 401", "I1206 10:00:00.1 1 token_cleaner.go:166] deleted",
+        "E1206 auth.go:301] webhook", "PWD=/var/lib/kubelet", "pwd: /home/core", "token: expired", "password: null",
+        "tokenExpirationSeconds: 3600", "auth_mode: Webhook", "token_type: bootstrap.kubernetes.io/token",
+        "password_history: 5",
         "--discovery-token-unsafe-skip-ca-verification", "ssh-key: /root/.ssh/id_ed25519.pub",
     ],
     "url: percent-encoded URLs without user information": [

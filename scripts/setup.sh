@@ -108,18 +108,6 @@ sanity_venv() {
     echo "$sanity_hash" > "$NODEFIX_CACHE/sanity-venv/.nodefix-req"
   fi
   "$NODEFIX_VENV/bin/python" scripts/offline_get_pip.py
-  [ "${NODEFIX_SETUP_PRIME_SANITY:-0}" != 1 ] || step sanity-prime prime_sanity newest
-}
-
-# ansible-test makes a virtualenv per sanity test (~/.ansible/test/venv, pip installs from the pins):
-# from nothing ~100 CPU s of the sanity layer's run. The test command (NODEFIX_SETUP_PRIME_SANITY=1,
-# scripts/test.sh) makes them here, beside the VM image's build; the tests then find them made. One
-# at a time: both cores' tests share the requirement-less "sanity" virtualenv.
-prime_sanity() {
-  mkdir -p "$HOME/.ansible/test"
-  NODEFIX_SANITY_CORE=$1 flock "$HOME/.ansible/test/.nodefix-prime.lock" \
-    bash scripts/sanity.sh --prime-venvs >"$NODEFIX_CACHE/sanity-prime-$1.log" 2>&1 || {
-    echo "priming ansible-test's virtualenvs ($1) failed:" >&2; tail -20 "$NODEFIX_CACHE/sanity-prime-$1.log" >&2; return 1; }
 }
 
 #    and the same for the oldest ansible-core the collection supports
@@ -140,7 +128,6 @@ sanity_venv_oldest() {
     echo "$core subset" > "$venv/.nodefix-req"
   fi
   "$venv/bin/python" scripts/offline_get_pip.py   # the pip version that ansible-test pins
-  [ "${NODEFIX_SETUP_PRIME_SANITY:-0}" != 1 ] || step sanity-prime-oldest prime_sanity oldest
 }
 
 # 4b. What Galaxy and the Ansible docsite run (galaxy-importer, antsibull-docs,

@@ -19,7 +19,7 @@ start=$SECONDS
 cd "$(dirname "$0")/.." || exit 1
 . scripts/env.sh
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
-NODEFIX_SETUP_PRIME_SANITY=1 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
 # Modules run on the controller (connection local) take their compiled code from the run's cache
 # as the lab's nodes do (lab/zip_code_cache.py; installed in the venv by scripts/setup.sh): the

@@ -210,9 +210,6 @@ _API_KEY_WORDS = re.compile(r"""(?P<head>(?<![\w-])api[ \t]+key[ \t]*(?:=>|:=|[:
                             re.IGNORECASE)
 # a Slack incoming webhook's URL: its path is the credential (api.slack.com/messaging/webhooks)
 _SLACK_HOOK = re.compile(r"(?P<head>\bhooks\.slack\.com/(?:services|workflows|triggers)/)(?P<val>[A-Za-z0-9/_\-]+)")
-# an absolute path (two components at least) under a *_key name is where a key is (ssh_host_key:
-# /etc/ssh/ssh_host_rsa_key), not the key
-_KEY_PATH = re.compile(r"^/(?:[A-Za-z0-9._\-]+/)+[A-Za-z0-9._\-]+$")
 # a PEM private key of any kind (RSA, EC, ENCRYPTED, OPENSSH, PGP ... BLOCK); one cut short (a clipped journal or
 # file) loses everything after its BEGIN line
 _PEM_KEY = re.compile(r"(?P<head>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*)-----)(?P<val>.*?)"
@@ -250,13 +247,6 @@ _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
 # its key = value and flag shapes are read again (every other shape was read in the whole text already)
 _NEST = [0]
 _NEST_MAX = 2
-
-
-def _key_path(name, value):
-    """Whether ``value`` under a secret's ``name`` is where a key is - an absolute path under a name ending in
-    ``key`` (``signing_key: /etc/kubernetes/pki/sa.key``) - shown as a path is."""
-    return (isinstance(value, str) and re.sub(r"[^a-z]", "", str(name).lower()).endswith("key")
-            and _KEY_PATH.match(value) is not None)
 
 
 def _user_password_hidden(value):
@@ -315,7 +305,7 @@ def _key_value(match):
             _NEST[0] -= 1
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
         return match.group(0)
-    if (_unquoted(val)[1].lower() in _SWITCH_WORDS or _key_path(key, _unquoted(val)[1])
+    if (_unquoted(val)[1].lower() in _SWITCH_WORDS or secret_shapes.key_path(key, _unquoted(val)[1])
             or secret_shapes.not_a_secret(key, _unquoted(val)[1])):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
     if ":" in match.group("sep") and _YAML_BLOCK.match(val):
@@ -343,7 +333,7 @@ def _yaml_secret(lines, i, match):
     one_line = _YAML_ONE_LINE.match(value)
     if (value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'")
             or secret_shapes.not_a_secret(match.group("key"), value.split(" #", 1)[0].strip())
-            or _key_path(match.group("key"), value.split(" #", 1)[0].strip())):
+            or secret_shapes.key_path(match.group("key"), value.split(" #", 1)[0].strip())):
         return i + 1  # a switch, already hidden, or a flow collection _KEY_VALUE reads (an alias, a tag)
     if one_line:  # a quoted scalar (YAML's '' inside): the mark in its quotes, a comment kept
         if _unquoted(one_line.group("quoted"))[1].lower() not in _SWITCH_WORDS + ("",) and MARK not in value:
@@ -419,7 +409,8 @@ def _named_value(match):
     name = match.group("name") if "name" in match.groupdict() else match.group("tag")
     val = match.group("val")
     inside = _unquoted(val.strip())[1]
-    if not secret_name(name) or not inside or MARK in val or inside.lower() in _SWITCH_WORDS or _key_path(name, inside):
+    if (not secret_name(name) or not inside or MARK in val or inside.lower() in _SWITCH_WORDS
+            or secret_shapes.key_path(name, inside)):
         return match.group(0)
     if "tag" in match.groupdict():
         return "<%s%s>%s</%s>" % (name, match.group("attrs"), MARK, name)
@@ -507,7 +498,7 @@ def _hidden_after(flag, short=None):
     if flag in ("-passin", "-passout", "-pass"):
         return lambda v: "pass:" + MARK if v.startswith("pass:") and MARK not in v else v
     if (flag.startswith("--") and secret_name(flag)) or (short is not None and flag == "-" + short):
-        return lambda v: (MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS and not _key_path(flag, v)
+        return lambda v: (MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS and not secret_shapes.key_path(flag, v)
                           else v)
     return None
 
@@ -583,7 +574,7 @@ def redact(value, depth=0, token_context=False):
         for k, v in value.items():
             # a key that speaks of tokens (join_command, bootstrap) makes a token-shaped word under it a token
             under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
-            hidden = (isinstance(k, str) and secret_name(k) and _secret_value(v) and not _key_path(k, v)
+            hidden = (isinstance(k, str) and secret_name(k) and _secret_value(v) and not secret_shapes.key_path(k, v)
                       and not secret_shapes.not_a_secret(k, v))
             if not hidden and isinstance(k, str) and k.lower() in _USER_ENV and isinstance(v, str):
                 v = _user_password_hidden(v)        # {"ETCDCTL_USER": "root:x"}: the user kept

@@ -417,12 +417,16 @@ _QUOTED_AFTER_NAME = lazy_compile(r"""(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Z
 _CERTIFICATE_KEY = lazy_compile(r"(?i)(?P<head>\bcertificate key:[ \t]*\r?\n?[ \t]*)(?P<val>[0-9a-f]{64})(?![0-9a-f])")
 
 
-_KEY_FILE = lazy_compile(r"^/(?:[A-Za-z0-9._\-]+/)+[A-Za-z0-9._\-]+$")
+# an absolute path (two components at least) under a *_key name is where a key is (ssh_host_key:
+# /etc/ssh/ssh_host_rsa_key), not the key
+_KEY_PATH = lazy_compile(r"^/(?:[A-Za-z0-9._\-]+/)+[A-Za-z0-9._\-]+$")
 
 
-def _key_file(name, value):
-    """A key's path under a name ending in 'key' (signing_key = "/etc/kubernetes/pki/sa.key"), as _core.redact keeps it."""
-    return re.sub(r"[^a-z]", "", name.lower()).endswith("key") and _KEY_FILE.match(value) is not None
+def key_path(name, value):
+    """Whether ``value`` under a secret's ``name`` is where a key is - an absolute path under a name ending in
+    ``key`` (``signing_key: /etc/kubernetes/pki/sa.key``) - shown as a path is."""
+    return (isinstance(value, str) and re.sub(r"[^a-z]", "", str(name).lower()).endswith("key")
+            and _KEY_PATH.match(value) is not None)
 
 
 def quoted_values(text, mark):
@@ -436,7 +440,7 @@ def quoted_values(text, mark):
     def hide(match):
         inside = match.group("val")[1:-1]
         if (not secret_name(match.group("name")) or mark[:9] in inside or inside.lower() in _SWITCH_WORDS
-                or not_a_secret(match.group("name"), inside) or _key_file(match.group("name"), inside)):
+                or not_a_secret(match.group("name"), inside) or key_path(match.group("name"), inside)):
             return match.group(0)
         return match.group(0)[:match.start("val") - match.start()] + match.group("val")[0] + mark + match.group("val")[-1]
     return _QUOTED_AFTER_NAME.sub(hide, text)

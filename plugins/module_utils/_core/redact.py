@@ -53,15 +53,18 @@ value written as ``<redacted by nodefix.k8s>``:
   (``HTTPS_PROXY=u:X@proxy:3128``, Go's MySQL DSN ``root:X@tcp(db)``; never ``image:tag@sha256:``); an XML element
   named as a secret; Digest's ``response``; a YAML secret's scalar starting on the next line;
 - a URL query's secret parameters (any secret name: ``token``, ``access_token``, ``X-Amz-Signature``,
-  ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``; and ``key``), each parameter on its own;
+  ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``; and ``key``, OAuth's ``code`` but a number), each on its own;
 - tokens recognisable by their shape wherever they are (``_core.secret_shapes.PREFIXED``, each row citing its vendor's
   description of the format): JSON Web Tokens (JWS and JWE: a service account token), a registry config in base64,
   HashiCorp Vault (``hvs.``/``hvb.``/``hvr.``), Stripe (``sk_``/``rk_`` live and test, ``whsec_``), GitHub
   (``gh[pousr]_``, ``github_pat_``), GitLab (``glpat-`` and its other prefixes), Slack (``xox?-``, ``xapp-``), Google
   API (``AIza``), npm, PyPI and Docker Hub tokens, crypt(3) password hashes (``$6$...``: /etc/shadow);
 - in ``_core.secret_shapes`` (its docstring): a secret word in a sentence and its value (``Password is X``, ``password
-  for user admin: X``, ``reset to X``; ``token X`` where X looks like a credential); percent-encoded query strings,
-  URLs' user information and Authorization headers; an env file's value of several words (``GPG_PASSPHRASE=a b``).
+  for user admin: X``, ``reset to X``; ``token X`` where X looks like a credential; form-encoded: ``q=password+is+X``);
+  percent-encoded query strings, URLs' user information and Authorization headers; an env file's value of several
+  words (``GPG_PASSPHRASE=a b``; a command line's is one word: ``env A=1 B_PASSWORD=X cmd``), Dockerfile's ``ENV k v``;
+  every auth-param of an Authorization scheme but the public ones (``Token token="X"``, Digest's ``response``,
+  ``cnonce``, ``nonce``); a URL's user information from its first colon, raw or encoded (``https://u%3AX:Y@h``).
 
 Decided false positives (kept as they are): a name shaped as a node's with a number of its own (``auth-01``,
 ``token-ring-2``: the key of a map of nodes, a node a message names - ``_core.secret_names``) unless its number follows
@@ -157,15 +160,17 @@ _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.
 _URL_PLAIN_USER = re.compile(r"""(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)[A-Za-z_][A-Za-z_.\-]{0,31}@""" + _URL_HOST_NEXT)
 _URL_TOKEN_USER = re.compile(r"""(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)"""
                              r"""(?![A-Za-z_][A-Za-z_.\-]{0,31}@)(?P<val>[^\s/?#:'"<>]+)@""" + _URL_HOST_NEXT)
-# a query's 'key' parameter (Google's ?key=AIza...); every other secret parameter is a secret name (_KEY_VALUE)
-_QUERY_KEY = re.compile(r"(?P<head>[?&]key=)(?P<val>[^&#\s\"'<>]+)")
+# a query's 'key' parameter (Google's ?key=AIza...) and 'code' (OAuth 2.0's authorization code in a redirect, RFC 6749
+# 4.1.2: ?code=X&state=y; a number is a status: ?code=200); every other secret parameter is a secret name (_KEY_VALUE)
+_QUERY_KEY = re.compile(r"(?P<head>[?&](?:key|code)=)(?P<val>(?![0-9]{1,4}(?:[&#\s\"'<>]|\Z))[^&#\s\"'<>]+)")
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{4,})", re.IGNORECASE)
 # an ordinary word after Basic/Bearer ("Basic authentication failed", "basic auth"): no credential is only letters
 # in lower case after an optional capital (base64 of user:password, a token: mixed case, digits, '=')
 _WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 # (a form body's Authorization=Bearer+X&b=1: '+' the blank, '&' before the next name= ends it)
-_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?(?!Digest[ \t]+[A-Za-z][\w-]*=)"""
+_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?"""
+                          r"""(?![A-Za-z][A-Za-z0-9-]*[ \t]+[A-Za-z][\w-]*[ \t]*=[ \t]*(?:\\?"|[^\s=,"]))"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*(?:[ \t]+|\+(?=[^\s&+])))?)"""
                           r"""(?P<val>(?:[^\s"',\]&]|&(?![A-Za-z_][\w.\-]*=)){4,})""", re.IGNORECASE)
 # a .netrc line (machine/default/login first, or 'password X' alone on its line): its passwords and accounts
@@ -233,7 +238,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _XML_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z_][\w.\-]*)(?P<attrs>[^<>]*)>(?P<val>[^<]+)</(?P=tag)>")
 # HTTP Digest authentication (RFC 7616 3.4): its response is the credential (the user name and realm are shown)
 _DIGEST = re.compile(r"""(?i)(?P<head>\bDigest[ \t]+(?:[A-Za-z][\w\-]*=(?:"[^"\n]*"|[^\s,"]*)[ \t]*,[ \t]*)*?"""
-                     r"""response=)(?P<val>"[^"\n]*"|[^\s,"]+)""")
+                     r"""response=)(?P<val>\\"(?:[^"\\\n]|\\[^"\n])*\\"|"[^"\n]*"|[^\s,"\\]+)""")
 
 # what a value needs to hold a secret of its own that the whole text's reading has not seen: a key = value, a flag
 _NESTED = re.compile(r"[=:]|(?:^|\s)-")
@@ -303,8 +308,9 @@ def _key_value(match):
             return head + opening + _FLAG_SPACE.sub(_key_value, _KEY_VALUE.sub(_key_value, inside)) + closing
         finally:
             _NEST[0] -= 1
-    if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")):
-        return match.group(0)
+    if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")) or \
+            secret_shapes.named_in_a_log(match):
+        return match.group(0)   # (a Secret's or a volume's name in a log line: volume "creds" : secret "x" not found)
     if (_unquoted(val)[1].lower() in _SWITCH_WORDS or secret_shapes.key_path(key, _unquoted(val)[1])
             or secret_shapes.not_a_secret(key, _unquoted(val)[1])):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
@@ -426,6 +432,7 @@ def _more_shapes(text):
         text = _ENV_PAIR_JSON.sub(_named_value, _ENV_PAIR_YAML.sub(_named_value, text))
     if "</" in text:
         text = _XML_ELEMENT.sub(_named_value, text)
+    text = secret_shapes.auth_params(text, MARK)
     text = _DIGEST.sub(lambda m: m.group(0) if MARK in m.group("val") else m.group("head") + _quoted(m.group("val")),
                        text)
     return _USERINFO_BARE.sub(lambda m: m.group("head") + MARK + "@", text) if "@" in text else text
@@ -453,8 +460,8 @@ def _slow(text, token_context):
     token_context = token_context or _BOOTSTRAP_CONTEXT.search(text) is not None
     text = _PEM_KEY.sub(lambda m: m.group("head") + "\n" + MARK + ("\n" + m.group("tail") if m.group("tail") else ""),
                         text)
-    text = _URL_USERINFO.sub(lambda m: m.group("head") + ":" + MARK + "@", text)
-    text = _URL_TOKEN_USER.sub(lambda m: m.group("head") + MARK + "@", text)
+    text = _URL_USERINFO.sub(lambda m: secret_shapes.url_user_shown(m.group("head")) + MARK + "@", text)
+    text = _URL_TOKEN_USER.sub(lambda m: secret_shapes.url_user_shown(m.group("head"), m.group("val")) + MARK + "@", text)
     text = _more_shapes(text)
     if len(text) >= 7:  # no shape of _core.secret_shapes is shorter ('sig%3Dx')
         text = secret_shapes.percent_encoded(secret_shapes.prefixed(text, MARK), MARK)

@@ -19,7 +19,11 @@ the redactor (``_core.redact``), the redirect policy (``_core.redirects``) and t
   not_a_secret``: ``vault-token-0: Ready`` shown, ``db-password-2: X9s...`` hidden). A name Kubernetes generates
   (``generateName``: a 5-character suffix with a digit, ``default-token-abc12``) counts as numbered;
 - a name whose last word measures or times a secret (``token_ttl``, ``--authentication-token-webhook-cache-ttl``)
-  holds no secret, nor one whose last word is ``name`` (``secretName``, ``token_secret_name``: an object's name)."""
+  holds no secret, nor one whose last word is ``name`` (``secretName``, ``token_secret_name``: an object's name), nor
+  one whose last word names a component (``token-cleaner``, ``tokencleaner``, ``bootstrap-signer``, ``*controller``,
+  ``*manager``), nor a public key's name (``publicKey``, ``ssh_pub_key``) or its or a certificate's hash
+  (``--discovery-token-ca-cert-hash``, ``caCertHashes``: the hash of a public CA). Abbreviations of a password are
+  secret words (``pw``, ``pwd``, ``pswd``: ``DB_PW``); OAuth's ``code_verifier`` (RFC 7636) is a secret whole."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -31,12 +35,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import l
 # names that are secrets whole (normalised: lower case, '-' and '.' as '_')
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
                     "client_certificate_data", "secret", "apikey", "api_key", "creds",
-                    "private_token", "authkey", "sig"))
+                    "private_token", "authkey", "sig", "code_verifier"))
 # ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
 _PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "api_key", "apikey", "private_key",
          "access_key")
 # whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
-_WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "token", "secret"))
+_WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "pw", "pswd", "token", "secret"))
 _WORD_LAST = frozenset(("api", "signature"))
 # the words before a last 'key' that make it a secret key, not a key's path or a map's key (kubeadm's
 # --certificate-key, which decrypts the control plane's certificates in the kubeadm-certs Secret; an encryption key;
@@ -57,6 +61,14 @@ _MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "
                            "expiration", "count", "size", "length", "limit", "retries", "seconds", "minutes", "hours",
                            "days", "type", "mode", "provider", "audience", "version", "kind", "format", "algorithm",
                            "method", "history"))
+# a name's last word (or the end of its last word: tokencleaner) that names a component that handles secrets, not a
+# secret - kube-controller-manager's token-cleaner/tokencleaner and bootstrap-signer controllers, a secret manager
+_COMPONENT_LAST = tuple(w + s for w in ("cleaner", "signer", "controller", "manager", "publisher", "watcher",
+                                        "reviewer", "rotator", "informer", "syncer", "plugin") for s in ("", "s"))
+# a name of a public key (publicKey, ssh_pub_key; never ca_key or ssh_host_key: a private key) or of a public key's or
+# certificate's hash (kubeadm's --discovery-token-ca-cert-hash sha256:..., caCertHashes; a host key's fingerprint)
+_PUBLIC_KEY = frozenset(("pubkey", "public", "pub"))
+_PUBLIC_HASH = frozenset(("ca", "cert", "certificate", "pubkey", "public", "pub", "host"))
 
 
 def _words(name):
@@ -73,7 +85,8 @@ def numbered(name):
 
 # every rule below needs one of these in the name (the exact names, the words, the parts, '_key', 'Key', 'pass'): a
 # name without any is none of them, read at the cost of one search (a long text's many names: A=B=C=...)
-_ANY = lazy_compile(r"(?i)auth|cred|pass|pwd|token|secret|sig|api|cookie|key|certificate")
+# (their first letters looked at first: several times faster over names that hold none)
+_ANY = lazy_compile(r"(?i)(?=[acpstk])(?:auth|cred|pass|pw|psw|token|secret|sig|api|cookie|key|certificate|code_verifier)")
 
 
 def secret_name(name):
@@ -92,6 +105,9 @@ def secret_name(name):
         return False    # which Secret, by its object name (secretName: default-token-abc12), not the secret
     if words and words[-1] in _MEASURE_LAST:
         return False    # what measures a secret, not the secret: --authentication-token-webhook-cache-ttl=2m
+    if words and (words[-1].endswith(_COMPONENT_LAST) or (words[-1] == "key" and _PUBLIC_KEY.intersection(words))
+                  or (words[-1] in ("hash", "hashes", "fingerprint", "fingerprints") and _PUBLIC_HASH.intersection(words))):
+        return False    # a component (token-cleaner, tokencleaner), a public key or its hash (ca-cert-hash, publicKey)
     if len(words) > 1 and words[-1] == "key" and words[-2] in _KEY_AFTER:
         return True
     if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):

@@ -12,16 +12,19 @@ r"""Secrets known by their shape rather than by a key's name - the part of ``_co
   citing the vendor's own description of the format; such a word is a secret wherever it is;
 - ``prose``: a secret word in a sentence followed by its value - ``<secret word> <':', '=', 'is' or 'was'>
   <value>`` (``Password is X``, ``the API key: X``, ``secret access key = X``), and ``<secret word> <value>`` /
-  ``login <value>`` (``token X``, ``apikey X``, ``vault login X``) where the value looks like a credential;
-- the connector phrase of ``prose``: whom the secret is for (``for``/``of`` and one to three words) and what was done
+  ``login <value>`` (``token X``, ``apikey X``, ``vault login X``) where the value looks like a credential; its blanks
+  may be a form's (``+``, ``%20``: ``q=password+is+X``, the value ending at the next ``+`` or ``&name=``);
+- the connector phrase of ``prose``: whom the secret is for (``for``/``of`` and one to eight words) and what was done
   to it (``reset to``, ``set to:``, ``has been changed to``, ``is now``) between the word and a strong separator:
   ``Generated password for user admin: X``, ``password reset to X`` (a weak value never follows one);
 - ``percent_encoded``: a query string percent-encoded inside another URL or a log (``password%3DX``,
   ``%26token%3DX``, encoded twice: ``token%253DX``; a header's ``%3A`` too: ``X-Auth-Token%3A%20X``), each parameter
   judged by its decoded name; a URL percent-encoded inside another value (``_PCT_USERINFO``: its user information
-  hidden, the user kept) and an ``Authorization`` header percent-encoded (``_PCT_AUTH``: the scheme kept);
+  hidden from its first colon, raw or encoded; to the last encoded ``@`` past an encoded ``/`` or ``?``), OAuth's
+  ``code`` after an encoded ``?``/``&``, an ``Authorization`` header percent-encoded (``_PCT_AUTH``: the scheme kept);
 - ``env_values``: an env file's unquoted value of several words under a secret's name, to the end of its line
-  (``_ENV_KEY`` has the rule);
+  (``_ENV_KEY``) but a command line's (``_COMMAND_RUN``), Dockerfile's ``ENV k v``; ``auth_params``: an Authorization
+  scheme's auth-params; ``named_in_a_log``: a Secret's or volume's name in a log line is no key;
 - ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords: 3 rotated``) is a count, not a secret;
   ``not_a_secret``: that, or data (a state, a number, a version, a name) beside a name that is a node's and a secret's
   alike (``vault-token-0: Ready``);
@@ -105,25 +108,38 @@ PREFIXED = (
 _PREFIXED_SOURCE = r"(?=[eghrswxAGnpd$])(?<![A-Za-z0-9])(?:%s)" % "|".join(shape for shape, _doc in PREFIXED)
 _PREFIXED = lazy_compile(_PREFIXED_SOURCE)
 
+
+def _prose_source(blank, form):
+    """The prose pattern with ``blank`` as its blank (``form``: form-encoded prose's ``+`` and ``%20`` too)."""
+    inner = "[-_ +]" if form else "[-_ ]"
+    name = (r"(?:(?<=%20)|(?<![\w.\-/@%]))" if form else r"(?<![\w.\-/@%])") + (
+        r"(?P<name>(?:api{0}?key|access{0}key|(?:secret|private)(?:{0}access)?{0}key|pass(?:word|wd|phrase)|pwd|pw|pswd"
+        r"|token|secret|credential)(?P<plural>s)?)(?![\w\-])").format(inner)
+    word = r"(?:[^\s:=+%]|%(?!20)|:(?=[^\s:=+]))" if form else r"(?:[^\s:=]|:(?=[^\s:=]))"
+    for_ = r"(?P<for>" + blank + r"+(?:for|of)(?:" + blank + r"+" + word + r"{1,128}){1,8}?)?"
+    done = (r"(?:" + blank + r"+(?:(?:has|have|had)" + blank + r"+been" + blank + r"+|(?:is|was|were|got)" + blank
+            + r"+(?:now" + blank + r"+)?)?(?:re)?(?:set|changed|updated|rotated|generated|created)(?:" + blank
+            + r"+(?:to|as)(?:[ \t]*:)?" + blank + r"+|[ \t]*[:=][ \t]*))")
+    return (r"(?=[aptscl])(?:" + name + r"|(?<![\w\-])(?P<login>login))(?:" + for_ + r"(?P<sep>" + done
+            + r"|[ \t]*[:=][ \t]*|" + blank + r"+(?:is|was)(?:" + blank + r"+now)?(?:[ \t]*:)?" + blank + r"+)|"
+            + blank + r"+)" + _VAL)
+
+
 # the secret words of free text, as whole words, in the singular or the plural: 'API key' in any spelling (apikey,
-# api-key, api_key, 'API key'), 'access key', '(secret|private) [access] key', password, passwd, passphrase, pwd,
-# token, secret, credential
-_NAME = (r"(?<![\w.\-/@%])(?P<name>(?:api[-_ ]?key|access[-_ ]key|(?:secret|private)(?:[-_ ]access)?[-_ ]key"
-         r"|pass(?:word|wd|phrase)|pwd|token|secret|credential)(?P<plural>s)?)(?![\w\-])")
-# a value: quoted, or a word (its trailing sentence punctuation is kept apart by _split)
-_VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"'<]+)"""
+# api-key, api_key, 'API key'), 'access key', '(secret|private) [access] key', password, passwd, passphrase, pwd, pw,
+# pswd, token, secret, credential.
+# A value: quoted, or a word (its trailing sentence punctuation is kept apart by _split; '&' ends it before 'name=')
+_VAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|(?:[^\s"'<&]|&(?![A-Za-z_][\w.\-]*=))[^\s"'<&]*(?:&(?![A-Za-z_][\w.\-]*=)[^\s"'<&]*)*)"""
 # '<secret word> : = is was <value>' (strong: every value but a word); '<secret word> <value>' and 'login <value>'
 # (weak: only a value that looks like a credential). One pass, its first letters looked at first (as _PREFIXED)
-# A connector phrase may stand between the word and a strong separator: whom it is for (1 to 3 words after 'for' or
+# A connector phrase may stand between the word and a strong separator: whom it is for (1 to 8 words after 'for' or
 # 'of', a URL too: 'password for user admin: X', 'token of node-a is X', 'token for https://reg.example.com: X') and
 # what was done to it ('password reset to X', 'has been changed to X', 'is now X', 'generated: X'); a weak value (no
-# separator) never follows one
-_FOR = r"(?P<for>[ \t]+(?:for|of)(?:[ \t]+(?:[^\s:=]|:(?=[^\s:=])){1,128}){1,3}?)?"
-_DONE = (r"(?:[ \t]+(?:(?:has|have|had)[ \t]+been[ \t]+|(?:is|was|were|got)[ \t]+(?:now[ \t]+)?)?"
-         r"(?:re)?(?:set|changed|updated|rotated|generated|created)(?:[ \t]+(?:to|as)(?:[ \t]*:)?[ \t]+|[ \t]*[:=][ \t]*))")
-_PROSE = lazy_compile(r"(?=[aptscl])(?:" + _NAME + r"|(?<![\w\-])(?P<login>login))"
-                      r"(?:" + _FOR + r"(?P<sep>" + _DONE + r"|[ \t]*[:=][ \t]*"
-                      r"|[ \t]+(?:is|was)(?:[ \t]+now)?(?:[ \t]*:)?[ \t]+)|[ \t]+)" + _VAL, re.IGNORECASE)
+# separator) never follows one. _PROSE_FORM reads a text with a '+' or '%20': its blanks may be a form's
+# (application/x-www-form-urlencoded: q=password+is+X)
+_PROSE = lazy_compile(_prose_source(r"[ \t]", False), re.IGNORECASE)
+_PROSE_FORM = lazy_compile(_prose_source(r"(?:[ \t+]|%20)", True), re.IGNORECASE)
+_FORM_BLANK = lazy_compile(r"\+|%20")
 # an ordinary word (letters, lower case after an optional capital: 'incorrect', 'Expired') or one in capitals
 _ORDINARY = lazy_compile(r"^(?:[A-Za-z][a-z]*|[A-Z]+)$")
 _SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off", "none", "null")
@@ -149,7 +165,8 @@ _NAMESPACED = lazy_compile(r"^[a-z0-9][a-z0-9-]{0,62}/[a-z0-9][a-z0-9.-]{0,252}$
 # a word that reads as data under a name that is a node's and a secret's alike (vault-token-0: Ready): letters (a
 # state: NotReady, cordoned), a number with a unit (5m, 10%, 3.5), a version, or a name as Kubernetes names things
 _DATA_WORD = lazy_compile(r"^(?:[A-Za-z]{1,32}|[0-9]{1,12}(?:\.[0-9]{1,6})?(?:[a-z]{1,3}|%)?|\(?[0-9]{1,3}/[0-9]{1,3}\)?)$")
-# a percent-encoded 'name=value' ('%3D', '%253D' encoded twice; the name and the value each in encoded quotes or not:
+# a percent-encoded 'name=value' (never a URL's scheme: https%3A%2F%2F, whose query is read on its own; '%3D', '%253D'
+# encoded twice; the name and the value each in encoded quotes or not:
 # a JSON text in a query, data=%7B%22password%22%3A%22x%22%7D): the name a word or what follows an encoded
 # character ('%3Ftoken', '%26token'); the value to the next encoded '&', '#', blank, quote or ';'. The name's
 # parts are bounded (64 characters, 8 encoded '_'): an attempt may start after every encoded character, so an
@@ -157,7 +174,7 @@ _DATA_WORD = lazy_compile(r"^(?:[A-Za-z]{1,32}|[0-9]{1,12}(?:\.[0-9]{1,6})?(?:[a
 _PERCENT = lazy_compile(r"""(?:(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|(?<![A-Za-z0-9_.%\-]))"""
                         r"""(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63}(?:%(?:25){0,3}5[Ff][A-Za-z0-9_.\-]{1,64}){0,8})"""
                         r"""(?P<sep>(?:%(?:25){0,3}2[27])?(?:%(?:25){0,3}3[Dd]|%(?:25){0,3}3[Aa](?:%(?:25){0,3}20|\+){0,8})"""
-                        r"""(?:%(?:25){0,3}2[27])?)"""
+                        r"""(?:%(?:25){0,3}2[27])?)(?!(?:%(?:25){0,3}2[Ff]){2})"""
                         r"""(?P<val>(?:(?!%(?:25){0,3}(?:[01][0-9A-Fa-f]|2[02367]|3[Bb]))[^\s&#"'<>])+)""")
 _PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[DdAa]")
 # a URL percent-encoded inside another value (next=https%3A%2F%2Fadmin%3APw%40host, encoded twice: %253A, %2540; in
@@ -166,10 +183,19 @@ _PERCENT_GATE = lazy_compile(r"%(?:25){0,3}3[DdAa]")
 # - the part after its first encoded ':' hidden, the user kept; without a ':' (a token as the user) hidden whole
 # unless it is a plain user name. 'e' is the depth of the URL's encoding ('%', '%25', ...); its parts are bounded
 _PCT_UNIT = r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~!$'()*+,;=:\-])"
+# Where the authority holds no encoded '@' before an encoded '/', '?' or '#' of its depth but its user information has
+# an encoded ':' and a later encoded '@' in the word is followed by a host, to that '@' (a raw '/' or '?' in the
+# password, as _core.redact reads a URL that Go cannot: fails closed)
 _PCT_USERINFO = lazy_compile(
     r"(?:(?<=%[0-9A-Fa-f]{2})|(?<![A-Za-z0-9+.\-%]))(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,31}(?P<e>%(?:25){0,3})"
-    r"3[Aa](?:(?P=e)2[Ff]|/){2})(?P<info>(?:(?!(?P=e)(?:2[Ff]|3[Ff]|23))" + _PCT_UNIT + r"){1,512})"
+    r"3[Aa](?:(?P=e)2[Ff]|/){2})(?P<info>(?:(?!(?P=e)(?:2[Ff]|3[Ff]|23))" + _PCT_UNIT + r"){1,512}(?=(?P=e)40)"
+    r"|(?:(?!(?P=e)(?:2[Ff]|3[Ff]|23|3[Aa]))" + _PCT_UNIT + r"){0,128}(?P=e)3[Aa]" + _PCT_UNIT + r"{1,512}(?=(?P=e)40))"
     r"(?P<at>(?P=e)40)(?=[A-Za-z0-9\[%])")
+# the first ':' of user information, raw or percent-encoded at any depth: HTTP Basic splits user:password at the first
+# colon (RFC 7617 2), so one encoded in the user name (https://u%3Ax:p@h) starts the password
+_FIRST_COLON = lazy_compile(r":|%(?:25){0,3}3[Aa]")
+# what stands right before a query's parameter, encoded ('?' or '&') or not
+_QUERY_CODE = lazy_compile(r"(?:%(?:25){0,3}(?:3[Ff]|26)|[?&])\Z")
 _PCT_URL_GATE = lazy_compile(r"%(?:25){0,3}3[Aa](?:%(?:25){0,3}2[Ff]|/)")
 # an Authorization header percent-encoded (Authorization%3A%20Bearer%20X, a form body's Authorization=Bearer+X is
 # _core.redact's): its scheme kept, its credential hidden to the next encoded blank, '&', '#', ';', ',' or quote
@@ -185,22 +211,27 @@ _PLURALS = frozenset(("tokens", "passwords", "passwds", "secrets", "keys", "cred
 # key) that holds none of the following can match no rule of _core.redact - every other rule needs a blank, a ':',
 # '=', '@', '%', '[', '<', '\\' or another character outside that alphabet; of the rest, a catalogued token needs its
 # prefix, a bootstrap token its shape, a Slack webhook its host, a tool's short password flag a '-' after '.', '/',
-# '+' or '~' (mysql/-pX). test_redact_fast_path.py holds it against the slow path on every table of the tests;
+# '+' or '~' (mysql/-pX), prose form-encoded a secret word before a '+' (password+is+X). test_redact_fast_path.py holds
+# it against the slow path on every table of the tests;
 _ALPHABET = lazy_compile(r"[A-Za-z0-9._/+~\-]*\Z")
 _SLOW_ANYWAY = lazy_compile(r"[./+~]-|hooks\.slack\.com|[a-z0-9]{6}\.[a-z0-9]{16}|" + _PREFIXED_SOURCE)
+# prose form-encoded: a secret word before a '+' (password+is+X, token+X)
+_FORM_PROSE = lazy_compile(r"(?:key|pass(?:word|wd|phrase)?|pwd|pw|pswd|token|secret|credential|login)s?\+",
+                           re.IGNORECASE)
 
 
 # and a host:port (a Prometheus instance label: node-00001:9100) whose host is of that alphabet without '/+~', does not
 # start with '-' (curl's -uname:password) and holds no word a rule that reads a ':' looks for (a secret's name, a
 # secret word of prose, a user flag, login)
 _HOST_PORT = lazy_compile(r"([A-Za-z0-9._][A-Za-z0-9._\-]*):[0-9]{1,5}\Z")
-_COLON_WORDS = lazy_compile(r"(?i)auth|cred|pass|pwd|token|secret|sig|api|cookie|key|certificate|login|user")
+_COLON_WORDS = lazy_compile(r"(?i)(?=[acpstklu])(?:auth|cred|pass|pw|psw|token|secret|sig|api|cookie|key|certificate"
+                            r"|login|user|code_verifier)")
 
 
 def benign(text):
     """Whether no rule of _core.redact can match ``text`` (a string): the fast path returns it as it is."""
     if _ALPHABET.match(text) is not None:
-        return _SLOW_ANYWAY.search(text) is None
+        return _SLOW_ANYWAY.search(text) is None and ("+" not in text or _FORM_PROSE.search(text) is None)
     host = _HOST_PORT.match(text)
     return host is not None and _COLON_WORDS.search(host.group(1)) is None and _SLOW_ANYWAY.search(text) is None
 
@@ -235,11 +266,22 @@ _STATE_WORDS = frozenset(("not", "no", "none", "null", "nil", "unset", "empty", 
 _SOURCE_LINE = lazy_compile(r"[A-Za-z0-9_]\.(?:go|py|c|cc|h|rs|java|sh|js|ts)\Z")
 
 
+# a name said to be missing ('secret: "db-secret" not found'), an OpenSSH public key (its type alone, or the line
+# authorized_keys holds: sshKey: ssh-ed25519 AAAA... user@host)
+_MISSING = r"""[ \t]+(?:(?:is|was)[ \t]+)?(?:not[ \t]+found|does[ \t]+not[ \t]+exist)\b"""
+_MISSING_VALUE = lazy_compile(r"""^(?P<q>["']?)[A-Za-z0-9._/-]{1,253}(?P=q)""" + _MISSING)
+_MISSING_AFTER = lazy_compile(r"(?=[ \t][ \t]*[nidw])" + _MISSING)
+_SSH_PUBLIC_KEY = lazy_compile(r"^(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(?:256|384|521)"
+                               r"|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)(?:-cert-v01@openssh\.com)?"
+                               r"(?:[ \t]+AAAA[A-Za-z0-9+/]{8,16384}={0,2}(?:[ \t]+[^\n]{0,256})?)?$")
+
+
 def _said_of_it(name, value):
     if not isinstance(value, str) or isinstance(value, bool):
         return False
     name, value = str(name), value.strip()
-    if value.lower() in _STATE_WORDS:
+    if value.lower() in _STATE_WORDS or ("not" in value and _MISSING_VALUE.match(value)) or (
+            _inside(value).startswith(("ssh-", "ecdsa-", "sk-")) and _SSH_PUBLIC_KEY.match(_inside(value))):
         return True
     if _SOURCE_LINE.search(name) is not None and value.isdigit() and len(value) <= 6:
         return True
@@ -269,6 +311,26 @@ def not_a_secret(name, value):
     return bool(words) and len(words) <= 32 and all(_data_word(w) for w in words)
 
 
+# an object's name in a log line, not a key: quoted after a word (kubelet's 'for volume "creds" : secret ...'), after
+# its namespace before a lower-case word ('secret default/db-secret: failed to sync'), or before 'not found'
+_AFTER_A_WORD = lazy_compile(r"[A-Za-z0-9][ \t]+\Z")
+_NAMESPACE_BEFORE = lazy_compile(r"(?<![\w./-])[a-z0-9][a-z0-9-]{0,62}/\Z")
+_LOWER_WORD = lazy_compile(r"^[a-z]{1,32}$")
+
+
+def named_in_a_log(match):
+    """Whether ``match`` (a key = value of _core.redact: its ``key``, ``val``, a ``q`` quote) is an object's name in a
+    log line rather than a secret's key and its value."""
+    text, start = match.string, match.start("key")
+    quote = match.group("q") if "q" in match.re.groupindex else ""
+    if quote and _AFTER_A_WORD.search(text, max(0, start - len(quote) - 64), start - len(quote)):
+        return True
+    if start and text[start - 1] == "/" and _LOWER_WORD.match(match.group("val")) and _NAMESPACE_BEFORE.search(
+            text, max(0, start - 64), start):
+        return True
+    return "not" in text and _MISSING_AFTER.match(text, match.end()) is not None
+
+
 def _inside(val):
     return val[1:-1] if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'" else val
 
@@ -288,6 +350,9 @@ def _split(match):
 
 def _prose(match, mark):
     head, val, tail = _split(match)
+    blank = _FORM_BLANK.search(head) if "+" in head or "%20" in head else None
+    if blank and blank.group(0) in val:     # form-encoded prose: its blank ends the value (q=password+is+X+y)
+        val, tail = val[:val.index(blank.group(0))], val[val.index(blank.group(0)):] + tail
     if match.group("for") and match.group("sep")[-1:] in ":=":
         return match.group(0)   # 'password of a `user:password`': after a connector phrase, a ':' is followed by a blank
     strong = match.group("sep") and not match.group("login")
@@ -325,7 +390,7 @@ def _weak(match, val):
 
 def prose(text, mark):
     """``text`` with the value after a secret word in a sentence replaced by ``mark`` (the module's docstring)."""
-    return _PROSE.sub(lambda m: _prose(m, mark), text)
+    return (_PROSE_FORM if "+" in text or "%20" in text else _PROSE).sub(lambda m: _prose(m, mark), text)
 
 
 def _percent(match, mark):
@@ -333,6 +398,8 @@ def _percent(match, mark):
     for _round in range(3):
         key = unquote(key)
     val = match.group("val")
+    if key.lower() == "code" and _QUERY_CODE.search(match.string, 0, match.start()) and not unquote(val).isdigit():
+        key = "key"     # OAuth's authorization code in an encoded redirect (%3Fcode%3DX%26state%3Dy), as _core.redact's
     if (not (secret_name(key) or key.lower() == "key") or mark[:9] in unquote(val) or counted(key, unquote(val))
             or unquote(val).lower() in _SWITCH_WORDS):
         return match.group(0)
@@ -340,13 +407,23 @@ def _percent(match, mark):
 
 
 def _percent_userinfo(match, mark):
-    info, colon = match.group("info"), re.search(re.escape(match.group("e")) + "3[Aa]", match.group("info"))
+    info, colon = match.group("info"), _FIRST_COLON.search(match.group("info"))
     if colon is None and _PLAIN_USER.match(unquote(unquote(unquote(info)))):
         return match.group(0)       # a user name alone: nothing to hide
     if mark[:9] in unquote(info):
         return match.group(0)
     user = info[:colon.end()] if colon else ""
     return match.group("head") + user + mark + match.group("at")
+
+
+def url_user_shown(head, user=None):
+    """``head`` (``scheme://``) and what is shown of a URL's ``user`` (no password follows; None: ``head`` is
+    ``scheme://user`` and a raw ':' follows) - to its first encoded ':' and that colon (``u%3A`` of ``https://u%3Ax:p@h``:
+    to a server, ``x:p`` is the password), else nothing of a user alone and the user and its ':' before a password."""
+    if user is None:
+        head, user = head[:head.index("://") + 3], head[head.index("://") + 3:]
+        return head + (user[:_FIRST_COLON.search(user).end()] if _FIRST_COLON.search(user) else user + ":")
+    return head + (user[:_FIRST_COLON.search(user).end()] if _FIRST_COLON.search(user) else "")
 
 
 def percent_encoded(text, mark):
@@ -376,12 +453,46 @@ _NEXT_WORD = lazy_compile(r"[ \t]+(?![A-Za-z_][A-Za-z0-9_.\-]{0,127}(?:=|:(?!\S)
 _FLAG_NEXT = lazy_compile(r"[ \t]+-")
 
 
+# env(1)'s operands ('env A=1 B_PASSWORD=x cmd': the run of assignments after a word 'env' and its options) are not an
+# env file's: each value is one word, as the shell gives it, and the words after it are the command's (the key = value
+# pass hides that word). Assignments starting a line stay an env file's (FOO=1 DB_PASSWORD=a b: FOO's value to docker)
+_ASSIGN = r"""[A-Za-z_][A-Za-z0-9_]{0,127}=(?:"[^"\n]*"|'[^'\n]*'|[^\s"'])*"""
+_COMMAND_RUN = lazy_compile(r"(?<![^\s;&|(])env(?:[ \t]+-[A-Za-z-]*(?:[ \t]+(?![A-Za-z_]\w*=|-)\S+)?)*[ \t]+"
+                            r"(?P<run>" + _ASSIGN + r"(?:[ \t]+" + _ASSIGN + r")*)")
+_ASSIGN_RE = lazy_compile(_ASSIGN)
+
+
+def _command_assignments(text):
+    """Where each assignment of a command line (``_COMMAND_RUN``) in ``text`` starts."""
+    starts = set()
+    for run in _COMMAND_RUN.finditer(text):
+        starts.update(run.start("run") + one.start() for one in _ASSIGN_RE.finditer(run.group("run")))
+    return starts
+
+
+# Dockerfile's ENV in its other form, 'ENV <key> <value>' (the value is the rest of the line: ENV DB_PASSWORD a b c),
+# at a line's start or after docker history's '#(nop)'
+_DOCKER_ENV = lazy_compile(r"(?:(?:^|(?<=\n))[ \t]*|(?<=#\(nop\))[ \t]+)ENV[ \t]+(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,127})"
+                           r"[ \t]+(?P<val>[^\s=][^\n]*)")
+
+
+def _docker_env(match, mark):
+    val = match.group("val").rstrip(" \t\r")
+    if (not secret_name(match.group("key")) or val.startswith(mark[:9]) or val.lower() in _SWITCH_WORDS
+            or not_a_secret(match.group("key"), val) or key_path(match.group("key"), val)):
+        return match.group(0)
+    return match.group(0)[:match.start("val") - match.start()] + mark + match.group("val")[len(val):]
+
+
 def env_values(text, mark):
     """``text`` with the value of every environment assignment of a secret's name (``_ENV_KEY``) of two words or
-    more replaced by ``mark`` whole (``GPG_PASSPHRASE=my very secret phrase``); the name kept."""
+    more replaced by ``mark`` whole (``GPG_PASSPHRASE=my very secret phrase``) - but a command line's
+    (``_COMMAND_RUN``) - and a Dockerfile's ``ENV <key> <value>`` (``_DOCKER_ENV``); the name kept."""
+    if "ENV" in text:
+        text = _DOCKER_ENV.sub(lambda m: _docker_env(m, mark), text)
     if "=" not in text:
         return text
-    out, pos, match, last = [], 0, _ENV_KEY.search(text), 0
+    out, pos, match, last, commands = [], 0, _ENV_KEY.search(text), 0, None
     while match is not None:
         # a name that is not a secret's costs its own length: the next one may be its value's (Environment=API_TOKEN=x y)
         after, val = match.end(), ""
@@ -402,6 +513,10 @@ def env_values(text, mark):
             val = val[:val.index(opened)]
         if (len(val.split()) >= 2 and not val.startswith(mark[:9]) and not not_a_secret(key, val)
                 and not _FLAG_NEXT.match(text, match.end() + len(val))):
+            commands = _command_assignments(text) if commands is None else commands
+            if match.start("env" if match.group("env") else "key") in commands:
+                match = _ENV_KEY.search(text, after)
+                continue    # a command line's: its value is one word (the key = value pass's)
             out.append(text[pos:match.end()] + mark)
             pos = after = match.end() + len(val)
         match = _ENV_KEY.search(text, after)
@@ -444,3 +559,39 @@ def quoted_values(text, mark):
             return match.group(0)
         return match.group(0)[:match.start("val") - match.start()] + match.group("val")[0] + mark + match.group("val")[-1]
     return _QUOTED_AFTER_NAME.sub(hide, text)
+
+
+# an Authorization header whose scheme is followed by auth-params (RFC 9110 11.4: 'scheme name=value, name="value"'):
+# Digest (RFC 7616 3.4), Rails' 'Token token="x"', AWS Signature Version 4, OAuth 1.0 (RFC 5849 3.5.1) - every
+# parameter's value hidden but those that are public by their protocol (_PUBLIC_PARAMS: the user's name, the realm,
+# the URI, counters and algorithms); a quoted value keeps its quotes (a JSON text's \" too)
+_AUTH_PARAMS = lazy_compile(r"""\b(?:proxy-)?authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?[A-Za-z][A-Za-z0-9-]{0,63}[ \t]+"""
+                            r"""(?=[A-Za-z][\w-]{0,63}[ \t]*=[ \t]*(?:\\?"|[^\s=,"]))""", re.IGNORECASE)
+_AUTH_PARAM = lazy_compile(r"""(?P<name>[A-Za-z][\w-]{0,63})[ \t]*=[ \t]*"""
+                           r"""(?P<val>\\"(?:[^"\\\n]|\\[^"\n]){0,4096}\\"|"(?:[^"\\\n]|\\.){0,4096}"|[^\s,"\\]{1,4096})""")
+_AUTH_PARAM_SEP = lazy_compile(r"[ \t]*,[ \t]*")
+_PUBLIC_PARAMS = frozenset(("username", "realm", "uri", "qop", "nc", "algorithm", "opaque", "userhash", "charset",
+                            "domain", "stale", "signedheaders", "oauth_signature_method", "oauth_version",
+                            "oauth_timestamp"))
+
+
+def auth_params(text, mark):
+    """``text`` with the value of every auth-param of an Authorization header (``_AUTH_PARAMS``) but the public ones
+    replaced by ``mark`` (the names, the scheme and the quotes kept)."""
+    if "uthorization" not in text and "UTHORIZATION" not in text:
+        return text
+    out, pos, head = [], 0, _AUTH_PARAMS.search(text)
+    while head is not None:
+        end = head.end()
+        param = _AUTH_PARAM.match(text, end)
+        while param is not None:
+            val = param.group("val")
+            if param.group("name").lower() not in _PUBLIC_PARAMS and mark[:9] not in val:
+                quote = '\\"' if val.startswith('\\"') else val[0] if val[0] == '"' else ""
+                out.append(text[pos:param.start("val")] + quote + mark + quote)
+                pos = param.end()
+            end = param.end()
+            sep = _AUTH_PARAM_SEP.match(text, end)
+            param = _AUTH_PARAM.match(text, sep.end()) if sep is not None else None
+        head = _AUTH_PARAMS.search(text, end)
+    return "".join(out) + text[pos:] if out else text

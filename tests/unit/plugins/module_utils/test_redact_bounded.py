@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The patterns added after the second (and third) review of issue 61 stay linear (the redactor reads journals and whole files):
+"""The patterns added after the second (third and fourth) review of issue 61 stay linear (the redactor reads journals and whole files):
 each fed 100 kB strings built against it - runs that make an unbounded or nested pattern backtrack - through the
 function that applies it (``READER``; the whole redactor for the patterns of ``_core.redact``). No duration is
 asserted (no test does): each text is redacted in a worker process, and the test asserts that the worker finished
@@ -68,7 +68,33 @@ ADVERSARIAL = {
         "token ='" + "\\" * N, "certificate key:" * (N // 16), "certificate key:\n" + "0" * N,
         ('password := "' + "x\\\"" * (N // 3) + '"'), "api key =" * (N // 9), "API key => " + ">" * N,
     ],
-    "the fast path (secret_shapes.benign)": ["a" * N, "ab-" * (N // 3), "abcdef." * (N // 7), "/-" * (N // 2)],
+    "the fast path (secret_shapes.benign)": ["a" * N, "ab-" * (N // 3), "abcdef." * (N // 7), "/-" * (N // 2),
+                                             "password+" * (N // 9), "a+" * (N // 2)],
+    # the fourth review's
+    "auth-params of an Authorization scheme (auth_params)": [
+        "Authorization: Digest " + "a=b, " * (N // 5), 'Authorization: Digest a="' + "x" * N,
+        "Authorization: Token t=x " * (N // 24), 'Authorization: Digest a=\\"' + '\\"' * (N // 2),
+        "Authorization: X " + "a" * N + "=b", "authorization:" * (N // 14), "Authorization: D a=" + "=" * N,
+    ],
+    "a command line's assignments, Dockerfile's ENV (_COMMAND_RUN, _DOCKER_ENV)": [
+        "env " + "A=x " * (N // 4) + "B_TOKEN=y z", "env" + " -i" * (N // 3) + " A_TOKEN=x y",
+        "env" + " -u x" * (N // 5) + " A_TOKEN=x y", "A=1 " * (N // 4) + "API_TOKEN=a b", 'A="' * (N // 3) + " A_TOKEN=a b",
+        "\nA=1 B=2" * (N // 8) + " API_TOKEN=a b", "ENV " + "A" * N + " x", "\nENV A_TOKEN x y" * (N // 16),
+        "#(nop)" * (N // 6) + " ENV TOKEN x", "env " * (N // 4) + "A_TOKEN=x y",
+    ],
+    "an encoded URL's password with an encoded '/' (_PCT_USERINFO's second reading)": [
+        "a%3A%2F%2Fu%3A" + "%2F" * (N // 3), "a%3A%2F%2Fu%3Ap%2F" + "%40" * (N // 3),
+        "h%3A%2F%2Fu%3Ap%2Fx" * (N // 18) + "%40h", "a%3A%2F%2F" + "%3A" * (N // 3) + "%40h",
+    ],
+    "prose form-encoded, a longer connector phrase (_PROSE with '+', '%20')": [
+        "password+for+" + "a+" * (N // 2), "token%20" * (N // 8), "password+is+" * (N // 12),
+        "q=password+for" + "+a" * (N // 2) + "+is+X", "password" + "%20" * (N // 3) + "is",
+        "token for " + "a " * (N // 2) + ": x", "password%20for%20" + "a%20" * (N // 4),
+    ],
+    "a log line's object names, OAuth's code (named_in_a_log, _QUERY_KEY)": [
+        'x "' + 'password" : ' * (N // 12), "default/" * (N // 8) + "db-secret: failed", "secret: x" + " " * N + "not found",
+        "?code=" * (N // 6), "&code=" + "1" * N, "%3Fcode%3D" * (N // 10), 'v "token" : ' + "a" * N,
+    ],
 }
 
 
@@ -80,6 +106,12 @@ READER = {
     "percent-encoded Authorization (_PCT_AUTH)": lambda t: secret_shapes.percent_encoded(t, MARK),
     "percent-encoded secret header (_PERCENT with ':')": lambda t: secret_shapes.percent_encoded(t, MARK),
     "a connector phrase in prose (_PROSE)": lambda t: secret_shapes.prose(t, MARK),
+    "prose form-encoded, a longer connector phrase (_PROSE with '+', '%20')": lambda t: secret_shapes.prose(t, MARK),
+    "auth-params of an Authorization scheme (auth_params)": lambda t: secret_shapes.auth_params(t, MARK),
+    "a command line's assignments, Dockerfile's ENV (_COMMAND_RUN, _DOCKER_ENV)":
+        lambda t: secret_shapes.env_values(t, MARK),
+    "an encoded URL's password with an encoded '/' (_PCT_USERINFO's second reading)":
+        lambda t: secret_shapes.percent_encoded(t, MARK),
     "an env file's value of several words (_ENV_KEY, _ENV_VALUE)": lambda t: secret_shapes.env_values(t, MARK),
     "a quoted value after a secret's name, kubeadm's certificate key (_QUOTED_AFTER_NAME, _CERTIFICATE_KEY)":
         lambda t: redact_text(secret_shapes.quoted_values(t, MARK)),

@@ -45,7 +45,8 @@ HIDDEN = {
     "env: an env file's unquoted value of several words": [
         ("GPG_PASSPHRASE=my very secret phrase", ["very", "phrase"], ["GPG_PASSPHRASE="]),
         ("export DB_PASSWORD=correct horse battery staple\nDB_HOST=db", ["horse", "staple"], ["DB_HOST=db"]),
-        ("env FOO=1 API_TOKEN=two words here BAR=2 cmd", ["words here"], ["FOO=1 API_TOKEN=", " BAR=2 cmd"]),
+        # a command line (env's operands): the value is one word, the words after it the command's (fourth review)
+        ("env FOO=1 API_TOKEN=two words here BAR=2 cmd", ["two"], ["env FOO=1 API_TOKEN=", " words here BAR=2 cmd"]),
         ('Environment="VAULT_PASSPHRASE=open sesame now" "OTHER=1"', ["sesame"], ['"OTHER=1"']),
         ("db_password=a b c\nhost=db", ["b c"], ["db_password=", "\nhost=db"]),
         ("SMTP_PASSWORD=pass phrase  \nSMTP_HOST=mail", ["phrase"], ["SMTP_HOST=mail"]),
@@ -91,6 +92,73 @@ HIDDEN = {
         ("kubelet --token=leaked-token-1", ["leaked-token-1"], ["--token="]),
         ("token: default-token-abc12", ["default-token-abc12"], ["token: "]),
     ],
+    "auth-params: every parameter of an Authorization scheme but the public ones (fourth review L4)": [
+        ('Authorization: Token token="RailsTok9a"', ["RailsTok9a"], ['Authorization: Token token="']),
+        ('Authorization: Token token="RailsTok9b", nonce="RailsNonce9b"', ["RailsTok9b", "RailsNonce9b"],
+         ['Authorization: Token token="', '", nonce="']),
+        ('Authorization: Digest username="admin", realm="kube", nonce="DgNonce9c", uri="/x", response="DgResp9c", '
+         'cnonce="DgCnonce9c", nc=00000001, qop=auth, algorithm=MD5',
+         ["DgNonce9c", "DgResp9c", "DgCnonce9c"],
+         ['Digest username="admin", realm="kube", nonce="', 'uri="/x"', "nc=00000001, qop=auth, algorithm=MD5"]),
+        ('Proxy-Authorization: Digest username="u",response="DgResp9d",cnonce=DgCnonce9d', ["DgResp9d", "DgCnonce9d"],
+         ['Digest username="u",response="']),
+        ('{"Authorization": "Digest username=\\"u\\", response=\\"DgResp9e\\""}', ["DgResp9e"], ['username=\\"u\\"']),
+        ("Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+         "SignedHeaders=host;x-amz-date, Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024",
+         ["AKIAIOSFODNN7EXAMPLE", "fe5f80f77d5fa3beca"], ["AWS4-HMAC-SHA256 Credential=", "SignedHeaders=host;x-amz-date"]),
+        ('Authorization: OAuth oauth_consumer_key="OaKey9f", oauth_token="OaTok9f", oauth_signature="OaSig9f%3D", '
+         'oauth_signature_method="HMAC-SHA1", oauth_version="1.0"', ["OaKey9f", "OaTok9f", "OaSig9f"],
+         ['oauth_signature_method="HMAC-SHA1", oauth_version="1.0"']),
+    ],
+    "url: user information split at its first colon, raw or percent-encoded; an encoded '/' or '?' in an encoded "
+    "URL's password (fourth review L6/L7)": [
+        # Basic authentication splits user:password at the first colon: an encoded one in the user starts the password
+        ("https://u%3Ax9a:p%40ss9a@h.example.com/x", ["x9a", "ss9a"], ["https://u%3A", "@h.example.com/x"]),
+        ("https://u%3APass9b@h.example.com", ["Pass9b"], ["https://u%3A", "@h.example.com"]),
+        ("next=https%3A%2F%2Fu%253Ax9c%3APw9c%40host", ["x9c", "Pw9c"], ["%2F%2Fu%253A", "%40host"]),
+        ("next=https%3A%2F%2Fu:Pw9d%40host", ["Pw9d"], ["%2F%2Fu:", "%40host"]),
+        # an encoded '/' or '?' of the URL's own depth in its password: not a valid URL, hidden to its last '@'
+        ("next=https%3A%2F%2Fu%3Ap%2FPw9e%40host", ["Pw9e"], ["next=https%3A%2F%2Fu%3A", "%40host"]),
+        ("next=https%3A%2F%2Fu%3Ap%3FPw9f%40host%2Fx", ["Pw9f"], ["u%3A", "%40host%2Fx"]),
+        ("?next=https%3A%2F%2Fu%3APw9g%40host&y=1", ["Pw9g"], ["?next=https%3A%2F%2Fu%3A", "%40host&y=1"]),
+        # a secret parameter right after the encoded URL's '?' (its scheme's '%3A' was read as a header's)
+        ("next=https%3A%2F%2Fh%2Fcb%3Ftoken%3DTok9h%26a%3D1", ["Tok9h"], ["%3Ftoken%3D", "%26a%3D1"]),
+    ],
+    "prose: the value more than three words after the secret word, form-encoded prose (fourth review L8/L9)": [
+        ("password for the cluster admin user is Hunter2a", ["Hunter2a"], ["password for the cluster admin user is "]),
+        ("the token of the default service account in kube-system: Tok9bXyzAB", ["Tok9bXyzAB"],
+         ["the token of the default service account in kube-system: "]),
+        ("q=password+is+Hunter2c&page=2", ["Hunter2c"], ["q=password+is+", "&page=2"]),
+        ("q=password%20is%20Hunter2d", ["Hunter2d"], ["q=password%20is%20"]),
+        ("msg=the+token+for+node-a+is+Tok9eXyzAB&x=1", ["Tok9eXyzAB"], ["msg=the+token+for+node-a+is+", "&x=1"]),
+        ("password+is+Hunter2f", ["Hunter2f"], ["password+is+"]),
+        ("pass=Hunter2g&user=a", ["Hunter2g"], ["pass=", "&user=a"]),
+    ],
+    "env: a command line's assignments, Go's %v, Dockerfile's ENV, PowerShell (fourth review L10/L11)": [
+        ("env FOO=1 DB_PASSWORD=EnvPw9a cmd", ["EnvPw9a"], ["env FOO=1 DB_PASSWORD=", " cmd"]),
+        # assignments starting a line stay an env file's (docker reads FOO's value to the end of the line): fails closed
+        ("FOO=1 DB_PASSWORD=EnvPw9b more words", ["EnvPw9b", "more words"], ["FOO=1 DB_PASSWORD="]),
+        ("sudo env -i DB_PASSWORD=EnvPw9c API_TOKEN=EnvTok9c app run", ["EnvPw9c", "EnvTok9c"], [" app run"]),
+        ("map[password:GoPw9d token:GoTok9d user:a]", ["GoPw9d", "GoTok9d"], ["map[password:", " user:a]"]),
+        ("&{Username:a Password:GoPw9e Token:GoTok9e}", ["GoPw9e", "GoTok9e"], ["&{Username:a Password:"]),
+        ("ENV DB_PASSWORD Secret9f", ["Secret9f"], ["ENV DB_PASSWORD "]),
+        ("FROM alpine\nENV API_TOKEN a b Tok9g\nRUN make", ["Tok9g", "a b"], ["ENV API_TOKEN ", "\nRUN make"]),
+        ('$env:DB_PASSWORD = "PsPw9h"', ["PsPw9h"], ["$env:DB_PASSWORD = "]),
+        ("$env:API_TOKEN='PsTok9i'", ["PsTok9i"], ["$env:API_TOKEN="]),
+    ],
+    "abbreviation: pw, pwd; OAuth's code, client_secret, refresh_token (fourth review L12)": [
+        ("DB_PW=DbPw9a", ["DbPw9a"], ["DB_PW="]), ("pw: Pw9b", ["Pw9b"], ["pw: "]), ("pwd=Pwd9c", ["Pwd9c"], ["pwd="]),
+        ("--pw Pw9dAbc", ["Pw9dAbc"], ["--pw "]), ("DB_PSWD=Pswd9e", ["Pswd9e"], ["DB_PSWD="]),
+        ("GET /cb?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz", ["SplxlOBeZQQYbYS6WxSbIA"], ["/cb?code=", "&state=xyz"]),
+        ("https://app/cb?state=xyz&code=4%2F0AfJohXn", ["0AfJohXn"], ["?state=xyz&code="]),
+        ("next=https%3A%2F%2Fapp%2Fcb%3Fcode%3DOaCode9f%26state%3Dxyz", ["OaCode9f"], ["%3Fcode%3D", "%26state%3Dxyz"]),
+        ("client_secret=CliSec9g&refresh_token=Refr9g", ["CliSec9g", "Refr9g"], ["client_secret=", "&refresh_token="]),
+        ("code_verifier=dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", ["dBjftJeZ4CVP"], ["code_verifier="]),
+        ("kubeadm join 10.0.0.1:6443 --discovery-token abcdef.0123456789abcdef --discovery-token-ca-cert-hash "
+         "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", ["0123456789abcdef "],
+         ["--discovery-token ", "--discovery-token-ca-cert-hash sha256:0123456789abcdef0123"]),
+        ("kubeadm join h:6443 --token abcdef.0123456789abcdef", ["0123456789abcdef"], ["--token "]),
+    ],
     "kubeadm's certificate key, a quoted value nested in another assignment, separators of other languages (third review)": [
         ("kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef --control-plane --certificate-key "
          "f8902e114ef118304e561c3ecd4d0b543adc226b7a07f675f56564185ffe0c07", ["f8902e114ef1183", "0123456789abcdef"],
@@ -126,6 +194,23 @@ HIDDEN = {
 
 # the data of the same classes: shown exactly as it is
 KEPT = {
+    "fourth review: names of Secrets and components, public keys and hashes, public Authorization parameters": [
+        'secret "db-secret" not found',
+        'MountVolume.SetUp failed for volume "creds" : secret "db-secret" not found',
+        "Couldn't get secret default/db-secret: failed to sync secret cache: timed out waiting for the condition",
+        "failed to sync secret cache: timed out waiting for the condition", 'secret: "db-secret" not found',
+        "token-cleaner: starting", "tokencleaner: ok", "bootstrap-signer: ok", "Starting tokencleaner controller",
+        'I1206 controllermanager.go:1] "Started controller" controller="token-cleaner"',
+        "--discovery-token-ca-cert-hash sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "caCertHashes: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2 user@host",
+        "sshKey: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7x9 user@host",
+        '"sshKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2 user@host"',
+        "publicKey: AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2", "ssh_pub_key: AAAAC3NzaC1lZDI1NTE5",
+        'WWW-Authenticate: Digest realm="kube", qop="auth", nonce="n1"', 'Authorization: Digest username="u", realm="r"',
+        "PWD=/root", "exit code=1", "/healthz?code=200", "ENV DB_PASSWORD_FILE /run/secrets/db", "ENV TOKEN_TTL 30m",
+        "env FOO=1 cmd --v=2",
+    ],
     "third review: what reads like a certificate key or a nested quoted secret, and is not one": [
         "client-key: /etc/kubernetes/pki/apiserver-kubelet-client.key", 'Environment=DB_PASSWORD="true"',
         'Environment=PATH="/usr/local/bin:/usr/bin"', 'secretName="default-token-abc12"', 'a=b c="d"',

@@ -43,7 +43,8 @@ apt_packages() {
 step apt apt_packages
 
 # 1b. Lab images (cached; rebuilt only when their recipe changes): the three
-#     container nodes and the cgroup v2 VM node (its disk, kernel and initramfs).
+#     container nodes (and Debian 12's with containerd for the containerd
+#     scenarios) and the cgroup v2 VM node (its disk, kernel and initramfs).
 #     They need only the Debian packages above, so they build in the background
 #     from here, beside the Python venvs and the downloads below (measured on a
 #     bare machine: the VM image alone takes ~100 s); step 6 waits for them.
@@ -59,7 +60,8 @@ wait_bg() {
 }
 images_pids=()
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
-  step images bash lab/images/build.sh &
+  # then the containerd scenarios' image, made from Debian 12's (lab/images/build_containerd.sh)
+  step images sh -c 'bash lab/images/build.sh && bash lab/images/build_containerd.sh' &
   images_pids+=($!)
   step vm-image bash lab/vm/build.sh &
   images_pids+=($!)

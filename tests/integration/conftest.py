@@ -82,9 +82,11 @@ def run_logged(name, argv, timeout=1800, env=None, cwd=ROOT):
 
 class StepClock(object):
     """Times the steps a run announces on its output: molecule's actions
-    ("<scenario> \u279c converge: Executing")."""
+    ("<scenario> \u279c converge: Executing" and nothing after it: the testinfra
+    verifier's own "verify: Executing Testinfra tests found in ..." is no new step,
+    which listed verify twice)."""
 
-    MOLECULE = re.compile(r"\S+ \u279c (\w+): Executing")
+    MOLECULE = re.compile(r"\S+ \u279c (\w+): Executing\s*$")
     ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
     def __init__(self):

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import ENV, assert_ok, run_logged
 
-IMAGES = ("debian11", "debian12", "debian13")
+IMAGES = ("debian11", "debian12", "debian13", "debian12-containerd")
 
 
 @pytest.mark.lab
@@ -22,7 +22,7 @@ def test_images_exist_with_systemd_and_python():
 
 @pytest.mark.lab
 def test_unchanged_recipe_does_not_rebuild():
-    rc, out = run_logged("images-rebuild", ["bash", "lab/images/build.sh"])
+    rc, out = run_logged("images-rebuild", ["bash", "-c", "bash lab/images/build.sh && bash lab/images/build_containerd.sh"])
     assert_ok("images-rebuild", rc, out)
     for name in IMAGES:
         assert "image localhost/nodefix-%s is up to date" % name in out, out

@@ -183,6 +183,8 @@ class ActionModule(ActionBase):
         if args["observed_dir"]:
             work["observe"] = observed.Observations(args["observed_dir"], node, record.controller()["boot"],
                                                     time.monotonic, record.fingerprint)
+            # what this controller saw of the lock slots, carried across steps, halves, nodes and runs (saved by _drive)
+            work["lock_observed"] = observed.LockObservations(args["observed_dir"]).load()
         if api is not None:
             work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
         return work
@@ -238,6 +240,14 @@ class ActionModule(ActionBase):
         ctx = mctx.Context(api, node, args["run_id"], record.controller(), record.pid_alive, args["audit_before"],
                            plan, lambda: datetime.datetime.now(datetime.timezone.utc), time.sleep,
                            interface.machine_options(args), check, **work)
+        try:
+            return self._phase(args, ctx)
+        finally:
+            if args["observed_dir"]:
+                observed.LockObservations(args["observed_dir"]).save(ctx.lock_observed)
+
+    @staticmethod
+    def _phase(args, ctx):
         if args["phase"] == "begin":
             return machine.begin(ctx)
         state = checked_state(args["state"])

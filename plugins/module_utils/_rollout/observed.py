@@ -48,32 +48,10 @@ class Observations(object):
         self.directory, self.boot, self.monotonic, self.fingerprint = directory, boot, monotonic, fingerprint
 
     def _read(self):
-        """The entry, None when there is none or it is not to be trusted: the directory or the file not this user's
-        (``os.geteuid()``) or writable by its group or others (someone else could plant an old ``seen``), the file a
-        symbolic link (``O_NOFOLLOW``), or not a JSON mapping."""
-        try:
-            if not _private(os.lstat(self.directory)):
-                return None
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd) as handle:
-                if not _private(os.fstat(handle.fileno())):
-                    return None
-                seen = json.load(handle)
-        except (IOError, OSError, ValueError):
-            return None
-        return seen if isinstance(seen, dict) else None
+        return read_private(self.directory, self.path)
 
     def _write(self, entry):
-        try:
-            if not os.path.isdir(self.directory):
-                os.makedirs(self.directory, 0o700)
-            handle, temp = tempfile.mkstemp(prefix=".observed-", dir=self.directory)
-            with os.fdopen(handle, "w") as out:
-                json.dump(entry, out)
-            os.chmod(temp, 0o600)
-            os.replace(temp, self.path)
-        except (IOError, OSError):
-            return      # not remembered: the next sight is a first sight again (the stricter wall-clock rule's)
+        write_private(self.directory, self.path, entry)
 
     def __call__(self, record):
         now, mark = self.monotonic(), self.fingerprint(record)
@@ -83,3 +61,55 @@ class Observations(object):
             return now - seen["seen"]
         self._write({"boot": self.boot, "fingerprint": mark, "seen": now})
         return None
+
+
+def read_private(directory, path):
+    """The JSON mapping in ``path``, None when there is none or it is not to be trusted: the directory or the file not
+    this user's (``os.geteuid()``) or writable by its group or others (someone else could plant an old ``seen``), the
+    file a symbolic link (``O_NOFOLLOW``), or not a JSON mapping."""
+    try:
+        if not _private(os.lstat(directory)):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd) as handle:
+            if not _private(os.fstat(handle.fileno())):
+                return None
+            seen = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+    return seen if isinstance(seen, dict) else None
+
+
+def write_private(directory, path, entry):
+    """``entry`` as JSON in ``path``, atomically (0600 in a 0700 directory); what cannot be written is not remembered
+    (the next sight is a first sight again: the stricter rule)."""
+    try:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o700)
+        handle, temp = tempfile.mkstemp(prefix=".observed-", dir=directory)
+        with os.fdopen(handle, "w") as out:
+            json.dump(entry, out)
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except (IOError, OSError):
+        return
+
+
+class LockObservations(object):
+    """What this controller saw of the lock slots' Leases (``_reboot.gate.LeaseLock``'s ``observed``: {lock id:
+    {slot: {key, seen}}}, ``seen`` on this controller's clock), kept in ``directory``/@locks.json between the machine's
+    steps, halves, nodes and runs (``load`` -> the mapping, {} when there is none or it is not to be trusted;
+    ``save(mapping)``). A slot whose holder stopped renewing it is taken over only once this controller has seen it
+    unchanged for its TTL: observations begun from scratch at every step or run would never get there."""
+
+    NAME = "@locks.json"        # ("@": never a node's file, whose name keeps only [A-Za-z0-9._-])
+
+    def __init__(self, directory):
+        self.directory, self.path = directory, os.path.join(directory, self.NAME)
+
+    def load(self):
+        seen = read_private(self.directory, self.path) or {}
+        return dict((k, v) for k, v in seen.items() if isinstance(v, dict))
+
+    def save(self, seen):
+        write_private(self.directory, self.path, seen)

@@ -124,7 +124,12 @@ class Context(object):
     - ``redact(text)``: a step's detail as it is recorded, after the redaction by shape (``steps.Runner``: the
       action removes its secret options' values);
     - ``observe(record)``: for how many seconds this controller has seen another run's record unchanged, on its own
-      monotonic clock, None the first time (``_rollout.observed``; unset: every sight is a first one)."""
+      monotonic clock, None the first time (``_rollout.observed``; unset: every sight is a first one);
+    - ``lock_observed``: what this controller saw of the lock slots' Leases ({lock id: {slot: {key, seen}}},
+      ``_reboot.gate.LeaseLock``'s ``observed``), ONE mapping every step's lock reads and adds to - carried from
+      step to step, half to half and node to node (the action keeps it in ``observed_dir``): a Lease first seen
+      counts as live for a whole lease, so a lock re-observed from scratch at each step could never be taken over
+      (unset: this context's own, empty)."""
 
     def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
                  check_mode=False, **work):
@@ -133,7 +138,7 @@ class Context(object):
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
         unknown = set(work) - set(("evidence", "audit", "alerts", "events", "window", "after_step", "run_command",
-                                  "redact", "observe"))
+                                  "redact", "observe", "lock_observed"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -145,6 +150,7 @@ class Context(object):
         self.run_command = work.get("run_command")
         self.redact = work.get("redact")
         self.observe = work.get("observe")
+        self.lock_observed = work.get("lock_observed") if work.get("lock_observed") is not None else {}
 
 
 def new_state(plan):

@@ -42,12 +42,19 @@ def lock_id(ctx, name):
 
 
 def locks(ctx):
-    """{lock id: LeaseLock} of the control plane's lock and the reboot lock, held by this node's name."""
+    """{lock id: LeaseLock} of the control plane's lock and the reboot lock, held by this node's name (a re-run of the
+    same node finds the slot a dead run of it left by that name, ``LeaseLock.mine``). Each lock's ``observed`` is the
+    context's one store (``ctx.lock_observed``): what an earlier step, half or node saw of a slot counts, so a slot
+    whose holder stopped renewing is taken over once this controller has seen it unchanged for its TTL."""
     kind = _CheckLock if ctx.check_mode else gate.LeaseLock
     o = ctx.options
     out = {}
     for name, slots in ((o["control_plane_lock_name"], 1), (o["lock_name"], o["lock_slots"])):
-        out[lock_id(ctx, name)] = kind(ctx.api, o["lock_namespace"], name, slots, ctx.node, o["lock_ttl"], ctx.clock)
+        key = lock_id(ctx, name)
+        seen = ctx.lock_observed.get(key)
+        if not isinstance(seen, dict):      # (what the caller kept may be anything: never trusted as a mapping)
+            seen = ctx.lock_observed[key] = {}
+        out[key] = kind(ctx.api, o["lock_namespace"], name, slots, ctx.node, o["lock_ttl"], ctx.clock, observed=seen)
     return out
 
 

@@ -48,7 +48,7 @@ HERE = {"host": "controller", "pid": 100, "boot": "boot-c"}
 
 
 def context(api, roles=(CONTAINERD,), clock=None, work=None, options=None, here=None, check_mode=False,
-            after_step=None, euid=0, window=None, run_id="run-1", node_name="node-a"):
+            after_step=None, euid=0, window=None, run_id="run-1", node_name="node-a", lock_observed=None):
     here = here or HERE
     work = work or Work()
     clock = clock or Clock()
@@ -57,6 +57,8 @@ def context(api, roles=(CONTAINERD,), clock=None, work=None, options=None, here=
         kw["window"] = window
     if after_step is not None:
         kw["after_step"] = after_step
+    if lock_observed is not None:
+        kw["lock_observed"] = lock_observed
     return mctx.Context(api, node_name, run_id, here, lambda pid: pid == here["pid"], audit_before(roles, euid),
                         plan(roles), clock.now, clock.sleep, dict(options or {}), check_mode, **kw)
 

@@ -296,6 +296,8 @@ class ActionModule(ActionBase):
             answer.update(fix_roles=state["fix_roles"], reboot_held=state["reboot_held"],
                           reboot_reasons=state["reboot_reasons"] if mctx.REBOOT_ROLE in state["fix_roles"] else [],
                           reboot_allowed=interface.reboot_allowed(state, lock))
+        if args["phase"] == "recheck":
+            answer["reboot_timeout_cover"] = int(state.get("reboot_timeout_cover") or 0)
         if args["phase"] == "begin":
             answer.update(drained=state["drained"], cordoned_before=state["cordoned_before"])
             if state.get("evidence"):

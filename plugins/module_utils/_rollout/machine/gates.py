@@ -197,6 +197,18 @@ def recheck_lease(options, record, going):
     return max(lease_for(options, cover), int((record or {}).get("leaseSeconds") or 0))
 
 
+def reboot_timeout_cover(options, record):
+    """The longest reboot wait (a reboot path's ``reboot_timeout``) the claim as written (``record``'s ``leaseSeconds``,
+    renewed right before the reboot) still covers - the reboot path's worst case ``2 x timeout + 4 x
+    reboot_settle_timeout`` (``context.reboot_worst``) inside the lease less its margin (``lease``) and, in phase
+    ``fix``, the fixes' own cover (``fix_timeout``): whole seconds, 0 when it covers none. A reboot path whose own
+    timeout is longer (the mount-unit cleanup's ``mount_units_reboot_timeout``) would outlive the claim: another run
+    could take the node over mid-reboot - the path holds its reboot instead (roles/mount_units reboot_decide.yml)."""
+    lease = int((record or {}).get("leaseSeconds") or 0)
+    fixes = options["fix_timeout"] if (record or {}).get("phase") == "fix" else 0
+    return max(0, (lease - options["lease"] - fixes - 4 * options["reboot_settle_timeout"]) // 2)
+
+
 def renew_for_reboot(ctx, state, ledger, held, said):
     """The recheck's answer after this run's claim was renewed (``ledger.renew``) for ``recheck_lease``: a live run's
     claim must not run out mid-fix or mid-reboot. A claim taken over by another run raises Stop (the caller fails
@@ -213,10 +225,13 @@ def renew_for_reboot(ctx, state, ledger, held, said):
                 drop_reboot(state, held)
             else:
                 said = "%s; this run's claim could not be renewed: %s" % (said, exc)
+    # the reboot wait the claim covers now, a plain number the reboot paths compare their own timeout with (0: none)
+    state["reboot_timeout_cover"] = reboot_timeout_cover(ctx.options, ledger.record) if going and not held else 0
     if held:
         return Outcome.HELD, "reboot held: %s" % "; ".join(held)
     lease = (ledger.record or {}).get("leaseSeconds")
-    return DONE, "%s%s" % (said, "; claim renewed for %s s" % lease if going and lease else "")
+    return DONE, "%s%s" % (said, "; claim renewed for %s s (it covers a reboot wait of up to %d s)" % (
+        lease, state["reboot_timeout_cover"]) if going and lease else "")
 
 
 def reclaim_slots(ctx, state, node):

@@ -187,6 +187,9 @@ class ActionModule(ActionBase):
             work["lock_observed"] = observed.LockObservations(args["observed_dir"]).load()
         if api is not None:
             work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
+            # an unconfirmed kernel boot (the record's kernelPending) put back on the running kernel, on the node
+            work["kernel_disarm"] = lambda release: self._node_module(
+                "nodefix.k8s.kernel_boot", {"state": "disarm", "release": release}, task_vars)
         return work
 
     def _evidence(self, args, task_vars):
@@ -252,7 +255,7 @@ class ActionModule(ActionBase):
             return machine.begin(ctx)
         state = checked_state(args["state"])
         if args["phase"] == "recheck":
-            return machine.recheck(ctx, state)
+            return machine.recheck(ctx, state, args["kernel_release"] or "")
         remediation = args["remediation"]
         if remediation.get("status") not in ("ok", "failed", "unreachable"):
             raise NodefixError("remediation.status must be ok, failed or unreachable, got %r"

@@ -42,6 +42,12 @@ description:
     and a kernel that panics would boot again and again.
   - V(once) boots only a kernel that is installed - the package manager says so (dpkg C(ii); rpm) and its kernel and
     initramfs are in C(/boot).
+  - V(disarm) - after an upgrade stopped between V(once) and V(confirm) (the run killed, the node lost; the
+    C(nodefix.k8s.rollout) action runs it when its record on the Node says so) - puts GRUB's saved default on the
+    RUNNING kernel (on a node that booted the new kernel meanwhile, that one: the node keeps what it runs), clears a
+    C(next_entry) left and the record's C(pending) boot; the kernel is not recorded as failed (it may never have been
+    tried). O(release) is the kernel the stopped upgrade armed (said in the result, C(pending) names what the record
+    held).
   - V(query) reads the entries, C(grubenv) and the record.
   - Debian and Ubuntu nodes (GRUB 2 with C(update-grub), C(grub-reboot), C(grub-set-default)).
   - EL 8+ and Fedora nodes, whose kernels are Boot Loader Specification entries (C(/boot/loader/entries/<id>.conf),
@@ -61,12 +67,12 @@ options:
   state:
     description: V(query) reads; V(preflight) checks, before anything is drained, that a kernel can be booted once here;
       V(prepare) readies GRUB before the install; V(once) boots O(release) once at the next boot; V(confirm) keeps or
-      records it.
+      records it; V(disarm) undoes an unconfirmed V(once).
     type: str
-    choices: [query, preflight, prepare, once, confirm]
+    choices: [query, preflight, prepare, once, confirm, disarm]
     default: query
   release:
-    description: The new kernel's release (V(6.12.95+deb12-amd64)); required for V(once) and V(confirm).
+    description: The new kernel's release (V(6.12.95+deb12-amd64)); required for V(once), V(confirm) and V(disarm).
     type: str
   panic_seconds:
     description:
@@ -123,6 +129,11 @@ EXAMPLES = r"""
     release: 6.12.95+deb12-amd64
   register: boot
 
+- name: An upgrade stopped between its one-time boot and the confirmation - the running kernel the default again
+  nodefix.k8s.kernel_boot:
+    state: disarm
+    release: 6.12.95+deb12-amd64
+
 - name: The same on an EL node (BLS entries; GRUB_DEFAULT=saved is EL's default)
   nodefix.k8s.kernel_boot:
     state: once
@@ -165,6 +176,16 @@ entries:
   returned: always
   type: list
   elements: dict
+disarmed:
+  description: For V(disarm), whether anything was armed or pending - a C(next_entry), a saved default on another
+    kernel than the running one, the record's C(pending) boot - and is undone now (in check mode, would be).
+  returned: state is disarm
+  type: bool
+pending:
+  description: For V(disarm), the record's C(pending) boot before it was cleared (C(release), C(previous), C(at)), null
+    when there was none.
+  returned: state is disarm
+  type: dict
 record:
   description: The record of kernels booted and failed (C(/var/lib/nodefix-k8s/kernel-boot.json)).
   returned: always
@@ -374,18 +395,43 @@ def _keep(module, runner, root, st, keep):
         raise NodefixError("%s; the drop-in and grub.cfg were put back" % (getattr(exc, "msg", None) or exc))
 
 
+def _disarm(module, runner, root, p, st, result):
+    """An unconfirmed ``once`` undone (``plan_disarm``): the running kernel the saved default, ``next_entry`` and the
+    record's ``pending`` cleared."""
+    plan = kernel_boot_lib.plan_disarm(st)
+    record = dict(st["record"], pending=None)
+    result.update(changed=plan["changed"], disarmed=plan["changed"], pending=plan["pending"], default=plan["fallback"],
+                  next_entry="", record=record)
+    if plan["pending"]:
+        old = _json(st["record"])
+        result["diff"] = [file_diff(kernel_boot_record.RECORD, old, _json(record))]
+    if module.check_mode or not plan["changed"]:
+        if module.check_mode:
+            result.update(default=st["grubenv"].get("saved_entry"), next_entry=st["grubenv"].get("next_entry", ""),
+                          record=st["record"])
+        return
+    grub = kernel_boot_lib.tools(runner, st)
+    if plan["set_default"]:
+        grub.set_default(plan["set_default"])
+    if plan["unset_next"]:
+        grub.unset_next()
+    if plan["pending"]:
+        _write(module, root, kernel_boot_record.RECORD, _json(record))
+
+
 @redacted_main
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(
-            state=dict(type="str", choices=["query", "preflight", "prepare", "once", "confirm"], default="query"),
+            state=dict(type="str", choices=["query", "preflight", "prepare", "once", "confirm", "disarm"],
+                       default="query"),
             release=dict(type="str"),
             panic_seconds=dict(type="int", default=10),
             healthy=dict(type="bool", default=True),
             problems=dict(type="list", elements="str", default=[]),
             root=dict(type="path", default="/"),
         ),
-        required_if=[("state", "once", ["release"]), ("state", "confirm", ["release"])],
+        required_if=[("state", "once", ["release"]), ("state", "confirm", ["release"]), ("state", "disarm", ["release"])],
         supports_check_mode=True,
     )
     p = module.params
@@ -408,6 +454,8 @@ def main():
             _once(module, runner, root, p, st, result)
         elif p["state"] == "confirm":
             _confirm(module, runner, root, p, st, result)
+        elif p["state"] == "disarm":
+            _disarm(module, runner, root, p, st, result)
     except NodefixError as exc:
         kwargs = exc.fail_kwargs() if isinstance(exc, NodefixError) else {"msg": exc.msg}
         module.fail_json(**kwargs)

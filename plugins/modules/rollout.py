@@ -20,7 +20,8 @@ description:
     fixes - runs on the node through the task's connection and C(become), one module run each.
   - O(phase=begin), before the fix roles - C(plan) (a refusal the play decided, O(refused)),
     C(claim) (the C(nodefix.k8s/rollout) record on the Node; a node a live run holds is refused, a node an earlier run
-    held with C(nodefix.k8s/held) stays untouched), C(root), C(control_plane) (etcd membership, health and quorum;
+    held with C(nodefix.k8s/held) stays untouched), C(root), C(kernel_boot) (a kernel upgrade a dead run left between
+    its one-time boot and the confirmation, C(kernelPending): disarmed and reported), C(control_plane) (etcd membership, health and quorum;
     O(control_plane)), C(backoff), C(reboot_gate) (window, blocking pods, alerts, the reboot lock's slot, waiting
     O(lock_wait)), C(reclaim_slots), C(start_event), C(evidence), C(storm) (the storm breaker counted again right
     before the cordon - the Nodes listed now, one request; O(storm_percent)), C(cordon), C(drain) (evictions, a
@@ -28,7 +29,8 @@ description:
     fails the drain as that answer, never as a timeout), C(require_drain), C(fix). RV(outcome) is C(null) when the play must run
     the fix roles and then O(phase=end); any other value means the rollout is over - given back, released, its end
     Event posted.
-  - O(phase=end), after the fix roles - C(verify) (the audit again), C(hold_decision), C(give_back) (uncordon, or hold
+  - O(phase=end), after the fix roles - C(verify) (the audit again), C(kernel_boot) (a one-time boot this run armed
+    and the kernel role did not confirm, disarmed), C(hold_decision), C(give_back) (uncordon, or hold
     the node cordoned with C(nodefix.k8s/held) when not verified; never a node cordoned before the run),
     C(release_slots), C(end_event) (the Events and the C(nodefix.k8s/last-remediation) annotation), C(release).
   - O(phase=recheck), right before the reboot - the window, the blocking pods, the alerts and, for a node holding the
@@ -56,7 +58,7 @@ options:
       - Unset, there is no API server - as C(nodefix.k8s.remediate) without C(nodefix_kubeconfig), the node is not
         claimed, gated, cordoned, drained, given back or told by an Event, and its reboot is dropped (only a drained
         node is rebooted); the steps are C(plan), C(root), C(evidence), C(require_drain), C(fix), then
-        C(verify) and C(hold_decision).
+        C(verify), C(kernel_boot) and C(hold_decision).
     type: path
   context:
     description: The kubeconfig context (its current one when unset).
@@ -113,9 +115,18 @@ options:
   remediation:
     description:
       - What the fix roles did (O(phase=end), required) - C(status) (C(ok), C(failed), C(unreachable)), C(roles), C(msg),
-        C(kernel_kept) (whether a new kernel was kept; C(null) without a kernel upgrade), C(actions), C(not_durable),
-        C(reboot), C(step).
+        C(kernel_kept) (whether a new kernel was kept; C(null) without a kernel upgrade), C(kernel_confirmed) (the
+        kernel role's confirmation of the upgrade's boot ran: otherwise a one-time boot this run armed is disarmed
+        here, C(kernel_boot)), C(actions), C(not_durable), C(reboot), C(step).
     type: dict
+  kernel_release:
+    description:
+      - For O(phase=recheck) right before a kernel upgrade's install, which arms the new kernel's one-time boot - that
+        kernel's release. When the reboot goes, the record on the Node gets C(kernelPending) in the same write as the
+        renewal, before anything is armed; O(phase=end) removes it once the boot was confirmed or disarmed, and a run
+        that finds one left by a dead run disarms it (C(nodefix.k8s.kernel_boot) C(state=disarm): GRUB's default back
+        on the running kernel) and ends C(held), never clean.
+    type: str
   lease:
     description:
       - Seconds the rollout record is live without this run (C(nodefix_rollout_lease)), over the worst case of the step

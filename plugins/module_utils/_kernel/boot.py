@@ -398,5 +398,22 @@ def plan_prepare(st, panic_seconds):
     }
 
 
+def plan_disarm(st):
+    """What ``disarm`` changes - after a kernel upgrade stopped between arming its one-time boot (``once``) and its
+    confirmation (the run killed, the node lost): {fallback, set_default, unset_next, pending, changed}. GRUB's saved
+    default is put on the RUNNING kernel (``fallback``; ``set_default`` when it is not the saved one already - on a
+    node that booted the new kernel meanwhile, that kernel: the node keeps what it runs), a ``next_entry`` left is
+    cleared (``unset_next``) and the record's ``pending`` boot cleared (``pending``: what it was). NodefixError when no
+    entry boots the running kernel (nothing is changed then)."""
+    fallback = _entry_path(st["entries"], st["running_release"], "the running kernel: GRUB's default cannot be put "
+                           "back on it", st["source"])
+    env = st["grubenv"]
+    pending = (st["record"] or {}).get("pending")
+    set_default = fallback if env.get("saved_entry") != fallback else None
+    unset_next = bool(env.get("next_entry"))
+    return {"fallback": fallback, "set_default": set_default, "unset_next": unset_next, "pending": pending,
+            "changed": bool(set_default or unset_next or pending)}
+
+
 # a kernel release as uname -r prints it: no path separators, no spaces, no shell words
 RELEASE_RE = re.compile(r"^[0-9]+\.[0-9]+[0-9A-Za-z.+_~-]*$")

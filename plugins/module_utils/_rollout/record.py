@@ -15,7 +15,8 @@ annotation ``nodefix.k8s/rollout`` - JSON, as kured keeps its lock's value on th
 Version 2 is the rollout state machine's (``_rollout.machine``; docs/rollout-machine.md): the same fields, a
 phase of ``MACHINE_PHASES`` (the step the run is about to take: the record is written BEFORE each disruptive
 step), ``cordonedBefore`` (true, false, or null while not read yet) and ``slots`` (["namespace/lock", ...]: the
-locks whose slot this node may hold). This module reads both versions; ``new``, ``moved`` and ``decide`` write
+locks whose slot this node may hold) and, while a kernel upgrade's one-time boot may be armed on the node and is not
+confirmed, ``kernelPending`` ({release, run, at}: ``KERNEL_PENDING``). This module reads both versions; ``new``, ``moved`` and ``decide`` write
 version 1 unless told ``version=2`` (the node_rollout module's records stay what they were).
 
 - A run **claims** a node before anything else is decided for it (``decide``); it **renews** the
@@ -60,6 +61,10 @@ PHASES = ("claimed", "drain", "reboot")
 MACHINE_VERSION = 2
 # the machine's phases, in the order a rollout enters them (docs/rollout-machine.md)
 MACHINE_PHASES = ("claimed", "gates", "cordon", "drain", "fix", "verify", "give_back")
+# a version 2 record's field while a kernel upgrade's one-time boot may be armed on the node and is not confirmed:
+# {release, run, at} - written right before the install (the kernel path's recheck), removed once the kernel role
+# confirmed the boot or the machine disarmed it (_rollout.machine.kernel)
+KERNEL_PENDING = "kernelPending"
 DEFAULT_LEASE = 1800
 # the clock skew allowed between the holder and a reader (seconds): a renewal further in the reader's future is not
 # well-formed
@@ -127,6 +132,10 @@ def _machine_fields(body):
     slots = body.get("slots", [])
     if not isinstance(slots, list) or not all(isinstance(s, str) and s.count("/") == 1 for s in slots):
         raise MalformedRecord("its slots are not a list of namespace/lock names")
+    pending = body.get(KERNEL_PENDING)
+    if pending is not None and not (isinstance(pending, dict) and isinstance(pending.get("release"), str)
+                                    and pending["release"] and isinstance(pending.get("run"), str)):
+        raise MalformedRecord("its %s %s is not {release, run, at}" % (KERNEL_PENDING, json.dumps(pending)[:80]))
 
 
 def new(run_id, now, holder, lease_seconds, phase="claimed", started=None, version=VERSION):
@@ -148,10 +157,13 @@ def moved(record, phase, now, **fields):
     return out
 
 
-def renewed(record, now, lease_seconds):
+def renewed(record, now, lease_seconds, **fields):
     """The record with its lease renewed ``now`` for ``lease_seconds``, its phase and ``moved`` as they were (a run
-    about to take a long step - the reboot - renews for the step's worst case: ``_rollout.machine.ledger``)."""
-    return dict(record, renewed=_iso(now), leaseSeconds=int(lease_seconds))
+    about to take a long step - the reboot - renews for the step's worst case: ``_rollout.machine.ledger``);
+    ``fields`` set too (a None value removes the field)."""
+    out = dict(record, renewed=_iso(now), leaseSeconds=int(lease_seconds))
+    out.update(fields)
+    return dict((k, v) for k, v in out.items() if v is not None or k not in fields)
 
 
 def text(record):

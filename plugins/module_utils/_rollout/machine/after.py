@@ -22,6 +22,7 @@ import json
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, \
     post_events
@@ -163,6 +164,9 @@ def release(ctx, state, ledger):
         return SKIPPED, "not claimed by this run"
     if state.get("cordon_unknown"):
         return SKIPPED, "kept this run's record: whether its cordon landed is unknown - the next run gives it back"
+    armed = kernel.kept(ledger)
+    if armed:
+        return SKIPPED, "kept this run's record: " + armed
     previous = state.get("previous")
     if _ledger.resume(previous) == "resume" and not state.get("reclaimed"):
         # this run took over a dead run's rollout past its drain and stopped before its cordon step, which resumes

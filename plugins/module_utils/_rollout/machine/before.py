@@ -6,7 +6,7 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
 """The machine's half BEFORE the fix roles run, one step each (docs/rollout-machine.md has the table):
 
-plan -> claim -> root -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence -> storm ->
+plan -> claim -> root -> kernel_boot -> control_plane -> backoff -> reboot_gate -> reclaim_slots -> start_event -> evidence -> storm ->
 cordon -> drain -> require_drain -> fix
 
 The record on the Node (``ledger``) is written at the claim, before the first lock slot (``gates``), before the
@@ -26,6 +26,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import storm as _storm
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import drain
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side, \
@@ -75,7 +76,9 @@ def claim(ctx, state, ledger):
     state["claimed"], state["previous"] = True, decision["previous"] if decision["action"] == "take_over" else None
     held = cordon.reclaim(node, ctx.run_id)
     if held["held"]:
-        raise Stop(Outcome.HELD, "held: %s; nothing was drained, restarted or rebooted" % held["msg"])
+        armed = kernel.kept(ledger)     # (an unconfirmed kernel boot waits with the hold: the record keeps it)
+        raise Stop(Outcome.HELD, "held: %s; nothing was drained, restarted or rebooted%s" % (
+            held["msg"], "; and " + armed if armed else ""))
     said = decision["msg"] or "claimed for run %s" % ctx.run_id
     return (WOULD, "would claim it: " + said) if ctx.check_mode else (DONE, said)
 

@@ -129,7 +129,10 @@ class Context(object):
       ``_reboot.gate.LeaseLock``'s ``observed``), ONE mapping every step's lock reads and adds to - carried from
       step to step, half to half and node to node (the action keeps it in ``observed_dir``): a Lease first seen
       counts as live for a whole lease, so a lock re-observed from scratch at each step could never be taken over
-      (unset: this context's own, empty)."""
+      (unset: this context's own, empty);
+    - ``kernel_disarm(release)``: ``kernel_boot state=disarm`` on the node (its result: running_release, disarmed),
+      NodefixError when it failed or the node could not be reached - an unconfirmed kernel boot put back on the
+      running kernel (``_rollout.machine.kernel``; unset: it cannot be disarmed, the node is held)."""
 
     def __init__(self, api, node, run_id, here, pid_alive, audit_before, plan, clock, sleep, given=None,
                  check_mode=False, **work):
@@ -138,7 +141,7 @@ class Context(object):
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
         unknown = set(work) - set(("evidence", "audit", "alerts", "events", "window", "after_step", "run_command",
-                                  "redact", "observe", "lock_observed"))
+                                  "redact", "observe", "lock_observed", "kernel_disarm"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -150,6 +153,7 @@ class Context(object):
         self.run_command = work.get("run_command")
         self.redact = work.get("redact")
         self.observe = work.get("observe")
+        self.kernel_disarm = work.get("kernel_disarm")
         self.lock_observed = work.get("lock_observed") if work.get("lock_observed") is not None else {}
 
 

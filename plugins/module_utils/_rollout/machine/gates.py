@@ -25,6 +25,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import REBOOT_ROLE, lease_for, reboot_worst
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
@@ -153,12 +154,13 @@ def reboot_gate(ctx, state):
     return Outcome.HELD, "reboot held: %s" % "; ".join(held)
 
 
-def recheck(ctx, state, ledger):
+def recheck(ctx, state, ledger, kernel_pending=None):
     """(step outcome, detail): right before the reboot, the window, the blocking pods and the alerts judged again,
     and - for a node that holds the control plane's slot - etcd's health and quorum (``control_plane.etcd_verdict``,
     as the guard judged them); held: the reboot is dropped (the slots taken at the gates are kept, given back at the
     end). One that cannot be read holds the reboot (fail closed), the rest of the rollout goes on. Then this run's
-    claim is renewed to cover the reboot's worst case (``renew_for_reboot``)."""
+    claim is renewed to cover the reboot's worst case (``renew_for_reboot``; ``kernel_pending``: the kernel path's
+    ``kernelPending``, written with it when the reboot goes)."""
     if not state["reboot_reasons"] or state["reboot_held"]:      # (the kernel upgrade's reboot is one too)
         return renew_for_reboot(ctx, state, ledger, [], "no reboot to judge again")
     try:
@@ -167,7 +169,7 @@ def recheck(ctx, state, ledger):
         held = ["the reboot gate could not be judged again: %s" % exc]
     if not held:
         return renew_for_reboot(ctx, state, ledger, [], "the window, the pods, the alerts%s still allow the reboot" % (
-            " and etcd's quorum" if _control_plane_slot(ctx, state) else ""))
+            " and etcd's quorum" if _control_plane_slot(ctx, state) else ""), kernel_pending)
     drop_reboot(state, held)
     return renew_for_reboot(ctx, state, ledger, held, "")
 
@@ -209,14 +211,16 @@ def reboot_timeout_cover(options, record):
     return max(0, (lease - options["lease"] - fixes - 4 * options["reboot_settle_timeout"]) // 2)
 
 
-def renew_for_reboot(ctx, state, ledger, held, said):
+def renew_for_reboot(ctx, state, ledger, held, said, kernel_pending=None):
     """The recheck's answer after this run's claim was renewed (``ledger.renew``) for ``recheck_lease``: a live run's
     claim must not run out mid-fix or mid-reboot. A claim taken over by another run raises Stop (the caller fails
-    closed); a renewal the API server refused holds the reboot (this run's claim would not cover it)."""
+    closed); a renewal the API server refused holds the reboot (this run's claim would not cover it) - and with it
+    the kernel's install, so ``kernelPending`` (``kernel_pending``) is on the Node before anything is armed."""
     going = bool(state["reboot_reasons"]) and not state["reboot_held"]
     if ctx.api is not None:
+        fields = {kernel.PENDING: kernel_pending} if going and kernel_pending else {}
         try:
-            ledger.renew(recheck_lease(ctx.options, ledger.record, going))
+            ledger.renew(recheck_lease(ctx.options, ledger.record, going), **fields)
         except Stop:
             raise
         except NodefixError as exc:

@@ -42,7 +42,7 @@ DERIVED = ("backoff_seconds",)
 # the options without a default (unset: None), and their types
 UNSET = (("kubeconfig", "path"), ("context", "str"), ("node", "str"), ("audit_before", "dict"), ("plan", "dict"),
          ("state", "dict"), ("remediation", "dict"), ("started", "float"), ("evidence_path", "path"),
-         ("observed_dir", "path"),
+         ("observed_dir", "path"), ("kernel_release", "str"),
          ("prometheus_url", "str"), ("alert_filter_regexp", "str"))
 # the options whose values are secrets: never in a result, a message or -vvv's invocation
 SECRET = ("prometheus_password", "prometheus_headers", "etcd_health_environment")

@@ -92,6 +92,10 @@ class Ledger(object):
             # a dead run's rollout resumed: whether the node was cordoned before it is inherited (the give-back reads
             # it from this record, never from the state the play passes back)
             decision["record"]["cordonedBefore"] = previous["cordonedBefore"]
+        if decision["action"] in ("claim", "take_over") and (previous or {}).get(record.KERNEL_PENDING):
+            # a kernel upgrade's one-time boot an earlier run left armed and unconfirmed: carried until a run disarms
+            # it (_rollout.machine.kernel), whatever else stops this one
+            decision["record"][record.KERNEL_PENDING] = previous[record.KERNEL_PENDING]
         if not ctx.check_mode:
             try:
                 self._patch(node, record.text(decision["record"]))
@@ -121,11 +125,15 @@ class Ledger(object):
         fields["leaseSeconds"] = lease_for(self.ctx.options, cover)
         return self._write(lambda mine: record.moved(mine, phase, self.ctx.clock(), **fields))
 
-    def renew(self, lease_seconds):
-        """Renew this run's lease for ``lease_seconds`` (its phase kept): before a step that takes longer than the
-        last write's lease covers (the reboot). Stop(failed), ``lost`` set, when the record is not this run's any
-        more - a run whose claim was taken over writes nothing more."""
-        return self._write(lambda mine: record.renewed(mine, self.ctx.clock(), lease_seconds))
+    def renew(self, lease_seconds, **fields):
+        """Renew this run's lease for ``lease_seconds`` (its phase kept; ``fields`` set, a None value removing one):
+        before a step that takes longer than the last write's lease covers (the reboot). Stop(failed), ``lost`` set,
+        when the record is not this run's any more - a run whose claim was taken over writes nothing more."""
+        return self._write(lambda mine: record.renewed(mine, self.ctx.clock(), lease_seconds, **fields))
+
+    def note(self, **fields):
+        """Set (None: remove) ``fields`` of this run's record, its phase and lease kept (renewed now)."""
+        return self._write(lambda mine: record.renewed(mine, self.ctx.clock(), mine["leaseSeconds"], **fields))
 
     def _write(self, change):
         """Write ``change(this run's record as on the node)``: the node read again, the record checked to be this

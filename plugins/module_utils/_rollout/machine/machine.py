@@ -20,15 +20,16 @@ __metaclass__ = type
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import after
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import before
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import new_state
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.ledger import Ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import SKIPPED, Runner, Stop
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 # the steps of each half, in order (the names the result, the job's lines and the docs use)
-BEFORE = ("plan", "claim", "root", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
+BEFORE = ("plan", "claim", "root", "kernel_boot", "control_plane", "backoff", "reboot_gate", "reclaim_slots", "start_event",
           "evidence", "storm", "cordon", "drain", "require_drain", "fix")
-AFTER = ("verify", "hold_decision")
+AFTER = ("verify", "kernel_boot", "hold_decision")
 # without an API server (no kubeconfig: remediate.yml's path without nodefix_kubeconfig) the node is not claimed,
 # gated, counted again by the storm breaker, cordoned, drained, given back or told by an Event: these steps only, and
 # no give-back
@@ -46,6 +47,7 @@ def _before_steps(ctx, state, ledger):
         ("plan", lambda: before.plan(ctx, state)),
         ("claim", lambda: before.claim(ctx, state, ledger)),
         ("root", lambda: before.root(ctx, state)),
+        ("kernel_boot", lambda: kernel.trace(ctx, state, ledger)),
         ("control_plane", lambda: before.control_plane(ctx, state, ledger)),
         ("backoff", lambda: gates.reboot_backoff(ctx, state, read()) if state["fix_roles"] else (
             "skipped", "nothing to fix")),
@@ -104,6 +106,7 @@ def end(ctx, state, remediation):
     state["not_back"] = bool(remediation.get("reboot_started")) and not remediation.get("reboot_back")
     try:
         steps = {"verify": lambda: after.verify(ctx, state, remediation, ledger),
+                 "kernel_boot": lambda: kernel.settle(ctx, state, remediation, ledger),
                  "hold_decision": lambda: after.hold_decision(ctx, state, remediation)}
         for name in AFTER:
             runner.run(name, steps[name])
@@ -113,15 +116,16 @@ def end(ctx, state, remediation):
     return _result(ctx, state)
 
 
-def recheck(ctx, state):
+def recheck(ctx, state, kernel_release=""):
     """Right before the reboot: the reboot gate's window, blocking pods and alerts, and a control-plane node's etcd
-    health and quorum, judged again, and this run's claim renewed to cover the reboot (``gates.recheck``);
+    health and quorum, judged again, and this run's claim renewed to cover the reboot (``gates.recheck``) - the kernel
+    path's (``kernel_release``: the kernel its install arms next) with the record's ``kernelPending`` in the same write;
     ``outcome`` stays None (the rollout goes on, without the reboot when it is held) - unless the claim was taken
     over by another run: then ``failed``, the reboot dropped, and nothing more is written (fail closed)."""
     runner, ledger = _runner(ctx), Ledger(ctx)
     ledger.record = state.get("record")
     try:
-        runner.run("reboot_recheck", lambda: gates.recheck(ctx, state, ledger))
+        runner.run("reboot_recheck", lambda: gates.recheck(ctx, state, ledger, kernel.arming(ctx, kernel_release)))
     except Stop as stop:        # the reboot is dropped whatever stopped the step
         gates.drop_reboot(state, [stop.detail])
         if ledger.lost or stop.outcome == Outcome.FAILED:
@@ -138,6 +142,7 @@ def _finish(ctx, state, ledger):
     server there is nothing to give back."""
     if ctx.api is None:
         return
+    kernel.ends_held(state)     # (a kernel boot found unconfirmed is never a clean rollout)
     runner = ctx.runner
     steps = {"give_back": lambda: after.give_back(ctx, state, ledger),
              "release_slots": lambda: after.release_slots(ctx, state, ledger),

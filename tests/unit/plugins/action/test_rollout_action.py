@@ -278,7 +278,7 @@ def test_only_credentials_among_the_secret_options_are_masked_not_user_names_or_
     first, printed = run(args, Node(), host="node-a")
     text = json.dumps(first)
     assert "VALUE_SPECIFIED" not in text and "********" not in text, text
-    assert [s["name"] for s in first["steps"]][:4] == ["plan", "claim", "root", "control_plane"]
+    assert [s["name"] for s in first["steps"]][:5] == ["plan", "claim", "root", "kernel_boot", "control_plane"]
     assert all(isinstance(s["seconds"], float) for s in first["steps"])
     assert any(line.startswith("node-a | root") for line in printed), printed
     user_pw = rollout_action.secret_values({"etcd_health_environment": {"ETCDCTL_USER": "root:Pw-62"}})

@@ -301,3 +301,51 @@ def test_no_one_shot_boot_where_grub_cannot_clear_next_entry(run_module, make_tr
                                    "26 25 254:2 / /boot rw - ext2 /dev/vda2 rw\n"})
     result, failed, _t = run_module(kernel_boot, {"root": plain, "state": "preflight"}, bins=BINS)
     assert not failed, result
+
+
+def _pending(release=NEW):
+    return json.dumps({"booted": {}, "failed": {}, "pending": {"release": release, "previous": OLD,
+                                                                "at": "2026-12-06T07:00:00Z"}})
+
+
+def _record(root):
+    with open(os.path.join(root, kernel_boot_record.RECORD.lstrip("/"))) as fh:
+        return json.load(fh)
+
+
+def test_disarm_clears_an_unconfirmed_one_time_boot_and_keeps_the_running_kernel_the_default(run_module, make_tree):
+    # a run killed between `once` and `confirm`: the new kernel still armed for whoever reboots the node next
+    env = "# GRUB Environment Block\nsaved_entry=%s\nnext_entry=%s\n" % (OLD_PATH, NEW_PATH)
+    root = node(make_tree, running=OLD, grubenv=env, extra={kernel_boot_record.RECORD: _pending()})
+    unset = {"argv": [BINS["grub-editenv"], kernel_boot_lib.GRUBENV, "unset", "next_entry"], "rc": 0}
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "disarm", "release": NEW},
+                                       commands=[unset], bins=BINS, diff=True)
+    assert not failed and result["changed"] and result["disarmed"], result
+    assert table.expected == [] and result["default"] == OLD_PATH and result["pending"]["release"] == NEW
+    record = _record(root)
+    assert record["pending"] is None and NEW not in record["failed"]       # never tried: not recorded as failed
+    assert '"pending": null' in result["diff"][0]["after"]
+
+
+def test_disarm_on_a_node_that_booted_the_new_kernel_meanwhile_keeps_what_it_runs(run_module, make_tree):
+    # someone rebooted the node after `once`: it runs the new kernel, GRUB's saved default is still the old one
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    root = node(make_tree, running=NEW, grubenv=env, extra={kernel_boot_record.RECORD: _pending()})
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "disarm", "release": NEW},
+                                       commands=[{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}], bins=BINS)
+    assert not failed and result["disarmed"] and result["default"] == NEW_PATH and table.expected == []
+    assert _record(root)["pending"] is None
+
+
+def test_disarm_with_nothing_armed_changes_nothing_and_in_check_mode_writes_nothing(run_module, make_tree):
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+    root = node(make_tree, running=OLD, grubenv=env)
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "disarm", "release": NEW},
+                                       commands=[], bins=BINS)
+    assert not failed and not result["changed"] and not result["disarmed"] and table.calls == []
+    armed = "# GRUB Environment Block\nsaved_entry=%s\nnext_entry=%s\n" % (OLD_PATH, NEW_PATH)
+    root2 = node(make_tree, running=OLD, grubenv=armed, extra={kernel_boot_record.RECORD: _pending()})
+    result, failed, table = run_module(kernel_boot, {"root": root2, "state": "disarm", "release": NEW},
+                                       commands=[], bins=BINS, check_mode=True)
+    assert not failed and result["changed"] and result["disarmed"] and table.calls == []
+    assert _record(root2)["pending"]["release"] == NEW and result["next_entry"] == NEW_PATH

@@ -44,7 +44,7 @@ description:
     initramfs are in C(/boot).
   - V(disarm) - after an upgrade stopped between V(once) and V(confirm) (the run killed, the node lost; the
     C(nodefix.k8s.rollout) action runs it when its record on the Node says so) - puts GRUB's saved default on the
-    RUNNING kernel (on a node that booted the new kernel meanwhile, that one: the node keeps what it runs), clears a
+    RUNNING kernel (on a node that booted the new kernel meanwhile, that one - the node keeps what it runs), clears a
     C(next_entry) left and the record's C(pending) boot; the kernel is not recorded as failed (it may never have been
     tried). O(release) is the kernel the stopped upgrade armed (said in the result, C(pending) names what the record
     held).

@@ -21,7 +21,7 @@ description:
   - O(phase=begin), before the fix roles - C(plan) (a refusal the play decided, O(refused)),
     C(claim) (the C(nodefix.k8s/rollout) record on the Node; a node a live run holds is refused, a node an earlier run
     held with C(nodefix.k8s/held) stays untouched), C(root), C(kernel_boot) (a kernel upgrade a dead run left between
-    its one-time boot and the confirmation, C(kernelPending): disarmed and reported), C(control_plane) (etcd membership, health and quorum;
+    its one-time boot and the confirmation, C(kernelPending), is disarmed and reported), C(control_plane) (etcd membership, health and quorum;
     O(control_plane)), C(backoff), C(reboot_gate) (window, blocking pods, alerts, the reboot lock's slot, waiting
     O(lock_wait)), C(reclaim_slots), C(start_event), C(evidence), C(storm) (the storm breaker counted again right
     before the cordon - the Nodes listed now, one request; O(storm_percent)), C(cordon), C(drain) (evictions, a
@@ -116,7 +116,7 @@ options:
     description:
       - What the fix roles did (O(phase=end), required) - C(status) (C(ok), C(failed), C(unreachable)), C(roles), C(msg),
         C(kernel_kept) (whether a new kernel was kept; C(null) without a kernel upgrade), C(kernel_confirmed) (the
-        kernel role's confirmation of the upgrade's boot ran: otherwise a one-time boot this run armed is disarmed
+        kernel role's confirmation of the upgrade's boot ran - otherwise a one-time boot this run armed is disarmed
         here, C(kernel_boot)), C(actions), C(not_durable), C(reboot), C(step).
     type: dict
   kernel_release:
@@ -124,7 +124,7 @@ options:
       - For O(phase=recheck) right before a kernel upgrade's install, which arms the new kernel's one-time boot - that
         kernel's release. When the reboot goes, the record on the Node gets C(kernelPending) in the same write as the
         renewal, before anything is armed; O(phase=end) removes it once the boot was confirmed or disarmed, and a run
-        that finds one left by a dead run disarms it (C(nodefix.k8s.kernel_boot) C(state=disarm): GRUB's default back
+        that finds one left by a dead run disarms it (C(nodefix.k8s.kernel_boot) C(state=disarm), GRUB's default back
         on the running kernel) and ends C(held), never clean.
     type: str
   lease:

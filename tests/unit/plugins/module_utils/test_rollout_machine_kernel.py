@@ -44,8 +44,8 @@ def _api():
     return ApiDouble([node(), node("node-b")], [pod("web-1")])
 
 
-def _ctx(api, here=FIRST, run_id="run-1", disarm=None, **kw):
-    ctx = context(api, roles=(CONTAINERD,), here=here, run_id=run_id, **kw)
+def _ctx(api, here=None, run_id="run-1", disarm=None, **kw):
+    ctx = context(api, roles=(CONTAINERD,), here=here or FIRST, run_id=run_id, **kw)
     ctx.plan = dict(ctx.plan, reboot_reasons=[KERNEL])
     ctx.kernel_disarm = disarm.disarm if disarm else None
     return ctx
@@ -75,11 +75,11 @@ def test_the_kernel_path_s_recheck_writes_kernelPending_before_the_install_and_a
     again = machine.recheck(ctx, first["state"], kernel_release=NEW)
     pending = _pending(api)
     assert pending == {"release": NEW, "run": "run-1", "at": pending["at"]} and pending["at"].endswith("Z")
-    ended = machine.end(ctx, again["state"], {"status": "ok", "roles": [CONTAINERD], "msg": "", "kernel_confirmed": True,
-                                             "kernel_kept": True})
+    fixes = {"status": "ok", "roles": [CONTAINERD], "msg": "", "kernel_confirmed": True, "kernel_kept": True}
+    ended = machine.end(ctx, again["state"], fixes)
     assert ended["outcome"] == Outcome.OK, ended["lines"]
-    assert "the kernel role confirmed kernel %s's boot" % NEW in [s["detail"] for s in ended["steps"]
-                                                                 if s["name"] == "kernel_boot"][0]
+    said = [s["detail"] for s in ended["steps"] if s["name"] == "kernel_boot"][0]
+    assert "the kernel role confirmed kernel %s's boot" % NEW in said
     assert side.asked == [] and record.ANNOTATION not in api.notes() and not api.cordoned()
 
 
@@ -147,8 +147,8 @@ def test_a_held_node_keeps_an_unconfirmed_kernel_boot_in_its_record_and_says_so(
     assert "one-time boot may still be armed" in begun["detail"] and _pending(api)["release"] == NEW
 
 
-@pytest.mark.parametrize("text", [json.dumps({"release": NEW}), json.dumps("6.12"), json.dumps({"release": "",
-                                                                                              "run": "r"})])
+@pytest.mark.parametrize("text", [json.dumps({"release": NEW}), json.dumps("6.12"),
+                                  json.dumps({"release": "", "run": "r"})])
 def test_a_kernelPending_that_is_not_one_refuses_the_node(text):
     import datetime
     now = datetime.datetime(2026, 12, 6, 7, tzinfo=datetime.timezone.utc)

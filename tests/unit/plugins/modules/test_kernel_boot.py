@@ -304,8 +304,8 @@ def test_no_one_shot_boot_where_grub_cannot_clear_next_entry(run_module, make_tr
 
 
 def _pending(release=NEW):
-    return json.dumps({"booted": {}, "failed": {}, "pending": {"release": release, "previous": OLD,
-                                                                "at": "2026-12-06T07:00:00Z"}})
+    pending = {"release": release, "previous": OLD, "at": "2026-12-06T07:00:00Z"}
+    return json.dumps({"booted": {}, "failed": {}, "pending": pending})
 
 
 def _record(root):

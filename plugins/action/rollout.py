@@ -48,7 +48,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome impor
 
 display = Display()
 # the steps whose "done" (or a hold's "held") wrote to the cluster or the report directory
-WRITING = ("claim", "control_plane", "reboot_gate", "reclaim_slots", "start_event", "evidence", "cordon", "drain",
+WRITING = ("claim", "kernel_boot", "control_plane", "reboot_gate", "reclaim_slots", "start_event", "evidence", "storm",
+           "cordon", "drain",
            "fix", "give_back", "release_slots", "end_event", "release")
 EVENTS_NAMESPACE = "default"
 

@@ -73,3 +73,7 @@ def test_one_whole_rollout_over_http(api):
     notes = api.get_node("node-a")["metadata"].get("annotations") or {}
     assert not api.get_node("node-a")["spec"].get("unschedulable") and cordon.CORDONED_BY not in notes
     assert record.ANNOTATION not in notes
+    # the storm breaker's reserve (a Lease created with the API server's own validation) taken, then given back
+    storm = [s["detail"] for s in first["steps"] if s["name"] == "storm"][0]
+    assert "reserved node-a (Lease kube-system/nodefix-storm)" in storm, storm
+    assert api.get_lease("kube-system", "nodefix-storm") is None

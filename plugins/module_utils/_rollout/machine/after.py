@@ -23,6 +23,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import kernel
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import reserve as _reserve
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, \
     post_events
@@ -181,9 +182,17 @@ def release(ctx, state, ledger):
         return DONE, "kept the record: " + said
     if ctx.check_mode:
         return WOULD, "would release the claim"
+    # this node's storm reserve first (this run's, or one a run killed before its cordon left): given back
+    try:
+        reserve = _reserve.give_back(ctx)
+    except NodefixError as exc:
+        reserve = "the storm breaker's reserve could not be given back (%s): stale once the claim is released" % exc
     try:
         gone = ledger.release()
     except NodefixError as exc:
-        return DONE, "this run's record could not be removed: %s - its lease releases it" % exc
+        return DONE, "; ".join(s for s in (reserve, "this run's record could not be removed: %s - its lease releases "
+                                                    "it" % exc) if s)
     state["claimed"] = False
-    return (DONE, "released the claim") if gone else (SKIPPED, "the record on the node was not this run's")
+    if gone:
+        return DONE, "; ".join(s for s in (reserve, "released the claim") if s)
+    return (DONE if reserve else SKIPPED), "; ".join(s for s in (reserve, "the record on the node was not this run's") if s)

@@ -28,6 +28,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine impor
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import gates
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import kernel
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import ledger as _ledger
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import reserve as _reserve
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.context import RESTARTING_ROLES
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.steps import DONE, SKIPPED, WOULD, Stop, node_side, \
     post_events
@@ -45,9 +46,12 @@ def plan(ctx, state):
 def storm(ctx, state):
     """The storm breaker's re-count, right before this node's cordon (the one re-count of a rollout; issue 62's
     review: as MachineHealthCheck and NodeHealthCheck count on every reconcile): the Nodes listed now, one request
-    (``storm_node_selector``'s pool), and this node and the other nodes of its batch (``storm_batch``) as in flight -
-    ``_rollout.storm.recount``. Over ``storm_percent``: stopped, nothing cordoned or drained. A listing that fails
-    stops it too (fail closed: what could not be counted is never taken for calm)."""
+    (``storm_node_selector``'s pool), this node and the other nodes of its batch (``storm_batch``) in flight, and every
+    node another run - another controller's too - reserved and has not given back (``_rollout.machine.reserve``) -
+    ``_rollout.storm.recount``. Within ``storm_percent``, this node's reserve is written on the shared Lease with its
+    resourceVersion as a precondition (a 409: another controller reserved meanwhile - counted again). Over
+    ``storm_percent``: stopped, nothing cordoned or drained. A listing, a reserve that cannot be read or written stops
+    it too (fail closed: what could not be counted is never taken for calm)."""
     opts = ctx.options
     disruptive = list(ctx.plan.get("disruptive") or [])
     if not state["fix_roles"] or not disruptive:
@@ -55,19 +59,35 @@ def storm(ctx, state):
     if opts["storm_percent"] >= 100:
         return SKIPPED, "nodefix_storm_percent is 100: the storm breaker is off"
     selector = opts["storm_node_selector"] or None
+
+    def count(reserves):
+        listed = ctx.api.list_nodes(selector)
+        view = cluster_nodes.view(listed, selector)
+        by_name = dict(((n.get("metadata") or {}).get("name"), n) for n in listed)
+        others = _reserve.live(ctx.api, reserves, by_name, ctx.node)
+        nodes = dict((n, {"node": n, "disruptive": ["drain"], "findings": []}) for n in others if n in view["nodes"])
+        nodes.update((e["node"], e) for e in opts["storm_batch"] if e["node"] != ctx.node)
+        nodes[ctx.node] = {"node": ctx.node, "disruptive": disruptive, "findings": []}
+        said = _storm.recount(view, nodes, opts["storm_percent"], opts["storm_override"], opts["storm_min_nodes"])
+        return dict(said, live=others)
     try:
-        view = cluster_nodes.view(ctx.api.list_nodes(selector), selector)
+        said, reserved = _reserve.take(ctx, count)
     except NodefixError as exc:
-        raise Stop(Outcome.STOPPED, "stopped: the storm breaker could not count the cluster's Nodes right before this "
-                                    "node's cordon (%s); nothing was cordoned or drained" % exc)
-    nodes = dict((e["node"], e) for e in opts["storm_batch"] if e["node"] != ctx.node)
-    nodes[ctx.node] = {"node": ctx.node, "disruptive": disruptive, "findings": []}
-    said = _storm.recount(view, nodes, opts["storm_percent"], opts["storm_override"], opts["storm_min_nodes"])
+        raise Stop(Outcome.STOPPED, "stopped: the storm breaker could not count the cluster's Nodes and the other runs' "
+                                    "reserves right before this node's cordon (%s); nothing was cordoned or drained"
+                                    % exc)
+    others = sorted(said["live"])
     if said["stop"]:
-        raise Stop(Outcome.STOPPED, "stopped by the storm breaker, counted again right before this node's cordon: %s; "
-                                    "nothing was cordoned or drained" % said["msg"])
-    return DONE, said["msg"] or "counted again: %d of %d node(s) (%s%%) unavailable or in flight, within %d%%" % (
-        said["affected"], said["size"], ("%.1f" % said["share"]).rstrip("0").rstrip("."), opts["storm_percent"])
+        raise Stop(Outcome.STOPPED, "stopped by the storm breaker, counted again right before this node's cordon: %s%s; "
+                                    "nothing was cordoned or drained" % (
+                                        said["msg"], " (reserved by other runs: %s)" % ", ".join(others) if others else ""))
+    state["storm_reserved"] = reserved
+    return (WOULD if ctx.check_mode else DONE), "%s%s%s" % (
+        said["msg"] or "counted again: %d of %d node(s) (%s%%) unavailable or in flight, within %d%%" % (
+            said["affected"], said["size"], ("%.1f" % said["share"]).rstrip("0").rstrip("."), opts["storm_percent"]),
+        "; reserved by other runs: %s" % ", ".join(others) if others else "",
+        "; reserved %s (Lease %s/%s)" % (ctx.node, opts["lock_namespace"], _reserve.LEASE) if reserved
+        else "; would reserve %s" % ctx.node if ctx.check_mode else "")
 
 
 def claim(ctx, state, ledger):

@@ -24,7 +24,8 @@ description:
     its one-time boot and the confirmation, C(kernelPending), is disarmed and reported), C(control_plane) (etcd membership, health and quorum;
     O(control_plane)), C(backoff), C(reboot_gate) (window, blocking pods, alerts, the reboot lock's slot, waiting
     O(lock_wait)), C(reclaim_slots), C(start_event), C(evidence), C(storm) (the storm breaker counted again right
-    before the cordon - the Nodes listed now, one request; O(storm_percent)), C(cordon), C(drain) (evictions, a
+    before the cordon - the Nodes listed now, one request, and the nodes other runs reserved; O(storm_percent) - then this
+    node's reserve on the Lease C(nodefix-storm) in O(lock_namespace), conditional on its resourceVersion), C(cordon), C(drain) (evictions, a
     PodDisruptionBudget's 429 asked again after its C(retryAfterSeconds) or C(Retry-After); any other error answer
     fails the drain as that answer, never as a timeout), C(require_drain), C(fix). RV(outcome) is C(null) when the play must run
     the fix roles and then O(phase=end); any other value means the rollout is over - given back, released, its end

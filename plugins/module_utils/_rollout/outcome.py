@@ -20,7 +20,8 @@ outcome              status      meaning                                        
 ``held``             skipped     left for a person: a control-plane node or etcd       no
                                  member not opted in or not safe now, a node an
                                  earlier run held (``nodefix.k8s/held``), a reboot
-                                 that was all it needed and is held (backoff, gate)
+                                 that was all it needed and is held (backoff, gate),
+                                 a kernel boot an earlier run left unconfirmed
 ``refused``          failed      refused before anything was touched: not root, a      no
                                  kernel upgrade that cannot be planned, a drain
                                  required and not possible, another live run holds

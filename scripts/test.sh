@@ -19,6 +19,11 @@ start=$SECONDS
 cd "$(dirname "$0")/.." || exit 1
 . scripts/env.sh
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
+# Python writes the bytecode of what it imports from source (__pycache__, git-ignored; ansible-galaxy's build and
+# the sanity copy leave it out), as on a controller where nothing turns it off: an environment that sets
+# PYTHONDONTWRITEBYTECODE would otherwise make every process - each Ansible worker fork that loads the
+# rollout's action plugin, each API double started - compile the same source again (docs/test-times.md).
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
 # Modules run on the controller (connection local) take their compiled code from the run's cache

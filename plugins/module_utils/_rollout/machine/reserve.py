@@ -69,10 +69,22 @@ def live(api, reserves, listed, skip):
     return dict((n, e) for n, e in reserves.items() if n != skip and _live(api, n, e, listed))
 
 
+def _version(lease):
+    """The resourceVersion a write of ``lease`` is conditional on (None for a Lease still to create). A Lease the API
+    gave without one is not well-formed: a write without the precondition could drop another controller's reserve,
+    so the step fails closed."""
+    if lease is None:
+        return None
+    version = (lease.get("metadata") or {}).get("resourceVersion")
+    if not isinstance(version, str) or not version:
+        raise MalformedReserves("Lease %s has no resourceVersion: its reserves are not written without one" % LEASE)
+    return version
+
+
 def _body(namespace, lease, reserves):
     meta = {"name": LEASE, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "nodefix.k8s"},
             "annotations": {ANNOTATION: json.dumps(reserves, sort_keys=True, separators=(",", ":"))}}
-    version = ((lease or {}).get("metadata") or {}).get("resourceVersion")
+    version = _version(lease)
     if version:
         meta["resourceVersion"] = version
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": {}}
@@ -111,7 +123,7 @@ def give_back(ctx):
         run = reserves.pop(ctx.node)["run"]
         if not reserves:
             try:
-                ctx.api.delete_lease(namespace, LEASE, lease["metadata"].get("resourceVersion"))
+                ctx.api.delete_lease(namespace, LEASE, _version(lease))
             except NodefixError as exc:
                 if getattr(exc, "status", None) == 409:
                     continue

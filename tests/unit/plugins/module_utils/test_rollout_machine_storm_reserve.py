@@ -125,6 +125,30 @@ def test_reserves_that_cannot_be_read_stop_the_node_before_its_cordon(text):
     assert not api.cordoned("node-a")
 
 
+def test_a_lease_without_a_resource_version_is_not_written_and_stops_the_node():
+    # an odd API answer: the Lease comes back without metadata.resourceVersion - a write without the precondition
+    # could drop a reserve another controller wrote meanwhile, so nothing is written and the node is not cordoned
+    api = _api()
+    api.create_lease("kube-system", {"metadata": {"name": reserve.LEASE}, "spec": {}})
+    del api.leases[LEASE]["metadata"]["resourceVersion"]
+    writes = []
+    api.replace_lease = lambda *a: writes.append(a) or True
+    begun = machine.begin(_ctx(api, "node-a", A, "run-a"))
+    assert begun["outcome"] == Outcome.STOPPED and "no resourceVersion" in begun["detail"], begun["lines"]
+    assert not writes and not api.cordoned("node-a")
+
+
+def test_giving_back_from_a_lease_without_a_resource_version_deletes_nothing():
+    api = _api()
+    assert machine.begin(_ctx(api, "node-a", A, "run-a"))["outcome"] is None
+    del api.leases[LEASE]["metadata"]["resourceVersion"]
+    deletes = []
+    api.delete_lease = lambda *a: deletes.append(a)
+    with pytest.raises(reserve.MalformedReserves):
+        reserve.give_back(_ctx(api, "node-a", A, "run-a"))
+    assert not deletes and LEASE in api.leases
+
+
 def test_a_reserve_that_keeps_meeting_other_writes_stops_the_node():
     api = _api()
     api.replace_lease = lambda *_a: False

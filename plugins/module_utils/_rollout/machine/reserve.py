@@ -37,13 +37,18 @@ class MalformedReserves(NodefixError):
 
 def parse(lease):
     """{node: {run, at}} of the Lease (None: none); MalformedReserves for one that is not."""
-    text = (((lease or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    meta = (lease or {}).get("metadata") or {}
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if annotations is not None and not isinstance(annotations, dict):
+        raise MalformedReserves("the annotations of Lease %s are not a mapping" % LEASE)
+    text = (annotations or {}).get(ANNOTATION)
     if text is None:
         return {}
     try:
         out = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise MalformedReserves("the %s annotation of Lease %s is not JSON (%s)" % (ANNOTATION, LEASE, exc))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise MalformedReserves("the %s annotation of Lease %s is not JSON (%s)" % (ANNOTATION, LEASE,
+                                                                                     type(exc).__name__))
     if not isinstance(out, dict) or not all(isinstance(v, dict) and isinstance(v.get("run"), str) and v["run"]
                                             for v in out.values()):
         raise MalformedReserves("the %s annotation of Lease %s is not {node: {run, at}}" % (ANNOTATION, LEASE))
@@ -112,13 +117,16 @@ def take(ctx, count):
 
 
 def give_back(ctx):
-    """This node's reserve removed (whatever run wrote it: this run holds the node's claim), the Lease deleted when no
-    reserve is left; "" when there was none, else what was done."""
+    """This node's reserve removed when it is this run's or no longer live (one a run killed before its cordon left:
+    its node's record no longer names that run); another run's live reserve - a run that took the node over while
+    this one was away - stays. The Lease is deleted when no reserve is left; "" when nothing was given back, else
+    what was done."""
     namespace = ctx.options["lock_namespace"]
     for _attempt in range(ATTEMPTS):
         lease = ctx.api.get_lease(namespace, LEASE)
         reserves = parse(lease)
-        if ctx.node not in reserves:
+        entry = reserves.get(ctx.node)
+        if entry is None or (entry["run"] != ctx.run_id and _live(ctx.api, ctx.node, entry, {})):
             return ""
         run = reserves.pop(ctx.node)["run"]
         if not reserves:

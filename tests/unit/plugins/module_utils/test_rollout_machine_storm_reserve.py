@@ -5,13 +5,15 @@ RESERVE on one shared record - the Lease kube-system/nodefix-storm, written with
 killed between its reserve and its cordon leaves the reserve; it counts for the others until the next run of that
 node gives it back."""
 
+import datetime
 import json
 
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
-from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import after, machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import reserve
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.ledger import Ledger
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
 
 from plugins.module_utils.rollout_api_double import ApiDouble, Killed, node, pod
@@ -163,3 +165,37 @@ def test_check_mode_reserves_nothing():
     begun = machine.begin(_ctx(api, "node-a", A, "run-a", check_mode=True))
     assert "would reserve node-a" in [s["detail"] for s in begun["steps"] if s["name"] == "storm"][0]
     assert LEASE not in api.leases
+
+
+def test_a_run_that_lost_its_claim_keeps_the_new_holders_live_reserve_at_its_release():
+    # run-a drained node-a; controller B's run-c took node-a over (run-a looked dead to it) and passed its own storm
+    # step: node-a's record names run-c, the Lease holds run-c's reserve. run-a's release must not drop it.
+    api = _api()
+    begun = machine.begin(_ctx(api, "node-a", A, "run-a"))
+    assert begun["outcome"] is None and api.cordoned("node-a")
+    now = datetime.datetime(2026, 12, 6, 7, 30, tzinfo=datetime.timezone.utc)
+    api.nodes["node-a"]["metadata"]["annotations"][record.ANNOTATION] = record.text(
+        record.new("run-c", now, B, 1800, version=record.MACHINE_VERSION))
+    api.leases[LEASE]["metadata"]["annotations"][reserve.ANNOTATION] = json.dumps(
+        {"node-a": {"run": "run-c", "at": "2026-12-06T07:30:00Z"}})
+    ctx = _ctx(api, "node-a", A, "run-a")
+    ledger = Ledger(ctx)
+    ledger.record = begun["state"]["record"]
+    outcome, detail = after.release(ctx, dict(begun["state"], claimed=True), ledger)
+    assert _reserves(api) == {"node-a": {"run": "run-c", "at": "2026-12-06T07:30:00Z"}}, (outcome, detail)
+    assert "gave back" not in detail
+
+
+@pytest.mark.parametrize("annotations", [{reserve.ANNOTATION: "[" * 100000}, "not-a-mapping"])
+def test_an_odd_reserve_lease_does_not_keep_the_nodes_record(annotations):
+    # a reserve Lease another controller or a person left odd (JSON too deep to parse, annotations not a mapping):
+    # the release still removes this run's record; the reserve is reported as not given back
+    api = _api()
+    ctx = _ctx(api, "node-a", A, "run-a")
+    begun = machine.begin(ctx)
+    assert begun["outcome"] is None
+    api.leases[LEASE]["metadata"]["annotations"] = annotations
+    ended = machine.end(ctx, begun["state"], {"status": "ok", "roles": [CONTAINERD], "msg": ""})
+    assert record.ANNOTATION not in api.notes("node-a"), ended["lines"]
+    with pytest.raises(reserve.MalformedReserves):
+        reserve.parse(api.leases[LEASE])

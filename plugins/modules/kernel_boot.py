@@ -42,12 +42,16 @@ description:
     and a kernel that panics would boot again and again.
   - V(once) boots only a kernel that is installed - the package manager says so (dpkg C(ii); rpm) and its kernel and
     initramfs are in C(/boot).
-  - V(disarm) - after an upgrade stopped between V(once) and V(confirm) (the run killed, the node lost; the
-    C(nodefix.k8s.rollout) action runs it when its record on the Node says so) - puts GRUB's saved default on the
-    RUNNING kernel (on a node that booted the new kernel meanwhile, that one - the node keeps what it runs), clears a
+  - V(disarm) - after an upgrade stopped between V(once) and V(confirm) (the run killed, the node lost, V(confirm)
+    failed; the C(nodefix.k8s.rollout) action runs it when its record on the Node says so) - on a node running
+    another kernel (the armed one never booted) puts GRUB's saved default on the RUNNING kernel, clears a
     C(next_entry) left and the record's C(pending) boot; the kernel is not recorded as failed (it may never have been
-    tried). O(release) is the kernel the stopped upgrade armed (said in the result, C(pending) names what the record
-    held).
+    tried). On a node that runs the armed kernel, never confirmed, that kernel is never made the default (V(confirm)
+    keeps a kernel only when it booted and is healthy): the saved default is put on the PREVIOUS kernel (the record's
+    C(pending.previous), else a saved default naming another kernel), the armed kernel is recorded as not kept
+    (failed, C(unconfirmed)), and RV(held) says why a person decides; when the previous kernel cannot be told,
+    nothing is changed (GRUB's default stays as it is, the record keeps C(pending)) and RV(held) says so.
+    O(release) is the kernel the stopped upgrade armed (the record's C(pending) one first).
   - V(query) reads the entries, C(grubenv) and the record.
   - Debian and Ubuntu nodes (GRUB 2 with C(update-grub), C(grub-reboot), C(grub-set-default)).
   - EL 8+ and Fedora nodes, whose kernels are Boot Loader Specification entries (C(/boot/loader/entries/<id>.conf),
@@ -186,6 +190,15 @@ pending:
     when there was none.
   returned: state is disarm
   type: dict
+unconfirmed:
+  description: For V(disarm), whether the node runs the armed kernel and it was never confirmed (it is not kept).
+  returned: state is disarm
+  type: bool
+held:
+  description: For V(disarm), why a person decides - the armed kernel runs unconfirmed (not kept, GRUB's default back
+    on the previous kernel) or the previous kernel could not be told (nothing changed); empty otherwise.
+  returned: state is disarm
+  type: str
 record:
   description: The record of kernels booted and failed (C(/var/lib/nodefix-k8s/kernel-boot.json)).
   returned: always
@@ -396,15 +409,28 @@ def _keep(module, runner, root, st, keep):
 
 
 def _disarm(module, runner, root, p, st, result):
-    """An unconfirmed ``once`` undone (``plan_disarm``): the running kernel the saved default, ``next_entry`` and the
-    record's ``pending`` cleared."""
-    plan = kernel_boot_lib.plan_disarm(st)
+    """An unconfirmed ``once`` undone (``plan_disarm``): the saved default on the running kernel - or, when the node
+    runs the armed kernel unconfirmed, on the previous one with the armed kernel recorded as not kept (``held``) -
+    ``next_entry`` and the record's ``pending`` cleared. The previous kernel not known: nothing changed (``held``)."""
+    plan = kernel_boot_lib.plan_disarm(st, p["release"])
+    result.update(unconfirmed=bool(plan["unconfirmed"]), held=plan["held"])
+    if plan["held"]:
+        module.warn(plan["held"])
+    if plan["unconfirmed"] and plan["fallback"] is None:  # fail closed: nothing is changed
+        result.update(changed=False, disarmed=False, pending=plan["pending"])
+        return
     record = dict(st["record"], pending=None)
+    if plan["not_kept"]:
+        release = plan["unconfirmed"]
+        failed = st["record"]["failed"].get(release)
+        if not failed or any(failed.get(k) != v for k, v in plan["not_kept"].items()):
+            failed = dict(plan["not_kept"], at=kernel_boot_lib.stamp())
+        record["failed"] = dict(st["record"]["failed"], **{release: failed})
     result.update(changed=plan["changed"], disarmed=plan["changed"], pending=plan["pending"], default=plan["fallback"],
                   next_entry="", record=record)
-    if plan["pending"]:
-        old = _json(st["record"])
-        result["diff"] = [file_diff(kernel_boot_record.RECORD, old, _json(record))]
+    write = record != st["record"]
+    if write:
+        result["diff"] = [file_diff(kernel_boot_record.RECORD, _json(st["record"]), _json(record))]
     if module.check_mode or not plan["changed"]:
         if module.check_mode:
             result.update(default=st["grubenv"].get("saved_entry"), next_entry=st["grubenv"].get("next_entry", ""),
@@ -415,7 +441,7 @@ def _disarm(module, runner, root, p, st, result):
         grub.set_default(plan["set_default"])
     if plan["unset_next"]:
         grub.unset_next()
-    if plan["pending"]:
+    if write:
         _write(module, root, kernel_boot_record.RECORD, _json(record))
 
 

@@ -398,21 +398,73 @@ def plan_prepare(st, panic_seconds):
     }
 
 
-def plan_disarm(st):
+def _previous_entry(st, armed, pending):
+    """(path, "") of the kernel that was GRUB's default before ``armed`` was armed - the record's pending boot's
+    ``previous`` (the kernel ``once`` ran on), else GRUB's saved default when it names another kernel's entry (``once``
+    put it there) - or (None, why) when it cannot be told."""
+    previous = (pending or {}).get("previous")
+    if previous and previous != armed:
+        entry = entry_for(st["entries"], previous)
+        if entry is None:
+            return None, "the previous kernel %s has no GRUB entry in %s" % (previous, st["source"])
+        return entry["path"], ""
+    saved = st["grubenv"].get("saved_entry")
+    for entry in st["entries"]:
+        if saved and saved in (entry["path"], entry.get("id")) and entry["release"] not in (None, armed) \
+                and not entry["recovery"]:
+            return entry["path"], ""
+    return None, ("neither the record's pending boot nor GRUB's saved default (%s) names the kernel that was the "
+                  "default before it was armed" % (saved or "none"))
+
+
+def plan_disarm(st, release=None):
     """What ``disarm`` changes - after a kernel upgrade stopped between arming its one-time boot (``once``) and its
-    confirmation (the run killed, the node lost): {fallback, set_default, unset_next, pending, changed}. GRUB's saved
-    default is put on the RUNNING kernel (``fallback``; ``set_default`` when it is not the saved one already - on a
-    node that booted the new kernel meanwhile, that kernel: the node keeps what it runs), a ``next_entry`` left is
-    cleared (``unset_next``) and the record's ``pending`` boot cleared (``pending``: what it was). NodefixError when no
-    entry boots the running kernel (nothing is changed then)."""
-    fallback = _entry_path(st["entries"], st["running_release"], "the running kernel: GRUB's default cannot be put "
-                           "back on it", st["source"])
+    confirmation (the run killed, the node lost, ``confirm`` failed): {fallback, set_default, unset_next, pending,
+    unconfirmed, not_kept, held, changed}. The armed kernel is the record's ``pending`` one (else ``release``).
+
+    - the node runs another kernel (the armed one never booted): GRUB's saved default is put on the RUNNING kernel
+      (``fallback``; ``set_default`` when it is not the saved one already), a ``next_entry`` left is cleared
+      (``unset_next``), the record's ``pending`` boot cleared (``pending``: what it was); the armed kernel is not
+      recorded as failed (it may never have been tried);
+    - the node runs the armed kernel, never confirmed (``unconfirmed``: its release): it booted but its health was
+      never checked, so it is never made the default (``confirm`` keeps a kernel only when it booted AND is healthy):
+      the saved default is put on the PREVIOUS kernel (``_previous_entry``), the armed one recorded as not kept
+      (``not_kept``: the record's ``failed`` entry, as ``confirm`` records a kernel that failed) and ``held`` says why
+      a person decides. When the previous kernel cannot be told, nothing is changed (fail closed: GRUB's default is
+      not touched, the record keeps ``pending``) and ``held`` says so.
+
+    NodefixError when no entry boots the running kernel in the first case (nothing is changed then)."""
     env = st["grubenv"]
-    pending = (st["record"] or {}).get("pending")
-    set_default = fallback if env.get("saved_entry") != fallback else None
+    record = st["record"] or {}
+    pending = record.get("pending")
+    armed = (pending or {}).get("release") or release
+    running = st["running_release"]
     unset_next = bool(env.get("next_entry"))
+    if armed and running == armed and armed not in (record.get("booted") or {}):
+        fallback, why = _previous_entry(st, armed, pending)
+        plan = {"fallback": fallback, "unset_next": unset_next, "pending": pending, "unconfirmed": armed,
+                "not_kept": None, "set_default": None, "changed": False}
+        if fallback is None:
+            plan["held"] = ("kernel %s booted but was never confirmed healthy, and %s: GRUB's default was left as it is "
+                            "(%s) - a person chooses the kernel to keep (nodefix.k8s.kernel_boot state=confirm, or "
+                            "grub-set-default by hand)" % (armed, why, env.get("saved_entry") or "none"))
+            return plan
+        plan.update(
+            set_default=fallback if env.get("saved_entry") != fallback else None,
+            not_kept={"came_back_on": running, "unconfirmed": True,
+                      "unhealthy": ["booted, but its health was never confirmed: the upgrade stopped before "
+                                    "kernel_boot state=confirm"]},
+            held=("kernel %s booted but was never confirmed healthy: not kept (recorded as failed in %s), GRUB's "
+                  "default is back on the previous kernel (%s) - the node runs %s until its next reboot; a person "
+                  "checks it and reboots it onto the previous kernel, or keeps %s by hand (kernel_boot state=confirm)"
+                  % (armed, RECORD, fallback, armed, armed)),
+            changed=True)
+        return plan
+    fallback = _entry_path(st["entries"], running, "the running kernel: GRUB's default cannot be put back on it",
+                           st["source"])
+    set_default = fallback if env.get("saved_entry") != fallback else None
     return {"fallback": fallback, "set_default": set_default, "unset_next": unset_next, "pending": pending,
-            "changed": bool(set_default or unset_next or pending)}
+            "unconfirmed": None, "not_kept": None, "held": "", "changed": bool(set_default or unset_next or pending)}
 
 
 # a kernel release as uname -r prints it: no path separators, no spaces, no shell words

@@ -12,7 +12,9 @@ kernel path's recheck right before the install: ``gates.renew_for_reboot``), and
 - ``settle`` (the after half's step ``kernel_boot``): the kernel role confirmed the boot (``remediation.kernel_confirmed``)
   - the field is removed; else the boot is disarmed on the node (``ctx.kernel_disarm``: ``kernel_boot state=disarm``,
   GRUB's default back on the running kernel, ``next_entry`` and the node's pending boot cleared) - the machine's
-  ``always`` for a fix phase that failed after arming;
+  ``always`` for a fix phase that failed after arming. A node that runs the armed kernel, never confirmed, does not
+  keep it: GRUB's default goes back on the previous kernel, the kernel is recorded as not kept, and the node ends
+  ``held`` (the disarm's ``held`` says why; the previous kernel not known: nothing is changed and the field stays);
 - ``trace`` (the before half's step ``kernel_boot``): a run finds the field its dead predecessor left (carried by the
   claim: ``ledger.claim``), disarms, and reports it - the rollout ends ``held`` at best, never clean (``ends_held``);
 - a disarm that could not be made keeps the field, and the record with it (``after.release``), for the next run."""
@@ -52,8 +54,15 @@ def _disarm(ctx, state, ledger, pending, what):
         state["kernel_armed"] = ("%s; its one-time boot could not be disarmed: %s - the record on the Node keeps %s, "
                                  "the next run disarms it" % (what, error, PENDING))
         return Outcome.FAILED, state["kernel_armed"]
-    ledger.note(**{PENDING: None})
     out = out or {}
+    if out.get("held"):
+        # the node runs the armed kernel, never confirmed: not kept, GRUB's default back on the previous kernel - or,
+        # that kernel not known, nothing changed on the node (the field and the record kept: every run holds again)
+        if out.get("disarmed"):
+            ledger.note(**{PENDING: None})
+        state["kernel_trace"] = "%s: %s" % (what, out["held"])
+        return Outcome.HELD, state["kernel_trace"]
+    ledger.note(**{PENDING: None})
     state["kernel_trace"] = "%s: disarmed - GRUB's default is the running kernel %s%s" % (
         what, out.get("running_release") or "?", ", the one-time boot cleared" if out.get("disarmed")
         else " (nothing was left armed)")
@@ -69,7 +78,7 @@ def trace(ctx, state, ledger):
     what = ("run %s's kernel upgrade stopped between arming kernel %s's one-time boot and its confirmation (the record's "
             "%s since %s)" % (pending.get("run"), pending["release"], PENDING, pending.get("at", "?")))
     outcome, said = _disarm(ctx, state, ledger, pending, what)
-    if outcome == Outcome.FAILED:
+    if outcome in (Outcome.FAILED, Outcome.HELD):  # (HELD: the armed kernel runs unconfirmed - a person decides)
         raise Stop(Outcome.HELD, "held: %s; nothing was drained, restarted or rebooted" % said)
     return outcome, said
 

@@ -4,7 +4,8 @@
 Node says it (``kernelPending``, written in the same write as the kernel path's recheck renewal, before the install);
 the end half removes it once the kernel role confirmed the boot, or disarms the boot (the machine's ``always``); a
 run that finds it left by a dead run disarms it (``kernel_boot state=disarm``, GRUB's default back on the running
-kernel) and ends ``held`` - never clean; a disarm that cannot be made keeps the record for the next run. Every kill
+kernel - or, when the node runs the armed kernel unconfirmed, on the previous one, the kernel not kept) and ends
+``held`` - never clean; a disarm that cannot be made keeps the record for the next run. Every kill
 point of a kernel upgrade's rollout is a test."""
 
 import json
@@ -28,16 +29,27 @@ SECOND = {"host": "controller", "pid": 200, "boot": "boot-c"}
 
 
 class Node(object):
-    """The node side of the disarm (``kernel_boot state=disarm``): what it was asked, and its answer or error."""
+    """A double of the node side of the disarm (``kernel_boot state=disarm``): what it was asked, and its answer (the
+    module's RETURN keys: running_release, disarmed, unconfirmed, held) or error. ``running=NEW``: the node booted the
+    armed kernel and it was never confirmed - the module puts GRUB's default on the previous kernel and answers
+    ``held`` (``previous=False``: it could not tell the previous kernel, changed nothing: disarmed false)."""
 
-    def __init__(self, error=None, running="6.1.0-50-amd64"):
-        self.asked, self.error, self.running = [], error, running
+    def __init__(self, error=None, running="6.1.0-50-amd64", previous=True):
+        self.asked, self.error, self.running, self.previous = [], error, running, previous
 
     def disarm(self, release):
         self.asked.append(release)
         if self.error:
             raise NodefixError(self.error)
-        return {"running_release": self.running, "disarmed": True, "changed": True}
+        if self.running != release:
+            return {"running_release": self.running, "disarmed": True, "changed": True, "unconfirmed": False,
+                    "held": ""}
+        held = ("kernel %s booted but was never confirmed healthy: not kept (recorded as failed), GRUB's default is "
+                "back on the previous kernel" % release) if self.previous else (
+                    "kernel %s booted but was never confirmed healthy, and the previous kernel is not known: GRUB's "
+                    "default was left as it is" % release)
+        return {"running_release": self.running, "disarmed": self.previous, "changed": self.previous,
+                "unconfirmed": True, "held": held}
 
 
 def _api():
@@ -145,6 +157,37 @@ def test_a_held_node_keeps_an_unconfirmed_kernel_boot_in_its_record_and_says_so(
     begun = machine.begin(_ctx(api, here=SECOND, run_id="run-2", disarm=Node()))
     assert begun["outcome"] == Outcome.HELD and "left untouched until a person clears the hold" in begun["detail"]
     assert "one-time boot may still be armed" in begun["detail"] and _pending(api)["release"] == NEW
+
+
+def test_a_kernel_that_booted_but_was_never_confirmed_is_not_kept_and_the_node_ends_held():
+    # the node rebooted into the armed kernel, but upgrade_confirm did not confirm it (it failed): the end half's
+    # disarm puts GRUB's default back on the previous kernel and the kernel is recorded as not kept - held, never clean
+    api, side = _api(), Node(running=NEW)
+    _first, _again, ended = _kernel_rollout(api, side, confirmed=False)
+    step = [s for s in ended["steps"] if s["name"] == "kernel_boot"][0]
+    assert side.asked == [NEW] and step["outcome"] == Outcome.HELD, ended["lines"]
+    assert "booted but was never confirmed healthy: not kept" in step["detail"]
+    # never clean: the node stays cordoned with nodefix.k8s/held naming the unconfirmed kernel (a person decides)
+    assert ended["outcome"] == Outcome.NOT_VERIFIED and record.ANNOTATION not in api.notes(), ended["lines"]
+    assert api.cordoned() and "never confirmed healthy" in json.loads(api.notes()[cordon.HELD])["reason"]
+
+
+def test_a_dead_run_s_kernel_that_booted_unconfirmed_holds_the_next_run_before_anything_is_drained():
+    api = _api()
+    ctx = _ctx(api, disarm=Node())
+    machine.recheck(ctx, machine.begin(ctx)["state"], kernel_release=NEW)     # then killed; the node rebooted into NEW
+    side = Node(running=NEW)
+    begun = machine.begin(_ctx(api, here=SECOND, run_id="run-2", disarm=side))
+    assert side.asked == [NEW] and begun["outcome"] == Outcome.HELD, begun["lines"]
+    assert "never confirmed healthy: not kept" in begun["detail"] and "nothing was drained" in begun["detail"]
+    assert "drain" not in [w[0] for w in api.writes[-3:]]
+    # the previous kernel not known: the node changed nothing, the record keeps kernelPending - every run holds again
+    api = _api()
+    ctx = _ctx(api, disarm=Node())
+    machine.recheck(ctx, machine.begin(ctx)["state"], kernel_release=NEW)
+    begun = machine.begin(_ctx(api, here=SECOND, run_id="run-2", disarm=Node(running=NEW, previous=False)))
+    assert begun["outcome"] == Outcome.HELD and "GRUB's default was left as it is" in begun["detail"], begun["lines"]
+    assert _pending(api)["release"] == NEW
 
 
 @pytest.mark.parametrize("text", [json.dumps({"release": NEW}), json.dumps("6.12"),

@@ -327,14 +327,54 @@ def test_disarm_clears_an_unconfirmed_one_time_boot_and_keeps_the_running_kernel
     assert '"pending": null' in result["diff"][0]["after"]
 
 
-def test_disarm_on_a_node_that_booted_the_new_kernel_meanwhile_keeps_what_it_runs(run_module, make_tree):
-    # someone rebooted the node after `once`: it runs the new kernel, GRUB's saved default is still the old one
-    env = "# GRUB Environment Block\nsaved_entry=%s\n" % OLD_PATH
+@pytest.mark.parametrize("saved", [OLD_PATH, NEW_PATH], ids=["saved-default-old", "saved-default-new"])
+def test_disarm_on_a_node_that_booted_the_new_kernel_unconfirmed_never_keeps_it(run_module, make_tree, saved):
+    # the node rebooted into the armed kernel and `confirm` never ran (the run died, or confirm failed): that kernel's
+    # health was never checked - GRUB's default is the PREVIOUS kernel (the record's pending.previous), the new one is
+    # recorded as not kept (the reboot detector and `once` see it), and `held` says why a person decides
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % saved
     root = node(make_tree, running=NEW, grubenv=env, extra={kernel_boot_record.RECORD: _pending()})
+    commands = [{"argv": [BINS["grub-set-default"], OLD_PATH], "rc": 0}] if saved == NEW_PATH else []
     result, failed, table = run_module(kernel_boot, {"root": root, "state": "disarm", "release": NEW},
-                                       commands=[{"argv": [BINS["grub-set-default"], NEW_PATH], "rc": 0}], bins=BINS)
-    assert not failed and result["disarmed"] and result["default"] == NEW_PATH and table.expected == []
-    assert _record(root)["pending"] is None
+                                       commands=commands, bins=BINS)
+    assert not failed and result["disarmed"] and result["unconfirmed"], result
+    assert result["default"] == OLD_PATH and table.expected == [], result
+    assert "never confirmed healthy: not kept" in result["held"]
+    record = _record(root)
+    assert record["pending"] is None and record["failed"][NEW]["unconfirmed"] is True
+    assert record["failed"][NEW]["came_back_on"] == NEW and NEW not in record["booted"]
+
+
+def test_disarm_of_an_unconfirmed_kernel_whose_previous_cannot_be_told_changes_nothing_and_holds(run_module, make_tree):
+    # fail closed: no pending.previous, and GRUB's saved default names the new kernel itself - nothing says which
+    # kernel was the default before the arm, so GRUB's default and the record are left as they are
+    env = "# GRUB Environment Block\nsaved_entry=%s\n" % NEW_PATH
+    text = json.dumps({"booted": {}, "failed": {}, "pending": {"release": NEW, "at": "2026-12-06T07:00:00Z"}})
+    root = node(make_tree, running=NEW, grubenv=env, extra={kernel_boot_record.RECORD: text})
+    result, failed, table = run_module(kernel_boot, {"root": root, "state": "disarm", "release": NEW},
+                                       commands=[], bins=BINS)
+    assert not failed and not result["changed"] and not result["disarmed"] and table.calls == [], result
+    assert "GRUB's default was left as it is" in result["held"] and result["default"] == NEW_PATH
+    assert _record(root)["pending"]["release"] == NEW
+
+
+def test_plan_disarm_never_puts_the_default_on_an_unconfirmed_running_kernel():
+    # the plan alone (the review's reproducer): the armed kernel running, the record's pending boot not confirmed
+    entries = kernel_boot_lib.parse_grub_cfg(grub_cfg())
+    st = {"entries": entries, "running_release": NEW, "source": kernel_boot_lib.GRUB_CFG,
+          "grubenv": {"saved_entry": OLD_PATH},
+          "record": {"booted": {}, "failed": {}, "pending": {"release": NEW, "previous": OLD, "at": "x"}}}
+    plan = kernel_boot_lib.plan_disarm(st)
+    assert plan["fallback"] == OLD_PATH and plan["set_default"] is None and plan["unconfirmed"] == NEW, plan
+    # the previous kernel from GRUB's saved default when the record does not name it; none at all: nothing to set
+    st["record"]["pending"] = {"release": NEW}
+    assert kernel_boot_lib.plan_disarm(st)["fallback"] == OLD_PATH
+    st["grubenv"] = {"saved_entry": NEW_PATH}
+    plan = kernel_boot_lib.plan_disarm(st)
+    assert plan["fallback"] is None and plan["set_default"] is None and not plan["changed"] and plan["held"]
+    # a kernel confirmed (kept) before is the node's own: disarm leaves it the default
+    st["record"] = {"booted": {NEW: {"at": "x"}}, "failed": {}, "pending": None}
+    assert kernel_boot_lib.plan_disarm(st, NEW)["fallback"] == NEW_PATH
 
 
 def test_disarm_with_nothing_armed_changes_nothing_and_in_check_mode_writes_nothing(run_module, make_tree):

@@ -247,7 +247,7 @@ class ActionModule(ActionBase):
         try:
             return self._phase(args, ctx)
         finally:
-            if args["observed_dir"]:
+            if args["observed_dir"] and not check:      # check mode writes nothing (not even what it saw)
                 observed.LockObservations(args["observed_dir"]).save(ctx.lock_observed)
 
     @staticmethod

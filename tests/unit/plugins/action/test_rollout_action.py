@@ -17,6 +17,7 @@ import pytest
 from ansible_collections.nodefix.k8s.plugins.action import rollout as rollout_action
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import rollout_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import cordon
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import observed as observed_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import machine
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.outcome import Outcome
@@ -150,10 +151,13 @@ def test_a_whole_rollout_of_a_worker_begin_fix_end(double, api, tmp_path):  # no
 def test_check_mode_writes_nothing_and_shows_the_same_steps(double, api, tmp_path):  # noqa: F811
     before = api.get_node("node-a")
     node = Node()
-    first, printed = run(begin_args(double, tmp_path), node, check_mode=True)
+    observed = tmp_path / "observed"
+    first, printed = run(begin_args(double, tmp_path, observed_dir=str(observed)), node, check_mode=True)
     assert first["outcome"] is None and first["failed"] is False and first["changed"] is True, first
-    second, _p = run(end_args(double, first), node, check_mode=True)
+    second, _p = run(end_args(double, first, observed_dir=str(observed)), node, check_mode=True)
     assert second["outcome"] == Outcome.OK, second
+    # not even what the dry run saw of the lock slots (it would shorten a later real run's wait before a takeover)
+    assert not (observed / observed_lib.LockObservations.NAME).exists()
     # nothing written: the Node as it was (its resourceVersion too), no Event, no Lease, no evidence file, no pod gone
     assert api.get_node("node-a") == before and events(api, "node-a") == [] and leases(api) == []
     assert not (tmp_path / "evidence").exists() and node.calls == []
@@ -162,8 +166,9 @@ def test_check_mode_writes_nothing_and_shows_the_same_steps(double, api, tmp_pat
     would = dict((s["name"], s["detail"]) for s in first["steps"] + second["steps"] if s["outcome"] == "would")
     assert "would evict default/web-1" in would["drain"] and would["cordon"] == "would cordon node-a"
     # the same step names as the real run (node-b, a node alike)
-    real, _p = run(begin_args(double, tmp_path, "node-b"), Node(), host="node-b")
-    real_end, _p = run(end_args(double, real, "node-b"), Node(), host="node-b")
+    real, _p = run(begin_args(double, tmp_path, "node-b", observed_dir=str(observed)), Node(), host="node-b")
+    real_end, _p = run(end_args(double, real, "node-b", observed_dir=str(observed)), Node(), host="node-b")
+    assert (observed / observed_lib.LockObservations.NAME).exists()     # a real run keeps them
     assert [s["name"] for s in first["steps"]] == [s["name"] for s in real["steps"]]
     assert [s["name"] for s in second["steps"]] == [s["name"] for s in real_end["steps"]]
 

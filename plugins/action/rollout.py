@@ -184,8 +184,11 @@ class ActionModule(ActionBase):
         if args["observed_dir"]:
             work["observe"] = observed.Observations(args["observed_dir"], node, record.controller()["boot"],
                                                     time.monotonic, record.fingerprint)
-            # what this controller saw of the lock slots, carried across steps, halves, nodes and runs (saved by _drive)
-            work["lock_observed"] = observed.LockObservations(args["observed_dir"]).load()
+            # what this controller saw of the lock slots, carried across steps, halves, nodes and runs (saved by _drive),
+            # on its monotonic clock: the sights of another boot are dropped
+            boot = record.controller()["boot"]
+            work["lock_observed"] = observed.LockObservations(args["observed_dir"]).load(boot)
+            work["lock_time"] = lambda: (time.monotonic(), boot)
         if api is not None:
             work["events"] = lambda phase, state: self._events(args, node, api, phase, state)
             # an unconfirmed kernel boot (the record's kernelPending) put back on the running kernel, on the node

@@ -57,7 +57,9 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import redact, redact_text
+from ansible_collections.nodefix.k8s.plugins.module_utils._reboot.gate import KEPT
 
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 # RKE2 labels its etcd nodes (etcd-only ones included) node-role.kubernetes.io/etcd=true
@@ -359,7 +361,10 @@ def reclaim(lock, node_obj, member_back=None, dry_run=False, not_back=False):
     released, kept}. The caller calls it only when this run will not disrupt the node (no reboot
     pending or in progress). ``member_back``: (ok, why) of its etcd member, for the control plane's
     lock (None: not asked). A node that is not Ready - it went down and is not back - keeps its slot; so does one
-    whose reboot path says it went down and is not back in service (``not_back``: the node is not read)."""
+    whose reboot path says it went down and is not back in service (``not_back``: the node is not read). A slot
+    kept is marked so on its Lease (``gate.KEPT``, the reason): no other node takes it over when its TTL runs out -
+    only this holder's own next run (here, once the node is back) or a person (``kubectl delete lease``) gives it
+    back."""
     held = [h for h in lock.holders() if h["holder"] == lock.holder]
     if not held:
         return {"slot": None, "since": None, "released": None, "kept": None}
@@ -376,6 +381,14 @@ def reclaim(lock, node_obj, member_back=None, dry_run=False, not_back=False):
         out["kept"] = "%s keeps %s (held since %s): %s" % (lock.holder, slot, since, member_back[1])
     else:
         out["released"] = lock.release(dry_run=dry_run, slot=slot)
+        return out
+    # kept on purpose: the Lease says so (gate.KEPT), and no other node takes it over by the TTL
+    try:
+        marked = lock.keep(slot, out["kept"], dry_run=dry_run)
+    except NodefixError as exc:
+        marked, out["kept"] = True, "%s (its Lease could not be marked %s: %s)" % (out["kept"], KEPT, exc)
+    if not marked:
+        out["kept"] += " (its Lease could not be marked %s: it changed meanwhile)" % KEPT
     return out
 
 

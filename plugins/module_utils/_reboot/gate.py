@@ -50,6 +50,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import cli
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index: Python's weekday()
 MANAGED_BY = "nodefix.k8s"
 _SEEN_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# a slot kept on purpose (``_reboot.control_plane.reclaim``: its node went down and is not back, or its etcd member is
+# not back): why, on the Lease - such a slot never expires by time, only its holder's own run or a person gives it back
+KEPT = "nodefix.k8s/kept"
 
 # kured's day spellings (pkg/timewindow/days.go): two letters, three letters, the full name, any
 # case; or a number 0-6, Sunday first (Go's time.Weekday).
@@ -296,9 +299,12 @@ class LeaseLock(object):
     Lease's ``leaseDurationSeconds`` on this controller's own clock. ``renewTime`` was written by
     another controller's clock and is never compared with this one's. ``observed`` carries what
     was seen before (``{slot: {key, seen}}``, kept by the caller across runs); a Lease first seen
-    now is not expired now, whatever its ``renewTime`` says."""
+    now is not expired now, whatever its ``renewTime`` says. ``mono()``: (seconds, boot id) of this
+    controller's monotonic clock - given, ``observed`` keeps ``{key, mono, boot}`` and a sight from
+    another boot (or a clock that went back) is a first sight again, so a step of the wall clock ages
+    nothing; unset, ``seen`` on ``now``. A Lease marked ``KEPT`` never expires (``keep``)."""
 
-    def __init__(self, api, namespace, name, slots, holder, ttl=0, now=None, observed=None):
+    def __init__(self, api, namespace, name, slots, holder, ttl=0, now=None, observed=None, mono=None):
         if slots < 1:
             raise NodefixError("max_concurrent must be at least 1 (got %d)" % slots)
         self.api = api
@@ -309,6 +315,7 @@ class LeaseLock(object):
         self.ttl = ttl
         self.now = now or (lambda: datetime.datetime.now(datetime.timezone.utc))
         self.observed = observed if observed is not None else {}
+        self.mono = mono
         self.taken_over = None
 
     def slot_names(self):
@@ -327,16 +334,47 @@ class LeaseLock(object):
             duration = int(spec.get("leaseDurationSeconds") or 0)
         except (TypeError, ValueError):
             duration = 0
-        if duration <= 0:
+        if duration <= 0 or ((lease.get("metadata") or {}).get("annotations") or {}).get(KEPT):
             return False
         slot = (lease.get("metadata") or {}).get("name")
-        now = self.now()
         key = self._key(lease)
+        if self.mono is not None:
+            return self._expired_mono(lease, slot, key, duration)
+        now = self.now()
         since = self._seen_since(self.observed.get(slot), key)
         if since is None:  # first seen in this state now (or what was kept is unreadable)
             self.observed[slot] = {"key": key, "seen": now.strftime(_SEEN_FORMAT)}
             return False
         return now >= since + datetime.timedelta(seconds=duration) and self._holder_back(lease)
+
+    def _expired_mono(self, lease, slot, key, duration):
+        """``expired`` on the monotonic clock: seen in state ``key`` since ``mono`` of this same boot."""
+        at, boot = self.mono()
+        seen = self.observed.get(slot)
+        since = seen.get("mono") if isinstance(seen, dict) and seen.get("key") == key and seen.get("boot") == boot \
+            else None
+        if isinstance(since, bool) or not isinstance(since, (int, float)) or since > at:
+            self.observed[slot] = {"key": key, "mono": at, "boot": boot}
+            return False
+        return at - since >= duration and self._holder_back(lease)
+
+    def keep(self, slot, why, dry_run=False):
+        """Mark ``slot``, held by this holder, kept on purpose (``KEPT``: why): it never expires by time from now on -
+        only this holder's own run (``release``) or a person (``kubectl delete lease``) gives it back. True when the
+        Lease says so (written now, or already); False when it is not this holder's or the write lost a race."""
+        lease = self.api.get_lease(self.namespace, slot)
+        spec = (lease or {}).get("spec") or {}
+        if not lease or spec.get("holderIdentity") != self.holder:
+            return False
+        meta = dict(lease.get("metadata") or {})
+        notes = dict(meta.get("annotations") or {})
+        why = (why or "kept")[:1000]
+        if notes.get(KEPT) == why or dry_run:
+            return True
+        notes[KEPT] = why
+        meta["annotations"] = notes
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
+        return bool(self.api.replace_lease(self.namespace, slot, body))
 
     def _holder_back(self, lease):
         """Whether the node holding an expired slot is back (Ready): a node that went down and is not back keeps

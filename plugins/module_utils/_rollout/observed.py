@@ -97,19 +97,22 @@ def write_private(directory, path, entry):
 
 class LockObservations(object):
     """What this controller saw of the lock slots' Leases (``_reboot.gate.LeaseLock``'s ``observed``: {lock id:
-    {slot: {key, seen}}}, ``seen`` on this controller's clock), kept in ``directory``/@locks.json between the machine's
-    steps, halves, nodes and runs (``load`` -> the mapping, {} when there is none or it is not to be trusted;
-    ``save(mapping)``). A slot whose holder stopped renewing it is taken over only once this controller has seen it
-    unchanged for its TTL: observations begun from scratch at every step or run would never get there."""
+    {slot: {key, mono, boot}}}, ``mono`` on this controller's monotonic clock of boot ``boot``), kept in
+    ``directory``/@locks.json between the machine's steps, halves, nodes and runs (``load(boot)`` -> the mapping without
+    the sights of another boot, {} when there is none or it is not to be trusted; ``save(mapping)``). A slot whose
+    holder stopped renewing it is taken over only once this controller has seen it unchanged for its TTL: observations
+    begun from scratch at every step or run would never get there; a step of the wall clock ages none of them."""
 
     NAME = "@locks.json"        # ("@": never a node's file, whose name keeps only [A-Za-z0-9._-])
 
     def __init__(self, directory):
         self.directory, self.path = directory, os.path.join(directory, self.NAME)
 
-    def load(self):
+    def load(self, boot):
         seen = read_private(self.directory, self.path) or {}
-        return dict((k, v) for k, v in seen.items() if isinstance(v, dict))
+        return dict((k, dict((slot, sight) for slot, sight in v.items()
+                             if isinstance(sight, dict) and sight.get("boot") == boot))
+                    for k, v in seen.items() if isinstance(v, dict))
 
     def save(self, seen):
         write_private(self.directory, self.path, seen)

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import datetime
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff
@@ -59,6 +60,7 @@ DEFAULTS = {
 # the roles whose restarts need a drained node under nodefix_require_drain
 RESTARTING_ROLES = ("nodefix.k8s.containerd", "nodefix.k8s.gvisor", "nodefix.k8s.kubelet")
 REBOOT_ROLE = "nodefix.k8s.reboot"
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def options(given):
@@ -130,6 +132,8 @@ class Context(object):
       step to step, half to half and node to node (the action keeps it in ``observed_dir``): a Lease first seen
       counts as live for a whole lease, so a lock re-observed from scratch at each step could never be taken over
       (unset: this context's own, empty);
+    - ``lock_time()``: (seconds, boot id) of this controller's monotonic clock, on which ``lock_observed`` is kept
+      (a sight of another boot is a first sight again; unset: ``clock()``'s seconds, one boot - the tests' clock);
     - ``kernel_disarm(release)``: ``kernel_boot state=disarm`` on the node (its result: running_release, disarmed),
       NodefixError when it failed or the node could not be reached - an unconfirmed kernel boot put back on the
       running kernel (``_rollout.machine.kernel``; unset: it cannot be disarmed, the node is held)."""
@@ -141,7 +145,7 @@ class Context(object):
         self.clock, self.sleep, self.check_mode = clock, sleep, check_mode
         self.options = options(given)
         unknown = set(work) - set(("evidence", "audit", "alerts", "events", "window", "after_step", "run_command",
-                                  "redact", "observe", "lock_observed", "kernel_disarm"))
+                                  "redact", "observe", "lock_observed", "lock_time", "kernel_disarm"))
         if unknown:
             raise NodefixError("unknown rollout callables: %s" % ", ".join(sorted(unknown)))
         self.evidence = work.get("evidence")
@@ -155,6 +159,7 @@ class Context(object):
         self.observe = work.get("observe")
         self.kernel_disarm = work.get("kernel_disarm")
         self.lock_observed = work.get("lock_observed") if work.get("lock_observed") is not None else {}
+        self.lock_time = work.get("lock_time") or (lambda: ((self.clock() - _EPOCH).total_seconds(), ""))
 
 
 def new_state(plan):

@@ -55,7 +55,8 @@ def locks(ctx):
         seen = ctx.lock_observed.get(key)
         if not isinstance(seen, dict):      # (what the caller kept may be anything: never trusted as a mapping)
             seen = ctx.lock_observed[key] = {}
-        out[key] = kind(ctx.api, o["lock_namespace"], name, slots, ctx.node, o["lock_ttl"], ctx.clock, observed=seen)
+        out[key] = kind(ctx.api, o["lock_namespace"], name, slots, ctx.node, o["lock_ttl"], ctx.clock, observed=seen,
+                        mono=ctx.lock_time)
     return out
 
 

@@ -35,7 +35,9 @@ description:
   - One control-plane node at a time fleet-wide - a C(coordination.k8s.io/v1) Lease C(<lock_name>-0) in
     O(lock_namespace) with the node as its C(holderIdentity), taken as the reboot lock's slots are
     (M(nodefix.k8s.reboot_gate)). O(state=release) gives it back only once the node's own etcd member is Ready again
-    (waiting up to O(wait) seconds); otherwise the slot is kept and RV(lock) C(kept) says why.
+    (waiting up to O(wait) seconds); otherwise the slot is kept and RV(lock) C(kept) says why - the Lease says it too
+    (annotation C(nodefix.k8s/kept)), and a kept slot is never taken over when its TTL runs out (only this node's
+    next release, or a person deleting the Lease, gives it back).
   - Runs on the controller (C(delegate_to=localhost)), normally through the nodefix.k8s.reboot role's
     C(control_plane) and C(control_plane_release) entry points.
 author:
@@ -254,6 +256,9 @@ class DryLock(object):
     def release(self, dry_run=True, slot=None):
         return self.lock.release(dry_run=True, slot=slot)
 
+    def keep(self, slot, why, dry_run=True):
+        return self.lock.keep(slot, why, dry_run=True)
+
 
 def release(p, api, lock, run_command, clock=time.time, sleep=time.sleep):
     """Give the slot back once the node's own etcd member is Ready, waiting up to ``wait`` seconds."""
@@ -273,6 +278,9 @@ def release(p, api, lock, run_command, clock=time.time, sleep=time.sleep):
             out["kept"] = ("%s keeps %s: %s after %d s - no other control-plane node is disrupted until it is; give "
                            "the slot back by hand once etcd is healthy (kubectl -n %s delete lease %s)"
                            % (p["node"], out["slot"], why, p["wait"], p["lock_namespace"], out["slot"]))
+            # kept on purpose: marked on the Lease (nodefix.k8s/kept), never taken over when its TTL runs out
+            if not lock.keep(out["slot"], out["kept"]):
+                out["kept"] += " (its Lease could not be marked %s: it changed meanwhile)" % reboot_gate_lib.KEPT
             return out
         sleep(min(p["poll"], max(deadline - clock(), 0)) or p["poll"])
 

@@ -153,7 +153,9 @@ options:
       - The nodefix.k8s.reboot role sets C(reboot_lock_ttl=7200) - more than a node's worst case from the gate to the
         release with the role's defaults (drain 600 s + reboot 900 s + power-cycle wait 900 s + settle 4 x 300 s =
         3600 s), doubled. A slot left by a run that died is given back sooner by the next run over that node
-        (O(state=reclaim)).
+        (O(state=reclaim)). A slot kept on purpose - O(state=reclaim) found its node not back - is marked on its
+        Lease (annotation C(nodefix.k8s/kept), the reason) and never expires: only that node's next run or a person
+        (C(kubectl delete lease)) gives it back.
     type: int
     default: 0
   lock_observations:

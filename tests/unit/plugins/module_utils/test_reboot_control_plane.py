@@ -3,6 +3,8 @@
 reclaim of a slot left by a dead run - over the in-memory Leases of test_reboot (409s as the API
 server answers them) and fake Nodes, etcd pods and /readyz/etcd answers in the API's shapes."""
 
+import datetime
+
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -156,6 +158,29 @@ def test_reclaim_gives_back_a_ready_nodes_slot_and_keeps_a_down_nodes():
     assert "nodefix-reboot-1" in api.leases
     # a node that holds nothing: nothing to say
     assert cp.reclaim(reboot["w-1"], api.get_node("w-1")) == {"slot": None, "since": None, "released": None, "kept": None}
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["kept", "control-unmarked"])
+def test_a_kept_slot_is_marked_on_its_lease_and_never_expires_even_once_its_holder_is_ready(marked):
+    # w-2 went down holding the slot: reclaim keeps it and marks the Lease; w-2 is Ready again later (Ready is not
+    # "back in service"), and w-3's lock, far past the TTL on its own clock, still does not take it over
+    api = three()
+    api.nodes["w-2"] = node("w-2", ready="False")
+    body = {"metadata": {"name": "nodefix-reboot-0"},
+            "spec": {"holderIdentity": "w-2", "acquireTime": "T0", "renewTime": "T0", "leaseDurationSeconds": 60}}
+    assert api.create_lease("kube-system", body)
+    if marked:
+        out = cp.reclaim(reboot_gate_lib.LeaseLock(api, "kube-system", "nodefix-reboot", 1, "w-2"), api.get_node("w-2"))
+        assert out["kept"] and "could not be marked" not in out["kept"]
+        assert api.leases["nodefix-reboot-0"]["metadata"]["annotations"][reboot_gate_lib.KEPT] == out["kept"]
+    api.nodes["w-2"] = node("w-2")
+    now = [datetime.datetime(2026, 12, 6, 7, 0, tzinfo=datetime.timezone.utc)]
+    other = reboot_gate_lib.LeaseLock(api, "kube-system", "nodefix-reboot", 1, "w-3", 60, now=lambda: now[0],
+                                      observed={})
+    assert other.acquire()[0] is None
+    now[0] += datetime.timedelta(hours=5)
+    taken = other.acquire()[0]
+    assert taken == (None if marked else "nodefix-reboot-0")      # the control: an unmarked Lease is taken over
 
 
 def test_the_control_planes_slot_comes_back_only_with_its_etcd_member_ready():

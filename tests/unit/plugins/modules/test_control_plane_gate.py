@@ -50,6 +50,8 @@ def test_release_keeps_the_slot_when_the_member_stays_not_ready():
     assert out["released"] is None and "nodefix-control-plane-0" in api.leases
     assert out["kept"].startswith("cp-1 keeps nodefix-control-plane-0: etcd member etcd-cp-1 on cp-1 is not Ready after 20 s")
     assert "kubectl -n kube-system delete lease nodefix-control-plane-0" in out["kept"]
+    # kept on purpose: the Lease says so, so no other control-plane node takes it over when its TTL runs out
+    assert api.leases["nodefix-control-plane-0"]["metadata"]["annotations"][reboot_gate_lib.KEPT] == out["kept"]
 
 
 class Module(object):

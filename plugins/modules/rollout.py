@@ -434,7 +434,9 @@ reboot_timeout_cover:
   description:
   - The longest reboot wait (a reboot path's C(reboot_timeout)) this run's claim, just renewed, covers -
     the reboot path's worst case (twice the timeout plus four times O(reboot_settle_timeout)) inside the lease
-    less its margin (O(lease)) and the fixes' own cover (O(fix_timeout)); C(0) when the reboot is held.
+    less its margin (O(lease)) and the fixes' own cover (O(fix_timeout)); C(0) when the reboot is held or the
+    claim covers none (the C(nodefix.k8s.mount_units) role holds any reboot at C(0); only an unset
+    C(mount_units_reboot_cover) means no claim bounds it).
   - A reboot path whose own timeout is longer holds its reboot - the C(nodefix.k8s.mount_units) role's
     C(mount_units_reboot_cover) - since it would outlive the claim and another run could take the node over
     mid-reboot.

@@ -125,11 +125,13 @@ def test_the_loop_shape_is_caught():
 def test_the_mount_unit_include_passes_the_cover_the_recheck_answered_never_reboot_timeout():
     given = _mount_units_vars()
     assert "mount_units_reboot_timeout" not in given and "reboot_timeout" not in given
-    assert given["mount_units_reboot_cover"] == "{{ _nodefix_recheck.reboot_timeout_cover | default(1) }}"
-    # a recheck that did not run answers no cover: 1 s, which holds any reboot
+    assert given["mount_units_reboot_cover"] == "{{ _nodefix_recheck.reboot_timeout_cover | default(0) }}"
+    # a recheck that did not run answers no cover: 0, which holds any reboot (the role's "covers no reboot")
     scope = _scope()
     scope["_nodefix_recheck"] = {"skipped": True}
-    assert int(_render(scope, "mount_units_reboot_cover")) == 1
+    assert int(_render(scope, "mount_units_reboot_cover")) == 0
+    # rendered into the role's decision, as the role sees it: held
+    assert _decide(900, _render(scope, "mount_units_reboot_cover"))[2]
 
 
 def _decide(timeout, cover, allowed=True):
@@ -149,7 +151,9 @@ def _decide(timeout, cover, allowed=True):
     (900, 900, True, True),         # the defaults: the claim covers the role's own wait
     (901, 900, True, False),        # one second longer than the claim covers: held
     (3600, 900, True, False),
-    (3600, 0, True, True),          # no claim bounds it (the role on its own)
+    (3600, None, True, True),       # null, the role's default: no claim bounds it (the role on its own)
+    (900, 0, True, False),          # 0: the claim covers no reboot - the rollout's answer for a held one - held
+    (1, 0, True, False),
     (900, 900, False, False),       # not drained: recommended, as before
 ])
 def test_the_mount_unit_reboot_is_held_when_its_wait_is_longer_than_the_claim_covers(timeout, cover, allowed, chosen):
@@ -160,6 +164,15 @@ def test_the_mount_unit_reboot_is_held_when_its_wait_is_longer_than_the_claim_co
     if held:
         assert got[2] == ("mount_units_reboot_timeout %d s is longer than the %d s the claim on the node covers "
                           "(mount_units_reboot_cover)" % (timeout, cover))
+
+
+def test_the_mount_unit_role_s_own_default_is_no_claim_and_the_spec_says_so():
+    defaults = _ansible_load(os.path.join(MOUNT_UNITS, "defaults", "main.yml"))
+    assert defaults["mount_units_reboot_cover"] is None
+    spec = _ansible_load(os.path.join(MOUNT_UNITS, "meta", "argument_specs.yml"))
+    option = spec["argument_specs"]["main"]["options"]["mount_units_reboot_cover"]
+    assert option["type"] == "int" and option.get("default") is None
+    assert _decide(3600, defaults["mount_units_reboot_cover"])[0] is True     # the role on its own: not bounded
 
 
 def test_the_recheck_answers_the_reboot_wait_its_renewed_claim_covers():

@@ -47,7 +47,7 @@ description:
     another kernel (the armed one never booted) puts GRUB's saved default on the RUNNING kernel, clears a
     C(next_entry) left and the record's C(pending) boot; the kernel is not recorded as failed (it may never have been
     tried). On a node that runs the armed kernel, never confirmed, that kernel is never made the default (V(confirm)
-    keeps a kernel only when it booted and is healthy): the saved default is put on the PREVIOUS kernel (the record's
+    keeps a kernel only when it booted and is healthy), the saved default is put on the PREVIOUS kernel (the record's
     C(pending.previous), else a saved default naming another kernel), the armed kernel is recorded as not kept
     (failed, C(unconfirmed)), and RV(held) says why a person decides; when the previous kernel cannot be told,
     nothing is changed (GRUB's default stays as it is, the record keeps C(pending)) and RV(held) says so.

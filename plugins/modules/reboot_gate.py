@@ -154,7 +154,7 @@ options:
         release with the role's defaults (drain 600 s + reboot 900 s + power-cycle wait 900 s + settle 4 x 300 s =
         3600 s), doubled. A slot left by a run that died is given back sooner by the next run over that node
         (O(state=reclaim)). A slot kept on purpose - O(state=reclaim) found its node not back - is marked on its
-        Lease (annotation C(nodefix.k8s/kept), the reason) and never expires: only that node's next run or a person
+        Lease (annotation C(nodefix.k8s/kept), the reason) and never expires - only that node's next run or a person
         (C(kubectl delete lease)) gives it back.
     type: int
     default: 0

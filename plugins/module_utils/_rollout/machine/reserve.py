@@ -47,8 +47,8 @@ def parse(lease):
     try:
         out = json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise MalformedReserves("the %s annotation of Lease %s is not JSON (%s)" % (ANNOTATION, LEASE,
-                                                                                     type(exc).__name__))
+        raise MalformedReserves("the %s annotation of Lease %s is not JSON (%s)"
+                                % (ANNOTATION, LEASE, type(exc).__name__))
     if not isinstance(out, dict) or not all(isinstance(v, dict) and isinstance(v.get("run"), str) and v["run"]
                                             for v in out.values()):
         raise MalformedReserves("the %s annotation of Lease %s is not {node: {run, at}}" % (ANNOTATION, LEASE))

@@ -38,14 +38,13 @@ value written as ``<redacted by nodefix.k8s>``:
 - the body of a PEM private key;
 - the value of a secret's key in YAML whatever its form: a plain scalar with spaces (to the end of the line, a
   comment kept), a quoted or plain scalar continued on deeper lines, a block scalar (``|``, ``>``, with
-  indentation and chomping indicators: its lines), a sequence of scalars under it;
+  indentation and chomping indicators: its lines), a sequence of scalars under it (at the key's column too);
 - command lines: a user flag's password (``--user name:pass``, ``--user=name:pass``, ``-u name:pass``, etcdctl's
-  ``ETCDCTL_USER=name:pass``,
-  ``-uname:pass``, curl's ``-U``/``--proxy-user``), a secret flag's value starting with one dash
-  (``--password -x1``), a value continued on the next line (``--password \``), the short password flags of
-  the tools that take one (``mysql -pX``/``-p X`` and the MariaDB tools, ``sshpass -p``, ``ipmitool -P``,
-  ``redis-cli -a``, the ldap tools' ``-w``, ``docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl
-  login -p``), openssl's ``-passin pass:X``;
+  ``ETCDCTL_USER=name:pass``, ``-uname:pass``, curl's ``-U``/``--proxy-user``), a secret flag's value starting with
+  one dash (``--password -x1``), a value continued on the next line (``--password \``), the short password flags of
+  the tools that take one (``mysql -pX``/``-p X`` and the MariaDB tools, ``sshpass -p``, ``ipmitool -P``, ``redis-cli
+  -a``, the ldap tools' ``-w``, ``docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl login -p``), openssl's
+  ``-passin pass:X``;
 - a ``.netrc`` line's ``password`` (and ``account``);
 - an argv printed as a list (``CalledProcessError``: ``['etcdctl', '--password', 'X']``) read as an argv; TOML dotted
   keys after a quoted segment (``configs."reg".auth.password = "X"``); ``key => 'X'``; Kubernetes name/value pairs
@@ -102,7 +101,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_shapes
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_kept, secret_shapes
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 MARK = "<redacted by nodefix.k8s>"
@@ -309,8 +308,8 @@ def _key_value(match):
         finally:
             _NEST[0] -= 1
     if val in ('""', "''", "[]") or val == MARK or (MARK in val and not val.startswith("[")) or \
-            secret_shapes.named_in_a_log(match):
-        return match.group(0)   # (a Secret's or a volume's name in a log line: volume "creds" : secret "x" not found)
+            secret_kept.kept_in_text(match):
+        return match.group(0)   # (kubelet's volume "creds" : secret "x" not found; sshKey: ssh-rsa AAAA.. u@h)
     if (_unquoted(val)[1].lower() in _SWITCH_WORDS or secret_shapes.key_path(key, _unquoted(val)[1])
             or secret_shapes.not_a_secret(key, _unquoted(val)[1])):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
@@ -327,9 +326,10 @@ def _yaml_secret(lines, i, match):
     """Lines ``i``.. of a YAML text whose line ``i`` is ``match`` (a secret's key): its value hidden - to the end of
     the line (a comment kept) and on every deeper line that continues it (a block scalar's lines, a plain or quoted
     scalar continued, a sequence of scalars under it). The index of the next line to read."""
-    col = len(match.group("lead"))
-    end = i + 1
-    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > col):
+    col, bare = len(match.group("lead")), not match.group("rest").strip()
+    end = i + 1     # (a sequence under a key without a value may start at the key's own column: Go's YAML writes so)
+    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > col or (
+            bare and _indent(lines[end]) == col and re.match(r"-(?:[ \t]|$)", lines[end][col:]))):
         end += 1
     while end > i + 1 and not lines[end - 1].strip():
         end -= 1
@@ -357,6 +357,9 @@ def _yaml_secret(lines, i, match):
                     lines[j] = lines[j][:_indent(lines[j])] + MARK
             return end
         child = _indent(lines[deeper[0]])
+        if all(_indent(lines[j]) == child for j in deeper) and secret_shapes.not_a_secret(
+                match.group("key"), [lines[j].strip()[1:].strip() for j in deeper]):
+            return end      # every item data: caCertHashes' sha256:<hex> (_core.secret_kept)
         for j in deeper:
             item = re.match(r"^([ \t]*-[ \t]+)(.*)$", lines[j])
             if _indent(lines[j]) == child and item and not _YAML_LINE.match(lines[j]):
@@ -369,7 +372,7 @@ def _yaml_secret(lines, i, match):
     if _YAML_BLOCK.match(value):
         lines[i] = head + value
     else:
-        comment = re.search(r"[ \t]+#.*$", value) if value[0] not in "\"'" else None
+        comment = re.search(r"(?<![ \t])[ \t]+#.*$", value) if value[0] not in "\"'" else None
         lines[i] = head + MARK + (comment.group(0) if comment else "")
     for j in deeper:
         lines[j] = lines[j][:_indent(lines[j])] + MARK
@@ -505,8 +508,8 @@ def _hidden_after(flag, short=None):
     if flag in ("-passin", "-passout", "-pass"):
         return lambda v: "pass:" + MARK if v.startswith("pass:") and MARK not in v else v
     if (flag.startswith("--") and secret_name(flag)) or (short is not None and flag == "-" + short):
-        return lambda v: (MARK if v and MARK not in v and v.lower() not in _SWITCH_WORDS and not secret_shapes.key_path(flag, v)
-                          else v)
+        return lambda v: (v if not v or MARK in v or v.lower() in _SWITCH_WORDS or secret_shapes.key_path(flag, v)
+                          or secret_shapes.not_a_secret(flag, v) else MARK)
     return None
 
 

@@ -19,10 +19,11 @@ the redactor (``_core.redact``), the redirect policy (``_core.redirects``) and t
   not_a_secret``: ``vault-token-0: Ready`` shown, ``db-password-2: X9s...`` hidden). A name Kubernetes generates
   (``generateName``: a 5-character suffix with a digit, ``default-token-abc12``) counts as numbered;
 - a name whose last word measures or times a secret (``token_ttl``, ``--authentication-token-webhook-cache-ttl``)
-  holds no secret, nor one whose last word is ``name`` (``secretName``, ``token_secret_name``: an object's name), nor
-  one whose last word names a component (``token-cleaner``, ``tokencleaner``, ``bootstrap-signer``, ``*controller``,
-  ``*manager``), nor a public key's name (``publicKey``, ``ssh_pub_key``) or its or a certificate's hash
-  (``--discovery-token-ca-cert-hash``, ``caCertHashes``: the hash of a public CA). Abbreviations of a password are
+  holds no secret, nor one whose last word is ``name`` (``secretName``, ``token_secret_name``: an object's name).
+  A name whose last word names a component (``token-cleaner``, ``*controller``, ``*manager``), a public key's name
+  (``publicKey``, ``ssh_pub_key``) and a hash's or fingerprint's name with a CA's, certificate's, host's or public
+  key's word (``--discovery-token-ca-cert-hash``, ``caCertHashes``) ARE secrets' names: what is kept under them is
+  decided by the value too (``_core.secret_kept``), never by the name alone. Abbreviations of a password are
   secret words (``pw``, ``pwd``, ``pswd``: ``DB_PW``); OAuth's ``code_verifier`` (RFC 7636) is a secret whole."""
 
 from __future__ import absolute_import, division, print_function
@@ -61,19 +62,16 @@ _MEASURE_LAST = frozenset(("ttl", "timeout", "interval", "period", "duration", "
                            "expiration", "count", "size", "length", "limit", "retries", "seconds", "minutes", "hours",
                            "days", "type", "mode", "provider", "audience", "version", "kind", "format", "algorithm",
                            "method", "history"))
-# a name's last word (or the end of its last word: tokencleaner) that names a component that handles secrets, not a
-# secret - kube-controller-manager's token-cleaner/tokencleaner and bootstrap-signer controllers, a secret manager
-_COMPONENT_LAST = tuple(w + s for w in ("cleaner", "signer", "controller", "manager", "publisher", "watcher",
-                                        "reviewer", "rotator", "informer", "syncer", "plugin") for s in ("", "s"))
-# a name of a public key (publicKey, ssh_pub_key; never ca_key or ssh_host_key: a private key) or of a public key's or
-# certificate's hash (kubeadm's --discovery-token-ca-cert-hash sha256:..., caCertHashes; a host key's fingerprint)
-_PUBLIC_KEY = frozenset(("pubkey", "public", "pub"))
+# a hash's or fingerprint's name with one of these words: its value is public only when it is a hash (_core.secret_kept)
 _PUBLIC_HASH = frozenset(("ca", "cert", "certificate", "pubkey", "public", "pub", "host"))
 
 
 def _words(name):
     """The words of a name: split at '_', '-', '.', ' ' and lower-to-upper case changes, lower-cased."""
     return [w.lower() for w in re.split(r"[_\-. ]+|(?<=[a-z0-9])(?=[A-Z])", str(name).lstrip("-")) if w]
+
+
+words_of = _words
 
 
 def numbered(name):
@@ -86,7 +84,8 @@ def numbered(name):
 # every rule below needs one of these in the name (the exact names, the words, the parts, '_key', 'Key', 'pass'): a
 # name without any is none of them, read at the cost of one search (a long text's many names: A=B=C=...)
 # (their first letters looked at first: several times faster over names that hold none)
-_ANY = lazy_compile(r"(?i)(?=[acpstk])(?:auth|cred|pass|pw|psw|token|secret|sig|api|cookie|key|certificate|code_verifier)")
+_ANY = lazy_compile(r"(?i)(?=[acpstkhf])(?:auth|cred|pass|pw|psw|token|secret|sig|api|cookie|key|certificate|code_verifier"
+                    r"|hash|fingerprint)")
 
 
 def secret_name(name):
@@ -105,9 +104,8 @@ def secret_name(name):
         return False    # which Secret, by its object name (secretName: default-token-abc12), not the secret
     if words and words[-1] in _MEASURE_LAST:
         return False    # what measures a secret, not the secret: --authentication-token-webhook-cache-ttl=2m
-    if words and (words[-1].endswith(_COMPONENT_LAST) or (words[-1] == "key" and _PUBLIC_KEY.intersection(words))
-                  or (words[-1] in ("hash", "hashes", "fingerprint", "fingerprints") and _PUBLIC_HASH.intersection(words))):
-        return False    # a component (token-cleaner, tokencleaner), a public key or its hash (ca-cert-hash, publicKey)
+    if words and words[-1] in ("hash", "hashes", "fingerprint", "fingerprints") and _PUBLIC_HASH.intersection(words):
+        return True     # caCertHashes, --discovery-token-ca-cert-hash: a hash is kept by its value (_core.secret_kept)
     if len(words) > 1 and words[-1] == "key" and words[-2] in _KEY_AFTER:
         return True
     if words and (words[-1] in _WORD_LAST or any(w in _WORD_ANY for w in words)):

@@ -24,10 +24,11 @@ r"""Secrets known by their shape rather than by a key's name - the part of ``_co
   ``code`` after an encoded ``?``/``&``, an ``Authorization`` header percent-encoded (``_PCT_AUTH``: the scheme kept);
 - ``env_values``: an env file's unquoted value of several words under a secret's name, to the end of its line
   (``_ENV_KEY``) but a command line's (``_COMMAND_RUN``), Dockerfile's ``ENV k v``; ``auth_params``: an Authorization
-  scheme's auth-params; ``named_in_a_log``: a Secret's or volume's name in a log line is no key;
+  scheme's auth-params (kubelet's log forms of a Secret's or volume's name: ``_core.secret_kept.named_in_a_log``);
 - ``counted``: a plural secret word over a number (``tokens: 5``, ``passwords: 3 rotated``) is a count, not a secret;
   ``not_a_secret``: that, or data (a state, a number, a version, a name) beside a name that is a node's and a secret's
-  alike (``vault-token-0: Ready``);
+  alike (``vault-token-0: Ready``) or a component's (``token-cleaner: starting``), a hash or a public key under its
+  own name (``_core.secret_kept``);
 - ``benign``: the fast path - a text no rule of ``_core.redact`` can match, returned unread.
 
 What a value must look like to be hidden after a secret word without a separator (``token X``): 8 characters or
@@ -53,6 +54,7 @@ except ImportError:  # pragma: no cover - Python 2 of old targets
     from urllib import unquote  # pylint: disable=no-name-in-module
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import lazy_compile
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_kept import component_name, missing_object, public_value
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import numbered, secret_name
 
 # The catalogue: (the format as its vendor documents it, where). A word of one of these shapes is replaced whole.
@@ -224,8 +226,8 @@ _FORM_PROSE = lazy_compile(r"(?:key|pass(?:word|wd|phrase)?|pwd|pw|pswd|token|se
 # start with '-' (curl's -uname:password) and holds no word a rule that reads a ':' looks for (a secret's name, a
 # secret word of prose, a user flag, login)
 _HOST_PORT = lazy_compile(r"([A-Za-z0-9._][A-Za-z0-9._\-]*):[0-9]{1,5}\Z")
-_COLON_WORDS = lazy_compile(r"(?i)(?=[acpstklu])(?:auth|cred|pass|pw|psw|token|secret|sig|api|cookie|key|certificate"
-                            r"|login|user|code_verifier)")
+_COLON_WORDS = lazy_compile(r"(?i)(?=[acpstkluhf])(?:auth|cred|pass|pw|psw|token|secret|sig|api|cookie|key|certificate"
+                            r"|login|user|code_verifier|hash|fingerprint)")
 
 
 def benign(text):
@@ -266,22 +268,11 @@ _STATE_WORDS = frozenset(("not", "no", "none", "null", "nil", "unset", "empty", 
 _SOURCE_LINE = lazy_compile(r"[A-Za-z0-9_]\.(?:go|py|c|cc|h|rs|java|sh|js|ts)\Z")
 
 
-# a name said to be missing ('secret: "db-secret" not found'), an OpenSSH public key (its type alone, or the line
-# authorized_keys holds: sshKey: ssh-ed25519 AAAA... user@host)
-_MISSING = r"""[ \t]+(?:(?:is|was)[ \t]+)?(?:not[ \t]+found|does[ \t]+not[ \t]+exist)\b"""
-_MISSING_VALUE = lazy_compile(r"""^(?P<q>["']?)[A-Za-z0-9._/-]{1,253}(?P=q)""" + _MISSING)
-_MISSING_AFTER = lazy_compile(r"(?=[ \t][ \t]*[nidw])" + _MISSING)
-_SSH_PUBLIC_KEY = lazy_compile(r"^(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(?:256|384|521)"
-                               r"|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)(?:-cert-v01@openssh\.com)?"
-                               r"(?:[ \t]+AAAA[A-Za-z0-9+/]{8,16384}={0,2}(?:[ \t]+[^\n]{0,256})?)?$")
-
-
 def _said_of_it(name, value):
     if not isinstance(value, str) or isinstance(value, bool):
         return False
     name, value = str(name), value.strip()
-    if value.lower() in _STATE_WORDS or ("not" in value and _MISSING_VALUE.match(value)) or (
-            _inside(value).startswith(("ssh-", "ecdsa-", "sk-")) and _SSH_PUBLIC_KEY.match(_inside(value))):
+    if value.lower() in _STATE_WORDS or ("not" in value and missing_object(name, value)):
         return True
     if _SOURCE_LINE.search(name) is not None and value.isdigit() and len(value) <= 6:
         return True
@@ -291,44 +282,26 @@ def _said_of_it(name, value):
 def not_a_secret(name, value):
     """Whether ``value`` under a secret's ``name`` is data after all: a count (``counted``), a Secret's object name
     under the name ``secret`` or ``credential`` (``secret: default-token-abc12``, ``secret: kube-system/regcred``: a
-    name Kubernetes generates or a namespace/name), or, under a name that is
-    a node's and a secret's alike (``_core.secret_names.numbered``: ``vault-token-0``, ``default-token-abc12``), a
-    number or text whose every word reads as data (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``,
-    ``kube-system``; a list of such values) - a value with a word of mixed letters and digits (``X9sdf8``,
-    ``hunter2``) stays hidden."""
-    if counted(name, value) or _said_of_it(name, value):
-        return True
+    name Kubernetes generates or a namespace/name), a hash or a public key by its name and its value together
+    (``_core.secret_kept.public_value``), or, under a name that is a node's and a secret's alike
+    (``_core.secret_names.numbered``: ``vault-token-0``, ``default-token-abc12``) or a component's
+    (``_core.secret_kept.component_name``: ``token-cleaner``), a number or text whose every word reads as data
+    (``_data_word``: ``Ready``, ``NotReady since 5m``, ``v1.28.3``, ``kube-system``; a list of such values) - a value
+    with a word of mixed letters and digits (``X9sdf8``, ``hunter2``) stays hidden."""
+    if counted(name, value) or _said_of_it(name, value) or public_value(name, value):
+        return True     # (a hash, a public key: by the name and the value together, _core.secret_kept)
     if (isinstance(value, str) and _OBJECT_NOUN.search(str(name)) is not None
             and (_GENERATED_NAME.match(value) is not None or _NAMESPACED.match(value) is not None)):
         return True     # secret: default-token-abc12, secret: kube-system/regcred - a Secret's name
-    if isinstance(value, (list, tuple)) and value and numbered(name):
+    as_data = numbered(name) or component_name(name)
+    if isinstance(value, (list, tuple)) and value and as_data:
         return all(isinstance(v, (int, float, str)) and not_a_secret(name, v) for v in value)   # ["NotReady", 3]
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not numbered(name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not as_data:
         return False
     if not isinstance(value, str):
         return True
     words = [w for w in re.split(r"[\s,;]+", value.strip()) if w]
     return bool(words) and len(words) <= 32 and all(_data_word(w) for w in words)
-
-
-# an object's name in a log line, not a key: quoted after a word (kubelet's 'for volume "creds" : secret ...'), after
-# its namespace before a lower-case word ('secret default/db-secret: failed to sync'), or before 'not found'
-_AFTER_A_WORD = lazy_compile(r"[A-Za-z0-9][ \t]+\Z")
-_NAMESPACE_BEFORE = lazy_compile(r"(?<![\w./-])[a-z0-9][a-z0-9-]{0,62}/\Z")
-_LOWER_WORD = lazy_compile(r"^[a-z]{1,32}$")
-
-
-def named_in_a_log(match):
-    """Whether ``match`` (a key = value of _core.redact: its ``key``, ``val``, a ``q`` quote) is an object's name in a
-    log line rather than a secret's key and its value."""
-    text, start = match.string, match.start("key")
-    quote = match.group("q") if "q" in match.re.groupindex else ""
-    if quote and _AFTER_A_WORD.search(text, max(0, start - len(quote) - 64), start - len(quote)):
-        return True
-    if start and text[start - 1] == "/" and _LOWER_WORD.match(match.group("val")) and _NAMESPACE_BEFORE.search(
-            text, max(0, start - 64), start):
-        return True
-    return "not" in text and _MISSING_AFTER.match(text, match.end()) is not None
 
 
 def _inside(val):

@@ -94,6 +94,14 @@ ADVERSARIAL = {
     "a log line's object names, OAuth's code (named_in_a_log, _QUERY_KEY)": [
         'x "' + 'password" : ' * (N // 12), "default/" * (N // 8) + "db-secret: failed", "secret: x" + " " * N + "not found",
         "?code=" * (N // 6), "&code=" + "1" * N, "%3Fcode%3D" * (N // 10), 'v "token" : ' + "a" * N,
+        'volume "password" : secret ' * (N // 27), "secret default/password: a" + " " * N, "get secret a/" * (N // 13),
+    ],
+    # the fifth review's
+    "what is kept by a name and a value together (secret_kept: kept_in_text, public_value, component_name)": [
+        "sshKey: ssh-rsa " * (N // 16), "publicKey: ssh-ed25519 AAAA" + "A" * N, "sshKey: ssh-rsa AAAA" + "AAAA " * (N // 5),
+        "caCertHashes: [" + '"sha256:0", ' * (N // 12) + "]", "caCertHashes:\n" + "- sha256:0\n" * (N // 11),
+        "caCertHashes:" + "\n- " * (N // 3), "token-cleaner: " + "ok " * (N // 3), "publicKey: " + "AAAA" * (N // 4),
+        "x: [" + "[" * N, "a_token_manager: a" + " b" * (N // 2), "publicKey: |\n" + "  AAAA\n" * (N // 7),
     ],
 }
 
@@ -125,6 +133,8 @@ def _redact_all(pattern, queue):
         sizes.append(len(read(text)))
     # a result's mapping: the value under a numbered name read as data or not (secret_shapes.not_a_secret)
     sizes.append(len(redact({"vault-token-0": texts[-1], "a-" * (N // 2) + "token-1": texts[0]})))
+    # and under a hash's, a public key's and a component's name (secret_kept.public_value, component_name)
+    sizes.append(len(redact({"caCertHashes": texts[:2], "publicKey": texts[-1], "token_syncer": texts[0]})))
     queue.put((sizes, time.time() - started))
 
 
@@ -143,4 +153,4 @@ def test_each_new_pattern_reads_100_kb_built_against_it_in_one_go(pattern):
         pytest.fail("%s: 100 kB strings not read within 120 s (backtracking)" % pattern)
     sizes, seconds = queue.get(timeout=10)
     print("%s: %d strings, %.2f s" % (pattern, len(texts), seconds))
-    assert worker.exitcode == 0 and len(sizes) == len(texts) + 1 and all(sizes), (worker.exitcode, sizes)
+    assert worker.exitcode == 0 and len(sizes) == len(texts) + 2 and all(sizes), (worker.exitcode, sizes)

@@ -14,6 +14,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_na
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.redact import MARK, redact, redact_text
 from plugins.module_utils.test_redact_shapes import assert_hidden
 
+S5 = "hunter2Sup3rS3cret"
+# real OpenSSH public keys (ssh-keygen -t ed25519 / -t rsa -b 1024, their private halves discarded) and kubeadm's
+# discovery hash shape (sha256:<64 hex>)
+ED25519 = "AAAAC3NzaC1lZDI1NTE5AAAAIM/9P5zxba3EN5PxI6HciLq2iRjw2Qi/8qbChyC+HtRs"
+RSA = ("AAAAB3NzaC1yc2EAAAADAQABAAAAgQDuWSkAREega+7xmBk9J5X00T6qoNZUfJDeO5Xk1LBIigTzb2bStU6lgG3XEgjr41O2ZUPjieppTkEj6M"
+       "GDggchIORKNXdc98+3jTeQjDS/IIq9rZhPXlEgWpBPYoiQwF68waY8Bi0UFktpZBiHIHG5piyfATMWJ4PTBpzdB5Ggrw==")
+CA_HASH = "sha256:" + "0123456789abcdef" * 4
+
 # (text, secrets that must be gone, texts that must still show), by class
 HIDDEN = {
     "url: percent-encoded URL user information, URL user information in a query": [
@@ -192,6 +200,44 @@ HIDDEN = {
     ],
 }
 
+HIDDEN["fifth review: what the kept rules kept by a name alone (component, public key and hash names, log forms, a "
+       "public key's comment, caCertHashes)"] = [
+    # a secret word in a component's name wins: its value is shown only when it reads as data
+    ("db_password_manager: %s" % S5, [S5], ["db_password_manager: "]),
+    ("DB_PASSWORD_ROTATOR=%s" % S5, [S5], ["DB_PASSWORD_ROTATOR="]),
+    ('{"token_syncer": "%s"}' % S5, [S5], ['{"token_syncer": "']),
+    ("--vault-token-plugin=%s" % S5, [S5], ["--vault-token-plugin="]),
+    ("vault_token_reviewer: %s" % S5, [S5], ["vault_token_reviewer: "]),
+    ("token-cleaner: %s" % S5, [S5], ["token-cleaner: "]),
+    # a public key's or a hash's name keeps only a well-formed public key or hash
+    ("publicKey: %s" % S5, [S5], ["publicKey: "]), ("ssh_pub_key: %s" % S5, [S5], ["ssh_pub_key: "]),
+    ("public_private_key: %s" % S5, [S5], ["public_private_key: "]),
+    ("cert_secret_hash: %s" % S5, [S5], ["cert_secret_hash: "]),
+    ("host_token_fingerprint: %s" % S5, [S5], ["host_token_fingerprint: "]),
+    ("--discovery-token-ca-cert-hash %s" % S5, [S5], ["--discovery-token-ca-cert-hash "]),
+    ("--discovery-token-ca-cert-hash=%s" % S5, [S5], ["--discovery-token-ca-cert-hash="]),
+    # kept before by the name (or the type) alone, hidden now: a cut-short key blob, a key's free-text comment
+    ("publicKey: AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2", ["IGb0Zk4xQ7Wm3aV2"], ["publicKey: "]),
+    ("sshKey: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7x9 user@host", ["AAAAB3NzaC1yc2EAAAADAQABAAABAQC7x9"], ["sshKey: "]),
+    ("publicKey: ssh-ed25519 %s my password is %s" % (ED25519, S5), [S5], ["publicKey: "]),
+    # a quoted key after a word, KEY=VALUE before 'not found', a namespace after any word: no log line of kubelet's
+    ('vault write auth/userpass/users/bob "password"="%s"' % S5, [S5], ['users/bob "password"="']),
+    ('helm upgrade app ./chart --set "password"="%s"' % S5, [S5], ['--set "password"="']),
+    ('msg "password": "%s"' % S5, [S5], ['msg "password": "']),
+    ("DB_PASSWORD=%s not found" % S5, [S5], ["DB_PASSWORD="]),
+    ("auth default/password: hunter", ["hunter"], ["auth default/password: "]),
+    ('volume "password" : hunter', ["hunter"], ['volume "password" : ']),
+    # an SSH public key's shape under a secret's name that is not a public key's
+    ("token: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 %s" % S5, [S5], ["token: "]),
+    ("token: ssh-ed25519 %s user@host" % ED25519, ["user@host"], ["token: "]),
+    ("SSH_PRIVATE_KEY=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI %s" % S5, [S5], ["SSH_PRIVATE_KEY="]),
+    ("sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 %s" % S5, [S5], ["sshKey: "]),
+    # caCertHashes: anything but sha256:<64 hex> (a bootstrap token in the list: the whole list, fail closed)
+    ('caCertHashes: ["sha256:0123", "abcdef.0123456789hunter"]', ["0123456789hunter"], ["caCertHashes: ["]),
+    ("caCertHashes:\n- %s" % S5, [S5], ["caCertHashes:\n- "]),
+    ("discovery:\n  caCertHashes:\n  - %s\n  - %s\n  token: x" % (CA_HASH, S5), [S5], ["  caCertHashes:\n  - "]),
+]
+
 # the data of the same classes: shown exactly as it is
 KEPT = {
     "fourth review: names of Secrets and components, public keys and hashes, public Authorization parameters": [
@@ -204,9 +250,14 @@ KEPT = {
         "--discovery-token-ca-cert-hash sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         "caCertHashes: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2 user@host",
-        "sshKey: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7x9 user@host",
-        '"sshKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2 user@host"',
-        "publicKey: AAAAC3NzaC1lZDI1NTE5AAAAIGb0Zk4xQ7Wm3aV2", "ssh_pub_key: AAAAC3NzaC1lZDI1NTE5",
+        # (fifth review: a public key's name keeps a well-formed key only - its blob the key's wire format)
+        "sshKey: ssh-rsa %s user@host" % RSA, '"sshKey": "ssh-ed25519 %s user@host"' % ED25519,
+        "publicKey: %s" % ED25519, "ssh_pub_key: AAAAC3NzaC1lZDI1NTE5", "publicKey: ssh-ed25519 %s" % ED25519,
+        "x publicKey: ssh-ed25519 %s user@host" % ED25519, "--discovery-token-ca-cert-hash=" + CA_HASH,
+        "caCertHashes:\n- " + CA_HASH, 'caCertHashes: ["%s"]' % CA_HASH,
+        "discovery:\n  caCertHashes:\n  - %s\n  - %s\n  token: <redacted by nodefix.k8s>" % (CA_HASH, CA_HASH),
+        "host_key_fingerprint: SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s",
+        "token-cleaner: deleted 3 expired tokens",
         'WWW-Authenticate: Digest realm="kube", qop="auth", nonce="n1"', 'Authorization: Digest username="u", realm="r"',
         "PWD=/root", "exit code=1", "/healthz?code=200", "ENV DB_PASSWORD_FILE /run/secrets/db", "ENV TOKEN_TTL 30m",
         "env FOO=1 cmd --v=2",
@@ -311,3 +362,27 @@ def test_what_reads_as_data_under_a_numbered_name(value, data):
     assert secret_shapes.not_a_secret("vault-token-0", value) is data
     # under a name that is only a secret's, nothing but a count is data
     assert secret_shapes.not_a_secret("password", value) is False
+
+
+STRUCTURED_HIDDEN = [       # fifth review: a result's mapping (a module's, an Event's): the value hidden whole
+    {"password": "%s not found" % S5}, {"token": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 %s" % S5},
+    {"db_password_manager": S5}, {"publicKey": S5}, {"env": ["DB_PASSWORD=%s not found" % S5]},
+    {"args": ["--discovery-token-ca-cert-hash", S5]}, {"caCertHashes": [CA_HASH, "abcdef.0123456789%s" % S5[:6].lower()]},
+    {"token-cleaner": S5}, {"sshKey": "ssh-ed25519 %s %s pass" % (ED25519, S5)},
+]
+STRUCTURED_KEPT = [
+    {"caCertHashes": [CA_HASH]}, {"args": ["kubeadm", "join", "--discovery-token-ca-cert-hash", CA_HASH]},
+    {"publicKey": "ssh-ed25519 %s user@host" % ED25519}, {"token-cleaner": "starting"},
+    {"secret": '"db-secret" not found'}, {"sshKey": "ssh-rsa %s" % RSA},
+]
+
+
+@pytest.mark.parametrize("value", STRUCTURED_HIDDEN, ids=[str(i) for i in range(len(STRUCTURED_HIDDEN))])
+def test_a_structure_hides_what_the_kept_rules_kept_by_a_name_alone(value):
+    out = redact(value)
+    assert S5 not in str(out) and "0123456789hunter" not in str(out) and MARK in str(out), out
+
+
+@pytest.mark.parametrize("value", STRUCTURED_KEPT, ids=[str(i) for i in range(len(STRUCTURED_KEPT))])
+def test_a_structure_keeps_a_hash_a_public_key_and_a_components_state(value):
+    assert redact(value) == value

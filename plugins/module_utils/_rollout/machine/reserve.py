@@ -25,6 +25,7 @@ import json
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
+from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine.ledger import version_of
 
 LEASE = "nodefix-storm"
 ANNOTATION = "nodefix.k8s/storm-reserves"
@@ -80,7 +81,7 @@ def _version(lease):
     so the step fails closed."""
     if lease is None:
         return None
-    version = (lease.get("metadata") or {}).get("resourceVersion")
+    version = version_of(lease)
     if not isinstance(version, str) or not version:
         raise MalformedReserves("Lease %s has no resourceVersion: its reserves are not written without one" % LEASE)
     return version

@@ -6,8 +6,9 @@
 #                      and oldest ansible-core), what Galaxy and the docsite run,
 #                      ansible-lint, every molecule scenario, the end-to-end lab
 # Ends with where the time went (per layer; per step: set-up, each molecule
-# scenario and step, each lab phase, each VM boot), pytest's summary line and
-# the total time.
+# scenario and step, each lab phase, each VM boot), pytest's summary line, the
+# CPU-s the machine spent and its cores' speed (scripts/host_meter.py), and the
+# total time.
 # Two pytest-xdist workers (NODEFIX_TEST_WORKERS, 0 = none): the end-to-end lab,
 # whose emulated VM is the long pole, runs on one from the start while the
 # other runs the layers that start no podman job (a test module is one unit of
@@ -17,6 +18,9 @@
 set -uo pipefail
 start=$SECONDS
 cd "$(dirname "$0")/.." || exit 1
+# what the machine gives this run (its cores' speed; at the end, the CPU-s spent): runs on other hosts compare by it
+meter=$(mktemp)
+python3 scripts/host_meter.py start "$meter"
 . scripts/env.sh
 export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
 # Python writes the bytecode of what it imports from source (__pycache__, git-ignored; ansible-galaxy's build and
@@ -24,7 +28,7 @@ export NODEFIX_SETUP_TIMES="$NODEFIX_CACHE/setup-times.tsv"
 # PYTHONDONTWRITEBYTECODE would otherwise make every process - each Ansible worker fork that loads the
 # rollout's action plugin, each API double started - compile the same source again (docs/test-times.md).
 unset PYTHONDONTWRITEBYTECODE
-bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+bash scripts/setup.sh || { echo "setup failed"; rm -f "$meter"; exit 1; }
 echo "set-up: $((SECONDS - start))s"
 # Modules run on the controller (connection local) take their compiled code from the run's cache
 # as the lab's nodes do (lab/zip_code_cache.py; installed in the venv by scripts/setup.sh): the
@@ -36,5 +40,7 @@ xdist=()
 [ "$workers" = 0 ] || xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 python -m pytest "${xdist[@]}" -p no:cacheprovider -o console_output_style=classic -rfEs "$@"
 rc=$?
+python3 scripts/host_meter.py end "$meter"
+rm -f "$meter"
 echo "total time: $((SECONDS - start))s"
 exit $rc

@@ -14,7 +14,7 @@ from ansible_collections.nodefix.k8s.tests.unit.module_utils_graph import MU, PK
 # the modules that change a node, or decide a change (docs/architecture.md)
 FIXERS = {"_containerd.edit", "_containerd.snapshot", "_gvisor.install", "_gvisor.runsc_toml", "_kubelet.plan",
           "_kubelet.flag_edit", "_kernel.boot", "_kernel.boot_bls", "_kernel.package", "_mount_units.cleanup",
-          "_core.fileio", "_audit.remediation"}
+          "_core.fileio", "_npd.install", "_audit.remediation"}
 
 
 def defined(path):

@@ -10,11 +10,16 @@
 
 Every writer of the collection goes through this file so that the same
 guarantees hold everywhere (docs/safety.md): ``write_files`` takes a list of
-(path, new_text) written all-or-nothing: each file through its symlink (the
-link stays, its target changes), temp file in the target's directory +
-``atomic_move``, mode and owner kept (``mode`` for new files), backups next
-to the target pruned to the newest ``keep_backups``; a failure part-way
-restores every file already written and removes every file already created.
+(path, new_text) - or (path, new_text, mode), the mode of that file when it is
+new - written all-or-nothing: each file through its symlink (the link stays,
+its target changes), temp file in the target's directory + ``atomic_move``,
+mode and owner kept (``mode`` for new files), backups next to the target
+pruned to the newest ``keep_backups``; a failure part-way restores every file
+already written and removes every file already created. ``make_directories``
+and ``set_modes`` make directories and set the mode a file or directory must
+have, each returning the steps ``undo`` takes back (and taking back their own
+on a failure part-way): a caller that does several of these in one
+transaction undoes them all when a later one fails.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -111,29 +116,30 @@ def check_mode_value(mode):
 
 
 def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS, mode=None):
-    """Write ``changes`` (list of (real_path, new_text)) all-or-nothing.
+    """Write ``changes`` (list of (real_path, new_text) or (real_path, new_text, mode)) all-or-nothing.
 
-    ``real_path`` must come from ``resolve_target``. Returns
-    ``{real_path: backup_path or None}``. On failure every file already
+    ``real_path`` must come from ``resolve_target``; a change's own ``mode`` (for a new file) wins over
+    ``mode``. Returns ``{real_path: backup_path or None}``. On failure every file already
     written is put back (and every file created removed) and the error is
     re-raised as FileSafetyError naming the file.
     """
     mode = check_mode_value(mode)
-    for real, text in changes:
+    changes = [(c[0], c[1], check_mode_value(c[2]) if len(c) > 2 and c[2] is not None else mode) for c in changes]
+    for real, text, _mode in changes:
         if not isinstance(text, str):
             raise FileSafetyError("internal error: new content of %s is not text" % real, real)
         if not os.path.isdir(os.path.dirname(real) or "."):
             raise FileSafetyError("directory %s of %s does not exist" % (os.path.dirname(real), real), real)
     encoded = []
-    for real, text in changes:
+    for real, text, new_mode in changes:
         try:
-            encoded.append((real, text.encode("utf-8")))
+            encoded.append((real, text.encode("utf-8"), new_mode))
         except UnicodeEncodeError as exc:
             raise FileSafetyError("new content of %s cannot be encoded as UTF-8: %s; nothing was written" % (real, exc), real)
     done = []
     backups = {}
     try:
-        for real, data in encoded:
+        for real, data, new_mode in encoded:
             existed = os.path.exists(real)
             before = None
             if existed:
@@ -142,7 +148,7 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
             bfile = None
             if backup and existed:
                 bfile = module.backup_local(real)
-            _write_one(module, real, data, mode)
+            _write_one(module, real, data, new_mode)
             done.append((real, existed, before))
             backups[real] = bfile
             if bfile:
@@ -164,3 +170,72 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
             msg += "; every file already written was restored"
         raise FileSafetyError("writing failed: %s" % msg)
     return backups
+
+
+def make_directories(directories):
+    """Make each of ``directories`` (list of (absolute path, mode)) with its missing parents, each new one with
+    that mode (not the umask's), and give an existing one that mode, as ``ansible.builtin.file`` with
+    ``state: directory`` does (through a symlink). Returns the steps ``undo`` takes back; on a failure part-way
+    the steps already taken are taken back and the error raised as FileSafetyError naming the directory."""
+    steps = []
+    try:
+        for path, mode in directories:
+            mode = check_mode_value(mode)
+            if not isinstance(path, str) or not path.startswith("/"):
+                raise FileSafetyError("directory %r is not an absolute path" % (path,), path)
+            missing = []
+            head = os.path.normpath(path)
+            while not os.path.lexists(head):
+                missing.append(head)
+                head = os.path.dirname(head)
+            if not os.path.isdir(head):
+                raise FileSafetyError("%s is not a directory (making %s)" % (head, path), path)
+            for new in reversed(missing):
+                os.mkdir(new, 0o700)
+                steps.append(("rmdir", new))
+                os.chmod(new, 0o755 if mode is None else mode)
+            if not missing and mode is not None:
+                steps.extend(set_modes([(path, mode)]))
+    except (OSError, FileSafetyError) as exc:
+        raise FileSafetyError("making directories failed: %s%s" % (getattr(exc, "msg", None) or exc, _undone(steps)))
+    return steps
+
+
+def set_modes(paths):
+    """Give each of ``paths`` (list of (path, mode)) that mode when it has another (through a symlink). Returns
+    the steps ``undo`` takes back; on a failure part-way the modes already set are set back and the error raised
+    as FileSafetyError naming the file."""
+    steps = []
+    try:
+        for path, mode in paths:
+            mode = check_mode_value(mode)
+            old = stat.S_IMODE(os.stat(path).st_mode)
+            if mode is not None and old != mode:
+                os.chmod(path, mode)
+                steps.append(("chmod", path, old))
+    except (OSError, FileSafetyError) as exc:
+        raise FileSafetyError("setting modes failed: %s%s" % (getattr(exc, "msg", None) or exc, _undone(steps)))
+    return steps
+
+
+def undo(steps):
+    """Take back ``steps`` (from make_directories and set_modes), newest first; return what could not be taken
+    back, as "path: error" strings (the rest is still taken back)."""
+    errors = []
+    for step in reversed(steps):
+        try:
+            if step[0] == "rmdir":
+                os.rmdir(step[1])
+            else:
+                os.chmod(step[1], step[2])
+        except OSError as exc:
+            errors.append("%s: %s" % (step[1], exc))
+    return errors
+
+
+def _undone(steps):
+    """``undo(steps)`` as the tail of an error message."""
+    errors = undo(steps)
+    if errors:
+        return "; undo failed for " + ", ".join(errors)
+    return "; every change already made was taken back" if steps else "; nothing was changed"

@@ -50,6 +50,9 @@ NEXT_SUITE=trixie
 INCLUDE=systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,openssh-server,python3,python3-apt
 INCLUDE=$INCLUDE,python3-yaml,python3-ruamel.yaml,python3-tomlkit,iproute2,procps,psmisc,kmod,ca-certificates
 INCLUDE=$INCLUDE,containerd,runc,runsc,openssl,bzip2,grub-efi-amd64-bin,grub2-common
+# zstd: initramfs-tools' COMPRESS=zstd needs it (Debian installs it with initramfs-tools' Recommends, which
+# mmdebstrap leaves out): without it mkinitramfs fell back to gzip ("W: No zstd"), slower to write and to unpack
+INCLUDE=$INCLUDE,zstd
 # the newer kernel the lab's mirror publishes (bookworm-backports)
 KERNEL_SUITE=bookworm-backports
 KERNEL_META=linux-image-amd64   # and the linux-image-<release> it depends on
@@ -177,6 +180,13 @@ GRUB_CMDLINE_LINUX_DEFAULT="quiet"
 # that never comes (a kernel whose initramfs lacks its driver gives up sooner)
 GRUB_CMDLINE_LINUX="console=ttyS0 systemd.unified_cgroup_hierarchy=1 rootdelay=3"
 GRUB_DISABLE_OS_PROBER=true
+# a node on a serial console (QEMU's, no VGA: -nodefaults): GRUB's text console, no graphics. Without these,
+# every update-grub probed the font's device for gfxterm (grub-probe: ~1 s a call under emulation) and every
+# entry loaded the video modules at boot to find no video mode ("Booting in blind mode"); no recovery entries
+# (none is ever booted here: half of 10_linux's entries). update-grub still runs as on any node.
+GRUB_TERMINAL=console
+GRUB_GFXPAYLOAD_LINUX=text
+GRUB_DISABLE_RECOVERY=true
 GRUB
 release=$(basename "$(readlink -f "$root/vmlinuz")"); release=${release#vmlinuz-}
 cat > "$root/boot/grub/grub.cfg" <<CFG

@@ -24,8 +24,12 @@ description:
     when it has another (an existing file keeps its mode when O(files[].mode) is not set). A new directory gets
     O(directories[].mode) (its missing parents too), an existing one is given it.
   - All or nothing - a failure part-way takes back every directory made, mode set and file written.
-    Bad input (a relative path, a file listed twice, a file whose directory neither exists nor is made here, a
-    missing textfile directory) fails naming the problem before anything is written.
+    Bad input (a relative path, a path with a C(..) component, a file path ending in C(/), a file listed twice,
+    content that is not text, a mode that is not a quoted octal string, a file whose directory neither exists nor
+    is made here, a missing textfile directory) fails naming the problem before anything is written.
+  - A write that fails names the file and says what was taken back; when the tick's cache cannot be dropped after
+    the files were written, the failure says so and carries C(changed=true) and the result keys of the change
+    made (RV(changed_files) among them).
   - When a file marked O(files[].drop_cache) changed, the plugin's shared result of a tick and its kept looks
     (C(tick) and C(looks) in O(cache_dir)) are removed, so that the next rule reads the node with the new plugin
     or configuration.
@@ -39,11 +43,13 @@ options:
     default: []
     suboptions:
       path:
-        description: The directory, an absolute path.
+        description: The directory, an absolute path without a C(..) component.
         type: path
         required: true
       mode:
-        description: Its mode, an octal string like C("0755").
+        description:
+          - Its mode, a quoted octal string like C("0755").
+          - A number is refused - YAML reads C(0755) as 493 and C(755) as 755 (01363), which cannot be told apart.
         type: raw
         default: "0755"
   files:
@@ -53,16 +59,19 @@ options:
     default: []
     suboptions:
       path:
-        description: The file, an absolute path; a symlink is followed (a dangling one is refused).
+        description:
+          - The file, an absolute path without a C(..) component and not ending in C(/); a symlink is followed (a
+            dangling one is refused).
         type: path
         required: true
       content:
-        description: The whole text of the file (UTF-8).
-        type: str
+        description: The whole text of the file (UTF-8); null or a number is refused (never written as V("")).
+        type: raw
         required: true
       mode:
         description:
-          - Its mode, an octal string like C("0755"); an existing file with another mode is given it.
+          - Its mode, a quoted octal string like C("0755"); an existing file with another mode is given it. A number
+            is refused.
           - Not set, a new file gets C(0644) and an existing one keeps its mode.
         type: raw
       drop_cache:
@@ -130,7 +139,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed_files:
-  description: The files (as given in O(files[].path)) whose content or mode changed, or would in check mode.
+  description:
+    - The files (as given in O(files[].path)) whose content or mode changed, or would in check mode.
+    - Also in the failure when only the tick's cache could not be dropped (the files were written).
   returned: always
   type: list
   elements: str
@@ -191,7 +202,9 @@ def main():
             )),
             files=dict(type="list", elements="dict", default=[], options=dict(
                 path=dict(type="path", required=True),
-                content=dict(type="str", required=True),
+                # raw: a str option turns null (an undefined template result) into "" and 5 into "5"; only text is
+                # written (_npd/install.check_input)
+                content=dict(type="raw", required=True),
                 mode=dict(type="raw"),
                 drop_cache=dict(type="bool", default=False),
             )),

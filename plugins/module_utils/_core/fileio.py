@@ -14,9 +14,9 @@ guarantees hold everywhere (docs/safety.md): ``write_files`` takes a list of
 new - written all-or-nothing: each file through its symlink (the link stays,
 its target changes), temp file in the target's directory + ``atomic_move``,
 mode and owner kept (``mode`` for new files), backups next to the target
-pruned to the newest ``keep_backups``; a failure part-way restores every file
-already written and removes every file already created. ``make_directories``
-and ``set_modes`` make directories and set the mode a file or directory must
+pruned to the newest ``keep_backups`` once every file is written; a failure part-way restores every
+file already written, removes every file already created and every backup made, and names the file that
+failed. ``make_directories`` and ``set_modes`` make directories and set the mode a file or directory must
 have, each returning the steps ``undo`` takes back (and taking back their own
 on a failure part-way): a caller that does several of these in one
 transaction undoes them all when a later one fails.
@@ -138,8 +138,10 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
             raise FileSafetyError("new content of %s cannot be encoded as UTF-8: %s; nothing was written" % (real, exc), real)
     done = []
     backups = {}
+    current = None
     try:
         for real, data, new_mode in encoded:
+            current = real
             existed = os.path.exists(real)
             before = None
             if existed:
@@ -148,11 +150,10 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
             bfile = None
             if backup and existed:
                 bfile = module.backup_local(real)
+                backups[real] = bfile
             _write_one(module, real, data, new_mode)
             done.append((real, existed, before))
             backups[real] = bfile
-            if bfile:
-                prune_backups(real, keep_backups)
     except Exception as exc:
         undo_errors = []
         for real, existed, before in reversed(done):
@@ -163,12 +164,25 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
                     os.unlink(real)
             except Exception as uexc:  # keep undoing the rest
                 undo_errors.append("%s: %s" % (real, uexc))
-        msg = getattr(exc, "msg", None) or str(exc)
+        # the backups this call made are of files now restored (older ones were not pruned yet)
+        for bfile in backups.values():
+            try:
+                if bfile:
+                    os.unlink(bfile)
+            except OSError as uexc:
+                undo_errors.append("%s: %s" % (bfile, uexc))
+        msg = "writing %s failed: %s" % (current, getattr(exc, "msg", None) or str(exc))
         if undo_errors:
             msg += "; undo failed for " + ", ".join(undo_errors)
         else:
             msg += "; every file already written was restored"
-        raise FileSafetyError("writing failed: %s" % msg)
+        failure = FileSafetyError(msg, current)
+        failure.undo_failed = bool(undo_errors)
+        raise failure
+    for real, bfile in backups.items():
+        # only once every file is written: a failure part-way leaves the older backups as they were
+        if bfile:
+            prune_backups(real, keep_backups)
     return backups
 
 

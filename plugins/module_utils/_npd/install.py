@@ -56,10 +56,21 @@ def _mode_text(mode):
 def _absolute(path, what):
     if not isinstance(path, str) or not path.startswith("/") or "\0" in path or "\n" in path:
         raise NpdFilesError("%s %r is not an absolute path; nothing was written" % (what, path), path=path)
+    if ".." in path.split("/"):
+        # /a/link/../b is /a/b spelled, but the parent of link's target on the node: neither is meant
+        raise NpdFilesError("%s %s has a '..' component (give the path without it); nothing was written"
+                            % (what, path), path=path)
+    if what == "file" and path.endswith("/"):
+        raise NpdFilesError("file %s ends with '/' (a directory's spelling; give the file's path); nothing was written"
+                            % path, path=path)
     return path
 
 
 def _mode(value, what):
+    if value is not None and not isinstance(value, str):
+        # a YAML number is not told apart: 0755 arrives as 493 (0755), 755 as 755 (01363: sticky, -wxrw--wx)
+        raise NpdFilesError("%s: mode must be a quoted octal string like '0644', got the number %r (YAML reads 0755 "
+                            "as 493 and 755 as 01363); nothing was written" % (what, value))
     try:
         return core_fileio.check_mode_value(value)
     except core_paths.FileSafetyError as exc:
@@ -132,19 +143,31 @@ def check_input(params):
     return directories, files, cache_dir
 
 
-def _read(real):
-    """(bytes, mode) of an existing regular file, (None, None) of none."""
+def _read(real, size=None):
+    """(bytes, mode) of an existing regular file, (None, None) of none. Of a file that is not ``size`` bytes long, only
+    its first MAX_DIFF_BYTES + 1 (it differs anyway; a huge file is not read whole into memory)."""
     try:
         with open(real, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise NpdFilesError("file %s is not a regular file (it is %s); nothing was written"
                                     % (real, core_paths.file_kind(st.st_mode)), path=real)
+            if size is not None and st.st_size != size:
+                return _Other(fh.read(MAX_DIFF_BYTES + 1), st.st_size), stat.S_IMODE(st.st_mode)
             return fh.read(), stat.S_IMODE(st.st_mode)
     except (IOError, OSError) as exc:
         if not os.path.lexists(real):
             return None, None
         raise NpdFilesError("cannot read file %s: %s; nothing was written" % (real, exc.strerror or exc), path=real)
+
+
+class _Other(bytes):
+    """The head of a file whose size differs from the new content's (``size``: its whole length)."""
+
+    def __new__(cls, head, size):
+        obj = bytes.__new__(cls, head)
+        obj.size = size
+        return obj
 
 
 def plan(directories, files, cache_dir):
@@ -163,8 +186,8 @@ def plan(directories, files, cache_dir):
                          mode_changed=bool(not missing and d["mode"] is not None and old != d["mode"])))
     planned = []
     for f in files:
-        before, old_mode = _read(f["real"])
         after = f["content"].encode("utf-8")
+        before, old_mode = _read(f["real"], size=len(after))
         created = before is None
         planned.append(dict(f, before=before, old_mode=old_mode, created=created,
                             content_changed=created or before != after,
@@ -184,8 +207,9 @@ def changed(the_plan):
 def _text(data):
     if data is None:
         return None
-    if len(data) > MAX_DIFF_BYTES:
-        return "(%d bytes, not shown)\n" % len(data)
+    size = getattr(data, "size", len(data))
+    if size > MAX_DIFF_BYTES:
+        return "(%d bytes, not shown)\n" % size
     return data.decode("utf-8", "replace")
 
 
@@ -224,7 +248,13 @@ def apply(module, the_plan, backup=False, keep_backups=core_fileio.DEFAULT_KEEP_
         errors = core_fileio.undo(steps)
         tail = ("; undo failed for " + ", ".join(errors)) if errors else (
             "; every directory made and mode set was taken back" if steps else "")
-        raise NpdFilesError("%s%s" % (exc.msg, tail), path=exc.path)
+        details = {"path": exc.path}
+        if errors or getattr(exc, "undo_failed", False):
+            # something of this run stayed on the node: the failure says it changed it
+            details["changed"] = True
+        raise NpdFilesError("%s%s" % (exc.msg, tail), **details)
+    backups = dict((real, b) for real, b in backups.items() if b)
+    dropped = []
     for path in the_plan["cache"]:
         # the plugin's result of the old code or config: at worst it would be answered from for half an interval
         # (then it is stale), so a failure here leaves the files written and says so
@@ -233,11 +263,17 @@ def apply(module, the_plan, backup=False, keep_backups=core_fileio.DEFAULT_KEEP_
                 shutil.rmtree(path)
             elif os.path.lexists(path):
                 os.unlink(path)
+            dropped.append(path)
         except OSError as exc:
+            # the files were written: the failure carries the result of a run that changed them (changed,
+            # changed_files: the role's systemd reload reads them; the next run finds nothing left to change)
+            details = result(the_plan, backups)
+            details["cache_dropped"] = dropped
+            details["path"] = path
             raise NpdFilesError("the files were written, but the tick's shared result %s could not be removed: %s "
                                 "(remove it; until then the plugin may answer from the old plugin's or config's look, "
-                                "for at most half of npd_invoke_interval)" % (path, exc.strerror or exc), path=path)
-    return dict((real, b) for real, b in backups.items() if b)
+                                "for at most half of npd_invoke_interval)" % (path, exc.strerror or exc), **details)
+    return backups
 
 
 def result(the_plan, backups):

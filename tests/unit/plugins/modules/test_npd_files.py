@@ -5,6 +5,8 @@ one exit naming the problem. The guarantees themselves: tests/unit/plugins/modul
 
 import os
 
+import pytest
+
 from ansible_collections.nodefix.k8s.plugins.modules import npd_files
 
 
@@ -54,3 +56,141 @@ def test_bad_input_fails_naming_it_and_writes_nothing(run_module, tmp_path):
     assert "--collector.textfile.directory" in result["msg"] and "nothing was written" in result["msg"]
     assert result["path"] == str(tmp_path / "node-exporter")
     assert not (tmp_path / "lib").exists()
+
+
+def _tree(root):
+    out = {}
+    for base, dirs, files in os.walk(str(root)):
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            st = os.lstat(path)
+            data = open(path, "rb").read() if os.path.isfile(path) and not os.path.islink(path) else None
+            out[path] = (st.st_mode, data)
+    return out
+
+
+@pytest.mark.parametrize("mode, problem", [(755, "the number 755"), (0o755, "the number 493"), (4095, "the number")])
+def test_a_number_for_mode_is_refused(run_module, tmp_path, mode, problem):
+    # YAML's 755 is 0o1363 (sticky, -wxrw--wx): it used to be given to the directory and the file as asked
+    (tmp_path / "units").mkdir()
+    a = args(tmp_path)
+    a["files"][0]["mode"] = mode
+    result, failed, _t = run_module(npd_files, a)
+    assert failed and problem in result["msg"] and "quoted octal string" in result["msg"]
+    assert not (tmp_path / "lib").exists() and os.listdir(str(tmp_path / "units")) == []
+
+
+@pytest.mark.parametrize("content, kind", [(None, "NoneType"), (5, "int")])
+def test_content_that_is_not_text_is_refused(run_module, tmp_path, content, kind):
+    # a null content (an undefined template result) used to be written as an empty entry point
+    (tmp_path / "units").mkdir()
+    a = args(tmp_path)
+    a["files"][0]["content"] = content
+    result, failed, _t = run_module(npd_files, a)
+    assert failed and "content must be text, got %s" % kind in result["msg"]
+    assert not (tmp_path / "lib").exists()
+
+
+@pytest.mark.parametrize("spelling, problem", [("/../x", "'..' component"), ("/sub/../x", "'..' component"),
+                                               ("/x/", "ends with '/'")])
+def test_dot_dot_and_trailing_slash_are_refused(run_module, tmp_path, spelling, problem):
+    # /t/../x used to write a file outside the directory it names, /t/x/ a file where a directory is spelled
+    (tmp_path / "units").mkdir()
+    before = _tree(tmp_path.parent)
+    a = args(tmp_path)
+    a["files"][1]["path"] = str(tmp_path / "units") + spelling
+    result, failed, _t = run_module(npd_files, a)
+    assert failed and problem in result["msg"] and "nothing was written" in result["msg"]
+    assert _tree(tmp_path.parent) == before
+    a = args(tmp_path, directories=[{"path": str(tmp_path / "lib") + "/../lib2"}])
+    result, failed, _t = run_module(npd_files, a)
+    assert failed and "'..' component" in result["msg"] and _tree(tmp_path.parent) == before
+
+
+def test_failure_on_the_third_of_five_names_it_and_leaves_no_backup(run_module, tmp_path, monkeypatch):
+    from ansible.module_utils import basic
+    (tmp_path / "units").mkdir()
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / "units" / name).write_text("old " + name)
+    for i in range(3):  # older backups: none may be pruned by a run that failed
+        (tmp_path / "units" / ("a.1.2020-01-0%d@00:00:00~" % (i + 1))).write_text("older")
+    before = _tree(tmp_path)
+    real_move = basic.AnsibleModule.atomic_move
+    third = str(tmp_path / "units" / "c")
+
+    def move(self, src, dest, unsafe_writes=False):
+        if dest == third:
+            raise OSError(28, "No space left on device")
+        return real_move(self, src, dest, unsafe_writes=unsafe_writes)
+
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", move)
+    files = [{"path": str(tmp_path / "lib" / "nodefix-npd" / "e"), "content": "new e"}] + [
+        {"path": str(tmp_path / "units" / name), "content": "new " + name, "mode": "0600"} for name in "abcd"]
+    result, failed, _t = run_module(npd_files, args(tmp_path, files=files, backup=True, keep_backups=1))
+    assert failed and third in result["msg"] and result["path"] == third
+    assert "restored" in result["msg"] and "taken back" in result["msg"] and not result.get("changed")
+    after = _tree(tmp_path)
+    assert sorted(after) == sorted(before)
+    assert all(after[p][1] == before[p][1] and after[p][0] == before[p][0] for p in before)
+
+
+def test_a_cache_drop_that_fails_reports_the_change_made(run_module, tmp_path, monkeypatch):
+    (tmp_path / "units").mkdir()
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "tick").write_text("t\n")
+    real_unlink = os.unlink
+
+    def unlink(path, *a, **kw):
+        if path == str(tmp_path / "cache" / "tick"):
+            raise OSError(13, "Permission denied")
+        return real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    result, failed, _t = run_module(npd_files, args(tmp_path))
+    assert failed and "the files were written" in result["msg"]
+    # the role's daemon-reload reads changed_files: a failure that changed the units says so
+    assert result["changed"] is True
+    assert str(tmp_path / "units" / "nodefix-npd-textfile.timer") in result["changed_files"]
+    assert result["cache_dropped"] == [] and result["path"] == str(tmp_path / "cache" / "tick")
+
+
+def test_a_huge_existing_file_is_not_read_whole(run_module, tmp_path, monkeypatch):
+    from ansible_collections.nodefix.k8s.plugins.module_utils._npd import install as npd_install
+    (tmp_path / "units").mkdir()
+    huge = tmp_path / "units" / "nodefix-npd-textfile.timer"
+    with open(str(huge), "wb") as fh:
+        fh.truncate(64 * 1024 * 1024)
+    reads = []
+    real_open = open
+
+    def counting_open(path, mode="r", *a, **kw):
+        fh = real_open(path, mode, *a, **kw)
+        if path == str(huge) and "b" in mode:
+            real_read = fh.read
+            fh = _Reader(fh, real_read, reads)
+        return fh
+
+    monkeypatch.setattr(npd_install, "open", counting_open, raising=False)
+    result, failed, _t = run_module(npd_files, args(tmp_path), check_mode=True, diff=True)
+    assert not failed and str(huge) in result["changed_files"]
+    assert max(reads) <= npd_install.MAX_DIFF_BYTES + 1
+    assert "(67108864 bytes, not shown)" in [d["before"] for d in result["diff"] if "before_header" in d][1]
+
+
+class _Reader(object):
+    def __init__(self, fh, read, reads):
+        self._fh, self._read, self._reads = fh, read, reads
+
+    def read(self, n=-1):
+        data = self._read(n)
+        self._reads.append(len(data))
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self._fh.__exit__(*exc)

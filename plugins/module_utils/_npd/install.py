@@ -254,6 +254,11 @@ def apply(module, the_plan, backup=False, keep_backups=core_fileio.DEFAULT_KEEP_
             details["changed"] = True
         raise NpdFilesError("%s%s" % (exc.msg, tail), **details)
     backups = dict((real, b) for real, b in backups.items() if b)
+    for f in the_plan["files"]:
+        # the mode was set before the write, so the backup (a copy of the file as it was then) took the new mode: give
+        # the old content its old mode back - a 0600 file made 0644 must not leave a 0644 copy of what it held
+        if f["mode_changed"] and backups.get(f["real"]):
+            os.chmod(backups[f["real"]], f["old_mode"])
     dropped = []
     for path in the_plan["cache"]:
         # the plugin's result of the old code or config: at worst it would be answered from for half an interval

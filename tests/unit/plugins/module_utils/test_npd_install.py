@@ -301,6 +301,18 @@ def test_the_cache_is_dropped_only_when_a_file_the_plugin_reads_changed(node):
     assert (cache / "tick").exists()
 
 
+def test_a_backup_keeps_the_mode_the_old_content_had(node):
+    """Review: the mode was set before the write, so a 0600 file made 0644 left a 0644 backup of its old content."""
+    npd_install.run(Module(), params(node))
+    config = node / "etc" / "nodefix" / "npd.json"
+    os.chmod(str(config), 0o600)
+    wanted = params(node, backup=True)
+    wanted["files"][2]["content"] = CONFIG.replace("medium", "high")
+    result = npd_install.run(Module(), wanted)
+    assert mode(config) == oct(0o644)
+    assert mode(result["backup_files"][str(config)]) == oct(0o600)
+
+
 def test_backups_are_made_when_asked_and_pruned(node):
     npd_install.run(Module(), params(node))
     module = Module()

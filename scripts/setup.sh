@@ -60,8 +60,9 @@ wait_bg() {
 }
 images_pids=()
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
-  # then the containerd scenarios' image, made from Debian 12's (lab/images/build_containerd.sh)
-  step images sh -c 'bash lab/images/build.sh && bash lab/images/build_containerd.sh' &
+  # then the containerd and gvisor scenarios' images, made from Debian 12's
+  # (lab/images/build_containerd.sh, lab/images/build_gvisor.sh)
+  step images sh -c 'bash lab/images/build.sh && bash lab/images/build_containerd.sh && bash lab/images/build_gvisor.sh' &
   images_pids+=($!)
   step vm-image bash lab/vm/build.sh &
   images_pids+=($!)

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import ENV, assert_ok, run_logged
 
-IMAGES = ("debian11", "debian12", "debian13", "debian12-containerd")
+IMAGES = ("debian11", "debian12", "debian13", "debian12-containerd", "debian12-gvisor")
 
 
 @pytest.mark.lab
@@ -22,7 +22,8 @@ def test_images_exist_with_systemd_and_python():
 
 @pytest.mark.lab
 def test_unchanged_recipe_does_not_rebuild():
-    rc, out = run_logged("images-rebuild", ["bash", "-c", "bash lab/images/build.sh && bash lab/images/build_containerd.sh"])
+    script = "bash lab/images/build.sh && bash lab/images/build_containerd.sh && bash lab/images/build_gvisor.sh"
+    rc, out = run_logged("images-rebuild", ["bash", "-c", script])
     assert_ok("images-rebuild", rc, out)
     for name in IMAGES:
         assert "image localhost/nodefix-%s is up to date" % name in out, out

@@ -50,7 +50,8 @@ WRITER_TASKS = writer_tasks()
 
 
 def test_the_scan_finds_the_writers():
-    assert len(WRITER_TASKS) >= 12
+    # (11 at 2a87c29: mount_units' five package markers became one touch, npd's writes one npd_files task)
+    assert len(WRITER_TASKS) >= 11
     assert any(k in task for _rel, task in WRITER_TASKS for k in OWN_WRITERS)
 
 
@@ -61,7 +62,8 @@ def test_copy_and_template_follow_symlinks(rel, task):
         # its documentation says so, and it has no option that would write over the link
         doc = yaml.safe_load(importlib.import_module(
             "ansible_collections.nodefix.k8s.plugins.modules." + module.split(".")[-1]).DOCUMENTATION)
-        assert "a symlink is followed" in doc["options"]["files"]["suboptions"]["path"]["description"]
+        said = doc["options"]["files"]["suboptions"]["path"]["description"]
+        assert "a symlink is followed" in (" ".join(said) if isinstance(said, list) else said)
         assert "follow" not in doc["options"] and "follow" not in doc["options"]["files"]["suboptions"]
         return
     assert task[module].get("follow") is True, "%s: task %r writes without follow: true" % (rel, task.get("name"))

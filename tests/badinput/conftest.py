@@ -14,7 +14,6 @@ Modules run in-process through the unit layer's ``run_module`` (their real
 escaping a module is a traceback and fails the case.
 """
 
-import hashlib
 import os
 import sys
 
@@ -32,25 +31,8 @@ from ansible_collections.nodefix.k8s.tests.unit import conftest as unit  # noqa:
 # the unit layer's fixtures, shared: run_module runs a module's main() in process
 run_module = unit.run_module
 make_tree = unit.make_tree
-
-
-def snapshot(base):
-    """{relative path: (kind, content sha256 or link target, mode, uid, gid)} of every entry under ``base``."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(str(base)):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            rel = os.path.relpath(full, str(base))
-            if os.path.islink(full):
-                out[rel] = ("link", os.readlink(full), st.st_mode, st.st_uid, st.st_gid)
-            elif os.path.isdir(full):
-                out[rel] = ("dir", None, st.st_mode, st.st_uid, st.st_gid)
-            else:
-                with open(full, "rb") as fh:
-                    digest = hashlib.sha256(fh.read()).hexdigest()
-                out[rel] = ("file", digest, st.st_mode, st.st_uid, st.st_gid)
-    return out
+# what "nothing changed" compares (content, mode, owner, symlink targets)
+snapshot = unit.snapshot
 
 
 def refused(run, module, args, base, words, **kw):

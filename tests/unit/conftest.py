@@ -12,6 +12,7 @@ module runs must be listed (argv prefix match), in order, with its rc,
 stdout and stderr; an unexpected command fails the test.
 """
 
+import hashlib
 import json
 import os
 import sys
@@ -117,6 +118,25 @@ def run_module(monkeypatch):
         return exc.value.result, exc.value.failed, table
 
     return _run
+
+
+def snapshot(base):
+    """{relative path: (kind, content sha256 or link target, mode, uid, gid)} of every entry under ``base``."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(str(base)):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            rel = os.path.relpath(full, str(base))
+            if os.path.islink(full):
+                out[rel] = ("link", os.readlink(full), st.st_mode, st.st_uid, st.st_gid)
+            elif os.path.isdir(full):
+                out[rel] = ("dir", None, st.st_mode, st.st_uid, st.st_gid)
+            else:
+                with open(full, "rb") as fh:
+                    digest = hashlib.sha256(fh.read()).hexdigest()
+                out[rel] = ("file", digest, st.st_mode, st.st_uid, st.st_gid)
+    return out
 
 
 def tree(base, files):

@@ -15,6 +15,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import install as npd_install
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import textfile as npd_textfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._npd import tick as npd_tick
+from ansible_collections.nodefix.k8s.tests.unit import conftest as unit
 
 ENTRY = "#!/bin/bash\nexec python3 -IS \"$0.py\" \"$@\"\n"
 CONFIG = '{\n    "min_severity": "medium"\n}\n'
@@ -45,22 +46,6 @@ class Module(object):
         shutil.copy2(fn, backup)
         os.utime(backup, (1700000000 + self.backups, 1700000000 + self.backups))
         return backup
-
-
-def tree(root):
-    """Every path under ``root`` with its kind, mode, owner and bytes: what "nothing changed" compares."""
-    out = {}
-    for base, dirs, files in os.walk(str(root)):
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            st = os.lstat(path)
-            data = None
-            if os.path.isfile(path) and not os.path.islink(path):
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            out[os.path.relpath(path, str(root))] = (st.st_mode, st.st_uid, st.st_gid, data,
-                                                     os.readlink(path) if os.path.islink(path) else None)
-    return out
 
 
 @pytest.fixture
@@ -114,11 +99,11 @@ def test_a_first_run_makes_the_directories_writes_the_files_and_a_second_changes
     assert result["changed_files"] == [f["path"] for f in params(node)["files"]]
     assert result["cache_dropped"] == [str(node / "run" / "nodefix-npd" / "tick"), str(node / "run" / "nodefix-npd" / "looks")]
     assert not (node / "run" / "nodefix-npd" / "tick").exists() and not (node / "run" / "nodefix-npd" / "looks").exists()
-    before = tree(node)
+    before = unit.snapshot(node)
     again = npd_install.run(Module(), params(node))
     assert again == {"changed": False, "changed_files": [], "created_directories": [], "changed_directories": [],
                      "cache_dropped": []}
-    assert tree(node) == before
+    assert unit.snapshot(node) == before
 
 
 def test_check_mode_changes_nothing_and_says_what_would_change(node):
@@ -128,9 +113,9 @@ def test_check_mode_changes_nothing_and_says_what_would_change(node):
     wanted["files"][2]["content"] = CONFIG.replace("medium", "high")
     wanted["files"][1]["mode"] = "0750"
     wanted["directories"].append({"path": str(node / "etc" / "node-problem-detector"), "mode": "0755"})
-    before = tree(node)
+    before = unit.snapshot(node)
     result = npd_install.run(Module(check_mode=True), wanted)
-    assert tree(node) == before
+    assert unit.snapshot(node) == before
     assert result["changed"] is True
     assert result["changed_files"] == [wanted["files"][1]["path"], wanted["files"][2]["path"]]
     assert result["created_directories"] == [str(node / "etc" / "node-problem-detector")]
@@ -138,9 +123,9 @@ def test_check_mode_changes_nothing_and_says_what_would_change(node):
 
 
 def test_check_mode_on_a_new_node_writes_nothing(node):
-    before = tree(node)
+    before = unit.snapshot(node)
     result = npd_install.run(Module(check_mode=True), params(node))
-    assert tree(node) == before and result["changed"] and len(result["changed_files"]) == 3
+    assert unit.snapshot(node) == before and result["changed"] and len(result["changed_files"]) == 3
 
 
 def test_diff_shows_each_file_before_and_after_and_each_directory(node):
@@ -186,10 +171,10 @@ def test_a_dangling_link_is_refused_and_nothing_is_written(node):
     link = node / "etc" / "nodefix"
     link.mkdir()
     (link / "npd.json").symlink_to(node / "nowhere.json")
-    before = tree(node)
+    before = unit.snapshot(node)
     with pytest.raises(npd_install.NpdFilesError, match="dangling"):
         npd_install.run(Module(), params(node))
-    assert tree(node) == before
+    assert unit.snapshot(node) == before
 
 
 def test_the_mode_asked_for_is_given_and_an_unasked_mode_and_the_owner_are_kept(node):
@@ -234,12 +219,12 @@ def test_a_failure_part_way_takes_everything_back(node):
                             "mode": "0644", "drop_cache": False})
     wanted["files"][2]["content"] = CONFIG.replace("medium", "high")
     (node / "run" / "nodefix-npd" / "tick").write_text("kept\n")
-    before = tree(node)
+    before = unit.snapshot(node)
     # the config is written after the entry point: the disk fills up there
     with pytest.raises(npd_install.NpdFilesError) as exc:
         npd_install.run(Module(fail_on=str(config)), wanted)
     assert "No space left on device" in exc.value.msg and "taken back" in exc.value.msg
-    assert tree(node) == before  # the entry point's bytes and mode, the new directory, the cache: all as they were
+    assert unit.snapshot(node) == before  # the entry point's bytes and mode, the new directory, the cache: all as they were
     assert not (node / "etc" / "node-problem-detector").exists()
 
 
@@ -260,23 +245,23 @@ def test_a_failure_part_way_takes_everything_back(node):
 def test_bad_input_is_refused_naming_the_problem_and_nothing_is_written(node, change, problem):
     wanted = params(node)
     change(wanted)
-    before = tree(node)
+    before = unit.snapshot(node)
     with pytest.raises(npd_install.NpdFilesError) as exc:
         npd_install.run(Module(), wanted)
     assert problem in exc.value.msg and "nothing was written" in exc.value.msg, exc.value.msg
-    assert tree(node) == before
+    assert unit.snapshot(node) == before
 
 
 def test_a_missing_textfile_directory_names_node_exporters_flag_and_nothing_is_written(node):
     shutil.rmtree(str(node / "textfile"))
-    before = tree(node)
+    before = unit.snapshot(node)
     for check_mode in (True, False):
         with pytest.raises(npd_install.NpdFilesError) as exc:
             npd_install.run(Module(check_mode=check_mode), params(node))
         msg = exc.value.msg
         assert str(node / "textfile") in msg and "--collector.textfile.directory" in msg and "npd_textfile" in msg
         assert "nothing was written" in msg
-    assert tree(node) == before
+    assert unit.snapshot(node) == before
 
 
 def test_the_cache_is_dropped_only_when_a_file_the_plugin_reads_changed(node):

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.modules import npd_files
+from ansible_collections.nodefix.k8s.tests.unit import conftest as unit
 
 
 def args(tmp_path, **over):
@@ -58,17 +59,6 @@ def test_bad_input_fails_naming_it_and_writes_nothing(run_module, tmp_path):
     assert not (tmp_path / "lib").exists()
 
 
-def _tree(root):
-    out = {}
-    for base, dirs, files in os.walk(str(root)):
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            st = os.lstat(path)
-            data = open(path, "rb").read() if os.path.isfile(path) and not os.path.islink(path) else None
-            out[path] = (st.st_mode, data)
-    return out
-
-
 @pytest.mark.parametrize("mode, problem", [(755, "the number 755"), (0o755, "the number 493"), (4095, "the number")])
 def test_a_number_for_mode_is_refused(run_module, tmp_path, mode, problem):
     # YAML's 755 is 0o1363 (sticky, -wxrw--wx): it used to be given to the directory and the file as asked
@@ -96,15 +86,15 @@ def test_content_that_is_not_text_is_refused(run_module, tmp_path, content, kind
 def test_dot_dot_and_trailing_slash_are_refused(run_module, tmp_path, spelling, problem):
     # /t/../x used to write a file outside the directory it names, /t/x/ a file where a directory is spelled
     (tmp_path / "units").mkdir()
-    before = _tree(tmp_path.parent)
+    before = unit.snapshot(tmp_path.parent)
     a = args(tmp_path)
     a["files"][1]["path"] = str(tmp_path / "units") + spelling
     result, failed, _t = run_module(npd_files, a)
     assert failed and problem in result["msg"] and "nothing was written" in result["msg"]
-    assert _tree(tmp_path.parent) == before
+    assert unit.snapshot(tmp_path.parent) == before
     a = args(tmp_path, directories=[{"path": str(tmp_path / "lib") + "/../lib2"}])
     result, failed, _t = run_module(npd_files, a)
-    assert failed and "'..' component" in result["msg"] and _tree(tmp_path.parent) == before
+    assert failed and "'..' component" in result["msg"] and unit.snapshot(tmp_path.parent) == before
 
 
 def test_failure_on_the_third_of_five_names_it_and_leaves_no_backup(run_module, tmp_path, monkeypatch):
@@ -114,7 +104,7 @@ def test_failure_on_the_third_of_five_names_it_and_leaves_no_backup(run_module, 
         (tmp_path / "units" / name).write_text("old " + name)
     for i in range(3):  # older backups: none may be pruned by a run that failed
         (tmp_path / "units" / ("a.1.2020-01-0%d@00:00:00~" % (i + 1))).write_text("older")
-    before = _tree(tmp_path)
+    before = unit.snapshot(tmp_path)
     real_move = basic.AnsibleModule.atomic_move
     third = str(tmp_path / "units" / "c")
 
@@ -129,9 +119,9 @@ def test_failure_on_the_third_of_five_names_it_and_leaves_no_backup(run_module, 
     result, failed, _t = run_module(npd_files, args(tmp_path, files=files, backup=True, keep_backups=1))
     assert failed and third in result["msg"] and result["path"] == third
     assert "restored" in result["msg"] and "taken back" in result["msg"] and not result.get("changed")
-    after = _tree(tmp_path)
+    after = unit.snapshot(tmp_path)
     assert sorted(after) == sorted(before)
-    assert all(after[p][1] == before[p][1] and after[p][0] == before[p][0] for p in before)
+    assert after == before   # content, mode, owner, link targets
 
 
 def test_a_cache_drop_that_fails_reports_the_change_made(run_module, tmp_path, monkeypatch):

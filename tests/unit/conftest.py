@@ -15,6 +15,7 @@ stdout and stderr; an unexpected command fails the test.
 import hashlib
 import json
 import os
+import stat
 import sys
 
 import pytest
@@ -121,21 +122,26 @@ def run_module(monkeypatch):
 
 
 def snapshot(base):
-    """{relative path: (kind, content sha256 or link target, mode, uid, gid)} of every entry under ``base``."""
+    """{relative path: (kind, content sha256 or link target, mode, uid, gid)} of every entry under ``base``.
+
+    Only regular files are opened: a FIFO, socket or device is recorded by its type (opening a FIFO that nobody
+    writes waits forever: that hung a worker of the test command when a test snapshotted a tree holding one)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(str(base)):
         for name in dirnames + filenames:
             full = os.path.join(dirpath, name)
             st = os.lstat(full)
             rel = os.path.relpath(full, str(base))
-            if os.path.islink(full):
+            if stat.S_ISLNK(st.st_mode):
                 out[rel] = ("link", os.readlink(full), st.st_mode, st.st_uid, st.st_gid)
-            elif os.path.isdir(full):
+            elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("dir", None, st.st_mode, st.st_uid, st.st_gid)
-            else:
+            elif stat.S_ISREG(st.st_mode):
                 with open(full, "rb") as fh:
                     digest = hashlib.sha256(fh.read()).hexdigest()
                 out[rel] = ("file", digest, st.st_mode, st.st_uid, st.st_gid)
+            else:
+                out[rel] = ("special", st.st_rdev, st.st_mode, st.st_uid, st.st_gid)
     return out
 
 

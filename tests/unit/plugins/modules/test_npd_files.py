@@ -86,15 +86,15 @@ def test_content_that_is_not_text_is_refused(run_module, tmp_path, content, kind
 def test_dot_dot_and_trailing_slash_are_refused(run_module, tmp_path, spelling, problem):
     # /t/../x used to write a file outside the directory it names, /t/x/ a file where a directory is spelled
     (tmp_path / "units").mkdir()
-    before = unit.snapshot(tmp_path.parent)
+    before = unit.snapshot(tmp_path)
     a = args(tmp_path)
     a["files"][1]["path"] = str(tmp_path / "units") + spelling
     result, failed, _t = run_module(npd_files, a)
     assert failed and problem in result["msg"] and "nothing was written" in result["msg"]
-    assert unit.snapshot(tmp_path.parent) == before
+    assert unit.snapshot(tmp_path) == before
     a = args(tmp_path, directories=[{"path": str(tmp_path / "lib") + "/../lib2"}])
     result, failed, _t = run_module(npd_files, a)
-    assert failed and "'..' component" in result["msg"] and unit.snapshot(tmp_path.parent) == before
+    assert failed and "'..' component" in result["msg"] and unit.snapshot(tmp_path) == before
 
 
 def test_failure_on_the_third_of_five_names_it_and_leaves_no_backup(run_module, tmp_path, monkeypatch):

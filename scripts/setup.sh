@@ -61,8 +61,8 @@ wait_bg() {
 images_pids=()
 if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
   # then the containerd and gvisor scenarios' images, made from Debian 12's
-  # (lab/images/build_containerd.sh, lab/images/build_gvisor.sh)
-  step images sh -c 'bash lab/images/build.sh && bash lab/images/build_containerd.sh && bash lab/images/build_gvisor.sh' &
+  # (lab/images/build_all.sh: build.sh, then build_derived.sh for each)
+  step images bash lab/images/build_all.sh &
   images_pids+=($!)
   step vm-image bash lab/vm/build.sh &
   images_pids+=($!)

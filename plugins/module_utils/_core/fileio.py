@@ -14,18 +14,20 @@ guarantees hold everywhere (docs/safety.md): ``write_files`` takes a list of
 new - written all-or-nothing: each file through its symlink (the link stays,
 its target changes), temp file in the target's directory + ``atomic_move``,
 mode and owner kept (``mode`` for new files), backups next to the target
-pruned to the newest ``keep_backups`` once every file is written; a failure part-way restores every
-file already written, removes every file already created and every backup made, and names the file that
-failed. ``make_directories`` and ``set_modes`` make directories and set the mode a file or directory must
-have, each returning the steps ``undo`` takes back (and taking back their own
-on a failure part-way): a caller that does several of these in one
-transaction undoes them all when a later one fails.
+pruned to the newest ``keep_backups`` once every file is written; a failure part-way puts every file
+already written back whole (each replaced file is kept under a hard link until the end), removes every
+file already created and every backup made, and names the file that failed; the side files a killed run
+leaves (``.<name>.nodefix-new|old.<pid>.<random>``) go at the next write of that file.
+``make_directories`` and ``set_modes`` make directories and set the mode a file or directory must have,
+each returning the steps ``undo`` takes back (and taking back their own on a failure part-way): a caller
+that does several of these in one transaction undoes them all when a later one fails.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 import re
 import stat
@@ -71,11 +73,78 @@ def prune_backups(real, keep):
     return doomed
 
 
-def _write_one(module, real, data, mode):
-    """Temp file next to ``real`` then atomic_move; keep mode/owner of an existing file."""
+# the temp file of a write and the hard link that keeps a replaced file until every file is written:
+# .<name>.nodefix-new.<pid>.<random> / .<name>.nodefix-old.<pid>.<random> next to the target; a run killed
+# between making one and removing it (SIGKILL, a timeout) leaves it, and the next write of that file removes
+# the ones whose process no longer runs (remove_leftovers)
+_LEFTOVER_RE = r"^\.%s\.nodefix-(?:new|old)\.([0-9]+)\.[0-9a-f]+$"
+
+
+def _side_name(real, kind):
+    """A free name for a ``kind`` ('new' or 'old') side file of ``real``, in its directory."""
+    import binascii  # pylint: disable=import-outside-toplevel  # writers only: node-side readers skip its import
+    return os.path.join(os.path.dirname(real) or ".", ".%s.nodefix-%s.%d.%s" % (
+        os.path.basename(real), kind, os.getpid(), binascii.hexlify(os.urandom(4)).decode("ascii")))
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno != errno.ESRCH  # EPERM: there, but not ours to signal
+    return True
+
+
+def remove_leftovers(real):
+    """Remove the side files of ``real`` (temp files, kept old versions) left by a write whose process no longer
+    runs; return their paths. A process id used again since keeps its files until the next write after it ends."""
     directory = os.path.dirname(real) or "."
-    import tempfile  # pylint: disable=import-outside-toplevel  # writers only: node-side readers skip its import
-    fd, tmp = tempfile.mkstemp(prefix=".%s.nodefix." % os.path.basename(real), dir=directory)
+    pattern = re.compile(_LEFTOVER_RE % re.escape(os.path.basename(real)))
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        found = pattern.match(name)
+        if found and int(found.group(1)) != os.getpid() and not _running(int(found.group(1))):
+            try:
+                os.unlink(os.path.join(directory, name))
+                removed.append(os.path.join(directory, name))
+            except OSError:
+                pass
+    return removed
+
+
+def _keep_old(real):
+    """A hard link to the file ``real`` is now, so that a later failure puts it back whole (bytes, mode, owner) by
+    one rename; None where the filesystem makes no hard links (then the caller keeps its bytes)."""
+    for _attempt in range(5):
+        name = _side_name(real, "old")
+        try:
+            os.link(real, name)
+            return name
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                return None
+    return None
+
+
+def _write_one(module, real, data, mode, set_mode=False):
+    """Temp file next to ``real`` then atomic_move. A new file gets ``mode`` (0644 without one); an existing one
+    keeps its mode and owner, or gets ``mode`` with ``set_mode`` (after the move: atomic_move gives the temp file
+    the old file's mode)."""
+    fd = None
+    for _attempt in range(5):
+        tmp = _side_name(real, "new")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+    if fd is None:
+        raise OSError("no free temp file name next to %s" % real)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -93,6 +162,8 @@ def _write_one(module, real, data, mode):
         if creating:
             # atomic_move gives a new file 0666 & ~umask: set the mode asked for
             os.chmod(real, 0o644 if mode is None else mode)
+        elif set_mode and mode is not None and stat.S_IMODE(os.stat(real).st_mode) != mode:
+            os.chmod(real, mode)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -115,13 +186,15 @@ def check_mode_value(mode):
     return value
 
 
-def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS, mode=None):
+def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS, mode=None, set_modes_of_existing=False):
     """Write ``changes`` (list of (real_path, new_text) or (real_path, new_text, mode)) all-or-nothing.
 
     ``real_path`` must come from ``resolve_target``; a change's own ``mode`` (for a new file) wins over
-    ``mode``. Returns ``{real_path: backup_path or None}``. On failure every file already
-    written is put back (and every file created removed) and the error is
-    re-raised as FileSafetyError naming the file.
+    ``mode``. With ``set_modes_of_existing`` an existing file gets its change's ``mode`` too (its backup keeps the
+    old one). Returns ``{real_path: backup_path or None}``. Until every file is written each replaced file is
+    kept under a hard link (its bytes only where the filesystem makes none): on failure every file already
+    written is put back whole (bytes, mode, owner), every file created removed and every backup made removed,
+    and the error is re-raised as FileSafetyError naming the file.
     """
     mode = check_mode_value(mode)
     changes = [(c[0], c[1], check_mode_value(c[2]) if len(c) > 2 and c[2] is not None else mode) for c in changes]
@@ -136,41 +209,33 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
             encoded.append((real, text.encode("utf-8"), new_mode))
         except UnicodeEncodeError as exc:
             raise FileSafetyError("new content of %s cannot be encoded as UTF-8: %s; nothing was written" % (real, exc), real)
-    done = []
+    done = []   # (real, how to put it back: None (it was new), ("link", path, mode) or ("bytes", data, mode))
     backups = {}
     current = None
+    pending = None
     try:
         for real, data, new_mode in encoded:
             current = real
-            existed = os.path.exists(real)
-            before = None
-            if existed:
-                with open(real, "rb") as fh:
-                    before = fh.read()
+            remove_leftovers(real)
+            old = None
+            if os.path.exists(real):
+                old_mode = stat.S_IMODE(os.stat(real).st_mode)
+                pending = _keep_old(real)
+                if pending:
+                    old = ("link", pending, old_mode)
+                else:
+                    with open(real, "rb") as fh:
+                        old = ("bytes", fh.read(), old_mode)
             bfile = None
-            if backup and existed:
+            if backup and old:
                 bfile = module.backup_local(real)
                 backups[real] = bfile
-            _write_one(module, real, data, new_mode)
-            done.append((real, existed, before))
+            _write_one(module, real, data, new_mode, set_mode=set_modes_of_existing)
+            done.append((real, old))
+            pending = None
             backups[real] = bfile
     except Exception as exc:
-        undo_errors = []
-        for real, existed, before in reversed(done):
-            try:
-                if existed:
-                    _write_one(module, real, before, None)
-                else:
-                    os.unlink(real)
-            except Exception as uexc:  # keep undoing the rest
-                undo_errors.append("%s: %s" % (real, uexc))
-        # the backups this call made are of files now restored (older ones were not pruned yet)
-        for bfile in backups.values():
-            try:
-                if bfile:
-                    os.unlink(bfile)
-            except OSError as uexc:
-                undo_errors.append("%s: %s" % (bfile, uexc))
+        undo_errors = _put_back(module, done, pending, backups)
         msg = "writing %s failed: %s" % (current, getattr(exc, "msg", None) or str(exc))
         if undo_errors:
             msg += "; undo failed for " + ", ".join(undo_errors)
@@ -179,11 +244,46 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
         failure = FileSafetyError(msg, current)
         failure.undo_failed = bool(undo_errors)
         raise failure
+    for _real, old in done:
+        if old and old[0] == "link":
+            try:
+                os.unlink(old[1])
+            except OSError:
+                pass  # a side file the next write of it removes
     for real, bfile in backups.items():
         # only once every file is written: a failure part-way leaves the older backups as they were
         if bfile:
             prune_backups(real, keep_backups)
     return backups
+
+
+def _put_back(module, done, pending, backups):
+    """Undo of ``write_files``: each file written back as it was (newest first), each created one removed, the side
+    file of the one that failed and every backup this call made removed. Returns "path: error" strings."""
+    errors = []
+    for real, old in reversed(done):
+        try:
+            if old is None:
+                os.unlink(real)
+            elif old[0] == "link":
+                os.rename(old[1], real)   # the old file itself: bytes, mode and owner as they were
+            else:
+                _write_one(module, real, old[1], old[2], set_mode=True)
+        except Exception as uexc:  # keep undoing the rest
+            errors.append("%s: %s" % (real, uexc))
+    if pending and os.path.lexists(pending):
+        try:
+            os.unlink(pending)
+        except OSError as uexc:
+            errors.append("%s: %s" % (pending, uexc))
+    # the backups this call made are of files now restored (older ones were not pruned yet)
+    for bfile in backups.values():
+        try:
+            if bfile:
+                os.unlink(bfile)
+        except OSError as uexc:
+            errors.append("%s: %s" % (bfile, uexc))
+    return errors
 
 
 def make_directories(directories):

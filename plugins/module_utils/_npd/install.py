@@ -240,10 +240,13 @@ def apply(module, the_plan, backup=False, keep_backups=core_fileio.DEFAULT_KEEP_
     try:
         steps.extend(core_fileio.make_directories(
             [(d["path"], d["mode"]) for d in the_plan["directories"] if d["created"] or d["mode_changed"]]))
-        steps.extend(core_fileio.set_modes([(f["real"], f["mode"]) for f in the_plan["files"] if f["mode_changed"]]))
+        # a file whose bytes change gets its mode in the write (its backup keeps the old one); one whose mode
+        # alone changes, here
+        steps.extend(core_fileio.set_modes([(f["real"], f["mode"]) for f in the_plan["files"]
+                                            if f["mode_changed"] and not f["content_changed"]]))
         backups = core_fileio.write_files(
             module, [(f["real"], f["content"], f["mode"]) for f in the_plan["files"] if f["content_changed"]],
-            backup=backup, keep_backups=keep_backups)
+            backup=backup, keep_backups=keep_backups, set_modes_of_existing=True)
     except core_paths.FileSafetyError as exc:
         errors = core_fileio.undo(steps)
         tail = ("; undo failed for " + ", ".join(errors)) if errors else (
@@ -254,11 +257,6 @@ def apply(module, the_plan, backup=False, keep_backups=core_fileio.DEFAULT_KEEP_
             details["changed"] = True
         raise NpdFilesError("%s%s" % (exc.msg, tail), **details)
     backups = dict((real, b) for real, b in backups.items() if b)
-    for f in the_plan["files"]:
-        # the mode was set before the write, so the backup (a copy of the file as it was then) took the new mode: give
-        # the old content its old mode back - a 0600 file made 0644 must not leave a 0644 copy of what it held
-        if f["mode_changed"] and backups.get(f["real"]):
-            os.chmod(backups[f["real"]], f["old_mode"])
     dropped = []
     for path in the_plan["cache"]:
         # the plugin's result of the old code or config: at worst it would be answered from for half an interval

@@ -16,8 +16,9 @@ its target changes), temp file in the target's directory + ``atomic_move``,
 mode and owner kept (``mode`` for new files), backups next to the target
 pruned to the newest ``keep_backups`` once every file is written; a failure part-way puts every file
 already written back whole (each replaced file is kept under a hard link until the end), removes every
-file already created and every backup made, and names the file that failed; the side files a killed run
-leaves (``.<name>.nodefix-new|old.<pid>.<random>``) go at the next write of that file.
+file already created and every backup made, and names the file that failed (AnsibleModule's own fail_json
+during the write is such a failure); new bytes are never visible under a mode wider than their own; the side
+files a killed run leaves (``.<name>.nodefix-new|old.<pid>.<random>``) go at the next write of that file.
 ``make_directories`` and ``set_modes`` make directories and set the mode a file or directory must have,
 each returning the steps ``undo`` takes back (and taking back their own on a failure part-way): a caller
 that does several of these in one transaction undoes them all when a later one fails.
@@ -76,15 +77,27 @@ def prune_backups(real, keep):
 # the temp file of a write and the hard link that keeps a replaced file until every file is written:
 # .<name>.nodefix-new.<pid>.<random> / .<name>.nodefix-old.<pid>.<random> next to the target; a run killed
 # between making one and removing it (SIGKILL, a timeout) leaves it, and the next write of that file removes
-# the ones whose process no longer runs (remove_leftovers)
-_LEFTOVER_RE = r"^\.%s\.nodefix-(?:new|old)\.([0-9]+)\.[0-9a-f]+$"
+# the ones whose process no longer runs (remove_leftovers). A pid has at most 7 digits (PID_MAX_LIMIT 2^22),
+# the random part 8; a name longer than _STEM_MAX bytes is cut, with a checksum of the whole, so that the side
+# name stays within NAME_MAX (255)
+_LEFTOVER_RE = r"^\.%s\.nodefix-(?:new|old)\.([0-9]{1,7})\.[0-9a-f]{8}\Z"
+_STEM_MAX = 200
+
+
+def _stem(base):
+    """``base`` as its side files' names carry it."""
+    raw = os.fsencode(base)
+    if len(raw) <= _STEM_MAX:
+        return base
+    import zlib  # pylint: disable=import-outside-toplevel  # writers only: node-side readers skip its import
+    return "%s~%08x" % (os.fsdecode(raw[:_STEM_MAX - 20]), zlib.crc32(raw) & 0xffffffff)
 
 
 def _side_name(real, kind):
     """A free name for a ``kind`` ('new' or 'old') side file of ``real``, in its directory."""
     import binascii  # pylint: disable=import-outside-toplevel  # writers only: node-side readers skip its import
     return os.path.join(os.path.dirname(real) or ".", ".%s.nodefix-%s.%d.%s" % (
-        os.path.basename(real), kind, os.getpid(), binascii.hexlify(os.urandom(4)).decode("ascii")))
+        _stem(os.path.basename(real)), kind, os.getpid(), binascii.hexlify(os.urandom(4)).decode("ascii")))
 
 
 def _running(pid):
@@ -99,7 +112,7 @@ def remove_leftovers(real):
     """Remove the side files of ``real`` (temp files, kept old versions) left by a write whose process no longer
     runs; return their paths. A process id used again since keeps its files until the next write after it ends."""
     directory = os.path.dirname(real) or "."
-    pattern = re.compile(_LEFTOVER_RE % re.escape(os.path.basename(real)))
+    pattern = re.compile(_LEFTOVER_RE % re.escape(_stem(os.path.basename(real))))
     removed = []
     try:
         names = os.listdir(directory)
@@ -117,53 +130,77 @@ def remove_leftovers(real):
 
 
 def _keep_old(real):
-    """A hard link to the file ``real`` is now, so that a later failure puts it back whole (bytes, mode, owner) by
-    one rename; None where the filesystem makes no hard links (then the caller keeps its bytes)."""
+    """How to put ``real`` back as it is now: None (there is no such file); ("link", a hard link to it, its mode), so
+    that one rename puts the very file back (bytes, mode, owner); or, where the filesystem makes no hard link
+    (EPERM, EXDEV, EMLINK, ...), ("bytes", its bytes, its mode)."""
+    if not os.path.exists(real):
+        return None
+    old_mode = stat.S_IMODE(os.stat(real).st_mode)
     for _attempt in range(5):
         name = _side_name(real, "old")
         try:
             os.link(real, name)
-            return name
+            return ("link", name, old_mode)
         except OSError as exc:
             if exc.errno != errno.EEXIST:
-                return None
-    return None
+                break
+    with open(real, "rb") as fh:
+        return ("bytes", fh.read(), old_mode)
+
+
+def _identity(path):
+    """(device, inode) of ``path``, None where there is none: tells whether a move replaced it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _open_temp(real):
+    """(fd, path) of a new temp file next to ``real``, 0600, made by this call (O_EXCL)."""
+    for _attempt in range(5):
+        tmp = _side_name(real, "new")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+    raise OSError("no free temp file name next to %s" % real)
 
 
 def _write_one(module, real, data, mode, set_mode=False):
     """Temp file next to ``real`` then atomic_move. A new file gets ``mode`` (0644 without one); an existing one
-    keeps its mode and owner, or gets ``mode`` with ``set_mode`` (after the move: atomic_move gives the temp file
-    the old file's mode)."""
-    fd = None
-    for _attempt in range(5):
-        tmp = _side_name(real, "new")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            break
-        except OSError as exc:
-            if exc.errno != errno.EEXIST:
-                raise
-    if fd is None:
-        raise OSError("no free temp file name next to %s" % real)
+    keeps its mode and owner, or gets ``mode`` with ``set_mode``. The new bytes are never visible under a mode
+    wider than theirs: atomic_move gives them the target's mode, so an existing target loses the bits ``mode``
+    lacks first (write_files gives the old file its mode back), and a new one is moved under a umask that
+    leaves none of them (atomic_move gives it 0666 & ~umask)."""
+    fd, tmp = _open_temp(real)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         creating = not os.path.exists(real)
+        final = (0o644 if mode is None else mode) if creating else (mode if set_mode else None)
         if not creating:
             st = os.stat(real)
+            if final is not None and stat.S_IMODE(st.st_mode) & ~final:
+                os.chmod(real, stat.S_IMODE(st.st_mode) & final)
+                st = os.stat(real)
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
             try:
                 os.chown(tmp, st.st_uid, st.st_gid)
             except OSError:
                 pass
-        module.atomic_move(tmp, real, unsafe_writes=False)
-        if creating:
-            # atomic_move gives a new file 0666 & ~umask: set the mode asked for
-            os.chmod(real, 0o644 if mode is None else mode)
-        elif set_mode and mode is not None and stat.S_IMODE(os.stat(real).st_mode) != mode:
-            os.chmod(real, mode)
+        umask = os.umask(0o777 & ~final) if creating else None
+        try:
+            module.atomic_move(tmp, real, unsafe_writes=False)
+        finally:
+            if umask is not None:
+                os.umask(umask)
+        if final is not None and stat.S_IMODE(os.stat(real).st_mode) != final:
+            os.chmod(real, final)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -186,16 +223,9 @@ def check_mode_value(mode):
     return value
 
 
-def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS, mode=None, set_modes_of_existing=False):
-    """Write ``changes`` (list of (real_path, new_text) or (real_path, new_text, mode)) all-or-nothing.
-
-    ``real_path`` must come from ``resolve_target``; a change's own ``mode`` (for a new file) wins over
-    ``mode``. With ``set_modes_of_existing`` an existing file gets its change's ``mode`` too (its backup keeps the
-    old one). Returns ``{real_path: backup_path or None}``. Until every file is written each replaced file is
-    kept under a hard link (its bytes only where the filesystem makes none): on failure every file already
-    written is put back whole (bytes, mode, owner), every file created removed and every backup made removed,
-    and the error is re-raised as FileSafetyError naming the file.
-    """
+def _checked(changes, mode):
+    """``changes`` as (real, bytes, mode), once each, or FileSafetyError before anything is written: a file listed
+    twice with one content and mode is written once, with two is refused (the second would undo the first)."""
     mode = check_mode_value(mode)
     changes = [(c[0], c[1], check_mode_value(c[2]) if len(c) > 2 and c[2] is not None else mode) for c in changes]
     for real, text, _mode in changes:
@@ -204,49 +234,101 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
         if not os.path.isdir(os.path.dirname(real) or "."):
             raise FileSafetyError("directory %s of %s does not exist" % (os.path.dirname(real), real), real)
     encoded = []
+    seen = {}
     for real, text, new_mode in changes:
         try:
-            encoded.append((real, text.encode("utf-8"), new_mode))
+            data = text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise FileSafetyError("new content of %s cannot be encoded as UTF-8: %s; nothing was written" % (real, exc), real)
+        key = os.path.normpath(real)
+        if key in seen:
+            if seen[key] != (data, new_mode):
+                raise FileSafetyError("%s is listed twice, with two contents or modes; nothing was written" % real, real)
+            continue
+        seen[key] = (data, new_mode)
+        encoded.append((real, data, new_mode))
+    return encoded
+
+
+class _ModuleFailed(Exception):
+    """AnsibleModule's own fail_json during a write (atomic_move and backup_local on ansible-core 2.17/2.18, its
+    SELinux steps on every version), raised in its place so that the write is undone before the module fails."""
+
+    def __init__(self, msg):
+        super(_ModuleFailed, self).__init__(msg)
+        self.msg = msg
+
+
+class _FailJsonRaises(object):
+    """``with _FailJsonRaises(module):`` - module.fail_json raises _ModuleFailed (no result printed, no exit)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.saved = None
+
+    def __enter__(self):
+        self.saved = vars(self.module).get("fail_json") if hasattr(self.module, "__dict__") else None
+
+        def refuse(msg="", **_kwargs):
+            raise _ModuleFailed(msg)
+
+        self.module.fail_json = refuse
+        return self
+
+    def __exit__(self, *exc_info):
+        if self.saved is None:
+            del self.module.fail_json
+        else:
+            self.module.fail_json = self.saved
+        return False
+
+
+def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS, mode=None, set_modes_of_existing=False):
+    """Write ``changes`` (list of (real_path, new_text) or (real_path, new_text, mode)) all-or-nothing.
+
+    ``real_path`` must come from ``resolve_target``; a change's own ``mode`` (for a new file) wins over
+    ``mode``. With ``set_modes_of_existing`` an existing file gets its change's ``mode`` too (its backup keeps the
+    old one). Returns ``{real_path: backup_path or None}``. Until every file is written each replaced file is
+    kept under a hard link (its bytes only where the filesystem makes none): on failure - AnsibleModule's own
+    fail_json included - every file already written (the one that failed too, if it was moved into place) is
+    put back whole (bytes, mode, owner), every file created removed and every backup made removed, and the error
+    is re-raised as FileSafetyError naming the file.
+    """
+    encoded = _checked(changes, mode)
     done = []   # (real, how to put it back: None (it was new), ("link", path, mode) or ("bytes", data, mode))
     backups = {}
     current = None
-    pending = None
-    try:
-        for real, data, new_mode in encoded:
-            current = real
-            remove_leftovers(real)
-            old = None
-            if os.path.exists(real):
-                old_mode = stat.S_IMODE(os.stat(real).st_mode)
-                pending = _keep_old(real)
-                if pending:
-                    old = ("link", pending, old_mode)
-                else:
-                    with open(real, "rb") as fh:
-                        old = ("bytes", fh.read(), old_mode)
-            bfile = None
-            if backup and old:
-                bfile = module.backup_local(real)
+    pending = None   # the file being written: (real, how to put it back, its _identity before)
+    with _FailJsonRaises(module):
+        try:
+            for real, data, new_mode in encoded:
+                current = real
+                remove_leftovers(real)
+                old = _keep_old(real)
+                pending = (real, old, _identity(real))
+                bfile = None
+                if backup and old:
+                    bfile = module.backup_local(real)
+                    backups[real] = bfile
+                _write_one(module, real, data, new_mode, set_mode=set_modes_of_existing)
+                done.append((real, old))
+                pending = None
                 backups[real] = bfile
-            _write_one(module, real, data, new_mode, set_mode=set_modes_of_existing)
-            done.append((real, old))
-            pending = None
-            backups[real] = bfile
-    except Exception as exc:
-        undo_errors = _put_back(module, done, pending, backups)
-        msg = "writing %s failed: %s" % (current, getattr(exc, "msg", None) or str(exc))
-        if undo_errors:
-            msg += "; undo failed for " + ", ".join(undo_errors)
-        else:
-            msg += "; every file already written was restored"
-        failure = FileSafetyError(msg, current)
-        failure.undo_failed = bool(undo_errors)
-        raise failure
+        except Exception as exc:
+            undo_errors = _put_back(module, done, pending, backups)
+            msg = "writing %s failed: %s" % (current, getattr(exc, "msg", None) or str(exc))
+            if undo_errors:
+                msg += "; undo failed for " + ", ".join(undo_errors)
+            else:
+                msg += "; every file already written was restored"
+            failure = FileSafetyError(msg, current)
+            failure.undo_failed = bool(undo_errors)
+            raise failure
     for _real, old in done:
         if old and old[0] == "link":
             try:
+                # the old file, narrowed for the write, keeps its mode under any other name it has
+                _give_mode(old[1], old[2])
                 os.unlink(old[1])
             except OSError:
                 pass  # a side file the next write of it removes
@@ -257,25 +339,36 @@ def write_files(module, changes, backup=True, keep_backups=DEFAULT_KEEP_BACKUPS,
     return backups
 
 
+def _give_mode(path, mode):
+    if stat.S_IMODE(os.stat(path).st_mode) != mode:
+        os.chmod(path, mode)
+
+
 def _put_back(module, done, pending, backups):
-    """Undo of ``write_files``: each file written back as it was (newest first), each created one removed, the side
-    file of the one that failed and every backup this call made removed. Returns "path: error" strings."""
+    """Undo of ``write_files``: each file written back as it was (newest first) - the one that failed too where it
+    was moved into place, else its kept link removed and its old mode given back -, each created one removed and
+    every backup this call made removed. Returns "path: error" strings."""
     errors = []
+    if pending and _identity(pending[0]) != pending[2]:
+        done = done + [pending[:2]]
+    elif pending and pending[1]:
+        try:
+            _give_mode(pending[0], pending[1][2])
+            if pending[1][0] == "link":
+                os.unlink(pending[1][1])
+        except OSError as uexc:
+            errors.append("%s: %s" % (pending[0], uexc))
     for real, old in reversed(done):
         try:
             if old is None:
                 os.unlink(real)
             elif old[0] == "link":
                 os.rename(old[1], real)   # the old file itself: bytes, mode and owner as they were
+                _give_mode(real, old[2])
             else:
                 _write_one(module, real, old[1], old[2], set_mode=True)
         except Exception as uexc:  # keep undoing the rest
             errors.append("%s: %s" % (real, uexc))
-    if pending and os.path.lexists(pending):
-        try:
-            os.unlink(pending)
-        except OSError as uexc:
-            errors.append("%s: %s" % (pending, uexc))
     # the backups this call made are of files now restored (older ones were not pruned yet)
     for bfile in backups.values():
         try:

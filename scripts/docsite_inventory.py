@@ -8,12 +8,28 @@ other collections this collection's docs name). Sphinx's intersphinx fetches the
 docsite's objects.inv for that; this machine's CI has no route to
 docs.ansible.com, so the build uses this inventory of exactly those labels,
 pointing at their real addresses, in Sphinx's inventory format (version 2).
+The modules and plugins of other collections are found in the docs themselves
+(module_references: M(ns.coll.name), P(ns.coll.name#type) and seealso's
+``module: ns.coll.name`` in the plugins and the roles' argument specs), so a
+reference a new doc adds resolves without an edit here.
 
 Usage: docsite_inventory.py OUTPUT
 """
 
+import glob
+import os
+import re
 import sys
 import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OWN = ("nodefix", "k8s")
+_NAME = r"([a-z0-9_]+)\.([a-z0-9_]+)\.([a-z0-9_]+)"
+_REFERENCES = (
+    (re.compile(r"\bM\(%s\)" % _NAME), None),
+    (re.compile(r"\bP\(%s#([a-z_]+)\)" % _NAME), 3),
+    (re.compile(r"^[ \t]*-?[ \t]*module:[ \t]*%s[ \t]*$" % _NAME, re.M), None),
+)
 
 # label -> (path under https://docs.ansible.com/projects/ansible/devel/, title)
 LABELS = {
@@ -35,6 +51,33 @@ ENVVARS = ("ANSIBLE_CACHE_PLUGIN", "ANSIBLE_CACHE_PLUGIN_CONNECTION", "ANSIBLE_C
            "ANSIBLE_CACHE_PLUGIN_TIMEOUT")
 
 
+def module_references(root=ROOT):
+    """{(namespace, collection, name, plugin type)} of every module or plugin of another collection that the
+    collection's docs name (its plugins' DOCUMENTATION, EXAMPLES and RETURN, its roles' argument specs)."""
+    files = sorted(glob.glob(os.path.join(root, "plugins", "*", "*.py")) +
+                   glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml")))
+    found = set()
+    for path in files:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for pattern, type_group in _REFERENCES:
+            for match in pattern.finditer(text):
+                namespace, collection, name = match.group(1, 2, 3)
+                if (namespace, collection) != OWN:
+                    found.add((namespace, collection, name, match.group(type_group + 1) if type_group else "module"))
+    return found
+
+
+def labels(root=ROOT):
+    """LABELS and the label of each module or plugin of another collection the docs name."""
+    out = dict(LABELS)
+    for namespace, collection, name, kind in module_references(root):
+        out["ansible_collections.%s.%s.%s_%s" % (namespace, collection, name, kind)] = (
+            "collections/%s/%s/%s_%s.html" % (namespace, collection, name, kind),
+            "%s.%s.%s %s" % (namespace, collection, name, kind))
+    return out
+
+
 def inventory():
     header = (
         "# Sphinx inventory version 2\n"
@@ -43,7 +86,7 @@ def inventory():
         "# The remainder of this file is compressed using zlib.\n"
     )
     lines = []
-    for label, (path, title) in sorted(LABELS.items()):
+    for label, (path, title) in sorted(labels().items()):
         anchor = label.replace("_", "-").replace(".", "-")
         lines.append("%s std:label -1 %s#%s %s\n" % (label, path, anchor, title))
     for name in ENVVARS:

@@ -60,15 +60,13 @@ def sleepers(lock):
 
 def test_a_test_that_hangs_fails_by_name_and_its_lock_holder_is_stopped(tmp_path):
     lock = str(tmp_path / "lab.lock")
-    started = time.time()
-    result = run_pytest(tmp_path, HANGS, {"LOCK": lock, "NODEFIX_TEST_LIMIT": "3"})
+    result = run_pytest(tmp_path, HANGS, {"LOCK": lock, "NODEFIX_TEST_LIMIT": "3"})   # a hang: its 120 s timeout
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     assert "1 failed, 1 passed" in out, out
     assert "test_inner.py::test_holds_a_lock_forever: its limit of 3 s (NODEFIX_TEST_LIMIT) passed" in out, out
     assert "fcntl.flock(handle, fcntl.LOCK_EX)" in out, out       # where it waited
     assert "flock %s sleep 600" % lock in out, out               # what it had started
-    assert time.time() - started < 60
     assert sleepers(lock) == []                                  # stopped: nothing holds the lock
     with open(lock, "a") as handle:
         import fcntl

@@ -4,7 +4,6 @@ backup_local: a failure part-way puts each file back whole (the same inode: byte
 file; a new mode for an existing file lands with the write and its backup keeps the old one; a run killed (SIGKILL)
 between two files leaves side files that the next write of the file removes, never those of a live run."""
 
-import json
 import os
 import signal
 import subprocess
@@ -12,28 +11,21 @@ import sys
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import FileSafetyError
 from ansible_collections.nodefix.k8s.tests.unit import conftest as unit
+from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.fileio_support import (
+    fail_move_of, real_module, side_files)
 
 
 @pytest.fixture
 def module(monkeypatch):
-    args = {"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    return basic.AnsibleModule(argument_spec={})
+    return real_module(monkeypatch)
 
 
 def mode(path):
     return oct(os.stat(str(path)).st_mode & 0o7777)
-
-
-def side_files(directory):
-    return sorted(n for n in os.listdir(str(directory)) if ".nodefix-" in n)
 
 
 def test_a_failure_on_the_second_file_puts_the_first_back_whole_and_leaves_no_side_file(module, tmp_path,
@@ -44,14 +36,7 @@ def test_a_failure_on_the_second_file_puts_the_first_back_whole_and_leaves_no_si
     second.write_text("old b\n")
     inode = os.stat(str(first)).st_ino
     before = unit.snapshot(tmp_path)
-    real_move = module.atomic_move
-
-    def failing_move(src, dest, unsafe_writes=False):
-        if dest == str(second):
-            raise OSError(28, "No space left on device")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
-    monkeypatch.setattr(module, "atomic_move", failing_move)
+    fail_move_of(module, monkeypatch, second)
     with pytest.raises(FileSafetyError) as failure:
         core_fileio.write_files(module, [(str(first), "new a\n"), (str(second), "new b\n")], backup=True)
     assert "writing %s failed" % second in failure.value.msg
@@ -71,14 +56,7 @@ def test_without_hard_links_the_old_bytes_and_mode_are_written_back(module, tmp_
         raise OSError(1, "Operation not permitted")
 
     monkeypatch.setattr(os, "link", no_link)
-    real_move = module.atomic_move
-
-    def failing_move(src, dest, unsafe_writes=False):
-        if dest == str(second):
-            raise OSError(5, "Input/output error")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
-    monkeypatch.setattr(module, "atomic_move", failing_move)
+    fail_move_of(module, monkeypatch, second, OSError(5, "Input/output error"))
     with pytest.raises(FileSafetyError):
         core_fileio.write_files(module, [(str(first), "new a\n", "0644"), (str(second), "b\n")],
                                 set_modes_of_existing=True)

@@ -4,7 +4,6 @@
 file being written, the mode new bytes are visible under, one file listed twice, names that merely look like side
 files, names near NAME_MAX, a symlinked target and a file with several hard links."""
 
-import json
 import os
 import stat
 import subprocess
@@ -12,24 +11,17 @@ import sys
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import FileSafetyError
 from ansible_collections.nodefix.k8s.tests.unit import conftest as unit
+from ansible_collections.nodefix.k8s.tests.unit.plugins.module_utils.fileio_support import (
+    fail_move_of, real_module, side_files)
 
 
 @pytest.fixture
 def module(monkeypatch):
-    args = {"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    return basic.AnsibleModule(argument_spec={})
-
-
-def side_files(directory):
-    return sorted(n for n in os.listdir(str(directory)) if ".nodefix-" in n)
+    return real_module(monkeypatch)
 
 
 def dead_pid():
@@ -93,14 +85,7 @@ def test_a_failure_after_the_move_puts_that_file_back_too(module, tmp_path, monk
     if not existed:
         second.unlink()
     before = unit.snapshot(tmp_path)
-    real_move = module.atomic_move
-
-    def move(src, dest, unsafe_writes=False):
-        real_move(src, dest, unsafe_writes=unsafe_writes)
-        if dest == str(second):
-            raise OSError(95, "Operation not supported")
-
-    monkeypatch.setattr(module, "atomic_move", move)
+    fail_move_of(module, monkeypatch, second, OSError(95, "Operation not supported"), after=True)
     with pytest.raises(FileSafetyError) as failure:
         core_fileio.write_files(module, [(str(first), "new a\n"), (str(second), "new b\n")], backup=False)
     assert "every file already written was restored" in failure.value.msg
@@ -146,14 +131,7 @@ def test_a_narrowed_file_is_put_back_with_its_old_mode(module, tmp_path, monkeyp
     second.write_text("old b\n")
     os.chmod(str(second), 0o644)
     before = unit.snapshot(tmp_path)
-    real_move = module.atomic_move
-
-    def move(src, dest, unsafe_writes=False):
-        if dest == str(second):
-            raise OSError(28, "No space left on device")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
-    monkeypatch.setattr(module, "atomic_move", move)
+    fail_move_of(module, monkeypatch, second)
     with pytest.raises(FileSafetyError):
         core_fileio.write_files(module, [(str(first), "new a\n", "0600"), (str(second), "new b\n", "0600")],
                                 set_modes_of_existing=True)
@@ -185,15 +163,8 @@ def test_one_file_listed_twice_with_two_contents_is_refused_before_anything_is_w
 
 def test_one_file_listed_twice_with_one_content_is_written_once(module, tmp_path, monkeypatch):
     first, second = two_files(tmp_path)
-    real_move = module.atomic_move
-
-    def move(src, dest, unsafe_writes=False):
-        if dest == str(first):
-            raise OSError(28, "No space left on device")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
     before = unit.snapshot(tmp_path)
-    monkeypatch.setattr(module, "atomic_move", move)
+    fail_move_of(module, monkeypatch, first)
     with pytest.raises(FileSafetyError):
         core_fileio.write_files(module, [(str(second), "new b\n"), (str(second), "new b\n"), (str(first), "x\n")],
                                 backup=True)
@@ -231,14 +202,7 @@ def test_a_long_name_is_written_and_its_leftovers_found(module, tmp_path, monkey
     core_fileio.write_files(module, [(str(first), "new\n")], backup=False)
     assert first.read_text() == "new\n" and side_files(tmp_path) == []
     first.write_text("old\n")
-    real_move = module.atomic_move
-
-    def move(src, dest, unsafe_writes=False):
-        if dest == str(second):
-            raise OSError(28, "No space left on device")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
-    monkeypatch.setattr(module, "atomic_move", move)
+    fail_move_of(module, monkeypatch, second)
     inode = os.stat(str(first)).st_ino
     with pytest.raises(FileSafetyError):
         core_fileio.write_files(module, [(str(first), "new\n"), (str(second), "new b\n")], backup=False)
@@ -277,14 +241,7 @@ def test_a_file_with_several_hard_links_gets_its_links_back_on_failure(module, t
     first, second = two_files(tmp_path)
     other = tmp_path / "other-name"
     os.link(str(first), str(other))
-    real_move = module.atomic_move
-
-    def move(src, dest, unsafe_writes=False):
-        if dest == str(second):
-            raise OSError(28, "No space left on device")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
-    monkeypatch.setattr(module, "atomic_move", move)
+    fail_move_of(module, monkeypatch, second)
     with pytest.raises(FileSafetyError):
         core_fileio.write_files(module, [(str(first), "new a\n"), (str(second), "new b\n")], backup=True)
     assert os.stat(str(first)).st_ino == os.stat(str(other)).st_ino and os.stat(str(first)).st_nlink == 2
@@ -300,14 +257,7 @@ def test_where_link_fails_the_old_bytes_mode_and_owner_are_written_back(module, 
         raise OSError(err, os.strerror(err))
 
     monkeypatch.setattr(os, "link", no_link)
-    real_move = module.atomic_move
-
-    def move(src, dest, unsafe_writes=False):
-        if dest == str(second):
-            raise OSError(28, "No space left on device")
-        return real_move(src, dest, unsafe_writes=unsafe_writes)
-
-    monkeypatch.setattr(module, "atomic_move", move)
+    fail_move_of(module, monkeypatch, second)
     with pytest.raises(FileSafetyError) as failure:
         core_fileio.write_files(module, [(str(first), "new a\n", "0600"), (str(second), "new b\n")], backup=True,
                                 set_modes_of_existing=True)

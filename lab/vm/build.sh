@@ -139,8 +139,7 @@ echo "deb [trusted=yes] file:/srv/nodefix-lab-mirror ./" > "$root/etc/apt/source
 rm -f "$root/var/lib/dbus/machine-id"
 echo nodefix-lab-v2 > "$root/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 nodefix-lab-v2\n' > "$root/etc/hosts"
-# no fsck of the root (pass 0): the disk is a throw-away overlay of the image; systemd-fsck-root cost every boot ~2 s
-printf 'LABEL=root / ext4 rw,errors=remount-ro 0 0\n' > "$root/etc/fstab"
+printf 'LABEL=root / ext4 rw,errors=remount-ro 0 1\n' > "$root/etc/fstab"
 printf 'nameserver 10.0.2.3\n' > "$root/etc/resolv.conf"      # QEMU user-mode DNS
 mkdir -p "$root/etc/systemd/network"
 printf '[Match]\nName=en* eth*\n[Network]\nDHCP=ipv4\n' > "$root/etc/systemd/network/20-wired.network"
@@ -165,14 +164,6 @@ chroot "$root" systemctl mask modprobe@drm.service modprobe@efi_pstore.service m
 # Early boot under emulation: an initramfs with only what root=/dev/vda needs.
 sed -i 's/^MODULES=.*/MODULES=list/' "$root/etc/initramfs-tools/initramfs.conf"
 printf 'virtio_pci\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
-# Two of initramfs-tools' hooks copy what this VM never runs at early boot: device-mapper (no LVM or dm-crypt
-# root; the dmsetup hook, ~8 s of each initramfs under emulation) and fsck (no check of the overlay's root, above;
-# its hook probes the root's type and copies e2fsck whatever the fstab's pass, ~13 s). They are diverted away as
-# an administrator would, so a kernel package's postinst still runs update-initramfs with every other hook.
-for hook in dmsetup fsck; do
-  [ ! -e "$root/usr/share/initramfs-tools/hooks/$hook" ] || chroot "$root" dpkg-divert --quiet --local --rename \
-    --divert "/usr/share/initramfs-tools/hooks/$hook.nodefix-lab" --add "/usr/share/initramfs-tools/hooks/$hook"
-done
 chroot "$root" update-initramfs -u -k all >/dev/null 2>&1
 # GRUB on the root file system (the EFI image below reads $prefix=/boot/grub): its
 # modules, the settings every grub.cfg the guest's update-grub writes keeps (the

@@ -33,6 +33,7 @@ import os
 import re
 import stat
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import FileSafetyError
 
 
@@ -250,13 +251,9 @@ def _checked(changes, mode):
     return encoded
 
 
-class _ModuleFailed(Exception):
+class _ModuleFailed(NodefixError):
     """AnsibleModule's own fail_json during a write (atomic_move and backup_local on ansible-core 2.17/2.18, its
     SELinux steps on every version), raised in its place so that the write is undone before the module fails."""
-
-    def __init__(self, msg):
-        super(_ModuleFailed, self).__init__(msg)
-        self.msg = msg
 
 
 class _FailJsonRaises(object):

@@ -160,6 +160,17 @@ manifest:
       description: As RV(files) at the time of the snapshot.
       type: list
       elements: dict
+    recorded_at:
+      description:
+        - When the recording run first looked at the files (seconds since the epoch); absent from a manifest written
+          by an earlier version.
+      type: float
+    identity:
+      description:
+        - Per regular file, C([device, inode, size, mtime_ns, ctime_ns]) when it was recorded. A later run takes the
+          recorded checksum of a file whose identity is the same (any write moves the ctime, an upgrade replaces the
+          inode) instead of reading it again; a file changed within 2 seconds before the recording is always read.
+      type: dict
 diff:
   description: The manifest's text before and after (with C(--diff)).
   returned: diff mode

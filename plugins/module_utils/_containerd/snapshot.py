@@ -9,7 +9,8 @@
 
 Layout of a snapshot directory (what ``roles/containerd/tasks/rollback.yml`` reads)::
 
-    <dir>/manifest.json          {"version", "binary", "files": [{"path", "exists", "checksum"}]}
+    <dir>/manifest.json          {"version", "binary", "files": [{"path", "exists", "checksum"}],
+                                 "recorded_at", "identity": {path: [dev, inode, size, mtime_ns, ctime_ns]}}
     <dir>/files/<absolute path>  a copy of every file that exists (mode, owner, times kept;
                                  a symlink is copied as the link)
 
@@ -34,6 +35,7 @@ import json
 import os
 import shutil
 import stat
+import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import root_path
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -63,14 +65,45 @@ def check_inputs(path, files):
             raise NodefixError("files: %s overlaps the snapshot directory %s" % (item, norm), path=path)
 
 
-def read_state_files(root, paths):
+# A regular file whose (device, inode, size, mtime, ctime) are the ones the manifest recorded keeps the checksum it
+# recorded: containerd's binaries (~100 MB) are not read again at every run - ~10 s each under emulation. Any write
+# moves the ctime (no call sets it back), a package upgrade replaces the inode; a file whose ctime is within
+# RACY_SECONDS of the time the recording run first looked at the files is read anyway (changed again in the clock
+# tick its ctime shows, the ctime would not move: git's "racily clean" case).
+RACY_SECONDS = 2.0
+
+
+def identity(info):
+    """What tells, without reading it, that a regular file is the one a manifest recorded."""
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def known_checksums(manifest):
+    """{path: (identity, checksum)} a manifest vouches for (none for one older than identities, or of a racy file)."""
+    if not manifest or not isinstance(manifest.get("identity"), dict):
+        return {}
+    recorded_at = manifest.get("recorded_at")
+    if not isinstance(recorded_at, (int, float)):
+        return {}
+    sums = dict((f.get("path"), f.get("checksum")) for f in manifest["files"] if isinstance(f, dict))
+    out = {}
+    for path, ident in manifest["identity"].items():
+        if (isinstance(ident, list) and len(ident) == 5 and sums.get(path)
+                and ident[4] / 1e9 < recorded_at - RACY_SECONDS):
+            out[path] = (ident, sums[path])
+    return out
+
+
+def read_state_files(root, paths, known=None):
     """Each node path (under ``root``) as the snapshot records it, read in one pass: ``exists`` (lstat:
     a dangling symlink exists), ``checksum`` (sha256 of a regular file, '' for anything else, as
-    ``stat`` without ``follow`` gives) and ``ctime``. NodefixError names a file that exists but cannot
-    be read: an unreadable file is never reported as absent or unchanged."""
+    ``stat`` without ``follow`` gives; from ``known`` - known_checksums - when the file is the one it names),
+    ``ctime`` and ``identity``. NodefixError names a file that exists but cannot be read: an unreadable file is
+    never reported as absent or unchanged."""
+    known = known or {}
     out = []
     for path in paths:
-        entry = {"path": path, "exists": False, "checksum": "", "ctime": 0}
+        entry = {"path": path, "exists": False, "checksum": "", "ctime": 0, "identity": None}
         local = root_path(root, path, follow_last=False)   # lstat: the link itself
         try:
             info = os.lstat(local)
@@ -79,16 +112,24 @@ def read_state_files(root, paths):
             continue
         entry["exists"], entry["ctime"] = True, info.st_ctime
         if stat.S_ISREG(info.st_mode):
-            digest = hashlib.sha256()
-            try:
-                with open(local, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        digest.update(block)
-            except (IOError, OSError) as exc:
-                raise NodefixError("cannot read %s for its checksum: %s" % (path, exc), path=path)
-            entry["checksum"] = digest.hexdigest()
+            entry["identity"] = identity(info)
+            if path in known and known[path][0] == entry["identity"]:
+                entry["checksum"] = known[path][1]
+            else:
+                entry["checksum"] = _sha256(local, path)
         out.append(entry)
     return out
+
+
+def _sha256(local, path):
+    digest = hashlib.sha256()
+    try:
+        with open(local, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except (IOError, OSError) as exc:
+        raise NodefixError("cannot read %s for its checksum: %s" % (path, exc), path=path)
+    return digest.hexdigest()
 
 
 def read_manifest(snap_dir):
@@ -217,11 +258,15 @@ def run(path, files, version=None, binary=None, daemon_reachable=False, daemon_s
     read under it; ``path`` is written as given."""
     check_inputs(path, files)
     real = os.path.realpath(path)
-    entries = read_state_files(root, files)
     old, why_none = read_manifest(real)
+    looked_at = time.time()   # before the first lstat: a file changed in the same clock tick is never vouched for
+    entries = read_state_files(root, files, known_checksums(old))
     do_record, reason = decide(old, why_none, entries, daemon_reachable, daemon_started)
     now = state_now(entries)
-    new = {"version": version, "binary": binary, "files": now} if do_record else old
+    new = old
+    if do_record:
+        new = {"version": version, "binary": binary, "files": now, "recorded_at": looked_at,
+               "identity": dict((e["path"], e["identity"]) for e in entries if e["identity"])}
     result = {
         "changed": do_record,
         "recorded": do_record and not check_mode,

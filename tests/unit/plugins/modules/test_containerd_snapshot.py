@@ -225,7 +225,7 @@ def test_state_files_read_in_one_pass(tmp_path):
     # a symlink is not followed (no checksum, as stat without follow), a dangling one exists
     assert (got[1]["exists"], got[1]["checksum"]) == (True, "")
     assert (got[2]["exists"], got[2]["checksum"]) == (True, "")
-    assert got[3] == {"path": "/usr/bin/containerd-shim", "exists": False, "checksum": "", "ctime": 0}
+    assert got[3] == {"path": "/usr/bin/containerd-shim", "exists": False, "checksum": "", "ctime": 0, "identity": None}
     assert (got[4]["exists"], got[4]["checksum"]) == (True, "")
 
 
@@ -241,3 +241,80 @@ def test_state_file_that_cannot_be_read_is_an_error_naming_it(tmp_path, monkeypa
     monkeypatch.setattr("builtins.open", refuse)
     with pytest.raises(NodefixError, match="cannot read /config.toml"):
         containerd_snapshot_lib.read_state_files(str(tmp_path), ["/config.toml"])
+
+
+def unread_checksums(monkeypatch):
+    """The paths read for a checksum from here on."""
+    read = []
+    real = containerd_snapshot_lib._sha256
+
+    def counting(local, path):
+        read.append(path)
+        return real(local, path)
+
+    monkeypatch.setattr(containerd_snapshot_lib, "_sha256", counting)
+    return read
+
+
+def test_a_file_the_manifest_vouches_for_is_not_read_again(tmp_path, monkeypatch):
+    # containerd's ~100 MB of binaries were hashed at every run: ~10 s of emulation on the lab's VM node
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    binary = tmp_path / "usr/bin/containerd"
+    binary.write_bytes(b"ELF containerd v1")
+    old = time.time() - 60
+    os.utime(str(binary), (old, old))
+    snap = str(tmp_path / "snap")
+    first = containerd_snapshot_lib.run(snap, ["/usr/bin/containerd"], root=str(tmp_path))
+    assert first["recorded"] and first["manifest"]["identity"]["/usr/bin/containerd"]
+    read = unread_checksums(monkeypatch)
+    # the manifest's own time is the recording's: move it past the racy window, as a later run finds it
+    manifest_path = os.path.join(snap, "manifest.json")
+    manifest = json.loads(open(manifest_path).read())
+    manifest["recorded_at"] += 10
+    open(manifest_path, "w").write(json.dumps(manifest))
+    again = containerd_snapshot_lib.run(snap, ["/usr/bin/containerd"], root=str(tmp_path))
+    assert read == [] and not again["changed"]
+    assert again["files"] == first["files"]
+
+
+def test_a_changed_file_is_read_whatever_its_mtime_says(tmp_path, monkeypatch):
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    binary = tmp_path / "usr/bin/containerd"
+    binary.write_bytes(b"ELF containerd v1")
+    snap = str(tmp_path / "snap")
+    containerd_snapshot_lib.run(snap, ["/usr/bin/containerd"], root=str(tmp_path))
+    manifest_path = os.path.join(snap, "manifest.json")
+    manifest = json.loads(open(manifest_path).read())
+    manifest["recorded_at"] += 10
+    open(manifest_path, "w").write(json.dumps(manifest))
+    st = os.stat(str(binary))
+    binary.write_bytes(b"ELF containerd v2")              # same size, the mtime put back: only the ctime moved
+    os.utime(str(binary), ns=(st.st_atime_ns, st.st_mtime_ns))
+    read = unread_checksums(monkeypatch)
+    again = containerd_snapshot_lib.run(snap, ["/usr/bin/containerd"], root=str(tmp_path), daemon_reachable=False)
+    assert read == ["/usr/bin/containerd"]
+    assert again["files"][0]["checksum"] == hashlib.sha256(b"ELF containerd v2").hexdigest()
+    assert not again["changed"] and "does not answer" in again["reason"]   # the change seen, not recorded
+
+
+def test_a_file_changed_just_before_the_record_is_read_again(tmp_path, monkeypatch):
+    # its ctime within RACY_SECONDS of the recording: a second write in the same clock tick would not move it
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    (tmp_path / "usr/bin/containerd").write_bytes(b"ELF containerd v1")
+    snap = str(tmp_path / "snap")
+    containerd_snapshot_lib.run(snap, ["/usr/bin/containerd"], root=str(tmp_path))
+    read = unread_checksums(monkeypatch)
+    containerd_snapshot_lib.run(snap, ["/usr/bin/containerd"], root=str(tmp_path))
+    assert read == ["/usr/bin/containerd"]
+
+
+def test_a_manifest_without_identities_or_with_odd_ones_vouches_for_nothing():
+    files = [{"path": "/usr/bin/containerd", "exists": True, "checksum": "ab"}]
+    assert containerd_snapshot_lib.known_checksums({"files": files}) == {}
+    assert containerd_snapshot_lib.known_checksums({"files": files, "recorded_at": "x",
+                                                    "identity": {"/usr/bin/containerd": [1, 2, 3, 4, 5]}}) == {}
+    assert containerd_snapshot_lib.known_checksums({"files": files, "recorded_at": 100.0,
+                                                    "identity": {"/usr/bin/containerd": [1, 2, 3]}}) == {}
+    assert containerd_snapshot_lib.known_checksums({"files": files, "recorded_at": 100.0,
+                                                    "identity": {"/usr/bin/containerd": [1, 2, 3, 4, 5]}}) == \
+        {"/usr/bin/containerd": ([1, 2, 3, 4, 5], "ab")}

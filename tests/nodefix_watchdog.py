@@ -151,12 +151,14 @@ class Watchdog(object):
         now = time.time()
         why = ("the run's deadline (NODEFIX_RUN_DEADLINE) passed" if self.deadline and now >= self.deadline - 1
                else "its limit of %d s (NODEFIX_TEST_LIMIT) passed" % self.limit)
+        # its teardown gets TEARDOWN_SECONDS more, but never more than a minute past the run's deadline
+        grace = TEARDOWN_SECONDS if not self.deadline else max(1.0, min(TEARDOWN_SECONDS, self.deadline + 60 - now))
         if self.fired:
-            self.arm(TEARDOWN_SECONDS)
-            msg = "%s: still running %d s after its limit; stopped again" % (self.nodeid, TEARDOWN_SECONDS)
+            self.arm(grace)
+            msg = "%s: still running after its limit; stopped again" % self.nodeid
         else:
             self.fired = True
-            self.arm(TEARDOWN_SECONDS)
+            self.arm(grace)
             msg = "%s: %s after %d s" % (self.nodeid, why, now - self.started)
         processes = descendants(os.getpid(), self.started)
         lines = ["", "=" * 20 + " nodefix watchdog " + "=" * 20, msg, "where its code waits:"]
@@ -178,6 +180,8 @@ def pytest_configure(config):
     limit = _float_env("NODEFIX_TEST_LIMIT", DEFAULT_LIMIT)
     deadline = _float_env("NODEFIX_RUN_DEADLINE", 0.0)
     if limit <= 0:
+        limit = float("inf")   # no limit per test; the run's deadline still holds
+    if limit == float("inf") and not deadline:
         return
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         _DOG[0] = Watchdog(limit, deadline)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 HANGS = '''
@@ -92,9 +94,10 @@ def test_a_process_started_before_the_test_is_left_running(tmp_path):
         before.wait()
 
 
-def test_after_the_runs_deadline_the_test_running_fails_and_the_rest_fail_unrun(tmp_path):
+@pytest.mark.parametrize("limit", ["600", "0"])   # 0: no limit per test, the deadline still holds
+def test_after_the_runs_deadline_the_test_running_fails_and_the_rest_fail_unrun(tmp_path, limit):
     deadline = time.time() + 8
-    result = run_pytest(tmp_path, SLOW, {"NODEFIX_RUN_DEADLINE": "%.3f" % deadline, "NODEFIX_TEST_LIMIT": "600",
+    result = run_pytest(tmp_path, SLOW, {"NODEFIX_RUN_DEADLINE": "%.3f" % deadline, "NODEFIX_TEST_LIMIT": limit,
                                          "SLEEP": "120"},
                         "-rfE")
     out = result.stdout + result.stderr

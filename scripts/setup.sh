@@ -69,12 +69,20 @@ if [ "${NODEFIX_SKIP_IMAGES:-0}" != 1 ]; then
 fi
 bg_pids+=("${images_pids[@]}")
 
-# 2. Python toolchain (rebuilt when requirements/dev.txt changes) ---------
+# 2. Python toolchain (rebuilt when requirements/dev.txt or the interpreter changes) ---------
+# Every venv is made from Debian's python3 (step 1 installs it; built with profile-guided and link-time
+# optimisation), not the first python3 on PATH: a pyenv or source build without them spent ~19 % more CPU on
+# the same ansible-playbook run (docs/test-times.md), and the controller's Python is most of the test
+# command's CPU. NODEFIX_PYTHON names another interpreter.
+PY=${NODEFIX_PYTHON:-/usr/bin/python3}
+command -v "$PY" >/dev/null || { echo "no Python interpreter at $PY (NODEFIX_PYTHON)" >&2; exit 1; }
+# what each venv's stamp carries besides its requirements: a venv made from another interpreter is made again
+PY_ID="$(readlink -f "$(command -v "$PY")") $("$PY" -c 'import sys; print(sys.version.split()[0])')"
 python_venv() {
-  req_hash=$(sha256sum requirements/dev.txt | cut -c1-16)
+  req_hash="$(sha256sum requirements/dev.txt | cut -c1-16) $PY_ID"
   if [ ! -x "$NODEFIX_VENV/bin/python" ] || [ "$(cat "$NODEFIX_VENV/.nodefix-req" 2>/dev/null)" != "$req_hash" ]; then
-    log "python venv ($NODEFIX_VENV)"
-    PY=${NODEFIX_PYTHON:-python3}
+    log "python venv ($NODEFIX_VENV, $PY_ID)"
+    rm -rf "$NODEFIX_VENV"
     "$PY" -m venv "$NODEFIX_VENV"
     "$NODEFIX_VENV/bin/pip" install -q --upgrade pip 2>&1 | quiet_pip
     "$NODEFIX_VENV/bin/pip" install -q -r requirements/dev.txt 2>&1 | quiet_pip
@@ -99,7 +107,7 @@ ln -sfn "$NODEFIX_ROOT" "$NODEFIX_COLLECTIONS/ansible_collections/nodefix/k8s"
 #    offline stand-in for the get-pip.py it would download for the import test.
 sanity_venv() {
   sanity_req=("$NODEFIX_VENV"/lib/python3.11/site-packages/ansible_test/_data/requirements/sanity.*.txt)
-  sanity_hash=$(cat requirements/dev.txt "${sanity_req[@]}" | sha256sum | cut -c1-16)
+  sanity_hash="$(cat requirements/dev.txt "${sanity_req[@]}" | sha256sum | cut -c1-16) $PY_ID"
   if [ "$(cat "$NODEFIX_CACHE/sanity-venv/.nodefix-req" 2>/dev/null)" != "$sanity_hash" ]; then
     log "ansible-test sanity venv"
     rm -rf "$NODEFIX_CACHE/sanity-venv"
@@ -118,7 +126,7 @@ sanity_venv() {
 sanity_venv_oldest() {
   local venv="$NODEFIX_CACHE/sanity-venv-oldest" core
   core=$(grep -E '^ansible-core==' requirements/ansible-core-oldest.txt)
-  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$core subset" ]; then
+  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$core subset $PY_ID" ]; then
     log "ansible-test sanity venv ($core)"
     rm -rf "$venv"
     "$NODEFIX_VENV/bin/python" -m venv "$venv"
@@ -128,7 +136,7 @@ sanity_venv_oldest() {
     local reqs=() t
     for t in ansible-doc import import.plugin runtime-metadata validate-modules; do reqs+=(-r "$req/sanity.$t.txt"); done
     "$venv/bin/pip" install -q "$core" "${reqs[@]}" 2>&1 | quiet_pip
-    echo "$core subset" > "$venv/.nodefix-req"
+    echo "$core subset $PY_ID" > "$venv/.nodefix-req"
   fi
   "$venv/bin/python" scripts/offline_get_pip.py   # the pip version that ansible-test pins
 }
@@ -137,7 +145,7 @@ sanity_venv_oldest() {
 #     antsibull-changelog, Sphinx): requirements/publish.txt, a venv of their own.
 publish_venv() {
   local venv="$NODEFIX_CACHE/publish-venv" req_hash
-  req_hash=$(sha256sum requirements/publish.txt | cut -c1-16)
+  req_hash="$(sha256sum requirements/publish.txt | cut -c1-16) $PY_ID"
   if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$req_hash" ]; then
     log "publish venv ($venv)"
     rm -rf "$venv"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Lab helper for lab/break/https_mirror.yml, in ONE run on the node (a task per
 # step cost ~35 s on the emulated VM node): a lab CA made once per node with
-# openssl, a server certificate for 127.0.0.1 and 10.0.2.2 (the address a QEMU
-# user-mode guest reaches its host by), python3's http.server behind TLS in a
-# transient systemd unit, and a wait until it answers. Idempotent.
+# openssl (ECDSA P-256 keys: each RSA key cost seconds of the emulated VM's CPU),
+# a server certificate for 127.0.0.1 and 10.0.2.2 (the address a QEMU user-mode
+# guest reaches its host by), python3's http.server behind TLS in a transient
+# systemd unit, and a wait until it answers. Idempotent.
 #
 #   https_mirror_setup.sh DIR PORT UNIT TLS_DIR
 set -euo pipefail
@@ -13,9 +14,9 @@ chmod 0755 "$tls"
 umask 077
 printf 'subjectAltName = IP:127.0.0.1, IP:10.0.2.2\nextendedKeyUsage = serverAuth\nbasicConstraints = CA:FALSE\n' \
   > "$tls/server.ext"
-[ -e "$tls/ca.crt" ] || openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=nodefix lab mirror CA" \
+[ -e "$tls/ca.crt" ] || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 -subj "/CN=nodefix lab mirror CA" \
   -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
-[ -e "$tls/server.key" ] || openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+[ -e "$tls/server.key" ] || openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=127.0.0.1" \
   -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
 [ -e "$tls/server.crt" ] || openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
   -CAcreateserial -days 3650 -extfile "$tls/server.ext" -out "$tls/server.crt" 2>/dev/null

@@ -108,6 +108,9 @@ options:
     description:
       - Timestamp or other text shown as the time of the report. Unset, the module's own time now, in UTC
         (C(2026-11-27T15:30:00Z)).
+      - Unset, and the reports in O(dest) differ from this run's only in that time (the same fleet seen again), they
+        are left as they are, with the time they were first written, and C(changed=false); the JSON report must
+        be among O(formats) for that time to be read back.
     type: str
   run:
     description:
@@ -368,6 +371,29 @@ def plan_files(module, p, model):
     return bool(writes), files, writes, unchanged
 
 
+def set_generated(model, stamp):
+    """Give the model (and its C(run), when given) the report's time STAMP."""
+    model["generated"] = stamp
+    if "run" in model:
+        model["run"]["generated"] = stamp
+
+
+def generated_before(module, p):
+    """The time the report.json in dest was generated, or None (no such file, not a report, not asked for)."""
+    if "json" not in p["formats"]:
+        return None
+    try:
+        real = core_paths.resolve_target("/", os.path.join(p["dest"], RENDERERS["json"][0]), what="report file")
+        text = core_paths.read_utf8(real, max_bytes=64 * core_paths.MAX_CONFIG_BYTES, what="report file")
+    except core_paths.FileSafetyError as exc:
+        module.fail_json(msg="%s; nothing was written" % exc.msg)
+    try:
+        stamp = json.loads(text).get("generated") if text else None
+    except (ValueError, AttributeError):
+        return None
+    return stamp if isinstance(stamp, str) else None
+
+
 def read_slices(module, paths):
     """[(path, model)] of the slices' report.json files; fails naming a file it cannot read or parse."""
     slices = []
@@ -429,7 +455,8 @@ def main():
     if p["table_width"] < 60:
         module.fail_json(msg="table_width must be at least 60, got %d; nothing was written" % p["table_width"])
     waivers = [dict((k, v) for k, v in w.items() if v is not None) for w in p["waivers"]]
-    if p["generated"] is None:
+    stamped = p["generated"] is None
+    if stamped:
         p["generated"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         if p["merge"] is not None:
@@ -449,6 +476,16 @@ def main():
         model["run"] = dict((k, v) for k, v in p["run"].items() if v is not None)
         model["run"]["generated"] = p["generated"]
     changed, files, writes, unchanged = plan_files(module, p, model)
+    kept = generated_before(module, p) if stamped and writes else None
+    if kept is not None and kept != p["generated"]:
+        # the same fleet a second later: reports that would differ from the files only in their time keep
+        # the files (and the time the fleet was first reported so) - changed=false, as for nodefix.prom
+        set_generated(model, kept)
+        again = plan_files(module, p, model)
+        if again[2]:
+            set_generated(model, p["generated"])
+        else:
+            changed, files, writes, unchanged = again
     if not module.check_mode:
         try:
             if writes:

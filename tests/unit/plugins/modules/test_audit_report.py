@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """audit_report: writes the five formats, idempotent, check mode writes nothing."""
 
+import datetime
+import json
 import os
 
 from ansible_collections.nodefix.k8s.plugins.modules import audit_report
@@ -162,3 +164,36 @@ def test_results_as_json_text_give_the_same_report(run_module, tmp_path):
     assert (tmp_path / "a" / "report.md").read_text() == (tmp_path / "b" / "report.md").read_text()
     bad, failed, _dummy = run_module(audit_report, {"results": "[1, 2]", "dest": str(tmp_path / "c")})
     assert failed and "results" in bad["msg"] and not (tmp_path / "c").exists()
+
+
+class _Later(object):
+    """audit_report's ``datetime`` module a day after now (a later run of the same fleet)."""
+    timezone = datetime.timezone
+
+    class datetime(object):  # noqa: N801 - stands in for datetime.datetime
+        @staticmethod
+        def now(tz=None):
+            return datetime.datetime.now(tz) + datetime.timedelta(days=1)
+
+
+def test_a_later_run_of_the_same_fleet_keeps_the_reports(run_module, tmp_path, monkeypatch):
+    # the reports' only moving part is their time: a later run that finds the same keeps them (changed=false)
+    dest = tmp_path / "out"
+    first, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    assert not failed and first["changed"]
+    before = dict((name, (dest / name).read_bytes()) for name in os.listdir(dest))
+    stamp = json.loads(before["report.json"])["generated"]
+    monkeypatch.setattr(audit_report, "datetime", _Later)
+    again, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    assert not failed and again["changed"] is False
+    assert dict((name, (dest / name).read_bytes()) for name in os.listdir(dest)) == before
+    # a change in the fleet writes every report with the new time
+    fixed = {"n1": {"findings": []}, "n2": {"findings": []}}
+    third, failed, _dummy = run_module(audit_report, {"results": fixed, "dest": str(dest)})
+    later = json.loads((dest / "report.json").read_text())["generated"]
+    assert not failed and third["changed"] is True and later != stamp
+    assert later in (dest / "report.md").read_text() and later in (dest / "report.html").read_text()
+    # a time the caller gives is the caller's: written as given
+    given, failed, _dummy = run_module(audit_report, {"results": fixed, "dest": str(dest), "generated": "then"})
+    assert not failed and given["changed"] is True
+    assert json.loads((dest / "report.json").read_text())["generated"] == "then"

@@ -4,6 +4,7 @@
 import datetime
 import json
 import os
+import types
 
 from ansible_collections.nodefix.k8s.plugins.modules import audit_report
 
@@ -166,14 +167,12 @@ def test_results_as_json_text_give_the_same_report(run_module, tmp_path):
     assert failed and "results" in bad["msg"] and not (tmp_path / "c").exists()
 
 
-class _Later(object):
-    """audit_report's ``datetime`` module a day after now (a later run of the same fleet)."""
-    timezone = datetime.timezone
+class _DayLater(object):
+    """datetime.datetime a day after now (a later run of the same fleet)."""
 
-    class datetime(object):  # noqa: N801 - stands in for datetime.datetime
-        @staticmethod
-        def now(tz=None):
-            return datetime.datetime.now(tz) + datetime.timedelta(days=1)
+    @staticmethod
+    def now(tz=None):
+        return datetime.datetime.now(tz) + datetime.timedelta(days=1)
 
 
 def test_a_later_run_of_the_same_fleet_keeps_the_reports(run_module, tmp_path, monkeypatch):
@@ -183,7 +182,7 @@ def test_a_later_run_of_the_same_fleet_keeps_the_reports(run_module, tmp_path, m
     assert not failed and first["changed"]
     before = dict((name, (dest / name).read_bytes()) for name in os.listdir(dest))
     stamp = json.loads(before["report.json"])["generated"]
-    monkeypatch.setattr(audit_report, "datetime", _Later)
+    monkeypatch.setattr(audit_report, "datetime", types.SimpleNamespace(datetime=_DayLater, timezone=datetime.timezone))
     again, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
     assert not failed and again["changed"] is False
     assert dict((name, (dest / name).read_bytes()) for name in os.listdir(dest)) == before

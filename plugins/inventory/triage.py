@@ -74,7 +74,9 @@ notes:
     (counts, unknown by reason, evaluation time, requests) and C(nodefix_triage_fleet_size).
   - Groups - C(nodefix_triage_targets) (children C(nodefix_triage_findings) and C(nodefix_triage_unknown)),
     C(nodefix_triage_orphans), C(nodefix_triage_clean) (O(add_clean_hosts)), C(nodefix_finding_<id>) (dots as
-    underscores) and C(nodefix_severity_<level>).
+    underscores; an id not of the collection's own C(<check>.<name>) shape gets a short hash of itself after it, so
+    that two ids never share a group) and C(nodefix_severity_<level>). An orphan named C(localhost) or
+    C(127.0.0.1) (Prometheus scraping its own node_exporter) is counted, never made a host.
   - How it decides, how stale is stale and how to alert on unknown - docs/triage.md.
 seealso:
   - name: The triage, its classes and reasons
@@ -101,6 +103,9 @@ keyed_groups:
 # nodes: [node-a, node-b]
 """
 
+import datetime
+import hashlib
+import json
 import re
 
 from ansible import constants as C
@@ -159,8 +164,17 @@ def config_error(exc, names):
 
 
 def group_name(prefix, value):
-    """``nodefix_finding_gvisor_runsc_outdated``: what is not a letter, digit or _ becomes _."""
-    return prefix + re.sub(r"[^A-Za-z0-9_]", "_", value)
+    """``nodefix_finding_gvisor_runsc_outdated``: what is not a letter, digit or _ becomes _. An id of the
+    collection's own shape (``<check>.<name>``, the check one of the collection's, the name letters, digits and _)
+    keeps that name; any other id (``kernel-oom``, a node's own ``kernel_oom``, a non-ASCII id) gets a short hash of
+    itself after it, so that two ids never share a group."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", value)
+    check, dot, rest = value.partition(".")
+    if not dot or check not in audit_names.CHECK_NAMES or not re.match(r"^[a-z0-9_]+$", rest):
+        if prefix == "nodefix_severity_" and re.match(r"^[a-z]+$", value):
+            return prefix + value
+        return "%s%s_%s" % (prefix, name, hashlib.sha256(value.encode("utf-8")).hexdigest()[:8])
+    return prefix + name
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -239,6 +253,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             return None
         return result if triage_run.served_from_cache(result, max_audit_age) else None
 
+    def _settings_key(self, conf):
+        """A hash of everything that decides the triage's result (the classifier's settings, where the expected nodes
+        come from, the server, the day - waivers expire by the day): a cache written under other settings is a
+        miss, never another file's verdicts. Credentials are not in it."""
+        decided = {"conf": conf, "day": datetime.date.today().isoformat(),
+                   "server": prometheus_client.safe_url(str(self.get_option("prometheus_url"))),
+                   "expected": [self.get_option(o) for o in ("expected_nodes", "nodes", "kubeconfig", "context")]}
+        text = json.dumps(decided, sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
     def _option_names(self):
         try:
             return list(C.config.get_configuration_definitions("inventory", self._load_name) or ())
@@ -251,7 +275,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except Exception as exc:  # pylint: disable=broad-except  # Ansible's text quotes the value: never shown
             raise NodefixError(config_error(exc, self._option_names()))
         conf = self._conf()
-        key = self.get_cache_key(path)
+        key = "%s_%s" % (self.get_cache_key(path), self._settings_key(conf))
         add_clean = bool(self.get_option("add_clean_hosts"))
         result = self._cached(key, conf["max_audit_age"], add_clean) if self.get_option("cache") and cache else None
         fresh = result is None
@@ -302,6 +326,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     self.inventory.add_child(self.inventory.add_group(group_name("nodefix_severity_", level)), name)
             self._construct(name, strict)
         for name, record in sorted(result["orphans"].items()):
+            if name in C.LOCALHOST:
+                # Prometheus scraping its own node_exporter (localhost:9100): a host named so would take the place of
+                # Ansible's implicit localhost (its local connection) in every play of the run; counted in the summary
+                continue
             self._add(name, record, ORPHANS)
             self._construct(name, strict)
         # what Prometheus answered (warnings) and the URL are never templates; the rest is the triage's own numbers,

@@ -336,6 +336,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
     check_remediation,
     check_results,
     policy,
+    run_entry,
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import table_lines
 
@@ -372,7 +373,7 @@ def plan_files(module, p, model):
 
 
 def set_generated(model, stamp):
-    """Give the model (and its C(run), when given) the report's time STAMP."""
+    """Give the model (and its ``run``, when given) the report's time STAMP."""
     model["generated"] = stamp
     if "run" in model:
         model["run"]["generated"] = stamp
@@ -473,17 +474,17 @@ def main():
     except WaiverError as err:
         module.fail_json(msg="bad waiver: %s; nothing was written" % err)
     if p["run"] is not None:
-        model["run"] = dict((k, v) for k, v in p["run"].items() if v is not None)
-        model["run"]["generated"] = p["generated"]
+        model["run"] = run_entry(p["run"], model["generated"])
     changed, files, writes, unchanged = plan_files(module, p, model)
+    fresh = model["generated"]
     kept = generated_before(module, p) if stamped and writes else None
-    if kept is not None and kept != p["generated"]:
+    if kept is not None and kept != fresh:
         # the same fleet a second later: reports that would differ from the files only in their time keep
         # the files (and the time the fleet was first reported so) - changed=false, as for nodefix.prom
         set_generated(model, kept)
         again = plan_files(module, p, model)
         if again[2]:
-            set_generated(model, p["generated"])
+            set_generated(model, fresh)
         else:
             changed, files, writes, unchanged = again
     if not module.check_mode:

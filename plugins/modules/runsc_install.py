@@ -56,8 +56,8 @@ options:
         C(Authorization) header of another scheme (which then replaces the Basic one). Their values are never
         shown (C(no_log)).
       - A redirect to another origin (scheme, host or port; a mirror handing off to object storage) is followed
-        without the credentials - C(Authorization) and every header named as a secret (C(X-JFrog-Art-Api),
-        C(X-Api-Key), C(Private-Token)); a redirect from C(https) to C(http) fails the download (see
+        without the credentials - C(Authorization) and every header given here, whatever its name (only
+        C(Accept), C(User-Agent) and the like go on); a redirect from C(https) to C(http) fails the download (see
         docs/safety.md, Downloads).
     type: dict
     default: {}

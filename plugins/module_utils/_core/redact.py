@@ -489,13 +489,25 @@ def _slow(text, token_context):
 
 
 def _secret_value(value):
-    """A value under a secret's name replaced whole: a non-empty string, a number, a list of them (a mapping
-    is walked: its own keys say what in it is secret)."""
+    """A value under a secret's name replaced whole: a non-empty string, a number, a list of them at any depth, empty
+    items and nulls beside them (``["x", None]``, ``[["x"]]``); a mapping is walked: its own keys say what in it is
+    secret."""
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, (str, int, float)):
         return value != ""
-    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, (str, int, float)) for v in value)
+    if not isinstance(value, (list, tuple)) or not value:
+        return False
+    return all(_blank(v) or _secret_value(v) for v in value) and any(_secret_value(v) for v in value)
+
+
+def _blank(value):
+    """None, an empty string, or a list of nothing else."""
+    return value is None or value == "" or (isinstance(value, (list, tuple)) and all(_blank(v) for v in value))
+
+
+# keys that hold a credential whole whatever its scheme (RFC 9110 11.6.2, 11.7.2), and their X- variants
+_AUTH_KEY = re.compile(r"^(?:x-)?(?:[a-z0-9]+-)*(?:proxy-)?authorization$", re.IGNORECASE)
 
 
 def _hidden_after(flag, short=None):
@@ -584,8 +596,8 @@ def redact(value, depth=0, token_context=False):
         for k, v in value.items():
             # a key that speaks of tokens (join_command, bootstrap) makes a token-shaped word under it a token
             under = token_context or (isinstance(k, str) and _BOOTSTRAP_CONTEXT.search(k) is not None)
-            hidden = (isinstance(k, str) and secret_name(k) and _secret_value(v) and not secret_shapes.key_path(k, v)
-                      and not secret_shapes.not_a_secret(k, v))
+            hidden = (isinstance(k, str) and (secret_name(k) or _AUTH_KEY.match(k) is not None) and _secret_value(v)
+                      and not secret_shapes.key_path(k, v) and not secret_shapes.not_a_secret(k, v))
             if not hidden and isinstance(k, str) and k.lower() in _USER_ENV and isinstance(v, str):
                 v = _user_password_hidden(v)        # {"ETCDCTL_USER": "root:x"}: the user kept
             out[unique_key(out, redact_key(k, token_context))] = MARK if hidden else redact(v, depth + 1, under)

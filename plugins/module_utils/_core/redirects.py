@@ -11,13 +11,15 @@ request had - ``Authorization`` and an ``X-Api-Key`` included - to whatever host
 request is made with redirects off and each redirect is judged:
 
 - to the same origin as the URL the operator gave (scheme, host, port - RFC 6454): followed with every header;
-- to another origin: followed WITHOUT ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and every header whose
-  name is a secret's (``_core.secret_names.secret_name``: ``X-Api-Key``, ``Private-Token``, ``X-JFrog-Art-Api``,
-  ``X-Registry-Auth``); other headers (a tenant's ``X-Scope-OrgID``) go on. This is what Go's net/http client does
-  (it drops ``Authorization``, ``Www-Authenticate`` and ``Cookie`` on a redirect to a host that is not the first
-  one's or its subdomain) and what curl does since 7.83 (CVE-2022-27776: no ``Authorization`` or ``Cookie`` on a
-  change of host, port or scheme), with the secret-named headers added: a mirror's API key is no less a
-  credential than its password. A redirect back to the first origin gets them again (as Go);
+- to another origin: followed with none of the headers the request had but those that carry no credential by
+  their definition (``Accept``, ``Accept-Encoding``, ``Accept-Language``, ``User-Agent``, ``Content-Type``,
+  ``Cache-Control``): ``Authorization``, ``Cookie``, every header whose name is a secret's and every header an
+  operator added (``X-Authorization``, ``Key``, ``X-Honeycomb-Team``, a tenant's ``X-Scope-OrgID``) stay with
+  the origin they were given for - a name cannot tell a key from a tenant. Go's net/http client drops
+  ``Authorization``, ``Www-Authenticate`` and ``Cookie`` on a redirect to a host that is not the first one's or its
+  subdomain, curl since 7.83 ``Authorization`` and ``Cookie`` on a change of host, port or scheme
+  (CVE-2022-27776); both forward custom headers, which is how a mirror's API key under a name of its own would
+  leave. A redirect back to the first origin gets them again (as Go);
 - from ``https`` to ``http``: refused (the request fails, saying so) - whether credentials go or not, the answer
   would come over a channel anyone on the path can read and alter, and the reboot gate and the installer decide on
   it. A ``Location`` that is not http(s) or that carries user information is refused too;
@@ -33,17 +35,17 @@ __metaclass__ = type
 from ansible.module_utils.six.moves.urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 10
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")
+# the headers a redirect to another origin keeps: none of them carries a credential by its definition (RFC 9110)
+_PLAIN_HEADERS = ("accept", "accept-encoding", "accept-language", "user-agent", "content-type", "cache-control")
 
 
-def credential_header(name):
-    """Whether a request header named ``name`` carries a credential (dropped on a redirect to another origin)."""
-    return str(name).lower() in _CREDENTIAL_HEADERS or secret_name(name)
+def kept_elsewhere(name):
+    """Whether a request header named ``name`` goes on with a redirect to another origin (``_PLAIN_HEADERS``)."""
+    return str(name).strip().lower() in _PLAIN_HEADERS
 
 
 def shown(url):
@@ -78,7 +80,7 @@ def follow(first, current, location, headers):
                            "on the way" % shown(target))
     if _origin(target) == _origin(first):
         return target, dict(headers or {})
-    return target, dict((k, v) for k, v in (headers or {}).items() if not credential_header(k))
+    return target, dict((k, v) for k, v in (headers or {}).items() if kept_elsewhere(k))
 
 
 def _too_many():

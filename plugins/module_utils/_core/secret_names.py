@@ -36,10 +36,12 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.lazy_re import l
 # names that are secrets whole (normalised: lower case, '-' and '.' as '_')
 _EXACT = frozenset(("auth", "password", "passwd", "identitytoken", "registrytoken", "token", "client_key_data",
                     "client_certificate_data", "secret", "apikey", "api_key", "creds",
-                    "private_token", "authkey", "sig", "code_verifier"))
+                    "private_token", "authkey", "sig", "code_verifier",
+                    # the private keys of Kubernetes' kubernetes.io/tls and kubernetes.io/ssh-auth Secrets
+                    "tls_key", "ssh_privatekey"))
 # ('secret' only as a word, _WORD_ANY: a node or a list named *secrets* is not one)
-_PART = ("token", "password", "passwd", "passphrase", "credential", "cookie", "api_key", "apikey", "private_key",
-         "access_key")
+_PART = ("token", "password", "passwd", "passphrase", "passcode", "credential", "cookie", "api_key", "apikey",
+         "private_key", "privatekey", "access_key")
 # whole words of a name (split at '_', '-', '.' and camelCase) that make it a secret anywhere in it, or last
 _WORD_ANY = frozenset(("auth", "creds", "cred", "pass", "pwd", "pw", "pswd", "token", "secret"))
 _WORD_LAST = frozenset(("api", "signature"))

@@ -22,7 +22,7 @@ Rules every caller relies on:
   credentials (they win). It is requested and shown without it, and ``warnings`` names the options to use
   instead (``URL_WARNING``): the caller says it (``module.warn``, the inventory's display);
 - a redirect is followed by the collection's one policy (``_core.redirects``): to another origin without the
-  credentials (``Authorization``, secret-named headers), never from https to http (refused: ``NoAnswer``);
+  credentials (``Authorization``, every header given), never from https to http (refused: ``NoAnswer``);
 - a server that does not answer (refused, DNS, TLS, timeout, an HTTP error) raises ``NoAnswer``:
   never an empty result;
 - an answer that is not the API's envelope (not JSON, ``status`` not ``success``) raises
@@ -108,7 +108,9 @@ class Client(object):
     def __init__(self, open_url, url, timeout=10, token_file=None, username=None, password=None, ca_path=None,
                  headers=None, validate_certs=True):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise NodefixError("Prometheus URL %s must be an http:// or https:// URL" % safe_url(str(url)))
+            # not shown: what is not a URL cannot be told apart from its user information (admin:pw@prom:9090)
+            raise NodefixError("the Prometheus URL must be an http:// or https:// URL (it is not shown: it may carry "
+                               "a credential)")
         if (password is not None) and not username:
             raise NodefixError("a Prometheus password needs a username")
         try:
@@ -223,12 +225,14 @@ class Client(object):
             value = sample.get("value") if isinstance(metric, dict) else None
             if not isinstance(value, list) or len(value) != 2:
                 raise BadAnswer("Prometheus at %s answered a malformed sample for %s: %s"
-                                % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
+                                % (self.where, _short(expr, 120), _short(json.dumps(sample), 160, self.secret_values())),
+                                url=self.where)
             # label names and values are strings in the API (a number there is not Prometheus' answer)
             for k, v in metric.items():
                 if not (isinstance(k, str) and isinstance(v, str)):
                     raise BadAnswer("Prometheus at %s answered a sample whose labels are not all strings for %s: %s"
-                                    % (self.where, _short(expr, 120), _short(json.dumps(sample), 160)), url=self.where)
+                                    % (self.where, _short(expr, 120), _short(json.dumps(sample), 160, self.secret_values())),
+                                url=self.where)
         warnings = body.get("warnings") or []
         if not isinstance(warnings, list):
             warnings = [str(warnings)]

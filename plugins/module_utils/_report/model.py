@@ -444,7 +444,7 @@ def assemble(nodes, title, generated, expired):
     totals = dict((s, sum(n["counts"][s] for n in nodes)) for s in SEVERITIES)
     return {
         "title": title,
-        "generated": generated,
+        "generated": printable(redact_text(generated)) if isinstance(generated, str) else generated,
         "nodes": nodes,
         "finding_ids": sorted(ids.values(), key=lambda e: (_rank(e["severity"]), e["id"])),
         "totals": {
@@ -455,7 +455,7 @@ def assemble(nodes, title, generated, expired):
             "by_severity": totals,
             "waived": sum(len(n["waived"]) for n in nodes),
         },
-        "waivers_expired": expired,
+        "waivers_expired": printable(redact(expired)),
     }
 
 
@@ -488,6 +488,14 @@ def policy(model, fail_on="never"):
 
 def to_json(model):
     return json.dumps(model, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def run_entry(run, generated):
+    """What the report is of (audit_report's ``run``: its id, status, failure...), redacted as every report text is,
+    with the report's time."""
+    entry = printable(redact(dict((k, v) for k, v in run.items() if v is not None)))
+    entry["generated"] = generated
+    return entry
 
 
 def check_storm(storm):

@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+import ipaddress
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import waivers as audit_waivers
@@ -121,7 +122,15 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
 
 
 def node_key(conf, value):
-    """The node a label value names (``10.0.0.5:9100`` -> ``10.0.0.5``), or None when the regex does not match."""
+    """The node a label value names (``10.0.0.5:9100`` -> ``10.0.0.5``), or None when the regex does not match. Under
+    the default regex a bare IPv6 address (``2001:db8::1:1``, a label relabelled to the node's InternalIP) is the
+    node as it is: its last group is not a port (``[2001:db8::1]:9100`` is the form with one)."""
+    if conf["node_regex"].pattern == DEFAULT_NODE_REGEX and value and ":" in value and "]" not in value:
+        try:
+            ipaddress.ip_address(value)
+            return value
+        except ValueError:
+            pass
     m = conf["node_regex"].match(value or "")
     if not m:
         return None

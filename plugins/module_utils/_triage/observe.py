@@ -21,11 +21,11 @@ ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``nod
   AND a bad value, never dropped by the query: ``!= 0``, not ``== 1``) or of nodes that miss a required check;
 - ``nodefix_finding{id,severity,check,subject}``: the open findings (few nodes have any).
 
-HA pairs and Thanos replicas: every series is read per node and merged (the highest ``up``, the newest
-heartbeat, a check failed on any replica, the union of findings), so replica labels never split a node.
-``up`` and the textfile series are asked ``max by`` the node label (Prometheus merges the replicas of one
-label value the same way and answers one small sample a node and metric: at 10,000 nodes that halves the
-bytes the controller parses - benchmarks/triage/).
+HA pairs and Thanos replicas: every series is read per node and merged (the LOWEST ``up`` - one replica that
+finds the exporter down is an exporter down -, the newest heartbeat, a check failed on any replica, the union of
+findings), so replica labels never split a node. ``up`` is asked ``min by`` and the textfile series ``max by``
+the node label (Prometheus merges the replicas of one label value the same way and answers one small sample a
+node and metric: at 10,000 nodes that halves the bytes the controller parses - benchmarks/triage/).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -56,7 +56,9 @@ def queries(conf):
     # aggregated by the node label: one small sample a node and metric (replicas merged as APPLY merges them),
     # node_textfile_mtime_seconds of nodefix.prom only (the heartbeat has no file label: "" matches it)
     out = {
-        "up": "max by (%s) (up{%s})" % (label, job),
+        # up: the LOWEST of the replicas' (HA pairs, Thanos without deduplication) - one replica that finds the
+        # exporter down while another still holds an older 1 in its lookback is an exporter down, never a clean node
+        "up": "min by (%s) (up{%s})" % (label, job),
         "textfile": 'max by (%s, __name__) ({__name__=~"node_textfile_mtime_seconds|%s",%s,file=~"|(.*/)?%s"})'
                     % (label, HEARTBEAT, job, TEXTFILE.replace(".", "[.]"))
                     # 'or' matches label sets without the metric name: each series added by 'or' carries a label of
@@ -240,7 +242,7 @@ def observe(client, conf, expected, at):
                 if not known:  # an orphan: its findings kept (one that exports findings is not dropped in silence)
                     if name == "up":
                         orphans.setdefault(node, [])
-                    elif name == "findings" and number(sample) == 1 and labels.get("id") and labels.get("severity"):
+                    elif name == "findings" and number(sample) != 0:   # any value but 0 (NaN too), any labels
                         orphans.setdefault(node, []).append(_finding(labels))
                     continue
                 obs = of_value[labels[label]] = observed.setdefault(node, {})

@@ -244,3 +244,38 @@ def test_a_tenant_header_value_is_data_not_a_secret(tmp_path, monkeypatch, tenan
     assert hosts(inv, "nodefix_triage_findings") == ["node-a"]
     notes = inv.get_host("node-a").get_vars()["nodefix_triage"]["notes"]
     assert notes and "ApiKey-63" not in notes[0] and "rejected by a store" in notes[0]
+
+
+def test_a_cache_written_under_other_settings_is_a_miss(tmp_path, monkeypatch):
+    """Review of issue 63 (2026-12-07): the cache was keyed by the file's path alone - a node added to ``nodes``, an
+    id no longer excluded, another server kept the old verdicts for up to max_audit_age."""
+    Plugin.shared_cache.clear()
+    calls = []
+    base = "max_unknown_percent: 50\ncache: true\nexpected_nodes: list\n"
+    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b]\n", evaluated(answer(), 5), cache=True, calls=calls)
+    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b]\n", evaluated(answer(), 5), cache=True, calls=calls)
+    assert len(calls) == 1      # the same settings: served from the cache
+    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b, node-c]\n", evaluated(answer(), 5), cache=True,
+          calls=calls)
+    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b]\nexclude_ids: [kubelet.x]\n", evaluated(answer(), 5),
+          cache=True, calls=calls)
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1"])
+def test_an_orphan_named_as_the_controller_never_replaces_ansibles_localhost(tmp_path, monkeypatch, orphan):
+    """Prometheus scraping its own node_exporter (localhost:9100): a host named localhost would lose the implicit
+    localhost's local connection in every ``hosts: localhost`` play of the run."""
+    result = answer()
+    result["orphans"] = {orphan: result["orphans"].popitem()[1] if result["orphans"] else []}
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\n", result)
+    assert orphan not in inv.hosts and inv.localhost is None
+
+
+def test_two_finding_ids_never_share_a_group():
+    names = [plugin_module.group_name("nodefix_finding_", i)
+             for i in ("kernel.oom", "kernel-oom", "kernel_oom", "ядро.x", "яяяя.x", "kubelet.a_b", "kubelet_a.b")]
+    assert len(set(names)) == len(names)
+    # the collection's own ids keep the documented names
+    assert plugin_module.group_name("nodefix_finding_", "pids.zombie_leaker") == "nodefix_finding_pids_zombie_leaker"
+    assert plugin_module.group_name("nodefix_severity_", "high") == "nodefix_severity_high"

@@ -50,7 +50,7 @@ class Double(http.server.BaseHTTPRequestHandler):
         if "kube_node_info" in expr:  # and kube-state-metrics' own up (the query's 'or')
             return [sample(Double.odd.get("ksm_labels") or {"node": "node-a", "internal_ip": "10.0.0.1"}, 1),
                     sample({"__name__": "up", "job": "kube-state-metrics", "instance": "10.0.9.1:8080"}, 1)]
-        if expr.startswith("max by (instance) (up"):
+        if expr.startswith("min by (instance) (up"):
             return [sample(Double.odd.get("up_labels") or {"instance": "node-a:9100"}, 1)]
         if "node_textfile" in expr:
             return [sample({"instance": "node-a:9100", "__name__": "node_textfile_scrape_error"}, 0),

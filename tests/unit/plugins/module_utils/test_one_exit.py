@@ -274,12 +274,15 @@ def test_a_modules_no_log_mapping_masks_only_its_credentials(monkeypatch, name):
     from ansible.module_utils.common.parameters import remove_values
     module = importlib.import_module("ansible_collections.nodefix.k8s.plugins.modules." + name)
     args = {"reboot_gate": dict(node="node-b", prometheus_url="http://p.example:9090",
-                                prometheus_headers={"X-Scope-OrgID": "node", "X-Api-Key": "Hdr-Key-M2"},
+                                prometheus_headers={"X-Scope-OrgID": "node", "X-Api-Key": "Hdr-Key-M2",
+                                                    "X-Authorization": "Hdr-Auth-M3", "Key": "Hdr-Bare-M3",
+                                                    "X-Honeycomb-Team": "Hdr-Team-M3"},
                                 etcd_health_environment={"ETCDCTL_USER": "root", "ETCDCTL_PASSWORD": "Env-Pw-M2"}),
             "control_plane_gate": dict(node="node-b", kubeconfig="/nonexistent/kubeconfig", etcd_health_environment={
                 "ETCDCTL_USER": "root:User-Pw-M2", "ETCDCTL_API": "3", "ETCD_PASS": "Env-Pw-M2"}),
             "runsc_install": dict(base_url="https://m.example/r", release="latest",
-                                  headers={"X-Scope-OrgID": "node", "X-JFrog-Art-Api": "Hdr-Key-M2"})}[name]
+                                  headers={"X-Scope-OrgID": "node", "X-JFrog-Art-Api": "Hdr-Key-M2",
+                                           "X-Passcode": "Hdr-Pass-M3"})}[name]
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": dict(
         args, _ansible_remote_tmp="/tmp", _ansible_keep_remote_files=False)})))
     monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
@@ -301,7 +304,9 @@ def test_a_modules_no_log_mapping_masks_only_its_credentials(monkeypatch, name):
     except SystemExit:
         pass
     assert built, "the module was not built"
-    secrets = [s for s in ("Hdr-Key-M2", "Env-Pw-M2", "User-Pw-M2") if s in json.dumps(args)]
+    # a header of a name of its own (X-Authorization, Key, X-Honeycomb-Team, X-Passcode) may hold a key: masked
+    secrets = [s for s in ("Hdr-Key-M2", "Env-Pw-M2", "User-Pw-M2", "Hdr-Auth-M3", "Hdr-Bare-M3", "Hdr-Team-M3",
+                           "Hdr-Pass-M3") if s in json.dumps(args)]
     shown = remove_values("node-b: step root, 3 s, " + " ".join(secrets), built[0].no_log_values)
     assert shown.startswith("node-b: step root, 3 s, "), (shown, built[0].no_log_values)
     assert not [s for s in secrets if s in shown], shown

@@ -182,3 +182,13 @@ def test_only_credentials_are_secret_values_never_a_tenant_or_a_user_name():
                                                                  "Private-Token": "Tok-63"})
     assert client.secret_values() == {"Pw-63", "Key-63", "Tok-63"}
     assert client.scrub("node prod-b held by root: Key-63") == "node prod-b held by root: ********"
+
+
+@pytest.mark.parametrize("url", ["admin:Zx9/kQ2pL7w@prom:9090", "http:/admin:Zx9/kQ2pL7w@prom:9090",
+                                 "http//admin:Zx9/kQ2pL7w@prom:9090", "admin:Zx9#kQ2pL7w@prom:9090",
+                                 "admin:Zx9?kQ2pL7w@prom:9090"])
+def test_a_url_that_is_not_one_is_never_echoed(url):
+    """Review of issue 63 (2026-12-07): a mistyped scheme printed the password (or its first characters)."""
+    with pytest.raises(NodefixError) as err:
+        prometheus_client.Client(None, url)
+    assert "Zx9" not in str(err.value) and "kQ2" not in str(err.value) and "http://" in str(err.value)

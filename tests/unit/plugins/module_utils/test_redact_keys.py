@@ -91,3 +91,26 @@ def test_every_report_format_keyed_by_node_names():
     for text in (model.to_json(m), report_document.to_markdown(m), report_document.to_junit(m),
                  "\n".join(report_console.table_lines(m)), prometheus.fleet_textfile(m)):
         assert leaks(text) == [], text
+
+
+@pytest.mark.parametrize("value,secret", [
+    ({"headers": {"Authorization": "S3cretAuth1"}}, "S3cretAuth1"),        # the header as a mapping's key
+    ({"headers": {"X-Authorization": "S3cretAuth2"}}, "S3cretAuth2"),
+    ({"Proxy-Authorization": "Basic S3cretAuth3"}, "S3cretAuth3"),
+    ({"tokens": ["S3cretList1", None]}, "S3cretList1"),                     # a list under a secret key, nulls beside
+    ({"passwords": [["S3cretList2"], [""]]}, "S3cretList2"),               # lists of lists
+    ({"data": {"tls.key": "LS0tLS1CRUdJTiBTM2NyZXRUbHM="}}, "LS0tLS1CRUdJTiBTM2NyZXRUbHM="),   # kubernetes.io/tls
+    ({"data": {"ssh-privatekey": "S3cretSshKey"}}, "S3cretSshKey"),       # kubernetes.io/ssh-auth
+    ({"X-Passcode": "S3cretCode1"}, "S3cretCode1"),
+])
+def test_a_secret_keys_value_is_hidden_at_any_depth(value, secret):
+    """Review of issue 61 (2026-12-07): an Authorization key and lists of lists under a secret key were shown."""
+    assert secret not in json.dumps(redact(value))
+
+
+@pytest.mark.parametrize("value", [
+    {"authorization_mode": "Webhook"}, {"tls.crt": "LS0tLS1CRUdJTiBDRVJU"}, {"key": "node-role.kubernetes.io/master"},
+    {"taints": [{"key": "dedicated", "value": "gpu"}]}, {"tokens": [None]}, {"passwords": []},
+])
+def test_what_is_not_a_secret_under_such_keys_stays(value):
+    assert redact(value) == value

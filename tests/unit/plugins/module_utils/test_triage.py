@@ -51,12 +51,13 @@ class Tsdb(object):
         return [s for s in self.series if s[0] == metric and self._selected(s[1], job)]
 
     @staticmethod
-    def _max_by(series, keep, name=False):
-        """``max by (keep...)`` (with ``__name__`` when ``name``): one sample a group, its highest value."""
+    def _max_by(series, keep, name=False, pick=max):
+        """``max by (keep...)`` (with ``__name__`` when ``name``): one sample a group, its highest value (``pick``
+        min: ``min by``)."""
         groups = {}
         for metric, labels, value in series:
             key = (metric if name else "", tuple((k, labels[k]) for k in keep if labels.get(k)))
-            groups[key] = max(value, groups.get(key, value))
+            groups[key] = pick(value, groups.get(key, value))
         return [(metric, dict(labels), value) for (metric, labels), value in groups.items()]
 
     def _answer(self, name):
@@ -65,7 +66,7 @@ class Tsdb(object):
             return self._max_by(self._of("kube_node_info", ".*"), ("node", "internal_ip")) + [
                 ("up", dict(labels), value) for metric, labels, value in self._of("up", self.conf["kube_state_metrics_job"])]
         if name == "up":
-            return self._max_by(self._of("up"), (label,))
+            return self._max_by(self._of("up"), (label,), pick=min)
         if name == "textfile":
             # the file label: absent, or a path whose last part is nodefix.prom; the node's clock offset (what
             # node_time_seconds - timestamp(node_time_seconds) computes) is given as a series "clock_offset"
@@ -574,11 +575,51 @@ def test_the_selector_scopes_every_query_to_one_cluster():
     assert all('cluster="prod"' in q for q in db.names), db.names
     result = triage(series, selector=' cluster = "staging" ,')[0]["nodes"]
     assert result["node-b"]["state"] == "findings" and result["node-c"]["reasons"] == ["exporter_down"]
-    # without it the two clusters' node-c merge (the highest up): one cluster's down exporter is hidden
-    assert triage(series, max_unknown_percent=100)[0]["nodes"]["node-c"]["reasons"] == []
+    # without it the two clusters' node-c merge (the lowest up): one cluster's down exporter makes the merged node
+    # unknown - never hidden by the other's
+    assert triage(series, max_unknown_percent=100)[0]["nodes"]["node-c"]["reasons"] == ["exporter_down"]
 
 
 @pytest.mark.parametrize("selector", ['cluster=prod', 'a="x"} or vector(1) or up{', '__name__="up"', 'a="x" b="y"'])
 def test_a_selector_that_is_not_label_matchers_is_refused(selector):
     with pytest.raises(NodefixError, match="selector"):
         conf(selector=selector)
+
+
+def test_replicas_that_disagree_on_up_are_an_exporter_down_never_clean():
+    """Review of issue 63 (2026-12-07): one replica finds the exporter down (its textfile series stale, gone), the
+    other still holds an up=1 and the textfile samples in its lookback: ``max by`` said up, the node was clean."""
+    down = [s for s in healthy("node-a", extra={"replica": "0"}) if s[0] in ("kube_node_info", "up")]
+    down = [(m, l, 0 if m == "up" else v) for m, l, v in down]
+    series = down + healthy("node-a", extra={"replica": "1"}) + healthy("node-b") + [KSM_UP]
+    result, dummy = triage(series)
+    assert result["nodes"]["node-a"]["state"] == "unknown" and "exporter_down" in result["nodes"]["node-a"]["reasons"]
+    assert result["nodes"]["node-b"]["state"] == "clean"
+
+
+def test_a_bare_ipv6_label_is_the_node_as_it_is():
+    """Review of issue 63 (2026-12-07): the default regex took a bare IPv6 address's last group for a port -
+    2001:db8::1:1 read as 2001:db8::1, so one node's healthy series spoke for another whose exporter was down."""
+    c = conf()
+    assert triage_classify.node_key(c, "2001:db8::1:1") == "2001:db8::1:1"
+    assert triage_classify.node_key(c, "fd00::1") == "fd00::1"
+    assert triage_classify.node_key(c, "[fd00::1]:9100") == "fd00::1"
+    assert triage_classify.node_key(c, "10.0.0.5:9100") == "10.0.0.5"
+    series = healthy("x", ip="2001:db8::1", instance="2001:db8::1") + healthy(
+        "y", ip="2001:db8::1:1", instance="2001:db8::1:1") + [KSM_UP]
+    series = replace(series, "up", "2001:db8::1", 0)
+    result, dummy = triage(series)
+    assert result["nodes"]["x"]["state"] == "unknown" and result["nodes"]["y"]["state"] == "clean"
+
+
+@pytest.mark.parametrize("value,labels", [(2, {}), (float("nan"), {}), (1, {"severity": None})])
+def test_an_orphan_that_exports_any_finding_is_an_error(value, labels):
+    """Review of issue 63 (2026-12-07): an orphan's finding of a value other than 1, or without a severity, was
+    dropped in silence (an expected node's would be unknown)."""
+    series = fleet() + healthy("stray", instance="10.9.9.9:9100")
+    series = [s for s in series if not (s[0] == "kube_node_info" and s[1]["node"] == "stray")]
+    finding = {"instance": "10.9.9.9:9100", "job": "node", "id": "kubelet.x", "severity": "high", "check": "kubelet"}
+    finding.update(labels)
+    series.append(("nodefix_finding", dict((k, v) for k, v in finding.items() if v is not None), value))
+    with pytest.raises(NodefixError):
+        triage(series)

@@ -196,3 +196,20 @@ def test_a_later_run_of_the_same_fleet_keeps_the_reports(run_module, tmp_path, m
     given, failed, _dummy = run_module(audit_report, {"results": fixed, "dest": str(dest), "generated": "then"})
     assert not failed and given["changed"] is True
     assert json.loads((dest / "report.json").read_text())["generated"] == "then"
+
+
+def test_the_run_and_expired_waivers_are_redacted_in_every_file(run_module, tmp_path):
+    """Review of issue 61 (2026-12-07): ``run.failure`` (the preflight's failed result), ``run.id`` and an expired
+    waiver's reason went into report.md/html/json and JUnit as given."""
+    dest = tmp_path / "out"
+    result, failed, _dummy = run_module(audit_report, {
+        "results": RESULTS, "dest": str(dest),
+        "run": {"status": "failed", "id": "run-https://bob:S3cretRunId@mirror/x",
+                "failure": "etcdctl --password=S3cretFail1 failed; https://bob:S3cretFail2@mirror/x"},
+        "waivers": [{"id": "pids.zombie_leaker", "hosts": ["n1"], "reason": "token=S3cretWaiver1 by ops",
+                     "expires": "2000-01-01"}]})
+    assert not failed, result
+    for name in os.listdir(dest):
+        text = (dest / name).read_text()
+        assert "S3cret" not in text, (name, text)
+    assert "etcdctl --password=" in (dest / "report.md").read_text()     # what failed still shows

@@ -68,6 +68,27 @@ def secret_values(args):
     return out
 
 
+# the machine's own fields of the result: codes and the state phase=end is given back, never text a credential can
+# be in - masked as substrings, a short credential (ETCDCTL_PASSWORD=ok) would turn the outcome "ok" and a lock slot
+# name into VALUE_SPECIFIED_IN_NO_LOG_PARAMETER and the end phase would work from a mangled state
+MACHINE_FIELDS = ("state", "outcome", "failed", "changed", "fix_roles", "reboot_allowed", "reboot_reasons",
+                  "reboot_timeout_cover", "drained", "cordoned_before")
+
+
+def scrubbed(result, values):
+    """``result`` without any of ``values`` in its texts (msg, detail, lines, warnings, each step's detail, the
+    remediation record); the machine's fields (``MACHINE_FIELDS``, each step's name and outcome) as they are."""
+    if not values:
+        return result
+    out = remove_values(dict((k, v) for k, v in result.items() if k not in MACHINE_FIELDS + ("steps",)), values)
+    out.update((k, result[k]) for k in MACHINE_FIELDS if k in result)
+    if "steps" in result:
+        out["steps"] = [dict(remove_values(dict((k, v) for k, v in step.items() if k not in ("name", "outcome")),
+                                           values), **dict((k, step[k]) for k in ("name", "outcome") if k in step))
+                        for step in result["steps"]]
+    return out
+
+
 def redactor(values):
     """``text`` -> the text without any of ``values``: what the machine's ``Runner`` applies to a step's detail after
     the redaction by shape."""
@@ -281,7 +302,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(remove_values("nodefix.k8s.rollout %s on %s: %s; nothing was drained or changed" % (
                 args["phase"], node, exc), secret_values(args)))
         result.update(self._answer(args, out))
-        return leave_action(remove_values(result, secret_values(args)))
+        return leave_action(scrubbed(result, secret_values(args)))
 
     def _answer(self, args, out):
         state, steps = out["state"], out["steps"]

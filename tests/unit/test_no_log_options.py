@@ -7,6 +7,7 @@ naming where one is, nor an option of type path) or it carries headers or an env
 import glob
 import importlib
 import os
+import re
 
 import pytest
 import yaml
@@ -69,3 +70,33 @@ def test_the_walk_sees_the_credential_options():
     assert credential("prometheus_password") and credential("gvisor_mirror_headers")
     assert credential("etcd_health_environment") and not credential("prometheus_token_file")
     assert list(walk({"a_password": {}, "x": {"options": {"token": {"no_log": False}}}}, "m")) == ["m.a_password", "m.x.token"]
+
+
+def _tasks(items):
+    for task in items or []:
+        if isinstance(task, dict):
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from _tasks(task.get(key))
+
+
+def test_an_operators_whole_command_run_by_a_role_is_no_log_and_so_is_its_option():
+    """Review of issue 61 (2026-12-07): the reboot role ran ``reboot_power_cycle_command`` (an ipmitool argv with its
+    ``-P`` password) with ansible.builtin.command - printed on failure and kept in AWX job events, out of reach of the
+    modules' redaction. A role task whose whole argv is one option is no_log, and that option is no_log in the spec."""
+    specs = {}
+    for path in ROLE_SPECS:
+        for entry in (yaml.safe_load(open(path)).get("argument_specs") or {}).values():
+            specs.update((name, option) for name, option in (entry.get("options") or {}).items())
+    found, bad = [], []
+    for path in sorted(glob.glob(os.path.join(REPO, "roles", "*", "tasks", "*.yml"))):
+        for task in _tasks(yaml.safe_load(open(path))):
+            argv = (task.get("ansible.builtin.command") or {}).get("argv") if isinstance(
+                task.get("ansible.builtin.command"), dict) else None
+            whole = re.match(r"^\{\{\s*([a-z_]+)\s*\}\}$", argv.strip()) if isinstance(argv, str) else None
+            if whole and whole.group(1) in specs:
+                found.append(whole.group(1))
+                if not task.get("no_log") or not specs[whole.group(1)].get("no_log"):
+                    bad.append("%s: %s" % (os.path.relpath(path, REPO), task.get("name")))
+    assert "reboot_power_cycle_command" in found
+    assert not bad, bad

@@ -426,3 +426,20 @@ def test_recheck_fails_the_task_when_another_run_took_the_node_over_and_renews_t
     assert lost["failed"] is True and lost["outcome"] == Outcome.FAILED and lost["reboot_allowed"] is False, lost
     assert "names run run-other" in lost["msg"]
     assert json.loads(notes(api, "node-b")[record.ANNOTATION])["run"] == "run-other"
+
+
+def test_a_short_credential_never_mangles_the_machines_state_or_outcome(double, api, tmp_path):  # noqa: F811
+    """Review of issue 61 (2026-12-07): the whole result went through remove_values - with ETCDCTL_PASSWORD=ok the
+    outcome "ok" and the lock slot's name became VALUE_SPECIFIED_IN_NO_LOG_PARAMETER, and phase=end worked from that
+    state. The texts are still masked."""
+    secret = "ok"
+    first, _printed = run(begin_args(double, tmp_path, etcd_health_environment={"ETCDCTL_PASSWORD": secret}), Node())
+    assert first["failed"] is False and "VALUE_SPECIFIED" not in json.dumps(first["state"]), first["state"]
+    assert [s["name"] for s in first["steps"]] == list(machine.BEFORE)
+    second, _printed = run(end_args(double, first, etcd_health_environment={"ETCDCTL_PASSWORD": secret}), Node())
+    assert second["outcome"] == Outcome.OK and second["failed"] is False, second
+    assert not api.get_node("node-a")["spec"].get("unschedulable")
+    masked = rollout_action.scrubbed({"msg": "ok then", "outcome": "ok", "state": {"slots": ["kube-system/ok"]},
+                                      "steps": [{"name": "ok", "outcome": "ok", "detail": "ok"}]}, {"ok"})
+    assert masked["outcome"] == "ok" and masked["state"] == {"slots": ["kube-system/ok"]}
+    assert masked["steps"][0]["name"] == "ok" and "ok" not in masked["steps"][0]["detail"] and "ok" not in masked["msg"]

@@ -4,6 +4,9 @@ a finding id (a code span), a waiver's reason, a host name, a title, a changed s
 real CommonMark + GFM-tables parser (markdown-it-py, the Python port of markdown-it): every row of every table has
 as many cells as its header, and the hostile text is in its own cell, as text."""
 
+import re
+
+import pytest
 from markdown_it import MarkdownIt
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._report import markdown as md
@@ -62,3 +65,24 @@ def test_a_code_span_with_a_pipe_is_text_that_a_table_and_a_paragraph_both_read_
         assert tables(cell)[0][1] == [[value]], (value, md.code(value))
         para = MarkdownIt("commonmark").render(md.code(value))
         assert "|" not in value or "\\|" not in para, para
+
+
+@pytest.mark.parametrize("value", ["   # heading", "  > quote", "___", "***", "- - -", "    indented code", "1) item",
+                                   "\t# tab", "=== setext", "+ list"])
+def test_a_line_of_node_text_is_one_paragraph_of_the_same_text(value):
+    """Review of issue 61 (2026-12-07): up to three leading blanks still opened a heading, ``___`` a thematic break,
+    four blanks an indented code block. Parsed by markdown-it (CommonMark): one paragraph, the text as it was."""
+    tokens = MarkdownIt("commonmark").parse("Nodes:\n\n" + md.line(value) + "\n")
+    assert [t.type for t in tokens] == ["paragraph_open", "inline", "paragraph_close"] * 2, (value, md.line(value))
+    assert tokens[4].children[0].content == value.lstrip(" \t")
+
+
+@pytest.mark.parametrize("value", ["see www.evil.example/login", "https://evil.example/x?a=1", "ftp://evil.example/",
+                                   "mail bob@evil.example now"])
+def test_a_url_in_node_text_is_no_autolink(value):
+    """GFM's autolink extension links ``www.``, a scheme's URL and an e-mail address with no markup: node text names
+    none (an escaped ':', '.' or '@' keeps the text as it reads)."""
+    out = md.text(value)
+    assert not re.search(r"(?i)\b(?:https?|ftp)://|\bwww\.|\w@\w", out), out
+    html = MarkdownIt("commonmark").render(out)
+    assert value.replace("&", "&amp;") in html, html

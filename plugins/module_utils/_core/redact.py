@@ -120,7 +120,7 @@ _BARE = (r"""(?![A-Za-z_][A-Za-z0-9_.\-]*[ \t]*:(?:\s|\Z))"""
          r"""(?:<redacted by nodefix\.k8s>|\\.|[^\s"',;&}\]\\:]|:(?![\s"']|\Z)"""
          r"""|[,;&](?![\s"',;&]|\Z|[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*[=:])"""
          r"""(?<!;(?=[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t][A-Za-z_][A-Za-z0-9_.\-]*)+[ \t]*=)))*""")
-_VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
+_VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
           r"""|\\"(?:\\\\\\"|[^"\\\n]|\\[^"\n])*?\\"|\[[^\[\]]*\]|""" + _BARE + ")")
 # key [sep] value: the key optionally quoted (a JSON text inside a JSON string too: \"password\": \"x\"), '=' or ':'
 # on one line, the value quoted (TOML's multi-line strings too), an array or bare. A key starts a word (with its
@@ -128,7 +128,7 @@ _VALUE = (r"""(?P<val><redacted by nodefix\.k8s>|\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*
 # would read it again from each of its characters (a base64 blob in a journal: seconds for 100 KiB)
 _KEY_VALUE = re.compile(
     r"""(?P<q>\\?["']|)(?:(?<![A-Za-z0-9_.\-])|(?<="\.))(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"""
-    r"""(?P<sep>[ \t]*(?:=>|::=|:=|\?=|\+=|[:=])[ \t]*)"""
+    r"""(?P<sep>[ \t]*(?:=>|::=|:=|\?=|\+=|[:=])[ \t]*(?:\r?\n[ \t]*(?=\\?["']))?)"""
     + _VALUE)
 # --flag value, -u/-U value (the '=' form is a key = value above): the value may start with one dash (a password
 # '-x1'), never two and never as one letter (the next flag: --x, -v, -v=2, -v4); a line continued with a backslash
@@ -168,7 +168,7 @@ _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/
 _WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 # (a form body's Authorization=Bearer+X&b=1: '+' the blank, '&' before the next name= ends it)
-_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?"""
+_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*(?:\[\s*)?["']?"""
                           r"""(?![A-Za-z][A-Za-z0-9-]*[ \t]+[A-Za-z][\w-]*[ \t]*=[ \t]*(?:\\?"|[^\s=,"]))"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*(?:[ \t]+|\+(?=[^\s&+])))?)"""
                           r"""(?P<val>(?:[^\s"',\]&]|&(?![A-Za-z_][\w.\-]*=)){4,})""", re.IGNORECASE)
@@ -232,6 +232,14 @@ _ENV_PAIR_YAML = re.compile(r"""(?m)^(?P<head>[ \t]*(?:-[ \t]+)?name:[ \t]*(?P<q
                             r"""[ \t]*\n[ \t]*value:[ \t]*)(?P<val>[^\s#][^\n]*)$""")
 _ENV_PAIR_JSON = re.compile(r"""(?P<head>\{[ \t]*"name"[ \t]*:[ \t]*"(?P<name>[A-Za-z_]\w*)"[ \t]*,[ \t]*"value"[ \t]*:"""
                             r"""[ \t]*)(?P<val>"(?:[^"\\\n]|\\.)*")""")
+# the same pairs in flow style ({name: API_TOKEN, value: x}, either order, quoted or not): pre, val, post
+_FLOW_VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,}"'][^,}\n]*?)"""
+_FLOW_NAME = r"""(?P<nq>["']?)name(?P=nq)[ \t]*:[ \t]*(?P<q>["']?)(?P<name>[A-Za-z_]\w*)(?P=q)"""
+_ENV_PAIR_FLOW = (
+    re.compile(r"""(?P<pre>\{[ \t]*""" + _FLOW_NAME + r"""[ \t]*,[ \t]*(?P<vq>["']?)value(?P=vq)[ \t]*:[ \t]*)"""
+               + _FLOW_VAL + r"""(?P<post>[ \t]*[,}])"""),
+    re.compile(r"""(?P<pre>\{[ \t]*(?P<vq>["']?)value(?P=vq)[ \t]*:[ \t]*)""" + _FLOW_VAL
+               + r"""(?P<post>[ \t]*,[ \t]*""" + _FLOW_NAME + r"""[ \t]*[,}])"""))
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # an XML element whose name is a secret's (<password>X</password>)
 _XML_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z_][\w.\-]*)(?P<attrs>[^<>]*)>(?P<val>[^<]+)</(?P=tag)>")
@@ -413,17 +421,30 @@ def _argv_text(match):
     return re.sub(_QUOTED_ITEM, lambda m: m.group(0)[0] + next(hidden) + m.group(0)[0], match.group(0))
 
 
+def _pair_kept(name, val):
+    """Whether the value ``val`` of a name/value pair or an XML element named ``name`` is shown: the name is not a
+    secret's, or the value is empty, hidden already, a switch or a key's path."""
+    inside = _unquoted(val.strip())[1]
+    return (not secret_name(name) or not inside or MARK in val or inside.lower() in _SWITCH_WORDS
+            or secret_shapes.key_path(name, inside))
+
+
 def _named_value(match):
     """A name/value pair, an XML element: the value hidden when the name is a secret's (a switch and a path kept)."""
     name = match.group("name") if "name" in match.groupdict() else match.group("tag")
     val = match.group("val")
-    inside = _unquoted(val.strip())[1]
-    if (not secret_name(name) or not inside or MARK in val or inside.lower() in _SWITCH_WORDS
-            or secret_shapes.key_path(name, inside)):
+    if _pair_kept(name, val):
         return match.group(0)
     if "tag" in match.groupdict():
         return "<%s%s>%s</%s>" % (name, match.group("attrs"), MARK, name)
     return match.group("head") + _quoted(val.strip())
+
+
+def _flow_pair(match):
+    """A name/value pair in flow style: the value hidden when the name is a secret's, as _named_value decides."""
+    if _pair_kept(match.group("name"), match.group("val")):
+        return match.group(0)
+    return match.group("pre") + _quoted(match.group("val").strip()) + match.group("post")
 
 
 def _more_shapes(text):
@@ -433,6 +454,9 @@ def _more_shapes(text):
         text = _ARGV_TEXT.sub(_argv_text, text)
     if "name" in text:
         text = _ENV_PAIR_JSON.sub(_named_value, _ENV_PAIR_YAML.sub(_named_value, text))
+        if "{" in text:
+            for flow in _ENV_PAIR_FLOW:
+                text = flow.sub(_flow_pair, text)
     if "</" in text:
         text = _XML_ELEMENT.sub(_named_value, text)
     text = secret_shapes.auth_params(text, MARK)

@@ -300,3 +300,24 @@ def test_a_result_keyed_by_a_node_whose_name_has_the_bootstrap_shape_keeps_it():
     assert out["nodes"] == {"node01.abcdefabcdef0123": {"state": "clean"}} and out["node"] == "node01.abcdefabcdef0123"
     assert "bootsecret0008l3" not in json.dumps(out) and "bootsecret0009l3" not in json.dumps(out)
     assert out["join_command"][2] == "abc123." + MARK
+
+
+@pytest.mark.parametrize("text,secret", [
+    ('[host."https://r.example".header]\nAuthorization = [\n  "S3cretMulti1",\n]\n', "S3cretMulti1"),
+    ('[host."https://r.example".header]\n  Proxy-Authorization = [\n    "Basic S3cretMulti2"\n  ]', "S3cretMulti2"),
+    ('password = """ab\\"""S3cretTail1"""', "S3cretTail1"),                 # TOML's escaped quote inside """
+    ('{"password":\n  "S3cretJson1"}', "S3cretJson1"),                      # JSON pretty-printed, value on its line
+    ("- {name: API_TOKEN, value: S3cretFlow1}", "S3cretFlow1"),              # Kubernetes env in flow style
+    ('- {name: "API_TOKEN", value: "S3cretFlow2"}', "S3cretFlow2"),
+    ("env:\n- {value: S3cretFlow3, name: DB_PASSWORD}", "S3cretFlow3"),     # the other order
+])
+def test_review_shapes_of_2026_12_07(text, secret):
+    """Review of issue 61 (2026-12-07): shapes operators write that the redactor did not read."""
+    out = redact_text(text)
+    assert secret not in out and MARK in out, out
+
+
+@pytest.mark.parametrize("text", ["- {name: LOG_LEVEL, value: debug}", '{"name": "HOME", "value": "/root"}',
+                                  'x = """plain""" and y', '{"note":\n  "hello"}', "{value: 3, name: REPLICAS}"])
+def test_what_those_shapes_show_stays(text):
+    assert redact_text(text) == text

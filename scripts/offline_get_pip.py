@@ -7,7 +7,8 @@ running ``~/.ansible/test/cache/get_pip_<version>.py <pip install args>
 [--no-setuptools] [--no-wheel]``, downloading that script when it is not
 cached. The download host is not reachable from the project's machines, so
 this writes a stand-in that installs the pinned pip the way get-pip.py does:
-one pip run, from the wheel of pip that ``ensurepip`` bundles with Python.
+one pip run, from the wheel of pip that ``ensurepip`` bundles with Python (or, for a
+Python whose distribution keeps that wheel apart - Debian's, ``WHEEL_PKG_DIR`` - from there).
 
 It used to call ``ensurepip.bootstrap()`` first (a pip run of its own that
 installs the bundled pip and setuptools, which ansible-test's --no-setuptools
@@ -28,6 +29,7 @@ import glob
 import os
 import subprocess
 import sys
+import sysconfig
 
 # ansible-test passes the pinned packages (pip==X) and --no-setuptools/--no-wheel,
 # which are get-pip.py's own options, not pip's: nothing else is installed.
@@ -41,9 +43,13 @@ for bundle in ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bund
         env["REQUESTS_CA_BUNDLE"] = bundle
 # pip runs from its wheel (the way get-pip.py runs it from its embedded copy): the venv
 # has no pip yet, and no ensurepip run is spent installing one only to replace it.
-wheels = glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl"))
+# The wheel ensurepip bundles, or - where the distribution keeps the wheels apart (Debian's python3-pip-whl,
+# configure --with-wheel-pkg-dir: ensurepip reads WHEEL_PKG_DIR) - the one there.
+places = [os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"),
+          sysconfig.get_config_var("WHEEL_PKG_DIR") or "/usr/share/python-wheels"]
+wheels = sorted(w for d in places for w in glob.glob(os.path.join(d, "pip-*.whl")))
 if not wheels:
-    sys.exit("no pip wheel bundled with ensurepip in %s" % os.path.dirname(ensurepip.__file__))
+    sys.exit("no pip wheel bundled with ensurepip nor in %s" % places[1])
 pip = [sys.executable, os.path.join(wheels[0], "pip"), "install", "--disable-pip-version-check"]
 sys.exit(subprocess.call(pip + (args or ["pip"]), env=env))
 '''

@@ -232,7 +232,7 @@ class Client(object):
                 if not (isinstance(k, str) and isinstance(v, str)):
                     raise BadAnswer("Prometheus at %s answered a sample whose labels are not all strings for %s: %s"
                                     % (self.where, _short(expr, 120), _short(json.dumps(sample), 160, self.secret_values())),
-                                url=self.where)
+                                    url=self.where)
         warnings = body.get("warnings") or []
         if not isinstance(warnings, list):
             warnings = [str(warnings)]

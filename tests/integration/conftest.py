@@ -40,6 +40,10 @@ ENV = project_env()
 ZIPCODE_MOUNT = ("-v", "%s:/var/cache/nodefix-lab-zipcode" % ENV["NODEFIX_ZIPCODE_DIR"])
 
 
+# the test callbacks every Ansible run of these layers enables (NODEFIX_TEST_CALLBACKS: others, to measure them)
+CALLBACKS = "nodefix_task_times,nodefix_warm_loaders"
+
+
 def run_logged(name, argv, timeout=1800, env=None, cwd=ROOT):
     """Run argv, log to .cache/test-logs/<name>.log, return (rc, output).
 
@@ -51,12 +55,13 @@ def run_logged(name, argv, timeout=1800, env=None, cwd=ROOT):
     os.makedirs(LOGS, exist_ok=True)
     path = os.path.join(LOGS, name.replace("/", "_") + ".log")
     merged = dict(ENV)
-    # every Ansible run records the wall time of each task (tests/callback_plugins)
+    # every Ansible run records the wall time of each task, and its workers inherit the plugin lookups
+    # of the main process (tests/callback_plugins)
     tasks = os.path.join(LOGS, name.replace("/", "_") + ".tasks.jsonl")
     if os.path.exists(tasks):
         os.remove(tasks)
     merged.update({"ANSIBLE_CALLBACK_PLUGINS": os.path.join(ROOT, "tests", "callback_plugins"),
-                   "ANSIBLE_CALLBACKS_ENABLED": "nodefix_task_times", "NODEFIX_TASK_TIMES": tasks})
+                   "ANSIBLE_CALLBACKS_ENABLED": os.environ.get("NODEFIX_TEST_CALLBACKS", CALLBACKS), "NODEFIX_TASK_TIMES": tasks})
     merged.update(env or {})
     steps = StepClock()
     with open(path, "w") as log:

@@ -177,7 +177,7 @@ def run(tmp_path_factory):
                 events = work / ("job-events-%s.jsonl" % label)
                 env = {"NODEFIX_REPORT_DIR": str(work / "reports" / label), "NODEFIX_JOB_EVENTS": str(events),
                        "ANSIBLE_CALLBACK_PLUGINS": os.path.join(ROOT, "tests", "callback_plugins"),
-                       "ANSIBLE_CALLBACKS_ENABLED": "nodefix_task_times,nodefix_job_events"}
+                       "ANSIBLE_CALLBACKS_ENABLED": "nodefix_task_times,nodefix_warm_loaders,nodefix_job_events"}
                 rc, out = playbook("secrets-lab-" + label, inv, name, env, extra, *args)
                 if label == "check":
                     # the node is held whole as a control-plane node whose etcd check fails: a held node is not

@@ -68,24 +68,37 @@ def secret_values(args):
     return out
 
 
-# the machine's own fields of the result: codes and the state phase=end is given back, never text a credential can
-# be in - masked as substrings, a short credential (ETCDCTL_PASSWORD=ok) would turn the outcome "ok" and a lock slot
-# name into VALUE_SPECIFIED_IN_NO_LOG_PARAMETER and the end phase would work from a mangled state
-MACHINE_FIELDS = ("state", "outcome", "failed", "changed", "fix_roles", "reboot_allowed", "reboot_reasons",
+# the machine's own fields of the result and of its state: codes, flags and names phase=end is given back, never
+# text a credential can be in - masked as substrings, a short credential (ETCDCTL_PASSWORD=ok) would turn the
+# outcome "ok" and a lock slot's name into VALUE_SPECIFIED_IN_NO_LOG_PARAMETER and the end phase would work from a
+# mangled state. Every other field (msg, detail, lines, warnings, the state's detail, reboot_held, given_back, each
+# step's detail) is masked.
+MACHINE_FIELDS = ("outcome", "failed", "changed", "fix_roles", "reboot_allowed", "reboot_reasons",
                   "reboot_timeout_cover", "drained", "cordoned_before")
+STATE_CODES = ("fix_roles", "claimed", "previous", "cordoned_before", "cordoned", "drained", "slots", "outcome",
+               "started", "record")
+STEP_CODES = ("name", "outcome")
+
+
+def _masked_except(mapping, keep, values):
+    """``mapping`` without any of ``values`` in its fields but ``keep`` (and its ``steps``' codes)."""
+    out = remove_values(dict((k, v) for k, v in mapping.items() if k not in keep + ("steps", "state")), values)
+    out.update((k, mapping[k]) for k in keep if k in mapping)
+    if isinstance(mapping.get("steps"), list):
+        out["steps"] = [_masked_except(step, STEP_CODES, values) if isinstance(step, dict) else
+                        remove_values(step, values) for step in mapping["steps"]]
+    return out
 
 
 def scrubbed(result, values):
-    """``result`` without any of ``values`` in its texts (msg, detail, lines, warnings, each step's detail, the
-    remediation record); the machine's fields (``MACHINE_FIELDS``, each step's name and outcome) as they are."""
+    """``result`` without any of ``values`` in its texts (see MACHINE_FIELDS); the machine's codes as they are."""
     if not values:
         return result
-    out = remove_values(dict((k, v) for k, v in result.items() if k not in MACHINE_FIELDS + ("steps",)), values)
-    out.update((k, result[k]) for k in MACHINE_FIELDS if k in result)
-    if "steps" in result:
-        out["steps"] = [dict(remove_values(dict((k, v) for k, v in step.items() if k not in ("name", "outcome")),
-                                           values), **dict((k, step[k]) for k in ("name", "outcome") if k in step))
-                        for step in result["steps"]]
+    out = _masked_except(result, MACHINE_FIELDS, values)
+    if isinstance(result.get("state"), dict):
+        out["state"] = _masked_except(result["state"], STATE_CODES, values)
+    elif "state" in result:
+        out["state"] = result["state"]
     return out
 
 

@@ -170,8 +170,8 @@ def group_name(prefix, value):
     itself after it, so that two ids never share a group."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", value)
     check, dot, rest = value.partition(".")
-    if not dot or check not in audit_names.CHECK_NAMES or not re.match(r"^[a-z0-9_]+$", rest):
-        if prefix == "nodefix_severity_" and re.match(r"^[a-z]+$", value):
+    if not dot or check not in audit_names.CHECK_NAMES + ("audit",) or not re.fullmatch(r"[a-z0-9_]+", rest):
+        if prefix == "nodefix_severity_" and re.fullmatch(r"[a-z]+", value):
             return prefix + value
         return "%s%s_%s" % (prefix, name, hashlib.sha256(value.encode("utf-8")).hexdigest()[:8])
     return prefix + name
@@ -255,11 +255,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def _settings_key(self, conf):
         """A hash of everything that decides the triage's result (the classifier's settings, where the expected nodes
-        come from, the server, the day - waivers expire by the day): a cache written under other settings is a
-        miss, never another file's verdicts. Credentials are not in it."""
+        come from, the server, the tenant and user that ask, the day - waivers expire by the day): a cache written
+        under other settings is a miss, never another file's or tenant's verdicts. No credential's value is in it."""
+        headers = self.get_option("prometheus_headers") or {}
+        credentials = secret_values.of_mapping(headers) if isinstance(headers, dict) else set()
         decided = {"conf": conf, "day": datetime.date.today().isoformat(),
                    "server": prometheus_client.safe_url(str(self.get_option("prometheus_url"))),
-                   "expected": [self.get_option(o) for o in ("expected_nodes", "nodes", "kubeconfig", "context")]}
+                   "expected": [self.get_option(o) for o in ("expected_nodes", "nodes", "kubeconfig", "context")],
+                   # who asks (a tenant header, the user - Mimir's tenant behind basic auth -, the token file's path):
+                   # another tenant's verdicts are never served; a credential's value is not in the key
+                   "who": [sorted((str(k), "" if v in credentials else str(v)) for k, v in headers.items())
+                           if isinstance(headers, dict) else None,
+                           self.get_option("prometheus_username"), self.get_option("prometheus_token_file")]}
         text = json.dumps(decided, sort_keys=True, default=repr)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

@@ -168,10 +168,14 @@ _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic)[ \t]+)(?P<val>[A-Za-z0-9._~+/
 _WORD = re.compile(r"^[A-Za-z][a-z]{0,14}$")
 # the credential of any scheme in an Authorization header (Token, Digest, Negotiate, a bare key)
 # (a form body's Authorization=Bearer+X&b=1: '+' the blank, '&' before the next name= ends it)
-_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*(?:\[\s*)?["']?"""
+_AUTH_HEADER = re.compile(r"""(?P<head>\b(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*(?:\r?\n[ \t]*(?=["']))?"""
+                          r"""(?:\[\s*)?["']?"""
                           r"""(?![A-Za-z][A-Za-z0-9-]*[ \t]+[A-Za-z][\w-]*[ \t]*=[ \t]*(?:\\?"|[^\s=,"]))"""
                           r"""(?:[A-Za-z][A-Za-z0-9-]*(?:[ \t]+|\+(?=[^\s&+])))?)"""
                           r"""(?P<val>(?:[^\s"',\]&]|&(?![A-Za-z_][\w.\-]*=)){4,})""", re.IGNORECASE)
+# an Authorization header's array (TOML, JSON; on one line or many): every string in it
+_AUTH_ARRAY = re.compile(r"""(?i)\b(?P<head>(?:[A-Za-z0-9]+[-_])*Authorization["']?[ \t]*[:=][ \t]*\[)(?P<body>[^\[\]]*)\]""")
+_QUOTED_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'[^'\n]*'""")
 # a .netrc line (machine/default/login first, or 'password X' alone on its line): its passwords and accounts
 _NETRC_LINE = re.compile(r"(?m)^[ \t]*(?:(?:machine|default|login)\b.*|(?:password|account)[ \t]+\S+[ \t]*)$")
 _NETRC = re.compile(r"(?<!\S)(?P<head>(?:password|account)[ \t]+)(?P<val>\S+)")
@@ -233,7 +237,7 @@ _ENV_PAIR_YAML = re.compile(r"""(?m)^(?P<head>[ \t]*(?:-[ \t]+)?name:[ \t]*(?P<q
 _ENV_PAIR_JSON = re.compile(r"""(?P<head>\{[ \t]*"name"[ \t]*:[ \t]*"(?P<name>[A-Za-z_]\w*)"[ \t]*,[ \t]*"value"[ \t]*:"""
                             r"""[ \t]*)(?P<val>"(?:[^"\\\n]|\\.)*")""")
 # the same pairs in flow style ({name: API_TOKEN, value: x}, either order, quoted or not): pre, val, post
-_FLOW_VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,}"'][^,}\n]*?)"""
+_FLOW_VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,{}"'][^,{}\n]*?)"""
 _FLOW_NAME = r"""(?P<nq>["']?)name(?P=nq)[ \t]*:[ \t]*(?P<q>["']?)(?P<name>[A-Za-z_]\w*)(?P=q)"""
 _ENV_PAIR_FLOW = (
     re.compile(r"""(?P<pre>\{[ \t]*""" + _FLOW_NAME + r"""[ \t]*,[ \t]*(?P<vq>["']?)value(?P=vq)[ \t]*:[ \t]*)"""
@@ -496,6 +500,10 @@ def _slow(text, token_context):
         text = shape.sub(lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group("val").startswith("<") or _WORD.match(m.group("val"))
                        else m.group("head") + MARK, text)
+    if "uthorization" in text or "UTHORIZATION" in text:
+        text = _AUTH_ARRAY.sub(lambda m: m.group("head") + _QUOTED_STRING.sub(
+            lambda q: q.group(0) if MARK in q.group(0) else q.group(0)[0] + MARK + q.group(0)[0], m.group("body")) + "]",
+            text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
     text = secret_shapes.quoted_values(secret_shapes.env_values(_yaml_values(text), MARK), MARK)
     text = _NETRC_LINE.sub(lambda line: _NETRC.sub(
@@ -531,7 +539,7 @@ def _blank(value):
 
 
 # keys that hold a credential whole whatever its scheme (RFC 9110 11.6.2, 11.7.2), and their X- variants
-_AUTH_KEY = re.compile(r"^(?:x-)?(?:[a-z0-9]+-)*(?:proxy-)?authorization$", re.IGNORECASE)
+_AUTH_KEY = re.compile(r"^(?:[a-z0-9]+[-_])*authorization(?:[-_]header)?$", re.IGNORECASE)
 
 
 def _hidden_after(flag, short=None):

@@ -6,17 +6,18 @@
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection
 # (leading underscore package). Its API may change without notice.
 """Which values of a mapping of headers or environment variables are credentials - the values removed as they are
-(Ansible's ``remove_values``, wherever they appear) from a plugin's output.
+(Ansible's ``remove_values``, wherever they appear: a message, a node's name, a host's key) from a plugin's output.
 
-Every value is one - a header of a name of its own (``X-Authorization``, ``Key``, ``X-Honeycomb-Team``) may hold a
-key, and a name cannot tell - except those a name says are data (``DATA_NAMES``: a tenant's ``X-Scope-OrgID``,
-``Accept``, ``User-Agent``, etcdctl's ``ETCDCTL_ENDPOINTS``/``ETCDCTL_CACERT``/timeouts, ``PATH``), an API version
-under a name ending in ``API`` (``ETCDCTL_API=3``) and the user name of a ``user:password`` value under a user's name
-(``ETCDCTL_USER=root:pw``, etcdctl's own form: its password is one). Removing data as a substring would hide every
-node, step or path that contains it (``prod-b``, the step ``root``, a duration ``3``); for the same reason a value
-of fewer than ``MIN_LENGTH`` (4) characters under a name that is not a secret's is not one (``3``, ``on``): a
-credential that short is no credential. A value under a secret's name (``secret_names.secret_name``,
-``Authorization``) is one whatever its length. The shape-based redaction still applies to all of them."""
+A value is one when its name says so: a secret's name (``_core.secret_names.secret_name``: ``X-Api-Key``,
+``ETCDCTL_PASSWORD``, ``ETCD_PASS``, ``X-Registry-Creds``), ``Authorization``/``Proxy-Authorization``, or a header
+or variable name with a credential's word in it (``CREDENTIAL_WORD``: ``X-Authorization``, ``Key``, ``X-Passcode``,
+``X-Hub-Signature-256``, ``X-Session``); and the password of a ``user:password`` value under a user's name
+(``ETCDCTL_USER=root:pw``, etcdctl's own form). Every other value is data - a tenant (``X-Scope-OrgID: prod``,
+``X-Tenant: team-a``), a user name (``ETCDCTL_USER=root``), ``ETCDCTL_API=3``: removed as a substring it would hide
+every node, step, path or host key that contains it (``prod-b``, ``team-a-worker-1``, the step ``root``, a duration
+``3``). A key under a name that says nothing of one (``X-Honeycomb-Team``) is therefore shown wherever it appears
+(docs/safety.md says to name such headers so, or to pass the key through a token file). The shape-based redaction
+still applies to all of them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -29,19 +30,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names imp
 
 # headers that carry a credential whatever their scheme (RFC 9110 11.6.2, 11.7.2)
 _AUTH_HEADERS = ("authorization", "proxy-authorization")
-# names whose values are data (lower case): headers that carry no credential by their definition (RFC 9110) and the
-# tenant headers of Prometheus-compatible servers (Cortex/Mimir/Loki X-Scope-OrgID, Thanos THANOS-TENANT, Grafana
-# X-Grafana-Org-Id); etcdctl's settings that are endpoints, paths and times (etcdctl's ETCDCTL_<FLAG> environment);
-# a process's own environment
-DATA_NAMES = frozenset((
-    "accept", "accept-encoding", "accept-language", "user-agent", "content-type", "cache-control",
-    "x-scope-orgid", "thanos-tenant", "x-grafana-org-id", "x-request-id",
-    "etcdctl_endpoints", "etcdctl_cacert", "etcdctl_cert", "etcdctl_dial_timeout", "etcdctl_command_timeout",
-    "etcdctl_keepalive_time", "etcdctl_keepalive_timeout", "etcdctl_write_out", "etcdctl_insecure_transport",
-    "etcdctl_insecure_skip_tls_verify", "etcdctl_discovery_srv", "etcdctl_debug",
-    "path", "home", "lang", "lc_all", "tz", "kubeconfig", "no_proxy",
-))
-MIN_LENGTH = 4
+# a credential's word anywhere in a header's or variable's name (X-Authorization, Key, X-Passcode, X-Hub-Signature)
+CREDENTIAL_WORD = re.compile(r"(?i)auth|key|token|pass|secret|cred|sign|session|cookie")
 
 
 def _user_name(name):
@@ -54,6 +44,12 @@ def _version(name, value):
     return re.split(r"[_\-.]", str(name).lower())[-1] == "api" and re.match(r"^v?\d+(?:\.\d+)?$", value) is not None
 
 
+def credential_name(name):
+    """Whether a header's or variable's value is a credential by its name (see the module's docstring)."""
+    return (secret_name(name) or str(name).strip().lower() in _AUTH_HEADERS
+            or CREDENTIAL_WORD.search(str(name)) is not None)
+
+
 def of_mapping(mapping):
     """The credential values of ``mapping`` (name -> value), a set of non-empty strings."""
     out = set()
@@ -61,14 +57,10 @@ def of_mapping(mapping):
         if value is None or isinstance(value, bool):
             continue
         value = "%s" % value
-        lower = str(name).strip().lower()
-        if _user_name(name):
-            if ":" in value:
-                out.add(value.split(":", 1)[1])     # the user name is data, its password is not
-        elif _version(name, value):
+        if _version(name, value):
             continue
-        elif secret_name(name) or lower in _AUTH_HEADERS:
-            out.add(value)
-        elif lower not in DATA_NAMES and len(value) >= MIN_LENGTH:
+        if _user_name(name) and ":" in value:
+            out.add(value.split(":", 1)[1])     # the user name is data, its password is not
+        elif credential_name(name) and not (_user_name(name) and not secret_name(name)):
             out.add(value)
     return set(v for v in out if v)

@@ -167,7 +167,11 @@ def _finding(labels):
 
 
 def _apply_up(labels, value, obs):
-    _boolean(obs, "up", "up", value)
+    # the lowest of the label values that name one node (an address and a name, two ports): as the query's min by
+    if value in (0, 1):
+        obs["up"] = value if obs.get("up") is None else min(obs["up"], value)
+    else:
+        _boolean(obs, "up", "up", value)
 
 
 def _apply_textfile(labels, value, obs):

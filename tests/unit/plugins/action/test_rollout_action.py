@@ -443,3 +443,14 @@ def test_a_short_credential_never_mangles_the_machines_state_or_outcome(double, 
                                       "steps": [{"name": "ok", "outcome": "ok", "detail": "ok"}]}, {"ok"})
     assert masked["outcome"] == "ok" and masked["state"] == {"slots": ["kube-system/ok"]}
     assert masked["steps"][0]["name"] == "ok" and "ok" not in masked["steps"][0]["detail"] and "ok" not in masked["msg"]
+
+
+def test_the_states_texts_are_masked_its_codes_kept(double):  # noqa: F811 - every test here runs per client
+    """Review of 2026-12-07: ``scrubbed`` kept the whole state - its detail, reboot_held and steps hold text."""
+    out = rollout_action.scrubbed({"detail": "etcdctl said Tr0ub4dor", "outcome": "held", "state": {
+        "detail": "etcdctl said Tr0ub4dor", "reboot_held": ["x Tr0ub4dor"], "given_back": "Tr0ub4dor",
+        "slots": ["kube-system/Tr0ub4dor-slot"], "outcome": "held",
+        "steps": [{"name": "control_plane", "outcome": "held", "detail": "Tr0ub4dor"}]}}, {"Tr0ub4dor"})
+    shown = json.dumps(dict(out, state=dict(out["state"], slots=[])))
+    assert "Tr0ub4dor" not in shown, shown
+    assert out["state"]["slots"] == ["kube-system/Tr0ub4dor-slot"] and out["state"]["outcome"] == "held"

@@ -279,3 +279,23 @@ def test_two_finding_ids_never_share_a_group():
     # the collection's own ids keep the documented names
     assert plugin_module.group_name("nodefix_finding_", "pids.zombie_leaker") == "nodefix_finding_pids_zombie_leaker"
     assert plugin_module.group_name("nodefix_severity_", "high") == "nodefix_severity_high"
+
+
+def test_group_names_are_exact_and_the_audits_own_ids_keep_theirs():
+    """Second review of 2026-12-07: '$' let a trailing newline through, and audit.* ids got a hash."""
+    name = plugin_module.group_name
+    assert name("nodefix_finding_", "kubelet.api_qps_low\n") != name("nodefix_finding_", "kubelet.api_qps_low_")
+    assert "\n" not in name("nodefix_severity_", "high\n")
+    assert name("nodefix_finding_", "audit.not_kubernetes_node") == "nodefix_finding_audit_not_kubernetes_node"
+
+
+def test_another_tenant_or_user_is_a_cache_miss(tmp_path, monkeypatch):
+    """Second review of 2026-12-07: the same file with another X-Scope-OrgID (or user: Mimir's tenant behind basic
+    auth) served the first tenant's verdicts."""
+    Plugin.shared_cache.clear()
+    calls = []
+    base = "max_unknown_percent: 50\ncache: true\n"
+    for extra in ("prometheus_headers:\n  X-Scope-OrgID: team-a\n", "prometheus_headers:\n  X-Scope-OrgID: team-a\n",
+                  "prometheus_headers:\n  X-Scope-OrgID: team-b\n", "prometheus_username: team-c\n"):
+        parse(tmp_path, monkeypatch, base + extra, evaluated(answer(), 5), cache=True, calls=calls)
+    assert len(calls) == 3

@@ -276,7 +276,7 @@ def test_a_modules_no_log_mapping_masks_only_its_credentials(monkeypatch, name):
     args = {"reboot_gate": dict(node="node-b", prometheus_url="http://p.example:9090",
                                 prometheus_headers={"X-Scope-OrgID": "node", "X-Api-Key": "Hdr-Key-M2",
                                                     "X-Authorization": "Hdr-Auth-M3", "Key": "Hdr-Bare-M3",
-                                                    "X-Honeycomb-Team": "Hdr-Team-M3"},
+                                                    "X-Hub-Signature-256": "Hdr-Sig-M3", "X-Tenant": "node"},
                                 etcd_health_environment={"ETCDCTL_USER": "root", "ETCDCTL_PASSWORD": "Env-Pw-M2"}),
             "control_plane_gate": dict(node="node-b", kubeconfig="/nonexistent/kubeconfig", etcd_health_environment={
                 "ETCDCTL_USER": "root:User-Pw-M2", "ETCDCTL_API": "3", "ETCD_PASS": "Env-Pw-M2"}),
@@ -304,9 +304,22 @@ def test_a_modules_no_log_mapping_masks_only_its_credentials(monkeypatch, name):
     except SystemExit:
         pass
     assert built, "the module was not built"
-    # a header of a name of its own (X-Authorization, Key, X-Honeycomb-Team, X-Passcode) may hold a key: masked
-    secrets = [s for s in ("Hdr-Key-M2", "Env-Pw-M2", "User-Pw-M2", "Hdr-Auth-M3", "Hdr-Bare-M3", "Hdr-Team-M3",
+    # a header whose name has a credential's word (X-Authorization, Key, X-Hub-Signature-256, X-Passcode): masked;
+    # a tenant (X-Tenant: node) is data and node-b stays node-b
+    secrets = [s for s in ("Hdr-Key-M2", "Env-Pw-M2", "User-Pw-M2", "Hdr-Auth-M3", "Hdr-Bare-M3", "Hdr-Sig-M3",
                            "Hdr-Pass-M3") if s in json.dumps(args)]
     shown = remove_values("node-b: step root, 3 s, " + " ".join(secrets), built[0].no_log_values)
     assert shown.startswith("node-b: step root, 3 s, "), (shown, built[0].no_log_values)
     assert not [s for s in secrets if s in shown], shown
+
+
+def test_credential_values_of_headers_and_environments_are_named_so():
+    """_core.secret_values: a credential's word in the name masks the value (a *creds value whole, or a user:pw's
+    password); a tenant, a host, a user name, an API version are data - a node named after them keeps its name."""
+    from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_values import of_mapping
+    assert of_mapping({"X-Registry-Creds": "s3cr3tvalue", "GIT_CREDS": "ghp_abcdef", "X-Authorization": "zz1",
+                       "Key": "k3y", "X-Passcode": "pc1", "X-Hub-Signature-256": "sha1", "ETCDCTL_PASSWORD": "ok",
+                       "ETCDCTL_USER": "root:pw1"}) == {"s3cr3tvalue", "ghp_abcdef", "zz1", "k3y", "pc1", "sha1", "ok",
+                                                        "pw1"}
+    assert of_mapping({"X-Tenant": "team-a", "X-Scope-OrgID": "prod", "Host": "h.example", "ETCDCTL_USER": "root",
+                       "ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": "https://10.0.0.1:2379"}) == set()

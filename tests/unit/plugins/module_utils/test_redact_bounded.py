@@ -19,6 +19,13 @@ N = 100 * 1024
 
 # pattern -> strings of about 100 kB built to make it backtrack
 ADVERSARIAL = {
+    # second review of 2026-12-07: '{value: x' never closed was read from every '{' to the line's end (100 KB ~18 s)
+    "Kubernetes name/value pairs in flow style (_ENV_PAIR_FLOW)": [
+        "name " + "{value: x" * (N // 9), "name " + "{name: A, value: x" * (N // 18), "{value: " + "x," * (N // 2),
+    ],
+    "Authorization arrays (_AUTH_ARRAY)": [
+        "Authorization = [" * (N // 17), "Authorization = [" + '"a",' * (N // 4), "Authorization:\n" * (N // 15),
+    ],
     "percent-encoded URL user information (_PCT_USERINFO)": [
         "a%3A%2F%2F" + "%41" * (N // 3), " x%3A%2F%2F" * (N // 11), "a%3A%2F%2Fu%3A" + "%40" * (N // 3),
         "a%253A%252F%252F" + "b%253A" * (N // 6), "a%3A//" + "%3A" * (N // 3) + "@", "h%3A%2F%2F" + "u" * N,

@@ -321,3 +321,21 @@ def test_review_shapes_of_2026_12_07(text, secret):
                                   'x = """plain""" and y', '{"note":\n  "hello"}', "{value: 3, name: REPLICAS}"])
 def test_what_those_shapes_show_stays(text):
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize("text,secrets", [
+    ('Authorization = ["tokenAAAA1", "tokenBBBB2"]', ("tokenAAAA1", "tokenBBBB2")),     # every element of the array
+    ('Authorization = [\n  "tokenAAAA1",\n  "tokenBBBB2"\n]', ("tokenAAAA1", "tokenBBBB2")),
+    ('{"Authorization":\n  "S3cretNext1"}', ("S3cretNext1",)),
+    ('{"X-Authorization":\n  "S3cretNext2"}', ("S3cretNext2",)),
+])
+def test_every_authorization_value_in_arrays_and_on_the_next_line(text, secrets):
+    """Second review of 2026-12-07: only an array's first element, no value on the next line."""
+    out = redact_text(text)
+    assert not [s for s in secrets if s in out], out
+
+
+@pytest.mark.parametrize("key", ["HTTP_AUTHORIZATION", "X_Authorization", "authorization_header"])
+def test_authorization_named_keys_are_hidden(key):
+    assert redact.redact({key: "S3cretKey77"})[key] == MARK
+    assert redact.redact({"authorization_mode": "Webhook"}) == {"authorization_mode": "Webhook"}

@@ -128,3 +128,21 @@ def test_every_kubernetes_core_task_is_no_log():
                     bad.append("%s: %s" % (os.path.relpath(path, REPO), task.get("name")))
     assert found >= 8
     assert not bad, bad
+
+
+def test_what_a_kubernetes_core_failure_said_is_shown_redacted():
+    """Second review of 2026-12-07: a rescue recorded the no_log task's raw error (evict_one.yml). In every task file
+    with a kubernetes.core task, each template that quotes a failure's or a result's message redacts it."""
+    files = [p for p in sorted(glob.glob(os.path.join(REPO, "roles", "*", "tasks", "*.yml"))
+                               + glob.glob(os.path.join(REPO, "playbooks", "tasks", "*.yml")))
+             if "kubernetes.core." in open(p).read()]
+    quoted, bad = 0, []
+    for path in files:
+        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
+            # (_nodefix_drain_refused.msg: the preflight's own fact, made of the redacted reason)
+            if re.search(r"ansible_failed_result|(?<!_refused)\.msg\b", expr):
+                quoted += 1
+                if "nodefix.k8s.redact" not in expr:
+                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
+    assert quoted >= 5
+    assert not bad, bad

@@ -102,6 +102,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_kept, secret_shapes
+from ansible_collections.nodefix.k8s.plugins.module_utils._core import secret_yaml
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_yaml import SWITCH_WORDS as _SWITCH_WORDS
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_yaml import unquoted as _unquoted
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.secret_names import secret_name
 
 MARK = "<redacted by nodefix.k8s>"
@@ -192,14 +195,6 @@ _SHORT_FLAG = dict([(c, "p") for c in ("mysql", "mysqldump", "mysqladmin", "mysq
 _LOGIN_COMMANDS = frozenset(("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras", "crane", "regctl"))
 _COMMAND = re.compile(r"(?<![\w.-])(?P<cmd>%s)(?![\w.-])(?P<args>[^\n|;&]*)" % "|".join(
     re.escape(c) for c in sorted(set(_SHORT_FLAG) | _LOGIN_COMMANDS, key=len, reverse=True)))
-# YAML: a line 'key: value' (in a sequence too); the key's column is its indentation
-_YAML_LINE = re.compile(r"""^(?P<lead>[ \t]*(?:-[ \t]+)*)(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"""
-                        r"""[ \t]*:(?P<rest>[ \t].*|)$""")
-# a block scalar's header (| or >, indentation and chomping indicators, a comment)
-_YAML_BLOCK = re.compile(r"^[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ \t]+#.*)?$")
-# a value complete on its line: quoted (YAML's '' escape too), a flow collection, an alias, anchor or tag alone
-_YAML_ONE_LINE = re.compile(r"""^(?P<quoted>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|\[[^\[\]]*\]|\{[^{}]*\}|[*&!]\S*)"""
-                            r"""(?:[ \t]+#.*)?$""")
 # a bootstrap token is a whole word (Kubernetes matches it as ^[a-z0-9]{6}\.[a-z0-9]{16}$): never a label of a host name
 # (node01.abcdefabcdef0123.example.com), a host:port or a URL's host - and only in a text that speaks of tokens
 # (_BOOTSTRAP_CONTEXT, or under a key that does): the same shape is a valid Node name of two labels
@@ -253,11 +248,8 @@ _DIGEST = re.compile(r"""(?i)(?P<head>\bDigest[ \t]+(?:[A-Za-z][\w\-]*=(?:"[^"\n
 
 # what a value needs to hold a secret of its own that the whole text's reading has not seen: a key = value, a flag
 _NESTED = re.compile(r"[=:]|(?:^|\s)-")
-# a value under a secret's name that only switches something on or off (kubelet's
-# --authentication-token-webhook=true): shown, so that a flag's diff stays readable
-_SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off")
-
-
+# (a value under a secret's name that only switches something on or off - kubelet's
+# --authentication-token-webhook=true - is shown, so that a flag's diff stays readable: secret_yaml.SWITCH_WORDS)
 # how deep a value is read again for secrets of its own (Environment="EXTRA=--token=x" is two): deeper is hidden whole,
 # so that 'a:a:a:...' costs a few readings of the text, never one per character (nor Python's recursion limit); only
 # its key = value and flag shapes are read again (every other shape was read in the whole text already)
@@ -286,14 +278,6 @@ def _quoted(value):
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[0] + MARK + value[0]
     return MARK
-
-
-def _unquoted(val):
-    """(opening, inside, closing) of a quoted value, ('', val, '') of a bare one."""
-    for quote in ('"""', "'''", '\\"', '"', "'"):
-        if len(val) >= 2 * len(quote) and val.startswith(quote) and val.endswith(quote):
-            return quote, val[len(quote):-len(quote)], quote
-    return "", val, ""
 
 
 def _key_value(match):
@@ -325,82 +309,9 @@ def _key_value(match):
     if (_unquoted(val)[1].lower() in _SWITCH_WORDS or secret_shapes.key_path(key, _unquoted(val)[1])
             or secret_shapes.not_a_secret(key, _unquoted(val)[1])):
         return match.group(0)  # a switch, never a secret: --authentication-token-webhook=true, use_token: false
-    if ":" in match.group("sep") and _YAML_BLOCK.match(val):
-        return match.group(0)  # a YAML block scalar's header: its lines are hidden by _yaml_values
+    if ":" in match.group("sep") and secret_yaml.YAML_BLOCK.match(val):
+        return match.group(0)  # a YAML block scalar's header: its lines are hidden by secret_yaml.values
     return head + _quoted(val)
-
-
-def _indent(line):
-    return len(line) - len(line.lstrip(" \t"))
-
-
-def _yaml_secret(lines, i, match):
-    """Lines ``i``.. of a YAML text whose line ``i`` is ``match`` (a secret's key): its value hidden - to the end of
-    the line (a comment kept) and on every deeper line that continues it (a block scalar's lines, a plain or quoted
-    scalar continued, a sequence of scalars under it). The index of the next line to read."""
-    col, bare = len(match.group("lead")), not match.group("rest").strip()
-    end = i + 1     # (a sequence under a key without a value may start at the key's own column: Go's YAML writes so)
-    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > col or (
-            bare and _indent(lines[end]) == col and re.match(r"-(?:[ \t]|$)", lines[end][col:]))):
-        end += 1
-    while end > i + 1 and not lines[end - 1].strip():
-        end -= 1
-    rest = match.group("rest")
-    value = rest.strip()
-    head = lines[i][:len(lines[i]) - len(rest)] + rest[:len(rest) - len(rest.lstrip(" \t"))]
-    one_line = _YAML_ONE_LINE.match(value)
-    if (value.lower() in _SWITCH_WORDS or value.startswith(MARK) or (one_line and value[0] not in "\"'")
-            or secret_shapes.not_a_secret(match.group("key"), value.split(" #", 1)[0].strip())
-            or secret_shapes.key_path(match.group("key"), value.split(" #", 1)[0].strip())):
-        return i + 1  # a switch, already hidden, or a flow collection _KEY_VALUE reads (an alias, a tag)
-    if one_line:  # a quoted scalar (YAML's '' inside): the mark in its quotes, a comment kept
-        if _unquoted(one_line.group("quoted"))[1].lower() not in _SWITCH_WORDS + ("",) and MARK not in value:
-            lines[i] = head + value[0] + MARK + value[0] + value[len(one_line.group("quoted")):]
-        return i + 1
-    deeper = [j for j in range(i + 1, end) if lines[j].strip()]
-    if not value or value.startswith("#"):
-        # a sequence of scalars under the key (its direct children only: a nested mapping's keys speak for
-        # themselves); a scalar that starts on the next line ('PASSWORD:\n  X') is hidden whole
-        if not deeper or _YAML_LINE.match(lines[deeper[0]]) or lines[deeper[0]].strip().startswith("#"):
-            return i + 1
-        if not re.match(r"[ \t]*-(?:[ \t]|$)", lines[deeper[0]]):
-            for j in deeper:
-                if not lines[j].strip().startswith(MARK):
-                    lines[j] = lines[j][:_indent(lines[j])] + MARK
-            return end
-        child = _indent(lines[deeper[0]])
-        if all(_indent(lines[j]) == child for j in deeper) and secret_shapes.not_a_secret(
-                match.group("key"), [lines[j].strip()[1:].strip() for j in deeper]):
-            return end      # every item data: caCertHashes' sha256:<hex> (_core.secret_kept)
-        for j in deeper:
-            item = re.match(r"^([ \t]*-[ \t]+)(.*)$", lines[j])
-            if _indent(lines[j]) == child and item and not _YAML_LINE.match(lines[j]):
-                if not item.group(2).startswith(MARK):
-                    lines[j] = item.group(1) + MARK
-            elif _indent(lines[j]) > child and not lines[j].strip().startswith(MARK) and not _YAML_LINE.match(
-                    lines[j]):
-                lines[j] = lines[j][:_indent(lines[j])] + MARK
-        return end
-    if _YAML_BLOCK.match(value):
-        lines[i] = head + value
-    else:
-        comment = re.search(r"(?<![ \t])[ \t]+#.*$", value) if value[0] not in "\"'" else None
-        lines[i] = head + MARK + (comment.group(0) if comment else "")
-    for j in deeper:
-        lines[j] = lines[j][:_indent(lines[j])] + MARK
-    return end
-
-
-def _yaml_values(text):
-    """``text`` with the value of every secret's key in YAML (or an INI/``key: value`` file) hidden whole."""
-    if ":" not in text:
-        return text
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        match = _YAML_LINE.match(lines[i])
-        i = _yaml_secret(lines, i, match) if match and secret_name(match.group("key")) else i + 1
-    return "\n".join(lines)
 
 
 def _short_flag(match):
@@ -505,7 +416,7 @@ def _slow(text, token_context):
             lambda q: q.group(0) if MARK in q.group(0) else q.group(0)[0] + MARK + q.group(0)[0], m.group("body")) + "]",
             text)
     text = _AUTH_HEADER.sub(lambda m: m.group(0) if m.group("val").startswith("<") else m.group("head") + MARK, text)
-    text = secret_shapes.quoted_values(secret_shapes.env_values(_yaml_values(text), MARK), MARK)
+    text = secret_shapes.quoted_values(secret_shapes.env_values(secret_yaml.values(text, MARK), MARK), MARK)
     text = _NETRC_LINE.sub(lambda line: _NETRC.sub(
         lambda m: m.group(0) if m.group("val").startswith(MARK[:9]) else m.group("head") + MARK, line.group(0)), text)
     text = _COMMAND.sub(_short_flag, text)

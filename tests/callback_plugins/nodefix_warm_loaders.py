@@ -53,7 +53,7 @@ class CallbackModule(CallbackBase):
             try:
                 for _plugin in loader.all():
                     pass
-            except Exception:  # pylint: disable=broad-exception-caught - the worker looks it up as before
+            except Exception:  # pylint: disable=broad-exception-caught  # the worker looks it up as before
                 pass
         for name in CONNECTIONS:
             try:
@@ -77,5 +77,5 @@ class CallbackModule(CallbackBase):
         try:
             module_loader.find_plugin_with_context(task.action, collection_list=task.collections)
             action_loader.has_plugin(task.action, collection_list=task.collections)
-        except Exception:  # pylint: disable=broad-exception-caught - the worker looks it up as before
+        except Exception:  # pylint: disable=broad-exception-caught  # the worker looks it up as before
             pass

@@ -61,6 +61,6 @@ def of_mapping(mapping):
             continue
         if _user_name(name) and ":" in value:
             out.add(value.split(":", 1)[1])     # the user name is data, its password is not
-        elif credential_name(name) and not (_user_name(name) and not secret_name(name)):
-            out.add(value)
+        elif secret_name(name) if _user_name(name) else credential_name(name):
+            out.add(value)                      # under a user's name only a secret's (X-Registry-Creds) is one
     return set(v for v in out if v)

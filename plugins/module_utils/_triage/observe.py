@@ -145,10 +145,16 @@ def _bad(obs, what):
     obs.setdefault("bad", set()).add(what)
 
 
-def _boolean(obs, key, metric, value):
-    """A 0/1 series merged; anything else (NaN, 2, Inf) makes the node unknown (bad_value), never clean."""
+def _merge_min(obs, key, value):
+    if value is not None and (obs.get(key) is None or value < obs[key]):
+        obs[key] = value
+
+
+def _boolean(obs, key, metric, value, merge=_merge_max):
+    """A 0/1 series merged (the highest, or as ``merge`` merges); anything else (NaN, 2, Inf) makes the node unknown
+    (bad_value), never clean."""
     if value in (0, 1):
-        _merge_max(obs, key, value)
+        merge(obs, key, value)
     else:
         _bad(obs, "%s is %s (0 or 1 expected)" % (metric, value))
 
@@ -168,10 +174,7 @@ def _finding(labels):
 
 def _apply_up(labels, value, obs):
     # the lowest of the label values that name one node (an address and a name, two ports): as the query's min by
-    if value in (0, 1):
-        obs["up"] = value if obs.get("up") is None else min(obs["up"], value)
-    else:
-        _boolean(obs, "up", "up", value)
+    _boolean(obs, "up", "up", value, _merge_min)
 
 
 def _apply_textfile(labels, value, obs):

@@ -42,8 +42,8 @@ sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact  # noqa: E402
 
 CORE = "plugins/module_utils/_core"
-FILES = ("redact.py", "secret_shapes.py", "secret_names.py", "lazy_re.py")
-OPTIONAL = ("secret_kept.py",)     # split out of the redactor later: copied when the base commit has it
+# every module of the base commit's _core package is copied: the redactor's helpers move between files
+# (secret_kept.py, secret_yaml.py were split out later), so no list of names here can go stale
 
 
 def node_names(n):
@@ -103,19 +103,23 @@ def test_corpus():
 
 
 def base_redactor(base, tmp):
-    """``redact_text`` of the commit ``base`` (its _core redactor files in a package of their own), or None."""
+    """``redact_text`` of the commit ``base`` (its whole _core package, renamed), or None."""
     pkg = os.path.join(tmp, "_redact_base")
     os.makedirs(pkg)
-    open(os.path.join(pkg, "__init__.py"), "w").close()
-    for name in FILES + OPTIONAL:
-        try:
-            text = subprocess.run(["git", "-C", ROOT, "show", "%s:%s/%s" % (base, CORE, name)], check=True,
-                                  capture_output=True, text=True).stdout
-        except (OSError, subprocess.CalledProcessError) as exc:
-            if name in OPTIONAL:
-                continue
-            print("base %s: %s not read (%s): its column skipped" % (base, name, exc), file=sys.stderr)
-            return None
+    try:
+        names = subprocess.run(["git", "-C", ROOT, "ls-tree", "--name-only", "%s:%s" % (base, CORE)], check=True,
+                               capture_output=True, text=True).stdout.split()
+        texts = dict((name, subprocess.run(["git", "-C", ROOT, "show", "%s:%s/%s" % (base, CORE, name)], check=True,
+                                           capture_output=True, text=True).stdout)
+                     for name in names if name.endswith(".py"))
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print("base %s: %s not read (%s): its column skipped" % (base, CORE, exc), file=sys.stderr)
+        return None
+    if "redact.py" not in texts:
+        print("base %s: no %s/redact.py: its column skipped" % (base, CORE), file=sys.stderr)
+        return None
+    texts.setdefault("__init__.py", "")
+    for name, text in texts.items():
         with open(os.path.join(pkg, name), "w") as fh:
             fh.write(text.replace("ansible_collections.nodefix.k8s.plugins.module_utils._core", "_redact_base"))
     sys.path.insert(0, tmp)

@@ -40,8 +40,9 @@ def _user_name(name):
 
 def _version(name, value):
     """An API version under a name ending in ``API`` (``ETCDCTL_API=3``: etcdctl's, not a key like
-    ``X-JFrog-Art-Api``)."""
-    return re.split(r"[_\-.]", str(name).lower())[-1] == "api" and re.match(r"^v?\d+(?:\.\d+)?$", value) is not None
+    ``X-JFrog-Art-Api``): at most two digits, a minor of at most three (``3``, ``v1``, ``v2.1``) - a longer number
+    under such a name (``X-Api: 884422991``) is a key."""
+    return re.split(r"[_\-.]", str(name).lower())[-1] == "api" and re.match(r"^v?\d{1,2}(?:\.\d{1,3})?$", value) is not None
 
 
 def credential_name(name):

@@ -323,3 +323,6 @@ def test_credential_values_of_headers_and_environments_are_named_so():
                                                         "pw1"}
     assert of_mapping({"X-Tenant": "team-a", "X-Scope-OrgID": "prod", "Host": "h.example", "ETCDCTL_USER": "root",
                        "ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": "https://10.0.0.1:2379"}) == set()
+    # an API version is short (etcdctl's 2 or 3, v1, v2.1); a number under a key's name is the key
+    assert of_mapping({"X-Api": "884422991", "X-JFrog-Art-Api": "1234567", "ETCDCTL_API": "v2.1", "X-Api-Version": "2"}) \
+        == {"884422991", "1234567"}

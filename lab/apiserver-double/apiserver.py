@@ -41,7 +41,9 @@ the real server's JSON shapes:
 - ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
   ``/api/v1/namespaces/<ns>/configmaps/<name>`` and ``GET`` of the namespace's
   list (the kubeadm ``kube-system/kubelet-config`` ConfigMap); ``?dryRun=All``
-  answers without changing anything, as the real server does;
+  answers without changing anything, as the real server does; every ConfigMap keeps its own
+  ``resourceVersion`` (bumped by every write of it), and a write that carries a stale
+  ``metadata.resourceVersion`` is answered 409 ``Conflict`` and changes nothing;
 - ``coordination.k8s.io/v1`` Leases (``/apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]``):
   ``GET``, ``POST`` (409 ``AlreadyExists`` when the name is taken), ``PUT`` (409 ``Conflict`` when the
   body's ``metadata.resourceVersion`` is not the stored one: optimistic concurrency, as the real
@@ -239,10 +241,14 @@ class State(object):
         self.data.setdefault("leases", {})
         self.data.setdefault("events", [])
         self.data.setdefault("version", 1)
-        # every Node has its own resourceVersion, from the one counter every write bumps (etcd's revision)
+        self.data.setdefault("configmap_rvs", {})
+        # every Node and ConfigMap has its own resourceVersion, from the one counter every write bumps (etcd's revision)
         for spec in self.data["nodes"].values():
             if "rv" not in spec:
                 spec["rv"] = self.bump()
+        for key in sorted(self.data["configmaps"]):
+            if key not in self.data["configmap_rvs"]:
+                self.data["configmap_rvs"][key] = self.bump()
         for pod in self.data["pods"]:
             pod.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["namespace"], pod["name"]))))
         self.save()
@@ -349,7 +355,7 @@ class State(object):
         return {"kind": "ConfigMap", "apiVersion": "v1",
                 "metadata": {"name": name, "namespace": namespace,
                              "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "configmap/%s/%s" % (namespace, name))),
-                             "resourceVersion": str(len(self.data["log"]) + 1)},
+                             "resourceVersion": str(self.data["configmap_rvs"].get("%s/%s" % (namespace, name), 1))},
                 "data": dict(data)}
 
     def lease(self, key):
@@ -582,6 +588,17 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body() or {}
         if not isinstance(body, dict) or not isinstance(body.get("data", {}), dict):
             return status(422, "Invalid", "ConfigMap data must be a map of strings")
+        path = "/api/v1/namespaces/%s/configmaps/%s" % (ns, name)
+        # a write's metadata.resourceVersion is its precondition, checked before validation (the generic registry's
+        # update, as the real server applies it to an update and a patch: kubernetes/kubernetes#63104): a stale one
+        # is a 409 Conflict, nothing changed
+        want = (body.get("metadata") or {}).get("resourceVersion")
+        if want is not None and str(want) != current["metadata"]["resourceVersion"]:
+            st.data["log"].append({"method": method, "path": path, "refused": "Conflict", "resourceVersion": want})
+            st.save()
+            return status(409, "Conflict", 'Operation cannot be fulfilled on configmaps "%s": the object has been '
+                          'modified; please apply your changes to the latest version and try again' % name,
+                          {"name": name, "kind": "configmaps"})
         data = dict(body.get("data") or {}) if method == "PUT" else dict(current["data"], **(body.get("data") or {}))
         if not all(isinstance(v, str) for v in data.values()):
             return status(422, "Invalid", "ConfigMap data values must be strings")
@@ -594,10 +611,11 @@ class Handler(BaseHTTPRequestHandler):
         dry = (query.get("dryRun") or [""])[0] == "All"
         if not dry:
             st.data["configmaps"]["%s/%s" % (ns, name)] = data
-        st.data["log"].append({"method": method, "path": "/api/v1/namespaces/%s/configmaps/%s" % (ns, name),
-                               "content_type": self.headers.get("Content-Type"), "dryRun": dry})
+            st.data["configmap_rvs"]["%s/%s" % (ns, name)] = st.bump()
+        st.data["log"].append({"method": method, "path": path, "content_type": self.headers.get("Content-Type"),
+                               "dryRun": dry, "resourceVersion": want})
         st.save()
-        return 200, dict(current, data=data)
+        return 200, dict(current, data=data) if dry else st.configmap(ns, name)
 
     def _events(self, method, ns, query, core):
         st = self.state

@@ -166,6 +166,25 @@ def test_configmap_keys_and_size_as_validate_configmap(double):
     invalid(code, body, ": Too long: must have at most 1048576 bytes", kind="ConfigMap")
 
 
+def test_a_configmap_write_with_a_stale_resource_version_is_a_conflict(double):
+    """Optimistic concurrency as the real server applies it to a ConfigMap's patch: the patch's
+    metadata.resourceVersion must be the stored one (409 Conflict, nothing changed, otherwise); a write bumps it."""
+    path = "/api/v1/namespaces/kube-system/configmaps/kubelet-config"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open("http://127.0.0.1:%d%s" % (double["port"], path), timeout=10) as resp:
+        read = json.loads(resp.read().decode())
+    version = read["metadata"]["resourceVersion"]
+    code, body = call(double, "PATCH", path, {"metadata": {"resourceVersion": version}, "data": {"kubelet": "a"}},
+                      "application/merge-patch+json")
+    assert code == 200 and body["data"]["kubelet"] == "a" and body["metadata"]["resourceVersion"] != version, body
+    code, body = call(double, "PATCH", path, {"metadata": {"resourceVersion": version}, "data": {"kubelet": "b"}},
+                      "application/merge-patch+json")
+    assert code == 409 and body["reason"] == "Conflict", body
+    assert body["message"].startswith('Operation cannot be fulfilled on configmaps "kubelet-config": the object has '
+                                      'been modified')
+    assert json.loads(double["state"].read_text())["configmaps"]["kube-system/kubelet-config"]["kubelet"] == "a"
+
+
 def test_leases_as_validate_lease(double):
     path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
     code, body = call(double, "POST", path, {"metadata": {"name": "Reboot_Lock"}, "spec": {"holderIdentity": "n"}})

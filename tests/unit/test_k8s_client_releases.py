@@ -8,8 +8,9 @@ again). With each release, every module that talks to the API server runs as Ans
 reading its arguments file, that release first on its PYTHONPATH (checked) - against lab/apiserver-double (a TEST
 DOUBLE of kube-apiserver, as strict as its validation.py): the cordon with its record, the pod list, evictions (one
 evicted, one a PodDisruptionBudget refuses with 429), the give-back of a dead run's cordon, the trail's Events and
-annotation, the storm breaker's Node list, the reboot backoff's record, the reboot lock's Lease and the
-control-plane guard's etcd pods and /readyz/etcd. The subprocess timeouts only guard the test run."""
+annotation, the storm breaker's Node list, the reboot backoff's record, the reboot lock's Lease, the
+control-plane guard's etcd pods and /readyz/etcd and the kubeadm kubelet-config ConfigMap's read and conditional
+patch. The subprocess timeouts only guard the test run."""
 
 import json
 import os
@@ -93,7 +94,8 @@ class Release(object):
                 {"namespace": "default", "name": "db-1", "node": "node-b", "owner": "StatefulSet", "pdb": True}]
         pods += [{"namespace": "kube-system", "name": "etcd-%s" % n, "node": n, "mirror": True,
                   "labels": {"component": "etcd", "tier": "control-plane"}} for n in ("cp-1", "cp-2", "cp-3")]
-        self.state.write_text(json.dumps({"nodes": nodes, "pods": pods, "configmaps": {}}))
+        self.state.write_text(json.dumps({"nodes": nodes, "pods": pods, "configmaps": {"kube-system/kubelet-config": {
+            "kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeAPIQPS: 5\n"}}}))
         port = tmp / "port"
         self.proc = subprocess.Popen([sys.executable, DOUBLE, "--state", str(self.state), "--port-file", str(port)])
         for _dummy in range(200):
@@ -179,6 +181,20 @@ def test_the_gates_read_and_write_through_the_release(release):
     assert not guard.get("failed") and guard["allowed"] is True and guard["etcd"]["readyz"] == "200 ok", guard
     released = release.run("control_plane_gate", state="release", node="cp-1", wait=0)
     assert not released.get("failed") and released["lock"]["released"] == "nodefix-control-plane-0", released
+
+
+def test_the_kubelet_configmap_is_planned_and_patched_through_the_release(release):
+    planned = release.run("kubelet_configmap", settings={"kubeAPIQPS": 50}, request_timeout=10)
+    assert not planned.get("failed") and planned["exists"] and planned["plan"]["changed"], planned
+    assert planned["changed"] is False and not [e for e in release.data()["log"] if e["method"] == "PATCH"]
+    patched = release.run("kubelet_configmap", settings={"kubeAPIQPS": 50}, apply=True, request_timeout=10)
+    assert not patched.get("failed") and patched["patched"] and patched["changed"], patched
+    state = release.data()
+    assert state["configmaps"]["kube-system/kubelet-config"]["kubelet"].endswith("kubeAPIQPS: 50\n")
+    (patch,) = [e for e in state["log"] if e["method"] == "PATCH"]
+    assert patch["content_type"] == "application/merge-patch+json" and patch["resourceVersion"], patch
+    missing = release.run("kubelet_configmap", name="kubelet-config-1.23", settings={"kubeAPIQPS": 50}, apply=True)
+    assert not missing.get("failed") and missing["exists"] is False, missing
 
 
 ROLLOUT = r"""

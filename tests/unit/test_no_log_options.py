@@ -126,7 +126,8 @@ def test_every_kubernetes_core_task_is_no_log():
                 found += 1
                 if not task.get("no_log"):
                     bad.append("%s: %s" % (os.path.relpath(path, REPO), task.get("name")))
-    assert found >= 8
+    # (8 before the kubelet role's ConfigMap read and patch moved to nodefix.k8s.kubelet_configmap, issue 61 item 3)
+    assert found >= 6
     assert not bad, bad
 
 
@@ -144,5 +145,5 @@ def test_what_a_kubernetes_core_failure_said_is_shown_redacted():
                 quoted += 1
                 if "nodefix.k8s.redact" not in expr:
                     bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
-    assert quoted >= 5
+    assert quoted >= 4
     assert not bad, bad

@@ -100,3 +100,23 @@ def test_unit_file_syntax_has_one_reader():
     assert "kubelet_flags.unit_entries(text)" in read("plugins/module_utils/_kubelet/unit.py")
     flags = read("plugins/module_utils/_kubelet/flags.py")
     assert "in unit_entries(text)" in flags.split("def unit_flag_words", 1)[1].split("\ndef ", 1)[0]
+
+
+def test_the_kubelet_role_reaches_the_api_server_through_the_one_client():
+    """Issue 61 item 3: the kubeadm ConfigMap is read, planned and patched by nodefix.k8s.kubelet_configmap (the
+    collection's one API client, _k8s.client.Kube), never by a kubernetes.core module; the plan is the filter's one
+    function (_kubelet.plan.configmap_plan)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    calls = {}
+    for rel in tracked("roles/kubelet"):
+        if not rel.endswith(".yml"):
+            continue
+        assert "kubernetes.core." not in read(rel), rel
+        for task in yaml.safe_load(read(rel)) or []:
+            for item in [task] + list(task.get("block") or []) if isinstance(task, dict) else []:
+                if "nodefix.k8s.kubelet_configmap" in item:
+                    calls.setdefault(rel, []).append(item["nodefix.k8s.kubelet_configmap"]["apply"])
+    assert calls == {"roles/kubelet/tasks/durable.yml": [False], "roles/kubelet/tasks/durable_patch.yml": [True]}
+    module = read("plugins/modules/kubelet_configmap.py")
+    assert "kube.Kube(" in module and "kubelet_plan.configmap_plan(" in module
+    assert "kubelet_plan.configmap_plan(" in read("plugins/filter/kubelet.py")

@@ -343,3 +343,13 @@ def test_pod_eviction_sends_the_same_eviction_and_fails_naming_a_budget_that_sti
                                                    "wait_timeout": 4, "wait_sleep": 2})
     assert failed and result["status"] == 429 and result["attempts"] == 3, result
     assert result["msg"].startswith("eviction of pod shop/db-0 refused by a PodDisruptionBudget after 3 attempt(s): 429")
+
+
+def test_a_listed_item_without_a_name_is_no_pod_to_evict(run_module, monkeypatch, kubeconfig, clock):
+    broken = pod("cart-a")
+    del broken["metadata"]["name"]
+    cluster = Cluster([broken])
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-cart-a"])
+    assert result["results"] == [{"uid": "uid-cart-a", "result": "skipped",
+                                  "reason": "no pod with this uid on node node-a any more"}]
+    assert cluster.posts() == []

@@ -111,13 +111,12 @@ attempts:
   sample: 1
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import evictions
 
 
 def _api(module):
@@ -128,64 +127,23 @@ def _api(module):
         module.fail_json(msg="cannot load the kubeconfig %s: %s" % (module.params["kubeconfig"] or "(default)", exc))
 
 
-def _pod_path(ns, name, sub=""):
-    return "/api/v1/namespaces/%s/pods/%s%s" % (kube.name(ns), kube.name(name), sub)
-
-
-def _unreachable(module, what, exc):
-    module.fail_json(msg="%s: the API server could not be reached or did not answer within %d s (%s)"
-                         % (what, module.params["request_timeout"], exc.why))
-
-
 def _read(module, api, ns, name):
     try:
-        return api.request("reading pod %s/%s" % (ns, name), "GET", _pod_path(ns, name), missing_ok=True)
+        return api.request("reading pod %s/%s" % (ns, name), "GET", evictions.pod_path(ns, name), missing_ok=True)
     except kube.KubeError as exc:
         if not exc.status:
-            _unreachable(module, "cannot read pod %s/%s" % (ns, name), exc)
+            module.fail_json(msg="cannot read pod %s/%s: %s" % (ns, name, evictions.unanswered(api, exc)))
         module.fail_json(msg="cannot read pod %s/%s: %s %s" % (ns, name, exc.status, exc.detail()), status=exc.status)
 
 
-def eviction(ns, name, uid, grace):
-    """The policy/v1 Eviction of one pod (a UID precondition with ``uid``)."""
-    options = {}
-    if grace is not None:
-        options["gracePeriodSeconds"] = grace
-    if uid:
-        options["preconditions"] = {"uid": uid}
-    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
-    if options:
-        body["deleteOptions"] = options
-    return body
-
-
 def _evict(module, api, ns, name, uid):
+    """The eviction and its wait on a PodDisruptionBudget (_k8s.evictions, pod_recreate's too); a failure fails
+    the module with the pod, the attempts and the API server's answer."""
     p = module.params
-    body = eviction(ns, name, uid, p["grace_period_seconds"])
-    deadline = time.time() + max(0, p["wait_timeout"])
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            # a 429 is a PodDisruptionBudget's answer, waited for here (wait_sleep, wait_timeout), not by the client
-            api.request("eviction of pod %s/%s" % (ns, name), "POST", _pod_path(ns, name, "/eviction"), body=body,
-                        retry=kube.RETRY_SERVER)
-            return "evicted", attempts
-        except kube.KubeError as exc:
-            if not exc.status:   # whether the eviction happened is unknown
-                _unreachable(module, "eviction of pod %s/%s (attempt %d; whether it was evicted is unknown)"
-                             % (ns, name, attempts), exc)
-            if exc.status == 404:
-                return "gone", attempts
-            if exc.status == 409 and uid:
-                return "replaced", attempts
-            if exc.status == 429 and time.time() + p["wait_sleep"] <= deadline:
-                time.sleep(max(1, p["wait_sleep"]))
-                continue
-            what = ("refused by a PodDisruptionBudget" if exc.status == 429 else "failed")
-            module.fail_json(msg="eviction of pod %s/%s %s after %d attempt(s): %s %s"
-                                 % (ns, name, what, attempts, exc.status, exc.detail()),
-                             status=exc.status, attempts=attempts)
+    try:
+        return evictions.evict(api, ns, name, uid, p["grace_period_seconds"], p["wait_timeout"], p["wait_sleep"])
+    except evictions.EvictionError as exc:
+        module.fail_json(**exc.fail_kwargs())
 
 
 @redacted_main

@@ -407,7 +407,13 @@ GVISOR = {
     "g-evict": (TWINS, ["cart-a"]),
     "g-pdb": ([dict(TWINS[0], pdb=True)] + TWINS[1:], ["cart-a"]),
     "g-replaced": (TWINS, ["0d6a5c38-0000-4000-8000-000000000000"]),
+    "g-no-python": (TWINS, ["cart-a"]),
 }
+# a case's own role variables: g-no-python's eviction cannot run at all (no such interpreter on the delegate)
+GVISOR_VARS = {"g-no-python": {"gvisor_evict_python": "/nonexistent/python3"}}
+# a case whose kubeconfig names an API server nobody listens on (port 1; no double): host -> the UIDs to recreate
+UNREACHABLE = {"g-unreachable": ["0d6a5c38-0000-4000-8000-00000000beef", "0d6a5c38-0000-4000-8000-00000000cafe"]}
+UNREACHABLE_TOKEN = "g-unreachable-token-61"
 # nodefix.k8s.pod_eviction alone: host -> (its double's pods, name, namespace, wait_timeout)
 POD_EVICTION = {
     "p-no-such-pod": (TWINS, "cart-z", "shop", 0),
@@ -420,14 +426,16 @@ def uid_of(double, name):
     return [p["uid"] for p in double.state()["pods"] if p["name"] == name][0]
 
 
-def evict(work, name, doubles, gvisor, pod_eviction=None, check=False):
+def evict(work, name, doubles, gvisor, pod_eviction=None, check=False, kubeconfigs=None):
     """tests/integration/playbooks/gvisor_evict.yml, one host a case, each its own double: rc, output and
     {host: the results it handed back (None when it wrote none)}. ``gvisor``: {host: UIDs to recreate};
-    ``pod_eviction``: {host: (name, namespace, wait_timeout)}."""
+    ``pod_eviction``: {host: (name, namespace, wait_timeout)}; ``kubeconfigs``: {host: its kubeconfig} for a host
+    without a double."""
     base = {"ansible_connection": "local", "ansible_python_interpreter": PY}
+    kubeconfigs = dict(kubeconfigs or {})
     groups = {"gvisor": {"hosts": dict((h, dict(base, gvisor_pods_to_recreate=uids, gvisor_node_name="node-a",
-                                                gvisor_kubeconfig=doubles[h].kubeconfig,
-                                                results_file=str(work / ("%s.json" % h))))
+                                                gvisor_kubeconfig=kubeconfigs.get(h) or doubles[h].kubeconfig,
+                                                results_file=str(work / ("%s.json" % h)), **GVISOR_VARS.get(h, {})))
                                        for h, uids in gvisor.items())},
               "pod_eviction": {"hosts": dict((h, dict(base, case_kubeconfig=doubles[h].kubeconfig, case_pod=pod,
                                                       case_namespace=ns, case_wait_timeout=timeout,
@@ -451,9 +459,18 @@ def evictions(module_doubles, tmp_path_factory):
                    for h, (pods, *_rest) in list(GVISOR.items()) + list(POD_EVICTION.items()))
     gvisor = dict((h, [uid_of(doubles[h], u) if u.startswith("cart-") else u for u in uids])
                   for h, (_pods, uids) in GVISOR.items())
-    rc, out, results = evict(tmp_path_factory.mktemp("evictions"), "cases", doubles, gvisor,
-                             dict((h, rest) for h, (_pods, *rest) in POD_EVICTION.items()))
-    return rc, out, dict((h, (doubles[h], results[h])) for h in doubles), gvisor
+    gvisor.update(UNREACHABLE)
+    work = tmp_path_factory.mktemp("evictions")
+    unreachable = work / "unreachable-kubeconfig"
+    unreachable.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": UNREACHABLE_TOKEN}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    rc, out, results = evict(work, "cases", doubles, gvisor,
+                             dict((h, rest) for h, (_pods, *rest) in POD_EVICTION.items()),
+                             kubeconfigs=dict((h, str(unreachable)) for h in UNREACHABLE))
+    return rc, out, dict((h, (doubles.get(h), results[h])) for h in list(doubles) + list(UNREACHABLE)), gvisor
 
 
 def test_the_eviction_run_goes_on_past_a_refused_eviction(evictions):
@@ -493,6 +510,27 @@ def test_a_replaced_pod_is_not_evicted_again(evictions):
     double, result = evictions[2]["g-replaced"]
     assert result[0]["result"] == "skipped" and "no pod with this uid" in result[0]["reason"]
     assert not [e for e in double.state()["log"] if e["method"] == "POST"]
+
+
+def test_an_api_server_that_cannot_be_reached_leaves_every_pod_not_attempted(evictions):
+    """The listing fails (nothing listens): every pod is reported "not attempted" with the reason, the token never
+    quoted, and the run goes on (test_the_eviction_run_goes_on_past_a_refused_eviction)."""
+    _rc, out, results, uids = evictions
+    _none, result = results["g-unreachable"]
+    assert [(r["uid"], r["result"]) for r in result] == [(u, "not attempted") for u in uids["g-unreachable"]], result
+    assert result[0]["reason"].startswith("cannot list the pods of node node-a: the API server could not be reached")
+    assert "Connection refused" in result[0]["reason"], result
+    assert UNREACHABLE_TOKEN not in out and UNREACHABLE_TOKEN not in json.dumps(result)
+
+
+def test_an_eviction_module_that_cannot_run_leaves_every_pod_not_attempted_and_the_run_goes_on(evictions):
+    """The role's rescue: the module itself failed (no such interpreter for gvisor_evict_python) - every pod is
+    "not attempted" with the reason, nothing was sent, and the run went on."""
+    _rc, _out, results, uids = evictions
+    double, result = results["g-no-python"]
+    assert [(r["uid"], r["result"]) for r in result] == [(uids["g-no-python"][0], "not attempted")], result
+    assert result[0]["reason"].startswith("the eviction did not run on localhost: "), result
+    assert not [e for e in double.state()["log"] if e["method"] in ("POST", "PATCH", "DELETE")]
 
 
 # ---- pod_eviction alone against the double --------------------------------------------------------

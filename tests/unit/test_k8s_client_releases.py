@@ -7,10 +7,10 @@ ends: the oldest release it admits and the newest it admits today (scripts/k8s_c
 again). With each release, every module that talks to the API server runs as Ansible runs it - a subprocess
 reading its arguments file, that release first on its PYTHONPATH (checked) - against lab/apiserver-double (a TEST
 DOUBLE of kube-apiserver, as strict as its validation.py): the cordon with its record, the pod list, evictions (one
-evicted, one a PodDisruptionBudget refuses with 429), the give-back of a dead run's cordon, the trail's Events and
-annotation, the storm breaker's Node list, the reboot backoff's record, the reboot lock's Lease, the
-control-plane guard's etcd pods and /readyz/etcd and the kubeadm kubelet-config ConfigMap's read and conditional
-patch. The subprocess timeouts only guard the test run."""
+evicted, one a PodDisruptionBudget refuses with 429; pod_recreate's listing and eviction), the give-back of a dead
+run's cordon, the trail's Events and annotation, the storm breaker's Node list, the reboot backoff's record, the reboot
+lock's Lease, the control-plane guard's etcd pods and /readyz/etcd and the kubeadm kubelet-config ConfigMap's read and
+conditional patch. The subprocess timeouts only guard the test run."""
 
 import json
 import os
@@ -146,6 +146,12 @@ def test_cordon_drain_give_back_and_the_trail_work_with_the_release(release):
     refused = release.run("pod_eviction", namespace="default", name="db-0", wait_timeout=0)
     assert refused["failed"] and refused["status"] == 429 and "refused by a PodDisruptionBudget" in refused["msg"]
     assert "disruption budget" in refused["msg"], refused
+    # pod_recreate (the gVisor role's eviction, one call): the node's pods listed, db-0's budget still refuses (that
+    # pod's failure), a UID no pod has is skipped
+    db0 = [p["uid"] for p in release.data()["pods"] if p["name"] == "db-0"][0]
+    recreated = release.run("pod_recreate", node="node-a", uids=[db0, "uid-gone"], wait_timeout=0)
+    assert [(r["uid"], r["result"]) for r in recreated["results"]] == [(db0, "failed"), ("uid-gone", "skipped")], recreated
+    assert "refused by a PodDisruptionBudget" in recreated["results"][0]["reason"] and not recreated["changed"]
     # the next run finds run-1's cordon (a dead run's) and gives it back
     back = release.run("node_cordon", node="node-a", run_id="run-2")
     assert back["reclaim"]["action"] == "give_back" and back["changed"], back

@@ -23,6 +23,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import evictions
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 
@@ -39,16 +40,15 @@ class RolloutApi(node_api.NodeApi, reboot_api.KubeApi):
 
     def evict(self, namespace, name, uid=None, budget=None):
         """(status, retry_after seconds or None, message) of one eviction of pod ``namespace/name`` (with ``uid``,
-        a UID precondition): the Status's ``details.retryAfterSeconds``, else the ``Retry-After`` header (seconds
-        or an HTTP-date); the message scrubbed of this client's credentials. ``budget``: the seconds the client's
-        retry of a 5xx with ``Retry-After`` may wait (the drain's time left). KubeError when the API server did not
-        answer (whether it was evicted is unknown)."""
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
-        if uid:
-            body["deleteOptions"] = {"preconditions": {"uid": uid}}
-        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (kube.name(namespace), kube.name(name))
-        status, headers, text = self.kube.exchange("eviction of pod %s/%s" % (namespace, name), "POST", path,
-                                                   body=body, retry=kube.RETRY_SERVER, budget=budget)
+        a UID precondition; the body is ``_k8s.evictions.eviction``'s, as the modules send it): the Status's
+        ``details.retryAfterSeconds``, else the ``Retry-After`` header (seconds or an HTTP-date); the message
+        scrubbed of this client's credentials. ``budget``: the seconds the client's retry of a 5xx with
+        ``Retry-After`` may wait (the drain's time left). KubeError when the API server did not answer (whether it
+        was evicted is unknown)."""
+        status, headers, text = self.kube.exchange("eviction of pod %s/%s" % (namespace, name), "POST",
+                                                   evictions.pod_path(namespace, name, "/eviction"),
+                                                   body=evictions.eviction(namespace, name, uid),
+                                                   retry=kube.RETRY_SERVER, budget=budget)
         after, said = eviction_answer(text)
         return status, after if after is not None else kube.retry_after(headers), self.kube.scrub(said)
 

@@ -1,0 +1,203 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: pod_recreate
+short_description: Evict the pods of one node by UID, one at a time, waiting for each replacement
+version_added: 1.3.0
+description:
+  - Has the pods whose UIDs are given in O(uids) recreated by their controllers - the gVisor role's opt-in eviction
+    of the pods whose sandboxes are still oversized (C(gvisor_evict_pods)) - in one call, through the collection's one
+    Kubernetes API client (one timeout, one retry policy, errors that never quote a credential).
+  - Lists the pods of O(node) once (C(GET /api/v1/pods?fieldSelector=spec.nodeName=<node>), every page), then takes
+    the UIDs one at a time, in the order given. A UID no pod of the node has any more, a DaemonSet's pod, and a pod
+    no controller owns (unless O(bare_pods)) are skipped with the reason.
+  - Any other pod is evicted exactly as M(nodefix.k8s.pod_eviction) evicts it (the same code) - a C(policy/v1)
+    Eviction of that pod with its UID as precondition, so a replacement that reused the name is never evicted;
+    PodDisruptionBudgets honoured, a 429 asked again every O(wait_sleep) seconds until O(wait_timeout). The node
+    is not cordoned and no other pod is touched, not even one with the same labels on the same node.
+  - After an eviction of a pod that had owners and labels, waits up to O(replacement_timeout) seconds for its
+    replacement - a pod of its namespace with the same labels, another UID and the condition C(Ready=True) - asked
+    every O(wait_sleep) seconds.
+  - Never fails for one pod. A failed eviction (a budget that still refuses, an API error) or a replacement not
+    Ready in time is recorded for that pod and the next one goes on; when the pods cannot be listed (or the
+    kubeconfig cannot be loaded) every UID is recorded as not attempted, with the reason.
+  - Returns names, UIDs and results only, never a pod's spec (it holds environment values and secrets' names).
+  - Runs where the kubeconfig is (usually the controller, with C(delegate_to)); needs the C(kubernetes) Python
+    client, as the kubernetes.core collection does.
+author:
+  - nodefix.k8s developers (@nodefix)
+requirements:
+  - kubernetes (the official Kubernetes Python client) >= 24.2.0
+options:
+  node:
+    description: The node's name in Kubernetes; only its pods are evicted.
+    type: str
+    required: true
+  uids:
+    description: UIDs of the pods to have recreated, taken one at a time in this order.
+    type: list
+    elements: str
+    required: true
+  kubeconfig:
+    description: Path of a kubeconfig; without it the client's default (C(KUBECONFIG), C(~/.kube/config)) is used.
+    type: path
+  context:
+    description: Context of the kubeconfig to use (default, its current context).
+    type: str
+  bare_pods:
+    description: Also evict pods no controller owns (nothing recreates them).
+    type: bool
+    default: false
+  grace_period_seconds:
+    description: Termination grace period for each evicted pod (default, the pod's own).
+    type: int
+  wait_timeout:
+    description: Seconds to keep retrying, for each pod, an eviction a PodDisruptionBudget refuses (V(0), try once).
+    type: int
+    default: 120
+  wait_sleep:
+    description: Seconds between two attempts of an eviction, and between two reads of a replacement.
+    type: int
+    default: 5
+  replacement_timeout:
+    description: Seconds to wait, for each evicted pod, for its replacement to be Ready (V(0), look once).
+    type: int
+    default: 300
+  request_timeout:
+    description:
+      - Seconds each API request may take (connect and read). An API server that cannot be reached or does not
+        answer in time is that pod's failure (or, for the listing, every pod's), named; never a wait without end.
+    type: int
+    default: 30
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Lists the node's pods and reports, per UID, V(would evict) or why not; sends no eviction.
+  diff_mode:
+    support: none
+    details: An eviction has no before/after text.
+  platform:
+    details: Any host with the Kubernetes Python client and access to the API server.
+seealso:
+  - name: API-initiated eviction
+    description: The Eviction API, PodDisruptionBudgets and the 429 answer.
+    link: https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/
+  - module: nodefix.k8s.pod_eviction
+"""
+
+EXAMPLES = r"""
+- name: Have the pods of oversized gVisor sandboxes recreated, one at a time
+  nodefix.k8s.pod_recreate:
+    kubeconfig: ~/.kube/config
+    node: node-a
+    uids:
+      - 0d6a5c38-5a4b-4a39-9d1e-2f0c8e6b7a11
+      - 6a1f0c2e-5d1b-4c1e-9a7d-00000000a001
+    wait_timeout: 300
+    replacement_timeout: 300
+  delegate_to: localhost
+  register: recreated
+
+- name: Say what happened to each pod
+  ansible.builtin.debug:
+    msg: "{{ recreated.results | map('to_json') | list }}"
+"""
+
+RETURN = r"""
+results:
+  description:
+    - One entry a UID, in the order of O(uids).
+    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without owners or labels);
+      V(would evict) (check mode); V(gone) (no such pod by the time of the eviction); V(replaced) (the pod of that
+      name has another UID); V(failed) (with the reason - the eviction's error, or V(replacement not Ready in
+      time)); V(skipped) (with the reason, no C(pod)); V(not attempted) (the pods could not be listed; with the
+      reason, no C(pod)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {"uid": "0d6a5c38-5a4b-4a39-9d1e-2f0c8e6b7a11", "pod": "shop/cart-7d4b9-abcde",
+       "result": "evicted, replacement Ready"}
+    - {"uid": "6a1f0c2e-5d1b-4c1e-9a7d-00000000a001", "result": "skipped",
+       "reason": "DaemonSet pods are not evicted; delete it to have it recreated"}
+  contains:
+    uid:
+      description: The UID as given.
+      returned: always
+      type: str
+    pod:
+      description: The pod's C(namespace/name).
+      returned: when a pod of the node has the UID and it was not skipped
+      type: str
+    result:
+      description: What happened (above).
+      returned: always
+      type: str
+    reason:
+      description: Why it was skipped, not attempted or failed.
+      returned: for a pod skipped, not attempted or failed
+      type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import evictions
+
+
+@redacted_main
+def main():
+    module = redacting(AnsibleModule)(
+        argument_spec=dict(
+            node=dict(type="str", required=True),
+            uids=dict(type="list", elements="str", required=True),
+            kubeconfig=dict(type="path"),
+            context=dict(type="str"),
+            bare_pods=dict(type="bool", default=False),
+            grace_period_seconds=dict(type="int"),
+            wait_timeout=dict(type="int", default=120),
+            wait_sleep=dict(type="int", default=5),
+            replacement_timeout=dict(type="int", default=300),
+            request_timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    if not kube.available():
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    p = module.params
+    if not p["node"] or "/" in p["node"]:
+        module.fail_json(msg="node %r is not a Kubernetes object name" % p["node"])
+    if any(not uid for uid in p["uids"]):
+        module.fail_json(msg="uids holds an empty UID")
+    if p["wait_timeout"] < 0 or p["wait_sleep"] < 0 or p["replacement_timeout"] < 0:
+        module.fail_json(msg="wait_timeout, wait_sleep and replacement_timeout must not be negative")
+    if p["request_timeout"] <= 0:
+        module.fail_json(msg="request_timeout must be more than 0 seconds")
+    if not p["uids"]:
+        module.exit_json(changed=False, results=[])
+    try:
+        api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
+    except NodefixError as exc:    # (the kubeconfig's error: scrubbed of its credentials by the client)
+        module.exit_json(changed=False, results=evictions.not_attempted(p["node"], p["uids"], exc.msg))
+    changed, results = evictions.recreate(
+        api, p["node"], p["uids"], check_mode=module.check_mode, bare_pods=p["bare_pods"],
+        grace=p["grace_period_seconds"], wait=p["wait_timeout"], sleep=p["wait_sleep"],
+        ready_timeout=p["replacement_timeout"])
+    module.exit_json(changed=changed, results=results)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,8 +8,9 @@ again). With each release, every module that talks to the API server runs as Ans
 reading its arguments file, that release first on its PYTHONPATH (checked) - against lab/apiserver-double (a TEST
 DOUBLE of kube-apiserver, as strict as its validation.py): the cordon with its record, the pod list, evictions (one
 evicted, one a PodDisruptionBudget refuses with 429), the give-back of a dead run's cordon, the trail's Events and
-annotation, the storm breaker's Node list, the reboot backoff's record, the reboot lock's Lease and the
-control-plane guard's etcd pods and /readyz/etcd. The subprocess timeouts only guard the test run."""
+annotation, the storm breaker's Node list, the reboot backoff's record, the reboot lock's Lease, the
+control-plane guard's etcd pods and /readyz/etcd, the reboot's Ready check and the drain preflight's
+SelfSubjectAccessReviews. The subprocess timeouts only guard the test run."""
 
 import json
 import os
@@ -179,6 +180,19 @@ def test_the_gates_read_and_write_through_the_release(release):
     assert not guard.get("failed") and guard["allowed"] is True and guard["etcd"]["readyz"] == "200 ok", guard
     released = release.run("control_plane_gate", state="release", node="cp-1", wait=0)
     assert not released.get("failed") and released["lock"]["released"] == "nodefix-control-plane-0", released
+
+
+def test_the_ready_check_and_the_drain_preflight_work_with_the_release(release):
+    """node_ready (the reboot's last check) and api_access (the drain preflight: a node read, SelfSubjectAccessReviews
+    POSTed and answered) through each release's request contract."""
+    ready = release.run("node_ready", node="node-a", wait_timeout=0)
+    assert ready["ready"] is True and ready["found"] is True, ready
+    not_ready = release.run("node_ready", node="node-c", wait_timeout=0)
+    assert not_ready["ready"] is False and "Ready=False (KubeletNotReady)" in not_ready["msg"], not_ready
+    reviews = [{"verb": "patch", "resource": "nodes"}, {"verb": "create", "resource": "pods", "subresource": "eviction"}]
+    access = release.run("api_access", node="node-a", reviews=reviews)
+    assert not access.get("failed") and access["all_allowed"] and access["node"]["found"], access
+    assert [e["attributes"] for e in release.data()["log"] if "selfsubjectaccessreviews" in e["path"]] == reviews
 
 
 ROLLOUT = r"""

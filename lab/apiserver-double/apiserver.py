@@ -74,7 +74,8 @@ with the real server's 422 ``Invalid`` (``details.causes``, the real field paths
   ``labels``, e.g. ``node-role.kubernetes.io/control-plane``, and ``"ready": false`` for NotReady),
   kube-system's etcd pods (``labels: {component: etcd}``, ``"ready": false`` for a member not Ready),
   ``GET /readyz/etcd`` (``ok``, or 500 with the state's ``"readyz_etcd": false``) and ``PATCH`` of a pod's
-  ``/status`` (its Ready condition: a member going down and coming back during a test).
+  ``/status`` (its Ready condition: a member going down and coming back during a test) and of a Node's ``/status``
+  (its Ready condition: a rebooted node coming back while ``node_ready`` waits).
 
 Unknown objects get a 404 ``Status`` (reason ``NotFound``), unknown paths a
 404 as well. State (a JSON file, rewritten after every change, so a test can
@@ -163,6 +164,10 @@ def control_plane_route(st, method, path, query, read_body):
       kube-apiserver prints it when the state has ``"readyz_etcd": false``;
     - ``PATCH /api/v1/namespaces/<ns>/pods/<name>/status`` (the kubelet's status update): a Ready
       condition in ``status.conditions`` sets the pod's readiness (etcd's static pods: ``component=etcd``);
+    - ``PATCH /api/v1/nodes/<name>/status`` (the kubelet's node status update, a strategic merge of
+      ``status.conditions`` by ``type``): a Ready condition sets the Node's Ready status (a node coming back after its
+      reboot while a reader waits); the double keeps only the statuses the kubelet and the node lifecycle
+      controller write (True, False, Unknown) and refuses any other with 422;
     - every list of pods selected by ``component=etcd`` is counted in the state's ``etcd_reads`` (a test
       waits for a look at etcd before it changes a member)."""
     if method == "GET" and path == "/readyz/etcd":
@@ -180,6 +185,21 @@ def control_plane_route(st, method, path, query, read_body):
         st.data["log"].append({"method": "PATCH", "path": path, "ready": p.get("ready", True), "time": time.time()})
         st.save()
         return 200, st.pod(p)
+    m = re.match(r"^/api/v1/nodes/([^/]+)/status$", path)
+    if m and method == "PATCH":
+        spec = st.data["nodes"].get(m.group(1))
+        if spec is None:
+            return status(404, "NotFound", 'nodes "%s" not found' % m.group(1), {"name": m.group(1), "kind": "nodes"})
+        for cond in ((read_body() or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Ready":
+                if cond.get("status") not in READY:
+                    return status(422, "Invalid", "the double keeps a Ready status of True, False or Unknown, not %r"
+                                  % (cond.get("status"),))
+                spec["ready"] = cond["status"]
+        spec["rv"] = st.bump()
+        st.data["log"].append({"method": "PATCH", "path": path, "ready": spec.get("ready", "True"), "time": time.time()})
+        st.save()
+        return 200, st.node(m.group(1))
     if method == "GET" and "component=etcd" in (query.get("labelSelector") or [""])[0]:
         st.data["etcd_reads"] = st.data.get("etcd_reads", 0) + 1
         st.save()

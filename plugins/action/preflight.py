@@ -30,8 +30,7 @@ COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "arguments.yml")
 # what each playbook runs from other collections: {playbook: [(collection, why, only with a kubeconfig)]}
 NEEDS = {
-    "remediate": [("ansible.posix", "ansible.posix.sysctl (the pids role)", False),
-                  ("kubernetes.core", "kubernetes.core.k8s_drain and k8s_info (cordon, drain, uncordon)", True)],
+    "remediate": [("ansible.posix", "ansible.posix.sysctl (the pids role)", False)],
     "npd": [("ansible.posix", "ansible.posix.sysctl", False)],
 }
 

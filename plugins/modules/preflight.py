@@ -23,7 +23,8 @@ description:
     refused, naming C(nodefix_storm_percent)). The spec is the collection's C(playbooks/vars/arguments.yml), the
     same file the docsite's Playbooks page is written from.
   - The collections the playbook runs modules of are installed on the controller in the versions C(galaxy.yml)
-    declares (C(remediate) - C(ansible.posix), and C(kubernetes.core) when C(nodefix_kubeconfig) is set).
+    declares (C(remediate) - C(ansible.posix); the API calls need no other collection, only the C(kubernetes) library
+    the drain preflight checks when C(nodefix_kubeconfig) is set).
   - A host pattern (O(targets), the playbooks' C(nodefix_targets)) that matches no host of the inventory is refused.
   - Variables of your own that share the prefix are left alone when C(nodefix_preflight_ignore) (or O(ignore))
     names them with shell globs.

@@ -9,8 +9,9 @@ reading its arguments file, that release first on its PYTHONPATH (checked) - aga
 DOUBLE of kube-apiserver, as strict as its validation.py): the cordon with its record, the pod list, evictions (one
 evicted, one a PodDisruptionBudget refuses with 429; pod_recreate's listing and eviction), the give-back of a dead
 run's cordon, the trail's Events and annotation, the storm breaker's Node list, the reboot backoff's record, the reboot
-lock's Lease, the control-plane guard's etcd pods and /readyz/etcd and the kubeadm kubelet-config ConfigMap's read and
-conditional patch. The subprocess timeouts only guard the test run."""
+lock's Lease, the control-plane guard's etcd pods and /readyz/etcd, the kubeadm kubelet-config ConfigMap's read and
+conditional patch, the reboot's Ready check and the drain preflight's SelfSubjectAccessReviews. The subprocess
+timeouts only guard the test run."""
 
 import json
 import os
@@ -201,6 +202,19 @@ def test_the_kubelet_configmap_is_planned_and_patched_through_the_release(releas
     assert patch["content_type"] == "application/merge-patch+json" and patch["resourceVersion"], patch
     missing = release.run("kubelet_configmap", name="kubelet-config-1.23", settings={"kubeAPIQPS": 50}, apply=True)
     assert not missing.get("failed") and missing["exists"] is False, missing
+
+
+def test_the_ready_check_and_the_drain_preflight_work_with_the_release(release):
+    """node_ready (the reboot's last check) and api_access (the drain preflight: a node read, SelfSubjectAccessReviews
+    POSTed and answered) through each release's request contract."""
+    ready = release.run("node_ready", node="node-a", wait_timeout=0)
+    assert ready["ready"] is True and ready["found"] is True, ready
+    not_ready = release.run("node_ready", node="node-c", wait_timeout=0)
+    assert not_ready["ready"] is False and "Ready=False (KubeletNotReady)" in not_ready["msg"], not_ready
+    reviews = [{"verb": "patch", "resource": "nodes"}, {"verb": "create", "resource": "pods", "subresource": "eviction"}]
+    access = release.run("api_access", node="node-a", reviews=reviews)
+    assert not access.get("failed") and access["all_allowed"] and access["node"]["found"], access
+    assert [e["attributes"] for e in release.data()["log"] if "selfsubjectaccessreviews" in e["path"]] == reviews
 
 
 ROLLOUT = r"""

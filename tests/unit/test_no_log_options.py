@@ -102,52 +102,53 @@ def test_an_operators_whole_command_run_by_a_role_is_no_log_and_so_is_its_option
     assert not bad, bad
 
 
-def test_every_kubernetes_core_task_is_no_log():
-    """Review of issue 61 (2026-12-07): the roles' and playbooks' kubernetes.core reads and writes bypass the
-    collection's one Kubernetes client, whose errors never quote a request's headers; the Python client does not
-    trim a kubeconfig's token file, and its error quotes ``Invalid header value b'Bearer <token>\\n'``. Each such task
-    is no_log; what failed is said by a rescue or a later task through nodefix.k8s.redact."""
+def _role_and_playbook_tasks():
+    """(path, task) of every task in the roles' tasks and handlers and the playbooks (their plays' task lists)."""
     files = sorted(glob.glob(os.path.join(REPO, "roles", "*", "tasks", "*.yml"))
+                   + glob.glob(os.path.join(REPO, "roles", "*", "handlers", "*.yml"))
                    + glob.glob(os.path.join(REPO, "playbooks", "tasks", "*.yml"))
                    + glob.glob(os.path.join(REPO, "playbooks", "*.yml")))
-    found, bad = 0, []
     for path in files:
         data = yaml.safe_load(open(path))
-        plays = data if isinstance(data, list) else []
         tasks = []
-        for item in plays:
+        for item in data if isinstance(data, list) else []:
             if isinstance(item, dict) and "hosts" in item:
                 for key in ("pre_tasks", "tasks", "post_tasks", "handlers"):
                     tasks.extend(item.get(key) or [])
             else:
                 tasks.append(item)
         for task in _tasks(tasks):
-            if any(str(k).startswith("kubernetes.core.") for k in task):
-                found += 1
-                if not task.get("no_log"):
-                    bad.append("%s: %s" % (os.path.relpath(path, REPO), task.get("name")))
-    # (8 until issue 61 item 3 moved the gVisor role's eviction - its pod listing, the Node read and the replacement
-    # wait - onto the collection's client: nodefix.k8s.pod_recreate, test_the_gvisor_eviction_is_one_collection_call)
-    assert found >= 3   # (5 before the kubelet role's ConfigMap read and patch moved to nodefix.k8s.kubelet_configmap)
-    assert not bad, bad
+            yield path, task
 
 
-def test_what_a_kubernetes_core_failure_said_is_shown_redacted():
-    """Second review of 2026-12-07: a rescue recorded the no_log task's raw error (evict_one.yml). In every task file
-    with a kubernetes.core task, each template that quotes a failure's or a result's message redacts it."""
-    files = [p for p in sorted(glob.glob(os.path.join(REPO, "roles", "*", "tasks", "*.yml"))
-                               + glob.glob(os.path.join(REPO, "playbooks", "tasks", "*.yml")))
-             if "kubernetes.core." in open(p).read()]
-    quoted, bad = 0, []
-    for path in files:
-        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
-            # (_nodefix_drain_refused.msg: the preflight's own fact, made of the redacted reason)
-            if re.search(r"ansible_failed_result|(?<!_refused)\.msg\b", expr):
-                quoted += 1
-                if "nodefix.k8s.redact" not in expr:
-                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
-    assert quoted >= 3   # (5 with the gVisor role's evict_one.yml and the kubelet role's two, gone since issue 61 item 3)
-    assert not bad, bad
+def test_no_role_or_playbook_calls_kubernetes_core():
+    """Issue 61 item 3: every API call of the roles and playbooks goes through the collection's one Kubernetes client
+    (its modules: one timeout and retry policy, a token file trimmed as client-go trims it, errors that never quote
+    a request's headers - the Python client quotes ``Invalid header value b'Bearer <token>\\n'``) and leaves through
+    the one exit that redacts. Until 2026-12-07 eight kubernetes.core tasks (the kubelet ConfigMap's read and
+    patch, the gVisor eviction's pod listing, Node read and replacement wait, the reboot's Ready check, the drain
+    preflight's Node read and SelfSubjectAccessReviews) were no_log with redacted rescues; now none is left, and
+    the modules that replaced them are called (kubelet_configmap, pod_recreate, node_ready, api_access)."""
+    tasks = list(_role_and_playbook_tasks())
+    assert len(tasks) > 300, len(tasks)     # the walk reads the roles and playbooks (not an empty glob)
+    core = ["%s: %s" % (os.path.relpath(path, REPO), task.get("name")) for path, task in tasks
+            if any(str(k).startswith(("kubernetes.core.", "k8s", "community.kubernetes.")) for k in task)]
+    assert not core, core
+    called = set(str(k) for _path, task in tasks for k in task)
+    assert {"nodefix.k8s.kubelet_configmap", "nodefix.k8s.pod_recreate", "nodefix.k8s.node_ready",
+            "nodefix.k8s.api_access"} <= called, sorted(k for k in called if k.startswith("nodefix.k8s."))
+
+
+@pytest.mark.parametrize("rel", ["roles/reboot/tasks/verify.yml", "playbooks/tasks/preflight_drain.yml"])
+def test_the_ready_check_and_the_drain_preflight_go_through_the_one_client(rel):
+    """Issue 61 item 3: the reboot's check that the node is Ready again (nodefix.k8s.node_ready) and the drain
+    preflight's node read and SelfSubjectAccessReviews (nodefix.k8s.api_access) are the collection's modules -
+    the one Kubernetes client, its timeout and retries, a token file trimmed, errors that never quote a credential."""
+    text = open(os.path.join(REPO, rel)).read()
+    modules = [str(k) for task in _tasks(yaml.safe_load(text)) for k in task if "." in str(k)]
+    assert not [m for m in modules if m.startswith("kubernetes.core.")], modules
+    assert {"roles/reboot/tasks/verify.yml": "nodefix.k8s.node_ready",
+            "playbooks/tasks/preflight_drain.yml": "nodefix.k8s.api_access"}[rel] in modules
 
 
 def test_the_gvisor_eviction_is_one_collection_call():

@@ -5,7 +5,8 @@
 #
 # NOTE: this module_utils file is PRIVATE to the nodefix.k8s collection.
 """The requests of a node's rollout on its Node (read, merge patch - conditional with a resourceVersion -, its
-pods, the PodDisruptionBudgets) through the collection's one client (``_k8s.client``). The decisions over what
+pods, the PodDisruptionBudgets, the drain preflight's SelfSubjectAccessReviews) through the collection's one client
+(``_k8s.client``). The decisions over what
 they answer are the rollout's (``_rollout.node_cordon``, ``_rollout.record``)."""
 
 from __future__ import absolute_import, division, print_function
@@ -46,6 +47,14 @@ class NodeApi(object):
     def list_budgets(self):
         """Every PodDisruptionBudget (policy/v1), for the dry run's plan."""
         return self.kube.items("listing the PodDisruptionBudgets", "/apis/policy/v1/poddisruptionbudgets")
+
+    def access_review(self, what, attributes):
+        """The API server's SelfSubjectAccessReview (authorization.k8s.io/v1) of ``attributes`` (its
+        ``spec.resourceAttributes``): may this client's user do it - the drain preflight's question (``api_access``).
+        The server answers in ``status`` and stores nothing; ``what`` names the request in a KubeError."""
+        return self.kube.request(what, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                 body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                                       "spec": {"resourceAttributes": attributes}})
 
 
 class NodeAnnotations(object):

@@ -1,0 +1,223 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) nodefix.k8s contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: api_access
+short_description: Read a Node through a kubeconfig and ask the API server what its user may do
+version_added: 1.3.0
+description:
+  - What a drain needs from one kubeconfig, asked before the first node (C(nodefix.k8s.remediate)'s drain preflight,
+    C(playbooks/tasks/preflight_drain.yml)) in one module run - the C(kubernetes) library importable, the kubeconfig
+    loadable, the API server answering, and the rights of the kubeconfig's user.
+  - Reads the Node O(node) (C(GET /api/v1/nodes/<node>)) - the library, the kubeconfig and the API server in one
+    request. A Node the API server does not know is an answer (RV(node.found) V(false)); a read that fails - no answer,
+    or an error answer such as a 403 - fails the module, naming the kubeconfig and what the API server said.
+  - Then asks each of O(reviews) with a C(SelfSubjectAccessReview) (C(POST
+    /apis/authorization.k8s.io/v1/selfsubjectaccessreviews), what C(kubectl auth can-i) asks) and returns each answer
+    - C(status.allowed), C(status.denied), C(status.reason), C(status.evaluationError) - in the order asked. The API
+    server stores nothing; a review it refuses to answer fails the module, naming it.
+  - Every request goes through the collection's one API client - O(request_timeout) for the connection and the
+    read, its retry policy (a 429, a 5xx with C(Retry-After) or a read's 5xx asked again at most twice), a
+    kubeconfig token file trimmed as client-go trims it, and errors that never quote a credential.
+author:
+  - nodefix.k8s developers (@nodefix)
+requirements:
+  - kubernetes (the official Kubernetes Python client) >= 24.2.0
+extends_documentation_fragment:
+  - nodefix.k8s.attributes
+  - nodefix.k8s.node_api
+attributes:
+  check_mode:
+    support: full
+    details: Runs the same way in check mode - a read and questions; a SelfSubjectAccessReview changes nothing.
+  diff_mode:
+    support: none
+    details: Changes nothing, so there is no diff.
+  platform:
+    details: Runs where the kubeconfig is (the controller, C(delegate_to=localhost)); needs the Python kubernetes client.
+options:
+  reviews:
+    description:
+      - The questions, each the C(spec.resourceAttributes) of one SelfSubjectAccessReview - C(verb), C(resource), and
+        as needed C(group), C(version), C(subresource), C(namespace) (none - every namespace), C(name).
+    type: list
+    elements: dict
+    default: []
+  request_timeout:
+    description: Seconds for each request's connection and read (C(nodefix_drain_preflight_timeout)).
+    type: int
+    default: 30
+seealso:
+  - name: Checking API access
+    description: SelfSubjectAccessReview, what C(kubectl auth can-i) asks.
+    link: https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access
+"""
+
+EXAMPLES = r"""
+- name: Read a node and ask whether this kubeconfig may cordon and drain
+  nodefix.k8s.api_access:
+    kubeconfig: /etc/nodefix/kubeconfig
+    node: worker-1
+    reviews:
+      - {verb: patch, resource: nodes}
+      - {verb: create, resource: pods, subresource: eviction}
+  delegate_to: localhost
+  register: access
+
+- name: Refuse when any of it is not allowed
+  ansible.builtin.assert:
+    that: access.all_allowed
+"""
+
+RETURN = r"""
+node:
+  description: The Node read - its name and whether the API server knows it.
+  returned: success
+  type: dict
+  contains:
+    name:
+      description: O(node).
+      type: str
+      sample: worker-1
+    found:
+      description: The API server knows the Node (V(false) - a 404, which still proves the library, the kubeconfig and the server).
+      type: bool
+      sample: true
+  sample: {"name": "worker-1", "found": true}
+reviews:
+  description: Each review's answer, in the order of O(reviews).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    attributes:
+      description: The C(resourceAttributes) asked.
+      type: dict
+      sample: {"verb": "create", "resource": "pods", "subresource": "eviction"}
+    allowed:
+      description: C(status.allowed) - the user may do it. V(false) as well when the answer has no C(status.allowed).
+      type: bool
+      sample: true
+    denied:
+      description: C(status.denied) - an authorizer denied it explicitly (V(false) with RV(reviews[].allowed) V(false) - no authorizer allowed it).
+      type: bool
+      sample: false
+    reason:
+      description: C(status.reason) (and C(status.evaluationError) after it when there is one), or why the answer could not be read.
+      type: str
+      sample: ""
+  sample: [{"attributes": {"verb": "patch", "resource": "nodes"}, "allowed": true, "denied": false, "reason": ""}]
+all_allowed:
+  description: Every review was allowed.
+  returned: success
+  type: bool
+  sample: true
+msg:
+  description: What was read and asked, or what failed - naming the kubeconfig.
+  returned: always
+  type: str
+  sample: "kubeconfig /etc/nodefix/kubeconfig: Node worker-1 read, 2 of 2 review(s) allowed"
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
+
+
+def said(exc, timeout):
+    """What a KubeError says a person acts on: the status and the API server's message, or why there was no answer
+    (within ``timeout`` seconds), or why the answer is not one."""
+    if not exc.status:
+        return "no answer from the API server within %d s (%s)" % (timeout, exc.why)
+    if not 200 <= exc.status <= 299:
+        return "the API server answered %s: %s" % (exc.phrase(), exc.detail() or exc.body[:300] or "-")
+    return exc.why
+
+
+def attributes_text(attrs):
+    """``create pods/eviction in default`` (``kubectl auth can-i``'s words)."""
+    resource = attrs.get("resource") or ""
+    if attrs.get("group"):
+        resource = "%s.%s" % (resource, attrs["group"])
+    if attrs.get("subresource"):
+        resource = "%s/%s" % (resource, attrs["subresource"])
+    text = "%s %s" % (attrs.get("verb") or "", resource)
+    if attrs.get("name"):
+        text += " %s" % attrs["name"]
+    return text + (" in %s" % attrs["namespace"] if attrs.get("namespace") else "")
+
+
+def answer(attrs, body):
+    """One review's answer from the API server's SelfSubjectAccessReview (a JSON object)."""
+    st = body.get("status") if isinstance(body.get("status"), dict) else {}
+    if not isinstance(st.get("allowed"), bool):
+        return {"attributes": attrs, "allowed": False, "denied": False,
+                "reason": "the API server's answer has no status.allowed (%s %s)" % (body.get("kind"), body.get("apiVersion"))}
+    reason = "; ".join("%s" % v for v in (st.get("reason"), st.get("evaluationError")) if v)
+    return {"attributes": attrs, "allowed": st["allowed"], "denied": st.get("denied") is True, "reason": reason}
+
+
+def ask(api, reviews):
+    """Each review's answer, in order; KubeError when the API server does not answer one."""
+    return [answer(attrs, api.access_review("asking whether this user may %s (SelfSubjectAccessReview)"
+                                            % attributes_text(attrs), attrs)) for attrs in reviews]
+
+
+@redacted_main
+def main():
+    module = redacting(AnsibleModule)(
+        argument_spec=dict(
+            kubeconfig=dict(type="path", required=True),
+            context=dict(type="str"),
+            node=dict(type="str", required=True),
+            reviews=dict(type="list", elements="dict", default=[]),
+            request_timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    if not kube.available():
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    p = module.params
+    where = "kubeconfig %s" % p["kubeconfig"]
+    if not p["node"].strip() or "/" in p["node"]:
+        module.fail_json(msg="%s: node %r is not a Kubernetes object name; nothing asked" % (where, p["node"]))
+    if p["request_timeout"] < 1:
+        module.fail_json(msg="request_timeout must be at least 1 s")
+    bad = [r for r in p["reviews"] if not r.get("verb") or not r.get("resource")
+           or [v for v in r.values() if not isinstance(v, str)]]
+    if bad:
+        module.fail_json(msg="each review needs a verb and a resource, every attribute a string: %s" % bad)
+    try:
+        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
+    except kube.KubeConfigError as exc:
+        module.fail_json(msg="%s" % exc)
+    try:
+        found = api.get_node(p["node"]) is not None
+    except kube.KubeError as exc:
+        module.fail_json(msg="%s: cannot read Node %s: %s" % (where, p["node"], said(exc, p["request_timeout"])),
+                         status=exc.status)
+    try:
+        reviews = ask(api, p["reviews"])
+    except kube.KubeError as exc:
+        module.fail_json(msg="%s: %s: %s" % (where, exc.what, said(exc, p["request_timeout"])), status=exc.status,
+                         node={"name": p["node"], "found": found})
+    allowed = [r for r in reviews if r["allowed"]]
+    module.exit_json(changed=False, node={"name": p["node"], "found": found}, reviews=reviews,
+                     all_allowed=len(allowed) == len(reviews),
+                     msg="%s: Node %s %s, %d of %d review(s) allowed" % (
+                         where, p["node"], "read" if found else "not in the API server (404)", len(allowed),
+                         len(reviews)))
+
+
+if __name__ == "__main__":
+    main()

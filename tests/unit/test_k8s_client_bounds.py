@@ -74,6 +74,11 @@ def test_a_repeated_continue_token_ends_the_list(monkeypatch, kubeconfig):
         kube.Kube(kubeconfig, timeout=5).items("listing the Nodes", "/api/v1/nodes")
     assert "the API server repeated its continue token" in str(exc.value), exc.value
     assert pages.asked == [None, "same"]
+    pages = Pages([], lambda n: ["not", "a", "token"])
+    monkeypatch.setattr(transport, "sender", pages.sender)
+    with pytest.raises(kube.KubeError) as exc:
+        kube.Kube(kubeconfig, timeout=5).items("listing the Nodes", "/api/v1/nodes")
+    assert "continue token is not a string" in str(exc.value) and pages.asked == [None], exc.value
 
 
 def test_a_list_past_the_pages_bound_or_the_items_bound_is_an_error_naming_it(monkeypatch, kubeconfig):

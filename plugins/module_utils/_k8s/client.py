@@ -295,7 +295,9 @@ class Kube(object):
             token = meta.get("continue")
             if not token:
                 return out
-            if not isinstance(token, str) or token in seen:
+            if not isinstance(token, str):
+                raise KubeError(what, 200, why="the API server's continue token is not a string (%.40r)" % (token,))
+            if token in seen:
                 raise KubeError(what, 200, why="the API server repeated its continue token after %d page(s) (a list "
                                                "that would never end)" % (_page + 1))
             seen.add(token)

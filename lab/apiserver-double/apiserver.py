@@ -61,8 +61,9 @@ the real server's JSON shapes:
   write of it; a patch that carries ``metadata.resourceVersion`` is conditional on it: a stale one is answered
   409 ``Conflict`` and changes nothing, as the real server answers it.
 - ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: allowed, unless the state's
-  ``access_denials`` (``[{"verb": "create", "resource": "pods", "subresource": "eviction", "reason": ...}]``,
-  every key given must match the request's attributes) denies it; logged with its attributes.
+  ``access_denials`` (``[{"verb": "create", "resource": "pods", "subresource": "eviction", "reason": ...}]``, or
+  ``{"verb": "get", "path": "/readyz/etcd"}`` for a ``spec.nonResourceAttributes`` review; every key given must
+  match the request's attributes) denies it; logged with its attributes.
 
 Every object the collection sends is validated as the real server validates it (validation.py beside
 this file, each rule citing its Kubernetes source): Events (namespace of a Node's Events, byte limits of

@@ -24,8 +24,8 @@ description:
     /apis/authorization.k8s.io/v1/selfsubjectaccessreviews), what C(kubectl auth can-i) asks) and returns each answer
     - C(status.allowed), C(status.denied), C(status.reason), C(status.evaluationError) - in the order asked. The API
     server stores nothing; a review it refuses to answer fails the module, naming it.
-  - Every request goes through the collection's one API client - O(request_timeout) for the connection and the
-    read, its retry policy (a 429, a 5xx with C(Retry-After) or a read's 5xx asked again at most twice), a
+  - Every request goes through the collection's one API client - O(request_timeout) for each whole request
+    (the connection, the headers and the body), its retry policy (a 429, a 5xx with C(Retry-After) or a read's 5xx asked again at most twice), a
     kubeconfig token file trimmed as client-go trims it, and errors that never quote a credential.
 author:
   - nodefix.k8s developers (@nodefix)
@@ -48,11 +48,16 @@ options:
     description:
       - The questions, each the C(spec.resourceAttributes) of one SelfSubjectAccessReview - C(verb), C(resource), and
         as needed C(group), C(version), C(subresource), C(namespace) (none - every namespace), C(name).
+      - A review with C(path) (and no C(resource)) asks of a non-resource URL instead - its C(spec.nonResourceAttributes),
+        C(verb) and C(path) only (C(kubectl auth can-i get /readyz/etcd)).
+      - None given (V([])) asks nothing, and then RV(all_allowed) is V(false) - "no review was asked" - never true of
+        nothing.
     type: list
     elements: dict
     default: []
   request_timeout:
-    description: Seconds for each request's connection and read (C(nodefix_drain_preflight_timeout)).
+    description:
+      - Seconds for each request, in all - its connection, its headers and its body (C(nodefix_drain_preflight_timeout)).
     type: int
     default: 30
 seealso:
@@ -69,6 +74,7 @@ EXAMPLES = r"""
     reviews:
       - {verb: patch, resource: nodes}
       - {verb: create, resource: pods, subresource: eviction}
+      - {verb: get, path: /readyz/etcd}
   delegate_to: localhost
   register: access
 
@@ -99,7 +105,7 @@ reviews:
   elements: dict
   contains:
     attributes:
-      description: The C(resourceAttributes) asked.
+      description: The C(resourceAttributes) asked (C(nonResourceAttributes) - C(verb), C(path) - for a review with a C(path)).
       type: dict
       sample: {"verb": "create", "resource": "pods", "subresource": "eviction"}
     allowed:
@@ -116,7 +122,7 @@ reviews:
       sample: ""
   sample: [{"attributes": {"verb": "patch", "resource": "nodes"}, "allowed": true, "denied": false, "reason": ""}]
 all_allowed:
-  description: Every review was allowed.
+  description: Every review was allowed - V(false) when no review was asked (O(reviews) empty).
   returned: success
   type: bool
   sample: true
@@ -145,7 +151,9 @@ def said(exc, timeout):
 
 
 def attributes_text(attrs):
-    """``create pods/eviction in default`` (``kubectl auth can-i``'s words)."""
+    """``create pods/eviction in default``, ``get /readyz/etcd`` (``kubectl auth can-i``'s words)."""
+    if attrs.get("path"):
+        return "%s %s" % (attrs.get("verb") or "", attrs["path"])
     resource = attrs.get("resource") or ""
     if attrs.get("group"):
         resource = "%s.%s" % (resource, attrs["group"])
@@ -158,13 +166,29 @@ def attributes_text(attrs):
 
 
 def answer(attrs, body):
-    """One review's answer from the API server's SelfSubjectAccessReview (a JSON object)."""
-    st = body.get("status") if isinstance(body.get("status"), dict) else {}
-    if not isinstance(st.get("allowed"), bool):
+    """One review's answer from the API server's SelfSubjectAccessReview (a JSON object), read fail-closed: a
+    ``status`` that is not an object or a ``status.allowed`` that is not a boolean is not allowed, saying so."""
+    st = body.get("status")
+    if not isinstance(st, dict) or not isinstance(st.get("allowed"), bool):
+        what = "" if st is None else " - its status is not an object" if not isinstance(st, dict) else \
+            " - status.allowed is not a boolean"
         return {"attributes": attrs, "allowed": False, "denied": False,
-                "reason": "the API server's answer has no status.allowed (%s %s)" % (body.get("kind"), body.get("apiVersion"))}
+                "reason": "the API server's answer has no status.allowed%s (%.40s %.40s)" % (
+                    what, body.get("kind"), body.get("apiVersion"))}
     reason = "; ".join("%s" % v for v in (st.get("reason"), st.get("evaluationError")) if v)
     return {"attributes": attrs, "allowed": st["allowed"], "denied": st.get("denied") is True, "reason": reason}
+
+
+def bad_review(review):
+    """Why a review cannot be asked, or "": a verb and a resource (resourceAttributes) or a path (nonResourceAttributes:
+    verb and path only), every attribute a string."""
+    if [v for v in review.values() if not isinstance(v, str)] or not review.get("verb"):
+        return "needs a verb, every attribute a string"
+    if "path" in review:
+        if not review["path"].startswith("/") or set(review) != {"verb", "path"}:
+            return "a non-resource review has a verb and a path starting with / only"
+        return ""
+    return "" if review.get("resource") else "needs a resource (or a path)"
 
 
 def ask(api, reviews):
@@ -189,14 +213,14 @@ def main():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
     where = "kubeconfig %s" % p["kubeconfig"]
-    if not p["node"].strip() or "/" in p["node"]:
+    if not p["node"].strip() or "/" in p["node"] or p["node"] in kube.NOT_NAMES:
         module.fail_json(msg="%s: node %r is not a Kubernetes object name; nothing asked" % (where, p["node"]))
     if p["request_timeout"] < 1:
         module.fail_json(msg="request_timeout must be at least 1 s")
-    bad = [r for r in p["reviews"] if not r.get("verb") or not r.get("resource")
-           or [v for v in r.values() if not isinstance(v, str)]]
+    bad = ["%s (%s)" % (r, bad_review(r)) for r in p["reviews"] if bad_review(r)]
     if bad:
-        module.fail_json(msg="each review needs a verb and a resource, every attribute a string: %s" % bad)
+        module.fail_json(msg="each review needs a verb and a resource (or a path), every attribute a string: %s"
+                         % "; ".join(bad))
     try:
         api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
     except kube.KubeConfigError as exc:
@@ -212,11 +236,16 @@ def main():
         module.fail_json(msg="%s: %s: %s" % (where, exc.what, said(exc, p["request_timeout"])), status=exc.status,
                          node={"name": p["node"], "found": found})
     allowed = [r for r in reviews if r["allowed"]]
+    denied = [attributes_text(r["attributes"]) for r in reviews if not r["allowed"]]
+    told = "%d of %d review(s) allowed" % (len(allowed), len(reviews))
+    if denied:
+        told += " - not allowed: %s" % ", ".join(denied)
     module.exit_json(changed=False, node={"name": p["node"], "found": found}, reviews=reviews,
-                     all_allowed=len(allowed) == len(reviews),
-                     msg="%s: Node %s %s, %d of %d review(s) allowed" % (
-                         where, p["node"], "read" if found else "not in the API server (404)", len(allowed),
-                         len(reviews)))
+                     # never true of nothing: no review asked allows nothing
+                     all_allowed=bool(reviews) and len(allowed) == len(reviews),
+                     msg="%s: Node %s %s, %s" % (
+                         where, p["node"], "read" if found else "not in the API server (404)",
+                         told if reviews else "no review was asked (all_allowed false)"))
 
 
 if __name__ == "__main__":

@@ -19,12 +19,14 @@ description:
     (C(roles/reboot/tasks/verify.yml)). A node is back only with C(Ready) C(True); C(False), C(Unknown) (the node
     lifecycle controller lost its kubelet) or no C(Ready) condition at all is not back.
   - A Node that could not be read is not "not Ready" - RV(ready) is null and RV(error) says why - the API server
-    never answered (refused, DNS, TLS, a timeout), answered an error (a 403 of RBAC, a 5xx), or does not know the Node
-    (RV(found) V(false)). A read that fails, or a Node that is not there yet, is read again until O(wait_timeout) (the
+    never answered (refused, DNS, TLS, a timeout), answered an error (a 403 of RBAC, a 5xx), does not know the Node
+    (RV(found) V(false)), or answered a Node whose shape cannot be read (C(status) not an object, C(status.conditions)
+    not a list, a condition not an object, a C(Ready) status not a string - RV(found) V(true), RV(error) says what
+    was odd). A read that fails, or a Node that is not there yet, is read again until O(wait_timeout) (the
     API server may be on the node that rebooted; a kubelet registers its Node again when it starts); an answer that
     cannot change by waiting (a 4xx other than 404 and 429) ends the wait at once. The last read decides.
-  - Every request goes through the collection's one API client - O(request_timeout) for the connection and the
-    read, its retry policy (a 429, a 5xx with C(Retry-After) or a read's 5xx asked again at most twice), a
+  - Every request goes through the collection's one API client - O(request_timeout) for each whole request
+    (the connection, the headers and the body), its retry policy (a 429, a 5xx with C(Retry-After) or a read's 5xx asked again at most twice), a
     kubeconfig token file trimmed as client-go trims it, and errors that never quote a credential.
   - The module itself does not fail on an unread or not Ready node - it reports it; it fails only on bad input or
     without the C(kubernetes) library.
@@ -48,7 +50,8 @@ options:
   wait_timeout:
     description:
       - Seconds to wait for the C(Ready) condition to be C(True) (V(0), read once). No read starts after it; the last
-        one may take up to O(request_timeout) more.
+        one may take up to twice O(request_timeout) more (a request bounded by O(request_timeout) in all, and
+        the client's retry policy asking again only within O(request_timeout) of its start).
     type: int
     default: 120
   wait_sleep:
@@ -56,7 +59,7 @@ options:
     type: int
     default: 5
   request_timeout:
-    description: Seconds for each request's connection and read.
+    description: Seconds for each request, in all - its connection, its headers and its body.
     type: int
     default: 30
 seealso:
@@ -84,7 +87,8 @@ RETURN = r"""
 ready:
   description:
     - V(true) when the Node's C(Ready) condition is C(True), V(false) when the Node was read and it is not, null when the
-      Node could not be read at the last attempt or the API server does not know it (RV(error) says why).
+      Node could not be read at the last attempt, its shape could not be read or the API server does not know it
+      (RV(error) says why).
   returned: always
   type: bool
   sample: true
@@ -112,7 +116,9 @@ reads:
   type: int
   sample: 3
 error:
-  description: Why the Node could not be read at the last attempt, or that the API server does not know it; empty otherwise.
+  description:
+    - Why the Node could not be read at the last attempt (or what in its answer could not be read), or that the API
+      server does not know it; empty otherwise.
   returned: always
   type: str
   sample: "reading Node worker-1: no answer from the API server: ConnectTimeoutError: ..."
@@ -130,7 +136,6 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
-from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 
 CONDITION_FIELDS = ("type", "status", "reason", "lastTransitionTime")
 # answers waiting cannot change (RBAC, a bad request): the wait ends at once. 404 (a Node registered again when
@@ -138,13 +143,38 @@ CONDITION_FIELDS = ("type", "status", "reason", "lastTransitionTime")
 FINAL = (400, 401, 403, 405, 406, 410, 415, 422)
 
 
-def conditions(node):
-    """The Node's conditions with only the fields a verdict reads (no message)."""
+def _shape(value):
+    """How an odd value reads in an error: ``a list ([1])``."""
+    kind = {list: "a list", dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+    return "%s (%.60r)" % (kind, value)
+
+
+def reading(node):
+    """(ready, conditions, odd) of a Node the API server answered: ``ready`` True/False from its ``Ready`` condition
+    (no ``status``, no conditions or no ``Ready`` one: False - not Ready yet), ``conditions`` with only the fields a
+    verdict reads (no message); a shape that cannot be read - ``status`` not an object, ``status.conditions`` not a
+    list, a condition not an object, a ``Ready`` status not a string - is ``(None, [], what was odd)``: could not be
+    read, never "not Ready"."""
+    status = node.get("status")
+    if status is None:
+        status = {}
+    if not isinstance(status, dict):
+        return None, [], "its status is %s, not an object" % _shape(status)
+    conds = status.get("conditions")
+    if conds is None:
+        conds = []
+    if not isinstance(conds, list):
+        return None, [], "its status.conditions is %s, not a list" % _shape(conds)
     out = []
-    for cond in ((node.get("status") or {}).get("conditions")) or []:
-        if isinstance(cond, dict):
-            out.append(dict((k, cond.get(k)) for k in CONDITION_FIELDS if cond.get(k) is not None))
-    return out
+    for index, cond in enumerate(conds):
+        if not isinstance(cond, dict):
+            return None, [], "its status.conditions[%d] is %s, not an object" % (index, _shape(cond))
+        out.append(dict((k, cond.get(k)) for k in CONDITION_FIELDS if cond.get(k) is not None))
+    ready = [c for c in out if c.get("type") == "Ready"]
+    if ready and not isinstance(ready[0].get("status"), str):
+        return None, [], "its Ready condition's status is %s, not a string" % _shape(ready[0].get("status"))
+    return bool(ready) and ready[0]["status"] == "True", out, ""
 
 
 def _ready_state(conds):
@@ -173,8 +203,13 @@ def wait_ready(api, name, wait_timeout, wait_sleep, clock=time.monotonic, sleep=
             if node is None:
                 out.update(ready=None, found=False, error="the API server does not know Node %s (404 NotFound)" % name)
             else:
-                out.update(ready=control_plane.node_ready(node), found=True, conditions=conditions(node), error="")
-                out["state"] = _ready_state(out["conditions"])
+                ready, conds, odd = reading(node)
+                if odd:     # read again: a Node's shape is the API server's, a proxy's answer may be what is odd
+                    out.update(ready=None, found=True,
+                               error="Node %s answered a shape that cannot be read: %s" % (name, odd))
+                else:
+                    out.update(ready=ready, found=True, conditions=conds, error="")
+                    out["state"] = _ready_state(conds)
         out["waited"] = int(round(clock() - start))
         if out["ready"] or final or clock() + wait_sleep > deadline:
             break
@@ -209,7 +244,7 @@ def main():
     if not kube.available():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
-    if not p["node"].strip() or "/" in p["node"]:
+    if not p["node"].strip() or "/" in p["node"] or p["node"] in kube.NOT_NAMES:
         module.fail_json(msg="node %r is not a Kubernetes object name; nothing read" % p["node"])
     if p["wait_timeout"] < 0 or p["wait_sleep"] < 1 or p["request_timeout"] < 1:
         module.fail_json(msg="wait_timeout must not be negative, wait_sleep and request_timeout must be at least 1 s")

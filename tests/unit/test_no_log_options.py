@@ -164,3 +164,31 @@ def test_the_gvisor_eviction_is_one_collection_call():
     with open(os.path.join(REPO, "roles", "gvisor", "tasks", "evict.yml")) as fh:
         quoted = [e for e in re.findall(r"\{\{(.*?)\}\}", fh.read(), re.DOTALL) if "ansible_failed_result" in e]
     assert quoted and all("nodefix.k8s.redact" in e for e in quoted)
+
+
+# the modules that replaced the kubernetes.core tasks (issue 61 item 3): the files that call them had the guard below
+REPLACED = {"nodefix.k8s.kubelet_configmap", "nodefix.k8s.pod_recreate", "nodefix.k8s.node_ready",
+            "nodefix.k8s.api_access"}
+
+
+def test_what_an_api_modules_failure_said_is_shown_redacted():
+    """Restored from the kubernetes.core days (second review of 2026-12-07: a rescue recorded a no_log task's raw
+    error): the one exit redacts a module's own result, but a template that quotes it again - a rescue's
+    ansible_failed_result, a registered result's msg - builds a new text the module never saw (a task timeout's or
+    Ansible's own failure message, a result of another task in the same rescue). In every task file that calls one
+    of the API modules that replaced kubernetes.core (kubelet durable*.yml, gvisor evict.yml, reboot verify.yml, the
+    drain preflight), each template that quotes a failure's or a result's message redacts it."""
+    files = sorted(set(path for path, task in _role_and_playbook_tasks() if set(str(k) for k in task) & REPLACED))
+    rel = [os.path.relpath(p, REPO) for p in files]
+    assert {"roles/kubelet/tasks/durable.yml", "roles/kubelet/tasks/durable_patch.yml", "roles/gvisor/tasks/evict.yml",
+            "roles/reboot/tasks/verify.yml", "playbooks/tasks/preflight_drain.yml"} <= set(rel), rel
+    quoted, bad = 0, []
+    for path in files:
+        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
+            # (_nodefix_drain_refused.msg: the preflight's own fact, made of the redacted reason)
+            if re.search(r"ansible_failed_result|(?<!_refused)\.msg\b", expr):
+                quoted += 1
+                if "nodefix.k8s.redact" not in expr:
+                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
+    assert quoted >= 5
+    assert not bad, bad

@@ -4,7 +4,8 @@ API server" (nodefix.k8s.node_ready) and "what the node is now" (the verdict, re
 as they are and run by ansible-playbook on localhost against the kube-apiserver TEST DOUBLE (lab/apiserver-double),
 with what the node-side tasks before them registered given as a node that came back well. A Ready node is back with
 no problem; a NotReady one is "not Ready"; a Node the API server does not know, an API server that does not answer
-and a module that could not run (no kubernetes library in the controller's Python) are "could not be read", with
+and a module that could not run (no kubernetes library in the controller's Python - the test's own: this Python
+behind a sitecustomize that hides the library, whatever the machine's Pythons have) are "could not be read", with
 the reason - never back. Nothing but the double and the test's directory is touched."""
 
 import json
@@ -38,6 +39,37 @@ def verify_tasks():
     return [next(t for t in tasks if t.get("name") == name) for name in names]
 
 
+HIDE = """import sys
+
+
+class NoKubernetes(object):
+    \"\"\"The test's controller Python has no kubernetes library (tests/unit/test_reboot_ready_verdict.py).\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "kubernetes" or name.startswith("kubernetes."):
+            raise ModuleNotFoundError("No module named %r (hidden by the test)" % name, name=name)
+        return None
+
+
+sys.meta_path.insert(0, NoKubernetes())
+"""
+
+
+def python_without_kubernetes(tmp_path):
+    """An interpreter the test controls: this Python, started with a sitecustomize on its path that makes importing
+    ``kubernetes`` fail - the library hidden whatever is installed (checked)."""
+    hide = tmp_path / "hide-kubernetes"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(HIDE)
+    wrapper = tmp_path / "python-without-kubernetes"
+    wrapper.write_text("#!/bin/sh\nPYTHONPATH=%s exec %s \"$@\"\n" % (hide, sys.executable))
+    wrapper.chmod(0o755)
+    probe = subprocess.run([str(wrapper), "-c", "import kubernetes"], capture_output=True, text=True, check=False)
+    assert probe.returncode != 0 and "hidden by the test" in probe.stderr, probe.stderr
+    assert subprocess.run([str(wrapper), "-c", "import ansible"], check=False).returncode == 0
+    return str(wrapper)
+
+
 def outcomes(tmp_path, cases):
     """{case: reboot_outcome} of one ansible-playbook run, a play a case ({case: extra vars})."""
     plays = []
@@ -66,15 +98,14 @@ def test_only_a_node_read_ready_is_back_and_an_unread_one_is_said_so(tmp_path, d
     api = double({"nodes": {"node-a": {}, "node-b": {"ready": "False"}}})
     token = tmp_path / "token"
     token.write_text("Verify-Token-61\n")
-    no_lib = "/usr/bin/python3"
     cases = {"ready": {"reboot_kubeconfig": kubeconfig(tmp_path, api.port, token)},
              "not_ready": {"reboot_kubeconfig": api.kubeconfig, "reboot_node_name": "node-b"},
              "missing": {"reboot_kubeconfig": api.kubeconfig, "reboot_node_name": "node-gone"},
              "unreachable": {"reboot_kubeconfig": kubeconfig(tmp_path, free_port(), token)},
-             "no_kubeconfig": {"reboot_kubeconfig": ""}}
-    lib = subprocess.run([no_lib, "-c", "import kubernetes"], capture_output=True, check=False).returncode != 0
-    if lib:   # the controller's Python without the library: the module fails, the node is not proven back
-        cases["no_library"] = {"reboot_kubeconfig": api.kubeconfig, "ansible_python_interpreter": no_lib}
+             "no_kubeconfig": {"reboot_kubeconfig": ""},
+             # the controller's Python without the library: the module fails, the node is not proven back
+             "no_library": {"reboot_kubeconfig": api.kubeconfig,
+                            "ansible_python_interpreter": python_without_kubernetes(tmp_path)}}
     seen, text = outcomes(tmp_path, cases)
     assert "Verify-Token-61" not in text + json.dumps(seen)
     assert seen["ready"]["back"] is True and seen["ready"]["problems"] == [] and seen["ready"]["status"] == "verified"
@@ -83,11 +114,10 @@ def test_only_a_node_read_ready_is_back_and_an_unread_one_is_said_so(tmp_path, d
     assert seen["not_ready"]["problems"] == [
         "the node is not Ready in the API server (Node node-b is not Ready after %d s: Ready=False (KubeletNotReady))"
         % int(seen["not_ready"]["problems"][0].split("after ")[1].split(" s")[0])]
-    for case in ("missing", "unreachable") + (("no_library",) if lib else ()):
+    for case in ("missing", "unreachable", "no_library"):
         assert seen[case]["back"] is False and len(seen[case]["problems"]) == 1, (case, seen[case])
         problem = seen[case]["problems"][0]
         assert problem.startswith("the node could not be read in the API server, so it is not proven Ready ("), problem
     assert "node-gone is not in the API server" in seen["missing"]["problems"][0]
     assert "no answer from the API server" in seen["unreachable"]["problems"][0]
-    if lib:
-        assert "kubernetes" in seen["no_library"]["problems"][0]
+    assert "kubernetes" in seen["no_library"]["problems"][0]

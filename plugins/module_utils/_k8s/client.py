@@ -13,9 +13,19 @@
   service account's token) with ``strings.TrimSpace``; the Python client sends the file as it is, so a token
   file ending in a newline makes every request fail with ``Invalid header value b'Bearer <token>\\n'`` - the
   token quoted in the error. The token is trimmed after every load and every refresh of it.
-- **One timeout**: ``timeout`` seconds for the connection and for the read of every request (``(t, t)``:
-  the client takes an int or a 2-tuple), and no urllib3 retry of a refused or timed-out connection (a hung
-  server costs one timeout, not four).
+- **One timeout, a whole request's**: every request - connection, headers and body - ends within ``timeout``
+  seconds, or is a KubeError "timed out: no whole answer within N s". The library alone cannot bound it: its
+  ``_request_timeout`` is urllib3's timeout of ONE socket operation (rest.py of 24.2.0 and 37.0.3 alike: a
+  2-tuple is ``urllib3.Timeout(connect, read)``, an int is ``urllib3.Timeout(total=t)``, whose read timeout is
+  ``t`` less the connection's time and still applies to each read - urllib3's ``Timeout.read_timeout`` -; a
+  float is no timeout at all in 24.2.0; a ``urllib3.Timeout`` object is no timeout in either), so a server
+  that dribbles its answer a byte at a time keeps a read going without end. The library still gets ``(t, t)``
+  (the connection and each read bounded: a silent server is found at once); the request runs in a worker thread
+  (a daemon) that the caller waits for at most ``t`` seconds - past it the answer's socket is shut down where
+  urllib3 can (``HTTPResponse.shutdown``, urllib3 2.3 and later) and the worker is left to end. No urllib3 retry
+  of a refused or timed-out connection (a hung server costs one timeout, not four).
+- **Lists end**: ``items`` follows ``continue`` for at most ``PAGES`` pages and ``ITEMS`` items, and a
+  continue token repeated is an error - never a list asked without end.
 - **One retry policy** (client-go's: a 429, or a 5xx that carries ``Retry-After``, is retried for any
   method - the server did not act -, and a read's 5xx too): at most ``ATTEMPTS`` requests, waiting what
   ``Retry-After`` says (delay-seconds or an HTTP-date, RFC 9110 section 10.2.3) or else ``BACKOFF`` doubled.
@@ -41,6 +51,7 @@ import datetime
 import json
 import os
 import re
+import threading
 import time
 from email.utils import parsedate_to_datetime
 
@@ -54,6 +65,12 @@ ATTEMPTS = 3
 BACKOFF = 0.5
 RETRY_ALWAYS = (429,)
 RETRY_SERVER = (500, 502, 503, 504)
+# a list's bounds (``Kube.items``): pages asked and items kept, each past it a KubeError naming it
+PAGES = 1000
+ITEMS = 100000
+# what ``name`` refuses: urllib3 collapses dot segments (RFC 3986 section 5.2.4), so ``nodes/..`` is a request of
+# another object, and an empty segment is the collection
+NOT_NAMES = ("", ".", "..")
 # the secret part of a scheme-prefixed credential as the client's errors quote it (b'Bearer abc\n', Basic ...)
 _SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s+)[^\s'\",;]+")
 _IN_CLUSTER = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -145,7 +162,9 @@ class Kube(object):
         conf.retries = False
         self._trimmed(conf)
         self.conf = conf
+        # the library's (connection, each read); ``total``: the whole request's bound (``_bounded``)
         self.timeout = (timeout, timeout)
+        self.total = timeout
         self.api_client = client.ApiClient(conf)
         self.send = transport.sender(self.api_client, self.error)
 
@@ -178,7 +197,9 @@ class Kube(object):
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
         try:
-            status, answer_headers, data = self.send(method, path, query, headers, body, self.timeout)
+            status, answer_headers, data = self._bounded(what, method, path, query, headers, body)
+        except KubeError:
+            raise
         # urllib3's and socket's errors (refused, DNS, TLS, a timeout), the client's own before an answer
         except Exception as exc:  # pylint: disable=broad-except
             text = "%s" % (getattr(exc, "reason", None) or exc)
@@ -188,6 +209,37 @@ class Kube(object):
         if not status:
             raise KubeError(what, why=self.scrub("%s" % (data or "the client failed before an answer"))[:300])
         return status, answer_headers or {}, data or ""
+
+    def _bounded(self, what, method, path, query, headers, body):
+        """``send`` in a worker thread waited for at most ``total`` seconds: a KubeError (no answer) past it, the
+        answer's socket shut down when the library already has the response (``opened``: before its body is read;
+        urllib3 2.3+ ``HTTPResponse.shutdown``) - else the daemon worker ends with its own read or the process."""
+        box = {}
+
+        def opened(response):
+            box["response"] = response
+            if box.get("late"):
+                _shut(response)
+
+        def work():
+            try:
+                box["answer"] = self.send(method, path, query, headers, body, self.timeout, opened)
+            # handed to the caller as it is (``_once`` names it)
+            except Exception as exc:  # pylint: disable=broad-except
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="nodefix-kube-request")
+        worker.daemon = True
+        worker.start()
+        worker.join(self.total)
+        if worker.is_alive():
+            box["late"] = True
+            _shut(box.get("response"))
+            raise KubeError(what, why="timed out: no whole answer within %s s (the request's bound: the connection, "
+                                      "the headers and the body)" % self.total)
+        if "error" in box:
+            raise box["error"]
+        return box["answer"]
 
     def exchange(self, what, method, path, query=None, body=None, content_type=None, retry=True, budget=None):
         """(status, headers, text) of the request's last answer, 2xx or not, after the retry policy; KubeError when
@@ -228,16 +280,28 @@ class Kube(object):
         return data
 
     def items(self, what, path, query=None):
-        """A list's ``items``, every page of it (``limit``/``continue``); KubeError when there is no list."""
-        out, token = [], None
-        while True:
+        """A list's ``items``, every page of it (``limit``/``continue``); KubeError when there is no list, when the
+        API server repeats a continue token (a list that would never end), or past ``PAGES`` (1,000) pages or
+        ``ITEMS`` (100,000) items - the bound named: never a wait, or a memory, without end."""
+        out, token, seen = [], None, set()
+        for _page in range(PAGES):
             page = self.request(what, "GET", path, list(query or []) + ([("continue", token)] if token else []))
             if not isinstance(page.get("items"), list):
                 raise KubeError(what, 200, why="the API server's answer has no list of items")
             out.extend(page["items"])
-            token = (page.get("metadata") or {}).get("continue")
+            if len(out) > ITEMS:
+                raise KubeError(what, 200, why="the list has more than %d items (the client's bound on one list)" % ITEMS)
+            meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+            token = meta.get("continue")
             if not token:
                 return out
+            if not isinstance(token, str):
+                raise KubeError(what, 200, why="the API server's continue token is not a string (%.40r)" % (token,))
+            if token in seen:
+                raise KubeError(what, 200, why="the API server repeated its continue token after %d page(s) (a list "
+                                               "that would never end)" % (_page + 1))
+            seen.add(token)
+        raise KubeError(what, 200, why="the list goes on past %d pages (the client's bound on one list)" % PAGES)
 
 
 def retry_after(headers, now=None):
@@ -278,6 +342,26 @@ def _answered(what, status, text, after=None):
     return KubeError(what, status=status, reason=reason, said=said[:500], causes=causes, body=text[:2000])
 
 
+def _shut(response):
+    """Stop the reads of a response another thread is reading (urllib3 2.3+); nothing without one."""
+    shutdown = getattr(response, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        # a response already closed or a socket gone: nothing left to stop
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+
+class KubeNameError(NodefixError):
+    """A value that cannot be one segment of an API path (``name``)."""
+
+
 def name(value):
-    """``value`` as one path segment (a Node's, a pod's or a namespace's name)."""
+    """``value`` as one path segment (a Node's, a pod's, a namespace's or a ConfigMap's name); KubeNameError for
+    "", "." and ".." (and a value that is not a string): urllib3 collapses dot segments, so ``nodes/..`` would ask
+    another object (the Namespace of a ConfigMap's path, the NodeList of a Node's) - no object has such a name."""
+    if not isinstance(value, str) or value in NOT_NAMES:
+        raise KubeNameError("%r cannot be the name of a Kubernetes object in an API path (not '', '.' or '..'): "
+                            "nothing asked" % (value,))
     return quote(value, safe="")

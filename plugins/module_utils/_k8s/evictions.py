@@ -157,10 +157,11 @@ def replacement_ready(api, pod, timeout, sleep=5):
 
 def node_pods(api, node):
     """The pods on Node ``node`` as ``brief`` keeps them, by UID (every page; an item without a UID, name or namespace
-    is no pod to evict); KubeError when they cannot be listed."""
+    - or with a name or namespace that cannot be one path segment, ``.`` or ``..`` - is no pod to evict); KubeError
+    when they cannot be listed."""
     listed = api.items("listing the pods of node %s" % node, "/api/v1/pods", [("fieldSelector", "spec.nodeName=%s" % node)])
     return dict((p["uid"], p) for p in (brief(item) for item in listed)
-                if all(isinstance(p[key], str) and p[key] for key in ("uid", "name", "namespace")))
+                if all(isinstance(p[key], str) and p[key] not in kube.NOT_NAMES for key in ("uid", "name", "namespace")))
 
 
 def not_attempted(node, uids, reason):

@@ -50,11 +50,13 @@ class NodeApi(object):
 
     def access_review(self, what, attributes):
         """The API server's SelfSubjectAccessReview (authorization.k8s.io/v1) of ``attributes`` (its
-        ``spec.resourceAttributes``): may this client's user do it - the drain preflight's question (``api_access``).
-        The server answers in ``status`` and stores nothing; ``what`` names the request in a KubeError."""
+        ``spec.resourceAttributes``; with a ``path``, its ``spec.nonResourceAttributes`` - verb and path): may this
+        client's user do it - the drain preflight's question (``api_access``). The server answers in ``status`` and
+        stores nothing; ``what`` names the request in a KubeError."""
+        kind = "nonResourceAttributes" if "path" in attributes else "resourceAttributes"
         return self.kube.request(what, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
                                  body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                                       "spec": {"resourceAttributes": attributes}})
+                                       "spec": {kind: attributes}})
 
 
 class NodeAnnotations(object):

@@ -32,13 +32,17 @@ AUTH = ["BearerToken"]
 
 
 def sender(api_client, error):
-    """A function (method, path, query, headers, body, timeout) -> (status, headers, body) for ``api_client``;
-    ``error``: the client's ``ApiException`` class. Its name says which contract: ``serialized`` or ``legacy``."""
+    """A function (method, path, query, headers, body, timeout, opened=None) -> (status, headers, body) for
+    ``api_client``; ``error``: the client's ``ApiException`` class; ``opened``: called with urllib3's response once
+    its headers are read, before its body (the caller's bound on the whole request shuts it down from another
+    thread). Its name says which contract: ``serialized`` or ``legacy``."""
     if hasattr(api_client, "param_serialize"):
-        def serialized(method, path, query, headers, body, timeout):
+        def serialized(method, path, query, headers, body, timeout, opened=None):
             params = api_client.param_serialize(method, path, query_params=query or None, header_params=headers,
                                                 body=body, auth_settings=AUTH)
             resp = api_client.call_api(*params, _request_timeout=timeout)
+            if opened is not None:
+                opened(resp.response)
             try:
                 data = resp.read()
             finally:
@@ -46,13 +50,15 @@ def sender(api_client, error):
             return resp.status, resp.headers, data
         return serialized
 
-    def legacy(method, path, query, headers, body, timeout):
+    def legacy(method, path, query, headers, body, timeout, opened=None):
         try:
             resp = api_client.call_api(path, method, query_params=query or [], header_params=headers, body=body,
                                        auth_settings=AUTH, _preload_content=False, _return_http_data_only=True,
                                        _request_timeout=timeout)
         except error as exc:
             return exc.status or 0, exc.headers or {}, exc.body if exc.body is not None else (exc.reason or "")
+        if opened is not None:
+            opened(resp)
         try:
             return resp.status, resp.headers, resp.data
         finally:

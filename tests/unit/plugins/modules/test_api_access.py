@@ -151,3 +151,37 @@ def test_without_the_kubernetes_library_the_module_fails_naming_it(run_module, m
     monkeypatch.setattr(kube, "available", lambda: False)
     result, failed, _t = run_module(api_access, {"kubeconfig": "/nonexistent", "node": "node-a"})
     assert failed and "kubernetes" in result["msg"], result
+
+
+def test_an_odd_answer_is_read_fail_closed():
+    """status not an object, allowed not a boolean: not allowed, saying why - never a crash, never allowed."""
+    attrs = {"verb": "get", "resource": "nodes"}
+    for body in ({"status": [True]}, {"status": "allowed"}, {"status": {"allowed": "true"}}, {"status": {"allowed": 1}}):
+        out = api_access.answer(attrs, dict(body, kind="SelfSubjectAccessReview"))
+        assert out["allowed"] is False and "no status.allowed" in out["reason"], (body, out)
+
+
+def test_no_review_asked_is_never_all_allowed(tmp_path, double):
+    api = double({"nodes": {"node-a": {}}})
+    rc, out, _text = run("api_access", tmp_path, {"kubeconfig": api.kubeconfig, "node": "node-a", "reviews": []})
+    assert rc == 0 and out["all_allowed"] is False and out["reviews"] == [], out
+    assert out["msg"].endswith("Node node-a read, no review was asked (all_allowed false)"), out
+
+
+def test_a_non_resource_review_is_asked_as_nonresourceattributes_and_a_denial_names_it(tmp_path, double):
+    """The control-plane guard's /readyz/etcd: a SelfSubjectAccessReview's spec.nonResourceAttributes (verb, path),
+    which the double validates and answers as the real API server does."""
+    denial = {"verb": "get", "path": "/readyz/etcd", "reason": "no RBAC policy matched"}
+    api = double({"nodes": {"node-a": {}}, "access_denials": [denial]})
+    reviews = [{"verb": "get", "resource": "nodes"}, {"verb": "get", "path": "/readyz/etcd"}]
+    rc, out, _text = run("api_access", tmp_path, {"kubeconfig": api.kubeconfig, "node": "node-a", "reviews": reviews})
+    assert rc == 0 and out["all_allowed"] is False, out
+    assert [(r["attributes"], r["allowed"]) for r in out["reviews"]] == [(reviews[0], True), (reviews[1], False)]
+    assert out["reviews"][1]["reason"] == "no RBAC policy matched"
+    assert "1 of 2 review(s) allowed - not allowed: get /readyz/etcd" in out["msg"], out
+    bodies = [json.loads(r["body"]) for r in api.requests()[1:]]
+    assert bodies[1]["spec"] == {"nonResourceAttributes": {"verb": "get", "path": "/readyz/etcd"}}
+    # a path with resource attributes beside it, or not absolute, is refused before any request
+    for bad in ({"verb": "get", "path": "/readyz", "resource": "nodes"}, {"verb": "get", "path": "readyz"}):
+        rc, out, _text = run("api_access", tmp_path, {"kubeconfig": api.kubeconfig, "node": "node-a", "reviews": [bad]})
+        assert rc != 0 and "a non-resource review has a verb and a path" in out["msg"], out

@@ -275,3 +275,22 @@ def test_an_answer_waiting_cannot_change_ends_the_wait_at_once():
     api = FakeApi([kube.KubeError("reading Node node-a", 403, body='{"message": "forbidden"}')])
     out = node_ready.wait_ready(api, "node-a", 300, 5, clock, clock.sleep)
     assert out["ready"] is None and out["reads"] == 1 and "403" in out["error"], out
+
+
+@pytest.mark.parametrize("answer,odd", [
+    ({"status": [1]}, "its status is a list ([1]), not an object"),
+    ({"status": {"conditions": 5}}, "its status.conditions is a number (5), not a list"),
+    ({"status": {"conditions": {"type": "Ready", "status": "True"}}}, "its status.conditions is an object"),
+    ({"status": {"conditions": [{"type": "Ready", "status": "True"}, "x"]}}, "its status.conditions[1] is a string"),
+    ({"status": {"conditions": [{"type": "Ready", "status": True}]}}, "its Ready condition's status is a boolean"),
+])
+def test_a_node_whose_shape_cannot_be_read_is_unread_never_not_ready_and_never_a_crash(answer, odd):
+    """Its docs: the module never fails on an odd node - an answer it cannot read is "could not be read"."""
+    clock = Clock()
+    out = node_ready.wait_ready(FakeApi([dict(answer, metadata={"name": "node-a"})]), "node-a", 0, 5, clock, clock.sleep)
+    assert out["ready"] is None and out["found"] is True and odd in out["error"], out
+    assert out["msg"].startswith("Node node-a could not be read after 0 s (1 read(s)): Node node-a answered a shape"), out
+    # no status or no conditions yet (a Node just registered): read, and not Ready
+    for fresh in ({}, {"status": {}}, {"status": {"conditions": None}}):
+        out = node_ready.wait_ready(FakeApi([fresh]), "node-a", 0, 5, clock, clock.sleep)
+        assert out["ready"] is False and out["error"] == "" and "no Ready condition" in out["msg"], out

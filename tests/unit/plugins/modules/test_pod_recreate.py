@@ -606,3 +606,35 @@ def test_the_role_passes_gvisor_evict_request_timeout_as_request_timeout():
     call = [t for block in tasks for t in block.get("block", []) if "nodefix.k8s.pod_recreate" in t][0]
     assert call["nodefix.k8s.pod_recreate"]["request_timeout"] == "{{ gvisor_evict_request_timeout | int }}"
     assert "gvisor_evict_request_timeout" in open(os.path.join(role, "README.md")).read()
+
+
+def test_an_unexpected_error_after_an_eviction_is_that_pods_result_and_the_next_pod_goes_on(run_module, monkeypatch,
+                                                                                            kubeconfig, clock):
+    """The per-pod net: whatever a reader raises after cart-a's eviction, cart-a is "evicted, replacement not
+    confirmed" (never "not attempted": the role's rescue would say so of an evicted pod), web-a goes on."""
+    cluster = Cluster([pod("cart-a"), pod("web-a")], replace={"cart-a": True, "web-a": True})
+    real = evictions.replacement_ready
+
+    def odd_once(api, pod_, before, timeout, sleep=5):
+        if pod_["name"] == "cart-a":
+            raise TypeError("'int' object is not iterable")
+        return real(api, pod_, before, timeout, sleep)
+    monkeypatch.setattr(evictions, "replacement_ready", odd_once)
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-cart-a", "uid-web-a"])
+    assert result["results"] == [
+        {"uid": "uid-cart-a", "pod": "shop/cart-a", "result": "evicted, replacement not confirmed",
+         "reason": "TypeError: 'int' object is not iterable"},
+        {"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"}]
+    assert result["changed"] is True
+
+
+def test_pod_eviction_takes_a_2xx_that_is_not_json_as_evicted_and_fails_on_a_409_with_the_same_uid(
+        run_module, monkeypatch, kubeconfig, clock):
+    cluster = Cluster([pod("cart-a"), pod("db-0", owner="StatefulSet")], raw={"cart-a": (200, "<html>ok</html>")},
+                      conflict={"db-0": 1})
+    monkeypatch.setattr(transport, "sender", cluster.sender)
+    result, failed, _t = run_module(pod_eviction, {"kubeconfig": kubeconfig, "namespace": "shop", "name": "cart-a"})
+    assert not failed and result["result"] == "evicted" and result["changed"] is True, result
+    result, failed, _t = run_module(pod_eviction, {"kubeconfig": kubeconfig, "namespace": "shop", "name": "db-0",
+                                                   "uid": "uid-db-0"})
+    assert failed and result["status"] == 409 and "the pod still has UID uid-db-0: not replaced" in result["msg"], result

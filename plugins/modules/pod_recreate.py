@@ -33,7 +33,7 @@ description:
     answer is an accepted eviction. A 409 is told apart by reading the pod - no such pod (V(gone)) or another UID
     (V(replaced)); the same UID still there is a conflict of the eviction itself (V(failed)). The node is not
     cordoned and no other pod is touched, not even one with the same labels on the same node.
-  - After an eviction of a pod that had owners and labels, waits up to O(replacement_timeout) seconds for its
+  - After an eviction of a pod that had owners, waits up to O(replacement_timeout) seconds for its
     replacement - a pod of the same controller whose UID was not there just before the eviction, not being
     deleted (no C(metadata.deletionTimestamp)), with the condition C(Ready=True); a sibling replica or a pod still
     terminating never counts - asked every O(wait_sleep) seconds.
@@ -132,7 +132,7 @@ RETURN = r"""
 results:
   description:
     - One entry a UID (a UID given twice, once), in the order of O(uids).
-    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without owners or labels);
+    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without owners);
       V(evicted, replacement not confirmed) (evicted; its replacement could not be read - with the reason);
       V(would evict) (check mode); V(gone) (no such pod by the time of the eviction); V(replaced) (the pod of that
       name has another UID); V(failed) (with the reason - the eviction's error, or V(replacement not Ready in

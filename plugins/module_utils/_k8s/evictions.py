@@ -14,7 +14,7 @@ it too) and of the wait on a PodDisruptionBudget's 429 (``evict``: asked again e
 and secrets' names); per UID (each once), in order, one pod at a time: skipped with the reason (gone from the node,
 unreadable, a mirror pod, a DaemonSet's, a bare pod nothing recreates, another pod of its controller not Ready or
 terminating, an earlier pod of its controller whose replacement was not confirmed), else evicted with its UID as
-precondition, then - when it had owners and labels - its replacement waited for: a pod of the SAME controller
+precondition, then - when it had owners - its replacement waited for: a pod of the SAME controller
 (ownerReferences uid, or kind and name) whose UID was not there just before the eviction, not being deleted,
 Ready. A failed eviction or a replacement that is not Ready in time is recorded for that pod and the next one goes
 on; a listing that fails leaves every pod "not attempted" with the reason (a ``KubeError``'s: it never quotes a
@@ -359,7 +359,7 @@ class _Run(object):
         earlier = [w for r, w in self.unconfirmed if same_owner(ref, r)]
         if earlier:
             return {"uid": uid, "result": "skipped", "reason": SKIP_EARLIER % (earlier[0], owner_name(pod))}
-        waited = bool(pod["owners"] and pod["labels"])
+        waited = bool(pod["owners"])   # (by its controller, whatever its labels)
         before = None
         if waited:
             try:

@@ -66,7 +66,7 @@ class Cluster(object):
     (``None``: always); ``broken``: {pod name: a status its eviction answers}; ``conflict``: {pod name: the 409s
     (a budget's resourceVersion conflict) its eviction answers before it is evicted}; ``raw``: {pod name: (status,
     text) its eviction answers, the pod evicted all the same when 2xx}; ``replace``: {pod name: whether its
-    replacement gets Ready - True, False, a number of namespace listings before it does, or "terminating" (Ready
+    replacement gets Ready - True, False, n: at the n-th namespace listing after the eviction, or "terminating" (Ready
     with a deletionTimestamp)}, made by its controller (the same ownerReferences) once it is evicted; ``listing``:
     an exception or (status, body) the node's pod listing answers; ``mangle``: a function of a namespace listing's
     page (a dict), after the first eviction; ``page``: items per page of a listing."""
@@ -235,16 +235,15 @@ def test_one_listing_then_each_pod_in_order_evicted_or_skipped_with_its_reason(r
         "labelSelector" not in e["query"] for e in reads)
 
 
-def test_a_bare_pod_is_evicted_when_asked_and_a_pod_without_labels_is_not_waited_for(run_module, monkeypatch,
-                                                                                     kubeconfig, clock):
-    cluster = Cluster([pod("debug-a", owner=None), pod("job-a", labels={})])
-    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-debug-a", "uid-job-a"], bare_pods=True,
+def test_a_bare_pod_is_evicted_when_asked_and_not_waited_for(run_module, monkeypatch, kubeconfig, clock):
+    cluster = Cluster([pod("debug-a", owner=None), pod("tmp-a", owner=None, labels={})])
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-debug-a", "uid-tmp-a"], bare_pods=True,
                       grace_period_seconds=5)
     assert result["results"] == [{"uid": "uid-debug-a", "pod": "shop/debug-a", "result": "evicted"},
-                                 {"uid": "uid-job-a", "pod": "shop/job-a", "result": "evicted"}]
+                                 {"uid": "uid-tmp-a", "pod": "shop/tmp-a", "result": "evicted"}]
     assert [b["deleteOptions"] for _p, b in cluster.posts()] == [
         {"gracePeriodSeconds": 5, "preconditions": {"uid": "uid-debug-a"}},
-        {"gracePeriodSeconds": 5, "preconditions": {"uid": "uid-job-a"}}]
+        {"gracePeriodSeconds": 5, "preconditions": {"uid": "uid-tmp-a"}}]
     assert not [e for e in cluster.seen if e["path"] == "/api/v1/namespaces/shop/pods"]   # nothing waited for
 
 
@@ -638,3 +637,11 @@ def test_pod_eviction_takes_a_2xx_that_is_not_json_as_evicted_and_fails_on_a_409
     result, failed, _t = run_module(pod_eviction, {"kubeconfig": kubeconfig, "namespace": "shop", "name": "db-0",
                                                    "uid": "uid-db-0"})
     assert failed and result["status"] == 409 and "the pod still has UID uid-db-0: not replaced" in result["msg"], result
+
+
+def test_a_pod_without_labels_is_waited_for_by_its_controller(run_module, monkeypatch, kubeconfig, clock):
+    """The replacement is found by its controller, not by labels: a pod without labels is waited for too."""
+    cluster = Cluster([pod("job-a", labels={}, owner="Job")], replace={"job-a": 2})
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-job-a"])
+    assert result["results"] == [{"uid": "uid-job-a", "pod": "shop/job-a", "result": "evicted, replacement Ready"}]
+    assert clock.slept == [5]

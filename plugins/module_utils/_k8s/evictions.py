@@ -374,6 +374,8 @@ class _Run(object):
         try:
             result, _attempts = evict(self.api, pod["namespace"], pod["name"], uid, self.grace, self.wait, self.sleep)
         except EvictionError as exc:
+            if not exc.details.get("status"):   # no answer: it may have been evicted, its replacement unknown
+                self.unconfirmed.append((ref, where))
             return {"uid": uid, "pod": where, "result": "failed", "reason": exc.msg}
         if result != "evicted":
             return {"uid": uid, "pod": where, "result": result}

@@ -645,3 +645,22 @@ def test_a_pod_without_labels_is_waited_for_by_its_controller(run_module, monkey
     result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-job-a"])
     assert result["results"] == [{"uid": "uid-job-a", "pod": "shop/job-a", "result": "evicted, replacement Ready"}]
     assert clock.slept == [5]
+
+
+def test_an_eviction_without_an_answer_keeps_the_next_pod_of_its_controller(run_module, monkeypatch, kubeconfig, clock):
+    """No answer to cart-a's eviction (it may have been evicted): cart-b, of the same ReplicaSet, is not evicted
+    after it; web-a, of another, is."""
+    cluster = Cluster([pod("cart-a", owner_name="cart"), pod("cart-b", owner_name="cart"), pod("web-a")],
+                      replace={"web-a": True})
+    real = cluster.evict
+
+    def silent(ns, name, body):
+        if name == "cart-a":
+            raise TimeoutError("timed out")
+        return real(ns, name, body)
+    cluster.evict = silent
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-cart-a", "uid-cart-b", "uid-web-a"])
+    first, second, third = result["results"]
+    assert first["result"] == "failed" and "whether it was evicted is unknown" in first["reason"], first
+    assert second["result"] == "skipped" and second["reason"].startswith("the replacement of shop/cart-a"), second
+    assert third["result"] == "evicted, replacement Ready"

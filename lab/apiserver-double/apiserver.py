@@ -27,7 +27,7 @@ the real server's JSON shapes:
   the disruption-budget cause, exactly as the eviction API refuses a pod
   whose PodDisruptionBudget allows no disruption; a ``deleteOptions``
   UID precondition that does not match is a 409 ``Conflict``; a pod marked
-  ``"replace": true`` gets a replacement (its controller's work: same labels,
+  ``"replace": true`` gets a replacement (its controller's work: same labels and owner,
   new name and UID, Ready) once evicted; a pod marked ``"stuck": true`` is
   accepted (201) but never leaves: it gets a ``deletionTimestamp`` and stays
   Terminating (a finalizer, a kubelet that never confirms);
@@ -306,8 +306,9 @@ class State(object):
         if p.get("pdb"):
             meta["labels"][PDB_LABEL] = p.get("pdb_of", p["name"])
         if p.get("owner"):
-            meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": p["name"].rsplit("-", 1)[0],
-                                        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + p["name"])),
+            first = p.get("owner_of", p["name"])    # a replacement keeps the owner of the pod it replaces
+            meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": first.rsplit("-", 1)[0],
+                                        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + first)),
                                         "controller": True, "blockOwnerDeletion": True}]
         if p.get("mirror"):
             meta["annotations"] = {"kubernetes.io/config.mirror": "mirror"}
@@ -361,9 +362,10 @@ class State(object):
         return budget["disruptionsAllowed"] <= 0
 
     def replacement(self, p):
-        """What the pod's controller creates after an eviction: same labels, new name and UID."""
+        """What the pod's controller creates after an eviction: same labels, same owner, new name and UID."""
         n = sum(1 for q in self.data["pods"] if q.get("replaces")) + 1
-        new = dict(p, name="%s-r%d" % (p["name"], n), replaces=p["uid"], replace=False)
+        new = dict(p, name="%s-r%d" % (p["name"], n), replaces=p["uid"], replace=False,
+                   owner_of=p.get("owner_of", p["name"]))   # the same controller (ownerReferences) owns it
         if p.get("pdb"):
             new["pdb_of"] = p.get("pdb_of", p["name"])   # the same budget selects it
         new["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (new["namespace"], new["name"])))

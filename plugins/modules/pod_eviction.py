@@ -19,6 +19,9 @@ description:
     else is touched - no other pod with the same labels, and the node is not cordoned.
   - With O(uid), the eviction carries a UID precondition, so a replacement that reuses the name (a StatefulSet
     pod) is never evicted by mistake; a pod whose UID differs is reported as already replaced.
+  - Any 2xx answer to the eviction is an accepted eviction, whatever its body. A 409 is told apart by reading the
+    pod again - no such pod (V(gone)) or another UID (V(replaced)); the same UID still there is a conflict of the
+    eviction itself (a PodDisruptionBudget's, after the API server's own retries) and fails the module.
   - An eviction refused with 429 (a PodDisruptionBudget that allows no disruption now) is retried every
     O(wait_sleep) seconds until O(wait_timeout), then the module fails naming the pod and the budget's message.
   - Runs where the kubeconfig is (usually the controller, with C(delegate_to)); needs the C(kubernetes) Python
@@ -46,14 +49,14 @@ options:
     description: Context of the kubeconfig to use (default, its current context).
     type: str
   grace_period_seconds:
-    description: Termination grace period for the evicted pod (default, the pod's own).
+    description: Termination grace period for the evicted pod (default, the pod's own); at least V(0).
     type: int
   wait_timeout:
     description: Seconds to keep retrying an eviction a PodDisruptionBudget refuses (V(0), try once).
     type: int
     default: 120
   wait_sleep:
-    description: Seconds between two attempts.
+    description: Seconds between two attempts; at least V(1).
     type: int
     default: 5
   request_timeout:
@@ -167,18 +170,23 @@ def main():
     p = module.params
     ns, name, uid = p["namespace"], p["name"], p["uid"]
     for key in ("name", "namespace"):
-        if not p[key] or "/" in p[key]:
+        if not evictions.object_name(p[key]):
             module.fail_json(msg="%s %r is not a Kubernetes object name" % (key, p[key]))
-    if p["wait_timeout"] < 0 or p["wait_sleep"] < 0:
-        module.fail_json(msg="wait_timeout and wait_sleep must not be negative")
+    if p["wait_timeout"] < 0:
+        module.fail_json(msg="wait_timeout must not be negative")
+    if p["wait_sleep"] < 1:
+        module.fail_json(msg="wait_sleep must be at least 1 s")
+    if p["grace_period_seconds"] is not None and p["grace_period_seconds"] < 0:
+        module.fail_json(msg="grace_period_seconds must not be negative")
     if p["request_timeout"] <= 0:
         module.fail_json(msg="request_timeout must be more than 0 seconds")
     api = _api(module)
     pod = _read(module, api, ns, name)
     if pod is None:
         module.exit_json(changed=False, result="gone", attempts=0)
-    meta = pod.get("metadata") or {}
-    info = {"namespace": ns, "name": name, "uid": meta.get("uid"), "node": (pod.get("spec") or {}).get("nodeName")}
+    meta = evictions.as_dict(pod.get("metadata"))
+    info = {"namespace": ns, "name": name, "uid": meta.get("uid") if isinstance(meta.get("uid"), str) else None,
+            "node": evictions.as_dict(pod.get("spec")).get("nodeName")}
     if uid and info["uid"] != uid:
         module.exit_json(changed=False, result="replaced", pod=info, attempts=0)
     if module.check_mode:

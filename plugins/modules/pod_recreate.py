@@ -18,18 +18,31 @@ description:
     of the pods whose sandboxes are still oversized (C(gvisor_evict_pods)) - in one call, through the collection's one
     Kubernetes API client (one timeout, one retry policy, errors that never quote a credential).
   - Lists the pods of O(node) once (C(GET /api/v1/pods?fieldSelector=spec.nodeName=<node>), every page), then takes
-    the UIDs one at a time, in the order given. A UID no pod of the node has any more, a DaemonSet's pod, and a pod
-    no controller owns (unless O(bare_pods)) are skipped with the reason.
+    the UIDs one at a time, in the order given (a UID given twice is taken once). A UID no pod of the node has any
+    more, a pod whose listing cannot be read, a mirror (static) pod (an owner of kind C(Node) - the kubelet recreates
+    it from its manifest, an eviction does not recreate its sandbox), a DaemonSet's pod, and a pod no controller
+    owns (unless O(bare_pods)) are skipped with the reason.
+  - Before evicting a pod that has a controller, lists the pods of its namespace and requires every other pod of
+    the same controller (its C(ownerReferences) uid, or kind and name) to be Ready and not terminating; else that
+    pod is skipped (C(another pod of <kind>/<name> is not Ready ...)) - this also covers an earlier run stopped
+    while a replacement was not Ready yet. A pod whose controller's earlier pod in this run got no confirmed
+    replacement is skipped too.
   - Any other pod is evicted exactly as M(nodefix.k8s.pod_eviction) evicts it (the same code) - a C(policy/v1)
     Eviction of that pod with its UID as precondition, so a replacement that reused the name is never evicted;
-    PodDisruptionBudgets honoured, a 429 asked again every O(wait_sleep) seconds until O(wait_timeout). The node
-    is not cordoned and no other pod is touched, not even one with the same labels on the same node.
-  - After an eviction of a pod that had owners and labels, waits up to O(replacement_timeout) seconds for its
-    replacement - a pod of its namespace with the same labels, another UID and the condition C(Ready=True) - asked
-    every O(wait_sleep) seconds.
+    PodDisruptionBudgets honoured, a 429 asked again every O(wait_sleep) seconds until O(wait_timeout). Any 2xx
+    answer is an accepted eviction. A 409 is told apart by reading the pod - no such pod (V(gone)) or another UID
+    (V(replaced)); the same UID still there is a conflict of the eviction itself (V(failed)). The node is not
+    cordoned and no other pod is touched, not even one with the same labels on the same node.
+  - After an eviction of a pod that had owners, waits up to O(replacement_timeout) seconds for its
+    replacement - a pod of the same controller whose UID was not there just before the eviction, not being
+    deleted (no C(metadata.deletionTimestamp)), with the condition C(Ready=True); a sibling replica or a pod still
+    terminating never counts - asked every O(wait_sleep) seconds.
   - Never fails for one pod. A failed eviction (a budget that still refuses, an API error) or a replacement not
-    Ready in time is recorded for that pod and the next one goes on; when the pods cannot be listed (or the
-    kubeconfig cannot be loaded) every UID is recorded as not attempted, with the reason.
+    Ready in time is recorded for that pod and the next one goes on; an answer that cannot be read is that pod's
+    result only (never evicted on it; after its eviction, V(evicted, replacement not confirmed) with the reason);
+    when the pods cannot be listed (or the kubeconfig cannot be loaded) every UID is recorded as not attempted,
+    with the reason.
+  - 'Says per pod what happened in C(msg) too, one C(<pod>: <result> (<reason>\)) a pod, joined by C(; ).'
   - Returns names, UIDs and results only, never a pod's spec (it holds environment values and secrets' names).
   - Runs where the kubeconfig is (usually the controller, with C(delegate_to)); needs the C(kubernetes) Python
     client, as the kubernetes.core collection does.
@@ -58,14 +71,14 @@ options:
     type: bool
     default: false
   grace_period_seconds:
-    description: Termination grace period for each evicted pod (default, the pod's own).
+    description: Termination grace period for each evicted pod (default, the pod's own); at least V(0).
     type: int
   wait_timeout:
     description: Seconds to keep retrying, for each pod, an eviction a PodDisruptionBudget refuses (V(0), try once).
     type: int
     default: 120
   wait_sleep:
-    description: Seconds between two attempts of an eviction, and between two reads of a replacement.
+    description: Seconds between two attempts of an eviction, and between two reads of a replacement; at least V(1).
     type: int
     default: 5
   replacement_timeout:
@@ -83,7 +96,8 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Lists the node's pods and reports, per UID, V(would evict) or why not; sends no eviction.
+    details: Lists the node's pods (and, for a pod with a controller, its namespace's) and reports, per UID,
+      V(would evict) or why not; sends no eviction.
   diff_mode:
     support: none
     details: An eviction has no before/after text.
@@ -117,8 +131,9 @@ EXAMPLES = r"""
 RETURN = r"""
 results:
   description:
-    - One entry a UID, in the order of O(uids).
-    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without owners or labels);
+    - One entry a UID (a UID given twice, once), in the order of O(uids).
+    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without owners);
+      V(evicted, replacement not confirmed) (evicted; its replacement could not be read - with the reason);
       V(would evict) (check mode); V(gone) (no such pod by the time of the eviction); V(replaced) (the pod of that
       name has another UID); V(failed) (with the reason - the eviction's error, or V(replacement not Ready in
       time)); V(skipped) (with the reason, no C(pod)); V(not attempted) (the pods could not be listed; with the
@@ -145,9 +160,15 @@ results:
       returned: always
       type: str
     reason:
-      description: Why it was skipped, not attempted or failed.
-      returned: for a pod skipped, not attempted or failed
+      description: Why it was skipped, not attempted or failed, or why its replacement is not confirmed.
+      returned: for a pod skipped, not attempted, failed or whose replacement is not confirmed
       type: str
+msg:
+  description: 'Per pod what happened, C(<pod name or uid>: <result> (<reason>\)), joined by C(; ).'
+  returned: always
+  type: str
+  sample: "cart-7d4b9-abcde: evicted, replacement Ready; 6a1f0c2e-5d1b-4c1e-9a7d-00000000a001: skipped (DaemonSet
+    pods are not evicted; delete it to have it recreated)"
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -178,25 +199,34 @@ def main():
     if not kube.available():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
-    if not p["node"] or "/" in p["node"]:
+    if not evictions.object_name(p["node"]):
         module.fail_json(msg="node %r is not a Kubernetes object name" % p["node"])
     if any(not uid for uid in p["uids"]):
         module.fail_json(msg="uids holds an empty UID")
-    if p["wait_timeout"] < 0 or p["wait_sleep"] < 0 or p["replacement_timeout"] < 0:
-        module.fail_json(msg="wait_timeout, wait_sleep and replacement_timeout must not be negative")
+    if p["wait_timeout"] < 0 or p["replacement_timeout"] < 0:
+        module.fail_json(msg="wait_timeout and replacement_timeout must not be negative")
+    if p["wait_sleep"] < 1:
+        module.fail_json(msg="wait_sleep must be at least 1 s")
+    if p["grace_period_seconds"] is not None and p["grace_period_seconds"] < 0:
+        module.fail_json(msg="grace_period_seconds must not be negative")
     if p["request_timeout"] <= 0:
         module.fail_json(msg="request_timeout must be more than 0 seconds")
-    if not p["uids"]:
-        module.exit_json(changed=False, results=[])
+    uids = []
+    for uid in p["uids"]:   # each once, in order
+        if uid not in uids:
+            uids.append(uid)
+    if not uids:
+        module.exit_json(changed=False, results=[], msg="no pod to recreate")
     try:
         api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
     except NodefixError as exc:    # (the kubeconfig's error: scrubbed of its credentials by the client)
-        module.exit_json(changed=False, results=evictions.not_attempted(p["node"], p["uids"], exc.msg))
+        results = evictions.not_attempted(p["node"], uids, exc.msg)
+        module.exit_json(changed=False, results=results, msg="; ".join(evictions.line(r) for r in results))
     changed, results = evictions.recreate(
-        api, p["node"], p["uids"], check_mode=module.check_mode, bare_pods=p["bare_pods"],
+        api, p["node"], uids, check_mode=module.check_mode, bare_pods=p["bare_pods"],
         grace=p["grace_period_seconds"], wait=p["wait_timeout"], sleep=p["wait_sleep"],
         ready_timeout=p["replacement_timeout"])
-    module.exit_json(changed=changed, results=results)
+    module.exit_json(changed=changed, results=results, msg="; ".join(evictions.line(r) for r in results))
 
 
 if __name__ == "__main__":

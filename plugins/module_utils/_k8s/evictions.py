@@ -10,12 +10,21 @@ it too) and of the wait on a PodDisruptionBudget's 429 (``evict``: asked again e
 ``wait`` seconds are over), used by the modules ``pod_eviction`` (one named pod) and ``pod_recreate``.
 
 ``recreate`` is ``pod_recreate``'s whole run (the gVisor role's opt-in eviction): the node's pods listed once
-(every page), kept as names, UIDs, labels and owners only (a pod spec holds environment values and secrets'
-names); per UID, in order, one pod at a time: skipped with the reason (gone from the node, a DaemonSet's, a bare
-pod nothing recreates), else evicted with its UID as precondition, then - when it had owners and labels - a
-replacement waited for (a pod of its namespace with the same labels, another UID, Ready). A failed eviction or a
-replacement that is not Ready in time is recorded for that pod and the next one goes on; a listing that fails
-leaves every pod "not attempted" with the reason (a ``KubeError``'s: it never quotes a credential).
+(every page), kept as names, UIDs, labels, owners and Ready/terminating only (a pod spec holds environment values
+and secrets' names); per UID (each once), in order, one pod at a time: skipped with the reason (gone from the node,
+unreadable, a mirror pod, a DaemonSet's, a bare pod nothing recreates, another pod of its controller not Ready or
+terminating, an earlier pod of its controller whose replacement was not confirmed), else evicted with its UID as
+precondition, then - when it had owners - its replacement waited for: a pod of the SAME controller
+(ownerReferences uid, or kind and name) whose UID was not there just before the eviction, not being deleted,
+Ready. A failed eviction or a replacement that is not Ready in time is recorded for that pod and the next one goes
+on; a listing that fails leaves every pod "not attempted" with the reason (a ``KubeError``'s: it never quotes a
+credential). Every reader of an API object takes its shape as it comes (``as_dict``, ``as_list``, ``brief``): an
+object that cannot be read is never evicted on, and an answer that cannot be read after an eviction makes that
+pod "evicted, replacement not confirmed" - one pod's odd answer is that pod's result only.
+The eviction handler's answers: 2xx accepted, 404 no such pod, 409 a failed precondition - or a conflict the
+handler's own retries did not get past (a PodDisruptionBudget's resourceVersion), told apart by reading the pod -,
+429 a budget that allows no disruption now:
+https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/core/pod/storage/eviction.go
 https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/
 """
 
@@ -31,13 +40,53 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as 
 SKIP_GONE = "no pod with this uid on node %s any more"
 SKIP_DAEMONSET = "DaemonSet pods are not evicted; delete it to have it recreated"
 SKIP_BARE = "no controller would recreate this bare pod (see gvisor_evict_bare_pods)"
+SKIP_MIRROR = ("a mirror (static) pod: the kubelet recreates it from its manifest, an eviction does not recreate "
+               "its sandbox")
+SKIP_UNREAD = "the pod could not be read (%s): never evicted on an answer that cannot be read"
+SKIP_SIBLING = "another pod of %s is not Ready (%s): evicting this one could leave none"
+SKIP_OWNER_UNREAD = "the pods of %s could not be read (%s): never evicted without knowing them"
+SKIP_EARLIER = "the replacement of %s, a pod of %s evicted before it, was not confirmed Ready: evicting this one could leave none"
 NOT_READY = "replacement not Ready in time"
+NOT_CONFIRMED = "evicted, replacement not confirmed"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+# what a malformed answer raises in a reader (``.get`` of a list, iterating a number ...): that pod's result only
+ODD = (AttributeError, TypeError, ValueError, KeyError, IndexError)
 
 
 class EvictionError(NodefixError):
     """An eviction that did not happen, or whose outcome is unknown (no answer): ``msg`` names the pod, the
     attempts and the API server's answer; ``attempts`` and, when the API server answered, its ``status`` ride in
     ``details``."""
+
+
+class Unreadable(NodefixError):
+    """An API object that cannot be read as what it should be (a pod, a list of pods): nothing is evicted on it."""
+
+
+def as_dict(value):
+    """``value`` when it is a dict, else an empty one (a reader of an API object never raises on its shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value):
+    """``value`` when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def _field(obj, key, kind, where):
+    """``obj[key]`` when it is a ``kind`` (absent or null: an empty one); Unreadable when it is something else."""
+    value = obj.get(key)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise Unreadable("%s%s is a %s, not a %s" % (where, key, type(value).__name__, kind.__name__))
+    return value
+
+
+def object_name(value):
+    """Whether ``value`` can be a namespace's or a pod's name in a URL: a non-empty string, not ``.`` or ``..``
+    (a path segment a URL resolves away), no ``/`` (Kubernetes' path segment name rule)."""
+    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value
 
 
 def eviction(ns, name, uid=None, grace=None):
@@ -57,6 +106,14 @@ def pod_path(ns, name, sub=""):
     return "/api/v1/namespaces/%s/pods/%s%s" % (kube.name(ns), kube.name(name), sub)
 
 
+def checked_path(ns, name, sub=""):
+    """``pod_path``; Unreadable for a name that is no ``object_name`` (never put in a URL)."""
+    for value in (ns, name):
+        if not object_name(value):
+            raise Unreadable("%r is not a namespace or pod name a URL can hold" % (value,))
+    return "/api/v1/namespaces/%s/pods/%s%s" % (kube.name(ns), kube.name(name), sub)
+
+
 def unanswered(api, exc):
     """What a request without an answer says: the client's timeout and why (``exc.why``, scrubbed)."""
     return "the API server could not be reached or did not answer within %d s (%s)" % (api.timeout[0], exc.why)
@@ -64,6 +121,8 @@ def unanswered(api, exc):
 
 def said(api, exc):
     """A failed request's reason for a person: no answer (``unanswered``), or the status and the Status message."""
+    if not isinstance(exc, kube.KubeError):
+        return "%s" % (getattr(exc, "msg", None) or "%s: %s" % (type(exc).__name__, exc))
     if not exc.status:
         return unanswered(api, exc)
     if 200 <= exc.status <= 299:
@@ -71,29 +130,64 @@ def said(api, exc):
     return ("%s %s" % (exc.status, exc.detail() or exc.body[:300])).strip()
 
 
+def uid_now(api, ns, name):
+    """The UID pod ``ns/name`` has now; None when there is no such pod. EvictionError when it cannot be read."""
+    what = "reading pod %s/%s" % (ns, name)
+    try:
+        pod = api.request(what, "GET", checked_path(ns, name), missing_ok=True)
+    except kube.KubeError as exc:
+        raise EvictionError("%s: %s" % (what, said(api, exc)), status=exc.status)
+    if pod is None:
+        return None
+    uid = as_dict(pod.get("metadata")).get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise EvictionError("%s: the answer has no UID" % what)
+    return uid
+
+
+def _conflict(api, ns, name, uid, attempts, exc):
+    """A 409 to an eviction with a UID precondition: ``replaced`` (the pod of that name has another UID) or
+    ``gone`` (no pod of that name) as a read of the pod says; the same UID still there is a conflict of the
+    eviction itself (a PodDisruptionBudget's resourceVersion after the API server's own retries): EvictionError."""
+    head = "eviction of pod %s/%s failed after %d attempt(s): %s: %s" % (ns, name, attempts, exc.phrase(), exc.detail())
+    try:
+        now = uid_now(api, ns, name)
+    except EvictionError as err:
+        raise EvictionError("%s; whether it was replaced is unknown: %s" % (head, err.msg), status=409,
+                            attempts=attempts)
+    if now is None:
+        return "gone"
+    if now != uid:
+        return "replaced"
+    raise EvictionError("%s (the pod still has UID %s: not replaced)" % (head, uid), status=409, attempts=attempts)
+
+
 def evict(api, ns, name, uid=None, grace=None, wait=120, sleep=5):
-    """(``evicted``, ``gone`` - no such pod - or ``replaced`` - the UID precondition failed, ``uid`` given -, the
-    eviction requests sent) of pod ``ns/name``. A 429 (a PodDisruptionBudget allows no disruption now) is asked
-    again every ``sleep`` seconds (at least 1) while that ends within ``wait`` seconds. EvictionError otherwise:
-    a budget that still refuses, any other answer, or no answer (whether it was evicted is unknown)."""
+    """(``evicted``, ``gone`` - no such pod - or ``replaced`` - a 409 and the pod of that name has another UID, ``uid``
+    given -, the eviction requests sent) of pod ``ns/name``. Any 2xx is ``evicted`` (the API server accepted it,
+    whatever its body). A 429 (a PodDisruptionBudget allows no disruption now) is asked again every ``sleep`` seconds
+    (at least 1) while that ends within ``wait`` seconds. EvictionError otherwise: a budget that still refuses, a
+    409 with the UID still there (``_conflict``), any other answer, or no answer (whether it was evicted is unknown)."""
     body = eviction(ns, name, uid, grace)
+    path = checked_path(ns, name, "/eviction")
     deadline = time.time() + max(0, wait)
     attempts = 0
     while True:
         attempts += 1
         try:
             # a 429 is a PodDisruptionBudget's answer, waited for here (sleep, wait), not by the client
-            api.request("eviction of pod %s/%s" % (ns, name), "POST", pod_path(ns, name, "/eviction"), body=body,
-                        retry=kube.RETRY_SERVER)
+            api.request("eviction of pod %s/%s" % (ns, name), "POST", path, body=body, retry=kube.RETRY_SERVER)
             return "evicted", attempts
         except kube.KubeError as exc:
             if not exc.status:
                 raise EvictionError("eviction of pod %s/%s (attempt %d; whether it was evicted is unknown): %s"
                                     % (ns, name, attempts, unanswered(api, exc)), attempts=attempts)
+            if 200 <= exc.status <= 299:    # accepted; only its body could not be read
+                return "evicted", attempts
             if exc.status == 404:
                 return "gone", attempts
             if exc.status == 409 and uid:
-                return "replaced", attempts
+                return _conflict(api, ns, name, uid, attempts, exc), attempts
             if exc.status == 429 and time.time() + sleep <= deadline:
                 time.sleep(max(1, sleep))
                 continue
@@ -103,65 +197,125 @@ def evict(api, ns, name, uid=None, grace=None, wait=120, sleep=5):
                                 status=exc.status, attempts=attempts)
 
 
-def brief(pod):
-    """What the eviction needs of a listed pod, nothing else of it: uid, name, namespace, labels, owners' kinds
-    and names (a spec holds environment values and secrets' names)."""
-    meta = pod.get("metadata") if isinstance(pod, dict) and isinstance(pod.get("metadata"), dict) else {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-    owners = [{"kind": "%s" % o.get("kind"), "name": "%s" % o.get("name")}
-              for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
-    return {"uid": meta.get("uid"), "name": meta.get("name"), "namespace": meta.get("namespace"),
-            "labels": dict(("%s" % k, "%s" % v) for k, v in labels.items()), "owners": owners}
+def brief(item):
+    """What the eviction needs of a listed pod, nothing else of it (a spec holds environment values and secrets'
+    names): uid, name, namespace, labels, owners (kind, name, uid, controller), ``ready`` (Ready=True),
+    ``deleting`` (a deletionTimestamp), ``mirror``; ``unreadable``: why a part could not be read (None: all read),
+    the parts read before it kept (``owners`` None when they were not)."""
+    out = {"uid": None, "name": None, "namespace": None, "labels": {}, "owners": None, "ready": False,
+           "deleting": True, "mirror": False, "unreadable": None}
+    try:
+        if not isinstance(item, dict):
+            raise Unreadable("a listed item is a %s, not an object" % type(item).__name__)
+        meta = _field(item, "metadata", dict, "")
+        uid = meta.get("uid")
+        out["uid"] = uid if isinstance(uid, str) and uid else None
+        for key in ("uid", "name", "namespace"):
+            if not object_name(meta.get(key)):
+                raise Unreadable("metadata.%s is %s" % (key, "missing" if meta.get(key) is None else repr(meta.get(key))))
+            out[key] = meta[key]
+        owners = []
+        for ref in _field(meta, "ownerReferences", list, "metadata."):
+            if not isinstance(ref, dict) or not isinstance(ref.get("kind"), str) or not isinstance(ref.get("name"), str):
+                raise Unreadable("metadata.ownerReferences holds %.60r" % (ref,))
+            owners.append({"kind": ref["kind"], "name": ref["name"],
+                           "uid": ref.get("uid") if isinstance(ref.get("uid"), str) else "",
+                           "controller": ref.get("controller") is True})
+        out["owners"] = owners
+        out["labels"] = dict(("%s" % k, "%s" % v) for k, v in _field(meta, "labels", dict, "metadata.").items())
+        out["mirror"] = (MIRROR_ANNOTATION in _field(meta, "annotations", dict, "metadata.")
+                         or any(o["kind"] == "Node" for o in owners))
+        out["deleting"] = meta.get("deletionTimestamp") is not None
+        conditions = _field(_field(item, "status", dict, ""), "conditions", list, "status.")
+        out["ready"] = any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+                           for c in conditions)
+    except Unreadable as exc:
+        out["unreadable"] = exc.msg
+    return out
 
 
-def skip_reason(node, pod, bare_pods):
-    """Why ``pod`` (a ``brief``, None when no pod of the node has the UID) is not evicted; None when it is."""
-    if pod is None:
-        return SKIP_GONE % node
-    if any(o["kind"] == "DaemonSet" for o in pod["owners"]):
-        return SKIP_DAEMONSET
-    if not pod["owners"] and not bare_pods:
-        return SKIP_BARE
-    return None
+def controller(pod):
+    """The owner a replacement comes from: the controller reference, else the first; None without owners."""
+    owners = as_list(pod["owners"])     # (None: they could not be read)
+    return next((o for o in owners if o["controller"]), owners[0] if owners else None)
 
 
-def _ready(pod, uid):
-    """Whether the listed ``pod`` is not the one of ``uid`` and its condition Ready is True."""
-    if not isinstance(pod, dict):
+def same_owner(one, other):
+    """Whether two owner references name the same object: by UID when both have one, else by kind and name."""
+    if one is None or other is None:
         return False
-    meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
-    return meta.get("uid") != uid and any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-                                          for c in status.get("conditions") or [])
+    if one["uid"] and other["uid"]:
+        return one["uid"] == other["uid"]
+    return (one["kind"], one["name"]) == (other["kind"], other["name"])
 
 
-def replacement_ready(api, pod, timeout, sleep=5):
-    """Whether a pod of ``pod``'s namespace with the same labels and another UID is Ready, asked at once and then
-    every ``sleep`` seconds (at least 1) until ``timeout`` seconds are over. A failed read is asked again too."""
-    selector = ",".join("%s=%s" % (k, v) for k, v in sorted(pod["labels"].items()))
-    path = "/api/v1/namespaces/%s/pods" % kube.name(pod["namespace"])
+def owner_name(pod):
+    ref = controller(pod)
+    return "%s/%s" % (ref["kind"], ref["name"])
+
+
+def _items(api, what, path, query=None):
+    """``api.items``, an answer whose shape cannot be read Unreadable (never an AttributeError out of here)."""
+    try:
+        return api.items(what, path, query)
+    except ODD as exc:
+        raise Unreadable("%s: the API server's answer could not be read (%s: %s)" % (what, type(exc).__name__, exc))
+
+
+def owner_pods(api, pod):
+    """The pods (``brief``) of ``pod``'s namespace that its controller owns, every page. KubeError or Unreadable
+    (a listed item whose owner is unknown or the same, and that cannot be read: it could be a replacement or a
+    sibling - fail closed)."""
+    ns, ref = pod["namespace"], controller(pod)
+    what = "listing the pods of namespace %s" % ns
+    found = []
+    for item in _items(api, what, "/api/v1/namespaces/%s/pods" % kube.name(ns)):
+        other = brief(item)
+        mine = other["owners"] is None or same_owner(ref, controller(other))
+        if mine and other["unreadable"]:
+            raise Unreadable("%s: a pod (%s) could not be read: %s" % (what, other["name"] or other["uid"] or "?",
+                                                                       other["unreadable"]))
+        if mine:
+            found.append(other)
+    return found
+
+
+def preflight(api, pod):
+    """(the UIDs of the pods of ``pod``'s controller now, None) when every other one is Ready and not being deleted,
+    else (None, why this one is skipped); KubeError or Unreadable when they cannot be listed or read."""
+    pods = owner_pods(api, pod)
+    for other in pods:
+        if other["uid"] != pod["uid"] and (other["deleting"] or not other["ready"]):
+            state = "terminating" if other["deleting"] else "not Ready"
+            return None, SKIP_SIBLING % (owner_name(pod), "%s/%s is %s" % (other["namespace"], other["name"], state))
+    return set(p["uid"] for p in pods) | set([pod["uid"]]), None
+
+
+def replacement_ready(api, pod, before, timeout, sleep=5):
+    """(True, None) when a pod of ``pod``'s controller whose UID is not in ``before`` (the UIDs just before the
+    eviction), not being deleted, is Ready - asked at once and then every ``sleep`` seconds (at least 1) until
+    ``timeout`` seconds are over; else (False, None) - read, none Ready - or (False, why the last read failed)."""
     deadline = time.monotonic() + max(0, timeout)
     while True:
+        why = None
         try:
-            pods = api.items("listing the pods of %s labelled %s" % (pod["namespace"], selector), path,
-                             [("labelSelector", selector)])
-            if any(_ready(p, pod["uid"]) for p in pods):
-                return True
-        except kube.KubeError:
-            pass    # the API server may answer again before the time is over; the result says "not Ready in time"
+            if any(p["uid"] not in before and not p["deleting"] and p["ready"] for p in owner_pods(api, pod)):
+                return True, None
+        except (kube.KubeError, Unreadable) as exc:
+            why = said(api, exc)    # the API server may answer again before the time is over
         left = deadline - time.monotonic()
         if left <= 0:
-            return False
+            return False, why
         time.sleep(min(max(1, sleep), left))
 
 
 def node_pods(api, node):
-    """The pods on Node ``node`` as ``brief`` keeps them, by UID (every page; an item without a UID, name or namespace
-    - or with a name or namespace that cannot be one path segment, ``.`` or ``..`` - is no pod to evict); KubeError
-    when they cannot be listed."""
-    listed = api.items("listing the pods of node %s" % node, "/api/v1/pods", [("fieldSelector", "spec.nodeName=%s" % node)])
-    return dict((p["uid"], p) for p in (brief(item) for item in listed)
-                if all(isinstance(p[key], str) and p[key] not in kube.NOT_NAMES for key in ("uid", "name", "namespace")))
+    """The pods on Node ``node`` as ``brief`` keeps them, by UID (every page; an item without a readable UID is no
+    pod to evict), and how many listed items had none; KubeError or Unreadable when they cannot be listed."""
+    listed = _items(api, "listing the pods of node %s" % node, "/api/v1/pods",
+                    [("fieldSelector", "spec.nodeName=%s" % node)])
+    pods = [brief(item) for item in listed]
+    return dict((p["uid"], p) for p in pods if p["uid"]), len([p for p in pods if not p["uid"]])
 
 
 def not_attempted(node, uids, reason):
@@ -170,38 +324,111 @@ def not_attempted(node, uids, reason):
             for uid in uids]
 
 
+def skip_reason(node, pod, bare_pods, nameless=0):
+    """Why ``pod`` (a ``brief``, None when no pod of the node has the UID) is not evicted; None when it is."""
+    if pod is None:
+        return SKIP_GONE % node + ("" if not nameless else " (%d listed item(s) without a readable UID)" % nameless)
+    if pod["unreadable"]:
+        return SKIP_UNREAD % pod["unreadable"]
+    if pod["mirror"]:
+        return SKIP_MIRROR
+    if any(o["kind"] == "DaemonSet" for o in pod["owners"]):
+        return SKIP_DAEMONSET
+    if not pod["owners"] and not bare_pods:
+        return SKIP_BARE
+    return None
+
+
+def line(result):
+    """One result for a person: ``<pod name or uid>: <result> (<reason>)``."""
+    who = result["pod"].split("/", 1)[1] if result.get("pod") else result["uid"]
+    return "%s: %s" % (who, result["result"]) + (" (%s)" % result["reason"] if result.get("reason") else "")
+
+
+class _Run(object):
+    """One ``recreate``: its settings, and the owners whose evicted pod's replacement was not confirmed Ready."""
+
+    def __init__(self, api, node, check_mode, bare_pods, grace, wait, sleep, ready_timeout):
+        self.api, self.node, self.check_mode, self.bare_pods = api, node, check_mode, bare_pods
+        self.grace, self.wait, self.sleep, self.ready_timeout = grace, wait, sleep, ready_timeout
+        self.unconfirmed = []   # (owner reference, pod namespace/name)
+
+    def one(self, uid, pod, where, stage):
+        """The result of one pod (``recreate``); ``stage["at"]``: how far it went (``sent``, ``evicted``)."""
+        ref = controller(pod)
+        earlier = [w for r, w in self.unconfirmed if same_owner(ref, r)]
+        if earlier:
+            return {"uid": uid, "result": "skipped", "reason": SKIP_EARLIER % (earlier[0], owner_name(pod))}
+        waited = bool(pod["owners"])   # (by its controller, whatever its labels)
+        before = None
+        if waited:
+            try:
+                before, reason = preflight(self.api, pod)
+            except (kube.KubeError, Unreadable) as exc:
+                before, reason = None, SKIP_OWNER_UNREAD % (owner_name(pod), said(self.api, exc))
+            if reason:
+                return {"uid": uid, "result": "skipped", "reason": reason}
+        if self.check_mode:
+            return {"uid": uid, "pod": where, "result": "would evict"}
+        stage["at"] = "sent"
+        try:
+            result, _attempts = evict(self.api, pod["namespace"], pod["name"], uid, self.grace, self.wait, self.sleep)
+        except EvictionError as exc:
+            if not exc.details.get("status"):   # no answer: it may have been evicted, its replacement unknown
+                self.unconfirmed.append((ref, where))
+            return {"uid": uid, "pod": where, "result": "failed", "reason": exc.msg}
+        if result != "evicted":
+            return {"uid": uid, "pod": where, "result": result}
+        stage["at"] = "evicted"
+        if not waited:
+            return {"uid": uid, "pod": where, "result": "evicted"}
+        ready, why = replacement_ready(self.api, pod, before, self.ready_timeout, self.sleep)
+        if ready:
+            return {"uid": uid, "pod": where, "result": "evicted, replacement Ready"}
+        self.unconfirmed.append((ref, where))
+        if why:
+            return {"uid": uid, "pod": where, "result": NOT_CONFIRMED, "reason": why}
+        return {"uid": uid, "pod": where, "result": "failed", "reason": NOT_READY}
+
+
 def recreate(api, node, uids, check_mode=False, bare_pods=False, grace=None, wait=120, sleep=5, ready_timeout=300):
-    """(changed, results) of the eviction of the pods of ``uids`` on ``node``, one at a time, in order (the module
-    docstring): each result ``{uid, result, reason}`` for a pod skipped or not attempted, ``{uid, pod, result}``
-    for one evicted (``evicted, replacement Ready`` once waited for), ``would evict`` (check mode: nothing sent),
-    ``gone`` or ``replaced``, ``{uid, pod, result: failed, reason}`` for an eviction that failed or a replacement
-    not Ready within ``ready_timeout`` seconds. ``changed``: a pod was (check mode: would be) evicted."""
+    """(changed, results) of the eviction of the pods of ``uids`` (each once, in order) on ``node``, one at a time
+    (the module docstring): each result ``{uid, result, reason}`` for a pod skipped or not attempted, ``{uid, pod,
+    result}`` for one evicted (``evicted, replacement Ready`` once waited for), ``would evict`` (check mode:
+    nothing sent), ``gone`` or ``replaced``; ``{uid, pod, result, reason}`` for ``failed`` (an eviction that
+    failed, or a replacement not Ready within ``ready_timeout`` seconds) and ``evicted, replacement not confirmed``
+    (evicted; its replacement could not be read). An answer that cannot be read is that pod's result only.
+    ``changed``: a pod was (check mode: would be) evicted."""
     try:
-        pods = node_pods(api, node)
-    except kube.KubeError as exc:
+        pods, nameless = node_pods(api, node)
+    except (kube.KubeError, Unreadable) as exc:
         return False, not_attempted(node, uids, said(api, exc))
-    changed, results = False, []
+    run = _Run(api, node, check_mode, bare_pods, grace, wait, sleep, ready_timeout)
+    changed, results, seen = False, [], set()
     for uid in uids:
+        if uid in seen:
+            continue
+        seen.add(uid)
         pod = pods.get(uid)
-        reason = skip_reason(node, pod, bare_pods)
+        reason = skip_reason(node, pod, bare_pods, nameless)
         if reason:
             results.append({"uid": uid, "result": "skipped", "reason": reason})
             continue
-        where = "%s/%s" % (pod["namespace"], pod["name"])
-        if check_mode:
-            changed = True
-            results.append({"uid": uid, "pod": where, "result": "would evict"})
-            continue
+        where, stage = "%s/%s" % (pod["namespace"], pod["name"]), {"at": None}
         try:
-            result, _attempts = evict(api, pod["namespace"], pod["name"], uid, grace, wait, sleep)
-        except EvictionError as exc:
-            results.append({"uid": uid, "pod": where, "result": "failed", "reason": exc.msg})
-            continue
-        changed = changed or result == "evicted"
-        if result == "evicted" and pod["owners"] and pod["labels"]:
-            if not replacement_ready(api, pod, ready_timeout, sleep):
-                results.append({"uid": uid, "pod": where, "result": "failed", "reason": NOT_READY})
-                continue
-            result = "evicted, replacement Ready"
-        results.append({"uid": uid, "pod": where, "result": result})
+            result = run.one(uid, pod, where, stage)
+        except (NodefixError,) + ODD as exc:
+            why = said(api, exc)
+            if stage["at"] == "evicted":
+                result = {"uid": uid, "pod": where, "result": NOT_CONFIRMED, "reason": why}
+                run.unconfirmed.append((controller(pod), where))
+            elif stage["at"] == "sent":
+                result = {"uid": uid, "pod": where, "result": "failed",
+                          "reason": "eviction of pod %s (whether it was evicted is unknown): %s" % (where, why)}
+                run.unconfirmed.append((controller(pod), where))
+            else:
+                result = {"uid": uid, "result": "skipped", "reason": SKIP_UNREAD % why}
+        changed = changed or result["result"] in ("would evict", "evicted", "evicted, replacement Ready",
+                                                  NOT_CONFIRMED) or stage["at"] == "evicted"
+        results.append(result)
     return changed, results

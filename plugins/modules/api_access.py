@@ -213,7 +213,7 @@ def main():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
     where = "kubeconfig %s" % p["kubeconfig"]
-    if not p["node"].strip() or "/" in p["node"] or p["node"] in kube.NOT_NAMES:
+    if not p["node"].strip() or not kube.object_name(p["node"]):
         module.fail_json(msg="%s: node %r is not a Kubernetes object name; nothing asked" % (where, p["node"]))
     if p["request_timeout"] < 1:
         module.fail_json(msg="request_timeout must be at least 1 s")

@@ -244,7 +244,7 @@ def main():
     if not kube.available():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
-    if not p["node"].strip() or "/" in p["node"] or p["node"] in kube.NOT_NAMES:
+    if not p["node"].strip() or not kube.object_name(p["node"]):
         module.fail_json(msg="node %r is not a Kubernetes object name; nothing read" % p["node"])
     if p["wait_timeout"] < 0 or p["wait_sleep"] < 1 or p["request_timeout"] < 1:
         module.fail_json(msg="wait_timeout must not be negative, wait_sleep and request_timeout must be at least 1 s")

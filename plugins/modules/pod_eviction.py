@@ -170,7 +170,7 @@ def main():
     p = module.params
     ns, name, uid = p["namespace"], p["name"], p["uid"]
     for key in ("name", "namespace"):
-        if not evictions.object_name(p[key]):
+        if not kube.object_name(p[key]):
             module.fail_json(msg="%s %r is not a Kubernetes object name" % (key, p[key]))
     if p["wait_timeout"] < 0:
         module.fail_json(msg="wait_timeout must not be negative")

@@ -199,7 +199,7 @@ def main():
     if not kube.available():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
-    if not evictions.object_name(p["node"]):
+    if not kube.object_name(p["node"]):
         module.fail_json(msg="node %r is not a Kubernetes object name" % p["node"])
     if any(not uid for uid in p["uids"]):
         module.fail_json(msg="uids holds an empty UID")

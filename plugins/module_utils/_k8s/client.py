@@ -353,6 +353,12 @@ def _shut(response):
             pass
 
 
+def object_name(value):
+    """Whether ``value`` can be an object's name in an API path: a non-empty string, not ``.`` or ``..`` (a path
+    segment a URL resolves away: ``NOT_NAMES``), no ``/`` (Kubernetes' path segment name rule)."""
+    return isinstance(value, str) and value not in NOT_NAMES and "/" not in value
+
+
 class KubeNameError(NodefixError):
     """A value that cannot be one segment of an API path (``name``)."""
 

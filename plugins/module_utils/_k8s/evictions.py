@@ -83,12 +83,6 @@ def _field(obj, key, kind, where):
     return value
 
 
-def object_name(value):
-    """Whether ``value`` can be a namespace's or a pod's name in a URL: a non-empty string, not ``.`` or ``..``
-    (a path segment a URL resolves away), no ``/`` (Kubernetes' path segment name rule)."""
-    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value
-
-
 def eviction(ns, name, uid=None, grace=None):
     """The policy/v1 Eviction of one pod (a UID precondition with ``uid``, ``grace`` its gracePeriodSeconds)."""
     options = {}
@@ -107,9 +101,9 @@ def pod_path(ns, name, sub=""):
 
 
 def checked_path(ns, name, sub=""):
-    """``pod_path``; Unreadable for a name that is no ``object_name`` (never put in a URL)."""
+    """``pod_path``; Unreadable for a name that is no ``client.object_name`` (never put in a URL)."""
     for value in (ns, name):
-        if not object_name(value):
+        if not kube.object_name(value):
             raise Unreadable("%r is not a namespace or pod name a URL can hold" % (value,))
     return "/api/v1/namespaces/%s/pods/%s%s" % (kube.name(ns), kube.name(name), sub)
 
@@ -211,7 +205,7 @@ def brief(item):
         uid = meta.get("uid")
         out["uid"] = uid if isinstance(uid, str) and uid else None
         for key in ("uid", "name", "namespace"):
-            if not object_name(meta.get(key)):
+            if not kube.object_name(meta.get(key)):
                 raise Unreadable("metadata.%s is %s" % (key, "missing" if meta.get(key) is None else repr(meta.get(key))))
             out[key] = meta[key]
         owners = []

@@ -192,3 +192,24 @@ def test_what_an_api_modules_failure_said_is_shown_redacted():
                     bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
     assert quoted >= 5
     assert not bad, bad
+
+
+def test_every_failure_a_role_or_playbook_quotes_is_redacted():
+    """A rescue's ``ansible_failed_result`` is the failed task's whole result, handed over uncensored: a builtin
+    module's message (apt, get_url, command, reboot) or Ansible's own (a timeout, a connection error) that the
+    collection's one exit never saw. Every template in a role's or playbook's task file that quotes it - whatever
+    module failed - passes it through the redact filter in the same expression (only the no_log mark may be read
+    bare)."""
+    files = sorted(glob.glob(os.path.join(REPO, "roles", "*", "tasks", "*.yml"))
+                   + glob.glob(os.path.join(REPO, "roles", "*", "handlers", "*.yml"))
+                   + glob.glob(os.path.join(REPO, "playbooks", "tasks", "*.yml"))
+                   + glob.glob(os.path.join(REPO, "playbooks", "*.yml")))
+    quoted, bad = 0, []
+    for path in files:
+        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
+            if re.search(r"ansible_failed_result(?!\._ansible_no_log)", expr):
+                quoted += 1
+                if "nodefix.k8s.redact" not in expr:
+                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
+    assert quoted >= 8, quoted
+    assert not bad, bad

@@ -396,14 +396,18 @@ def _preflight_run(extra):
 def collection_node_worst_case():
     """One node's drain + reboot + verify in seconds, from the collection's own defaults: the drain's
     timeout (the rollout's, _rollout/machine/context.py DEFAULTS), reboot_timeout twice (the wait after a power cycle) and
-    reboot_settle_timeout once per wait of the verification (roles/reboot/tasks/verify.yml)."""
+    reboot_settle_timeout once per wait of the verification (roles/reboot/tasks/verify.yml), plus what the Ready check's
+    task may take beyond its wait (its timeout: the last read, 2 x its request bound, and a minute to start)."""
     from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.machine import context
     drain = int(context.DEFAULTS["drain_timeout"])
     reboot = load(os.path.join(ROOT, "roles", "reboot", "defaults", "main.yml"))
     assert "reboot_power_cycle_command" in read(os.path.join(ROOT, "roles", "reboot", "tasks", "reboot.yml"))
     waits = read(os.path.join(ROOT, "roles", "reboot", "tasks", "verify.yml")).count("reboot_settle_timeout")
     assert waits >= 4
-    return drain, 2 * int(reboot["reboot_timeout"]), waits * int(reboot["reboot_settle_timeout"])
+    text = read(os.path.join(ROOT, "roles", "reboot", "tasks", "verify.yml"))
+    request = int(re.search(r"_reboot_ready_request: (\d+)", text).group(1))
+    assert "timeout: \"{{ _reboot_ready_wait | int + 2 * _reboot_ready_request | int + 60 }}\"" in text
+    return drain, 2 * int(reboot["reboot_timeout"]), waits * int(reboot["reboot_settle_timeout"]) + 2 * request + 60
 
 
 def smallest_serial():

@@ -341,12 +341,30 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._report.model import (
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import table_lines
 
 
-def plan_files(module, p, model):
-    """(changed, {format: path}, [(real path, content)], [real paths unchanged]) of the report files;
+def read_current(module, p):
+    """{format: (path, real path, its text or None)} of the report files now in dest, each read once;
     fails on an unsafe dest."""
     dest = p["dest"]
     if os.path.lexists(dest) and not os.path.isdir(dest):
         module.fail_json(msg="dest %s exists and is not a directory; nothing was written" % dest)
+    current = {}
+    dry_run = bool((p["run"] or {}).get("check_mode"))
+    for fmt in p["formats"]:
+        if fmt == "prometheus" and dry_run:
+            continue  # never written by a dry run (plan_files)
+        path = os.path.join(dest, RENDERERS[fmt][0])
+        try:
+            real = core_paths.resolve_target("/", path, what="report file")
+            current[fmt] = (path, real, core_paths.read_utf8(real, max_bytes=64 * core_paths.MAX_CONFIG_BYTES,
+                                                             what="report file"))
+        except core_paths.FileSafetyError as exc:
+            module.fail_json(msg="%s; nothing was written" % exc.msg)
+    return current
+
+
+def plan_files(p, model, current):
+    """(changed, {format: path}, [(real path, content)], [real paths unchanged]) of the report files, against
+    ``current`` (read_current)."""
     files = {}
     writes = []
     unchanged = []
@@ -356,16 +374,11 @@ def plan_files(module, p, model):
             # the metrics say what was done (outcomes, reboots, the last remediation's time): a dry run did
             # nothing, and its file would overwrite the last real run's for node_exporter and the alerts
             continue
-        name, render = RENDERERS[fmt]
+        render = RENDERERS[fmt][1]
         content = render(model, p["junit_fail_on"]) if fmt == "junit" else render(model)
-        path = os.path.join(dest, name)
+        path, real, text = current[fmt]
         files[fmt] = path
-        try:
-            real = core_paths.resolve_target("/", path, what="report file")
-            current = core_paths.read_utf8(real, max_bytes=64 * core_paths.MAX_CONFIG_BYTES, what="report file")
-        except core_paths.FileSafetyError as exc:
-            module.fail_json(msg="%s; nothing was written" % exc.msg)
-        if current != content:
+        if text != content:
             writes.append((real, content))
         elif fmt == "prometheus":
             unchanged.append(real)  # the heartbeat: a new modification time, its bytes kept
@@ -379,18 +392,12 @@ def set_generated(model, stamp):
         model["run"]["generated"] = stamp
 
 
-def generated_before(module, p):
+def generated_before(current):
     """The time the report.json in dest was generated, or None (no such file, not a report, not asked for)."""
-    if "json" not in p["formats"]:
-        return None
-    try:
-        real = core_paths.resolve_target("/", os.path.join(p["dest"], RENDERERS["json"][0]), what="report file")
-        text = core_paths.read_utf8(real, max_bytes=64 * core_paths.MAX_CONFIG_BYTES, what="report file")
-    except core_paths.FileSafetyError as exc:
-        module.fail_json(msg="%s; nothing was written" % exc.msg)
+    text = current["json"][2] if "json" in current else None
     try:
         stamp = json.loads(text).get("generated") if text else None
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return stamp if isinstance(stamp, str) else None
 
@@ -475,14 +482,15 @@ def main():
         module.fail_json(msg="bad waiver: %s; nothing was written" % err)
     if p["run"] is not None:
         model["run"] = run_entry(p["run"], model["generated"])
-    changed, files, writes, unchanged = plan_files(module, p, model)
+    current = read_current(module, p)
+    changed, files, writes, unchanged = plan_files(p, model, current)
     fresh = model["generated"]
-    kept = generated_before(module, p) if stamped and writes else None
+    kept = generated_before(current) if stamped and writes else None
     if kept is not None and kept != fresh:
         # the same fleet a second later: reports that would differ from the files only in their time keep
         # the files (and the time the fleet was first reported so) - changed=false, as for nodefix.prom
         set_generated(model, kept)
-        again = plan_files(module, p, model)
+        again = plan_files(p, model, current)
         if again[2]:
             set_generated(model, fresh)
         else:

@@ -198,6 +198,26 @@ def test_a_later_run_of_the_same_fleet_keeps_the_reports(run_module, tmp_path, m
     assert json.loads((dest / "report.json").read_text())["generated"] == "then"
 
 
+def test_a_later_run_reads_each_report_file_once(run_module, tmp_path, monkeypatch):
+    """The same fleet a day later (the time kept, so every file is planned twice): each report file in dest is read
+    once - report.json was read again for its time, and every file again for the second plan."""
+    dest = tmp_path / "out"
+    first, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    assert not failed and first["changed"]
+    reads = []
+    real_read = audit_report.core_paths.read_utf8
+
+    def counted(path, *args, **kwargs):
+        reads.append(os.path.basename(path))
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(audit_report.core_paths, "read_utf8", counted)
+    monkeypatch.setattr(audit_report, "datetime", types.SimpleNamespace(datetime=_DayLater, timezone=datetime.timezone))
+    again, failed, _dummy = run_module(audit_report, {"results": RESULTS, "dest": str(dest)})
+    assert not failed and again["changed"] is False
+    assert sorted(reads) == ["junit.xml", "nodefix.prom", "report.html", "report.json", "report.md"], reads
+
+
 def test_the_run_and_expired_waivers_are_redacted_in_every_file(run_module, tmp_path):
     """Review of issue 61 (2026-12-07): ``run.failure`` (the preflight's failed result), ``run.id`` and an expired
     waiver's reason went into report.md/html/json and JUnit as given."""

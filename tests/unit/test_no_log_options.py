@@ -167,6 +167,18 @@ def test_the_gvisor_eviction_is_one_collection_call():
 
 
 # the modules that replaced the kubernetes.core tasks (issue 61 item 3): the files that call them had the guard below
+def _unredacted_quotes(files, quoting):
+    """(how many templates of FILES match QUOTING, those of them without the redact filter as 'path: {{...}}')."""
+    quoted, bad = 0, []
+    for path in files:
+        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
+            if re.search(quoting, expr):
+                quoted += 1
+                if "nodefix.k8s.redact" not in expr:
+                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
+    return quoted, bad
+
+
 REPLACED = {"nodefix.k8s.kubelet_configmap", "nodefix.k8s.pod_recreate", "nodefix.k8s.node_ready",
             "nodefix.k8s.api_access"}
 
@@ -182,14 +194,8 @@ def test_what_an_api_modules_failure_said_is_shown_redacted():
     rel = [os.path.relpath(p, REPO) for p in files]
     assert {"roles/kubelet/tasks/durable.yml", "roles/kubelet/tasks/durable_patch.yml", "roles/gvisor/tasks/evict.yml",
             "roles/reboot/tasks/verify.yml", "playbooks/tasks/preflight_drain.yml"} <= set(rel), rel
-    quoted, bad = 0, []
-    for path in files:
-        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
-            # (_nodefix_drain_refused.msg: the preflight's own fact, made of the redacted reason)
-            if re.search(r"ansible_failed_result|(?<!_refused)\.msg\b", expr):
-                quoted += 1
-                if "nodefix.k8s.redact" not in expr:
-                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
+    # (_nodefix_drain_refused.msg: the preflight's own fact, made of the redacted reason)
+    quoted, bad = _unredacted_quotes(files, r"ansible_failed_result|(?<!_refused)\.msg\b")
     assert quoted >= 5
     assert not bad, bad
 
@@ -204,12 +210,6 @@ def test_every_failure_a_role_or_playbook_quotes_is_redacted():
                    + glob.glob(os.path.join(REPO, "roles", "*", "handlers", "*.yml"))
                    + glob.glob(os.path.join(REPO, "playbooks", "tasks", "*.yml"))
                    + glob.glob(os.path.join(REPO, "playbooks", "*.yml")))
-    quoted, bad = 0, []
-    for path in files:
-        for expr in re.findall(r"\{\{(.*?)\}\}", open(path).read(), re.DOTALL):
-            if re.search(r"ansible_failed_result(?!\._ansible_no_log)", expr):
-                quoted += 1
-                if "nodefix.k8s.redact" not in expr:
-                    bad.append("%s: {{%s}}" % (os.path.relpath(path, REPO), " ".join(expr.split())[:120]))
+    quoted, bad = _unredacted_quotes(files, r"ansible_failed_result(?!\._ansible_no_log)")
     assert quoted >= 8, quoted
     assert not bad, bad

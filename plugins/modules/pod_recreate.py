@@ -28,12 +28,13 @@ description:
     while a replacement was not Ready yet. A pod whose controller's earlier pod in this run got no confirmed
     replacement is skipped too.
   - The sibling check sees only the pods that exist. So for a pod whose controller is a ReplicaSet or a
-    StatefulSet (C(apps)) or a ReplicationController (core C(v1)), the controller object is read too, once a run
-    (C(GET /apis/apps/v1/namespaces/<ns>/replicasets/<name>), C(.../statefulsets/<name>),
-    C(/api/v1/namespaces/<ns>/replicationcontrollers/<name>)), and the pod is evicted only when its
-    C(status.readyReplicas) (absent, 0) is at least its C(spec.replicas) (absent, 1 as the API server defaults it)
-    and its C(metadata.uid) is the pod's C(ownerReferences) uid. A controller already short of a replica - one
-    missing wholly (unschedulable, not created yet, just deleted) - holds the pod (V(skipped),
+    StatefulSet (C(apps)) or a ReplicationController (core C(v1)), the controller object is read too, right before
+    each of its pods' eviction (C(GET /apis/apps/v1/namespaces/<ns>/replicasets/<name>), C(.../statefulsets/<name>),
+    C(/api/v1/namespaces/<ns>/replicationcontrollers/<name>)), and the pod is evicted only when every replica it
+    wants but this pod is Ready - its C(status.readyReplicas) (absent, 0), less the pod when it is Ready itself, at
+    least its C(spec.replicas) (absent, 1 as the API server defaults it) less one - and its C(metadata.uid) is the
+    pod's C(ownerReferences) uid. A controller already short of a replica - one missing wholly (unschedulable, not
+    created yet, just deleted) - holds the pod (V(skipped),
     C(its ReplicaSet web-5d9 has 1 of 2 replicas ready) and why).
   - A controller that cannot be read - a 404, a 403, no answer, an answer that is not that object's shape, another
     object of that name (another uid) - holds the pod with what could not be read; never evicted on an unread

@@ -14,7 +14,7 @@ it too) and of the wait on a PodDisruptionBudget's 429 (``evict``: asked again e
 and secrets' names); per UID (each once), in order, one pod at a time: skipped with the reason (gone from the node,
 unreadable, a mirror pod, a DaemonSet's, a bare pod nothing recreates, another pod of its controller not Ready or
 terminating, then its ReplicaSet, StatefulSet or ReplicationController short of a Ready replica - one missing
-wholly - or unread (``_k8s.replicas``, each controller read once), an earlier pod of its controller whose
+wholly - or unread (``_k8s.replicas``, read before each eviction), an earlier pod of its controller whose
 replacement was not confirmed), else evicted with its UID as
 precondition, then - when it had owners - its replacement waited for: a pod of the SAME controller
 (ownerReferences uid, or kind and name) whose UID was not there just before the eviction, not being deleted,
@@ -351,7 +351,7 @@ class _Run(object):
         self.api, self.node, self.check_mode, self.bare_pods = api, node, check_mode, bare_pods
         self.grace, self.wait, self.sleep, self.ready_timeout = grace, wait, sleep, ready_timeout
         self.unconfirmed = []   # (owner reference, pod namespace/name)
-        self.desired = replicas.Desired(api)    # each controller's replicas read once
+        self.desired = replicas.Desired(api)    # a controller's replicas, read before each of its pods' eviction
         self.notes = {}     # uid -> why its controller's desired replicas were not read (its kind)
 
     def one(self, uid, pod, where, stage):
@@ -368,7 +368,7 @@ class _Run(object):
             except (kube.KubeError, Unreadable) as exc:
                 before, reason = None, SKIP_OWNER_UNREAD % (owner_name(pod), said(self.api, exc))
             if not reason:   # its pods all Ready: does it have every replica it wants (one missing wholly)?
-                reason, self.notes[uid] = self.desired.check(pod["namespace"], ref)
+                reason, self.notes[uid] = self.desired.check(pod["namespace"], ref, pod["ready"])
             if reason:
                 return {"uid": uid, "result": "skipped", "reason": reason}
         if self.check_mode:

@@ -10,10 +10,12 @@ so a controller already short of a replica - one wholly missing (unschedulable, 
 would pass it, and the eviction would take a second one down.
 
 For a pod whose controller is a ReplicaSet or a StatefulSet (``apps``) or a ReplicationController (core ``v1``),
-the controller object is read once per run (``Desired``, over the collection's one client ``_k8s.client.Kube``):
+the controller object is read right before each of its pods would be evicted (``Desired``, over the collection's
+one client ``_k8s.client.Kube``; an earlier read may be stale once a replacement came up or a replica went missing):
 the pod may be evicted only when the object's ``metadata.uid`` is its ownerReference's uid (another object of that
-name is not its controller) and ``status.readyReplicas`` (absent: 0) is at least ``spec.replicas`` (absent: 1, as
-the API server defaults it). An answer that cannot be read - a 404, a 403, no answer, a shape that is not the
+name is not its controller) and every replica it wants but this pod is Ready - ``status.readyReplicas`` (absent: 0),
+less this pod when it is Ready itself, at least ``spec.replicas`` (absent: 1, as the API server defaults it) less
+one. An answer that cannot be read - a 404, a 403, no answer, a shape that is not the
 object's - holds the pod with what could not be read: never evicted on an unread answer. A controller of another
 kind (a Job, a custom resource) is not read: its pod keeps the sibling check only, and its result says so.
 https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/replica-set-v1/
@@ -32,6 +34,8 @@ READ = {("apps", "ReplicaSet"): ("/apis/apps/v1", "replicasets"),
         ("apps", "StatefulSet"): ("/apis/apps/v1", "statefulsets"),
         ("", "ReplicationController"): ("/api/v1", "replicationcontrollers")}
 SHORT = "its %s %s has %d of %d replicas ready: evicting this pod would take another one down"
+SHORT_OTHERS = ("its %s %s has %d of %d replicas ready and this pod is not one of them: another replica is missing "
+                "or not Ready")
 UNREAD = "its %s %s could not be read (%s): never evicted without knowing its desired replicas"
 NOT_READ = ("the desired replicas of its %s %s were not read (they are for a ReplicaSet, StatefulSet or "
             "ReplicationController): only its other pods were checked")
@@ -74,23 +78,21 @@ def counts(answer, uid):
 
 
 class Desired(object):
-    """One run's reads of controllers (``api``: a ``_k8s.client.Kube``): each controller read once, its verdict
-    kept for every pod of it."""
+    """The reads of a run's controllers (``api``: a ``_k8s.client.Kube``), one before each pod's eviction: a verdict
+    is never kept for the next pod of the same controller (its replacement came up, or another replica went
+    missing, meanwhile)."""
 
     def __init__(self, api):
         self.api = api
-        self.seen = {}      # (namespace, group, kind, name, uid) -> (why held, note)
 
-    def check(self, ns, ref):
+    def check(self, ns, ref, pod_ready=True):
         """(why the pod is held, None) when its controller ``ref`` (an owner reference: kind, name, uid, group) in
-        namespace ``ns`` does not have all its replicas Ready or cannot be read; (None, a note) for a kind that is
-        not read; (None, None) when it may be evicted."""
-        key = (ns, ref.get("group"), ref["kind"], ref["name"], ref["uid"])
-        if key not in self.seen:
-            self.seen[key] = self._read(ns, ref)
-        return self.seen[key]
+        namespace ``ns`` would not have every replica it wants but this pod Ready (``pod_ready``: whether this pod
+        counts among the Ready ones), or cannot be read; (None, a note) for a kind that is not read; (None, None)
+        when it may be evicted."""
+        return self._read(ns, ref, pod_ready)
 
-    def _read(self, ns, ref):
+    def _read(self, ns, ref, pod_ready):
         kind, name = ref["kind"], ref["name"]
         where = READ.get((ref.get("group"), kind))
         if where is None and ref.get("group") is None and kind in [k for _g, k in READ]:
@@ -121,6 +123,6 @@ class Desired(object):
             ready, desired = counts(answer, ref["uid"])
         except (ValueError, TypeError, AttributeError) as exc:
             return UNREAD % (kind, name, "%s" % exc), None
-        if ready < desired:
-            return SHORT % (kind, name, ready, desired), None
+        if ready - (1 if pod_ready else 0) < desired - 1:
+            return (SHORT if pod_ready else SHORT_OTHERS) % (kind, name, ready, desired), None
         return None, None

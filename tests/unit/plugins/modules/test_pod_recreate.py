@@ -731,6 +731,8 @@ def test_an_eviction_without_an_answer_keeps_the_next_pod_of_its_controller(run_
 # ---- a controller short of a replica: its desired count read (_k8s.replicas) ----------------------------------
 
 SHORT = "its %s %s has %d of %d replicas ready: evicting this pod would take another one down"
+SHORT_OTHERS = ("its %s %s has %d of %d replicas ready and this pod is not one of them: another replica is missing "
+                "or not Ready")
 UNREAD = "its %s %s could not be read (%s): never evicted without knowing its desired replicas"
 PATHS = {"ReplicaSet": "/apis/apps/v1/namespaces/shop/replicasets/", "StatefulSet":
          "/apis/apps/v1/namespaces/shop/statefulsets/", "ReplicationController":
@@ -838,9 +840,10 @@ def test_a_controller_that_cannot_be_read_holds_its_pod_with_what_could_not_be_r
     assert ENV_SECRET not in json.dumps(result) and TOKEN not in json.dumps(result)
 
 
-def test_each_controller_is_read_once_per_run(run_module, monkeypatch, kubeconfig, clock):
-    """web-a and web-b (one ReplicaSet, every replica Ready) both evicted: one read of it; db-0 and db-1 (a
-    StatefulSet short of one) both held: one read of it, its reason on both."""
+def test_each_pod_reads_its_controller_right_before_its_eviction(run_module, monkeypatch, kubeconfig, clock):
+    """web-a and web-b (one ReplicaSet, every replica Ready) both evicted: the ReplicaSet read before each (a verdict
+    kept from web-a's read would not see a replica gone missing while web-a's replacement came up); db-0 and db-1 (a
+    StatefulSet short of one) both held: read for each, its reason on both."""
     pods = [pod(n, owner_name="web") for n in ("web-a", "web-b")] + [pod("web-c", node="node-b", owner_name="web")] + [
         pod(n, owner="StatefulSet", owner_name="db") for n in ("db-0", "db-1")]
     cluster = Cluster(pods, replace={"web-a": True, "web-b": True}, controllers={
@@ -853,8 +856,48 @@ def test_each_controller_is_read_once_per_run(run_module, monkeypatch, kubeconfi
         {"uid": "uid-db-0", "result": "skipped", "reason": short},
         {"uid": "uid-web-b", "pod": "shop/web-b", "result": "evicted, replacement Ready"},
         {"uid": "uid-db-1", "result": "skipped", "reason": short}]
-    assert reads(cluster) == [PATHS["ReplicaSet"] + "web", PATHS["StatefulSet"] + "db"]
+    assert reads(cluster) == [PATHS["ReplicaSet"] + "web", PATHS["StatefulSet"] + "db"] * 2
     assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["web-a", "web-b"]
+
+
+def test_a_replica_gone_missing_after_the_first_eviction_holds_the_next_pod(
+        run_module, monkeypatch, kubeconfig, clock):
+    """web-a evicted with 3 of 3 Ready; by web-b's turn the ReplicaSet says 2 of 3 (a replica gone missing
+    meanwhile, which no pod list shows): web-b is held - the count is read again, not kept from web-a's turn."""
+    pods = [pod(n, owner_name="web") for n in ("web-a", "web-b")] + [pod("web-c", node="node-b", owner_name="web")]
+    cluster = Cluster(pods, replace={"web-a": True, "web-b": True},
+                      controllers={("ReplicaSet", "web"): rs("web", "owner-web", 3, 3)})
+    real_evict = cluster.evict
+
+    def evicted_then_short(ns, name, body):
+        answer = real_evict(ns, name, body)
+        cluster.controllers[("ReplicaSet", "web")] = rs("web", "owner-web", 3, 2)
+        return answer
+
+    monkeypatch.setattr(cluster, "evict", evicted_then_short)
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a", "uid-web-b"])
+    assert result["results"] == [
+        {"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"},
+        {"uid": "uid-web-b", "result": "skipped", "reason": SHORT % ("ReplicaSet", "web", 2, 3)}], result
+    assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["web-a"]
+
+
+@pytest.mark.parametrize("ready_replicas, held", [(2, False), (1, True)], ids=["only-itself-down", "another-down"])
+def test_a_pod_that_is_not_ready_itself_is_held_only_for_another_replica(
+        run_module, monkeypatch, kubeconfig, clock, ready_replicas, held):
+    """web-a is not Ready (the ReplicaSet's readyReplicas does not count it): with its two siblings Ready (2 of 3) its
+    eviction takes no Ready replica away - evicted; with 1 of 3 another replica is missing or not Ready - held."""
+    pods = [pod("web-a", owner_name="web", ready=False), pod("web-b", node="node-b", owner_name="web"),
+            pod("web-c", node="node-b", owner_name="web")]
+    cluster = Cluster(pods, replace={"web-a": True},
+                      controllers={("ReplicaSet", "web"): rs("web", "owner-web", 3, ready_replicas)})
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+    if held:
+        assert result["results"] == [{"uid": "uid-web-a", "result": "skipped",
+                                      "reason": SHORT_OTHERS % ("ReplicaSet", "web", 1, 3)}], result
+        assert cluster.posts() == []
+    else:
+        assert result["results"] == [{"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"}]
 
 
 @pytest.mark.parametrize("kind", ["Job", "Rollout"])

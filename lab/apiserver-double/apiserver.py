@@ -37,6 +37,12 @@ the real server's JSON shapes:
   above one); the eviction follows it (429 while it allows none) but for pods the real API deletes without a
   budget check (Succeeded, Failed, Pending, terminating) and a not-Ready pod while the budget is healthy;
 - ``labelSelector`` (equality terms ``k=v,k2=v2``) on pod lists;
+- ``GET`` of a pod's controller - ``/apis/apps/v1/namespaces/<ns>/replicasets/<name>`` (and ``statefulsets``),
+  ``/api/v1/namespaces/<ns>/replicationcontrollers/<name>`` - as its pods make it (a pod's ``owner`` of that kind,
+  named its first pod's name up to the last ``-``, the uid of its ownerReferences): ``spec.replicas`` its pods not
+  terminating (or the state's ``controllers`` ``{"<ns>/<kind>/<name>": {"replicas": N}}``: a replica missing
+  wholly), ``status.readyReplicas`` those Running and Ready; 404 when no pod names it (the gVisor eviction reads it,
+  ``_k8s.replicas``);
 - ``DELETE`` of a pod (drain with ``disable_eviction``);
 - ``GET``, ``PATCH`` (merge and strategic merge of ``data``) and ``PUT`` of
   ``/api/v1/namespaces/<ns>/configmaps/<name>`` and ``GET`` of the namespace's
@@ -137,6 +143,8 @@ BUDGETS = [{"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget
             "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]},
            {"name": "poddisruptionbudgets/status", "singularName": "", "namespaced": True,
             "kind": "PodDisruptionBudget", "verbs": ["get", "patch", "update"]}]
+# the controllers the double serves (``State.controller``), by resource
+CONTROLLERS = {"replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "replicationcontrollers": "ReplicationController"}
 # the label the double puts on a pod marked "pdb": true, its budget's selector
 PDB_LABEL = "nodefix.test/pdb-of"
 GROUPS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
@@ -306,9 +314,10 @@ class State(object):
         if p.get("pdb"):
             meta["labels"][PDB_LABEL] = p.get("pdb_of", p["name"])
         if p.get("owner"):
-            first = p.get("owner_of", p["name"])    # a replacement keeps the owner of the pod it replaces
-            meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": p["owner"], "name": first.rsplit("-", 1)[0],
-                                        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/" + first)),
+            # a replacement keeps the owner of the pod it replaces; one uid a controller (its namespace, kind, name)
+            meta["ownerReferences"] = [{"apiVersion": "v1" if p["owner"] == "ReplicationController" else "apps/v1",
+                                        "kind": p["owner"], "name": self.owner_name(p),
+                                        "uid": self.owner_uid(p["namespace"], p["owner"], self.owner_name(p)),
                                         "controller": True, "blockOwnerDeletion": True}]
         if p.get("mirror"):
             meta["annotations"] = {"kubernetes.io/config.mirror": "mirror"}
@@ -320,6 +329,35 @@ class State(object):
         return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec,
                 "status": {"phase": p.get("phase", "Running"),
                            "conditions": [{"type": "Ready", "status": "True" if p.get("ready", True) else "False"}]}}
+
+    @staticmethod
+    def owner_name(p):
+        """The name of a pod's controller: its first pod's name up to the last ``-`` (a replacement's: the pod's it
+        replaces)."""
+        return p.get("owner_of", p["name"]).rsplit("-", 1)[0]
+
+    @staticmethod
+    def owner_uid(namespace, kind, name):
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, "owner/%s/%s/%s" % (namespace, kind, name)))
+
+    def controller(self, namespace, kind, name):
+        """A ReplicaSet, StatefulSet or ReplicationController as its pods make it (see the docstring); None when no
+        pod names it."""
+        mine = [p for p in self.data["pods"]
+                if p["namespace"] == namespace and p.get("owner") == kind and self.owner_name(p) == name]
+        if not mine:
+            return None
+        live = [p for p in mine if not p.get("terminating")]
+        wanted = ((self.data.get("controllers") or {}).get("%s/%s/%s" % (namespace, kind, name)) or {}).get(
+            "replicas", len(live))
+        ready = len([p for p in live if self._ready(p)])
+        status_ = {"replicas": len(live), "observedGeneration": 1}
+        if ready:   # (omitted when zero, as the real server's omitempty)
+            status_["readyReplicas"] = ready
+        return {"kind": kind, "apiVersion": "v1" if kind == "ReplicationController" else "apps/v1",
+                "metadata": {"name": name, "namespace": namespace, "uid": self.owner_uid(namespace, kind, name),
+                             "generation": 1, "resourceVersion": "1"},
+                "spec": {"replicas": wanted}, "status": status_}
 
     def budgets(self, namespace=None):
         """The PodDisruptionBudgets: one for each pod marked ``"pdb": true`` (its replacements share it),
@@ -541,6 +579,16 @@ class Handler(BaseHTTPRequestHandler):
                         return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                      "code": 201}
                     return 200, st.pod(p)
+            m = re.match(r"^(/apis/apps/v1|/api/v1)/namespaces/([^/]+)/(replicasets|statefulsets|replicationcontrollers)"
+                         r"/([^/]+)$", path)
+            if method == "GET" and m and (m.group(1) == "/api/v1") == (m.group(3) == "replicationcontrollers"):
+                base, ns, resource, name = m.groups()
+                found = st.controller(ns, CONTROLLERS[resource], name)
+                if found is None:
+                    group = "" if base == "/api/v1" else ".apps"
+                    details = dict({"name": name, "kind": resource}, **({"group": "apps"} if group else {}))
+                    return status(404, "NotFound", '%s%s "%s" not found' % (resource, group, name), details)
+                return 200, found
             m = re.match(r"^/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?$", path)
             if m:
                 return self._configmaps(method, m.group(1), m.group(2), query)

@@ -27,6 +27,19 @@ description:
     pod is skipped (C(another pod of <kind>/<name> is not Ready ...)) - this also covers an earlier run stopped
     while a replacement was not Ready yet. A pod whose controller's earlier pod in this run got no confirmed
     replacement is skipped too.
+  - The sibling check sees only the pods that exist. So for a pod whose controller is a ReplicaSet or a
+    StatefulSet (C(apps)) or a ReplicationController (core C(v1)), the controller object is read too, right before
+    each of its pods' eviction (C(GET /apis/apps/v1/namespaces/<ns>/replicasets/<name>), C(.../statefulsets/<name>),
+    C(/api/v1/namespaces/<ns>/replicationcontrollers/<name>)), and the pod is evicted only when every replica it
+    wants but this pod is Ready - its C(status.readyReplicas) (absent, 0), less the pod when it is Ready itself, at
+    least its C(spec.replicas) (absent, 1 as the API server defaults it) less one - and its C(metadata.uid) is the
+    pod's C(ownerReferences) uid. A controller already short of a replica - one missing wholly (unschedulable, not
+    created yet, just deleted) - holds the pod (V(skipped),
+    C(its ReplicaSet web-5d9 has 1 of 2 replicas ready) and why).
+  - A controller that cannot be read - a 404, a 403, no answer, an answer that is not that object's shape, another
+    object of that name (another uid) - holds the pod with what could not be read; never evicted on an unread
+    answer. A controller of another kind (a Job, a custom resource, a ReplicaSet kind of another API group) is not
+    read - its pod keeps the sibling check alone - and that pod's result carries a C(note) that says so.
   - Any other pod is evicted exactly as M(nodefix.k8s.pod_eviction) evicts it (the same code) - a C(policy/v1)
     Eviction of that pod with its UID as precondition, so a replacement that reused the name is never evicted;
     PodDisruptionBudgets honoured, a 429 asked again every O(wait_sleep) seconds until O(wait_timeout). Any 2xx
@@ -42,7 +55,7 @@ description:
     result only (never evicted on it; after its eviction, V(evicted, replacement not confirmed) with the reason);
     when the pods cannot be listed (or the kubeconfig cannot be loaded) every UID is recorded as not attempted,
     with the reason.
-  - 'Says per pod what happened in C(msg) too, one C(<pod>: <result> (<reason>\)) a pod, joined by C(; ).'
+  - 'Says per pod what happened in C(msg) too, one C(<pod>: <result> (<reason>\) [<note>]) a pod, joined by C(; ).'
   - Returns names, UIDs and results only, never a pod's spec (it holds environment values and secrets' names).
   - Runs where the kubeconfig is (usually the controller, with C(delegate_to)); needs the C(kubernetes) Python
     client, as the kubernetes.core collection does.
@@ -96,8 +109,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Lists the node's pods (and, for a pod with a controller, its namespace's) and reports, per UID,
-      V(would evict) or why not; sends no eviction.
+    details: Lists the node's pods (and, for a pod with a controller, its namespace's and reads its ReplicaSet,
+      StatefulSet or ReplicationController - read-only requests) and reports, per UID, V(would evict) or why not;
+      sends no eviction.
   diff_mode:
     support: none
     details: An eviction has no before/after text.
@@ -107,6 +121,13 @@ seealso:
   - name: API-initiated eviction
     description: The Eviction API, PodDisruptionBudgets and the 429 answer.
     link: https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/
+  - name: ReplicaSet v1 (API reference)
+    description: C(spec.replicas) (defaults to 1) and C(status.readyReplicas); StatefulSet and ReplicationController
+      have the same two fields.
+    link: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/replica-set-v1/
+  - name: StatefulSet v1 (API reference)
+    description: C(spec.replicas) and C(status.readyReplicas) of a StatefulSet.
+    link: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/stateful-set-v1/
   - module: nodefix.k8s.pod_eviction
 """
 
@@ -136,8 +157,9 @@ results:
       V(evicted, replacement not confirmed) (evicted; its replacement could not be read - with the reason);
       V(would evict) (check mode); V(gone) (no such pod by the time of the eviction); V(replaced) (the pod of that
       name has another UID); V(failed) (with the reason - the eviction's error, or V(replacement not Ready in
-      time)); V(skipped) (with the reason, no C(pod)); V(not attempted) (the pods could not be listed; with the
-      reason, no C(pod)).
+      time)); V(skipped) (with the reason, no C(pod) - among them its controller short of a Ready replica, or a
+      controller that could not be read); V(not attempted) (the pods could not be listed; with the reason, no
+      C(pod)).
   returned: always
   type: list
   elements: dict
@@ -146,6 +168,11 @@ results:
        "result": "evicted, replacement Ready"}
     - {"uid": "6a1f0c2e-5d1b-4c1e-9a7d-00000000a001", "result": "skipped",
        "reason": "DaemonSet pods are not evicted; delete it to have it recreated"}
+    - {"uid": "9b2e7d4a-1c3f-4e5a-8b6d-00000000a002", "result": "skipped",
+       "reason": "its ReplicaSet web-5d9 has 1 of 2 replicas ready: evicting this pod would take another one down"}
+    - {"uid": "3c4d5e6f-7a8b-4c9d-8e0f-00000000a003", "pod": "batch/report-28f1k", "result": "evicted, replacement Ready",
+       "note": "the desired replicas of its Job report were not read (they are for a ReplicaSet, StatefulSet or
+                ReplicationController): only its other pods were checked"}
   contains:
     uid:
       description: The UID as given.
@@ -163,8 +190,14 @@ results:
       description: Why it was skipped, not attempted or failed, or why its replacement is not confirmed.
       returned: for a pod skipped, not attempted, failed or whose replacement is not confirmed
       type: str
+    note:
+      description:
+        - Its controller is of a kind whose desired replicas are not read (not a ReplicaSet, StatefulSet or
+          ReplicationController); only the other pods of it were checked before the eviction.
+      returned: for a pod with such a controller that got past the sibling check
+      type: str
 msg:
-  description: 'Per pod what happened, C(<pod name or uid>: <result> (<reason>\)), joined by C(; ).'
+  description: 'Per pod what happened, C(<pod name or uid>: <result> (<reason>\) [<note>]), joined by C(; ).'
   returned: always
   type: str
   sample: "cart-7d4b9-abcde: evicted, replacement Ready; 6a1f0c2e-5d1b-4c1e-9a7d-00000000a001: skipped (DaemonSet

@@ -4,7 +4,8 @@ is and run by ansible-playbook on localhost against the kube-apiserver TEST DOUB
 SelfSubjectAccessReviews are validated and answered as the real API server's): besides the drain's own (get/patch
 nodes, list pods, create pods/eviction), list PodDisruptionBudgets (the drain's plan), list nodes when the storm
 breaker is on, get/patch the kubeadm kubelet ConfigMap in kube-system when the kubelet role's durable step can run
-(kubelet_durable_enabled, the name kubelet_configmap_name), get pods when the gVisor eviction is on and the
+(kubelet_durable_enabled, the name kubelet_configmap_name), get pods, apps replicasets and statefulsets and
+replicationcontrollers when the gVisor eviction is on and the
 non-resource get /readyz/etcd when the control-plane guard is on (spec.nonResourceAttributes) - and only those
 that are switched on. A denial refuses the rollout naming what was denied."""
 
@@ -79,20 +80,27 @@ def doubles(tmp_path):
 
 def test_the_preflight_asks_for_every_permission_switched_on_and_names_a_denial(tmp_path, doubles):
     apis = dict((case, doubles(case, denials)) for case, denials in (
-        ("off", []), ("all", []), ("guard_denied", [{"verb": "get", "path": "/readyz/etcd", "reason": "no"}])))
+        ("off", []), ("all", []), ("guard_denied", [{"verb": "get", "path": "/readyz/etcd", "reason": "no"}]),
+        ("owners_denied", [{"verb": "get", "group": "apps", "resource": "statefulsets", "reason": "no"}])))
     seen = refusals(tmp_path, {
         "off": {"_nodefix_drainers": [drainer(apis["off"], kubelet_durable_enabled=False)]},
         "all": {"_nodefix_drainers": [drainer(apis["all"], kubelet_configmap_name="kubelet-config-1.23",
                                               gvisor_evict_pods=True)],
                 "_nodefix_storm_percent": 20, "nodefix_control_plane": True},
         "guard_denied": {"_nodefix_drainers": [drainer(apis["guard_denied"], kubelet_durable_enabled="false")],
-                         "nodefix_control_plane": True}})
+                         "nodefix_control_plane": True},
+        "owners_denied": {"_nodefix_drainers": [drainer(apis["owners_denied"], kubelet_durable_enabled=False)],
+                          "gvisor_evict_pods": True}})
     assert seen["off"] == {} and seen["all"] == {}, seen
     assert asked(apis["off"]) == DRAIN
     cm = {"resource": "configmaps", "namespace": "kube-system", "name": "kubelet-config-1.23"}
     assert asked(apis["all"]) == DRAIN + [
         {"verb": "list", "resource": "nodes"}, dict(cm, verb="get"), dict(cm, verb="patch"),
-        {"verb": "get", "resource": "pods"}, {"verb": "get", "path": "/readyz/etcd"},
+        {"verb": "get", "resource": "pods"},
+        # (the gVisor eviction reads the controller of each pod it would evict)
+        {"verb": "get", "group": "apps", "resource": "replicasets"},
+        {"verb": "get", "group": "apps", "resource": "statefulsets"},
+        {"verb": "get", "resource": "replicationcontrollers"}, {"verb": "get", "path": "/readyz/etcd"},
         # (the storm breaker's reserve: the Leases in the lock's namespace)
         {"verb": "get", "group": "coordination.k8s.io", "resource": "leases", "namespace": "kube-system"},
         {"verb": "create", "group": "coordination.k8s.io", "resource": "leases", "namespace": "kube-system"},
@@ -101,3 +109,10 @@ def test_the_preflight_asks_for_every_permission_switched_on_and_names_a_denial(
     assert asked(apis["guard_denied"]) == DRAIN + [{"verb": "get", "path": "/readyz/etcd"}]
     msg = seen["guard_denied"]["msg"]
     assert "the API server denies this run (its kubeconfig's user) get /readyz/etcd (the control-plane guard)" in msg
+    # the gVisor eviction on (the play's gvisor_evict_pods): its controllers' reads asked, a denial named
+    assert asked(apis["owners_denied"])[len(DRAIN):] == [
+        {"verb": "get", "resource": "pods"}, {"verb": "get", "group": "apps", "resource": "replicasets"},
+        {"verb": "get", "group": "apps", "resource": "statefulsets"},
+        {"verb": "get", "resource": "replicationcontrollers"}]
+    assert "denies this run (its kubeconfig's user) get apps statefulsets (the gVisor eviction)" in \
+        seen["owners_denied"]["msg"], seen["owners_denied"]

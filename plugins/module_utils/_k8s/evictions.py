@@ -13,7 +13,9 @@ it too) and of the wait on a PodDisruptionBudget's 429 (``evict``: asked again e
 (every page), kept as names, UIDs, labels, owners and Ready/terminating only (a pod spec holds environment values
 and secrets' names); per UID (each once), in order, one pod at a time: skipped with the reason (gone from the node,
 unreadable, a mirror pod, a DaemonSet's, a bare pod nothing recreates, another pod of its controller not Ready or
-terminating, an earlier pod of its controller whose replacement was not confirmed), else evicted with its UID as
+terminating, then its ReplicaSet, StatefulSet or ReplicationController short of a Ready replica - one missing
+wholly - or unread (``_k8s.replicas``, read before each eviction), an earlier pod of its controller whose
+replacement was not confirmed), else evicted with its UID as
 precondition, then - when it had owners - its replacement waited for: a pod of the SAME controller
 (ownerReferences uid, or kind and name) whose UID was not there just before the eviction, not being deleted,
 Ready. A failed eviction or a replacement that is not Ready in time is recorded for that pod and the next one goes
@@ -36,6 +38,7 @@ import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import replicas
 
 SKIP_GONE = "no pod with this uid on node %s any more"
 SKIP_DAEMONSET = "DaemonSet pods are not evicted; delete it to have it recreated"
@@ -193,7 +196,8 @@ def evict(api, ns, name, uid=None, grace=None, wait=120, sleep=5):
 
 def brief(item):
     """What the eviction needs of a listed pod, nothing else of it (a spec holds environment values and secrets'
-    names): uid, name, namespace, labels, owners (kind, name, uid, controller), ``ready`` (Ready=True),
+    names): uid, name, namespace, labels, owners (kind, name, uid, controller, ``group``: the API group of its
+    apiVersion, None when it has none), ``ready`` (Ready=True),
     ``deleting`` (a deletionTimestamp), ``mirror``; ``unreadable``: why a part could not be read (None: all read),
     the parts read before it kept (``owners`` None when they were not)."""
     out = {"uid": None, "name": None, "namespace": None, "labels": {}, "owners": None, "ready": False,
@@ -214,7 +218,7 @@ def brief(item):
                 raise Unreadable("metadata.ownerReferences holds %.60r" % (ref,))
             owners.append({"kind": ref["kind"], "name": ref["name"],
                            "uid": ref.get("uid") if isinstance(ref.get("uid"), str) else "",
-                           "controller": ref.get("controller") is True})
+                           "controller": ref.get("controller") is True, "group": replicas.group(ref.get("apiVersion"))})
         out["owners"] = owners
         out["labels"] = dict(("%s" % k, "%s" % v) for k, v in _field(meta, "labels", dict, "metadata.").items())
         out["mirror"] = (MIRROR_ANNOTATION in _field(meta, "annotations", dict, "metadata.")
@@ -334,9 +338,10 @@ def skip_reason(node, pod, bare_pods, nameless=0):
 
 
 def line(result):
-    """One result for a person: ``<pod name or uid>: <result> (<reason>)``."""
+    """One result for a person: ``<pod name or uid>: <result> (<reason>) [<note>]``."""
     who = result["pod"].split("/", 1)[1] if result.get("pod") else result["uid"]
-    return "%s: %s" % (who, result["result"]) + (" (%s)" % result["reason"] if result.get("reason") else "")
+    return "%s: %s" % (who, result["result"]) + (" (%s)" % result["reason"] if result.get("reason") else "") + (
+        " [%s]" % result["note"] if result.get("note") else "")
 
 
 class _Run(object):
@@ -346,6 +351,8 @@ class _Run(object):
         self.api, self.node, self.check_mode, self.bare_pods = api, node, check_mode, bare_pods
         self.grace, self.wait, self.sleep, self.ready_timeout = grace, wait, sleep, ready_timeout
         self.unconfirmed = []   # (owner reference, pod namespace/name)
+        self.desired = replicas.Desired(api)    # a controller's replicas, read before each of its pods' eviction
+        self.notes = {}     # uid -> why its controller's desired replicas were not read (its kind)
 
     def one(self, uid, pod, where, stage):
         """The result of one pod (``recreate``); ``stage["at"]``: how far it went (``sent``, ``evicted``)."""
@@ -360,6 +367,8 @@ class _Run(object):
                 before, reason = preflight(self.api, pod)
             except (kube.KubeError, Unreadable) as exc:
                 before, reason = None, SKIP_OWNER_UNREAD % (owner_name(pod), said(self.api, exc))
+            if not reason:   # its pods all Ready: does it have every replica it wants (one missing wholly)?
+                reason, self.notes[uid] = self.desired.check(pod["namespace"], ref, pod["ready"])
             if reason:
                 return {"uid": uid, "result": "skipped", "reason": reason}
         if self.check_mode:
@@ -387,11 +396,13 @@ class _Run(object):
 
 def recreate(api, node, uids, check_mode=False, bare_pods=False, grace=None, wait=120, sleep=5, ready_timeout=300):
     """(changed, results) of the eviction of the pods of ``uids`` (each once, in order) on ``node``, one at a time
-    (the module docstring): each result ``{uid, result, reason}`` for a pod skipped or not attempted, ``{uid, pod,
+    (the module docstring): each result ``{uid, result, reason}`` for a pod skipped (its controller short of a Ready
+    replica or unread: ``_k8s.replicas``) or not attempted, ``{uid, pod,
     result}`` for one evicted (``evicted, replacement Ready`` once waited for), ``would evict`` (check mode:
     nothing sent), ``gone`` or ``replaced``; ``{uid, pod, result, reason}`` for ``failed`` (an eviction that
     failed, or a replacement not Ready within ``ready_timeout`` seconds) and ``evicted, replacement not confirmed``
-    (evicted; its replacement could not be read). An answer that cannot be read is that pod's result only.
+    (evicted; its replacement could not be read); ``note`` beside it when its controller is of a kind whose desired
+    replicas are not read. An answer that cannot be read is that pod's result only.
     ``changed``: a pod was (check mode: would be) evicted."""
     try:
         pods, nameless = node_pods(api, node)
@@ -422,6 +433,8 @@ def recreate(api, node, uids, check_mode=False, bare_pods=False, grace=None, wai
                 run.unconfirmed.append((controller(pod), where))
             else:
                 result = {"uid": uid, "result": "skipped", "reason": SKIP_UNREAD % why}
+        if run.notes.get(uid):
+            result["note"] = run.notes[uid]
         changed = changed or result["result"] in ("would evict", "evicted", "evicted, replacement Ready",
                                                   NOT_CONFIRMED) or stage["at"] == "evicted"
         results.append(result)

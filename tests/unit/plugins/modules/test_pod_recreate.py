@@ -7,6 +7,7 @@ listing of a namespace, and records every request. The clock is the test's own: 
 duration. Its behaviour against lab/apiserver-double through the role is test_13_rollout_double.py's."""
 
 import json
+import re
 
 import pytest
 
@@ -21,6 +22,14 @@ ENV_SECRET = "Env-Value-Of-Cart-61"
 SECRET_NAME = "cart-db-credentials"
 DAEMONSET_REASON = "DaemonSet pods are not evicted; delete it to have it recreated"
 BARE_REASON = "no controller would recreate this bare pod (see gvisor_evict_bare_pods)"
+NOT_READ = ("the desired replicas of its %s %s were not read (they are for a ReplicaSet, StatefulSet or "
+            "ReplicationController): only its other pods were checked")
+# an ownerReference's apiVersion by its kind (apps/v1 for the rest)
+API_VERSIONS = {"ReplicationController": "v1", "Job": "batch/v1", "Node": "v1", "Rollout": "argoproj.io/v1alpha1"}
+# a controller's path -> its kind
+CONTROLLER_PATH = re.compile(r"^(?:/apis/apps/v1|/api/v1)/namespaces/([^/]+)/(replicasets|statefulsets|"
+                             r"replicationcontrollers)/([^/]+)$")
+KINDS = {"replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "replicationcontrollers": "ReplicationController"}
 
 
 def pod(name, node="node-a", namespace="shop", owner="ReplicaSet", labels=None, ready=True, uid=None, owner_name=None,
@@ -33,7 +42,7 @@ def pod(name, node="node-a", namespace="shop", owner="ReplicaSet", labels=None, 
             "annotations": {"note": "kept out"}, "resourceVersion": "7"}
     if owner:
         owner_name = owner_name or name + "-owner"
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": owner_name,
+        meta["ownerReferences"] = [{"apiVersion": API_VERSIONS.get(owner, "apps/v1"), "kind": owner, "name": owner_name,
                                     "uid": "owner-" + owner_name, "controller": True}]
     if deleting:
         meta.update(deletionTimestamp="2026-12-07T17:00:00Z", deletionGracePeriodSeconds=30)
@@ -42,6 +51,24 @@ def pod(name, node="node-a", namespace="shop", owner="ReplicaSet", labels=None, 
                 {"name": "DB_PASSWORD", "value": ENV_SECRET},
                 {"name": "DB_USER", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": "user"}}}]}]},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def ready(p):
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"])
+
+
+def rs(name, uid, replicas, ready_replicas, kind="ReplicaSet", namespace="shop"):
+    """A controller object as the API server answers it (``replicas``/``ready_replicas`` None: the field left out)."""
+    obj = {"kind": kind, "apiVersion": "v1" if kind == "ReplicationController" else "apps/v1",
+           "metadata": {"name": name, "namespace": namespace, "uid": uid, "generation": 2},
+           "spec": {"selector": {"matchLabels": {"app": name}}, "template": {"spec": {"containers": [
+               {"name": "app", "env": [{"name": "DB_PASSWORD", "value": ENV_SECRET}]}]}}},
+           "status": {"replicas": replicas or 0, "observedGeneration": 2}}
+    if replicas is not None:
+        obj["spec"]["replicas"] = replicas
+    if ready_replicas is not None:
+        obj["status"]["readyReplicas"] = ready_replicas
+    return obj
 
 
 class Clock(object):
@@ -69,13 +96,36 @@ class Cluster(object):
     replacement gets Ready - True, False, n: at the n-th namespace listing after the eviction, or "terminating" (Ready
     with a deletionTimestamp)}, made by its controller (the same ownerReferences) once it is evicted; ``listing``:
     an exception or (status, body) the node's pod listing answers; ``mangle``: a function of a namespace listing's
-    page (a dict), after the first eviction; ``page``: items per page of a listing."""
+    page (a dict), after the first eviction; ``page``: items per page of a listing; ``controllers``: {(kind, name):
+    the controller's answer - an object (200), (status, text), or an exception}; a controller not given is answered
+    as its pods make it (``controller``)."""
 
     def __init__(self, pods, refuse=None, broken=None, replace=None, listing=None, page=1, conflict=None, raw=None,
-                 mangle=None):
+                 mangle=None, controllers=None):
         self.pods, self.refuse, self.broken = list(pods), dict(refuse or {}), dict(broken or {})
         self.replace, self.listing, self.page, self.seen = dict(replace or {}), listing, page, []
         self.conflict, self.raw, self.mangle, self.evicted, self.later = dict(conflict or {}), dict(raw or {}), mangle, 0, []
+        self.controllers = dict(controllers or {})
+
+    def controller(self, ns, kind, name):
+        """(status, body) of a GET of a controller: given in ``controllers``, else the object its pods in ``ns``
+        (their ownerReferences of that kind and name) make - its uid theirs, ``spec.replicas`` the pods not being
+        deleted, ``status.readyReplicas`` those Ready (a consistent controller: every replica it wants there); 404
+        when no pod names it."""
+        given = self.controllers.get((kind, name))
+        if isinstance(given, Exception):
+            raise given
+        if isinstance(given, tuple):
+            return given[0], {}, given[1].encode()
+        if given is not None:
+            return self.answer(200, given)
+        mine = [p for p in self.pods if p["metadata"]["namespace"] == ns and any(
+            o["kind"] == kind and o["name"] == name for o in p["metadata"].get("ownerReferences", []))]
+        if not mine:
+            return self.answer(404, {"kind": "Status", "reason": "NotFound", "code": 404})
+        live = [p for p in mine if "deletionTimestamp" not in p["metadata"]]
+        uid = [o["uid"] for o in mine[0]["metadata"]["ownerReferences"] if o["kind"] == kind][0]
+        return self.answer(200, rs(name, uid, len(live), len([p for p in live if ready(p)]), kind, ns))
 
     def sender(self, _api_client, _error):
         return self.send
@@ -88,6 +138,10 @@ class Cluster(object):
         query = dict(query or [])
         self.seen.append({"method": method, "path": path, "query": query, "body": body,
                           "auth": headers.get("authorization") or headers.get("Authorization")})
+        found = CONTROLLER_PATH.match(path)
+        if method == "GET" and found:
+            assert path.startswith("/api/v1/" if found.group(2) == "replicationcontrollers" else "/apis/apps/v1/")
+            return self.controller(found.group(1), KINDS[found.group(2)], found.group(3))
         if method == "GET" and path == "/api/v1/pods":
             if isinstance(self.listing, Exception):
                 raise self.listing
@@ -334,7 +388,9 @@ def test_check_mode_lists_and_says_what_it_would_do_and_evicts_nothing(run_modul
 def test_a_pod_already_gone_or_replaced_by_the_eviction_is_said_so(run_module, monkeypatch, kubeconfig, clock):
     """Listed, then gone (404) or replaced by a pod of the same name and another UID (the UID precondition's 409)
     before its eviction: nothing evicted, nothing waited for."""
-    cluster = Cluster([pod("cart-a"), pod("db-0", owner="StatefulSet")])
+    cluster = Cluster([pod("cart-a"), pod("db-0", owner="StatefulSet")], controllers={
+        ("ReplicaSet", "cart-a-owner"): rs("cart-a-owner", "owner-cart-a-owner", 1, 1),
+        ("StatefulSet", "db-0-owner"): rs("db-0-owner", "owner-db-0-owner", 1, 1, "StatefulSet")})
     real = cluster.paged
 
     def listed_then_changed(items, query):
@@ -641,11 +697,16 @@ def test_pod_eviction_takes_a_2xx_that_is_not_json_as_evicted_and_fails_on_a_409
 
 
 def test_a_pod_without_labels_is_waited_for_by_its_controller(run_module, monkeypatch, kubeconfig, clock):
-    """The replacement is found by its controller, not by labels: a pod without labels is waited for too."""
+    """The replacement is found by its controller, not by labels: a pod without labels is waited for too. A Job's
+    desired count is not read (only a ReplicaSet's, StatefulSet's or ReplicationController's): the sibling check as
+    before, and its result says the count was not read."""
     cluster = Cluster([pod("job-a", labels={}, owner="Job")], replace={"job-a": 2})
     result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-job-a"])
-    assert result["results"] == [{"uid": "uid-job-a", "pod": "shop/job-a", "result": "evicted, replacement Ready"}]
+    assert result["results"] == [{"uid": "uid-job-a", "pod": "shop/job-a", "result": "evicted, replacement Ready",
+                                  "note": NOT_READ % ("Job", "job-a-owner")}]
+    assert result["msg"] == "job-a: evicted, replacement Ready [%s]" % (NOT_READ % ("Job", "job-a-owner"))
     assert clock.slept == [5]
+    assert not [e for e in cluster.seen if "/apis/" in e["path"] or "jobs" in e["path"]]
 
 
 def test_an_eviction_without_an_answer_keeps_the_next_pod_of_its_controller(run_module, monkeypatch, kubeconfig, clock):
@@ -665,3 +726,213 @@ def test_an_eviction_without_an_answer_keeps_the_next_pod_of_its_controller(run_
     assert first["result"] == "failed" and "whether it was evicted is unknown" in first["reason"], first
     assert second["result"] == "skipped" and second["reason"].startswith("the replacement of shop/cart-a"), second
     assert third["result"] == "evicted, replacement Ready"
+
+
+# ---- a controller short of a replica: its desired count read (_k8s.replicas) ----------------------------------
+
+SHORT = "its %s %s has %d of %d replicas ready: evicting this pod would take another one down"
+SHORT_OTHERS = ("its %s %s has %d of %d replicas ready and this pod is not one of them: another replica is missing "
+                "or not Ready")
+UNREAD = "its %s %s could not be read (%s): never evicted without knowing its desired replicas"
+PATHS = {"ReplicaSet": "/apis/apps/v1/namespaces/shop/replicasets/", "StatefulSet":
+         "/apis/apps/v1/namespaces/shop/statefulsets/", "ReplicationController":
+         "/api/v1/namespaces/shop/replicationcontrollers/"}
+
+
+def reads(cluster, kind=None):
+    return [e["path"] for e in cluster.seen if any(e["path"].startswith(p) for k, p in PATHS.items()
+                                                   if kind in (None, k))]
+
+
+def replicated(kind, ready_pods, desired, ready_replicas, **cluster_args):
+    """``ready_pods`` Ready pods web-a (on node-a: the one to evict), web-b, ... (the others on node-b) of one
+    controller ``kind`` "web" whose object says ``desired`` and ``ready_replicas``."""
+    pods = [pod("web-" + "abcdefgh"[n], node="node-a" if n == 0 else "node-b", owner=kind, owner_name="web")
+            for n in range(ready_pods)]
+    return Cluster(pods, controllers={(kind, "web"): rs("web", "owner-web", desired, ready_replicas, kind)},
+                   **cluster_args)
+
+
+@pytest.mark.parametrize("kind", ["ReplicaSet", "StatefulSet", "ReplicationController"])
+@pytest.mark.parametrize("ready_pods", [2, 3], ids=["one-missing", "status-short"])
+def test_a_controller_short_of_a_ready_replica_holds_its_pod_even_when_every_other_pod_is_ready(
+        run_module, monkeypatch, kubeconfig, clock, kind, ready_pods):
+    """spec.replicas 3, readyReplicas 2: one replica missing wholly (unschedulable, not created yet) while web-a's
+    sibling is Ready - or two Ready siblings while the status counts 2 -: the sibling check passes, the controller's
+    count holds web-a (check mode too: the reads happen, nothing is sent), named in the result and in msg."""
+    for check in (False, True):
+        cluster = replicated(kind, ready_pods, 3, 2, replace={"web-a": True})
+        result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"], check_mode=check)
+        assert result["results"] == [{"uid": "uid-web-a", "result": "skipped", "reason": SHORT % (kind, "web", 2, 3)}]
+        assert result["msg"] == "uid-web-a: skipped (%s)" % (SHORT % (kind, "web", 2, 3))
+        assert result["changed"] is False and cluster.posts() == []
+        assert reads(cluster) == [PATHS[kind] + "web"]
+        assert {e["method"] for e in cluster.seen} == {"GET"}
+
+
+@pytest.mark.parametrize("kind", ["ReplicaSet", "StatefulSet", "ReplicationController"])
+def test_a_controller_with_every_replica_ready_lets_its_pod_be_evicted(run_module, monkeypatch, kubeconfig, clock,
+                                                                       kind):
+    cluster = replicated(kind, 3, 3, 3, replace={"web-a": True})
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+    assert result["results"] == [{"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"}]
+    assert [p for p, _b in cluster.posts()] == ["/api/v1/namespaces/shop/pods/web-a/eviction"]
+    assert reads(cluster) == [PATHS[kind] + "web"]
+    check = replicated(kind, 3, 3, 3)
+    result = recreate(run_module, monkeypatch, check, kubeconfig, ["uid-web-a"], check_mode=True)
+    assert result["results"] == [{"uid": "uid-web-a", "pod": "shop/web-a", "result": "would evict"}]
+    assert check.posts() == [] and reads(check) == [PATHS[kind] + "web"]
+
+
+def test_absent_counts_read_as_the_api_server_defaults_them(run_module, monkeypatch, kubeconfig, clock):
+    """No spec.replicas: 1 (the API server's default); no status.readyReplicas: 0 (omitted when zero)."""
+    held = replicated("ReplicaSet", 1, None, None)
+    result = recreate(run_module, monkeypatch, held, kubeconfig, ["uid-web-a"])
+    assert result["results"][0]["reason"] == SHORT % ("ReplicaSet", "web", 0, 1) and held.posts() == []
+    fine = replicated("ReplicaSet", 1, None, 1, replace={"web-a": True})
+    result = recreate(run_module, monkeypatch, fine, kubeconfig, ["uid-web-a"])
+    assert result["results"][0]["result"] == "evicted, replacement Ready", result
+
+
+def odd(**changes):
+    obj = rs("web", "owner-web", 3, 3)
+    for key, value in changes.items():
+        part, _dot, field = key.partition("__")
+        if field:
+            obj[part][field] = value
+        else:
+            obj[part] = value
+    return obj
+
+
+@pytest.mark.parametrize("answer,why", [
+    ((404, json.dumps({"kind": "Status", "reason": "NotFound", "message": 'replicasets.apps "web" not found'})),
+     "404: no such ReplicaSet in namespace shop"),
+    ((403, json.dumps({"kind": "Status", "reason": "Forbidden", "message": 'replicasets.apps "web" is forbidden: User '
+                       '"robot" cannot get resource "replicasets" in API group "apps" in the namespace "shop"'})),
+     '403 replicasets.apps "web" is forbidden: User "robot" cannot get resource "replicasets" in API group "apps" in '
+     'the namespace "shop"'),
+    ((200, "<html>garbage</html>"), "the API server's answer is not a JSON object ('<html>garbage</html>')"),
+    ((200, "[3]"), "the API server's answer is not a JSON object ('[3]')"),
+    (TimeoutError("timed out"), "the API server could not be reached or did not answer within 30 s (TimeoutError: "
+                                "timed out)"),
+    (odd(spec=["replicas", 3]), "spec is a list, not an object"),
+    (odd(status__readyReplicas="3"), "status.readyReplicas is '3', not a count"),
+    (odd(spec__replicas=True), "spec.replicas is True, not a count"),
+    (odd(spec__replicas=-1), "spec.replicas is -1, not a count"),
+    (odd(metadata={"name": "web"}), "metadata.uid is missing"),
+    (odd(metadata__uid="owner-web-old"), "its uid is owner-web-old, not the pod's ownerReference's owner-web: "
+                                         "another object of that name"),
+], ids=["404", "403", "html", "json-list", "timeout", "spec-list", "ready-string", "replicas-bool", "replicas-negative",
+        "no-uid", "uid-mismatch"])
+def test_a_controller_that_cannot_be_read_holds_its_pod_with_what_could_not_be_read(run_module, monkeypatch,
+                                                                                    kubeconfig, clock, answer, why):
+    """Fail closed: a 404, a 403, no answer, an answer of another shape or another object of that name (its uid not
+    the pod's ownerReference's) - web-a is held, nothing is sent; the next pod (another controller's) goes on."""
+    cluster = replicated("ReplicaSet", 3, 3, 3, replace={"api-a": True})
+    cluster.controllers[("ReplicaSet", "web")] = answer
+    cluster.pods.append(pod("api-a", owner_name="api"))
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a", "uid-api-a"])
+    assert result["results"] == [
+        {"uid": "uid-web-a", "result": "skipped", "reason": UNREAD % ("ReplicaSet", "web", why)},
+        {"uid": "uid-api-a", "pod": "shop/api-a", "result": "evicted, replacement Ready"}]
+    assert [p for p, _b in cluster.posts()] == ["/api/v1/namespaces/shop/pods/api-a/eviction"]
+    assert ENV_SECRET not in json.dumps(result) and TOKEN not in json.dumps(result)
+
+
+def test_each_pod_reads_its_controller_right_before_its_eviction(run_module, monkeypatch, kubeconfig, clock):
+    """web-a and web-b (one ReplicaSet, every replica Ready) both evicted: the ReplicaSet read before each (a verdict
+    kept from web-a's read would not see a replica gone missing while web-a's replacement came up); db-0 and db-1 (a
+    StatefulSet short of one) both held: read for each, its reason on both."""
+    pods = [pod(n, owner_name="web") for n in ("web-a", "web-b")] + [pod("web-c", node="node-b", owner_name="web")] + [
+        pod(n, owner="StatefulSet", owner_name="db") for n in ("db-0", "db-1")]
+    cluster = Cluster(pods, replace={"web-a": True, "web-b": True}, controllers={
+        ("ReplicaSet", "web"): rs("web", "owner-web", 3, 3),
+        ("StatefulSet", "db"): rs("db", "owner-db", 3, 2, "StatefulSet")})
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a", "uid-db-0", "uid-web-b", "uid-db-1"])
+    short = SHORT % ("StatefulSet", "db", 2, 3)
+    assert result["results"] == [
+        {"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"},
+        {"uid": "uid-db-0", "result": "skipped", "reason": short},
+        {"uid": "uid-web-b", "pod": "shop/web-b", "result": "evicted, replacement Ready"},
+        {"uid": "uid-db-1", "result": "skipped", "reason": short}]
+    assert reads(cluster) == [PATHS["ReplicaSet"] + "web", PATHS["StatefulSet"] + "db"] * 2
+    assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["web-a", "web-b"]
+
+
+def test_a_replica_gone_missing_after_the_first_eviction_holds_the_next_pod(
+        run_module, monkeypatch, kubeconfig, clock):
+    """web-a evicted with 3 of 3 Ready; by web-b's turn the ReplicaSet says 2 of 3 (a replica gone missing
+    meanwhile, which no pod list shows): web-b is held - the count is read again, not kept from web-a's turn."""
+    pods = [pod(n, owner_name="web") for n in ("web-a", "web-b")] + [pod("web-c", node="node-b", owner_name="web")]
+    cluster = Cluster(pods, replace={"web-a": True, "web-b": True},
+                      controllers={("ReplicaSet", "web"): rs("web", "owner-web", 3, 3)})
+    real_evict = cluster.evict
+
+    def evicted_then_short(ns, name, body):
+        answer = real_evict(ns, name, body)
+        cluster.controllers[("ReplicaSet", "web")] = rs("web", "owner-web", 3, 2)
+        return answer
+
+    monkeypatch.setattr(cluster, "evict", evicted_then_short)
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a", "uid-web-b"])
+    assert result["results"] == [
+        {"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"},
+        {"uid": "uid-web-b", "result": "skipped", "reason": SHORT % ("ReplicaSet", "web", 2, 3)}], result
+    assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["web-a"]
+
+
+@pytest.mark.parametrize("ready_replicas, held", [(2, False), (1, True)], ids=["only-itself-down", "another-down"])
+def test_a_pod_that_is_not_ready_itself_is_held_only_for_another_replica(
+        run_module, monkeypatch, kubeconfig, clock, ready_replicas, held):
+    """web-a is not Ready (the ReplicaSet's readyReplicas does not count it): with its two siblings Ready (2 of 3) its
+    eviction takes no Ready replica away - evicted; with 1 of 3 another replica is missing or not Ready - held."""
+    pods = [pod("web-a", owner_name="web", ready=False), pod("web-b", node="node-b", owner_name="web"),
+            pod("web-c", node="node-b", owner_name="web")]
+    cluster = Cluster(pods, replace={"web-a": True},
+                      controllers={("ReplicaSet", "web"): rs("web", "owner-web", 3, ready_replicas)})
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+    if held:
+        assert result["results"] == [{"uid": "uid-web-a", "result": "skipped",
+                                      "reason": SHORT_OTHERS % ("ReplicaSet", "web", 1, 3)}], result
+        assert cluster.posts() == []
+    else:
+        assert result["results"] == [{"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"}]
+
+
+@pytest.mark.parametrize("kind", ["Job", "Rollout"])
+def test_a_controller_of_another_kind_keeps_the_sibling_check_and_says_its_count_was_not_read(
+        run_module, monkeypatch, kubeconfig, clock, kind):
+    """A Job's, or a custom resource's, pod: nothing read of its controller (no such path for the kind), the sibling
+    check as before - evicted with its siblings Ready, skipped with one not Ready -, and a note in its result."""
+    note = NOT_READ % (kind, "batch")
+    cluster = Cluster([pod("batch-a", owner=kind, owner_name="batch"), pod("batch-b", owner=kind, owner_name="batch"),
+                       pod("batch-c", owner=kind, owner_name="batch", ready=False)], replace={"batch-a": True})
+    cluster.pods[2]["metadata"]["namespace"] = "other"
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-batch-a"])
+    assert result["results"] == [{"uid": "uid-batch-a", "pod": "shop/batch-a", "result": "evicted, replacement Ready",
+                                  "note": note}]
+    [p for p in cluster.pods if p["metadata"]["name"] == "batch-c"][0]["metadata"]["namespace"] = "shop"   # not Ready
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-batch-b"], check_mode=True)
+    assert result["results"][0]["result"] == "skipped", result
+    assert result["results"][0]["reason"].startswith("another pod of %s/batch is not Ready" % kind)
+    assert reads(cluster) == [] and not [e for e in cluster.seen if e["path"].startswith("/apis/")]
+
+
+def test_a_replicaset_of_another_api_group_is_not_read_as_apps(run_module, monkeypatch, kubeconfig, clock):
+    """An owner of kind ReplicaSet in another group (a custom resource) is no apps/v1 ReplicaSet: not read, noted."""
+    cluster = Cluster([pod("web-a", owner_name="web")], replace={"web-a": True})
+    cluster.pods[0]["metadata"]["ownerReferences"][0]["apiVersion"] = "example.com/v1"
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+    assert result["results"][0]["note"] == NOT_READ % ("ReplicaSet", "web") and reads(cluster) == []
+
+
+def test_a_replicaset_owner_without_an_api_version_holds_its_pod(run_module, monkeypatch, kubeconfig, clock):
+    """Which group the ReplicaSet is of cannot be told (an ownerReference the API server would refuse): held."""
+    cluster = replicated("ReplicaSet", 3, 3, 3, replace={"web-a": True})
+    for item in cluster.pods:
+        del item["metadata"]["ownerReferences"][0]["apiVersion"]
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+    assert result["results"] == [{"uid": "uid-web-a", "result": "skipped", "reason": UNREAD % (
+        "ReplicaSet", "web", "its ownerReference has no apiVersion: which API group is unknown")}]
+    assert cluster.posts() == [] and reads(cluster) == []

@@ -200,13 +200,8 @@ def ask(api, reviews):
 @redacted_main
 def main():
     module = redacting(AnsibleModule)(
-        argument_spec=dict(
-            kubeconfig=dict(type="path", required=True),
-            context=dict(type="str"),
-            node=dict(type="str", required=True),
-            reviews=dict(type="list", elements="dict", default=[]),
-            request_timeout=dict(type="int", default=30),
-        ),
+        argument_spec=dict(kube.argument_spec(required=True, node=True, request_timeout=30),
+                           reviews=dict(type="list", elements="dict", default=[])),
         supports_check_mode=True,
     )
     if not kube.available():
@@ -221,10 +216,7 @@ def main():
     if bad:
         module.fail_json(msg="each review needs a verb and a resource (or a path), every attribute a string: %s"
                          % "; ".join(bad))
-    try:
-        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
-    except kube.KubeConfigError as exc:
-        module.fail_json(msg="%s" % exc)
+    api = kube.module_client(module, node_api.NodeApi)
     try:
         found = api.get_node(p["node"]) is not None
     except kube.KubeError as exc:

@@ -215,6 +215,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
@@ -222,10 +223,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as
 
 def argument_spec():
     return dict(
+        kube.argument_spec(required=True, node=True),
         state=dict(type="str", choices=["acquire", "release"], default="acquire"),
-        node=dict(type="str", required=True),
-        kubeconfig=dict(type="path", required=True),
-        context=dict(type="str"),
         allow=dict(type="bool", default=False),
         hint=dict(type="bool", default=False),
         accept_quorum_loss=dict(type="bool", default=False),

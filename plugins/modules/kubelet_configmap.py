@@ -197,7 +197,6 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._kubelet import config_yaml
@@ -209,9 +208,7 @@ KEY = "kubelet"
 
 def argument_spec():
     return dict(
-        kubeconfig=dict(type="path"),
-        context=dict(type="str"),
-        request_timeout=dict(type="int", default=30),
+        kube.argument_spec(request_timeout=30),
         namespace=dict(type="str", default="kube-system"),
         name=dict(type="str", default="kubelet-config"),
         settings=dict(type="dict", required=True),
@@ -306,11 +303,7 @@ class ConfigMap(object):
         self.module, self.ns, self.name = module, p["namespace"], p["name"]
         self.where = "%s/%s" % (self.ns, self.name)
         self.path = "/api/v1/namespaces/%s/configmaps/%s" % (kube.name(self.ns), kube.name(self.name))
-        try:
-            self.api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
-        except NodefixError as exc:
-            module.fail_json(msg="ConfigMap %s: cannot load the kubeconfig %s: %s"
-                                 % (self.where, p["kubeconfig"] or "(default)", exc))
+        self.api = kube.module_client(module, where="ConfigMap %s: " % self.where)
 
     def said(self, exc):
         """What the API server said (or that it did not answer)."""

@@ -160,18 +160,16 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import node_cordon
 
 
 def argument_spec():
     return dict(
-        kubeconfig=dict(type="path", required=True),
-        context=dict(type="str"),
-        node=dict(type="str", required=True),
+        kube.argument_spec(required=True, node=True, request_timeout=30),
         run_id=dict(type="str", required=True),
         cordon=dict(type="bool", default=False),
-        request_timeout=dict(type="int", default=30),
     )
 
 
@@ -181,8 +179,8 @@ def main():
     p = module.params
     if not p["node"].strip() or not p["run_id"].strip():
         module.fail_json(msg="bad input: node and run_id must not be empty; nothing read or written")
+    api = kube.module_client(module, node_api.NodeApi, reclaim={})
     try:
-        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
         out = node_cordon.run(api, p["node"], p["run_id"], p["cordon"], module.check_mode)
     except node_cordon.CordonError as exc:
         extra = {} if exc.cordoned_before is None else {"cordoned_before": exc.cordoned_before}

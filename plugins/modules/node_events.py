@@ -221,7 +221,7 @@ def post(module, events, note):
     O(request_timeout) (the collection's one API client, _k8s.client; the posting is _k8s.events_api's)."""
     p = module.params
     try:
-        api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
+        api = kube.from_params(p)
     except NodefixError as exc:
         return 0, False, ["cannot load the kubeconfig %s: %s" % (p["kubeconfig"], exc)]
     instance = p["instance"] or trail.cut_bytes(socket.gethostname(), trail.INSTANCE_MAX, "")
@@ -232,9 +232,7 @@ def post(module, events, note):
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(
-            kubeconfig=dict(type="path", required=True),
-            context=dict(type="str"),
-            node=dict(type="str", required=True),
+            kube.argument_spec(required=True, node=True, request_timeout=10.0),
             namespace=dict(type="str", default="default", choices=list(trail.NODE_EVENT_NAMESPACES)),
             run_id=dict(type="str", required=True),
             instance=dict(type="str"),
@@ -249,7 +247,6 @@ def main():
             drain_error=dict(type="str", default=""),
             cordoned_before=dict(type="bool", default=False),
             annotate=dict(type="bool", default=True),
-            request_timeout=dict(type="float", default=10.0),
         ),
         supports_check_mode=True,
     )

@@ -232,12 +232,9 @@ def wait_ready(api, name, wait_timeout, wait_sleep, clock=time.monotonic, sleep=
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(
-            kubeconfig=dict(type="path", required=True),
-            context=dict(type="str"),
-            node=dict(type="str", required=True),
+            kube.argument_spec(required=True, node=True, request_timeout=30),
             wait_timeout=dict(type="int", default=120),
             wait_sleep=dict(type="int", default=5),
-            request_timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -249,7 +246,7 @@ def main():
     if p["wait_timeout"] < 0 or p["wait_sleep"] < 1 or p["request_timeout"] < 1:
         module.fail_json(msg="wait_timeout must not be negative, wait_sleep and request_timeout must be at least 1 s")
     try:
-        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
+        api = kube.from_params(p, node_api.NodeApi)
     except kube.KubeConfigError as exc:
         error = str(exc)
         module.exit_json(changed=False, ready=None, found=None, conditions=[], waited=0, reads=0, error=error,

@@ -203,13 +203,10 @@ def release(api, name, run_id, here, check_mode):
 @redacted_main
 def main():
     module = redacting(AnsibleModule)(argument_spec=dict(
-        kubeconfig=dict(type="path", required=True),
-        context=dict(type="str"),
-        node=dict(type="str", required=True),
+        kube.argument_spec(required=True, node=True, request_timeout=30),
         state=dict(type="str", choices=["claim", "release"], default="claim"),
         run_id=dict(type="str", required=True),
         lease=dict(type="int", default=rollout.DEFAULT_LEASE),
-        request_timeout=dict(type="int", default=30),
     ), supports_check_mode=True)
     p = module.params
     if not p["node"].strip() or not p["run_id"].strip() or p["lease"] < 60:
@@ -217,8 +214,8 @@ def main():
                              "nothing read or written")
     here = rollout.controller()
     now = datetime.datetime.now(datetime.timezone.utc)
+    api = kube.module_client(module, node_api.NodeApi)
     try:
-        api = node_api.NodeApi(p["kubeconfig"], p["context"], p["request_timeout"])
         if p["state"] == "claim":
             out = claim(api, p["node"], p["run_id"], p["lease"], now, here, module.check_mode)
         else:

@@ -42,12 +42,6 @@ options:
   uid:
     description: UID the pod must have; the eviction is refused by the API server when the pod was replaced.
     type: str
-  kubeconfig:
-    description: Path of a kubeconfig; without it the client's default (C(KUBECONFIG), C(~/.kube/config)) is used.
-    type: path
-  context:
-    description: Context of the kubeconfig to use (default, its current context).
-    type: str
   grace_period_seconds:
     description: Termination grace period for the evicted pod (default, the pod's own); at least V(0).
     type: int
@@ -67,6 +61,7 @@ options:
     default: 30
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.node_api.default_kubeconfig
 attributes:
   check_mode:
     support: full
@@ -117,17 +112,8 @@ attempts:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import evictions
-
-
-def _api(module):
-    """The collection's one API client (_k8s.client), every request bounded by O(request_timeout)."""
-    try:
-        return kube.Kube(module.params["kubeconfig"], module.params["context"], module.params["request_timeout"])
-    except NodefixError as exc:
-        module.fail_json(msg="cannot load the kubeconfig %s: %s" % (module.params["kubeconfig"] or "(default)", exc))
 
 
 def _read(module, api, ns, name):
@@ -153,15 +139,13 @@ def _evict(module, api, ns, name, uid):
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(
+            kube.argument_spec(request_timeout=30),
             name=dict(type="str", required=True),
             namespace=dict(type="str", required=True),
             uid=dict(type="str"),
-            kubeconfig=dict(type="path"),
-            context=dict(type="str"),
             grace_period_seconds=dict(type="int"),
             wait_timeout=dict(type="int", default=120),
             wait_sleep=dict(type="int", default=5),
-            request_timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -180,7 +164,8 @@ def main():
         module.fail_json(msg="grace_period_seconds must not be negative")
     if p["request_timeout"] <= 0:
         module.fail_json(msg="request_timeout must be more than 0 seconds")
-    api = _api(module)
+    # the collection's one API client (_k8s.client), every request bounded by O(request_timeout)
+    api = kube.module_client(module, where="cannot load the kubeconfig %s: " % (p["kubeconfig"] or "(default)"))
     pod = _read(module, api, ns, name)
     if pod is None:
         module.exit_json(changed=False, result="gone", attempts=0)

@@ -73,12 +73,6 @@ options:
     type: list
     elements: str
     required: true
-  kubeconfig:
-    description: Path of a kubeconfig; without it the client's default (C(KUBECONFIG), C(~/.kube/config)) is used.
-    type: path
-  context:
-    description: Context of the kubeconfig to use (default, its current context).
-    type: str
   bare_pods:
     description: Also evict pods no controller owns (nothing recreates them).
     type: bool
@@ -106,6 +100,7 @@ options:
     default: 30
 extends_documentation_fragment:
   - nodefix.k8s.attributes
+  - nodefix.k8s.node_api.default_kubeconfig
 attributes:
   check_mode:
     support: full
@@ -216,16 +211,14 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import evictions
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(
+            kube.argument_spec(request_timeout=30),
             node=dict(type="str", required=True),
             uids=dict(type="list", elements="str", required=True),
-            kubeconfig=dict(type="path"),
-            context=dict(type="str"),
             bare_pods=dict(type="bool", default=False),
             grace_period_seconds=dict(type="int"),
             wait_timeout=dict(type="int", default=120),
             wait_sleep=dict(type="int", default=5),
             replacement_timeout=dict(type="int", default=300),
-            request_timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -251,7 +244,7 @@ def main():
     if not uids:
         module.exit_json(changed=False, results=[], msg="no pod to recreate")
     try:
-        api = kube.Kube(p["kubeconfig"], p["context"], p["request_timeout"])
+        api = kube.from_params(p)
     except NodefixError as exc:    # (the kubeconfig's error: scrubbed of its credentials by the client)
         results = evictions.not_attempted(p["node"], uids, exc.msg)
         module.exit_json(changed=False, results=results, msg="; ".join(evictions.line(r) for r in results))

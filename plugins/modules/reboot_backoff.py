@@ -181,6 +181,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import node_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import backoff as reboot_backoff
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record as rollout_record
@@ -188,10 +189,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._rollout import record
 
 def argument_spec():
     return dict(
+        kube.argument_spec(required=True, node=True),
         state=dict(type="str", choices=["check", "record"], default="check"),
-        kubeconfig=dict(type="path", required=True),
-        context=dict(type="str"),
-        node=dict(type="str", required=True),
         reasons=dict(type="list", elements="dict", required=True),
         backoff=dict(type="str", default=reboot_backoff.DEFAULT_BACKOFF),
         run_id=dict(type="str", default=""),

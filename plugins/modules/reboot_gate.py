@@ -312,6 +312,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import No
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import reboot_api
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import gate as reboot_gate_lib
 from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control_plane as reboot_control_plane
@@ -319,11 +320,9 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._reboot import control
 
 def argument_spec():
     spec = prometheus_client.argument_spec()
+    spec.update(kube.argument_spec(node=True))
     spec.update(
         state=dict(type="str", choices=["acquire", "check", "release", "reclaim"], default="acquire"),
-        node=dict(type="str", required=True),
-        kubeconfig=dict(type="path"),
-        context=dict(type="str"),
         reason=dict(type="str", default=""),
         window_days=dict(type="list", elements="str"),
         window_start=dict(type="str", default="00:00"),

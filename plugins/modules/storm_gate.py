@@ -290,6 +290,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import cluster_nodes
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.records import read_records, write_record
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.storm import (
@@ -311,6 +312,7 @@ def cluster_view(p):
 def main():
     module = redacting(AnsibleModule)(
         argument_spec=dict(
+            kube.argument_spec(),
             nodes=dict(type="dict", default={}),
             percent=dict(type="raw", default=20),
             min_nodes=dict(type="int", default=2),
@@ -320,8 +322,6 @@ def main():
             slice=dict(type="str"),
             rollout=dict(type="str"),
             record=dict(type="bool", default=True),
-            kubeconfig=dict(type="path"),
-            context=dict(type="str"),
             node_selector=dict(type="str"),
             api_timeout=dict(type="int", default=30),
             wait=dict(type="int", default=0),

@@ -142,6 +142,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import names as audit_names
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.exit import redacted_main, redacting
+from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import transport as prometheus_transport
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
@@ -150,6 +151,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._triage import run as 
 
 def argument_spec():
     spec = prometheus_client.argument_spec()
+    spec.update(kube.argument_spec())
     spec.update(
         prometheus_url=dict(type="str", required=True),
         prometheus_timeout=dict(type="int", default=30),
@@ -158,8 +160,6 @@ def argument_spec():
         require_node_clock=dict(type="bool", default=True),
         expected_nodes=dict(type="str", choices=["kube_state_metrics", "kubernetes", "list"], default="kube_state_metrics"),
         nodes=dict(type="list", elements="str", default=[]),
-        kubeconfig=dict(type="path"),
-        context=dict(type="str"),
         exporter_job=dict(type="str", default="node|.*node[-_]exporter.*"),
         selector=dict(type="str"),
         kube_state_metrics_job=dict(type="str", default="kube-state-metrics|.*kube-state-metrics.*"),

@@ -118,5 +118,5 @@ def test_the_kubelet_role_reaches_the_api_server_through_the_one_client():
                     calls.setdefault(rel, []).append(item["nodefix.k8s.kubelet_configmap"]["apply"])
     assert calls == {"roles/kubelet/tasks/durable.yml": [False], "roles/kubelet/tasks/durable_patch.yml": [True]}
     module = read("plugins/modules/kubelet_configmap.py")
-    assert "kube.Kube(" in module and "kubelet_plan.configmap_plan(" in module
+    assert "kube.module_client(" in module and "kubelet_plan.configmap_plan(" in module
     assert "kubelet_plan.configmap_plan(" in read("plugins/filter/kubelet.py")

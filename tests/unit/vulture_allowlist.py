@@ -15,6 +15,7 @@ handle_error  # socketserver.BaseServer: called on a request's exception (benchm
 # Looked up by Ansible, not called by name:
 ModuleDocFragment  # doc_fragments/*.py
 PLUGIN  # doc_fragments/prometheus.py: the plugins' section (nodefix.k8s.prometheus.plugin)
+DEFAULT_KUBECONFIG  # doc_fragments/node_api.py: the optional kubeconfig (nodefix.k8s.node_api.default_kubeconfig)
 FilterModule  # filter/*.py
 filters  # FilterModule.filters
 transport  # lab/connection_plugins: the connection plugin's class attributes

@@ -371,3 +371,39 @@ def name(value):
         raise KubeNameError("%r cannot be the name of a Kubernetes object in an API path (not '', '.' or '..'): "
                             "nothing asked" % (value,))
     return quote(value, safe="")
+
+
+def argument_spec(required=False, node=False, request_timeout=None):
+    """The options every module whose API calls go through ``Kube`` takes, as its argument spec takes them (each
+    module adds its own): ``kubeconfig`` - a path, ``required`` by the modules of one Node, otherwise the client's
+    default or in-cluster - and ``context``; with ``node``, the Node's name (required); with ``request_timeout``
+    (its default: an int, or a float where fractions of a second are allowed), each request's seconds - the option
+    ``from_params`` and ``module_client`` read. Their text is the module's, or the doc fragment
+    nodefix.k8s.node_api's (``kubeconfig`` required, ``context``, ``node``; ``node_api.default_kubeconfig``:
+    ``kubeconfig`` optional, ``context``)."""
+    spec = dict(kubeconfig=dict(type="path", required=True) if required else dict(type="path"),
+                context=dict(type="str"))
+    if node:
+        spec["node"] = dict(type="str", required=True)
+    if request_timeout is not None:
+        spec["request_timeout"] = dict(type="float" if isinstance(request_timeout, float) else "int",
+                                       default=request_timeout)
+    return spec
+
+
+def from_params(params, make=None):
+    """``make`` (default ``Kube``; or an API object over it such as ``node_api.NodeApi``) of a module's
+    ``kubeconfig``, ``context`` and ``request_timeout`` (``argument_spec``); KubeConfigError (a NodefixError) as
+    ``make`` raises."""
+    return (make or Kube)(params["kubeconfig"], params["context"], params["request_timeout"])
+
+
+def module_client(module, make=None, where="", **extra):
+    """``from_params`` of ``module``'s parameters; a client that cannot be built fails the module: ``where`` (what
+    the module was about to do, ending in ": ") and the client's reason (``kubeconfig <path> could not be loaded:
+    ...``, its credentials scrubbed), ``extra`` added to the result."""
+    try:
+        return from_params(module.params, make)
+    except NodefixError as exc:
+        module.fail_json(msg="%s%s" % (where, exc), **extra)
+        raise   # (fail_json exits)

@@ -224,3 +224,37 @@ def test_an_evictions_429_names_its_retry_after_header_and_a_500_is_its_own_answ
     server.answers, server.seen[:] = [(500, {}, {"kind": "Status", "code": 500, "message": "boom %s" % TOKEN})], []
     assert evictions.evict("default", "web-1", budget=30) == (500, None, "boom <redacted>")
     assert len(server.seen) == 1 and waits == []
+
+
+def test_the_api_modules_options_are_one_spec_each_module_adds_its_own_to():
+    """kubeconfig and context as every API module takes them; node and request_timeout where it asks for them (an
+    int or a float default, its type)."""
+    assert kube.argument_spec() == {"kubeconfig": {"type": "path"}, "context": {"type": "str"}}
+    assert kube.argument_spec(required=True, node=True, request_timeout=30) == {
+        "kubeconfig": {"type": "path", "required": True}, "context": {"type": "str"},
+        "node": {"type": "str", "required": True}, "request_timeout": {"type": "int", "default": 30}}
+    assert kube.argument_spec(request_timeout=10.0)["request_timeout"] == {"type": "float", "default": 10.0}
+    assert kube.argument_spec() is not kube.argument_spec()     # each module's own dict to add to
+
+
+class Module(object):
+    """The little of AnsibleModule ``module_client`` uses: params, and a fail_json that exits."""
+
+    def __init__(self, **params):
+        self.params, self.failed = dict({"context": None, "request_timeout": 5}, **params), None
+
+    def fail_json(self, **result):
+        self.failed = result
+        raise SystemExit(1)
+
+
+def test_a_module_gets_its_client_of_its_options_or_fails_with_the_clients_reason(tmp_path, server):
+    module = Module(kubeconfig=kubeconfig(tmp_path, server.server.server_address[1]))
+    assert isinstance(kube.module_client(module), kube.Kube) and module.failed is None
+    made = kube.from_params(dict(module.params, request_timeout=7), lambda *args: args)
+    assert made == (module.params["kubeconfig"], None, 7)
+    module = Module(kubeconfig="/nonexistent")
+    with pytest.raises(SystemExit):
+        kube.module_client(module, where="ConfigMap a/b: ", status=None)
+    assert module.failed["msg"].startswith("ConfigMap a/b: kubeconfig /nonexistent could not be loaded: ")
+    assert module.failed["status"] is None

@@ -364,6 +364,14 @@ def test_an_api_server_that_cannot_be_reached_fails_naming_the_configmap(run):
                                     "reached or did not answer within 2 s ("), result["msg"]
 
 
+def test_a_kubeconfig_that_cannot_be_loaded_fails_naming_the_configmap_and_the_clients_reason_once(run_module):
+    result, failed, _table = run_module(kubelet_configmap, {"kubeconfig": "/nonexistent/kubeconfig",
+                                                            "settings": SETTINGS})
+    assert failed and result["msg"].startswith(
+        "ConfigMap kube-system/kubelet-config: kubeconfig /nonexistent/kubeconfig could not be loaded: "), result["msg"]
+    assert result["msg"].count("/nonexistent/kubeconfig") == 1, result["msg"]
+
+
 def test_an_error_names_the_configmap_and_the_apis_reason_never_the_token(api, run):
     api.answer = (403, {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
                         "message": 'configmaps "kubelet-config" is forbidden: User "system:anonymous" cannot get '

@@ -186,9 +186,10 @@ class ActionModule(ActionBase):
         found = unreadable + preflight_vars.problems(args, values, playbook, list(ignore))
         kubeconfig = any(v.get("nodefix_kubeconfig") not in (None, "") for v in values.values())
         found += prerequisite_problems(playbook, kubeconfig)
-        if playbook == "remediate":  # the triage's orphans never, its clean nodes only when asked
-            allow_clean = boolean(self._task.args.get("triage_remediate_clean") or False, strict=False)
-            found += triage_problems(dict((h, v) for h, v in values.items() if h != PLAY_VARS), allow_clean)
+        # the triage's orphans never a host of a playbook that connects (audit, npd, remediate), its clean nodes
+        # remediated only when asked
+        allow_clean = boolean(self._task.args.get("triage_remediate_clean") or False, strict=False)
+        found += triage_problems(dict((h, v) for h, v in values.items() if h != PLAY_VARS), playbook, allow_clean)
         # a nodefix_targets pattern that matched no host: every play of the playbook would be skipped, exit 0
         targets = self._task.args.get("targets")
         if targets is not None and not self._task.args.get("targets_matched"):

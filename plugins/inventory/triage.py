@@ -38,8 +38,14 @@ description:
     own clock (node_exporter's C(node_time_seconds) against its scrape's time) is off by more, is unknown
     (C(clock_skew)); one whose clock cannot be read (no C(node_time_seconds)) is unknown too (C(no_clock)) unless
     O(require_node_clock=false).
-  - With O(cache), a cached triage is a miss when any node's verdict would now be older than O(max_audit_age) (its
-    audit's age at the evaluation plus the time since), whatever O(cache_timeout) says.
+  - The triage is never served from Ansible's inventory cache, nor written to it - every parse asks Prometheus. A
+    cached triage would call a node clean that Prometheus no longer does (its exporter down, a corrupt textfile, a new
+    finding) and miss a new Node and the fleet size the storm breaker counts against. The O(cache) options are
+    accepted and ignored; O(cache=true) warns.
+  - An expected node whose name or internal IP is the controller itself (C(localhost), C(127.0.0.1), C(::1), any
+    loopback or unspecified address, C(*.localhost)) is classified and counted but never a host - a host so named
+    or with that C(ansible_host) would run the next play on the controller; C(nodefix_triage_summary.not_hosts)
+    names it, with why.
   - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
 author: nodefix.k8s developers (@nodefix)
 extends_documentation_fragment:
@@ -71,12 +77,12 @@ options:
 notes:
   - Host vars - C(nodefix_triage) (C(state), C(ids), C(findings), C(reasons), C(notes), C(audit_age_s), C(not_counted))
     and C(ansible_host) from the node's internal IP when the source knows it. C(all) vars - C(nodefix_triage_summary)
-    (counts, unknown by reason, evaluation time, requests) and C(nodefix_triage_fleet_size).
+    (counts, unknown by reason, evaluation time, requests, C(not_hosts)) and C(nodefix_triage_fleet_size).
   - Groups - C(nodefix_triage_targets) (children C(nodefix_triage_findings) and C(nodefix_triage_unknown)),
     C(nodefix_triage_orphans), C(nodefix_triage_clean) (O(add_clean_hosts)), C(nodefix_finding_<id>) (dots as
     underscores; an id not of the collection's own C(<check>.<name>) shape gets a short hash of itself after it, so
-    that two ids never share a group) and C(nodefix_severity_<level>). An orphan named C(localhost) or
-    C(127.0.0.1) (Prometheus scraping its own node_exporter) is counted, never made a host.
+    that two ids never share a group) and C(nodefix_severity_<level>). An orphan named C(localhost), C(127.0.0.1)
+    or any other loopback name or address (Prometheus scraping its own node_exporter) is counted, never made a host.
   - How it decides, how stale is stale and how to alert on unknown - docs/triage.md.
 seealso:
   - name: The triage, its classes and reasons
@@ -103,9 +109,7 @@ keyed_groups:
 # nodes: [node-a, node-b]
 """
 
-import datetime
 import hashlib
-import json
 import re
 
 from ansible import constants as C
@@ -232,7 +236,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         # EVERYTHING of the parse fails it (the config's own errors, an answer of an odd shape, a bug): Ansible
         # would make any exception a warning and an empty inventory (fail()); every message redacted
         try:
-            self._parse(path, cache)
+            self._parse(path)
             return
         except NodefixError as exc:
             msg = exc.msg
@@ -240,64 +244,30 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             msg = "%s: %s" % (type(exc).__name__, exc)
         fail(self._scrub("nodefix.k8s.triage: %s (source %s)" % (msg, path)))
 
-    def _cached(self, key, max_audit_age, add_clean):
-        """The cached triage, or None: a miss, also when a node's verdict would now be older than ``max_audit_age``
-        (its audit's age at the evaluation plus the time since) or the record is from the future - an old verdict is
-        never served as current (docs/triage.md) - and when clean hosts are asked of a triage that did not list them
-        (a lean one, cached before the file set ``add_clean_hosts``)."""
-        try:
-            result = self._cache[key]
-        except KeyError:
-            return None
-        if add_clean and isinstance(result, dict) and result.get("clean_listed") is False:
-            return None
-        return result if triage_run.served_from_cache(result, max_audit_age) else None
-
-    def _settings_key(self, conf):
-        """A hash of everything that decides the triage's result (the classifier's settings, where the expected nodes
-        come from, the server, the tenant and user that ask, the day - waivers expire by the day): a cache written
-        under other settings is a miss, never another file's or tenant's verdicts. No credential's value is in it."""
-        headers = self.get_option("prometheus_headers") or {}
-        credentials = secret_values.of_mapping(headers) if isinstance(headers, dict) else set()
-        decided = {"conf": conf, "day": datetime.date.today().isoformat(),
-                   "server": prometheus_client.safe_url(str(self.get_option("prometheus_url"))),
-                   "expected": [self.get_option(o) for o in ("expected_nodes", "nodes", "kubeconfig", "context")],
-                   # who asks (a tenant header, the user - Mimir's tenant behind basic auth -, the token file's path):
-                   # another tenant's verdicts are never served; a credential's value is not in the key
-                   "who": [sorted((str(k), "" if v in credentials else str(v)) for k, v in headers.items())
-                           if isinstance(headers, dict) else None,
-                           self.get_option("prometheus_username"), self.get_option("prometheus_token_file")]}
-        text = json.dumps(decided, sort_keys=True, default=repr)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
     def _option_names(self):
         try:
             return list(C.config.get_configuration_definitions("inventory", self._load_name) or ())
         except Exception:  # pylint: disable=broad-except  # no definitions known: the error names no option
             return []
 
-    def _parse(self, path, cache):
+    def _parse(self, path):
         try:
             self._read_config_data(path)
         except Exception as exc:  # pylint: disable=broad-except  # Ansible's text quotes the value: never shown
             raise NodefixError(config_error(exc, self._option_names()))
         conf = self._conf()
-        key = "%s_%s" % (self.get_cache_key(path), self._settings_key(conf))
-        add_clean = bool(self.get_option("add_clean_hosts"))
-        result = self._cached(key, conf["max_audit_age"], add_clean) if self.get_option("cache") and cache else None
-        fresh = result is None
-        if fresh:
-            # the clean nodes' records only when they become hosts: counted either way, none built or redacted else
-            result = triage_run.triage(self._client(), conf, self.get_option("expected_nodes"),
-                                       nodes=self.get_option("nodes"), kubeconfig=self.get_option("kubeconfig"),
-                                       context=self.get_option("context"), clean_records=add_clean)
-        # redacted before it is cached or populated: triage_run.triage redacts a fresh one with the client's credential
-        # values (this parse's: the options' password and headers, the token it read); a cache written before it
-        # did is redacted here. Not twice: each pass redacts every node's name and address (0.3 CPU s at 10,000)
-        if not fresh:
-            result = triage_run.redacted(result, self._secrets())
-        if fresh and self.get_option("cache"):
-            self._cache[key] = result
+        if self.get_option("cache"):
+            display.warning("nodefix.k8s.triage: cache is ignored - every parse asks Prometheus: a cached verdict "
+                            "would hide a node that broke since (docs/triage.md)")
+        # never from a cache, never written to one: a cached triage would call a node clean that Prometheus says is
+        # not now (an exporter down, a new finding) and miss a new Node and the fleet size the storm breaker uses.
+        # The clean nodes' records only when they become hosts: counted either way, none built or redacted else.
+        # triage_run.triage redacts the answer with the client's credential values (this parse's: the options'
+        # password and headers, the token it read) before it is populated
+        result = triage_run.triage(self._client(), conf, self.get_option("expected_nodes"),
+                                   nodes=self.get_option("nodes"), kubeconfig=self.get_option("kubeconfig"),
+                                   context=self.get_option("context"),
+                                   clean_records=bool(self.get_option("add_clean_hosts")))
         triage_classify.check_unknown_budget(conf, result)
         self._populate(result)
 
@@ -323,7 +293,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         strict = strict if any(self.get_option(o) for o in ("compose", "groups", "keyed_groups")) else None
         for name, record in sorted(result["nodes"].items()):
             state = record["state"]
-            if state == "clean" and not add_clean:
+            if (state == "clean" and not add_clean) or record.get("not_a_host"):
+                # a name or internal IP that is the controller itself (run.refuse_loopback): a host so named or with
+                # that address would run the next play on the controller; summary.not_hosts names it, with why
                 continue
             self._add(name, record, {"findings": FINDINGS, "unknown": UNKNOWN, "clean": CLEAN}[state])
             if state == "findings":
@@ -333,17 +305,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     self.inventory.add_child(self.inventory.add_group(group_name("nodefix_severity_", level)), name)
             self._construct(name, strict)
         for name, record in sorted(result["orphans"].items()):
-            if name in C.LOCALHOST:
+            if triage_run.loopback(name):
                 # Prometheus scraping its own node_exporter (localhost:9100): a host named so would take the place of
                 # Ansible's implicit localhost (its local connection) in every play of the run; counted in the summary
                 continue
             self._add(name, record, ORPHANS)
             self._construct(name, strict)
-        # what Prometheus answered (warnings) and the URL are never templates; the rest is the triage's own numbers,
-        # codes and texts (every host of --list carries all's vars: marking those costs a copy a host)
+        # what Prometheus answered (warnings, the node names of not_hosts) and the URL are never templates; the rest is
+        # the triage's own numbers, codes and texts (every host of --list carries all's vars: marking those costs a
+        # copy a host)
         summary = result["summary"]
         self.inventory.set_variable("all", "nodefix_triage_summary", dict(summary, **dict(
-            (k, wrap_var(summary[k])) for k in ("warnings", "prometheus") if k in summary)))
+            (k, wrap_var(summary[k])) for k in ("warnings", "prometheus", "not_hosts") if k in summary)))
         self.inventory.set_variable("all", "nodefix_triage_fleet_size", result["summary"]["fleet_size"])
 
     def _construct(self, name, strict):

@@ -61,10 +61,11 @@ options:
     version_added: 1.2.0
   triage_remediate_clean:
     description:
-      - For O(playbook=remediate) - the hosts the triage put in the inventory are judged by their C(nodefix_triage.state)
-        - an orphan (exports to Prometheus, not an expected node) is always refused, a node found clean
-        (the inventory plugin's C(add_clean_hosts)) unless this is true (C(nodefix_triage_remediate_clean)). Both are
-        hosts of C(all), the default target pattern.
+      - The hosts the triage put in the inventory are judged by their C(nodefix_triage.state) - an orphan (exports to
+        Prometheus, not an expected node) is always refused by every playbook that connects to the nodes
+        (O(playbook=audit), V(npd), V(remediate); not V(merge)); for O(playbook=remediate) a node found clean
+        (the inventory plugin's C(add_clean_hosts)) is refused unless this is true (C(nodefix_triage_remediate_clean)).
+        Both are hosts of C(all), the default target pattern.
     type: bool
     default: false
     version_added: 1.2.0

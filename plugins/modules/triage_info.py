@@ -68,7 +68,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 targets:
-  description: The nodes with findings or an unknown state, by name - each the inventory plugin's C(nodefix_triage).
+  description:
+    - The nodes with findings or an unknown state, by name - each the inventory plugin's C(nodefix_triage).
+    - Never a node whose name or internal IP is the controller itself (C(localhost), C(127.0.0.1), C(::1), any
+      loopback or unspecified address) - it is listed in RV(summary.not_hosts) instead.
   returned: success
   type: dict
   sample: {"node-7": {"state": "unknown", "ids": [], "findings": [], "reasons": ["stale"],
@@ -95,8 +98,14 @@ summary:
       description: Nodes per class (C(findings), C(unknown), C(clean), C(orphan)).
       type: dict
     targets:
-      description: The findings and unknown nodes.
+      description: The findings and unknown nodes, but those of RV(summary.not_hosts).
       type: int
+    not_hosts:
+      description:
+        - Expected nodes that are never targets, by name, with why - their name or internal IP is the controller
+          itself (a loopback or unspecified address, C(localhost)); C(ansible.builtin.add_host) would make the next
+          play connect to the controller. Each keeps its class in RV(summary.counts).
+      type: dict
     unknown_percent:
       description: The unknown share of the fleet, in percent.
       type: float
@@ -190,7 +199,8 @@ def run(p):
     triage_classify.check_unknown_budget(conf, result)
     nodes = result["nodes"]
     return {"changed": False, "summary": result["summary"], "orphans": result["orphans"], "warnings": client.warnings,
-            "targets": dict((n, r) for n, r in nodes.items() if r["state"] != "clean"),
+            # a node whose name or internal IP is the controller itself: reported (summary.not_hosts), never a target
+            "targets": dict((n, r) for n, r in nodes.items() if r["state"] != "clean" and not r.get("not_a_host")),
             "clean": sorted(n for n, r in nodes.items() if r["state"] == "clean")}
 
 

@@ -74,25 +74,34 @@ def no_match_problem(pattern, groups, hosts, variable="nodefix_targets"):
         variable, pattern, where, ("; " + "; ".join(hints)) if hints else "")
 
 
-def triage_problems(values, allow_clean=False):
-    """Refusals for the hosts of a remediation that the triage says are not to be acted on: ``values`` is {host:
-    its nodefix_* variables}. An orphan (``nodefix_triage.state`` ``orphan``: exports to Prometheus but is not an
-    expected node) is never remediated; a clean node (``clean``, in the inventory with ``add_clean_hosts``) only when
-    asked (``allow_clean``: ``nodefix_triage_remediate_clean``). Both are hosts of ``all``, so a forgotten
-    ``-e nodefix_targets=nodefix_triage_targets`` would remediate them (docs/triage.md)."""
+# the playbooks that connect to the nodes (merge reads the slices' reports on the controller): a triage orphan is
+# never one of their hosts
+CONNECTING = ("audit", "npd", "remediate")
+
+
+def triage_problems(values, playbook="remediate", allow_clean=False):
+    """Refusals for the hosts of ``playbook`` that the triage says are not to be acted on: ``values`` is {host: its
+    nodefix_* variables}. An orphan (``nodefix_triage.state`` ``orphan``: exports to Prometheus but is not an expected
+    node - a recycled IP, another cluster's node) is never a host of a playbook that connects to the nodes
+    (``CONNECTING``: audit runs become over SSH and writes the textfile, npd installs units, remediate fixes); a clean
+    node (``clean``, in the inventory with ``add_clean_hosts``) is never remediated unless asked (``allow_clean``:
+    ``nodefix_triage_remediate_clean``). Both are hosts of ``all``, so a forgotten
+    ``-e nodefix_targets=nodefix_triage_targets`` would act on them (docs/triage.md)."""
+    if playbook not in CONNECTING:
+        return []
     states = {}
     for host, host_vars in sorted(values.items()):
         record = (host_vars or {}).get("nodefix_triage")
         state = record.get("state") if isinstance(record, dict) else None
-        if state == "orphan" or (state == "clean" and not allow_clean):
+        if state == "orphan" or (state == "clean" and playbook == "remediate" and not allow_clean):
             states.setdefault(state, []).append(host)
     out = []
     if states.get("orphan"):
         hosts = states["orphan"]
         out.append("%d host(s) are the triage's orphans - they export to Prometheus but are not expected nodes, and are "
-                   "never remediated: %s%s; remediate the triage's targets (-e nodefix_targets=nodefix_triage_targets) "
-                   "or leave them out of nodefix_targets" % (len(hosts), ", ".join(hosts[:10]),
-                                                             " ..." if len(hosts) > 10 else ""))
+                   "never audited, given npd or remediated: %s%s; run %s on the triage's targets "
+                   "(-e nodefix_targets=nodefix_triage_targets) or leave them out of nodefix_targets" % (
+                       len(hosts), ", ".join(hosts[:10]), " ..." if len(hosts) > 10 else "", playbook))
     if states.get("clean"):
         hosts = states["clean"]
         out.append("%d host(s) the triage found clean are among the targets: %s%s; remediate the triage's targets "

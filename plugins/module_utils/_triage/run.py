@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import contextlib
 import gc
+import ipaddress
 import math
 import time
 
@@ -44,8 +45,8 @@ def server_time(client):
 
 def pinned_time(client, conf, now=time.time):
     """The evaluation time: Prometheus' clock (``server_time``), when the controller's clock agrees with it within
-    ``max_clock_skew``; NodefixError naming both otherwise - the audits' ages are judged against Prometheus' clock, and
-    a cached verdict's against the controller's (docs/triage.md)."""
+    ``max_clock_skew``; NodefixError naming both otherwise - the audits' ages are judged against Prometheus' clock
+    (docs/triage.md)."""
     before = now()
     server = server_time(client)
     after = now()
@@ -64,7 +65,8 @@ def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=N
     lean inventory asks, which shows none of them.
     ``at``: the evaluation time (Unix seconds); by default Prometheus' own clock (``pinned_time``: the run refused
     when the controller's differs by more than ``max_clock_skew``) - every query is asked at this one instant.
-    ``summary.controller_time`` is the controller's clock at the evaluation (what a cached verdict's age is judged by).
+    ``summary.controller_time`` is the controller's clock at the evaluation. Expected nodes whose name or internal IP
+    is the controller itself are never targets (``refuse_loopback``: ``summary.not_hosts``).
     Raises NodefixError (NoAnswer, BadAnswer among them) when anything could not be asked: never an empty
     answer. The unknown budget is the caller's to check (``classify.check_unknown_budget``)."""
     skew = None
@@ -80,7 +82,54 @@ def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=N
     result["summary"].update(requests=client.requests, prometheus=client.where, expected_nodes=source,
                              max_audit_age=conf["max_audit_age"], required_checks=conf["required_checks"],
                              controller_time=controller, clock_skew_s=skew)
+    refuse_loopback(result, expected)
     return redacted(result, client.secret_values())
+
+
+# names that are the controller itself (Ansible's own C.LOCALHOST and the usual /etc/hosts aliases; *.localhost is
+# RFC 6761's loopback domain)
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6", "ip6-localhost",
+                  "ip6-loopback")
+
+
+def loopback(value):
+    """Whether a node's name or address would connect to the controller itself: a loopback name (``localhost``,
+    ``*.localhost``), a loopback address (127.0.0.0/8, ``::1``, also IPv4-mapped) or an unspecified one (``0.0.0.0``,
+    ``::``: Linux connects those to the local host)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip().strip("[]").rstrip(".").lower()
+    if text in LOOPBACK_NAMES or text.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(text.split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return any(a is not None and (a.is_loopback or a.is_unspecified) for a in (address, mapped))
+
+
+def refuse_loopback(result, expected):
+    """Expected nodes that are never hosts nor targets: a name or internal IP that is the controller itself
+    (``loopback``) - a host so named, or with that ``ansible_host``, would run the next play on the controller
+    (Ansible's implicit localhost, or SSH to the controller's own sshd). Each keeps its class; its record gets
+    ``not_a_host`` (why), ``summary.not_hosts`` lists them all {name: why} (a clean one a lean triage does not list
+    too) and ``summary.targets`` leaves them out. ``result`` is changed in place."""
+    refused = {}
+    for name, node in sorted(expected.items()):
+        ip = (node or {}).get("internal_ip")
+        if loopback(name) or loopback(ip):
+            refused[name] = ("its %s %s is the controller itself (a loopback address or name): reported, never a "
+                             "host or target - name the node by its own address" % (
+                                 ("name", name) if loopback(name) else ("internal IP", ip)))
+    summary = result["summary"]
+    summary["not_hosts"] = refused
+    for name, why in refused.items():
+        record = result["nodes"].get(name)
+        if record is not None:
+            record["not_a_host"] = why
+            if record["state"] in ("findings", "unknown"):
+                summary["targets"] -= 1
 
 
 @contextlib.contextmanager
@@ -96,24 +145,6 @@ def no_cycle_collection():
     finally:
         if enabled:
             gc.enable()
-
-
-def served_from_cache(result, max_audit_age, now=time.time):
-    """Whether a cached triage may be served as current: each node's verdict is as old as its audit was at the
-    evaluation plus the time since (by the controller's clock, ``summary.controller_time``). A miss (False) when any
-    node that is not unknown would now be older than ``max_audit_age`` (the listed records' ages and
-    ``oldest_audit_age_s``, which counts the clean nodes a lean triage does not list), or the record is odd or from the
-    future."""
-    try:
-        summary = result["summary"]
-        elapsed = now() - float(summary.get("controller_time", summary["evaluation_time"]))
-        ages = [float(r["audit_age_s"]) for r in result["nodes"].values()
-                if r["state"] != "unknown" and r.get("audit_age_s") is not None]
-        if result.get("oldest_audit_age_s") is not None:
-            ages.append(float(result["oldest_audit_age_s"]))
-    except (TypeError, ValueError, KeyError, AttributeError):
-        return False
-    return 0 <= elapsed and elapsed + max(ages or [0.0]) <= max_audit_age
 
 
 def redacted(value, secrets=(), _seen=None):

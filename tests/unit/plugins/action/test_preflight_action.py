@@ -159,6 +159,30 @@ def test_remediate_refuses_the_triages_orphans_always_and_its_clean_nodes_unless
     del fleet["stray"]
     assert not run_preflight("remediate", fleet, triage_remediate_clean="true").get("failed")
     assert run_preflight("remediate", fleet, triage_remediate_clean=False).get("failed")
-    # the targets alone pass; an audit (read only) of every triaged host is not refused
+    # the targets alone pass
     assert not run_preflight("remediate", {"node-f": triaged("findings"), "node-u": triaged("unknown")}).get("failed")
-    assert not run_preflight("audit", {"node-c": triaged("clean"), "stray": triaged("orphan")}).get("failed")
+
+
+@pytest.mark.parametrize("playbook", ["audit", "npd", "remediate"])
+def test_every_playbook_that_connects_refuses_the_triages_orphans(playbook):
+    """Hostile review of 2026-12-07 (D5): orphans are hosts of all, and only remediate refused them - an audit (become
+    over SSH, writes the textfile) or npd (installs units) of the triage inventory without -e nodefix_targets touched a
+    recycled IP or another cluster's node. Every playbook that connects refuses them; a clean node only remediate."""
+    fleet = {"node-f": triaged("findings"), "node-u": triaged("unknown"), "stray": triaged("orphan")}
+    result = run_preflight(playbook, fleet, triage_remediate_clean=True)
+    assert result.get("failed") is True, result
+    assert result["msg"].startswith("nodefix.k8s %s refused before any node: " % playbook), result["msg"]
+    assert "1 host(s) are the triage's orphans" in result["msg"] and ": stray;" in result["msg"], result["msg"]
+    assert "run %s on the triage's targets" % playbook in result["msg"] and "node-f" not in result["msg"]
+    del fleet["stray"]
+    fleet["node-c"] = triaged("clean")
+    assert not run_preflight(playbook, fleet, triage_remediate_clean=True).get("failed")
+    # a clean node: refused by remediate unless asked, audited or given npd
+    assert bool(run_preflight(playbook, fleet).get("failed")) is (playbook == "remediate")
+
+
+def test_merge_connects_to_no_node_and_refuses_no_orphan():
+    """merge reads the slices' reports on the controller (its one play is on localhost): an orphan in its host list
+    (expected in the merged report) is no host it connects to."""
+    result = run_preflight("merge", {"node-f": triaged("findings"), "stray": triaged("orphan")})
+    assert not result.get("failed"), result

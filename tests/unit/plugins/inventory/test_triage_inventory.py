@@ -132,19 +132,6 @@ def test_clean_hosts_on_request(tmp_path, monkeypatch):
     assert calls[0]["clean_records"] is False
 
 
-def test_a_cached_lean_triage_is_a_miss_when_clean_hosts_are_asked(tmp_path, monkeypatch):
-    # the same file's cache (its key is the path's), written lean, then add_clean_hosts set: asked again, full
-    calls = []
-    Plugin.shared_cache.clear()
-    lean = answer()
-    del lean["nodes"]["node-b"]
-    lean["clean_listed"] = False
-    parse(tmp_path, monkeypatch, "max_unknown_percent: 50\ncache: true\n", evaluated(lean, 5), cache=True, calls=calls)
-    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\ncache: true\nadd_clean_hosts: true\n",
-                evaluated(answer(), 1), cache=True, calls=calls)
-    assert len(calls) == 2 and hosts(inv, "nodefix_triage_clean") == ["node-b"]
-
-
 def test_above_max_unknown_percent_the_command_fails(tmp_path, monkeypatch, capsys):
     # 1 of 3 unknown is 33 %: above the default 10 - the command exits 1 (Ansible would make a raised error a warning)
     with pytest.raises(SystemExit) as err:
@@ -177,27 +164,48 @@ def evaluated(result, seconds_ago):
     return result
 
 
-def test_the_cache_answers_a_second_parse_and_the_budget_still_holds(tmp_path, monkeypatch):
+@pytest.mark.parametrize("seconds_ago", [5, 1801, -120])
+def test_with_cache_every_parse_asks_and_nothing_is_cached(tmp_path, monkeypatch, seconds_ago):
+    """Hostile review of 2026-12-07 (D2): a cached triage served a clean verdict after the node broke (its exporter
+    down) for up to max_audit_age, with no request to Prometheus. Whatever the cache's age and settings, every parse
+    asks; the verdict is the new answer's and nothing is written to the cache."""
     calls = []
     Plugin.shared_cache.clear()
-    text = "max_unknown_percent: 50\ncache: true\n"
-    parse(tmp_path, monkeypatch, text, evaluated(answer(), 5), cache=True, calls=calls)
-    inv = parse(tmp_path, monkeypatch, text, answer(), cache=True, calls=calls)
-    assert len(calls) == 1 and hosts(inv, "nodefix_triage_findings") == ["node-a"]
+    text = "max_unknown_percent: 50\ncache: true\nadd_clean_hosts: true\n"
+    inv = parse(tmp_path, monkeypatch, text, evaluated(answer(), seconds_ago), cache=True, calls=calls)
+    assert hosts(inv, "nodefix_triage_clean") == ["node-b"]
+    broken = answer()
+    broken["nodes"]["node-b"].update(state="unknown", reasons=["exporter_down"])
+    inv = parse(tmp_path, monkeypatch, text, evaluated(broken, 1), cache=True, calls=calls)
+    assert len(calls) == 2 and hosts(inv, "nodefix_triage_unknown") == ["node-b", "node-s0"]
+    assert "nodefix_triage_clean" not in inv.groups or hosts(inv, "nodefix_triage_clean") == []
+    assert Plugin.shared_cache == {}
 
 
-@pytest.mark.parametrize("seconds_ago", [1801, -120])
-def test_a_cached_verdict_older_than_max_audit_age_is_a_miss(tmp_path, monkeypatch, seconds_ago):
-    # cache_timeout 3600 by default: a verdict evaluated more than max_audit_age (1800) ago - or ahead of the clock -
-    # is not served as current; the triage asks again
-    calls = []
-    Plugin.shared_cache.clear()
-    text = "max_unknown_percent: 50\ncache: true\nmax_audit_age: 1800\n"
-    parse(tmp_path, monkeypatch, text, evaluated(answer(), seconds_ago), cache=True, calls=calls)
-    fresh = answer()
-    fresh["nodes"]["node-a"].update(state="unknown", ids=[], findings=[], reasons=["exporter_down"])
-    inv = parse(tmp_path, monkeypatch, text, evaluated(fresh, 1), cache=True, calls=calls)
-    assert len(calls) == 2 and hosts(inv, "nodefix_triage_unknown") == ["node-a", "node-s0"]
+def test_an_expected_node_that_is_the_controller_is_never_a_host_even_clean(tmp_path, monkeypatch):
+    """Hostile review of 2026-12-07 (D4): run.refuse_loopback's mark keeps a node out of the inventory, whatever its
+    class (a clean one with add_clean_hosts too); the summary names it."""
+    result = answer()
+    result["nodes"]["localhost"] = dict(result["nodes"]["node-b"])
+    result["nodes"]["node-a"]["internal_ip"] = "127.0.0.1"
+    plugin_module.triage_run.refuse_loopback(result, {"localhost": {"internal_ip": None},
+                                                      "node-a": {"internal_ip": "127.0.0.1"},
+                                                      "node-b": {"internal_ip": "10.0.0.2"}})
+    assert sorted(result["summary"]["not_hosts"]) == ["localhost", "node-a"] and result["summary"]["targets"] == 1
+    inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\nadd_clean_hosts: true\n", result)
+    assert "localhost" not in inv.hosts and "node-a" not in inv.hosts and inv.localhost is None
+    assert hosts(inv, "nodefix_triage_targets") == ["node-s0"] and hosts(inv, "nodefix_triage_clean") == ["node-b"]
+    assert sorted(inv.groups["all"].get_vars()["nodefix_triage_summary"]["not_hosts"]) == ["localhost", "node-a"]
+
+
+@pytest.mark.parametrize("name, refused", [
+    ("localhost", True), ("LOCALHOST.", True), ("a.localhost", True), ("localhost.localdomain", True),
+    ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("[::1]", True), ("::ffff:127.0.0.1", True),
+    ("0.0.0.0", True), ("::", True), ("node-a", False), ("10.0.0.1", False), ("localhost-node", False),
+    ("fd00::1", False), (None, False),
+])
+def test_what_is_the_controller_itself(name, refused):
+    assert plugin_module.triage_run.loopback(name) is refused
 
 
 def test_only_its_own_files(tmp_path):
@@ -246,23 +254,7 @@ def test_a_tenant_header_value_is_data_not_a_secret(tmp_path, monkeypatch, tenan
     assert notes and "ApiKey-63" not in notes[0] and "rejected by a store" in notes[0]
 
 
-def test_a_cache_written_under_other_settings_is_a_miss(tmp_path, monkeypatch):
-    """Review of issue 63 (2026-12-07): the cache was keyed by the file's path alone - a node added to ``nodes``, an
-    id no longer excluded, another server kept the old verdicts for up to max_audit_age."""
-    Plugin.shared_cache.clear()
-    calls = []
-    base = "max_unknown_percent: 50\ncache: true\nexpected_nodes: list\n"
-    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b]\n", evaluated(answer(), 5), cache=True, calls=calls)
-    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b]\n", evaluated(answer(), 5), cache=True, calls=calls)
-    assert len(calls) == 1      # the same settings: served from the cache
-    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b, node-c]\n", evaluated(answer(), 5), cache=True,
-          calls=calls)
-    parse(tmp_path, monkeypatch, base + "nodes: [node-a, node-b]\nexclude_ids: [kubelet.x]\n", evaluated(answer(), 5),
-          cache=True, calls=calls)
-    assert len(calls) == 3
-
-
-@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1"])
+@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1", "::1", "127.0.1.1"])
 def test_an_orphan_named_as_the_controller_never_replaces_ansibles_localhost(tmp_path, monkeypatch, orphan):
     """Prometheus scraping its own node_exporter (localhost:9100): a host named localhost would lose the implicit
     localhost's local connection in every ``hosts: localhost`` play of the run."""
@@ -287,15 +279,3 @@ def test_group_names_are_exact_and_the_audits_own_ids_keep_theirs():
     assert name("nodefix_finding_", "kubelet.api_qps_low\n") != name("nodefix_finding_", "kubelet.api_qps_low_")
     assert "\n" not in name("nodefix_severity_", "high\n")
     assert name("nodefix_finding_", "audit.not_kubernetes_node") == "nodefix_finding_audit_not_kubernetes_node"
-
-
-def test_another_tenant_or_user_is_a_cache_miss(tmp_path, monkeypatch):
-    """Second review of 2026-12-07: the same file with another X-Scope-OrgID (or user: Mimir's tenant behind basic
-    auth) served the first tenant's verdicts."""
-    Plugin.shared_cache.clear()
-    calls = []
-    base = "max_unknown_percent: 50\ncache: true\n"
-    for extra in ("prometheus_headers:\n  X-Scope-OrgID: team-a\n", "prometheus_headers:\n  X-Scope-OrgID: team-a\n",
-                  "prometheus_headers:\n  X-Scope-OrgID: team-b\n", "prometheus_username: team-c\n"):
-        parse(tmp_path, monkeypatch, base + extra, evaluated(answer(), 5), cache=True, calls=calls)
-    assert len(calls) == 3

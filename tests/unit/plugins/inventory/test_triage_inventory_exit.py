@@ -50,12 +50,14 @@ class Double(http.server.BaseHTTPRequestHandler):
         if "kube_node_info" in expr:  # and kube-state-metrics' own up (the query's 'or')
             return [sample(Double.odd.get("ksm_labels") or {"node": "node-a", "internal_ip": "10.0.0.1"}, 1),
                     sample({"__name__": "up", "job": "kube-state-metrics", "instance": "10.0.9.1:8080"}, 1)]
-        if expr.startswith("min by (instance) (up"):
-            return [sample(Double.odd.get("up_labels") or {"instance": "node-a:9100"}, 1)]
+        if expr.startswith("min by (instance) (up"):  # "up": 0 - the exporter is down
+            return [sample(Double.odd.get("up_labels") or {"instance": "node-a:9100"}, Double.odd.get("up", 1))]
         if "node_textfile" in expr:
             return [sample({"instance": "node-a:9100", "__name__": "node_textfile_scrape_error"}, 0),
                     sample({"instance": "node-a:9100", "__name__": "node_textfile_mtime_seconds"}, at - 60),
                     sample({"instance": "node-a:9100", "nodefix_clock": "offset"}, 0.002)]  # the node's clock
+        if expr.startswith("nodefix_finding") and Double.odd.get("clean"):  # "clean": node-a has no finding
+            return []
         if expr.startswith("nodefix_finding"):
             return [sample({"instance": "node-a:9100", "id": "kubelet.eviction_thresholds", "severity": "high",
                             "check": "kubelet", "subject": Double.odd.get("subject", "")}, 1)]
@@ -74,14 +76,14 @@ def url():
     httpd.shutdown()
 
 
-def inventory(tmp_path, url, odd, extra="", env=None):
+def inventory(tmp_path, url, odd, extra="", env=None, args=()):
     Double.odd = odd
     path = tmp_path / "fleet.nodefix_triage.yml"
     path.write_text("plugin: nodefix.k8s.triage\nprometheus_url: %s\nrequired_checks: []\nmax_unknown_percent: 100\n"
                     "expected_nodes: %s\n%s" % (url, "kube_state_metrics" if "ksm_labels" in odd else
-                                                "list\nnodes: [node-a]", extra))
+                                                "list\nnodes: %s" % json.dumps(odd.get("nodes", ["node-a"])), extra))
     environ = dict((k, v) for k, v in os.environ.items() if not k.startswith(("NODEFIX_PROMETHEUS_", "ANSIBLE_INVENTORY_")))
-    return subprocess.run(["ansible-inventory", "-i", str(path), "--list"], capture_output=True, text=True,
+    return subprocess.run(["ansible-inventory", "-i", str(path), "--list"] + list(args), capture_output=True, text=True,
                           check=False, env=dict(environ, **(env or {})))
 
 
@@ -134,7 +136,7 @@ def test_a_failure_echoing_the_plugins_own_credential_never_shows_it(tmp_path, u
     assert PASSWORD not in out.stdout + out.stderr and no_hosts(out)
 
 
-def test_labels_and_warnings_reach_neither_the_list_nor_the_cache_with_a_credential(tmp_path, url):
+def test_labels_and_warnings_reach_neither_the_list_nor_a_cache_with_a_credential(tmp_path, url):
     cache = tmp_path / "cache"
     extra = ("cache: true\ncache_plugin: ansible.builtin.jsonfile\ncache_connection: %s\nadd_clean_hosts: true\n"
              % cache)
@@ -143,22 +145,46 @@ def test_labels_and_warnings_reach_neither_the_list_nor_the_cache_with_a_credent
     assert out.returncode == 0, out.stderr
     listed = json.loads(out.stdout)
     assert listed["_meta"]["hostvars"]["node-a"]["nodefix_triage"]  # the node is there (unknown: a warning)
-    written = "".join(p.read_text() for p in cache.iterdir())
-    assert "node-a" in written and "partial answer" in written  # the cache holds the triage, redacted
+    # the triage is never written to the cache (never served from it either: below)
+    written = "".join(p.read_text() for p in cache.iterdir()) if cache.exists() else ""
+    assert "node-a" not in written and "partial answer" not in written
     for secret in ("SubjTok-63", "SubjPw-63", "WarnPw-63"):
         assert secret not in out.stdout + out.stderr + written
 
 
-def test_a_cached_verdict_older_than_max_audit_age_is_asked_again(tmp_path, url):
+def test_a_clean_node_that_broke_is_never_served_clean_from_the_cache(tmp_path, url):
+    """Hostile review of 2026-12-07 (D2): with cache: true run 1's clean verdict was served for up to max_audit_age
+    after the node's exporter went down, with no request to Prometheus. Every parse asks: run 2 says unknown."""
     cache = tmp_path / "cache"
-    extra = "cache: true\ncache_plugin: ansible.builtin.jsonfile\ncache_connection: %s\nmax_audit_age: 600\n" % cache
-    assert inventory(tmp_path, url, {}, extra).returncode == 0
-    (entry,) = list(cache.iterdir())
-    data = json.loads(entry.read_text())
-    wrapped = "__payload__" in data  # ansible-core >= 2.19 writes the value as a JSON text under __payload__
-    result = json.loads(data["__payload__"]) if wrapped else data
-    # run 1 was 601 s ago (the controller's clock; Prometheus' the same): its verdicts are too old
-    result["summary"]["evaluation_time"] = result["summary"]["controller_time"] = time.time() - 601
-    entry.write_text(json.dumps(dict(data, __payload__=json.dumps(result)) if wrapped else result))
-    out = inventory(tmp_path, url, {"up_labels": {"instance": 5}}, extra)  # asked again: the new answer counts
-    assert out.returncode != 0 and "labels are not all strings" in out.stderr, out.stderr
+    extra = ("cache: true\ncache_plugin: ansible.builtin.jsonfile\ncache_connection: %s\ncache_timeout: 3600\n"
+             "add_clean_hosts: true\n" % cache)
+    out = inventory(tmp_path, url, {"clean": True}, extra)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["nodefix_triage_clean"]["hosts"] == ["node-a"]
+    out = inventory(tmp_path, url, {"clean": True, "up": 0}, extra)  # the exporter went down since
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(out.stdout)
+    assert "node-a" not in listed.get("nodefix_triage_clean", {}).get("hosts", []), listed
+    assert listed["nodefix_triage_unknown"]["hosts"] == ["node-a"], listed
+    assert "exporter_down" in json.dumps(listed["_meta"]["hostvars"]["node-a"]["nodefix_triage"]["reasons"])
+    assert "cache is ignored" in out.stderr, out.stderr  # the cache options are accepted, and say so
+
+
+@pytest.mark.parametrize("odd, refused", [
+    ({"nodes": ["node-a", "localhost", "127.0.0.1", "::1", "127.0.1.1", "ip6-localhost", "[::ffff:127.0.0.1]"]},
+     ["localhost", "127.0.0.1", "::1", "127.0.1.1", "ip6-localhost", "[::ffff:127.0.0.1]"]),
+    ({"ksm_labels": {"node": "node-a", "internal_ip": "127.0.0.1"}}, ["node-a"]),  # its internal IP: the controller
+])
+def test_an_expected_node_that_is_the_controller_is_never_a_host(tmp_path, url, odd, refused):
+    """Hostile review of 2026-12-07 (D4): an expected node named localhost (or whose address is a loopback one) became
+    a host, and the next play ran on the controller. Reported in the summary (not_hosts), never a host."""
+    out = inventory(tmp_path, url, odd, args=["--export"])  # all's vars under all (node-a is no host in the 2nd)
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(out.stdout)
+    hostvars = listed["_meta"]["hostvars"]
+    summary = listed["all"]["vars"]["nodefix_triage_summary"]
+    assert sorted(summary["not_hosts"]) == sorted(refused), summary
+    for name in refused:
+        assert name not in hostvars and "the controller itself" in json.dumps(summary["not_hosts"][name])
+    assert "localhost" not in json.dumps(listed.get("nodefix_triage_unknown", {}))
+    assert summary["targets"] == (0 if "ksm_labels" in odd else 1)  # node-a's finding (list), not the refused ones

@@ -465,18 +465,6 @@ def test_a_clock_that_cannot_be_read_is_an_error(monkeypatch, data):
         clocked(AT)
 
 
-@pytest.mark.parametrize("elapsed, oldest, served", [
-    (5, 60, True), (200, 1700, False), (1801, 0, False), (-120, 60, False), (100, 1700, True),
-])
-def test_a_cached_verdict_is_judged_by_each_nodes_age_when_served(elapsed, oldest, served):
-    """M4: a cached verdict is as old as the node's audit at the evaluation plus the time since; an unknown node's age
-    does not matter (it is a target either way)."""
-    result = triage(replace(fleet(), "node_textfile_mtime_seconds", "node-a:9100", AT - oldest, ))[0]
-    result["nodes"]["node-c"].update(state="unknown", audit_age_s=99999)
-    result["summary"]["controller_time"] = AT
-    assert triage_run.served_from_cache(result, 1800, now=lambda: AT + elapsed) is served
-
-
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_collector_is_paused_while_asking_and_given_back_as_it_was(enabled):
     """run.no_cycle_collection: paused in the triage, the caller's own setting back after it - an error too."""
@@ -498,10 +486,9 @@ def test_the_collector_is_paused_while_asking_and_given_back_as_it_was(enabled):
         gc.enable()
 
 
-@pytest.mark.parametrize("elapsed, served", [(5, True), (99, True), (101, False)])
-def test_a_lean_triage_counts_the_clean_nodes_it_does_not_list_and_their_age_bounds_the_cache(elapsed, served):
+def test_a_lean_triage_counts_the_clean_nodes_it_does_not_list():
     """clean_records=False: every node classified and counted, the clean ones' records left out (nothing of theirs
-    built or redacted); the oldest audit among them still bounds how long a cached verdict is served."""
+    built or redacted)."""
     series = replace(FAULTS["stale"](fleet(), "node-a:9100"), "node_textfile_mtime_seconds", "node-b:9100", AT - 1700)
     full = triage(series)[0]
     lean = triage(series, clean_records=False)[0]
@@ -511,8 +498,6 @@ def test_a_lean_triage_counts_the_clean_nodes_it_does_not_list_and_their_age_bou
     assert lean["summary"]["fleet_size"] == 3 and lean["summary"]["unknown_percent"] == 33.333
     assert (lean["clean_listed"], full["clean_listed"]) == (False, True)
     assert lean["oldest_audit_age_s"] == full["oldest_audit_age_s"] == 1700  # node-b's; node-a is unknown
-    lean["summary"]["controller_time"] = AT
-    assert triage_run.served_from_cache(lean, 1800, now=lambda: AT + elapsed) is served
 
 
 @pytest.mark.parametrize("offset, reasons", [

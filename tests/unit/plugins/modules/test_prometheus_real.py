@@ -522,3 +522,15 @@ def test_the_playbook_hands_only_the_targets_to_remediate(prometheus):
     assert "node-findings (findings)" in out.stdout and "node-stale (unknown)" in out.stdout
     assert "[node-findings -> localhost]" in out.stdout and "node-clean (" not in out.stdout
     assert PASSWORD not in out.stdout + out.stderr
+
+
+def test_the_playbook_never_hands_on_a_node_that_is_the_controller(prometheus):
+    """Hostile review of 2026-12-07 (D4): an expected node named localhost (no series: unknown) was a target, and
+    add_host made the next play connect to the controller. It is counted and named, never handed on."""
+    out = playbook(prometheus, ["node-clean", "localhost"], selector='nodename="node-clean"')
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    said = " ".join(out.stdout.split())  # the callback wraps long messages
+    assert "1 unknown" in said and "0 target(s) handed to remediate; never targets - the controller itself: localhost" \
+        in said, out.stdout
+    assert "localhost (unknown)" not in said  # add_host's loop label: no item
+    assert "nothing to do: nodefix_triage_targets has no host" in said

@@ -92,7 +92,11 @@ def render(state):
     if state == "check_failed":
         findings = [{"id": "audit.check_failed", "severity": "medium", "check": None, "subject": "kubelet"}]
     text = report.node_textfile({"checks": dict((c, {}) for c in CHECKS), "findings": findings})
+    # node_exporter's own gathering errors (none: the triage asks where they rose, every node's counter is read)
     return (text + "# TYPE node_textfile_scrape_error gauge\nnode_textfile_scrape_error 0\n"
+            "# TYPE promhttp_metric_handler_errors_total counter\n"
+            'promhttp_metric_handler_errors_total{cause="encoding"} 0\n'
+            'promhttp_metric_handler_errors_total{cause="gathering"} 0\n'
             "# TYPE node_textfile_mtime_seconds gauge\n").encode()
 
 

@@ -9,8 +9,8 @@ Per size, a REAL Prometheus 2.42 (Debian's, unpacked by scripts/setup.sh into la
 simulated exporter of N nodes: one target a node (``instance`` node-NNNNN:9100, as many real targets as nodes,
 so ``up`` is Prometheus' own), each answering what node_exporter's textfile collector exports for the
 collection's ``nodefix.prom`` - the file's bytes from the collection's own renderer (_report/prometheus.py),
-``node_textfile_mtime_seconds`` and ``node_textfile_scrape_error`` - and a kube-state-metrics target with
-``kube_node_info`` for every node. Injected, as in issue 63's prototype: 1 % of the nodes with a finding,
+``node_textfile_mtime_seconds``, ``node_textfile_scrape_error`` and ``promhttp_metric_handler_errors_total`` - and a
+kube-state-metrics target with ``kube_node_info`` for every node. Injected, as in issue 63's prototype: 1 % of the nodes with a finding,
 0.5 % with a detector that could not look, 0.5 % stale (the file two hours old), 0.5 % never exported (in
 kube_node_info, no target), 0.5 % with the exporter down (HTTP 500); the rest clean.
 

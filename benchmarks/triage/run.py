@@ -9,8 +9,8 @@ Per size, a REAL Prometheus 2.42 (Debian's, unpacked by scripts/setup.sh into la
 simulated exporter of N nodes: one target a node (``instance`` node-NNNNN:9100, as many real targets as nodes,
 so ``up`` is Prometheus' own), each answering what node_exporter's textfile collector exports for the
 collection's ``nodefix.prom`` - the file's bytes from the collection's own renderer (_report/prometheus.py),
-``node_textfile_mtime_seconds`` and ``node_textfile_scrape_error`` - and a kube-state-metrics target with
-``kube_node_info`` for every node. Injected, as in issue 63's prototype: 1 % of the nodes with a finding,
+``node_textfile_mtime_seconds``, ``node_textfile_scrape_error`` and ``promhttp_metric_handler_errors_total`` - and a
+kube-state-metrics target with ``kube_node_info`` for every node. Injected, as in issue 63's prototype: 1 % of the nodes with a finding,
 0.5 % with a detector that could not look, 0.5 % stale (the file two hours old), 0.5 % never exported (in
 kube_node_info, no target), 0.5 % with the exporter down (HTTP 500); the rest clean.
 
@@ -92,7 +92,11 @@ def render(state):
     if state == "check_failed":
         findings = [{"id": "audit.check_failed", "severity": "medium", "check": None, "subject": "kubelet"}]
     text = report.node_textfile({"checks": dict((c, {}) for c in CHECKS), "findings": findings})
+    # node_exporter's own gathering errors (none: the triage asks where they rose, every node's counter is read)
     return (text + "# TYPE node_textfile_scrape_error gauge\nnode_textfile_scrape_error 0\n"
+            "# TYPE promhttp_metric_handler_errors_total counter\n"
+            'promhttp_metric_handler_errors_total{cause="encoding"} 0\n'
+            'promhttp_metric_handler_errors_total{cause="gathering"} 0\n'
             "# TYPE node_textfile_mtime_seconds gauge\n").encode()
 
 

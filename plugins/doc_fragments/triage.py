@@ -65,7 +65,7 @@ options:
       - Extra PromQL label matchers added to every query - C(kube_node_info) and kube-state-metrics' C(up) too - as
         V(cluster="prod") or V(cluster="prod", region=~"eu-.*") (C(=), C(!=), C(=~), C(!~); no C(__name__)).
       - On a Prometheus, Thanos or Mimir that holds several clusters it scopes the triage to one - without it the
-        same-named nodes of two clusters are one node (merged as replicas are, the highest C(up), the newest stamp).
+        same-named nodes of two clusters are one node (merged as replicas are, the lowest C(up), the newest stamp).
         It also leaves out exporters that are not the fleet's (an orphan that exports findings fails the triage).
     type: str
   kube_state_metrics_job:
@@ -83,6 +83,8 @@ options:
     description:
       - A regular expression applied to O(node_label)'s value; its group C(node) (or its first group) is the node's
         name or internal IP (both are looked up). The default takes the host of C(host:port) and C([IPv6]:port).
+      - A value it does not match is never read as a node's name (V(node-a) under V(^(.+\):9100$)) - its series make
+        an orphan named C(unmapped_<value>), never an expected node's name, and an expected node is never an orphan.
     type: str
     default: ^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$
   max_unknown_percent:

@@ -78,7 +78,10 @@ options:
         C(nodefix_findings{severity}) the count per severity (0 included); C(nodefix_audit_check_failed{check})
         1 when a detector could not run. Waivers are a fleet decision and are applied in
         M(nodefix.k8s.audit_report)'s C(prometheus) format, not here.
-      - The name must end in C(.prom) and its directory must exist. Written atomically (a temporary file in the
+      - The file's name must be C(nodefix.prom) (the triage reads that file; the npd role's
+        O(nodefix.k8s.npd#role:main:npd_textfile) is the same file) and its directory must exist. node_exporter
+        exports a series that two files carry from one of them only, so the collection writes one file of the
+        C(nodefix_*) series on a node, never a second name beside it. Written atomically (a temporary file in the
         same directory whose name does not end in C(.prom), then a rename), mode 0644 for a new file, no backup.
         The file itself being a symbolic link fails the module - a link in the textfile directory (which
         node_exporter's user can often write) is never followed.
@@ -247,10 +250,16 @@ def build_module():
 
 
 def textfile_target(root, path):
-    """The real file behind ``textfile``: a ``.prom`` name in an existing directory."""
+    """The real file behind ``textfile``: ``nodefix.prom`` in an existing directory."""
     if not path.endswith(".prom"):
         raise FileSafetyError("textfile %s must end in .prom (node_exporter's textfile collector reads only "
                               "*.prom files)" % path, path)
+    # the one file of the nodefix_* series: node_exporter exports a series two files carry from one of them only
+    # (the first by name), so a second name beside the tick's nodefix.prom could hide what that one says
+    if os.path.basename(path) != report_prometheus.TEXTFILE:
+        raise FileSafetyError("textfile %s must be named %s (the node's one file of the nodefix_* series: the npd "
+                              "role's tick writes the same; two files with the same series hide one another)"
+                              % (path, report_prometheus.TEXTFILE), path)
     # node_exporter's user can often write the textfile directory: a link planted there would turn this
     # root-owned write into a write of whatever file it names - never followed
     if os.path.islink(node_path(root, path)):

@@ -84,8 +84,8 @@ options:
     default: ""
   textfile:
     description:
-      - node_exporter's textfile the plugin writes (the role's C(npd_textfile)); its directory, node_exporter's
-        C(--collector.textfile.directory), must exist, or nothing is written. V("") none.
+      - node_exporter's textfile the plugin writes (the role's C(npd_textfile)), a file named C(nodefix.prom); its
+        directory, node_exporter's C(--collector.textfile.directory), must exist, or nothing is written. V("") none.
     type: path
     default: ""
   backup:

@@ -134,6 +134,10 @@ def check_input(params):
     textfile = params.get("textfile") or ""
     if textfile:
         _absolute(textfile, "textfile")
+        if os.path.basename(textfile) != "nodefix.prom":  # the node's one file of the nodefix_* series (node_audit's)
+            raise NpdFilesError("textfile %s must be named nodefix.prom (the node's one file of the nodefix_* series: "
+                                "node_audit writes the same; two files with the same series hide one another); nothing "
+                                "was written" % textfile, path=textfile)
         textfile_dir = os.path.dirname(textfile)
         if not os.path.isdir(textfile_dir):
             raise NpdFilesError(

@@ -147,10 +147,12 @@ def check_config(config):
                              % (out["interval"],))
     if out["cache_dir"] and not out["cache_dir"].startswith("/"):
         raise NpdConfigError("cache_dir must be an absolute path, got %r" % out["cache_dir"])
-    if out["textfile"] and (not out["textfile"].startswith("/") or not out["textfile"].endswith(".prom")
+    # nodefix.prom: the node's one file of the nodefix_* series (node_audit writes the same; node_exporter exports a
+    # series two files carry from one of them only)
+    if out["textfile"] and (not out["textfile"].startswith("/") or out["textfile"].rsplit("/", 1)[-1] != "nodefix.prom"
                             or not out["cache_dir"] or not out["interval"]):
-        raise NpdConfigError("textfile must be an absolute path ending in .prom (node_exporter's textfile collector "
-                             "reads only *.prom), with cache_dir and interval set (the tick writes it), got %r"
+        raise NpdConfigError("textfile must be an absolute path of a file named nodefix.prom (the node's one file of the "
+                             "nodefix_* series), with cache_dir and interval set (the tick writes it), got %r"
                              % out["textfile"])
     # the fleet report's waivers, applied the same way (host and subject globs, expiry checked on every run)
     try:

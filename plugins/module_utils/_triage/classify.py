@@ -38,6 +38,9 @@ REASONS = {
     "no_series": "Prometheus has no series of the node's exporter (it never exported, or its target is not scraped)",
     "exporter_down": "the node's exporter target is down (up == 0)",
     "textfile_error": "node_exporter could not read a textfile (node_textfile_scrape_error == 1): the file may be corrupt",
+    "duplicate_series": "node_exporter counted gathering errors lately (promhttp_metric_handler_errors_total{cause="
+                        "\"gathering\"}): a series collected twice - a second textfile with the nodefix_* series beside "
+                        "nodefix.prom, a check listed twice - is exported once, from whichever file it read first",
     "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
     "stale": "the audit's heartbeat is older than max_audit_age",
     "clock_skew": "the node's clock (node_time_seconds) or a stamp of its audit is off Prometheus' clock by more than "
@@ -52,8 +55,8 @@ REASONS = {
                  "infinite where a time or a count is expected) or a finding series lacks its labels",
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
-UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "no_textfile", "stale", "clock_skew",
-             "no_clock", "bad_value")
+UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "duplicate_series", "no_textfile",
+             "stale", "clock_skew", "no_clock", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # reasons that say no check of the node could be read (a required check is not "missing" beside them)
 BLIND = ("no_series", "exporter_down", "no_textfile")
@@ -64,6 +67,8 @@ UNNAMED_CHECK = "(a check the audit.check_failed finding does not name)"
 # PromQL label matchers (the selector option): label op "string", comma-separated
 _MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*'
 SELECTOR = re.compile(r"^%s(?:,%s)*$" % (_MATCHER, _MATCHER))
+# the prefix of an orphan's name whose node label node_label_regex does not match (``unmapped``; "_": in no DNS name)
+UNMAPPED = "unmapped_"
 # instance -> node: the host of host:port, IPv6 in brackets ([fd00::1]:9100)
 DEFAULT_NODE_REGEX = r"^\[?(?P<node>[^\[\]]+?)\]?(?::[0-9]+)?$"
 
@@ -138,6 +143,16 @@ def node_key(conf, value):
     return key or None
 
 
+def unmapped(value, taken):
+    """The orphan's name of a node label value ``node_label_regex`` does not match (``instance="node-a"`` under
+    ``^(.+):9100$``): ``UNMAPPED`` and the value, never a name in ``taken`` (the expected nodes' names and IPs) - the
+    raw value may well be an expected node's name, and one node is never in two classes."""
+    name = UNMAPPED + (value or "")
+    while name in taken:
+        name = UNMAPPED + name
+    return name
+
+
 def _counts(conf, finding, node):
     """Whether a finding counts toward the node's class (a waiver, the severity floor, the id filters)."""
     fid, severity = finding["id"], finding["severity"]
@@ -182,6 +197,11 @@ def _reasons(conf, obs, ages, partial):
     else:
         if obs.get("scrape_error"):
             add("textfile_error", "node_textfile_scrape_error == 1: node_exporter could not read a textfile")
+        if obs.get("gathering_errors"):
+            add("duplicate_series", "node_exporter counted %g gathering error(s) lately (promhttp_metric_handler_errors_"
+                                    "total{cause=\"gathering\"}): a series it collected twice (another textfile with "
+                                    "the nodefix_* series beside nodefix.prom? a check listed twice?) is exported from "
+                                    "one file only - what it exports may not be nodefix.prom's" % obs["gathering_errors"])
         if obs.get("mtime") is None:
             add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
         else:
@@ -296,8 +316,15 @@ def classify(conf, expected, observed, orphans, at, warnings=(), clean_records=T
         # an address another expected node claims too is not this node's to connect to
         record["internal_ip"] = None if "ambiguous_address" in record["reasons"] else expected[name].get("internal_ip")
         nodes[name] = record
-    orphan_records = dict((name, _orphan(conf, name, (orphans or {}).get(name) if isinstance(orphans, dict) else None))
-                          for name in sorted(orphans))
+    # an expected node is never an orphan (one class a node): an orphan under an expected node's name is renamed
+    orphans = orphans if isinstance(orphans, dict) else dict((name, None) for name in orphans or ())
+    taken = set(expected) | set(orphans)
+    orphan_records = {}
+    for name in sorted(orphans):
+        key = unmapped(name, taken) if name in expected else name
+        taken.add(key)
+        orphan_records[key] = _orphan(conf, key, orphans[name])
+    orphan_records = dict(sorted(orphan_records.items()))
     _refuse_orphans_with_findings(orphan_records)
     counts["orphan"] = len(orphan_records)
     summary = {"fleet_size": len(expected), "counts": counts, "targets": counts["findings"] + counts["unknown"],

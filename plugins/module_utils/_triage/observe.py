@@ -19,7 +19,11 @@ ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``nod
   node), and every series that is not 0 (the collection writes 1 for a check that could not look; any other
   value - 2, NaN, a negative number, from another writer or a hand - is read as a check that could not look
   AND a bad value, never dropped by the query: ``!= 0``, not ``== 1``) or of nodes that miss a required check;
-- ``nodefix_finding{id,severity,check,subject}``: the open findings (few nodes have any).
+- ``nodefix_finding{id,severity,check,subject}``: the open findings (few nodes have any);
+- ``promhttp_metric_handler_errors_total{cause="gathering"}`` (node_exporter's own), where it rose in the last
+  ``GATHERING_WINDOW``: a series the exporter collected twice (a second textfile with the ``nodefix_*`` series beside
+  ``nodefix.prom``, a check listed twice) - it exports one of them, keeps ``node_textfile_scrape_error`` 0 and only
+  counts the error, so the file it shows may not be ``nodefix.prom`` (``duplicate_series``).
 
 HA pairs and Thanos replicas: every series is read per node and merged (the LOWEST ``up`` - one replica that
 finds the exporter down is an exporter down -, the newest heartbeat, a check failed on any replica, the union of
@@ -41,6 +45,10 @@ TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
 CLOCK_OFFSET = "nodefix_clock"  # the label that marks the node's clock offset in the textfile answer
 TEXTFILE_ERROR = "nodefix_textfile_error"  # the label that marks a node_textfile_scrape_error that is not 0 in it
+GATHERING_ERROR = "nodefix_gathering_error"  # the label that marks the node's gathering errors in it
+# how far back node_exporter's gathering errors are counted: a duplicate series fails every scrape while it lasts,
+# so a few scrapes are enough (a short window also lets a node whose duplicate is gone be read again)
+GATHERING_WINDOW = "15m"
 AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
@@ -70,7 +78,12 @@ def queries(conf):
                     # the node's clock against Prometheus' (node_exporter's time collector: its clock at the scrape
                     # minus the scrape's time) in the same answer (CLOCK_OFFSET)
                     + ' or label_replace(max by (%s) (node_time_seconds{%s} - timestamp(node_time_seconds{%s})), '
-                      '"%s", "offset", "", "")' % (label, job, job, CLOCK_OFFSET),
+                      '"%s", "offset", "", "")' % (label, job, job, CLOCK_OFFSET)
+                    # node_exporter's gathering errors (a series collected twice - a second textfile with the nodefix_*
+                    # series, a check listed twice in one -: it keeps one of them, node_textfile_scrape_error stays 0,
+                    # the scrape succeeds and only this counter says so) where they rose lately (GATHERING_ERROR)
+                    + ' or label_replace(max by (%s) (increase(promhttp_metric_handler_errors_total{%s,cause="gathering"}'
+                      '[%s])) > 0, "%s", "error", "", "")' % (label, job, GATHERING_WINDOW, GATHERING_ERROR),
         "findings": "nodefix_finding{%s}" % job,
         # every value but 0 (NaN != 0 holds in PromQL as in Go): a value the query dropped would be a node called clean
         "failed": "nodefix_audit_check_failed{%s} != 0" % job,
@@ -109,7 +122,8 @@ def ambiguous(expected, claimed=None):
 
 class Mapper(object):
     """A label value -> the expected node's name (by name, then by internal IP), or an orphan's key; a key that two or
-    more expected nodes claim maps to ``AMBIGUOUS`` (neither theirs nor an orphan)."""
+    more expected nodes claim maps to ``AMBIGUOUS`` (neither theirs nor an orphan); a value ``node_label_regex`` does
+    not match is never read as a node's name - an orphan named ``unmapped_<value>`` (``classify.unmapped``)."""
 
     def __init__(self, conf, expected):
         self.conf = conf
@@ -130,10 +144,12 @@ class Mapper(object):
 
     def _lookup(self, value):
         key = triage_classify.node_key(self.conf, value)
+        if key is None:  # node_label_regex does not match: not a node's name, whatever it reads as (an orphan apart)
+            return triage_classify.unmapped(value, self.claims), False
         names = self.claims.get(key)
         if names:
             return (next(iter(names)), True) if len(names) == 1 else (AMBIGUOUS, True)
-        return key or value, False
+        return key, False
 
 
 def _merge_max(obs, key, value):
@@ -179,8 +195,10 @@ def _apply_up(labels, value, obs):
 
 def _apply_textfile(labels, value, obs):
     metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else "node_textfile_scrape_error" if labels.get(
-        TEXTFILE_ERROR) == "error" else labels.get("__name__")
-    if metric == "node_textfile_scrape_error":
+        TEXTFILE_ERROR) == "error" else GATHERING_ERROR if labels.get(GATHERING_ERROR) == "error" else labels.get("__name__")
+    if metric == GATHERING_ERROR:  # how many the exporter counted lately (> 0: the query keeps no other)
+        obs["gathering_errors"] = max(value, obs.get("gathering_errors") or 0)
+    elif metric == "node_textfile_scrape_error":
         _boolean(obs, "scrape_error", metric, value)
     elif metric == "node_textfile_mtime_seconds":  # of nodefix.prom: the query selects that file's
         _finite(obs, "mtime", metric, value)

@@ -264,6 +264,16 @@ def test_a_missing_textfile_directory_names_node_exporters_flag_and_nothing_is_w
     assert unit.snapshot(node) == before
 
 
+def test_a_textfile_not_named_nodefix_prom_is_refused_and_nothing_is_written(node):
+    """Review D1: node_audit writes nodefix.prom; a second file of the same series beside it (nodefix-audit.prom)
+    hides one or the other in node_exporter's export - the collection writes one file a node."""
+    before = unit.snapshot(node)
+    with pytest.raises(npd_install.NpdFilesError) as exc:
+        npd_install.run(Module(), params(node, textfile=str(node / "textfile" / "nodefix-npd.prom")))
+    assert "must be named nodefix.prom" in exc.value.msg and "nothing was written" in exc.value.msg
+    assert unit.snapshot(node) == before
+
+
 def test_the_cache_is_dropped_only_when_a_file_the_plugin_reads_changed(node):
     npd_install.run(Module(), params(node))
     cache = node / "run" / "nodefix-npd"

@@ -145,6 +145,7 @@ def test_the_timers_tick_without_a_textfile_says_why(setup, monkeypatch, change,
 
 
 @pytest.mark.parametrize("change", [{"textfile": "relative.prom"}, {"textfile": "/x/nodefix.txt"},
+                                    {"textfile": "/x/nodefix-npd.prom"}, {"textfile": "/x/other-nodefix.prom"},
                                     {"cache_dir": ""}, {"interval": 0}, {"version": 1}])
 def test_a_bad_textfile_setting_is_a_config_error(setup, change):
     with pytest.raises(npd_plugin.NpdConfigError):

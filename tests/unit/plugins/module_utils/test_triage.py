@@ -9,6 +9,8 @@ tests/unit/plugins/module_utils/test_triage_prometheus.py."""
 import gc
 import re
 
+import hypothesis
+import hypothesis.strategies
 import pytest
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
@@ -74,10 +76,13 @@ class Tsdb(object):
             # by its own label as the query's label_replace marks it (the clock offset too)
             return [s for s in self._max_by([s for s in self.series if self._selected(s[1], self.conf["exporter_job"])
                                              and s[0] in ("node_textfile_scrape_error", "node_textfile_mtime_seconds",
-                                                          "nodefix_audit_timestamp_seconds", "clock_offset")
+                                                          "nodefix_audit_timestamp_seconds", "clock_offset",
+                                                          "gathering_increase")
                                              and (s[1].get("file") or "").rsplit("/", 1)[-1] in ("", "nodefix.prom")],
                                             (label,), name=True)
-                    if s[0] != "node_textfile_scrape_error" or s[2] != 0]
+                    # node_exporter's gathering errors: what increase(...[15m]) computes, given as a series
+                    # "gathering_increase", kept where it is above 0 (the query's '> 0')
+                    if (s[0] != "node_textfile_scrape_error" or s[2] != 0) and (s[0] != "gathering_increase" or s[2] > 0)]
         if name == "findings":
             return self._of("nodefix_finding")
         reported = {}
@@ -113,7 +118,8 @@ class Tsdb(object):
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
         name = self.names[expr]
-        marks = {"clock_offset": triage_observe.CLOCK_OFFSET, "node_textfile_scrape_error": triage_observe.TEXTFILE_ERROR}
+        marks = {"clock_offset": triage_observe.CLOCK_OFFSET, "node_textfile_scrape_error": triage_observe.TEXTFILE_ERROR,
+                 "gathering_increase": triage_observe.GATHERING_ERROR}
         result = [{"metric": dict(labels, **{marks[metric]: "offset" if metric == "clock_offset" else "error"})
                    if name == "textfile" and metric in marks else
                    dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
@@ -168,6 +174,9 @@ def fleet():
 FAULTS = {
     "exporter_down": lambda s, i: [x for x in replace(s, "up", i, 0) if not (x[0] != "up" and x[1].get("instance") == i)],
     "textfile_error": lambda s, i: replace(s, "node_textfile_scrape_error", i, 1),
+    # another textfile with the same nodefix_* series (or a check listed twice): node_exporter exports one of them,
+    # node_textfile_scrape_error stays 0, only its gathering errors rise - here the one it kept says kubelet looked
+    "duplicate_series": lambda s, i: s + [("gathering_increase", {"instance": i, "job": "node"}, 4.0)],
     "stale": lambda s, i: replace(s, "node_textfile_mtime_seconds", i, AT - 7200),
     "check_failed": lambda s, i: replace(s, "nodefix_audit_check_failed", i, 1, check="kubelet"),
     "check_missing": lambda s, i: replace(s, "nodefix_audit_check_failed", i, drop=True, check="reboot"),
@@ -312,6 +321,26 @@ def test_a_stale_node_with_findings_is_unknown_and_a_failed_check_beside_finding
     failed = FAULTS["check_failed"](fleet(), "node-b:9100") + [finding]
     node = triage(failed)[0]["nodes"]["node-b"]
     assert node["state"] == "findings" and node["reasons"] == ["check_failed"]
+
+
+def test_gathering_errors_make_the_node_unknown_even_with_findings_and_on_one_replica_only():
+    """Review D1: a duplicate series hides whichever file node_exporter read second; only its gathering errors say so.
+    The counter is read in the textfile query (no request more), from any replica, its 0 never downloaded."""
+    finding = ("nodefix_finding", {"instance": "node-b:9100", "job": "node", "id": "reboot.required",
+                                   "severity": "high", "check": "reboot", "subject": ""}, 1)
+    node = triage(FAULTS["duplicate_series"](fleet(), "node-b:9100") + [finding])[0]["nodes"]["node-b"]
+    assert node["state"] == "unknown" and node["reasons"] == ["duplicate_series"], node
+    assert "4 gathering error(s)" in node["notes"][0] and "nodefix.prom" in node["notes"][0]
+    replicas = (healthy("node-a", extra={"replica": "a"}) + healthy("node-a", extra={"replica": "b"})[1:]
+                + [("gathering_increase", {"instance": "node-a:9100", "job": "node", "replica": "b"}, 1.0), KSM_UP])
+    result, db = triage(replicas)
+    assert result["nodes"]["node-a"]["reasons"] == ["duplicate_series"] and db.requests == 6
+    # a counter that did not rise is no error (the query keeps only increase > 0)
+    result, dummy = triage(fleet() + [("gathering_increase", {"instance": "node-b:9100", "job": "node"}, 0.0)])
+    assert result["nodes"]["node-b"]["state"] == "clean"
+    textfile = triage_observe.queries(conf())["textfile"]
+    assert 'increase(promhttp_metric_handler_errors_total{job=~"node",cause="gathering"}[15m])) > 0' in textfile
+    assert sorted(triage_observe.queries(conf())) == ["checks", "failed", "findings", "textfile", "up"]
 
 
 def test_above_max_unknown_percent_fails_loudly():
@@ -608,3 +637,49 @@ def test_an_orphan_that_exports_any_finding_is_an_error(value, labels):
     series.append(("nodefix_finding", dict((k, v) for k, v in finding.items() if v is not None), value))
     with pytest.raises(NodefixError):
         triage(series)
+
+
+def test_a_label_the_regex_does_not_match_is_no_node_name_and_an_expected_node_is_never_an_orphan():
+    """Review D1/D3 (2026-12-07): under ``^(.+):9100$`` a series ``instance="node-a"`` (no port) was taken as the node
+    named node-a by its raw value: node-a was unknown (a target) AND an orphan, its inventory host overwritten."""
+    series = healthy("node-a", instance="node-a") + healthy("node-b") + [KSM_UP]
+    result, dummy = triage(series, node_label_regex="^(.+):9100$", max_unknown_percent=100)
+    assert result["nodes"]["node-a"]["state"] == "unknown" and result["nodes"]["node-a"]["reasons"] == ["no_series"]
+    assert result["nodes"]["node-b"]["state"] == "clean"
+    assert list(result["orphans"]) == ["unmapped_node-a"]
+    # an orphan's name that is an expected node's (the classifier's own guard), and one that is unmapped_ + it too
+    c = conf()
+    got = triage_classify.classify(c, {"node-a": {}, "unmapped_node-a": {}}, {}, {"node-a": [], "x": []}, AT,
+                                   clean_records=True)
+    assert sorted(got["orphans"]) == ["unmapped_unmapped_node-a", "x"] and sorted(got["nodes"]) == [
+        "node-a", "unmapped_node-a"]
+
+
+LABELS = ("node-a", "node-a:9100", "node-b:9100", "10.0.0.1", "10.0.0.1:9100", "unmapped_node-a", "node-c:8080",
+          "[fd00::1]:9100", "x")
+REGEXES = (None, "^(.+):9100$", "^(?P<node>node-[a-z])", "^unmapped_(.+)$", "^(.*)$", "^[^:]+:(.+)$")
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(expected=hypothesis.strategies.dictionaries(
+    hypothesis.strategies.sampled_from(("node-a", "node-b", "node-c", "unmapped_node-a", "10.0.0.1", "x")),
+    hypothesis.strategies.sampled_from(("", "10.0.0.1", "10.0.0.2", "fd00::1")), min_size=1, max_size=4),
+    labels=hypothesis.strategies.lists(hypothesis.strategies.sampled_from(LABELS), max_size=5, unique=True),
+    up=hypothesis.strategies.lists(hypothesis.strategies.sampled_from((0, 1)), min_size=5, max_size=5),
+    regex=hypothesis.strategies.sampled_from(REGEXES))
+def test_every_expected_node_is_in_exactly_one_class_whatever_the_labels(expected, labels, up, regex):
+    """Review D3: random label values, node_label_regex and expected nodes (names, internal IPs, shared or not):
+    every expected node has exactly one record of one class, and no orphan is named as an expected node."""
+    series = [("kube_node_info", {"node": n, "internal_ip": ip}, 1) for n, ip in expected.items()] + [KSM_UP]
+    for label, value in zip(labels, up):
+        lab = {"instance": label, "job": "node"}
+        series += [("up", lab, value), ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - 60),
+                   ("clock_offset", lab, 0.0)] + [("nodefix_audit_check_failed", dict(lab, check=c), 0) for c in CHECKS]
+    result, dummy = triage(series, node_label_regex=regex, max_unknown_percent=100)
+    assert sorted(result["nodes"]) == sorted(expected)
+    assert all(r["state"] in ("findings", "unknown", "clean") for r in result["nodes"].values())
+    assert not set(result["orphans"]) & set(expected), result["orphans"]
+    assert all(r["state"] == "orphan" for r in result["orphans"].values())
+    counts = result["summary"]["counts"]
+    assert counts["findings"] + counts["unknown"] + counts["clean"] == len(expected)
+    assert counts["orphan"] == len(result["orphans"])

@@ -291,16 +291,14 @@ def _refuse_orphans_with_findings(orphans):
 
 
 def classify(conf, expected, observed, orphans, at, warnings=(), clean_records=True):
-    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary,
-    clean_listed, oldest_audit_age_s}. ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations}
-    of expected nodes. Every expected node is classified and counted; ``clean_records`` False leaves the clean nodes'
-    records out of ``nodes`` (the lean inventory shows none of them: no record built, nothing of theirs to redact) -
-    ``clean_listed`` says which, ``oldest_audit_age_s`` is the oldest audit of the nodes not unknown (clean ones too:
-    what a cached verdict's age is judged by, ``run.served_from_cache``)."""
+    """The fleet's triage from ``observe``'s answer: {nodes: {name: record}, orphans: {name: record}, summary}.
+    ``expected``: {name: {"internal_ip": ...}}; ``observed``: {name: observations} of expected nodes. Every expected
+    node is classified and counted; ``clean_records`` False leaves the clean nodes' records out of ``nodes`` (the lean
+    inventory shows none of them: no record built, nothing of theirs to redact)."""
     if not expected:
         raise NodefixError("no expected node: the source of expected nodes named none (an empty fleet is never "
                            "called clean)")
-    nodes, by_reason, oldest = {}, {}, None
+    nodes, by_reason = {}, {}
     counts = dict((s, 0) for s in STATES)
     for name in sorted(expected):
         record = classify_node(conf, name, observed.get(name) or {}, at, warnings)
@@ -309,8 +307,6 @@ def classify(conf, expected, observed, orphans, at, warnings=(), clean_records=T
         if state == "unknown":
             for code in record["reasons"]:
                 by_reason[code] = by_reason.get(code, 0) + 1
-        elif record["audit_age_s"] is not None and (oldest is None or record["audit_age_s"] > oldest):
-            oldest = record["audit_age_s"]
         if state == "clean" and not clean_records:
             continue
         # an address another expected node claims too is not this node's to connect to
@@ -331,8 +327,7 @@ def classify(conf, expected, observed, orphans, at, warnings=(), clean_records=T
                "unknown_percent": round(100.0 * counts["unknown"] / len(expected), 3), "unknown_by_reason": by_reason,
                "reasons": dict((code, REASONS[code]) for code in by_reason),
                "evaluation_time": at, "warnings": list(warnings)}
-    return {"nodes": nodes, "orphans": orphan_records, "summary": summary, "clean_listed": bool(clean_records),
-            "oldest_audit_age_s": oldest}
+    return {"nodes": nodes, "orphans": orphan_records, "summary": summary}
 
 
 def check_unknown_budget(conf, result):

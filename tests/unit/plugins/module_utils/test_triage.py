@@ -525,8 +525,7 @@ def test_a_lean_triage_counts_the_clean_nodes_it_does_not_list():
     assert lean["summary"]["counts"] == full["summary"]["counts"] == {"findings": 0, "unknown": 1, "clean": 2,
                                                                       "orphan": 0}
     assert lean["summary"]["fleet_size"] == 3 and lean["summary"]["unknown_percent"] == 33.333
-    assert (lean["clean_listed"], full["clean_listed"]) == (False, True)
-    assert lean["oldest_audit_age_s"] == full["oldest_audit_age_s"] == 1700  # node-b's; node-a is unknown
+    assert sorted(lean) == sorted(full) == ["nodes", "orphans", "summary"]
 
 
 @pytest.mark.parametrize("offset, reasons", [

@@ -196,10 +196,14 @@ def wait_until(ready, proc, deadline, pause=1):
 
 
 def wait_scraped(url, targets, proc, deadline):
-    """Until every target was scraped once (up) and every up one exported its textfile series."""
-    wait_until(lambda: scalar(url, 'count(up{job="node"})') == targets and scalar(
-        url, "count(node_textfile_scrape_error)") == targets - scalar(url, 'count(up{job="node"} == 0)')
-        and scalar(url, "count(kube_node_info)"), proc, deadline)
+    """Until every target was scraped (up), every up one exported its textfile series and twice its gathering-error
+    counter (the triage reads a rise from two samples: a node with fewer is unknown, no_gathering_counter)."""
+    def ready():
+        up = targets - scalar(url, 'count(up{job="node"} == 0)')
+        return scalar(url, 'count(up{job="node"})') == targets and scalar(url, "count(node_textfile_scrape_error)") == up \
+            and scalar(url, 'count(count_over_time(promhttp_metric_handler_errors_total{job="node",cause="gathering"}[15m]) > 1)') \
+            == up and scalar(url, "count(kube_node_info)")
+    wait_until(ready, proc, deadline)
 
 
 def queries_answered(url):

@@ -36,6 +36,17 @@ options:
         fresh. Set V(false) only where the time collector is off and the nodes' clocks are watched otherwise.
     type: bool
     default: true
+  require_gathering_counter:
+    description:
+      - A node whose exporter is up but whose gathering-error counter
+        (C(promhttp_metric_handler_errors_total{cause="gathering"}), node_exporter's own) has fewer than two samples in
+        Prometheus in the last 15 minutes is unknown (C(no_gathering_counter)) - a series two textfiles carry
+        (C(duplicate_series)) shows only there. The counter is missing where a C(metric_relabel_configs) rule drops
+        C(promhttp_.*) or an allowlist keeps only some series (add C(promhttp_metric_handler_errors_total) to it); two
+        samples are missing where the scrape interval is 7.5 minutes or more, and for a target's first scrape.
+        Set V(false) only where duplicate textfiles are ruled out otherwise.
+    type: bool
+    default: true
   expected_nodes:
     description:
       - Where the fleet's nodes come from - V(kube_state_metrics) (C(kube_node_info) at the evaluation time, through

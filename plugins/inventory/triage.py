@@ -199,6 +199,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             waivers=self.get_option("waivers"), exporter_job=self.get_option("exporter_job"),
             max_unknown_percent=self.get_option("max_unknown_percent"), max_clock_skew=self.get_option("max_clock_skew"),
             require_node_clock=self.get_option("require_node_clock"),
+            require_gathering_counter=self.get_option("require_gathering_counter"),
             selector=self.get_option("selector"), kube_state_metrics_job=self.get_option("kube_state_metrics_job"))
 
     def _client(self):

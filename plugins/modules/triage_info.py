@@ -167,6 +167,7 @@ def argument_spec():
         max_audit_age=dict(type="int", default=1800),
         max_clock_skew=dict(type="int", default=60),
         require_node_clock=dict(type="bool", default=True),
+        require_gathering_counter=dict(type="bool", default=True),
         expected_nodes=dict(type="str", choices=["kube_state_metrics", "kubernetes", "list"], default="kube_state_metrics"),
         nodes=dict(type="list", elements="str", default=[]),
         exporter_job=dict(type="str", default="node|.*node[-_]exporter.*"),
@@ -192,6 +193,7 @@ def run(p):
         required_checks=list(audit_names.CHECK_NAMES) if p["required_checks"] is None else p["required_checks"],
         waivers=p["waivers"], exporter_job=p["exporter_job"], max_unknown_percent=p["max_unknown_percent"],
         max_clock_skew=p["max_clock_skew"], require_node_clock=p["require_node_clock"], selector=p["selector"],
+        require_gathering_counter=p["require_gathering_counter"],
         kube_state_metrics_job=p["kube_state_metrics_job"])
     client = prometheus_client.from_params(prometheus_transport.OpenUrl(), p)  # one TLS context
     result = triage_run.triage(client, conf, p["expected_nodes"], nodes=p["nodes"], kubeconfig=p["kubeconfig"],

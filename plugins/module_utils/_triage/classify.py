@@ -41,6 +41,13 @@ REASONS = {
     "duplicate_series": "node_exporter counted gathering errors lately (promhttp_metric_handler_errors_total{cause="
                         "\"gathering\"}): a series collected twice - a second textfile with the nodefix_* series beside "
                         "nodefix.prom, a check listed twice - is exported once, from whichever file it read first",
+    "foreign_series": "the node's exporter exports nodefix_* series labelled for another node (node=\"...\": the fleet "
+                      "file audit_report writes, in its textfile directory): what it exports of the node may not be its "
+                      "own",
+    "no_gathering_counter": "the exporter is up but Prometheus holds fewer than two samples of its gathering-error "
+                            "counter (promhttp_metric_handler_errors_total{cause=\"gathering\"}) in the last 15 "
+                            "minutes - dropped by a relabel rule or an allowlist, a scrape interval of 7.5 minutes or "
+                            "more, a first scrape: a duplicate series cannot be seen (require_gathering_counter)",
     "no_textfile": "the exporter is up but exports no nodefix.prom (the collection's textfile is not written)",
     "stale": "the audit's heartbeat is older than max_audit_age",
     "clock_skew": "the node's clock (node_time_seconds) or a stamp of its audit is off Prometheus' clock by more than "
@@ -55,8 +62,8 @@ REASONS = {
                  "infinite where a time or a count is expected) or a finding series lacks its labels",
 }
 # reasons that say the node's findings themselves cannot be trusted (its class is unknown even with findings)
-UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "duplicate_series", "no_textfile",
-             "stale", "clock_skew", "no_clock", "bad_value")
+UNTRUSTED = ("ambiguous_address", "no_series", "exporter_down", "textfile_error", "duplicate_series", "foreign_series",
+             "no_gathering_counter", "no_textfile", "stale", "clock_skew", "no_clock", "bad_value")
 STATES = ("findings", "unknown", "clean", "orphan")
 # reasons that say no check of the node could be read (a required check is not "missing" beside them)
 BLIND = ("no_series", "exporter_down", "no_textfile")
@@ -82,7 +89,7 @@ def _globs(value, name):
 def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, min_severity="info",
              include_ids=None, exclude_ids=None, required_checks=None, waivers=None, exporter_job=".*",
              max_unknown_percent=10.0, max_clock_skew=60, require_node_clock=True, selector=None,
-             kube_state_metrics_job="kube-state-metrics|.*kube-state-metrics.*", today=None):
+             require_gathering_counter=True, kube_state_metrics_job="kube-state-metrics|.*kube-state-metrics.*", today=None):
     """The classifier's settings checked, before anything is asked; NodefixError naming the option otherwise."""
     if isinstance(max_audit_age, bool) or not isinstance(max_audit_age, int) or max_audit_age < 1:
         raise NodefixError("max_audit_age must be a whole number of seconds above 0 (got %r)" % (max_audit_age,))
@@ -123,6 +130,7 @@ def settings(max_audit_age=1800, node_label="instance", node_label_regex=None, m
             "exclude_ids": _globs(exclude_ids or [], "exclude_ids"), "required_checks": sorted(set(checks)),
             "waivers": active, "exporter_job": exporter_job, "max_unknown_percent": float(max_unknown_percent),
             "max_clock_skew": max_clock_skew, "require_node_clock": bool(require_node_clock), "selector": selector,
+            "require_gathering_counter": bool(require_gathering_counter),
             "kube_state_metrics_job": kube_state_metrics_job}
 
 
@@ -202,6 +210,14 @@ def _reasons(conf, obs, ages, partial):
                                     "total{cause=\"gathering\"}): a series it collected twice (another textfile with "
                                     "the nodefix_* series beside nodefix.prom? a check listed twice?) is exported from "
                                     "one file only - what it exports may not be nodefix.prom's" % obs["gathering_errors"])
+        if obs.get("foreign"):
+            add("foreign_series", "the exporter exports nodefix_* series of %s (node label; the fleet file of "
+                                  "audit_report in the node's textfile directory?): neither read as the node's"
+                % ", ".join(sorted(obs["foreign"])[:10]))
+        if obs.get("no_gathering_counter") and conf.get("require_gathering_counter", True):
+            add("no_gathering_counter", "fewer than two samples of promhttp_metric_handler_errors_total{cause=\"gathering"
+                                        "\"} in the last 15 minutes (dropped by a relabel rule or an allowlist? a "
+                                        "scrape interval of 7.5 min or more?): a duplicate series cannot be seen")
         if obs.get("mtime") is None:
             add("no_textfile", "the exporter exports no node_textfile_mtime_seconds for nodefix.prom")
         else:

@@ -23,7 +23,14 @@ ones into ``nodefix.prom``; node_exporter's textfile collector exports the ``nod
 - ``promhttp_metric_handler_errors_total{cause="gathering"}`` (node_exporter's own), where it rose in the last
   ``GATHERING_WINDOW``: a series the exporter collected twice (a second textfile with the ``nodefix_*`` series beside
   ``nodefix.prom``, a check listed twice) - it exports one of them, keeps ``node_textfile_scrape_error`` 0 and only
-  counts the error, so the file it shows may not be ``nodefix.prom`` (``duplicate_series``).
+  counts the error, so the file it shows may not be ``nodefix.prom`` (``duplicate_series``); and the nodes whose
+  exporter is scraped but whose counter has fewer than two samples in that window (dropped by a relabel rule or an
+  allowlist, a scrape interval of half the window or more, a first scrape): blind to a duplicate
+  (``no_gathering_counter``);
+- ``nodefix_*`` series with a ``node`` label (``exported_node`` when the target has one): the collection writes
+  it only into the fleet file (``audit_report``'s ``nodefix.prom`` with every node's series), never into a node's own
+  file - a value that does not name the node is another node's series in its exporter (``foreign_series``; read
+  neither as its checks nor as its findings).
 
 HA pairs and Thanos replicas: every series is read per node and merged (the LOWEST ``up`` - one replica that
 finds the exporter down is an exporter down -, the newest heartbeat, a check failed on any replica, the union of
@@ -49,6 +56,12 @@ GATHERING_ERROR = "nodefix_gathering_error"  # the label that marks the node's g
 # how far back node_exporter's gathering errors are counted: a duplicate series fails every scrape while it lasts,
 # so a few scrapes are enough (a short window also lets a node whose duplicate is gone be read again)
 GATHERING_WINDOW = "15m"
+# the label that marks a node whose gathering counter has fewer than two samples in GATHERING_WINDOW in the answer
+GATHERING_COUNTER = "nodefix_gathering_counter"
+# the label that marks a count of nodefix_* series with a node (exported_node) label in it; the labels that carry the
+# fleet file's node name (exported_node: the file's node label beside a target's own node label)
+FOREIGN = "nodefix_foreign"
+FOREIGN_LABELS = ("node", "exported_node")
 AMBIGUOUS = object()  # Mapper's answer for a key two or more expected nodes claim
 
 
@@ -83,11 +96,18 @@ def queries(conf):
                     # series, a check listed twice in one -: it keeps one of them, node_textfile_scrape_error stays 0,
                     # the scrape succeeds and only this counter says so) where they rose lately (GATHERING_ERROR)
                     + ' or label_replace(max by (%s) (increase(promhttp_metric_handler_errors_total{%s,cause="gathering"}'
-                      '[%s])) > 0, "%s", "error", "", "")' % (label, job, GATHERING_WINDOW, GATHERING_ERROR),
+                      '[%s])) > 0, "%s", "error", "", "")' % (label, job, GATHERING_WINDOW, GATHERING_ERROR)
+                    + _foreign(conf, job),
         "findings": "nodefix_finding{%s}" % job,
         # every value but 0 (NaN != 0 holds in PromQL as in Go): a value the query dropped would be a node called clean
         "failed": "nodefix_audit_check_failed{%s} != 0" % job,
     }
+    if conf.get("require_gathering_counter", True):
+        # the nodes scraped whose counter cannot show a rise: fewer than two samples in the window (increase() needs
+        # two; none where a relabel rule or an allowlist drops promhttp_*) - in a healthy fleet, none (GATHERING_COUNTER)
+        out["textfile"] += (' or label_replace(count by (%s) (up{%s}) unless on (%s) (max by (%s) (count_over_time('
+                            'promhttp_metric_handler_errors_total{%s,cause="gathering"}[%s])) > 1), "%s", "absent", "", "")'
+                            % (label, job, label, label, job, GATHERING_WINDOW, GATHERING_COUNTER))
     required = conf["required_checks"]
     if required:
         checks = 'nodefix_audit_check_failed{%s,check=~"%s"}' % (job, "|".join(required))
@@ -95,6 +115,21 @@ def queries(conf):
         # the failing checks, and every reported check of the nodes that miss one (to name what is missing)
         out["failed"] += " or (%s and on (%s) (%s < %d))" % (checks, label, out["checks"], len(required))
     return out
+
+
+def foreign_labels(conf):
+    """The labels that name the node of a fleet file's series: ``exported_node``, and ``node`` unless it is the node
+    label itself (a target's own)."""
+    return tuple(name for name in FOREIGN_LABELS if name != conf["node_label"])
+
+
+def _foreign(conf, job):
+    """The query's part that counts, per node and fleet-file label value, the nodefix_* series that carry one (none
+    where no fleet file is in a textfile directory and no target has a node label of its own)."""
+    names = foreign_labels(conf)
+    by = ", ".join((conf["node_label"],) + names)
+    return ' or label_replace(count by (%s) (%s), "%s", "series", "", "")' % (by, " or ".join(
+        '{__name__=~"nodefix_.+",%s,%s!=""}' % (job, name) for name in names), FOREIGN)
 
 
 def claims(expected):
@@ -141,6 +176,11 @@ class Mapper(object):
         except KeyError:
             self.seen[value] = found = self._lookup(value)
             return found
+
+    def owns(self, value, name):
+        """Whether a fleet-file label's value (``node``) names the expected node ``name``: its name or internal IP, or
+        a value that maps to it as its node label's would."""
+        return self.claims.get(value) == {name} or self.node({self.conf["node_label"]: value}) == (name, True)
 
     def _lookup(self, value):
         key = triage_classify.node_key(self.conf, value)
@@ -195,8 +235,11 @@ def _apply_up(labels, value, obs):
 
 def _apply_textfile(labels, value, obs):
     metric = CLOCK_OFFSET if labels.get(CLOCK_OFFSET) == "offset" else "node_textfile_scrape_error" if labels.get(
-        TEXTFILE_ERROR) == "error" else GATHERING_ERROR if labels.get(GATHERING_ERROR) == "error" else labels.get("__name__")
-    if metric == GATHERING_ERROR:  # how many the exporter counted lately (> 0: the query keeps no other)
+        TEXTFILE_ERROR) == "error" else GATHERING_ERROR if labels.get(GATHERING_ERROR) == "error" else \
+        GATHERING_COUNTER if labels.get(GATHERING_COUNTER) == "absent" else labels.get("__name__")
+    if metric == GATHERING_COUNTER:  # scraped, but fewer than two samples of its gathering counter in the window
+        obs["no_gathering_counter"] = True
+    elif metric == GATHERING_ERROR:  # how many the exporter counted lately (> 0: the query keeps no other)
         obs["gathering_errors"] = max(value, obs.get("gathering_errors") or 0)
     elif metric == "node_textfile_scrape_error":
         _boolean(obs, "scrape_error", metric, value)
@@ -252,7 +295,8 @@ def observe(client, conf, expected, at):
     mapper = Mapper(conf, expected)
     observed, orphans, warnings = {}, {}, []
     label, number = conf["node_label"], prometheus_client.sample_value  # NaN and +-Inf kept: APPLY judges them
-    of_value = {}  # label value -> the observations of the expected node it names
+    of_value, name_of = {}, {}  # label value -> the observations of the expected node it names, its name
+    foreign = foreign_labels(conf)
     for name, expr in sorted(queries(conf).items()):
         result, warned = client.query(expr, at)
         warnings.extend("%s: %s" % (name, w) for w in warned)
@@ -271,6 +315,15 @@ def observe(client, conf, expected, at):
                         orphans.setdefault(node, []).append(_finding(labels))
                     continue
                 obs = of_value[labels[label]] = observed.setdefault(node, {})
+                name_of[labels[label]] = node
+            if name in ("textfile", "failed", "findings"):
+                # a fleet file's series (its node label): another node's are neither checks nor findings of this one
+                marked = [labels[k] for k in foreign if labels.get(k)]
+                if marked:
+                    others = [v for v in marked if not mapper.owns(v, name_of[labels[label]])]
+                    if others:
+                        obs.setdefault("foreign", set()).update(others)
+                        continue
             apply_one(labels, number(sample), obs)
     for obs in observed.values():
         obs["findings"] = list(obs.pop("findings_seen", {}).values())

@@ -82,7 +82,8 @@ class Tsdb(object):
                                             (label,), name=True)
                     # node_exporter's gathering errors: what increase(...[15m]) computes, given as a series
                     # "gathering_increase", kept where it is above 0 (the query's '> 0')
-                    if (s[0] != "node_textfile_scrape_error" or s[2] != 0) and (s[0] != "gathering_increase" or s[2] > 0)]
+                    if (s[0] != "node_textfile_scrape_error" or s[2] != 0) and (s[0] != "gathering_increase" or s[2] > 0)] \
+                + self._gathering_counter_absent() + self._foreign()
         if name == "findings":
             return self._of("nodefix_finding")
         reported = {}
@@ -98,6 +99,25 @@ class Tsdb(object):
         out += [s for s in self._of("nodefix_audit_check_failed") if s[2] == 0 and s[1][label] in incomplete
                 and s[1]["check"] in self.conf["required_checks"]]
         return out
+
+    def _gathering_counter_absent(self):
+        """The nodes scraped (an up series) without two samples of their gathering counter in the window: what
+        count_over_time(...[15m]) computes, given as a series "gathering_samples" (the query's '> 1' and 'unless')."""
+        if not self.conf["require_gathering_counter"]:
+            return []
+        label = self.conf["node_label"]
+        counted = set(s[1].get(label) for s in self._of("gathering_samples") if s[2] > 1)
+        return [("gathering_absent", {label: k}, 1) for k in sorted(set(s[1].get(label) for s in self._of("up")))
+                if k not in counted]
+
+    def _foreign(self):
+        """count by (node label, node, exported_node) of the nodefix_* series with either (node: unless it is the
+        node label)."""
+        names = triage_observe.foreign_labels(self.conf)
+        keep = (self.conf["node_label"],) + names
+        return [("foreign_count", labels, value) for dummy, labels, value in self._max_by(
+            [("", s[1], 1) for s in self.series if s[0].startswith("nodefix_") and self._selected(
+                s[1], self.conf["exporter_job"]) and any(s[1].get(k) for k in names)], keep, pick=lambda a, b: a + b)]
 
     def get(self, path, params):
         """The real client's ``get``: only ``time()`` at the server's own now (``clock``), as Prometheus answers it."""
@@ -118,9 +138,12 @@ class Tsdb(object):
         if self.down:
             raise prometheus_client.NoAnswer("Prometheus at %s did not answer: URLError: refused" % self.where)
         name = self.names[expr]
-        marks = {"clock_offset": triage_observe.CLOCK_OFFSET, "node_textfile_scrape_error": triage_observe.TEXTFILE_ERROR,
-                 "gathering_increase": triage_observe.GATHERING_ERROR}
-        result = [{"metric": dict(labels, **{marks[metric]: "offset" if metric == "clock_offset" else "error"})
+        marks = {"clock_offset": (triage_observe.CLOCK_OFFSET, "offset"),
+                 "node_textfile_scrape_error": (triage_observe.TEXTFILE_ERROR, "error"),
+                 "gathering_increase": (triage_observe.GATHERING_ERROR, "error"),
+                 "gathering_absent": (triage_observe.GATHERING_COUNTER, "absent"),
+                 "foreign_count": (triage_observe.FOREIGN, "series")}
+        result = [{"metric": dict(labels, **dict([marks[metric]]))
                    if name == "textfile" and metric in marks else
                    dict(labels, __name__=metric) if metric else dict(labels), "value": [at, str(value)]}
                   for metric, labels, value in self._answer(name)]
@@ -134,7 +157,8 @@ def healthy(node, ip=None, instance=None, age=60, checks=CHECKS, extra=None):
     out = [("kube_node_info", {"node": node, "internal_ip": ip or ""}, 1),
            ("up", lab, 1), ("node_textfile_scrape_error", lab, 0),
            ("node_textfile_mtime_seconds", dict(lab, file="nodefix.prom"), AT - age),
-           ("clock_offset", lab, 0.01)]  # node_exporter's time collector: the node's clock as Prometheus'
+           ("clock_offset", lab, 0.01),  # node_exporter's time collector: the node's clock as Prometheus'
+           ("gathering_samples", lab, 60)]  # samples of its gathering-error counter in the window (one scrape a 15 s)
 
     out += [("nodefix_audit_check_failed", dict(lab, check=c), 0) for c in checks]
     return out
@@ -181,7 +205,13 @@ FAULTS = {
     "check_failed": lambda s, i: replace(s, "nodefix_audit_check_failed", i, 1, check="kubelet"),
     "check_missing": lambda s, i: replace(s, "nodefix_audit_check_failed", i, drop=True, check="reboot"),
     "no_series": lambda s, i: [x for x in s if x[0] == "kube_node_info" or x[1].get("instance") != i],
-    "no_textfile": lambda s, i: [x for x in s if x[1].get("instance") != i or x[0] in ("up", "node_textfile_scrape_error")],
+    "no_textfile": lambda s, i: [x for x in s if x[1].get("instance") != i
+                                 or x[0] in ("up", "node_textfile_scrape_error", "gathering_samples")],
+    # review 2 D1: a relabel rule or an allowlist drops promhttp_* (or one sample in the window): a duplicate is unseen
+    "no_gathering_counter": lambda s, i: replace(s, "gathering_samples", i, drop=True),
+    # review 2 D2: the fleet file of audit_report (every node's series, node="...") replaced the node's nodefix.prom
+    "foreign_series": lambda s, i: [(x[0], dict(x[1], node="node-x"), x[2]) if x[0].startswith("nodefix_")
+                                    and x[1].get("instance") == i else x for x in s],
 }
 
 
@@ -341,6 +371,58 @@ def test_gathering_errors_make_the_node_unknown_even_with_findings_and_on_one_re
     textfile = triage_observe.queries(conf())["textfile"]
     assert 'increase(promhttp_metric_handler_errors_total{job=~"node",cause="gathering"}[15m])) > 0' in textfile
     assert sorted(triage_observe.queries(conf())) == ["checks", "failed", "findings", "textfile", "up"]
+
+
+def test_a_gathering_counter_dropped_or_seen_once_is_unknown_unless_not_required():
+    """Review 2 D1: a metric_relabel_configs rule or an allowlist that drops promhttp_* hides the only sign of a
+    duplicate series; one sample in the window (a first scrape, a scrape interval of half the window) shows no rise
+    either. Asked in the textfile query (no request more); require_gathering_counter: false accepts it."""
+    for series in (replace(fleet(), "gathering_samples", "node-b:9100", drop=True),
+                   replace(fleet(), "gathering_samples", "node-b:9100", 1)):
+        result, db = triage(series)
+        node = result["nodes"]["node-b"]
+        assert node["state"] == "unknown" and node["reasons"] == ["no_gathering_counter"] and db.requests == 6, node
+        assert "relabel" in node["notes"][0] and result["nodes"]["node-a"]["state"] == "clean"
+        assert triage(series, require_gathering_counter=False)[0]["nodes"]["node-b"]["state"] == "clean"
+    finding = ("nodefix_finding", {"instance": "node-b:9100", "job": "node", "id": "reboot.required",
+                                   "severity": "high", "check": "reboot", "subject": ""}, 1)
+    assert triage(FAULTS["no_gathering_counter"](fleet(), "node-b:9100") + [finding])[0]["nodes"]["node-b"]["state"] \
+        == "unknown"  # its findings may be a hidden file's
+    # an exporter down is exporter_down only (no counter is expected of it)
+    assert triage(FAULTS["exporter_down"](fleet(), "node-b:9100"))[0]["nodes"]["node-b"]["reasons"] == ["exporter_down"]
+    textfile = triage_observe.queries(conf())["textfile"]
+    assert 'unless on (instance) (max by (instance) (count_over_time(promhttp_metric_handler_errors_total{job=~"node",' \
+           'cause="gathering"}[15m])) > 1)' in textfile
+    assert "count_over_time" not in triage_observe.queries(conf(require_gathering_counter=False))["textfile"]
+
+
+def test_another_nodes_series_in_a_nodes_exporter_is_unknown_and_read_as_nobodys():
+    """Review 2 D2: audit_report's fleet file (every node's series labelled node="...") in a node's textfile directory.
+    The collection writes a node label only there: a value that names another node makes the node unknown
+    (foreign_series), its failed checks and findings are not the node's; a node label that names the node itself (a
+    target relabelled with its own node label; the fleet file of a report of this node alone) is its own."""
+    fleet_file = [(m, dict(lab, node=n), v) for n in ("node-b", "node-x") for m, lab, v in healthy("node-b")
+                  if m.startswith("nodefix_")]
+    fleet_file += [("nodefix_audit_check_failed", {"instance": "node-b:9100", "job": "node", "check": "kubelet",
+                                                   "node": "node-y"}, 1),
+                   ("nodefix_finding", {"instance": "node-b:9100", "job": "node", "id": "reboot.required",
+                                        "severity": "high", "check": "reboot", "subject": "", "node": "node-y"}, 1)]
+    series = [s for s in fleet() if not (s[0].startswith("nodefix_") and s[1].get("instance") == "node-b:9100")]
+    result, db = triage(series + fleet_file)
+    node = result["nodes"]["node-b"]
+    assert node["state"] == "unknown" and node["reasons"] == ["foreign_series"] and db.requests == 6, node
+    assert "node-x, node-y" in node["notes"][0] and node["findings"] == []
+    assert result["nodes"]["node-a"]["state"] == "clean"
+    # the node's own name (or its internal IP) in the label: its own series
+    own = [(m, dict(lab, node="node-a"), v) if m.startswith("nodefix_") else (m, lab, v) for m, lab, v in fleet()]
+    assert triage(own)[0]["nodes"]["node-a"]["state"] == "clean"
+    # node_label node (the target's own): the file's label is exported_node
+    by_node = [(m, dict(lab, node=lab["instance"].split(":")[0]) if lab.get("instance") else lab, v) for m, lab, v in fleet()]
+    assert [r["state"] for r in triage(by_node, node_label="node")[0]["nodes"].values()] == ["clean"] * 3
+    by_node = [(m, dict(lab, exported_node="node-x") if m.startswith("nodefix_") and lab.get("node") == "node-c" else lab, v)
+               for m, lab, v in by_node]
+    assert triage(by_node, node_label="node")[0]["nodes"]["node-c"]["reasons"] == ["foreign_series"]
+    assert ',node!=""' not in triage_observe.queries(conf(node_label="node"))["textfile"]
 
 
 def test_above_max_unknown_percent_fails_loudly():

@@ -38,6 +38,10 @@ description:
     own clock (node_exporter's C(node_time_seconds) against its scrape's time) is off by more, is unknown
     (C(clock_skew)); one whose clock cannot be read (no C(node_time_seconds)) is unknown too (C(no_clock)) unless
     O(require_node_clock=false).
+  - A node whose gathering-error counter Prometheus does not hold in two samples of the last 15 minutes (a rule that
+    drops C(promhttp_.*)) is unknown (C(no_gathering_counter)) unless O(require_gathering_counter=false); one whose
+    exporter exports C(nodefix_*) series labelled for another node (C(node="...") - the fleet file of
+    M(nodefix.k8s.audit_report) in its textfile directory) is unknown (C(foreign_series)).
   - The triage is never served from Ansible's inventory cache, nor written to it - every parse asks Prometheus. A
     cached triage would call a node clean that Prometheus no longer does (its exporter down, a corrupt textfile, a new
     finding) and miss a new Node and the fleet size the storm breaker counts against. The O(cache) options are

@@ -288,10 +288,14 @@ def test_a_tenant_header_value_is_data_not_a_secret(tmp_path, monkeypatch, tenan
     assert notes and "ApiKey-63" not in notes[0] and "rejected by a store" in notes[0]
 
 
-@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1", "::1", "127.0.1.1"])
+@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1", "::1", "127.0.1.1", "127.1", "0x7f000001", "localhost4",
+                                    "ctl-1", "ctl-1.example.org"])
 def test_an_orphan_named_as_the_controller_never_replaces_ansibles_localhost(tmp_path, monkeypatch, orphan):
     """Prometheus scraping its own node_exporter (localhost:9100): a host named localhost would lose the implicit
-    localhost's local connection in every ``hosts: localhost`` play of the run."""
+    localhost's local connection in every ``hosts: localhost`` play of the run. (L1: the forms the resolver reads as
+    the controller, and the controller's own host name and FQDN, too.)"""
+    monkeypatch.setattr(plugin_module.triage_run.socket, "gethostname", lambda: "ctl-1")
+    monkeypatch.setattr(plugin_module.triage_run.socket, "getfqdn", lambda *a: "ctl-1.example.org")
     result = answer()
     result["orphans"] = {orphan: result["orphans"].popitem()[1] if result["orphans"] else []}
     inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\n", result)

@@ -47,7 +47,9 @@ description:
     finding) and miss a new Node and the fleet size the storm breaker counts against. The O(cache) options are
     accepted and ignored; O(cache=true) warns.
   - An expected node whose name or internal IP is the controller itself (C(localhost), C(127.0.0.1), C(::1), any
-    loopback or unspecified address, C(*.localhost)) is classified and counted but never a host - a host so named
+    loopback or unspecified address - also in the forms the resolver reads, C(127.1), C(0x7f000001), C(2130706433),
+    C(0177.0.0.1), C(0) -, C(*.localhost), C(localhost4), C(localhost6) and their C(.localdomain4)/C(6), the
+    controller's own host name or FQDN) is classified and counted but never a host - a host so named
     or with that C(ansible_host) would run the next play on the controller; C(nodefix_triage_summary.not_hosts)
     names it, with why.
   - Needs a file whose name ends in C(nodefix_triage.yml) or C(nodefix_triage.yaml).
@@ -86,7 +88,8 @@ notes:
     C(nodefix_triage_orphans), C(nodefix_triage_clean) (O(add_clean_hosts)), C(nodefix_finding_<id>) (dots as
     underscores; an id not of the collection's own C(<check>.<name>) shape gets a short hash of itself after it, so
     that two ids never share a group) and C(nodefix_severity_<level>). An orphan named C(localhost), C(127.0.0.1)
-    or any other loopback name or address (Prometheus scraping its own node_exporter) is counted, never made a host.
+    or any other loopback name or address, or the controller's own host name (Prometheus scraping its own
+    node_exporter) is counted, never made a host.
   - How it decides, how stale is stale and how to alert on unknown - docs/triage.md.
 seealso:
   - name: The triage, its classes and reasons
@@ -309,8 +312,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 for level in sorted(set(f["severity"] for f in record["findings"])):
                     self.inventory.add_child(self.inventory.add_group(group_name("nodefix_severity_", level)), name)
             self._construct(name, strict)
+        own = triage_run.controller_names() if result["orphans"] else ()
         for name, record in sorted(result["orphans"].items()):
-            if triage_run.loopback(name):
+            if triage_run.loopback(name, own):
                 # Prometheus scraping its own node_exporter (localhost:9100): a host named so would take the place of
                 # Ansible's implicit localhost (its local connection) in every play of the run; counted in the summary
                 continue

@@ -21,19 +21,24 @@ description:
     the UIDs one at a time, in the order given (a UID given twice is taken once). A UID no pod of the node has any
     more, a pod whose listing cannot be read, a mirror (static) pod (an owner of kind C(Node) - the kubelet recreates
     it from its manifest, an eviction does not recreate its sandbox), a DaemonSet's pod, and a pod no controller
-    owns (unless O(bare_pods)) are skipped with the reason.
+    owns - no C(ownerReferences) entry with C(controller) set to C(true); an owner that is not its controller
+    recreates nothing - (unless O(bare_pods)) are skipped with the reason.
   - Before evicting a pod that has a controller, lists the pods of its namespace and requires every other pod of
     the same controller (its C(ownerReferences) uid, or kind and name) to be Ready and not terminating; else that
     pod is skipped (C(another pod of <kind>/<name> is not Ready ...)) - this also covers an earlier run stopped
     while a replacement was not Ready yet. A pod whose controller's earlier pod in this run got no confirmed
-    replacement is skipped too.
+    replacement is skipped too. A pod no longer among them (since the node's listing) is V(gone) or V(replaced)
+    as a read of it says, or - orphaned or adopted by another owner - skipped.
   - The sibling check sees only the pods that exist. So for a pod whose controller is a ReplicaSet or a
     StatefulSet (C(apps)) or a ReplicationController (core C(v1)), the controller object is read too, right before
     each of its pods' eviction (C(GET /apis/apps/v1/namespaces/<ns>/replicasets/<name>), C(.../statefulsets/<name>),
     C(/api/v1/namespaces/<ns>/replicationcontrollers/<name>)), and the pod is evicted only when every replica it
     wants but this pod is Ready - its C(status.readyReplicas) (absent, 0), less the pod when it is Ready itself, at
     least its C(spec.replicas) (absent, 1 as the API server defaults it) less one - and its C(metadata.uid) is the
-    pod's C(ownerReferences) uid. A controller already short of a replica - one missing wholly (unschedulable, not
+    pod's C(ownerReferences) uid. Whether the pod is Ready is read in that same listing of its namespace, not
+    taken from the node's listing at the start of the run. A controller scaled to zero (C(spec.replicas) 0) holds
+    the pod - nothing would recreate it. A ReplicaSet's C(ownerReferences) of C(extensions/v1beta1) or
+    C(apps/v1beta2) is read at C(apps/v1) (the same object). A controller already short of a replica - one missing wholly (unschedulable, not
     created yet, just deleted) - holds the pod (V(skipped),
     C(its ReplicaSet web-5d9 has 1 of 2 replicas ready) and why).
   - A controller that cannot be read - a 404, a 403, no answer, an answer that is not that object's shape, another
@@ -46,7 +51,7 @@ description:
     answer is an accepted eviction. A 409 is told apart by reading the pod - no such pod (V(gone)) or another UID
     (V(replaced)); the same UID still there is a conflict of the eviction itself (V(failed)). The node is not
     cordoned and no other pod is touched, not even one with the same labels on the same node.
-  - After an eviction of a pod that had owners, waits up to O(replacement_timeout) seconds for its
+  - After an eviction of a pod that has a controller, waits up to O(replacement_timeout) seconds for its
     replacement - a pod of the same controller whose UID was not there just before the eviction, not being
     deleted (no C(metadata.deletionTimestamp)), with the condition C(Ready=True); a sibling replica or a pod still
     terminating never counts - asked every O(wait_sleep) seconds.
@@ -74,7 +79,8 @@ options:
     elements: str
     required: true
   bare_pods:
-    description: Also evict pods no controller owns (nothing recreates them).
+    description: Also evict pods no controller owns (no C(ownerReferences) entry with C(controller) set to C(true) -
+      nothing recreates them).
     type: bool
     default: false
   grace_period_seconds:
@@ -148,7 +154,7 @@ RETURN = r"""
 results:
   description:
     - One entry a UID (a UID given twice, once), in the order of O(uids).
-    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without owners);
+    - V(evicted, replacement Ready); V(evicted) (no replacement waited for - a pod without a controller);
       V(evicted, replacement not confirmed) (evicted; its replacement could not be read - with the reason);
       V(would evict) (check mode); V(gone) (no such pod by the time of the eviction); V(replaced) (the pod of that
       name has another UID); V(failed) (with the reason - the eviction's error, or V(replacement not Ready in

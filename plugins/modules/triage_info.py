@@ -71,7 +71,9 @@ targets:
   description:
     - The nodes with findings or an unknown state, by name - each the inventory plugin's C(nodefix_triage).
     - Never a node whose name or internal IP is the controller itself (C(localhost), C(127.0.0.1), C(::1), any
-      loopback or unspecified address) - it is listed in RV(summary.not_hosts) instead.
+      loopback or unspecified address - also in the forms the resolver reads, such as C(127.1) or C(0x7f000001) -,
+      C(localhost4), C(localhost6), the controller's own host name or FQDN) - it is listed in RV(summary.not_hosts)
+      instead.
   returned: success
   type: dict
   sample: {"node-7": {"state": "unknown", "ids": [], "findings": [], "reasons": ["stale"],
@@ -103,7 +105,8 @@ summary:
     not_hosts:
       description:
         - Expected nodes that are never targets, by name, with why - their name or internal IP is the controller
-          itself (a loopback or unspecified address, C(localhost)); C(ansible.builtin.add_host) would make the next
+          itself (a loopback or unspecified address, C(localhost), the controller's own host name);
+          C(ansible.builtin.add_host) would make the next
           play connect to the controller. Each keeps its class in RV(summary.counts).
       type: dict
     unknown_percent:

@@ -12,11 +12,12 @@ it too) and of the wait on a PodDisruptionBudget's 429 (``evict``: asked again e
 ``recreate`` is ``pod_recreate``'s whole run (the gVisor role's opt-in eviction): the node's pods listed once
 (every page), kept as names, UIDs, labels, owners and Ready/terminating only (a pod spec holds environment values
 and secrets' names); per UID (each once), in order, one pod at a time: skipped with the reason (gone from the node,
-unreadable, a mirror pod, a DaemonSet's, a bare pod nothing recreates, another pod of its controller not Ready or
+unreadable, a mirror pod, a DaemonSet's, a bare pod nothing recreates - no ownerReference with
+``controller: true`` -, gone from its controller's pods, another pod of its controller not Ready or
 terminating, then its ReplicaSet, StatefulSet or ReplicationController short of a Ready replica - one missing
 wholly - or unread (``_k8s.replicas``, read before each eviction), an earlier pod of its controller whose
 replacement was not confirmed), else evicted with its UID as
-precondition, then - when it had owners - its replacement waited for: a pod of the SAME controller
+precondition, then - when it has a controller - its replacement waited for: a pod of the SAME controller
 (ownerReferences uid, or kind and name) whose UID was not there just before the eviction, not being deleted,
 Ready. A failed eviction or a replacement that is not Ready in time is recorded for that pod and the next one goes
 on; a listing that fails leaves every pod "not attempted" with the reason (a ``KubeError``'s: it never quotes a
@@ -43,6 +44,8 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import replicas
 SKIP_GONE = "no pod with this uid on node %s any more"
 SKIP_DAEMONSET = "DaemonSet pods are not evicted; delete it to have it recreated"
 SKIP_BARE = "no controller would recreate this bare pod (see gvisor_evict_bare_pods)"
+SKIP_NO_CONTROLLER = " - its ownerReferences (%s) name no controller (controller: true)"
+SKIP_LEFT = "no longer a pod of %s (orphaned, or adopted by another owner): nothing would recreate it"
 SKIP_MIRROR = ("a mirror (static) pod: the kubelet recreates it from its manifest, an eviction does not recreate "
                "its sandbox")
 SKIP_UNREAD = "the pod could not be read (%s): never evicted on an answer that cannot be read"
@@ -233,9 +236,11 @@ def brief(item):
 
 
 def controller(pod):
-    """The owner a replacement comes from: the controller reference, else the first; None without owners."""
+    """The owner a replacement comes from: the ownerReference with ``controller: true``; None without one - an owner
+    that is not the controller (``controller`` false or absent) recreates nothing, the pod is bare:
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/"""
     owners = as_list(pod["owners"])     # (None: they could not be read)
-    return next((o for o in owners if o["controller"]), owners[0] if owners else None)
+    return next((o for o in owners if o["controller"]), None)
 
 
 def same_owner(one, other):
@@ -279,14 +284,20 @@ def owner_pods(api, pod):
 
 
 def preflight(api, pod):
-    """(the UIDs of the pods of ``pod``'s controller now, None) when every other one is Ready and not being deleted,
-    else (None, why this one is skipped); KubeError or Unreadable when they cannot be listed or read."""
+    """(the UIDs of the pods of ``pod``'s controller now, None, ``pod`` as this listing has it - its Ready state now,
+    not the node listing's at the start of the run) when every other one is Ready and not being deleted, else
+    (None, why this one is skipped, None); (None, None, None) when ``pod`` is no longer among them (deleted,
+    replaced or orphaned: ``_Run.left`` tells which); KubeError or Unreadable when they cannot be listed or read."""
     pods = owner_pods(api, pod)
     for other in pods:
         if other["uid"] != pod["uid"] and (other["deleting"] or not other["ready"]):
             state = "terminating" if other["deleting"] else "not Ready"
-            return None, SKIP_SIBLING % (owner_name(pod), "%s/%s is %s" % (other["namespace"], other["name"], state))
-    return set(p["uid"] for p in pods) | set([pod["uid"]]), None
+            return (None, SKIP_SIBLING % (owner_name(pod), "%s/%s is %s" % (other["namespace"], other["name"], state)),
+                    None)
+    fresh = next((p for p in pods if p["uid"] == pod["uid"]), None)
+    if fresh is None:
+        return None, None, None
+    return set(p["uid"] for p in pods), None, fresh
 
 
 def replacement_ready(api, pod, before, timeout, sleep=5):
@@ -332,8 +343,9 @@ def skip_reason(node, pod, bare_pods, nameless=0):
         return SKIP_MIRROR
     if any(o["kind"] == "DaemonSet" for o in pod["owners"]):
         return SKIP_DAEMONSET
-    if not pod["owners"] and not bare_pods:
-        return SKIP_BARE
+    if controller(pod) is None and not bare_pods:
+        return SKIP_BARE + ("" if not pod["owners"] else SKIP_NO_CONTROLLER % ", ".join(
+            "%s/%s" % (o["kind"], o["name"]) for o in pod["owners"]))
     return None
 
 
@@ -354,21 +366,33 @@ class _Run(object):
         self.desired = replicas.Desired(api)    # a controller's replicas, read before each of its pods' eviction
         self.notes = {}     # uid -> why its controller's desired replicas were not read (its kind)
 
+    def left(self, uid, pod, where):
+        """The result of a pod no longer among its controller's pods: ``gone`` (no pod of its name) or ``replaced``
+        (another UID) as the eviction would have said, else - the same pod, orphaned or adopted by another owner,
+        which its controller no longer recreates - skipped. EvictionError when it cannot be read."""
+        now = uid_now(self.api, pod["namespace"], pod["name"])
+        if now is None or now != uid:
+            return {"uid": uid, "pod": where, "result": "gone" if now is None else "replaced"}
+        return {"uid": uid, "result": "skipped", "reason": SKIP_LEFT % owner_name(pod)}
+
     def one(self, uid, pod, where, stage):
         """The result of one pod (``recreate``); ``stage["at"]``: how far it went (``sent``, ``evicted``)."""
         ref = controller(pod)
         earlier = [w for r, w in self.unconfirmed if same_owner(ref, r)]
         if earlier:
             return {"uid": uid, "result": "skipped", "reason": SKIP_EARLIER % (earlier[0], owner_name(pod))}
-        waited = bool(pod["owners"])   # (by its controller, whatever its labels)
+        waited = ref is not None   # (by its controller, whatever its labels; a bare pod only with bare_pods)
         before = None
         if waited:
             try:
-                before, reason = preflight(self.api, pod)
+                before, reason, fresh = preflight(self.api, pod)
             except (kube.KubeError, Unreadable) as exc:
                 before, reason = None, SKIP_OWNER_UNREAD % (owner_name(pod), said(self.api, exc))
-            if not reason:   # its pods all Ready: does it have every replica it wants (one missing wholly)?
-                reason, self.notes[uid] = self.desired.check(pod["namespace"], ref, pod["ready"])
+            if not reason and before is None:   # no longer among its controller's pods
+                return self.left(uid, pod, where)
+            if not reason:   # its pods all Ready: does it have every replica it wants (one missing wholly)? - this
+                # pod's Ready state as just listed (the node's listing may be minutes old after earlier pods' waits)
+                reason, self.notes[uid] = self.desired.check(pod["namespace"], ref, fresh["ready"])
             if reason:
                 return {"uid": uid, "result": "skipped", "reason": reason}
         if self.check_mode:

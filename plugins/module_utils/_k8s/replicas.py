@@ -15,7 +15,9 @@ one client ``_k8s.client.Kube``; an earlier read may be stale once a replacement
 the pod may be evicted only when the object's ``metadata.uid`` is its ownerReference's uid (another object of that
 name is not its controller) and every replica it wants but this pod is Ready - ``status.readyReplicas`` (absent: 0),
 less this pod when it is Ready itself, at least ``spec.replicas`` (absent: 1, as the API server defaults it) less
-one. An answer that cannot be read - a 404, a 403, no answer, a shape that is not the
+one; a controller scaled to zero (``spec.replicas`` 0) holds the pod - nothing would recreate it. A ReplicaSet's
+ownerReference of ``extensions/v1beta1`` (or ``apps/v1beta1``, ``apps/v1beta2``) is read at ``apps/v1``, the same
+object. An answer that cannot be read - a 404, a 403, no answer, a shape that is not the
 object's - holds the pod with what could not be read: never evicted on an unread answer. A controller of another
 kind (a Job, a custom resource) is not read: its pod keeps the sibling check only, and its result says so.
 https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/replica-set-v1/
@@ -30,13 +32,18 @@ __metaclass__ = type
 from ansible_collections.nodefix.k8s.plugins.module_utils._k8s import client as kube
 
 # (the ownerReference's API group, its kind) -> (the API path of that group and version, the resource)
+# (an ownerReference of an object created before apps/v1 may still say extensions/v1beta1 or apps/v1beta1/v1beta2:
+# the same object, served at apps/v1 today)
 READ = {("apps", "ReplicaSet"): ("/apis/apps/v1", "replicasets"),
+        ("extensions", "ReplicaSet"): ("/apis/apps/v1", "replicasets"),
         ("apps", "StatefulSet"): ("/apis/apps/v1", "statefulsets"),
         ("", "ReplicationController"): ("/api/v1", "replicationcontrollers")}
 SHORT = "its %s %s has %d of %d replicas ready: evicting this pod would take another one down"
 SHORT_OTHERS = ("its %s %s has %d of %d replicas ready and this pod is not one of them: another replica is missing "
                 "or not Ready")
 UNREAD = "its %s %s could not be read (%s): never evicted without knowing its desired replicas"
+SCALED_TO_ZERO = ("its %s %s is scaled to zero replicas (spec.replicas 0): nothing would recreate this pod once "
+                  "evicted")
 NOT_READ = ("the desired replicas of its %s %s were not read (they are for a ReplicaSet, StatefulSet or "
             "ReplicationController): only its other pods were checked")
 
@@ -123,6 +130,8 @@ class Desired(object):
             ready, desired = counts(answer, ref["uid"])
         except (ValueError, TypeError, AttributeError) as exc:
             return UNREAD % (kind, name, "%s" % exc), None
+        if desired == 0:    # (its pods are being scaled down, or kept by another owner): no replacement comes
+            return SCALED_TO_ZERO % (kind, name), None
         if ready - (1 if pod_ready else 0) < desired - 1:
             return (SHORT if pod_ready else SHORT_OTHERS) % (kind, name, ready, desired), None
         return None, None

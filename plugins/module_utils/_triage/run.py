@@ -16,6 +16,8 @@ import contextlib
 import gc
 import ipaddress
 import math
+import re
+import socket
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import redact as core_redact
@@ -86,24 +88,59 @@ def triage(client, conf, source, nodes=None, kubeconfig=None, context=None, at=N
     return redacted(result, client.secret_values())
 
 
-# names that are the controller itself (Ansible's own C.LOCALHOST and the usual /etc/hosts aliases; *.localhost is
-# RFC 6761's loopback domain)
-LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6", "ip6-localhost",
-                  "ip6-loopback")
+# names that are the controller itself (Ansible's own C.LOCALHOST and the usual /etc/hosts aliases - Debian's and
+# RHEL's; *.localhost is RFC 6761's loopback domain)
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "localhost4", "localhost4.localdomain4", "localhost6",
+                  "localhost6.localdomain6", "ip6-localhost", "ip6-loopback")
+# what inet_aton (and so the resolver and ssh) could read as an IPv4 address: decimal, octal (a leading 0) and hex
+# (0x) parts, one to four of them (127.1, 0x7f000001, 2130706433, 0177.0.0.1, 0) - nothing else is handed to it
+_LEGACY_IPV4 = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}$")
 
 
-def loopback(value):
+def controller_names():
+    """The controller's own host name and FQDN (``socket.gethostname``, ``socket.getfqdn``: the one look-up of the
+    controller's own name, none of any node's), lowercase: SSH to either reaches the controller itself (Debian's
+    /etc/hosts maps the host name to 127.0.1.1). An empty set when they cannot be told."""
+    names = set()
+    for ask in (socket.gethostname, socket.getfqdn):
+        try:
+            name = ask()
+        except (OSError, UnicodeError):
+            continue
+        if isinstance(name, str) and name.strip().rstrip("."):
+            names.add(name.strip().rstrip(".").lower())
+    return frozenset(names)
+
+
+def _address(text):
+    """``text`` as an IP address the way the resolver reads it: ``ipaddress``'s forms, else inet_aton's legacy IPv4
+    ones (``_LEGACY_IPV4``); None when it is no address."""
+    try:
+        return ipaddress.ip_address(text.split("%")[0])
+    except ValueError:
+        pass
+    if not _LEGACY_IPV4.match(text):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(text))
+    except (OSError, ValueError):
+        return None
+
+
+def loopback(value, own=()):
     """Whether a node's name or address would connect to the controller itself: a loopback name (``localhost``,
-    ``*.localhost``), a loopback address (127.0.0.0/8, ``::1``, also IPv4-mapped) or an unspecified one (``0.0.0.0``,
-    ``::``: Linux connects those to the local host)."""
+    ``*.localhost``, ``localhost4``/``6`` and their ``.localdomain4``/``6``, ``ip6-localhost``), the controller's own
+    host name or FQDN (``own``: ``controller_names``), a loopback address (127.0.0.0/8, ``::1``, also IPv4-mapped)
+    or an unspecified one (``0.0.0.0``, ``::``: Linux connects those to the local host) - an IPv4 address also in
+    the forms inet_aton reads (``127.1``, ``0x7f000001``, ``2130706433``, ``0177.0.0.1``, ``0``): the resolver and
+    ssh connect those to it too."""
     if not isinstance(value, str):
         return False
     text = value.strip().strip("[]").rstrip(".").lower()
-    if text in LOOPBACK_NAMES or text.endswith(".localhost"):
+    if text in LOOPBACK_NAMES or text.endswith(".localhost") or text in own:
         return True
-    try:
-        address = ipaddress.ip_address(text.split("%")[0])
-    except ValueError:
+    address = _address(text)
+    if address is None:
         return False
     mapped = getattr(address, "ipv4_mapped", None)
     return any(a is not None and (a.is_loopback or a.is_unspecified) for a in (address, mapped))
@@ -111,17 +148,18 @@ def loopback(value):
 
 def refuse_loopback(result, expected):
     """Expected nodes that are never hosts nor targets: a name or internal IP that is the controller itself
-    (``loopback``) - a host so named, or with that ``ansible_host``, would run the next play on the controller
-    (Ansible's implicit localhost, or SSH to the controller's own sshd). Each keeps its class; its record gets
+    (``loopback``, the controller's own names asked once: ``controller_names``) - a host so named, or with that
+    ``ansible_host``, would run the next play on the controller (Ansible's implicit localhost, or SSH to the
+    controller's own sshd). Each keeps its class; its record gets
     ``not_a_host`` (why), ``summary.not_hosts`` lists them all {name: why} (a clean one a lean triage does not list
     too) and ``summary.targets`` leaves them out. ``result`` is changed in place."""
-    refused = {}
+    refused, own = {}, controller_names()
     for name, node in sorted(expected.items()):
         ip = (node or {}).get("internal_ip")
-        if loopback(name) or loopback(ip):
-            refused[name] = ("its %s %s is the controller itself (a loopback address or name): reported, never a "
-                             "host or target - name the node by its own address" % (
-                                 ("name", name) if loopback(name) else ("internal IP", ip)))
+        if loopback(name, own) or loopback(ip, own):
+            refused[name] = ("its %s %s is the controller itself (a loopback address or name, or the controller's own "
+                             "host name): reported, never a host or target - name the node by its own address" % (
+                                 ("name", name) if loopback(name, own) else ("internal IP", ip)))
     summary = result["summary"]
     summary["not_hosts"] = refused
     for name, why in refused.items():

@@ -208,6 +208,40 @@ def test_what_is_the_controller_itself(name, refused):
     assert plugin_module.triage_run.loopback(name) is refused
 
 
+@pytest.mark.parametrize("name, refused", [
+    ("127.1", True), ("0x7f000001", True), ("0X7F000001", True), ("2130706433", True), ("0177.0.0.1", True),
+    ("127.000.000.001", True), ("0", True), ("0x7f.1", True), ("127.0.1", True), ("localhost4", True),
+    ("localhost4.localdomain4", True), ("localhost6", True), ("localhost6.localdomain6", True),
+    ("ip6-loopback", True), ("10.1", False), ("167772161", False), ("0x0a000001", False), ("1.2.3.4.5", False),
+    ("08.0.0.1", False), ("0x", False), ("127.0.0.1 x", False), ("node-0", False), ("localhost44", False),
+])
+def test_what_the_resolver_reads_as_the_controller_is_the_controller(name, refused):
+    """Hostile review of 2026-12-07 (L1): the forms inet_aton reads - as the resolver and ssh do (127.1, hex, one
+    number, octal, 0 for 0.0.0.0) - and RHEL's /etc/hosts names reach the controller too; other addresses do not."""
+    assert plugin_module.triage_run.loopback(name) is refused
+
+
+def test_the_controllers_own_host_name_and_fqdn_are_the_controller(monkeypatch):
+    """Hostile review of 2026-12-07 (L1): a node named as the controller's own host name or FQDN (Debian's /etc/hosts
+    maps it to 127.0.1.1; ssh to it reaches the controller's sshd) is never a host - its name or its internal IP;
+    no other name is looked up (only the controller's own)."""
+    run = plugin_module.triage_run
+    monkeypatch.setattr(run.socket, "gethostname", lambda: "Ctl-1")
+    monkeypatch.setattr(run.socket, "getfqdn", lambda *a: "ctl-1.example.org.")
+    monkeypatch.setattr(run.socket, "gethostbyname", None)   # never a look-up of a node's name
+    monkeypatch.setattr(run.socket, "getaddrinfo", None)
+    assert run.controller_names() == frozenset(["ctl-1", "ctl-1.example.org"])
+    result = answer()
+    for name in ("ctl-1", "ctl-1.example.org", "node-c"):
+        result["nodes"][name] = dict(result["nodes"]["node-b"])
+    run.refuse_loopback(result, {"ctl-1": {"internal_ip": None}, "ctl-1.example.org": {"internal_ip": "10.0.0.9"},
+                                 "node-a": {"internal_ip": "CTL-1.example.org."}, "node-b": {"internal_ip": "10.0.0.2"},
+                                 "node-c": {"internal_ip": "ctl-2"}})
+    assert sorted(result["summary"]["not_hosts"]) == ["ctl-1", "ctl-1.example.org", "node-a"]
+    assert "the controller itself" in result["summary"]["not_hosts"]["node-a"]
+    assert run.loopback("ctl-1") is False   # only with the controller's names given (refuse_loopback asks them once)
+
+
 def test_only_its_own_files(tmp_path):
     plugin = Plugin()
     for name in ("fleet.nodefix_triage.yml", "fleet.nodefix_triage.yaml", "hosts.yml"):
@@ -254,10 +288,14 @@ def test_a_tenant_header_value_is_data_not_a_secret(tmp_path, monkeypatch, tenan
     assert notes and "ApiKey-63" not in notes[0] and "rejected by a store" in notes[0]
 
 
-@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1", "::1", "127.0.1.1"])
+@pytest.mark.parametrize("orphan", ["localhost", "127.0.0.1", "::1", "127.0.1.1", "127.1", "0x7f000001", "localhost4",
+                                    "ctl-1", "ctl-1.example.org"])
 def test_an_orphan_named_as_the_controller_never_replaces_ansibles_localhost(tmp_path, monkeypatch, orphan):
     """Prometheus scraping its own node_exporter (localhost:9100): a host named localhost would lose the implicit
-    localhost's local connection in every ``hosts: localhost`` play of the run."""
+    localhost's local connection in every ``hosts: localhost`` play of the run. (L1: the forms the resolver reads as
+    the controller, and the controller's own host name and FQDN, too.)"""
+    monkeypatch.setattr(plugin_module.triage_run.socket, "gethostname", lambda: "ctl-1")
+    monkeypatch.setattr(plugin_module.triage_run.socket, "getfqdn", lambda *a: "ctl-1.example.org")
     result = answer()
     result["orphans"] = {orphan: result["orphans"].popitem()[1] if result["orphans"] else []}
     inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\n", result)

@@ -10,6 +10,7 @@ inventory cache. The real Prometheus end to end is tests/unit/plugins/modules/te
 import http.server
 import json
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -174,6 +175,12 @@ def test_a_clean_node_that_broke_is_never_served_clean_from_the_cache(tmp_path, 
     ({"nodes": ["node-a", "localhost", "127.0.0.1", "::1", "127.0.1.1", "ip6-localhost", "[::ffff:127.0.0.1]"]},
      ["localhost", "127.0.0.1", "::1", "127.0.1.1", "ip6-localhost", "[::ffff:127.0.0.1]"]),
     ({"ksm_labels": {"node": "node-a", "internal_ip": "127.0.0.1"}}, ["node-a"]),  # its internal IP: the controller
+    # L1: what inet_aton reads as a loopback or unspecified address, RHEL's /etc/hosts names, the controller's own name
+    ({"nodes": ["node-a", "127.1", "0x7f000001", "2130706433", "0177.0.0.1", "127.000.000.001", "0", "localhost4",
+                "localhost4.localdomain4", "localhost6.localdomain6", socket.gethostname().lower()]},
+     ["127.1", "0x7f000001", "2130706433", "0177.0.0.1", "127.000.000.001", "0", "localhost4",
+      "localhost4.localdomain4", "localhost6.localdomain6", socket.gethostname().lower()]),
+    ({"ksm_labels": {"node": "node-a", "internal_ip": "0x7f000001"}}, ["node-a"]),
 ])
 def test_an_expected_node_that_is_the_controller_is_never_a_host(tmp_path, url, odd, refused):
     """Hostile review of 2026-12-07 (D4): an expected node named localhost (or whose address is a loopback one) became

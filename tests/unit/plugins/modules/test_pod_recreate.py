@@ -936,3 +936,115 @@ def test_a_replicaset_owner_without_an_api_version_holds_its_pod(run_module, mon
     assert result["results"] == [{"uid": "uid-web-a", "result": "skipped", "reason": UNREAD % (
         "ReplicaSet", "web", "its ownerReference has no apiVersion: which API group is unknown")}]
     assert cluster.posts() == [] and reads(cluster) == []
+
+
+SCALED_TO_ZERO = ("its %s %s is scaled to zero replicas (spec.replicas 0): nothing would recreate this pod once "
+                  "evicted")
+LEFT = "no longer a pod of %s (orphaned, or adopted by another owner): nothing would recreate it"
+
+
+def after_first_eviction(monkeypatch, cluster, change):
+    """``change(cluster)`` once the first eviction was answered (while that pod's replacement is waited for)."""
+    real_evict, done = cluster.evict, []
+
+    def evict_then_change(ns, name, body):
+        answer = real_evict(ns, name, body)
+        if not done:
+            done.append(change(cluster))
+        return answer
+
+    monkeypatch.setattr(cluster, "evict", evict_then_change)
+
+
+def test_the_pods_own_ready_state_is_read_right_before_its_eviction_not_at_the_start(
+        run_module, monkeypatch, kubeconfig, clock):
+    """The ReplicaSet web wants 3: web-a (listed not Ready), web-b Ready, the third missing wholly. While api-a (an
+    earlier pod of the run) is evicted and its replacement waited for, web-a turns Ready (readyReplicas 2): evicting
+    web-a now would leave 1 of 3 - held (the node's listing at the start said web-a was not Ready)."""
+    pods = [pod("api-a", owner_name="api"), pod("web-a", owner_name="web", ready=False),
+            pod("web-b", node="node-b", owner_name="web")]
+    cluster = Cluster(pods, replace={"api-a": True, "web-a": True},
+                      controllers={("ReplicaSet", "web"): rs("web", "owner-web", 3, 1)})
+
+    def web_a_ready(cl):
+        [p for p in cl.pods if p["metadata"]["name"] == "web-a"][0]["status"]["conditions"][0]["status"] = "True"
+        cl.controllers[("ReplicaSet", "web")] = rs("web", "owner-web", 3, 2)
+
+    after_first_eviction(monkeypatch, cluster, web_a_ready)
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-api-a", "uid-web-a"])
+    assert result["results"] == [
+        {"uid": "uid-api-a", "pod": "shop/api-a", "result": "evicted, replacement Ready"},
+        {"uid": "uid-web-a", "result": "skipped", "reason": SHORT % ("ReplicaSet", "web", 2, 3)}], result
+    assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["api-a"]
+
+
+def test_a_pod_orphaned_since_the_nodes_listing_is_skipped(run_module, monkeypatch, kubeconfig, clock):
+    """web-a's ownerReference removed (orphaned: nothing recreates it now) while api-a's replacement was waited for:
+    it is no longer among the pods of ReplicaSet/web - skipped, never evicted."""
+    pods = [pod("api-a", owner_name="api"), pod("web-a", owner_name="web"), pod("web-b", node="node-b", owner_name="web")]
+    cluster = Cluster(pods, replace={"api-a": True, "web-a": True})
+
+    def orphaned(cl):
+        [p for p in cl.pods if p["metadata"]["name"] == "web-a"][0]["metadata"]["ownerReferences"] = []
+
+    after_first_eviction(monkeypatch, cluster, orphaned)
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-api-a", "uid-web-a"])
+    assert result["results"][1] == {"uid": "uid-web-a", "result": "skipped", "reason": LEFT % "ReplicaSet/web"}, result
+    assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["api-a"]
+
+
+def test_an_owner_that_is_not_the_controller_makes_no_controller(run_module, monkeypatch, kubeconfig, clock):
+    """Only an ownerReference with controller: true is a controller (Kubernetes' owners and dependents): a pod whose
+    only owner has controller false (or none) is bare - skipped, nothing read or sent; evicted, and not waited for,
+    with bare_pods. A pod with such an owner and a controller is its controller's."""
+    def cluster_of():
+        pods = [pod("debug-a", owner_name="web"), pod("debug-b", owner_name="web"),
+                pod("web-c", owner_name="web"), pod("web-d", node="node-b", owner_name="web")]
+        pods[0]["metadata"]["ownerReferences"][0]["controller"] = False
+        del pods[1]["metadata"]["ownerReferences"][0]["controller"]
+        pods[2]["metadata"]["ownerReferences"].insert(
+            0, {"apiVersion": "v1", "kind": "ConfigMap", "name": "cfg", "uid": "owner-cfg"})
+        return Cluster(pods, replace={"web-c": True}, controllers={("ReplicaSet", "web"): rs("web", "owner-web", 2, 2)})
+
+    cluster = cluster_of()
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-debug-a", "uid-debug-b", "uid-web-c"])
+    bare = BARE_REASON + " - its ownerReferences (ReplicaSet/web) name no controller (controller: true)"
+    assert result["results"] == [
+        {"uid": "uid-debug-a", "result": "skipped", "reason": bare},
+        {"uid": "uid-debug-b", "result": "skipped", "reason": bare},
+        {"uid": "uid-web-c", "pod": "shop/web-c", "result": "evicted, replacement Ready"}], result
+    assert [p.rsplit("/", 2)[1] for p, _b in cluster.posts()] == ["web-c"]
+    cluster = cluster_of()
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-debug-a", "uid-debug-b"], bare_pods=True)
+    assert result["results"] == [{"uid": "uid-debug-a", "pod": "shop/debug-a", "result": "evicted"},
+                                 {"uid": "uid-debug-b", "pod": "shop/debug-b", "result": "evicted"}], result
+    assert reads(cluster) == []
+
+
+@pytest.mark.parametrize("api_version", ["extensions/v1beta1", "apps/v1beta2"])
+def test_a_replicaset_of_an_older_api_version_is_read_at_apps_v1(
+        run_module, monkeypatch, kubeconfig, clock, api_version):
+    """An ownerReference written before apps/v1 names the same ReplicaSet, served at apps/v1 today: read there
+    (short of a replica: held; every replica Ready: evicted), not left to the sibling check."""
+    for ready_replicas, held in ((2, True), (3, False)):
+        cluster = replicated("ReplicaSet", 3, 3, ready_replicas, replace={"web-a": True})
+        for item in cluster.pods:
+            item["metadata"]["ownerReferences"][0]["apiVersion"] = api_version
+        result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+        assert reads(cluster) == [PATHS["ReplicaSet"] + "web"]
+        if held:
+            assert result["results"] == [{"uid": "uid-web-a", "result": "skipped",
+                                          "reason": SHORT % ("ReplicaSet", "web", 2, 3)}], result
+        else:
+            assert result["results"] == [{"uid": "uid-web-a", "pod": "shop/web-a",
+                                          "result": "evicted, replacement Ready"}], result
+
+
+@pytest.mark.parametrize("kind", ["ReplicaSet", "StatefulSet", "ReplicationController"])
+def test_a_controller_scaled_to_zero_holds_its_pod(run_module, monkeypatch, kubeconfig, clock, kind):
+    """spec.replicas 0 (its pods being scaled down): nothing would recreate the pod - held with that reason at once,
+    not evicted and then waited for a replacement that never comes."""
+    cluster = replicated(kind, 1, 0, 1)
+    result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a"])
+    assert result["results"] == [{"uid": "uid-web-a", "result": "skipped", "reason": SCALED_TO_ZERO % (kind, "web")}]
+    assert cluster.posts() == [] and clock.slept == []

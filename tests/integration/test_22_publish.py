@@ -64,6 +64,13 @@ def test_galaxy_importer_has_no_warnings(tarball, tmp_path):
     env["GALAXY_IMPORTER_CONFIG"] = str(cfg)
     rc, out = run_logged("galaxy-importer", [os.path.join(VENV, "bin", "python"), "-m", "galaxy_importer.main",
                                              str(tarball)], env=env, cwd=str(tmp_path))
+    if "Timeout on call to ansible-lint" in out:
+        # the importer gives its ansible-lint call 180 s, and a loaded test machine can need more: the same run
+        # again with only that clock lifted, so the lint's verdict is read (galaxy_importer_unbounded.py)
+        rc, out = run_logged("galaxy-importer-unbounded", [
+            os.path.join(VENV, "bin", "python"), os.path.join(os.path.dirname(__file__), "galaxy_importer_unbounded.py"),
+            str(tarball)], env=env, cwd=str(tmp_path))
+        assert "Timeout on call to ansible-lint" not in out, out[-2000:]
     assert_ok("galaxy-importer", rc, out)
     # It must really have linted (a missing ansible-lint is only a warning to it)...
     assert re.search(r"^Linting collection via ansible-lint ", out, re.M), out[-2000:]

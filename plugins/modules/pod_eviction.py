@@ -121,7 +121,7 @@ def _read(module, api, ns, name):
         return api.request("reading pod %s/%s" % (ns, name), "GET", evictions.pod_path(ns, name), missing_ok=True)
     except kube.KubeError as exc:
         if not exc.status:
-            module.fail_json(msg="cannot read pod %s/%s: %s" % (ns, name, evictions.unanswered(api, exc)))
+            module.fail_json(msg="cannot read pod %s/%s: %s" % (ns, name, kube.unanswered(api, exc)))
         module.fail_json(msg="cannot read pod %s/%s: %s %s" % (ns, name, exc.status, exc.detail()), status=exc.status)
 
 

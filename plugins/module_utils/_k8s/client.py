@@ -101,6 +101,21 @@ class KubeError(NodefixError):
         return ("%s %s" % (self.status, http_client.responses.get(self.status, ""))).strip() if self.status else ""
 
 
+def unanswered(api, exc):
+    """What a request without an answer says: the client's timeout and why (``exc.why``, scrubbed)."""
+    return "the API server could not be reached or did not answer within %d s (%s)" % (api.timeout[0], exc.why)
+
+
+def said(api, exc):
+    """A failed request's (KubeError's) reason for a person: no answer (``unanswered``), an answer that is not
+    well-formed (why), or the status and the Status message (else the answer's text, cut)."""
+    if not exc.status:
+        return unanswered(api, exc)
+    if 200 <= exc.status <= 299:
+        return "%s" % exc.why
+    return ("%s %s" % (exc.status, exc.detail() or exc.body[:300])).strip()
+
+
 class KubeConfigError(NodefixError):
     """No client: the library is missing, or the kubeconfig (or the in-cluster account) could not be loaded."""
 

@@ -114,20 +114,11 @@ def checked_path(ns, name, sub=""):
     return "/api/v1/namespaces/%s/pods/%s%s" % (kube.name(ns), kube.name(name), sub)
 
 
-def unanswered(api, exc):
-    """What a request without an answer says: the client's timeout and why (``exc.why``, scrubbed)."""
-    return "the API server could not be reached or did not answer within %d s (%s)" % (api.timeout[0], exc.why)
-
-
 def said(api, exc):
-    """A failed request's reason for a person: no answer (``unanswered``), or the status and the Status message."""
+    """A failed request's reason for a person (``client.said``), or an Unreadable's."""
     if not isinstance(exc, kube.KubeError):
         return "%s" % (getattr(exc, "msg", None) or "%s: %s" % (type(exc).__name__, exc))
-    if not exc.status:
-        return unanswered(api, exc)
-    if 200 <= exc.status <= 299:
-        return "%s" % exc.why
-    return ("%s %s" % (exc.status, exc.detail() or exc.body[:300])).strip()
+    return kube.said(api, exc)
 
 
 def uid_now(api, ns, name):
@@ -181,7 +172,7 @@ def evict(api, ns, name, uid=None, grace=None, wait=120, sleep=5):
         except kube.KubeError as exc:
             if not exc.status:
                 raise EvictionError("eviction of pod %s/%s (attempt %d; whether it was evicted is unknown): %s"
-                                    % (ns, name, attempts, unanswered(api, exc)), attempts=attempts)
+                                    % (ns, name, attempts, kube.unanswered(api, exc)), attempts=attempts)
             if 200 <= exc.status <= 299:    # accepted; only its body could not be read
                 return "evicted", attempts
             if exc.status == 404:
@@ -363,7 +354,6 @@ class _Run(object):
         self.api, self.node, self.check_mode, self.bare_pods = api, node, check_mode, bare_pods
         self.grace, self.wait, self.sleep, self.ready_timeout = grace, wait, sleep, ready_timeout
         self.unconfirmed = []   # (owner reference, pod namespace/name)
-        self.desired = replicas.Desired(api)    # a controller's replicas, read before each of its pods' eviction
         self.notes = {}     # uid -> why its controller's desired replicas were not read (its kind)
 
     def left(self, uid, pod, where):
@@ -392,7 +382,7 @@ class _Run(object):
                 return self.left(uid, pod, where)
             if not reason:   # its pods all Ready: does it have every replica it wants (one missing wholly)? - this
                 # pod's Ready state as just listed (the node's listing may be minutes old after earlier pods' waits)
-                reason, self.notes[uid] = self.desired.check(pod["namespace"], ref, fresh["ready"])
+                reason, self.notes[uid] = replicas.check(self.api, pod["namespace"], ref, fresh["ready"])
             if reason:
                 return {"uid": uid, "result": "skipped", "reason": reason}
         if self.check_mode:

@@ -10,7 +10,7 @@ so a controller already short of a replica - one wholly missing (unschedulable, 
 would pass it, and the eviction would take a second one down.
 
 For a pod whose controller is a ReplicaSet or a StatefulSet (``apps``) or a ReplicationController (core ``v1``),
-the controller object is read right before each of its pods would be evicted (``Desired``, over the collection's
+the controller object is read right before each of its pods would be evicted (``check``, over the collection's
 one client ``_k8s.client.Kube``; an earlier read may be stale once a replacement came up or a replica went missing):
 the pod may be evicted only when the object's ``metadata.uid`` is its ownerReference's uid (another object of that
 name is not its controller) and every replica it wants but this pod is Ready - ``status.readyReplicas`` (absent: 0),
@@ -84,54 +84,37 @@ def counts(answer, uid):
     return _count(parts["status"], "readyReplicas", 0, "status."), _count(parts["spec"], "replicas", 1, "spec.")
 
 
-class Desired(object):
-    """The reads of a run's controllers (``api``: a ``_k8s.client.Kube``), one before each pod's eviction: a verdict
-    is never kept for the next pod of the same controller (its replacement came up, or another replica went
-    missing, meanwhile)."""
-
-    def __init__(self, api):
-        self.api = api
-
-    def check(self, ns, ref, pod_ready=True):
-        """(why the pod is held, None) when its controller ``ref`` (an owner reference: kind, name, uid, group) in
-        namespace ``ns`` would not have every replica it wants but this pod Ready (``pod_ready``: whether this pod
-        counts among the Ready ones), or cannot be read; (None, a note) for a kind that is not read; (None, None)
-        when it may be evicted."""
-        return self._read(ns, ref, pod_ready)
-
-    def _read(self, ns, ref, pod_ready):
-        kind, name = ref["kind"], ref["name"]
-        where = READ.get((ref.get("group"), kind))
-        if where is None and ref.get("group") is None and kind in [k for _g, k in READ]:
-            return UNREAD % (kind, name, "its ownerReference has no apiVersion: which API group is unknown"), None
-        if where is None:
-            return None, NOT_READ % (kind, name)
-        base, resource = where
-        if not ref["uid"]:
-            return UNREAD % (kind, name, "its ownerReference has no uid to match it with"), None
-        if not kube.object_name(name) or not kube.object_name(ns):
-            return UNREAD % (kind, name, "%r in namespace %r is no name a URL can hold" % (name, ns)), None
-        what = "reading %s %s/%s" % (kind, ns, name)
-        path = "%s/namespaces/%s/%s/%s" % (base, kube.name(ns), resource, kube.name(name))
-        try:
-            answer = self.api.request(what, "GET", path, missing_ok=True)
-        except kube.KubeError as exc:
-            if not exc.status:
-                why = "the API server could not be reached or did not answer within %d s (%s)" % (
-                    self.api.timeout[0], exc.why)
-            elif 200 <= exc.status <= 299:     # an answer that is not a JSON object
-                why = "%s" % exc.why
-            else:
-                why = ("%s %s" % (exc.status, exc.detail() or exc.body[:200])).strip()
-            return UNREAD % (kind, name, why), None
-        if answer is None:
-            return UNREAD % (kind, name, "404: no such %s in namespace %s" % (kind, ns)), None
-        try:
-            ready, desired = counts(answer, ref["uid"])
-        except (ValueError, TypeError, AttributeError) as exc:
-            return UNREAD % (kind, name, "%s" % exc), None
-        if desired == 0:    # (its pods are being scaled down, or kept by another owner): no replacement comes
-            return SCALED_TO_ZERO % (kind, name), None
-        if ready - (1 if pod_ready else 0) < desired - 1:
-            return (SHORT if pod_ready else SHORT_OTHERS) % (kind, name, ready, desired), None
-        return None, None
+def check(api, ns, ref, pod_ready=True):
+    """(why the pod is held, None) when its controller ``ref`` (an owner reference: kind, name, uid, group) in
+    namespace ``ns`` would not have every replica it wants but this pod Ready (``pod_ready``: whether this pod counts
+    among the Ready ones), or cannot be read; (None, a note) for a kind that is not read; (None, None) when it may be
+    evicted. One read through ``api`` (a ``_k8s.client.Kube``) each call: a verdict is never kept for the next pod of
+    the same controller (its replacement came up, or another replica went missing, meanwhile)."""
+    kind, name = ref["kind"], ref["name"]
+    where = READ.get((ref.get("group"), kind))
+    if where is None and ref.get("group") is None and kind in [k for _g, k in READ]:
+        return UNREAD % (kind, name, "its ownerReference has no apiVersion: which API group is unknown"), None
+    if where is None:
+        return None, NOT_READ % (kind, name)
+    base, resource = where
+    if not ref["uid"]:
+        return UNREAD % (kind, name, "its ownerReference has no uid to match it with"), None
+    if not kube.object_name(name) or not kube.object_name(ns):
+        return UNREAD % (kind, name, "%r in namespace %r is no name a URL can hold" % (name, ns)), None
+    what = "reading %s %s/%s" % (kind, ns, name)
+    path = "%s/namespaces/%s/%s/%s" % (base, kube.name(ns), resource, kube.name(name))
+    try:
+        answer = api.request(what, "GET", path, missing_ok=True)
+    except kube.KubeError as exc:
+        return UNREAD % (kind, name, kube.said(api, exc)), None
+    if answer is None:
+        return UNREAD % (kind, name, "404: no such %s in namespace %s" % (kind, ns)), None
+    try:
+        ready, desired = counts(answer, ref["uid"])
+    except (ValueError, TypeError, AttributeError) as exc:
+        return UNREAD % (kind, name, "%s" % exc), None
+    if desired == 0:    # (its pods are being scaled down, or kept by another owner): no replacement comes
+        return SCALED_TO_ZERO % (kind, name), None
+    if ready - (1 if pod_ready else 0) < desired - 1:
+        return (SHORT if pod_ready else SHORT_OTHERS) % (kind, name, ready, desired), None
+    return None, None

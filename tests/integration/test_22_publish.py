@@ -81,6 +81,19 @@ def test_galaxy_importer_has_no_warnings(tarball, tmp_path):
     assert not bad, "galaxy-importer warnings/errors:\n" + "\n".join(bad)
 
 
+def test_the_unbounded_importer_still_lifts_the_lint_bound():
+    """galaxy_importer_unbounded.py runs only when the importer's lint hit its 180 s: what it patches - the loader's
+    own ``Popen`` name, whose ``communicate(timeout=...)`` bounds the lint - must still be there in the pinned
+    importer, or the fallback would run bounded again (or fail) the day it is needed."""
+    probe = ("import inspect, subprocess\n"
+             "from galaxy_importer.loaders import collection\n"
+             "assert collection.Popen is subprocess.Popen, collection.Popen\n"
+             "assert 'communicate(timeout=' in inspect.getsource(collection)\n")
+    proc = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", probe], capture_output=True, text=True,
+                          env=publish_env(), check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_galaxy_artifact_holds_collection_content_only(tarball):
     names = subprocess.run(["tar", "-tzf", str(tarball)], capture_output=True, text=True, check=True).stdout.split()
     tops = {n.split("/")[0] for n in names}

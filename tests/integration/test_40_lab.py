@@ -141,10 +141,11 @@ NPD_CONDITIONS = {
     "GVisorMemoryLimitIgnored": ["gvisor"], "KubeletMountUnitsLeaking": ["mount_units"], "PIDsRisk": ["pids"],
     "KubeletConfigRisk": ["kubelet"], "ContainerRuntimeRisk": ["containerd", "cpu_quota"], "KernelRisk": ["kernel", "reboot"],
 }
-# node-problem-detector's default plugin timeout (pkg/custompluginmonitor/types/config.go): every node,
-# the software-emulated VM included, must answer within it (the VM's inventory npd_timeout only gives
-# the npd role's first run after installing more room)
-NPD_TIMEOUT_MS = 5000
+# How long a condition took is printed, never asserted (a loaded machine and the software-emulated VM
+# make wall time a measure of the host): that an answer fits in the rule's timeout is held by the plugin's
+# own deadline (its commands are killed at a share of the timeout, then it answers Unknown), tested with a
+# fake clock in tests/unit/plugins/module_utils/test_npd*.py; here every code must be the expected one,
+# which a run cut at its deadline would not give.
 
 
 def no_pod_jobs():
@@ -350,9 +351,9 @@ def test_02c_npd_plugin_reports_the_broken_nodes(lab):
     for node in report["nodes"]:
         got = dict((cond, run[0]) for cond, run in runs[node["host"]].items())
         assert got == npd_expected(node), (node["host"], runs[node["host"]])
-        for cond, (code, ms, message) in runs[node["host"]].items():
-            assert ms < NPD_TIMEOUT_MS, (node["host"], cond, ms)
+        for cond, (_code, _ms, message) in runs[node["host"]].items():
             assert 0 < len(message) <= 80, (node["host"], cond, message)
+    print("slowest condition per node (ms): %s" % dict((h, max(r[1] for r in runs[h].values())) for h in NODES))
     # the broken VM raises the headline condition, naming the finding
     code, _ms, message = runs[VM]["GVisorMemoryLimitIgnored"]
     assert code == 1 and "gvisor." in message, runs[VM]
@@ -504,7 +505,6 @@ def test_05a_npd_plugin_is_ok_on_every_fixed_node(lab):
     runs = npd_plugin_runs("lab-npd-after")
     for host in NODES:
         assert dict((c, r[0]) for c, r in runs[host].items()) == dict((c, 0) for c in NPD_CONDITIONS), (host, runs[host])
-        assert all(r[1] < NPD_TIMEOUT_MS for r in runs[host].values()), (host, runs[host])
     timings = dict((h, max(r[1] for r in runs[h].values())) for h in NODES)
     print("slowest condition per node (ms): %s" % timings)
 

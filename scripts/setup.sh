@@ -95,6 +95,28 @@ python_venv() {
 }
 step venv python_venv
 
+# 2b. ansible-core at the floor of the range the collection declares (meta/runtime.yml;
+#     requirements/ansible-core-oldest.txt) for the layers that run on it (tests/integration/conftest.py,
+#     core_env): that core and molecule alone, over the venv above (a .pth after its own site-packages, so
+#     its ansible-core, not the venv's, is the one imported; the collections, drivers and libraries are the
+#     venv's). PATH=.cache/core-floor-venv/bin:... runs ansible-playbook and molecule on it.
+core_floor_venv() {
+  local venv="$NODEFIX_CACHE/core-floor-venv" pins stamp
+  pins="$(grep -E '^ansible-core==' requirements/ansible-core-oldest.txt) $(grep -E '^molecule==' requirements/dev.txt)"
+  stamp="$pins $(cat "$NODEFIX_VENV/.nodefix-req")"
+  if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$stamp" ]; then
+    log "ansible-core floor venv ($pins)"
+    rm -rf "$venv"
+    "$PY" -m venv --without-pip "$venv"
+    # shellcheck disable=SC2086  # two pins, split on purpose
+    "$NODEFIX_VENV/bin/python" -m pip --python "$venv/bin/python" install -q --no-deps $pins 2>&1 | quiet_pip
+    "$NODEFIX_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+      > "$venv/lib/python3.11/site-packages/zz_nodefix_venv.pth"
+    echo "$stamp" > "$venv/.nodefix-req"
+  fi
+}
+step core-floor-venv core_floor_venv
+
 # 3. The collection, importable as nodefix.k8s (a link, not a copy) -------
 mkdir -p "$NODEFIX_COLLECTIONS/ansible_collections/nodefix" "$ANSIBLE_HOME" "$ANSIBLE_LOCAL_TEMP" "$NODEFIX_ZIPCODE_DIR"
 # The lab nodes' cache of code compiled from zipped module payloads (lab/zip_code_cache.py) as a

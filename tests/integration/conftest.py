@@ -164,10 +164,46 @@ MOLECULE_ALL = sorted(os.path.basename(os.path.dirname(p))
 MOLECULE_LAB = tuple(s for s in MOLECULE_ALL if s not in MOLECULE_ISOLATED)
 
 
+# ansible-core at both ends of the range the collection declares (meta/runtime.yml requires_ansible): the venv's
+# is the newest (requirements/dev.txt), and these layers run on the oldest (requirements/ansible-core-oldest.txt,
+# .cache/core-floor-venv: that core alone, over the venv's other packages - scripts/setup.sh). Each role's main
+# path runs on the newest in the end-to-end lab (test_40: audit, remediate --check, remediate, again), and on the
+# oldest in its molecule scenario below; the scenarios whose failure branches the lab never takes (the rollbacks,
+# the reboot of mount_units, the kernel role's plan) stay on the newest, and the kernel VM (test_47) runs on the
+# oldest. The floor's core is also ~0.7x the newest's controller CPU for the same playbook (docs/test-times.md).
+MOLECULE_FLOOR = ("containerd", "gvisor", "kubelet", "mount_units", "npd", "pids")
+FLOOR_VENV = os.path.join(ROOT, ".cache", "core-floor-venv")
+
+
+def _pinned(path):
+    with open(os.path.join(ROOT, "requirements", path), encoding="utf-8") as fh:
+        return re.search(r"^ansible-core==(\S+)", fh.read(), re.M).group(1)
+
+
+_CORES = {}
+
+
+def core_env(core):
+    """The environment of an Ansible run on ansible-core's ``newest`` or ``floor`` (the range's two ends):
+    PATH puts that core's commands first. Asserts, once a session, that ``ansible-playbook`` there is the
+    pinned release - a run said to be on the floor that ran on the newest would prove nothing."""
+    if core not in _CORES:
+        venv, pin = ((FLOOR_VENV, _pinned("ansible-core-oldest.txt")) if core == "floor"
+                     else (ENV["NODEFIX_VENV"], _pinned("dev.txt")))
+        env = {"PATH": os.path.join(venv, "bin") + os.pathsep + ENV["PATH"]}
+        out = subprocess.run(["ansible-playbook", "--version"], env=dict(ENV, **env), capture_output=True,
+                             text=True, check=False).stdout
+        assert re.search(r"^ansible-playbook \[core %s\]" % re.escape(pin), out, re.M), (core, pin, out)
+        _CORES[core] = env
+    return dict(_CORES[core])
+
+
 def run_molecule(scenario, lock_name):
-    """`molecule test -s scenario` under the lock file ENV[lock_name]; fails on rc != 0."""
+    """`molecule test -s scenario` under the lock file ENV[lock_name], on the ansible-core of MOLECULE_FLOOR's
+    choice; fails on rc != 0."""
     name = "molecule-" + scenario
-    rc, out = run_logged(name, ["flock", ENV[lock_name], "molecule", "test", "-s", scenario], timeout=2400)
+    env = core_env("floor" if scenario in MOLECULE_FLOOR else "newest")
+    rc, out = run_logged(name, ["flock", ENV[lock_name], "molecule", "test", "-s", scenario], timeout=2400, env=env)
     assert_ok(name, rc, out, lines=200)
     assert "failed=0" in out
 

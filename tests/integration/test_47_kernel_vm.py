@@ -38,7 +38,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ROOT, ApiServerDouble, assert_ok, held, return_held_node, run_logged, trail_entries
+from conftest import ROOT, ApiServerDouble, assert_ok, core_env, held, return_held_node, run_logged, trail_entries
 
 pytestmark = pytest.mark.lab
 
@@ -157,8 +157,10 @@ def inventory(path, kubeconfig):
 
 
 def remediate(name, inv, reports, extra=()):
+    # on the oldest ansible-core the collection supports (conftest.core_env): the rollout's main path runs on
+    # the newest in the end-to-end lab
     rc, out = run_logged(name, ["ansible-playbook", "-i", inv, "-e", "nodefix_report_dir=%s" % reports] + list(extra)
-                         + [os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=2400)
+                         + [os.path.join(ROOT, "playbooks", "remediate.yml")], timeout=2400, env=core_env("floor"))
     with open(str(reports / "remediate" / "report.json")) as fh:
         report = json.load(fh)
     return rc, out, dict((n["host"], n) for n in report["nodes"])[VM]
@@ -224,7 +226,8 @@ def _run(tmp_path_factory):
         # 3. the plan of the node's own 6.1 image package (still installed), now that 6.12 runs: a downgrade
         rc, out = run_logged("kernel-vm-downgrade", [
             "ansible", "-i", inv, VM, "-m", "nodefix.k8s.kernel_package",
-            "-a", json.dumps({"name": "linux-image-%s" % result["bad_before"]["running"]})], timeout=600)
+            "-a", json.dumps({"name": "linux-image-%s" % result["bad_before"]["running"]})], timeout=600,
+            env=core_env("floor"))
         result["downgrade"] = {"rc": rc, "out": out}
         result["api"] = double.state()
         yield result

@@ -427,7 +427,7 @@ def test_job_template_timeouts_fit_the_worst_case(nodes):
     assert proc.returncode == 0 and set(timeouts) == {"remediate", "audit"}, proc.stdout[-3000:]
     count = nodes or defaults["nodefix_awx_nodes_per_job"]
     per_batch = -(-count // smallest_serial())
-    assert timeouts["remediate"][0] >= per_batch * (drain + reboot + verify), timeouts
+    assert timeouts["remediate"][0] >= per_batch * (drain + reboot + verify), timeouts  # not-timed: configured
     assert timeouts["remediate"][0] >= timeouts["remediate"][1] and timeouts["audit"][0] >= timeouts["audit"][1]
     audit_worst = -(-count // defaults["nodefix_awx_forks"]) * defaults["nodefix_awx_node_audit_seconds"]
     assert timeouts["audit"][0] >= audit_worst  # not-timed: configured timeouts against configured budgets

@@ -23,7 +23,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CLOCKS = {"time", "monotonic", "perf_counter", "monotonic_ns", "perf_counter_ns", "time_ns"}
 # datetime's clocks, and the seconds of a difference of them
 DATETIME_CLOCKS = {"now", "utcnow", "total_seconds"}
-DURATION = re.compile(r"(?:^|_)(?:s|secs?|seconds|took|elapsed|duration|wall)$", re.IGNORECASE)
+DURATION = re.compile(r"(?:^|_)(?:s|secs?|seconds|ms|msecs?|millis|milliseconds|took|elapsed|duration|wall)$",
+                      re.IGNORECASE)
+# a configured limit, not a clock of this run (``timeout_ms``, ``cfg['timeout']``): never a duration itself;
+# but what a measured figure is held under when it is one (``ms < NPD_TIMEOUT_MS``, ``r[1] < TIMEOUT``)
+LIMIT = re.compile(r"timeout|limit|budget|deadline|interval", re.IGNORECASE)
+TIME_LIMIT = re.compile(r"timeout|deadline", re.IGNORECASE)
 MARK = "# not-timed:"
 
 
@@ -49,17 +54,46 @@ def _children(node):
                 yield child
 
 
+def _word(node):
+    """The name an expression's node is spelled with: a variable, an attribute, a key."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
 def _timed(node, clocked):
     """Whether the expression carries a duration."""
     if _is_clock(node):
         return True
-    if isinstance(node, ast.Name) and (node.id in clocked or DURATION.search(node.id)):
+    word = _word(node)
+    if word is not None and LIMIT.search(word):
+        return False
+    if isinstance(node, ast.Name) and node.id in clocked:
         return True
-    if isinstance(node, ast.Attribute) and DURATION.search(node.attr):
-        return True
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and DURATION.search(node.value):
-        return True  # a key: result["stop_s"]
+    if word is not None and DURATION.search(word):
+        return True  # a key too: result["stop_s"]
     return any(_timed(child, clocked) for child in _children(node))
+
+
+def _limited(node, words=LIMIT):
+    """Whether the expression names a limit (a variable or attribute, not a key): with TIME_LIMIT, a time
+    limit a measured figure would be held under (``TIMEOUT_MS``)."""
+    return any(_word(n) is not None and not isinstance(n, ast.Constant) and words.search(_word(n))
+               for n in ast.walk(node))
+
+
+def _measured(node):
+    """A figure that is not itself a configured limit nor a constant: what a run measured."""
+    return not isinstance(node, ast.Constant) and not _limited(node) and not _sized(node)
+
+
+def _sized(node):
+    """A count or a size, not a time: anything of ``len(...)``."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" for n in ast.walk(node))
 
 
 def _zero(node):
@@ -88,6 +122,8 @@ def upper_bounds(tree):
                     continue
                 if _timed(small, clocked) and not _zero(big):
                     found.append(node.lineno)
+                elif _limited(big, TIME_LIMIT) and _measured(small) and not _zero(big):
+                    found.append(node.lineno)   # held under a timeout: r[1] < NPD_TIMEOUT_MS
     return sorted(set(found))
 
 
@@ -126,13 +162,17 @@ def test_the_rule_catches_the_timed_assertions_it_is_for(tmp_path):
         "chain": "assert 0 <= r['seconds'] < 5\n",
         "attr": "assert result.elapsed < limit\n",
         "datetime": "assert (datetime.now() - start).total_seconds() < 5\n",
+        "ms": "assert ms < 5000\n",
+        "under_a_timeout": "assert all(r[1] < NPD_TIMEOUT_MS for r in runs.values())\n",
+        "timeout_over": "assert PLUGIN_TIMEOUT > run['took_ms']\n",
     }
     allowed = {
         "lower": "assert first['timings']['stop_s'] >= BUDGET\nassert slow['seconds'] >= 1\n",
         "zero": "assert node['seconds'] > 0\nassert 0 < r['seconds']\n",
         "config": "assert seconds(r['timeout']) <= seconds(cfg['timeout'])\nassert 0 < timeout_ms <= 3000\n",
         "marked": "assert abs(acc['estimate_seconds'] - acc['wall']) <= 0.3  # not-timed: recorded benchmark runs\n",
-        "counts": "assert len(hosts) <= 3\n",
+        "counts": "assert len(hosts) <= 3\nassert sum(len(a) for a in argv) <= argv_budget()\n",
+        "limits": "assert timeout_ms <= 5000 * BUDGET_SHARE\nassert lines <= LIMIT\n",
         "model": "assert detect.estimate_seconds(131072, 131072) > 13 * detect.estimate_seconds(10000, 10000)\n",
     }
     paths = {}

@@ -269,8 +269,8 @@ def test_a_hung_containerd_is_reported_before_npd_kills_the_plugin(tmp_path):
     for call in calls:
         args = call.split()
         assert "--timeout" in args, call
-        ms = int(args[args.index("--timeout") + 1].rstrip("ms"))
-        assert 0 < ms <= 5000 * npd_plugin.BUDGET_SHARE, call
+        timeout_ms = int(args[args.index("--timeout") + 1].rstrip("ms"))
+        assert 0 < timeout_ms <= 5000 * npd_plugin.BUDGET_SHARE, call
 
 
 def npd_would_refuse(cfg):

@@ -231,7 +231,7 @@ from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import (
 )
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.fileio import write_files
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit.checks import CHECK_NAMES, detector, run_checks
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES, findings_at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES, TEXTFILE, findings_at_or_above
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import Runner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
 
@@ -256,10 +256,10 @@ def textfile_target(root, path):
                               "*.prom files)" % path, path)
     # the one file of the nodefix_* series: node_exporter exports a series two files carry from one of them only
     # (the first by name), so a second name beside the tick's nodefix.prom could hide what that one says
-    if os.path.basename(path) != report_prometheus.TEXTFILE:
+    if os.path.basename(path) != TEXTFILE:
         raise FileSafetyError("textfile %s must be named %s (the node's one file of the nodefix_* series: the npd "
                               "role's tick writes the same; two files with the same series hide one another)"
-                              % (path, report_prometheus.TEXTFILE), path)
+                              % (path, TEXTFILE), path)
     # node_exporter's user can often write the textfile directory: a link planted there would turn this
     # root-owned write into a write of whatever file it names - never followed
     if os.path.islink(node_path(root, path)):

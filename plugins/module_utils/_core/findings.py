@@ -15,6 +15,10 @@ __metaclass__ = type
 
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
+# the name of a node's file of the nodefix_* series in node_exporter's textfile directory, whoever writes it (node_audit,
+# the npd tick) and what reads it (the triage): node_exporter exports a series two files carry from one of them only,
+# so there is one file
+TEXTFILE = "nodefix.prom"
 
 
 def make_finding(fid, severity, title, evidence=None, remedy=None, fix_role=None, fix_tag=None, subject=None):

@@ -35,6 +35,7 @@ import stat
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import fileio as core_fileio
 from ansible_collections.nodefix.k8s.plugins.module_utils._core import paths as core_paths
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.errors import NodefixError
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import TEXTFILE
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import file_diff
 
 # The tick's shared result and the textfile's kept looks in npd_cache_dir: _npd/tick.py RESULTS and _npd/textfile.py
@@ -134,10 +135,10 @@ def check_input(params):
     textfile = params.get("textfile") or ""
     if textfile:
         _absolute(textfile, "textfile")
-        if os.path.basename(textfile) != "nodefix.prom":  # the node's one file of the nodefix_* series (node_audit's)
-            raise NpdFilesError("textfile %s must be named nodefix.prom (the node's one file of the nodefix_* series: "
+        if os.path.basename(textfile) != TEXTFILE:  # the node's one file of the nodefix_* series (node_audit's)
+            raise NpdFilesError("textfile %s must be named %s (the node's one file of the nodefix_* series: "
                                 "node_audit writes the same; two files with the same series hide one another); nothing "
-                                "was written" % textfile, path=textfile)
+                                "was written" % (textfile, TEXTFILE), path=textfile)
         textfile_dir = os.path.dirname(textfile)
         if not os.path.isdir(textfile_dir):
             raise NpdFilesError(

@@ -50,7 +50,7 @@ import sys
 import time
 
 from ansible_collections.nodefix.k8s.plugins.module_utils._audit import detect as audit_detect
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES, findings_at_or_above
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES, TEXTFILE, findings_at_or_above
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.runner import SubprocessRunner
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.text import printable
 from ansible_collections.nodefix.k8s.plugins.module_utils._core.paths import root_path
@@ -147,13 +147,13 @@ def check_config(config):
                              % (out["interval"],))
     if out["cache_dir"] and not out["cache_dir"].startswith("/"):
         raise NpdConfigError("cache_dir must be an absolute path, got %r" % out["cache_dir"])
-    # nodefix.prom: the node's one file of the nodefix_* series (node_audit writes the same; node_exporter exports a
+    # TEXTFILE: the node's one file of the nodefix_* series (node_audit writes the same; node_exporter exports a
     # series two files carry from one of them only)
-    if out["textfile"] and (not out["textfile"].startswith("/") or out["textfile"].rsplit("/", 1)[-1] != "nodefix.prom"
+    if out["textfile"] and (not out["textfile"].startswith("/") or out["textfile"].rsplit("/", 1)[-1] != TEXTFILE
                             or not out["cache_dir"] or not out["interval"]):
-        raise NpdConfigError("textfile must be an absolute path of a file named nodefix.prom (the node's one file of the "
+        raise NpdConfigError("textfile must be an absolute path of a file named %s (the node's one file of the "
                              "nodefix_* series), with cache_dir and interval set (the tick writes it), got %r"
-                             % out["textfile"])
+                             % (TEXTFILE, out["textfile"]))
     # the fleet report's waivers, applied the same way (host and subject globs, expiry checked on every run)
     try:
         check_waivers(out["waivers"])

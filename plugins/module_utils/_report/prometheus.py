@@ -87,9 +87,6 @@ HELP = {
 
 # a remediation's outcomes (the report's statuses; "not run" as a label value without a space)
 OUTCOMES = ("ok", "failed", "skipped", "not_run", "unreachable")
-# the name of a node's file of the nodefix_* series in node_exporter's textfile directory, whoever writes it (node_audit,
-# the npd tick): node_exporter exports a series two files carry from one of them only, so there is one file
-TEXTFILE = "nodefix.prom"
 # the reboot role's outcomes of a node that went down and came back
 REBOOTED = ("verified", "not fixed")
 

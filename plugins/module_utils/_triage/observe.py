@@ -45,10 +45,10 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import TEXTFILE
 from ansible_collections.nodefix.k8s.plugins.module_utils._prometheus import client as prometheus_client
 from ansible_collections.nodefix.k8s.plugins.module_utils._triage import classify as triage_classify
 
-TEXTFILE = "nodefix.prom"
 HEARTBEAT = "nodefix_audit_timestamp_seconds"
 CLOCK_OFFSET = "nodefix_clock"  # the label that marks the node's clock offset in the textfile answer
 TEXTFILE_ERROR = "nodefix_textfile_error"  # the label that marks a node_textfile_scrape_error that is not 0 in it

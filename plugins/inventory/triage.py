@@ -312,11 +312,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 for level in sorted(set(f["severity"] for f in record["findings"])):
                     self.inventory.add_child(self.inventory.add_group(group_name("nodefix_severity_", level)), name)
             self._construct(name, strict)
-        own = triage_run.controller_names() if result["orphans"] else ()
         for name, record in sorted(result["orphans"].items()):
-            if triage_run.loopback(name, own):
-                # Prometheus scraping its own node_exporter (localhost:9100): a host named so would take the place of
-                # Ansible's implicit localhost (its local connection) in every play of the run; counted in the summary
+            if record.get("not_a_host"):
+                # Prometheus scraping its own node_exporter (localhost:9100; run.refuse_loopback): a host named so would
+                # take the place of Ansible's implicit localhost (its local connection) in every play of the run;
+                # counted in the summary
                 continue
             self._add(name, record, ORPHANS)
             self._construct(name, strict)

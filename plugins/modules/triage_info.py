@@ -85,7 +85,10 @@ clean:
   type: list
   elements: str
 orphans:
-  description: The nodes that export to Prometheus but are not expected, by name (reported, never targets).
+  description:
+    - The nodes that export to Prometheus but are not expected, by name (reported, never targets).
+    - One whose name is the controller itself (a loopback name or address, the controller's own host name -
+      Prometheus scraping the controller's own node_exporter) carries C(not_a_host), why it is never a host.
   returned: success
   type: dict
 summary:

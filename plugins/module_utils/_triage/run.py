@@ -152,14 +152,20 @@ def refuse_loopback(result, expected):
     ``ansible_host``, would run the next play on the controller (Ansible's implicit localhost, or SSH to the
     controller's own sshd). Each keeps its class; its record gets
     ``not_a_host`` (why), ``summary.not_hosts`` lists them all {name: why} (a clean one a lean triage does not list
-    too) and ``summary.targets`` leaves them out. ``result`` is changed in place."""
+    too) and ``summary.targets`` leaves them out. An orphan so named (Prometheus scraping the controller's own
+    node_exporter) gets ``not_a_host`` too: the inventory never makes it a host. ``result`` is changed in place."""
     refused, own = {}, controller_names()
     for name, node in sorted(expected.items()):
         ip = (node or {}).get("internal_ip")
-        if loopback(name, own) or loopback(ip, own):
+        by_name = loopback(name, own)
+        if by_name or loopback(ip, own):
             refused[name] = ("its %s %s is the controller itself (a loopback address or name, or the controller's own "
                              "host name): reported, never a host or target - name the node by its own address" % (
-                                 ("name", name) if loopback(name, own) else ("internal IP", ip)))
+                                 ("name", name) if by_name else ("internal IP", ip)))
+    for name, record in result["orphans"].items():
+        if loopback(name, own):
+            record["not_a_host"] = ("its name %s is the controller itself (Prometheus scraping the controller's own "
+                                    "node_exporter?): reported, never a host" % name)
     summary = result["summary"]
     summary["not_hosts"] = refused
     for name, why in refused.items():

@@ -298,6 +298,7 @@ def test_an_orphan_named_as_the_controller_never_replaces_ansibles_localhost(tmp
     monkeypatch.setattr(plugin_module.triage_run.socket, "getfqdn", lambda *a: "ctl-1.example.org")
     result = answer()
     result["orphans"] = {orphan: result["orphans"].popitem()[1] if result["orphans"] else []}
+    plugin_module.triage_run.refuse_loopback(result, {})   # as triage_run.triage does to every answer (faked here)
     inv = parse(tmp_path, monkeypatch, "max_unknown_percent: 50\n", result)
     assert orphan not in inv.hosts and inv.localhost is None
 

@@ -175,7 +175,8 @@ MOLECULE_FLOOR = ("containerd", "gvisor", "kubelet", "mount_units", "npd", "pids
 FLOOR_VENV = os.path.join(ROOT, ".cache", "core-floor-venv")
 
 
-def _pinned(path):
+def pinned_core(path):
+    """The ansible-core release ``requirements/<path>`` pins."""
     with open(os.path.join(ROOT, "requirements", path), encoding="utf-8") as fh:
         return re.search(r"^ansible-core==(\S+)", fh.read(), re.M).group(1)
 
@@ -188,8 +189,8 @@ def core_env(core):
     PATH puts that core's commands first. Asserts, once a session, that ``ansible-playbook`` there is the
     pinned release - a run said to be on the floor that ran on the newest would prove nothing."""
     if core not in _CORES:
-        venv, pin = ((FLOOR_VENV, _pinned("ansible-core-oldest.txt")) if core == "floor"
-                     else (ENV["NODEFIX_VENV"], _pinned("dev.txt")))
+        venv, pin = ((FLOOR_VENV, pinned_core("ansible-core-oldest.txt")) if core == "floor"
+                     else (ENV["NODEFIX_VENV"], pinned_core("dev.txt")))
         env = {"PATH": os.path.join(venv, "bin") + os.pathsep + ENV["PATH"]}
         out = subprocess.run(["ansible-playbook", "--version"], env=dict(ENV, **env), capture_output=True,
                              text=True, check=False).stdout

@@ -867,14 +867,8 @@ def test_a_replica_gone_missing_after_the_first_eviction_holds_the_next_pod(
     pods = [pod(n, owner_name="web") for n in ("web-a", "web-b")] + [pod("web-c", node="node-b", owner_name="web")]
     cluster = Cluster(pods, replace={"web-a": True, "web-b": True},
                       controllers={("ReplicaSet", "web"): rs("web", "owner-web", 3, 3)})
-    real_evict = cluster.evict
-
-    def evicted_then_short(ns, name, body):
-        answer = real_evict(ns, name, body)
-        cluster.controllers[("ReplicaSet", "web")] = rs("web", "owner-web", 3, 2)
-        return answer
-
-    monkeypatch.setattr(cluster, "evict", evicted_then_short)
+    after_first_eviction(monkeypatch, cluster, lambda cl: cl.controllers.update(
+        {("ReplicaSet", "web"): rs("web", "owner-web", 3, 2)}))
     result = recreate(run_module, monkeypatch, cluster, kubeconfig, ["uid-web-a", "uid-web-b"])
     assert result["results"] == [
         {"uid": "uid-web-a", "pod": "shop/web-a", "result": "evicted, replacement Ready"},

@@ -99,19 +99,23 @@ step venv python_venv
 #     requirements/ansible-core-oldest.txt) for the layers that run on it (tests/integration/conftest.py,
 #     core_env): that core and molecule alone, over the venv above (a .pth after its own site-packages, so
 #     its ansible-core, not the venv's, is the one imported; the collections, drivers and libraries are the
-#     venv's). PATH=.cache/core-floor-venv/bin:... runs ansible-playbook and molecule on it.
+#     venv's; but resolvelib, which 2.17's ansible-galaxy needs below 1.1). PATH=.cache/core-floor-venv/bin:...
+#     runs ansible-playbook, ansible-galaxy and molecule on it.
 core_floor_venv() {
-  local venv="$NODEFIX_CACHE/core-floor-venv" pins stamp
+  local venv="$NODEFIX_CACHE/core-floor-venv" pins stamp site
   pins="$(grep -E '^ansible-core==' requirements/ansible-core-oldest.txt) $(grep -E '^molecule==' requirements/dev.txt)"
+  pins="$pins resolvelib<1.1.0"
   stamp="$pins $(cat "$NODEFIX_VENV/.nodefix-req")"
   if [ "$(cat "$venv/.nodefix-req" 2>/dev/null)" != "$stamp" ]; then
     log "ansible-core floor venv ($pins)"
     rm -rf "$venv"
     "$PY" -m venv --without-pip "$venv"
-    # shellcheck disable=SC2086  # two pins, split on purpose
+    # shellcheck disable=SC2086  # the pins, split on purpose
     "$NODEFIX_VENV/bin/python" -m pip --python "$venv/bin/python" install -q --no-deps $pins 2>&1 | quiet_pip
-    "$NODEFIX_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
-      > "$venv/lib/python3.11/site-packages/zz_nodefix_venv.pth"
+    site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    "$NODEFIX_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$site/zz_nodefix_venv.pth"
+    # the venv's site hook of the compiled-code cache (step 3), after the line above has put its module on the path
+    echo "import nodefix_lab_zipcode" > "$site/zzz_nodefix_lab_zipcode.pth"
     echo "$stamp" > "$venv/.nodefix-req"
   fi
 }

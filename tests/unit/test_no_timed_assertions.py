@@ -165,6 +165,7 @@ def test_the_rule_catches_the_timed_assertions_it_is_for(tmp_path):
         "ms": "assert ms < 5000\n",
         "under_a_timeout": "assert all(r[1] < NPD_TIMEOUT_MS for r in runs.values())\n",
         "timeout_over": "assert PLUGIN_TIMEOUT > run['took_ms']\n",
+        "under_a_deadline": "assert r['spent'] < DEADLINE\n",
     }
     allowed = {
         "lower": "assert first['timings']['stop_s'] >= BUDGET\nassert slow['seconds'] >= 1\n",

@@ -21,7 +21,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES
+from ansible_collections.nodefix.k8s.plugins.module_utils._core.findings import SEVERITIES, TEXTFILE
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.prometheus import fleet_textfile
 from ansible_collections.nodefix.k8s.plugins.module_utils._rollout.dry_run import plan_lines
 from ansible_collections.nodefix.k8s.plugins.module_utils._report.console import (
@@ -335,5 +335,5 @@ RENDERERS = {
     "markdown": ("report.md", to_markdown),
     "html": ("report.html", to_html),
     "junit": ("junit.xml", to_junit),
-    "prometheus": ("nodefix.prom", fleet_textfile),
+    "prometheus": (TEXTFILE, fleet_textfile),
 }
